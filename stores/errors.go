@@ -1,0 +1,38 @@
+package stores
+
+import "errors"
+
+// Sentinel errors shared by every store. Stores translate their driver's errors
+// into these, so callers test them with errors.Is whatever the backend.
+var (
+	// ErrNotFound: the key does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a compare-and-swap or transaction lost to another writer.
+	ErrConflict = errors.New("conflict: the key was changed by another writer")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store is closed")
+	// ErrNotSupported: the store cannot do what was asked.
+	ErrNotSupported = errors.New("not supported by this store")
+	// ErrLocked: the store's files are held by another process.
+	ErrLocked = errors.New("store is locked by another process")
+	// ErrInvalidKey: the key is empty or longer than MaxKeyLen.
+	ErrInvalidKey = errors.New("invalid key")
+	// ErrTooLarge: the value is longer than MaxValueLen.
+	ErrTooLarge = errors.New("value too large")
+)
+
+// CheckKey returns ErrInvalidKey if key is empty or longer than MaxKeyLen.
+func CheckKey(key string) error {
+	if key == "" || len(key) > MaxKeyLen {
+		return ErrInvalidKey
+	}
+	return nil
+}
+
+// CheckValue returns ErrTooLarge if value is longer than MaxValueLen.
+func CheckValue(value []byte) error {
+	if len(value) > MaxValueLen {
+		return ErrTooLarge
+	}
+	return nil
+}

@@ -1,0 +1,273 @@
+// Package memstore is an in-memory store: compare-and-swap and transactions,
+// nothing survives the process. It is the default store of noydb.Open.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use. Compare-and-swap is atomic and
+// transactions are serialized, so Capabilities reports CASAtomic and
+// Transactions, but neither Durable nor Shared.
+package memstore
+
+import (
+	"context"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/noydb-go/noydb/stores"
+)
+
+type entry struct {
+	value   []byte
+	version uint64
+}
+
+// Store is an in-memory stores.Store and stores.Transactor. Create it with New.
+type Store struct {
+	mu      sync.RWMutex
+	data    map[string]entry
+	sorted  []string // keys in order; rebuilt lazily when stale
+	stale   bool
+	version uint64 // last version handed out, store-wide, so versions are never reused
+	closed  bool
+}
+
+var (
+	_ stores.Store      = (*Store)(nil)
+	_ stores.Transactor = (*Store)(nil)
+)
+
+// New returns an empty in-memory store.
+func New() *Store {
+	return &Store{data: make(map[string]entry)}
+}
+
+// Capabilities reports CASAtomic and Transactions.
+func (s *Store) Capabilities() stores.Capabilities {
+	return stores.Capabilities{CASAtomic: true, Transactions: true}
+}
+
+func begin(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return stores.CheckKey(key)
+}
+
+// Get returns the item at key.
+func (s *Store) Get(ctx context.Context, key string) (stores.Item, error) {
+	if err := begin(ctx, key); err != nil {
+		return stores.Item{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return stores.Item{}, stores.ErrClosed
+	}
+	return s.getLocked(key)
+}
+
+func (s *Store) getLocked(key string) (stores.Item, error) {
+	e, ok := s.data[key]
+	if !ok {
+		return stores.Item{}, stores.ErrNotFound
+	}
+	return stores.Item{Key: key, Value: slices.Clone(e.value), Version: e.version}, nil
+}
+
+// Put writes value at key.
+func (s *Store) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+	if err := begin(ctx, key); err != nil {
+		return 0, err
+	}
+	if err := stores.CheckValue(value); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, stores.ErrClosed
+	}
+	return s.putLocked(key, value), nil
+}
+
+func (s *Store) putLocked(key string, value []byte) uint64 {
+	if _, ok := s.data[key]; !ok {
+		s.stale = true
+	}
+	s.version++
+	s.data[key] = entry{value: slices.Clone(value), version: s.version}
+	return s.version
+}
+
+// CompareAndSwap writes value at key if its version is expected.
+func (s *Store) CompareAndSwap(ctx context.Context, key string, expected uint64, value []byte) (uint64, error) {
+	if err := begin(ctx, key); err != nil {
+		return 0, err
+	}
+	if err := stores.CheckValue(value); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, stores.ErrClosed
+	}
+	if s.data[key].version != expected {
+		return 0, stores.ErrConflict
+	}
+	return s.putLocked(key, value), nil
+}
+
+// Delete removes key.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := begin(ctx, key); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return stores.ErrClosed
+	}
+	s.deleteLocked(key)
+	return nil
+}
+
+func (s *Store) deleteLocked(key string) {
+	if _, ok := s.data[key]; ok {
+		delete(s.data, key)
+		s.stale = true
+	}
+}
+
+// List yields the items under prefix in key order. It works on a snapshot
+// taken when iteration starts, so the loop body may use the store.
+func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[stores.Item, error] {
+	return func(yield func(stores.Item, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(stores.Item{}, err)
+			return
+		}
+		items, err := s.snapshot(prefix)
+		if err != nil {
+			yield(stores.Item{}, err)
+			return
+		}
+		for i, it := range items {
+			if i%256 == 0 {
+				if err := ctx.Err(); err != nil {
+					yield(stores.Item{}, err)
+					return
+				}
+			}
+			if !yield(it, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (s *Store) snapshot(prefix string) ([]stores.Item, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, stores.ErrClosed
+	}
+	if s.stale {
+		s.sorted = s.sorted[:0]
+		for k := range s.data {
+			s.sorted = append(s.sorted, k)
+		}
+		slices.Sort(s.sorted)
+		s.stale = false
+	}
+	start, _ := slices.BinarySearch(s.sorted, prefix)
+	var items []stores.Item
+	for _, k := range s.sorted[start:] {
+		if !strings.HasPrefix(k, prefix) {
+			break
+		}
+		e := s.data[k]
+		items = append(items, stores.Item{Key: k, Value: slices.Clone(e.value), Version: e.version})
+	}
+	return items, nil
+}
+
+// Update runs fn with the store locked: transactions are serialized, so they
+// never conflict. Writes are buffered and applied only if fn returns nil.
+func (s *Store) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return stores.ErrClosed
+	}
+	tx := &txn{s: s, writes: make(map[string]*[]byte)}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for k, v := range tx.writes {
+		if v == nil {
+			s.deleteLocked(k)
+		} else {
+			s.putLocked(k, *v)
+		}
+	}
+	return nil
+}
+
+// Close drops the data. Later calls return stores.ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.data = nil
+	s.sorted = nil
+	return nil
+}
+
+// txn buffers writes; a nil pointer marks a delete.
+type txn struct {
+	s      *Store
+	writes map[string]*[]byte
+}
+
+func (t *txn) Get(key string) (stores.Item, error) {
+	if err := stores.CheckKey(key); err != nil {
+		return stores.Item{}, err
+	}
+	if v, ok := t.writes[key]; ok {
+		if v == nil {
+			return stores.Item{}, stores.ErrNotFound
+		}
+		// Uncommitted writes have no version yet; report the committed one.
+		return stores.Item{Key: key, Value: slices.Clone(*v), Version: t.s.data[key].version}, nil
+	}
+	return t.s.getLocked(key)
+}
+
+func (t *txn) Put(key string, value []byte) error {
+	if err := stores.CheckKey(key); err != nil {
+		return err
+	}
+	if err := stores.CheckValue(value); err != nil {
+		return err
+	}
+	v := slices.Clone(value)
+	t.writes[key] = &v
+	return nil
+}
+
+func (t *txn) Delete(key string) error {
+	if err := stores.CheckKey(key); err != nil {
+		return err
+	}
+	t.writes[key] = nil
+	return nil
+}
