@@ -1,0 +1,98 @@
+package crypto_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/crypto"
+)
+
+// The vectors in testdata/vectors.json were produced by
+// testdata/gen_vectors.py, an implementation independent of this package.
+// They are published: tests compare against them and never rewrite them.
+
+func TestVectorsSeal(t *testing.T) {
+	for _, v := range loadVectors(t).Seal {
+		k := crypto.KeyFromBytes(v.Key)
+		got := crypto.SealWithNonce(k, v.Nonce, v.Plaintext, v.AD)
+		assert.Equal(t, []byte(v.Envelope), got, v.Name)
+		pt, err := crypto.Open(k, v.Envelope, v.AD)
+		require.NoError(t, err, v.Name)
+		assert.Equal(t, []byte(v.Plaintext), pt, v.Name)
+	}
+}
+
+func TestVectorsSealRecord(t *testing.T) {
+	for _, v := range loadVectors(t).SealRecord {
+		k := crypto.KeyFromBytes(v.Key)
+		ref := crypto.RecordRef{Vault: v.Vault, Collection: v.Collection, ID: v.ID, Revision: uint64(v.Revision)}
+		got := crypto.SealRecordWithNonce(k, v.Nonce, v.Plaintext, ref)
+		assert.Equal(t, []byte(v.Envelope), got, v.Name)
+
+		rev, err := crypto.RecordRevision(v.Envelope)
+		require.NoError(t, err, v.Name)
+		assert.Equal(t, uint64(v.Revision), rev, v.Name)
+
+		ref.Revision = 0
+		pt, rev, err := crypto.OpenRecord(k, v.Envelope, ref)
+		require.NoError(t, err, v.Name)
+		assert.Equal(t, []byte(v.Plaintext), pt, v.Name)
+		assert.Equal(t, uint64(v.Revision), rev, v.Name)
+	}
+}
+
+func TestVectorsMAC(t *testing.T) {
+	for _, v := range loadVectors(t).MAC {
+		parts := make([][]byte, len(v.Parts))
+		for i, p := range v.Parts {
+			parts[i] = p
+		}
+		assert.Equal(t, []byte(v.MAC), crypto.KeyFromBytes(v.Key).MAC(parts...), v.Name)
+	}
+}
+
+func TestVectorsDerive(t *testing.T) {
+	for _, v := range loadVectors(t).Derive {
+		got := crypto.KeyFromBytes(v.Key).Derive(v.Label)
+		assert.Equal(t, []byte(v.Subkey), crypto.KeyBytes(got), v.Label)
+	}
+}
+
+func TestVectorsDeriveUserKey(t *testing.T) {
+	for _, v := range loadVectors(t).DeriveUserKey {
+		p := crypto.KDFParams{Time: v.Time, MemoryKiB: v.MemoryKiB, Threads: v.Threads}
+		k, err := crypto.DeriveUserKey(v.Secret, v.Salt, p)
+		require.NoError(t, err, "%+v", p)
+		assert.Equal(t, []byte(v.Key), crypto.KeyBytes(k), "%+v", p)
+	}
+}
+
+func TestVectorsKeyAD(t *testing.T) {
+	for _, v := range loadVectors(t).KeyAD {
+		assert.Equal(t, []byte(v.AD), crypto.KeyAD(v.Vault, v.Key), "%q %q", v.Vault, v.Key)
+	}
+}
+
+func TestVectorsUnwrapKey(t *testing.T) {
+	for _, v := range loadVectors(t).WrapKey {
+		kek := crypto.KeyFromBytes(v.KEK)
+		got, err := crypto.UnwrapKey(kek, v.Wrapped, v.AD)
+		require.NoError(t, err)
+		assert.Equal(t, []byte(v.Key), crypto.KeyBytes(got))
+	}
+}
+
+func TestVectorsHeader(t *testing.T) {
+	for _, v := range loadVectors(t).Header {
+		h, err := crypto.ParseHeader(v.Bytes)
+		require.NoError(t, err)
+		want := crypto.Header{Version: crypto.HeaderVersion, KDF: crypto.KDFParams{Time: v.Time, MemoryKiB: v.MemoryKiB, Threads: v.Threads}}
+		copy(want.Salt[:], v.Salt)
+		assert.Equal(t, want, h)
+		b, err := want.MarshalBinary()
+		require.NoError(t, err)
+		assert.Equal(t, []byte(v.Bytes), b)
+	}
+}
