@@ -1,0 +1,58 @@
+// Package ledger is the append-only audit ledger of a vault: dense positions
+// assigned at commit, a keyed hash chain, fenced and batched appends, and
+// verification that fails loudly.
+//
+// Every entry gets the next position (Seq 1, 2, 3 …) when its append commits,
+// never before, so a reader that has seen position n has seen everything
+// below it. Each entry stores MAC(previous MAC, Seq, entry encoding) under a
+// key the store does not have, so a store cannot drop, reorder, duplicate or
+// re-chain entries unnoticed. Entries and the head record are sealed by a
+// Sealer that binds each value to its key.
+//
+// # Usage
+//
+//	l := ledger.New(store, sealer, macKey, "v/books/", ledger.Options{Actor: "ann"})
+//	head, err := l.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Collection: "invoices", ID: "inv-1"})
+//	for e, err := range l.Read(ctx, 1) { … }
+//	report, err := l.Verify(ctx)
+//
+// Append records facts: its entries go wherever the head is at commit.
+// AppendFunc records decisions derived from the ledger's state: it is fenced
+// on the head it gave to the derive function, and when another writer gets
+// there first it derives again from the new head rather than re-posting the
+// old result. AppendAfter is the one-shot fence (ErrStaleHead). AppendTx
+// writes inside a caller's store transaction, so a record or a counter and
+// its ledger entry commit together.
+//
+// # Storage
+//
+// Entries live at prefix+"_ledger/"+ the position as 20 zero-padded digits,
+// the head (last position and its MAC) at prefix+"_ledger/head", which sorts
+// after every entry. On a store with transactions (stores.Transactor) an
+// append writes its entries and the head in one transaction. On a store with
+// only compare-and-swap, the head is the commit point: the new head, carrying
+// the batch, is written by compare-and-swap, and the entries are then copied
+// to their own keys and dropped from the head. Nothing is written at a
+// position before it is committed, so a crash leaves either no trace of the
+// batch or the whole batch in the head, where readers find it and the next
+// append finishes the copy. Conflicts are retried by internal/cas within
+// Options.MaxAttempts.
+//
+// # Concurrency
+//
+// A Ledger is safe for concurrent use. Concurrent Append calls on one Ledger
+// are combined into one commit (each call still all or none), so they do not
+// contend; several Ledgers (processes, machines) on one store contend
+// through the store's transactions or compare-and-swap, which must then be
+// atomic (stores.Capabilities.CASAtomic). On a store without atomic
+// compare-and-swap, such as the file store, appends work but assume a single
+// writer: two processes appending at once could both commit the same
+// positions, which Verify would then report.
+//
+// # Caveats
+//
+// The chain proves that the entries up to the head are complete and in
+// order, not that the head is the latest: a store that replays an older
+// head together with the entries below it (a rollback) is not detected here.
+// Callers that need that pin the head they last saw elsewhere.
+package ledger

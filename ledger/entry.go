@@ -1,0 +1,334 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// Kind says what an entry records.
+type Kind uint8
+
+// The kinds of entry. The values are part of the stored format and never change.
+const (
+	// RecordPut: a record was written (Collection, ID, Revision, CipherHash;
+	// Series, Partition and Number when the record took a number).
+	RecordPut Kind = 1
+	// RecordDelete: a record was deleted (Collection, ID, Revision).
+	RecordDelete Kind = 2
+	// NumberAllocated: a number of a series was taken (Series, Partition,
+	// Number, RequestID).
+	NumberAllocated Kind = 3
+	// SeriesSeeded: a series was moved forward (Series, Partition, From,
+	// Number, Reason).
+	SeriesSeeded Kind = 4
+	// NumberVoided: a taken number was voided (Series, Partition, Number, Reason).
+	NumberVoided Kind = 5
+	// NumberAssigned: deferred numbering gave a provisionally stored record its
+	// number (Collection, ID, Series, Partition, Number).
+	NumberAssigned Kind = 6
+)
+
+var kindNames = [...]string{
+	RecordPut:       "record-put",
+	RecordDelete:    "record-delete",
+	NumberAllocated: "number-allocated",
+	SeriesSeeded:    "series-seeded",
+	NumberVoided:    "number-voided",
+	NumberAssigned:  "number-assigned",
+}
+
+// Valid reports whether k is one of the defined kinds.
+func (k Kind) Valid() bool { return k >= RecordPut && k <= NumberAssigned }
+
+// String returns the kind's name, e.g. "record-put".
+func (k Kind) String() string {
+	if k.Valid() {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Entry is one ledger entry. Which fields are set depends on Kind; the rest
+// are zero. Seq is assigned by the ledger when the entry commits; Time and
+// Actor are filled in from Options when zero.
+type Entry struct {
+	// Seq is the entry's position: dense, from 1.
+	Seq uint64
+	// Time is when the entry was appended (UTC when read back; nanosecond precision).
+	Time time.Time
+	// Actor is who made the change.
+	Actor string
+	// Kind says what the entry records.
+	Kind Kind
+
+	// Collection and ID name the record of a record entry.
+	Collection, ID string
+	// Revision is the record's revision after the change.
+	Revision uint64
+	// CipherHash is the SHA-256 of the stored ciphertext of a record entry.
+	CipherHash []byte
+
+	// Series and Partition name the series of a numbering entry.
+	Series    string
+	Partition []string
+	// Number is the number taken, voided or assigned, or the new position of a seeded series.
+	Number uint64
+	// From is the previous position of a seeded series.
+	From uint64
+	// RequestID is the caller's idempotency key of an allocation.
+	RequestID string
+	// Reason is the caller's stated reason (seeding, voiding).
+	Reason string
+}
+
+// entryVersion is the first byte of every entry encoding.
+const entryVersion = 1
+
+// Limits on the canonical encoding.
+const (
+	// maxField bounds every string and byte field of an entry.
+	maxField = 64 << 10
+	// maxPartition bounds the number of partition components.
+	maxPartition = 64
+	// minUnix and maxUnix bound Time to the years 1 through 9999, the zero
+	// time.Time included.
+	minUnix = -62135596800
+	maxUnix = 253402300799
+)
+
+// MarshalBinary returns the canonical binary encoding of e (format version 1).
+// Every field is included, so the encoding is what the hash chain covers:
+//
+//	[1] version (1)
+//	uvarint Seq
+//	varint  Time seconds since the Unix epoch, uvarint nanoseconds (< 1e9)
+//	str     Actor
+//	[1] Kind
+//	str Collection, str ID, uvarint Revision, str CipherHash
+//	str Series, uvarint len(Partition), str each component
+//	uvarint Number, uvarint From, str RequestID, str Reason
+//
+// where str is a uvarint length followed by the bytes. Varints are minimal
+// (encoding/binary), so every entry has exactly one encoding. It fails with
+// ErrInvalidEntry for an unknown kind, a time outside the years 1 to 9999, a
+// field longer than 64 KiB or more than 64 partition components.
+func (e Entry) MarshalBinary() ([]byte, error) {
+	return e.AppendBinary(make([]byte, 0, e.encodedLen()))
+}
+
+// AppendBinary appends the encoding of MarshalBinary to b.
+func (e Entry) AppendBinary(b []byte) ([]byte, error) {
+	if err := e.check(); err != nil {
+		return b, err
+	}
+	return e.appendTo(b), nil
+}
+
+func (e Entry) check() error {
+	if !e.Kind.Valid() {
+		return fmt.Errorf("%w: unknown kind %d", ErrInvalidEntry, uint8(e.Kind))
+	}
+	if s := e.Time.Unix(); s < minUnix || s > maxUnix {
+		return fmt.Errorf("%w: time %v outside the years 1 to 9999", ErrInvalidEntry, e.Time)
+	}
+	if len(e.Partition) > maxPartition {
+		return fmt.Errorf("%w: %d partition components (at most %d)", ErrInvalidEntry, len(e.Partition), maxPartition)
+	}
+	long := len(e.Actor) > maxField || len(e.Collection) > maxField || len(e.ID) > maxField ||
+		len(e.CipherHash) > maxField || len(e.Series) > maxField || len(e.RequestID) > maxField ||
+		len(e.Reason) > maxField
+	for _, p := range e.Partition {
+		long = long || len(p) > maxField
+	}
+	if long {
+		return fmt.Errorf("%w: a field is longer than %d bytes", ErrInvalidEntry, maxField)
+	}
+	return nil
+}
+
+// encodedLen is an upper bound of the encoding's length.
+func (e Entry) encodedLen() int {
+	n := 2 + 7*binary.MaxVarintLen64 + 8*binary.MaxVarintLen32 + len(e.Actor) + len(e.Collection) +
+		len(e.ID) + len(e.CipherHash) + len(e.Series) + len(e.RequestID) + len(e.Reason)
+	for _, p := range e.Partition {
+		n += binary.MaxVarintLen32 + len(p)
+	}
+	return n
+}
+
+func (e Entry) appendTo(b []byte) []byte {
+	b = append(b, entryVersion)
+	b = binary.AppendUvarint(b, e.Seq)
+	b = binary.AppendVarint(b, e.Time.Unix())
+	b = binary.AppendUvarint(b, uint64(e.Time.Nanosecond()))
+	b = appendStr(b, e.Actor)
+	b = append(b, byte(e.Kind))
+	b = appendStr(b, e.Collection)
+	b = appendStr(b, e.ID)
+	b = binary.AppendUvarint(b, e.Revision)
+	b = appendBytes(b, e.CipherHash)
+	b = appendStr(b, e.Series)
+	b = binary.AppendUvarint(b, uint64(len(e.Partition)))
+	for _, p := range e.Partition {
+		b = appendStr(b, p)
+	}
+	b = binary.AppendUvarint(b, e.Number)
+	b = binary.AppendUvarint(b, e.From)
+	b = appendStr(b, e.RequestID)
+	return appendStr(b, e.Reason)
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// UnmarshalBinary decodes the canonical encoding made by MarshalBinary. It
+// accepts only canonical input (minimal varints, known version and kind,
+// nanoseconds below one second, no trailing bytes) and otherwise returns an
+// error matching ErrMalformed, leaving e unchanged.
+func (e *Entry) UnmarshalBinary(data []byte) error {
+	d, n, err := decodeEntry(data)
+	if err != nil {
+		return err
+	}
+	if n != len(data) {
+		return fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(data)-n)
+	}
+	*e = d
+	return nil
+}
+
+// decodeEntry decodes one entry from the front of data and returns how many
+// bytes it used.
+func decodeEntry(data []byte) (Entry, int, error) {
+	r := reader{b: data}
+	if v := r.byte(); v != entryVersion && r.err == nil {
+		return Entry{}, 0, fmt.Errorf("%w: unknown version %d", ErrMalformed, v)
+	}
+	var e Entry
+	e.Seq = r.uvarint()
+	sec := r.varint()
+	nsec := r.uvarint()
+	if r.err == nil && (nsec >= 1e9 || sec < minUnix || sec > maxUnix) {
+		r.fail("time out of range")
+	}
+	if r.err == nil {
+		e.Time = time.Unix(sec, int64(nsec)).UTC()
+	}
+	e.Actor = r.str()
+	e.Kind = Kind(r.byte())
+	if r.err == nil && !e.Kind.Valid() {
+		r.fail("unknown kind")
+	}
+	e.Collection = r.str()
+	e.ID = r.str()
+	e.Revision = r.uvarint()
+	if h := r.bytes(); len(h) > 0 {
+		e.CipherHash = bytes.Clone(h)
+	}
+	e.Series = r.str()
+	if n := r.uvarint(); n > 0 && r.err == nil {
+		if n > maxPartition {
+			r.fail("too many partition components")
+		} else {
+			e.Partition = make([]string, n)
+			for i := range e.Partition {
+				e.Partition[i] = r.str()
+			}
+		}
+	}
+	e.Number = r.uvarint()
+	e.From = r.uvarint()
+	e.RequestID = r.str()
+	e.Reason = r.str()
+	if r.err != nil {
+		return Entry{}, 0, r.err
+	}
+	return e, r.off, nil
+}
+
+// reader decodes canonical varints and length-prefixed fields; the first
+// failure sticks and makes every later read return zero.
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) fail(why string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: %s at byte %d", ErrMalformed, why, r.off)
+	}
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil {
+		return 0
+	}
+	if r.off >= len(r.b) {
+		r.fail("truncated")
+		return 0
+	}
+	c := r.b[r.off]
+	r.off++
+	return c
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 {
+		r.fail("bad varint")
+		return 0
+	}
+	// A minimal encoding never ends in a zero byte, except 0 itself.
+	if n > 1 && r.b[r.off+n-1] == 0 {
+		r.fail("non-minimal varint")
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *reader) varint() int64 {
+	u := r.uvarint()
+	x := int64(u >> 1)
+	if u&1 != 0 {
+		x = ^x
+	}
+	return x
+}
+
+func (r *reader) bytes() []byte { return r.bytesMax(maxField) }
+
+func (r *reader) bytesMax(limit uint64) []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > limit {
+		r.fail("field too long")
+		return nil
+	}
+	if n > uint64(len(r.b)-r.off) {
+		r.fail("truncated")
+		return nil
+	}
+	s := r.b[r.off : r.off+int(n) : r.off+int(n)]
+	r.off += int(n)
+	return s
+}
+
+func (r *reader) str() string {
+	return string(r.bytes())
+}

@@ -1,0 +1,99 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors returned by the ledger. Test them with errors.Is; the integrity
+// problems found by Read and Verify are the typed errors below, which carry
+// the position at fault.
+var (
+	// ErrTampered: a stored ledger value failed authentication or does not
+	// decode (changed, truncated, or copied from another position). Every
+	// *TamperError matches it.
+	ErrTampered = errors.New("ledger entry failed authentication")
+	// ErrStaleHead: a fenced append expected a head that is no longer the
+	// ledger's head; the caller must derive its entries again.
+	ErrStaleHead = errors.New("ledger head moved")
+	// ErrContention: every attempt of the retry budget lost a race with
+	// another writer. It does not match stores.ErrConflict, so an outer retry
+	// loop does not multiply the budget.
+	ErrContention = errors.New("ledger append contention: retry budget exhausted")
+	// ErrInvalidEntry: an entry has an unknown kind or fields too long to encode.
+	ErrInvalidEntry = errors.New("invalid ledger entry")
+	// ErrBatchTooLarge: one append's entries encode to more than MaxBatchBytes.
+	ErrBatchTooLarge = errors.New("ledger batch too large")
+	// ErrMalformed: bytes given to Entry.UnmarshalBinary are not a canonical
+	// entry encoding.
+	ErrMalformed = errors.New("malformed ledger entry")
+)
+
+// GapError reports a position that should hold an entry but does not: the
+// entries jump from Want-1 to Got, or (Got == 0) end before the head.
+type GapError struct {
+	// Want is the first missing position.
+	Want uint64
+	// Got is the position found in its place, or 0 when the entries end
+	// before the head's position.
+	Got uint64
+}
+
+func (e *GapError) Error() string {
+	if e.Got == 0 {
+		return fmt.Sprintf("ledger: entry %d missing", e.Want)
+	}
+	return fmt.Sprintf("ledger: entry %d missing (found %d next)", e.Want, e.Got)
+}
+
+// ChainError reports an entry whose MAC does not follow from its
+// predecessor's, or a head whose MAC is not its last entry's: entries were
+// dropped, reordered, re-chained or forged by someone without the MAC key.
+type ChainError struct {
+	// Seq is the position of the entry that breaks the chain; with Head set,
+	// the position the head record claims.
+	Seq uint64
+	// Head is true when the head record, not entry Seq, fails to match.
+	Head bool
+}
+
+func (e *ChainError) Error() string {
+	if e.Head {
+		return fmt.Sprintf("ledger: head does not match entry %d", e.Seq)
+	}
+	return fmt.Sprintf("ledger: hash chain broken at entry %d", e.Seq)
+}
+
+// TamperError reports a stored value that failed authentication or decoding.
+// It matches ErrTampered, and unwraps to the underlying failure (the
+// sealer's error, or a decoding error).
+type TamperError struct {
+	// Seq is the position of the entry, or 0 for the head record.
+	Seq uint64
+	// Err is the underlying failure.
+	Err error
+}
+
+func (e *TamperError) Error() string {
+	if e.Seq == 0 {
+		return "ledger: head record failed authentication"
+	}
+	return fmt.Sprintf("ledger: entry %d failed authentication", e.Seq)
+}
+
+// Is reports whether target is ErrTampered.
+func (e *TamperError) Is(target error) bool { return target == ErrTampered }
+
+// Unwrap returns the underlying failure.
+func (e *TamperError) Unwrap() error { return e.Err }
+
+// integrity reports whether err is one of the integrity problems Read finds
+// in the stored data (as opposed to an I/O or context error).
+func integrity(err error) bool {
+	var (
+		g *GapError
+		c *ChainError
+		t *TamperError
+	)
+	return errors.As(err, &g) || errors.As(err, &c) || errors.As(err, &t)
+}

@@ -1,0 +1,221 @@
+package ledger
+
+import (
+	"context"
+	"crypto/hmac"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/noydb-go/noydb/stores"
+)
+
+// Storage layout. Every value is sealed by the Sealer, bound to its key.
+//
+//	prefix + "_ledger/" + 20-digit zero-padded seq   one entry: encoding || MAC
+//	prefix + "_ledger/head"                          the head record
+//
+// "head" sorts after every 20-digit position, so listing "_ledger/" yields
+// the entries in order, then the head. A stored entry's plaintext is the
+// entry's canonical encoding (Entry.MarshalBinary) followed by its chain MAC,
+//
+//	MAC = MACer.MAC(macDomain || len(prevMAC) as one byte || prevMAC || seq as 8 bytes big-endian, encoding)
+//
+// where prevMAC is the MAC of entry seq-1, empty for entry 1. The head
+// record's plaintext is
+//
+//	[1] version (1)
+//	uvarint seq, uvarint len(MAC), MAC       the head: last position and its MAC
+//	uvarint n, then n times uvarint len(p), p  pending entries (plaintexts as above)
+//
+// Pending entries are the last n entries up to seq, committed but perhaps not
+// yet written at their own keys (stores without transactions only).
+const (
+	dirName     = "_ledger/"
+	headName    = "head"
+	headVersion = 1
+	macDomain   = "noydb ledger entry v1"
+	maxMAC      = 255
+	seqDigits   = 20
+)
+
+// record is a committed entry with its stored plaintext.
+type record struct {
+	entry  Entry
+	plain  []byte // encoding || MAC
+	encLen int
+}
+
+func (r record) enc() []byte { return r.plain[:r.encLen] }
+func (r record) mac() []byte { return r.plain[r.encLen:] }
+
+// headState is the decoded head record.
+type headState struct {
+	Head
+	pending []record // the last len(pending) entries, in order
+}
+
+// entryKey returns the store key of position seq.
+func (l *Ledger) entryKey(seq uint64) string {
+	b := make([]byte, 0, len(l.dir)+seqDigits)
+	b = append(b, l.dir...)
+	return string(appendSeq(b, seq))
+}
+
+func appendSeq(b []byte, seq uint64) []byte {
+	var d [seqDigits]byte
+	for i := seqDigits - 1; i >= 0; i-- {
+		d[i] = byte('0' + seq%10)
+		seq /= 10
+	}
+	return append(b, d[:]...)
+}
+
+// parseSeq parses a 20-digit position; ok is false for anything else.
+func parseSeq(s string) (seq uint64, ok bool) {
+	if len(s) != seqDigits {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if seq > (1<<64-1-d)/10 {
+			return 0, false
+		}
+		seq = seq*10 + d
+	}
+	return seq, true
+}
+
+// chainMAC is the MAC of entry seq with encoding enc after prev.
+func (l *Ledger) chainMAC(prev []byte, seq uint64, enc []byte) []byte {
+	var buf [len(macDomain) + 1 + maxMAC + 8]byte
+	b := append(buf[:0], macDomain...)
+	b = append(b, byte(len(prev)))
+	b = append(b, prev...)
+	b = binary.BigEndian.AppendUint64(b, seq)
+	return l.mac.MAC(b, enc)
+}
+
+// openEntry authenticates and decodes the value stored at position seq.
+func (l *Ledger) openEntry(seq uint64, sealed []byte) (record, error) {
+	plain, err := l.sealer.Open(l.entryKey(seq), sealed)
+	if err != nil {
+		return record{}, &TamperError{Seq: seq, Err: err}
+	}
+	r, err := decodeRecord(plain)
+	if err != nil {
+		return record{}, &TamperError{Seq: seq, Err: err}
+	}
+	if r.entry.Seq != seq {
+		return record{}, &TamperError{Seq: seq, Err: fmt.Errorf("%w: entry at position %d says %d", ErrMalformed, seq, r.entry.Seq)}
+	}
+	return r, nil
+}
+
+func decodeRecord(plain []byte) (record, error) {
+	e, n, err := decodeEntry(plain)
+	if err != nil {
+		return record{}, err
+	}
+	if m := len(plain) - n; m == 0 || m > maxMAC {
+		return record{}, fmt.Errorf("%w: MAC of %d bytes", ErrMalformed, m)
+	}
+	return record{entry: e, plain: plain, encLen: n}, nil
+}
+
+// sealHead seals the head record for head with the given pending entries.
+func (l *Ledger) sealHead(head Head, pending []record) ([]byte, error) {
+	n := 1 + 2*binary.MaxVarintLen64 + len(head.MAC) + binary.MaxVarintLen64
+	for _, r := range pending {
+		n += binary.MaxVarintLen64 + len(r.plain)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, headVersion)
+	b = binary.AppendUvarint(b, head.Seq)
+	b = binary.AppendUvarint(b, uint64(len(head.MAC)))
+	b = append(b, head.MAC...)
+	b = binary.AppendUvarint(b, uint64(len(pending)))
+	for _, r := range pending {
+		b = binary.AppendUvarint(b, uint64(len(r.plain)))
+		b = append(b, r.plain...)
+	}
+	sealed, err := l.sealer.Seal(l.headKey, b)
+	if err != nil {
+		return nil, fmt.Errorf("seal head: %w", err)
+	}
+	return sealed, nil
+}
+
+// openHead authenticates and decodes the head record.
+func (l *Ledger) openHead(sealed []byte) (headState, error) {
+	plain, err := l.sealer.Open(l.headKey, sealed)
+	if err != nil {
+		return headState{}, &TamperError{Err: err}
+	}
+	hs, err := decodeHead(plain)
+	if err != nil {
+		return headState{}, &TamperError{Err: err}
+	}
+	return hs, nil
+}
+
+func decodeHead(plain []byte) (headState, error) {
+	r := reader{b: plain}
+	if v := r.byte(); v != headVersion && r.err == nil {
+		return headState{}, fmt.Errorf("%w: unknown head version %d", ErrMalformed, v)
+	}
+	var hs headState
+	hs.Seq = r.uvarint()
+	if mac := r.bytes(); len(mac) > maxMAC || (len(mac) == 0) != (hs.Seq == 0) {
+		r.fail("bad head MAC")
+	} else if len(mac) > 0 {
+		hs.MAC = mac
+	}
+	n := r.uvarint()
+	if r.err == nil && (n > hs.Seq || n > uint64(len(plain))) {
+		r.fail("bad pending count")
+	}
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		rec, err := decodeRecord(r.bytesMax(MaxBatchBytes + maxMAC))
+		if r.err != nil {
+			break
+		}
+		if err != nil {
+			return headState{}, err
+		}
+		if rec.entry.Seq != hs.Seq-n+1+i {
+			r.fail("pending entry out of place")
+		}
+		hs.pending = append(hs.pending, rec)
+	}
+	if r.err == nil && r.off != len(plain) {
+		r.fail("trailing bytes")
+	}
+	if r.err != nil {
+		return headState{}, r.err
+	}
+	if len(hs.pending) > 0 && !hmac.Equal(hs.pending[len(hs.pending)-1].mac(), hs.MAC) {
+		return headState{}, fmt.Errorf("%w: head MAC is not its last pending entry's", ErrMalformed)
+	}
+	return hs, nil
+}
+
+// loadHead reads the head record and its store version (0: no head yet).
+func (l *Ledger) loadHead(ctx context.Context) (headState, uint64, error) {
+	it, err := l.store.Get(ctx, l.headKey)
+	if errors.Is(err, stores.ErrNotFound) {
+		return headState{}, 0, nil
+	}
+	if err != nil {
+		return headState{}, 0, err
+	}
+	hs, err := l.openHead(it.Value)
+	if err != nil {
+		return headState{}, 0, err
+	}
+	return hs, it.Version, nil
+}
