@@ -1,0 +1,506 @@
+package sequence
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// The combiner.
+//
+// Every counter key has one *counter per Service, shared by all handles of
+// that key. Operations that write the counter (Next, NextSerial, Claim,
+// SeedTo, Bind) are submitted to it. If no write is in flight the submitter
+// becomes the leader and writes at once, for itself alone. Submitters that
+// arrive while a write is in flight queue up; when the write ends, the leader
+// hands the whole queue, as one batch, to the first queued submitter, which
+// becomes the next leader and applies the batch in one write (one
+// transaction or one compare-and-swap), in arrival order. There is no timer:
+// a batch is exactly what queued up during the previous write.
+//
+// The leader owns the cache of the record it last wrote, so the hot path
+// neither decrypts nor re-reads: in a transaction, the stored bytes are
+// compared with the bytes last written; without transactions, the
+// compare-and-swap is made against the version last written.
+
+type opKind uint8
+
+const (
+	opNext opKind = iota
+	opClaim
+	opSeed
+	opBind
+)
+
+// op is one submitted operation: its request, its outcome, and the hand-off
+// signal. The context is the caller's, carried for the duration of the call.
+type op struct {
+	kind   opKind
+	ctx    context.Context
+	seq    *Sequence                          // Bind: formats the Serial handed to fn
+	id     string                             // Claim
+	uid    [16]byte                           // Claim on a store without transactions
+	target uint64                             // SeedTo
+	fn     func(tx stores.Tx, s Serial) error // Bind
+
+	n        uint64
+	err      error
+	fresh    bool // n was allocated by this op (an Allocated event)
+	panicked bool
+	panicVal any
+
+	done  chan struct{} // nil for an op that led at once
+	batch []*op         // set before done is signalled when the op must lead this batch
+}
+
+// counter is the combining state of one counter key.
+type counter struct {
+	svc       *Service
+	key       string
+	series    string
+	partition []string
+	name      string // series and partition, for messages
+
+	mu    sync.Mutex
+	busy  bool
+	queue []*op
+
+	// Owned by the current leader.
+	cache        state
+	cacheSealed  []byte // transactional stores: the bytes last written or read
+	cacheVersion uint64 // other stores: the version of cache
+	cacheValid   bool
+}
+
+// submit runs o through the combiner and returns once o has its outcome.
+func (c *counter) submit(o *op) {
+	c.mu.Lock()
+	if !c.busy {
+		c.busy = true
+		c.mu.Unlock()
+		c.lead(o, []*op{o})
+		return
+	}
+	o.done = make(chan struct{}, 1)
+	c.queue = append(c.queue, o)
+	c.mu.Unlock()
+
+	select {
+	case <-o.done:
+	case <-o.ctx.Done():
+		c.mu.Lock()
+		if i := slices.Index(c.queue, o); i >= 0 {
+			// Not taken yet: leave the queue, take nothing.
+			c.queue = slices.Delete(c.queue, i, i+1)
+			c.mu.Unlock()
+			o.err = o.ctx.Err()
+			return
+		}
+		c.mu.Unlock()
+		// Already part of a batch: its outcome is coming, and a number it
+		// took must reach the caller.
+		<-o.done
+	}
+	if o.batch != nil {
+		batch := o.batch
+		o.batch = nil
+		c.lead(o, batch)
+	}
+}
+
+// lead writes batch, then hands the queue to its next leader and wakes the
+// other members of batch. self is the op of the calling goroutine.
+func (c *counter) lead(self *op, batch []*op) {
+	c.run(batch)
+
+	c.mu.Lock()
+	next := c.queue
+	c.queue = nil
+	if len(next) == 0 {
+		c.busy = false
+	}
+	c.mu.Unlock()
+
+	if len(next) > 0 {
+		next[0].batch = next
+		next[0].done <- struct{}{}
+	}
+	for _, o := range batch {
+		if o != self {
+			o.done <- struct{}{} // o belongs to its caller from here on
+		}
+	}
+}
+
+// run applies batch to the store, retrying lost races, and leaves each op's outcome in it.
+func (c *counter) run(batch []*op) {
+	ctx, release := batchContext(batch)
+	defer release()
+
+	var events []Event
+	attempts, err := cas.Do(ctx, c.svc.policy, func(int) error {
+		for _, o := range batch {
+			o.n, o.err, o.fresh, o.panicked, o.panicVal = 0, nil, false, false, nil
+		}
+		var err error
+		if c.svc.txr != nil {
+			events, err = c.txAttempt(ctx, batch)
+		} else {
+			events, err = c.casAttempt(ctx, batch)
+		}
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, cas.ErrExhausted) {
+			err = &ContentionError{Series: c.name, Attempts: attempts}
+		}
+		for _, o := range batch {
+			o.n, o.fresh = 0, false
+			if o.err == nil {
+				o.err = err
+			}
+		}
+		return
+	}
+	if c.svc.txr == nil && c.svc.journal != nil && len(events) > 0 {
+		if err := c.svc.journal.Record(ctx, nil, events); err != nil {
+			for _, o := range batch {
+				if o.fresh {
+					o.err = fmt.Errorf("number %d was taken but the journal failed: %w", o.n, err)
+				}
+			}
+		}
+	}
+}
+
+// batchContext is the context a batch is written under: it carries the values
+// of the first caller's context and is cancelled only once every caller of the
+// batch has given up, so one caller's cancellation cannot fail the others.
+func batchContext(batch []*op) (context.Context, func()) {
+	if len(batch) == 1 {
+		return batch[0].ctx, func() {}
+	}
+	base := context.WithoutCancel(batch[0].ctx)
+	for _, o := range batch {
+		if o.ctx.Done() == nil {
+			return base, func() {} // one caller can never give up
+		}
+	}
+	ctx, cancel := context.WithCancel(base)
+	var left atomic.Int64
+	left.Store(int64(len(batch)))
+	stops := make([]func() bool, len(batch))
+	for i, o := range batch {
+		stops[i] = context.AfterFunc(o.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+// txAttempt applies batch in one store transaction.
+func (c *counter) txAttempt(ctx context.Context, batch []*op) ([]Event, error) {
+	var (
+		next   state
+		sealed []byte
+		events []Event
+	)
+	err := c.svc.txr.Update(ctx, func(tx stores.Tx) error {
+		item, err := tx.Get(c.key)
+		var st state
+		switch {
+		case err == nil && c.cacheSealed != nil && bytes.Equal(item.Value, c.cacheSealed):
+			st = c.cache
+			sealed = c.cacheSealed
+		case err == nil:
+			if st, err = c.svc.openState(c.key, item.Value); err != nil {
+				return err
+			}
+			sealed = slices.Clone(item.Value)
+		case errors.Is(err, stores.ErrNotFound):
+			sealed = nil
+		default:
+			return err
+		}
+		changed, evs, err := c.plan(tx, &st, batch)
+		if err != nil {
+			return err
+		}
+		if changed {
+			if sealed, err = c.svc.sealer.Seal(c.key, st.encode()); err != nil {
+				return err
+			}
+			if err := tx.Put(c.key, sealed); err != nil {
+				return err
+			}
+		}
+		if c.svc.journal != nil && len(evs) > 0 {
+			if err := c.svc.journal.Record(ctx, tx, evs); err != nil {
+				return err
+			}
+		}
+		next, events = st, evs
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.cache, c.cacheSealed = next, sealed
+	return events, nil
+}
+
+// casAttempt applies batch with one compare-and-swap against the cached
+// version, reading the record first only when the cache is not known good.
+func (c *counter) casAttempt(ctx context.Context, batch []*op) ([]Event, error) {
+	if !c.cacheValid {
+		item, err := c.svc.store.Get(ctx, c.key)
+		switch {
+		case err == nil:
+			st, err := c.svc.openState(c.key, item.Value)
+			if err != nil {
+				return nil, err
+			}
+			c.cache, c.cacheVersion = st, item.Version
+		case errors.Is(err, stores.ErrNotFound):
+			c.cache, c.cacheVersion = state{}, 0
+		default:
+			return nil, err
+		}
+		c.cacheValid = true
+	}
+	st := c.cache
+	changed, events, err := c.plan(nil, &st, batch)
+	if err != nil || !changed {
+		return events, err
+	}
+	sealed, err := c.svc.sealer.Seal(c.key, st.encode())
+	if err != nil {
+		return nil, err
+	}
+	v, err := c.svc.store.CompareAndSwap(ctx, c.key, c.cacheVersion, sealed)
+	if err != nil {
+		// A conflict means another writer moved on; any other error may hide
+		// a write that happened. Either way, read again next time.
+		c.cacheValid = false
+		return nil, err
+	}
+	c.cache, c.cacheVersion = st, v
+	return events, nil
+}
+
+// plan applies the ops of batch, in order, to st. tx is the transaction on a
+// transactional store and nil otherwise. Failures of one op (a Bind fn, an
+// expired request id, overflow) are left in the op; the error returned fails
+// the whole attempt.
+func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, events []Event, err error) {
+	start := st.value
+	var served map[string]uint64 // request ids answered in this batch
+	for _, o := range batch {
+		switch o.kind {
+		case opSeed:
+			if o.target > st.value {
+				if c.svc.journal != nil {
+					events = append(events, Event{Kind: Seeded, Series: c.series, Partition: c.partition, Number: o.target, From: st.value})
+				}
+				st.value = o.target
+			}
+			continue
+		case opClaim:
+			if n, ok := served[o.id]; ok {
+				o.n = n
+				continue
+			}
+			n, found, err := c.findClaim(tx, st, o)
+			if err != nil {
+				return false, nil, err
+			}
+			if o.err != nil {
+				continue
+			}
+			if found {
+				o.n = n
+				if served == nil {
+					served = make(map[string]uint64)
+				}
+				served[o.id] = n
+				continue
+			}
+		}
+		if st.value == math.MaxUint64 {
+			o.err = ErrOverflow
+			continue
+		}
+		n := st.value + 1
+		switch o.kind {
+		case opClaim:
+			if tx != nil {
+				sealed, err := c.svc.sealer.Seal(claimKey(c.key, o.id), encodeNumber(n))
+				if err != nil {
+					return false, nil, err
+				}
+				if err := tx.Put(claimKey(c.key, o.id), sealed); err != nil {
+					return false, nil, err
+				}
+			} else {
+				st.remember(o.uid, n, c.svc.window)
+				changed = true
+			}
+			if served == nil {
+				served = make(map[string]uint64)
+			}
+			served[o.id] = n
+		case opBind:
+			sub := &subTx{parent: tx, counter: c.key}
+			if !c.callBind(o, sub, Serial{N: n, Formatted: o.seq.Format(n)}) {
+				continue
+			}
+			if err := sub.apply(); err != nil {
+				return false, nil, err
+			}
+		}
+		st.value = n
+		o.n, o.fresh = n, true
+		if c.svc.journal != nil {
+			events = append(events, Event{Kind: Allocated, Series: c.series, Partition: c.partition, Number: n, RequestID: o.id})
+		}
+	}
+	return changed || st.value != start, events, nil
+}
+
+// findClaim looks a Claim's request id up: in its claim record on a
+// transactional store, in the window of st otherwise. An unreadable claim
+// record or an expired id is the op's error (found is false, o.err set).
+func (c *counter) findClaim(tx stores.Tx, st *state, o *op) (n uint64, found bool, err error) {
+	if tx == nil {
+		n, found, expired := st.lookup(o.uid)
+		if expired {
+			o.err = ErrRequestExpired
+		}
+		return n, found, nil
+	}
+	key := claimKey(c.key, o.id)
+	item, err := tx.Get(key)
+	if errors.Is(err, stores.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	pt, err := c.svc.sealer.Open(key, item.Value)
+	if err == nil {
+		n, err = decodeNumber(pt)
+	}
+	if err != nil {
+		o.err = fmt.Errorf("read claim record: %w", err)
+		return 0, false, nil
+	}
+	return n, true, nil
+}
+
+// callBind runs a Bind fn, turning a panic into the op's outcome (re-raised in
+// the caller's goroutine). It reports whether fn succeeded.
+func (c *counter) callBind(o *op, sub *subTx, s Serial) (ok bool) {
+	defer func() {
+		sub.closed = true
+		if r := recover(); r != nil {
+			o.panicked, o.panicVal = true, r
+			o.err = fmt.Errorf("bind fn panicked: %v", r)
+			ok = false
+		}
+	}()
+	if err := o.fn(sub, s); err != nil {
+		o.err = err
+		return false
+	}
+	return true
+}
+
+// subTx is the transaction a Bind fn sees: reads go through to the batch's
+// transaction, writes are buffered and reach it only if fn succeeds, so a
+// failing fn in a combined batch is dropped without touching the others.
+type subTx struct {
+	parent  stores.Tx
+	counter string
+	keys    []string
+	writes  map[string][]byte // nil value: delete
+	closed  bool
+}
+
+var errSubTxClosed = errors.New("bind: transaction used after fn returned")
+
+func (s *subTx) Get(key string) (stores.Item, error) {
+	if s.closed {
+		return stores.Item{}, errSubTxClosed
+	}
+	if v, ok := s.writes[key]; ok {
+		if v == nil {
+			return stores.Item{}, stores.ErrNotFound
+		}
+		return stores.Item{Key: key, Value: slices.Clone(v)}, nil
+	}
+	return s.parent.Get(key)
+}
+
+func (s *subTx) Put(key string, value []byte) error {
+	if value == nil {
+		value = []byte{}
+	}
+	return s.write(key, slices.Clone(value))
+}
+
+func (s *subTx) Delete(key string) error { return s.write(key, nil) }
+
+func (s *subTx) write(key string, value []byte) error {
+	if s.closed {
+		return errSubTxClosed
+	}
+	if err := stores.CheckKey(key); err != nil {
+		return err
+	}
+	if err := stores.CheckValue(value); err != nil {
+		return err
+	}
+	if key == s.counter || (len(key) > len(s.counter) && key[:len(s.counter)] == s.counter && key[len(s.counter)] == '\x01') {
+		return fmt.Errorf("bind: fn may not write the sequence's own keys: %w", stores.ErrInvalidKey)
+	}
+	if s.writes == nil {
+		s.writes = make(map[string][]byte)
+	}
+	if _, ok := s.writes[key]; !ok {
+		s.keys = append(s.keys, key)
+	}
+	s.writes[key] = value
+	return nil
+}
+
+// apply replays the buffered writes, in first-write order, into the parent.
+func (s *subTx) apply() error {
+	for _, k := range s.keys {
+		v := s.writes[k]
+		var err error
+		if v == nil {
+			err = s.parent.Delete(k)
+		} else {
+			err = s.parent.Put(k, v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+// Package sequence hands out gap-free numbers: named series that count 1, 2,
+// 3 … with no number skipped or issued twice, even when many callers ask at
+// once, a write's outcome is unknown, or the process crashes mid-write.
+//
+// # Usage
+//
+// A Service holds the counters of one vault; a Sequence is a handle on one
+// series, optionally scoped to a partition and rendered through a format:
+//
+//	svc := sequence.NewService(store, sealer, "", sequence.Config{})
+//	invoices, err := svc.Sequence("fatture", sequence.Options{
+//		Partition: []any{2026, "EU"},
+//		Format:    "{partition.0}/{partition.1}/{seq:04}",
+//	})
+//	s, err := invoices.NextSerial(ctx) // {N: 1, Formatted: "2026/EU/0001"}
+//
+// Next allocates, Peek reads, SeedTo fast-forwards after an import, Claim
+// makes an allocation safe to retry, Bind takes a number in the same store
+// transaction as the record that carries it, and Void marks an issued number
+// as void.
+//
+// Each counter is a small sealed record at prefix+"_sequences/<series>" (with
+// "\x00<partition>" appended for a partitioned series); claim records and
+// void markers live next to it. Stores see only sealed bytes.
+//
+// # Concurrency
+//
+// Service and Sequence are safe for concurrent use. Calls on one counter in
+// one Service never race each other: they are combined, so one store write
+// serves every call that arrived while the previous write was in flight.
+// Only writers elsewhere (another process, another Service) cause
+// compare-and-swap retries, bounded by Config.MaxAttempts, after which a call
+// fails with a *ContentionError and takes nothing.
+//
+// # Caveats
+//
+//   - Allocation needs a store with atomic compare-and-swap; on any other,
+//     every allocating method fails at once with ErrOffline. Deferred
+//     numbering is the path there.
+//   - Gap-free is about the counter. A number that Next returned and the
+//     caller then dropped is a gap in usage; Bind avoids it on transactional
+//     stores, Claim makes retries safe.
+//   - A Service keeps a little state per counter it has seen, for its lifetime.
+package sequence

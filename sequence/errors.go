@@ -1,0 +1,80 @@
+package sequence
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Methods wrap them with the operation and the series, so
+// test them with errors.Is.
+var (
+	// ErrOffline: the store cannot compare-and-swap atomically
+	// (Capabilities().CASAtomic is false), so no number can be allocated on it
+	// without risking a duplicate. Nothing was written. Deferred numbering is
+	// the path on such stores.
+	ErrOffline = errors.New("store has no atomic compare-and-swap (offline); use deferred numbering")
+	// ErrRequestExpired: a claim's request id is older than the window of
+	// request ids a store without transactions remembers, so whether it was
+	// already served cannot be verified. Nothing was allocated; the caller must
+	// find out from its own records whether the earlier attempt took a number.
+	ErrRequestExpired = errors.New("request id too old to verify")
+	// ErrNotIssued: Void of a number the series has not handed out.
+	ErrNotIssued = errors.New("number not issued")
+	// ErrAlreadyVoided: Void of a number that was voided before.
+	ErrAlreadyVoided = errors.New("number already voided")
+	// ErrOverflow: the counter is at the largest uint64 and cannot advance.
+	ErrOverflow = errors.New("counter cannot advance past its maximum")
+	// ErrCorrupt: a stored sequence record opened but did not decode.
+	ErrCorrupt = errors.New("corrupt sequence record")
+	// ErrContention is matched by every *ContentionError.
+	ErrContention = errors.New("contention")
+	// ErrInvalid is matched by every *ValidationError.
+	ErrInvalid = errors.New("invalid argument")
+)
+
+// ContentionError reports that every attempt of the retry budget lost a
+// compare-and-swap race to another writer of the same counter (in practice,
+// another process: callers in one process are combined and do not race each
+// other). Nothing was allocated; the caller may try again.
+type ContentionError struct {
+	// Series is the series name, with its partition if it has one.
+	Series string
+	// Attempts is how many writes were tried.
+	Attempts int
+}
+
+// Error describes the contention.
+func (e *ContentionError) Error() string {
+	return fmt.Sprintf("sequence %s: contention: gave up after %d attempts", e.Series, e.Attempts)
+}
+
+// Is makes errors.Is(err, ErrContention) true.
+func (e *ContentionError) Is(target error) bool { return target == ErrContention }
+
+// ValidationError reports an argument that was rejected before anything was
+// read or written: a series name, partition, format, request id or reason.
+type ValidationError struct {
+	// Field names the argument: "series", "partition", "format", "request id", "reason".
+	Field string
+	// Value is the rejected value as text (possibly shortened).
+	Value string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error describes the rejected argument.
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("sequence: invalid %s %q: %s", e.Field, e.Value, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+// invalid builds a *ValidationError, shortening long values.
+func invalid(field, value, reason string) *ValidationError {
+	const max = 64
+	if len(value) > max {
+		value = value[:max] + "…"
+	}
+	return &ValidationError{Field: field, Value: value, Reason: reason}
+}

@@ -1,0 +1,99 @@
+package sequence_test
+
+import (
+	"context"
+	"crypto/cipher"
+	"crypto/rand"
+	"errors"
+	"fmt"
+
+	"golang.org/x/crypto/chacha20poly1305"
+
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores/memstore"
+)
+
+// aeadSealer is a real sequence.Sealer: XChaCha20-Poly1305 with a random
+// nonce, and the store key as associated data, so a sealed value moved to
+// another key no longer opens.
+type aeadSealer struct{ aead cipher.AEAD }
+
+func newSealer() aeadSealer {
+	key := make([]byte, chacha20poly1305.KeySize)
+	rand.Read(key)
+	aead, err := chacha20poly1305.NewX(key)
+	if err != nil {
+		panic(err)
+	}
+	return aeadSealer{aead}
+}
+
+func (s aeadSealer) Seal(key string, plaintext []byte) ([]byte, error) {
+	n := s.aead.NonceSize()
+	nonce := make([]byte, n, n+len(plaintext)+s.aead.Overhead())
+	rand.Read(nonce)
+	return s.aead.Seal(nonce, nonce, plaintext, []byte(key)), nil
+}
+
+func (s aeadSealer) Open(key string, sealed []byte) ([]byte, error) {
+	n := s.aead.NonceSize()
+	if len(sealed) < n {
+		return nil, errors.New("message authentication failed")
+	}
+	return s.aead.Open(nil, sealed[:n], sealed[n:], []byte(key))
+}
+
+func ExampleSequence_Next() {
+	ctx := context.Background()
+	svc := sequence.NewService(memstore.New(), newSealer(), "", sequence.Config{})
+
+	invoices, err := svc.Sequence("invoice-2026")
+	if err != nil {
+		panic(err)
+	}
+	first, _ := invoices.Next(ctx)
+	second, _ := invoices.Next(ctx)
+	last, _ := invoices.Peek(ctx)
+	fmt.Println(first, second, last)
+	// Output: 1 2 2
+}
+
+func ExampleSequence_NextSerial() {
+	ctx := context.Background()
+	svc := sequence.NewService(memstore.New(), newSealer(), "", sequence.Config{})
+
+	eu, err := svc.Sequence("fatture", sequence.Options{
+		Partition: []any{2026, "EU"},
+		Format:    "{partition.0}/{partition.1}/{seq:04}",
+	})
+	if err != nil {
+		panic(err)
+	}
+	us, _ := svc.Sequence("fatture", sequence.Options{
+		Partition: []any{2026, "US"},
+		Format:    "{partition.0}/{partition.1}/{seq:04}",
+	})
+	for _, q := range []*sequence.Sequence{eu, eu, us} {
+		s, err := q.NextSerial(ctx)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(s.N, s.Formatted)
+	}
+	// Output:
+	// 1 2026/EU/0001
+	// 2 2026/EU/0002
+	// 1 2026/US/0001
+}
+
+func ExampleSequence_Claim() {
+	ctx := context.Background()
+	svc := sequence.NewService(memstore.New(), newSealer(), "", sequence.Config{})
+	receipts, _ := svc.Sequence("receipts")
+
+	id := sequence.NewRequestID()
+	n, _ := receipts.Claim(ctx, id)
+	again, _ := receipts.Claim(ctx, id) // a retry after an unknown outcome
+	fmt.Println(n, again)
+	// Output: 1 1
+}

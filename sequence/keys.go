@@ -1,0 +1,192 @@
+package sequence
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/noydb-go/noydb/stores"
+)
+
+// Limits on the arguments of a sequence.
+const (
+	// MaxSeriesLen is the longest series name, in bytes.
+	MaxSeriesLen = 200
+	// MaxPartitionLen is the longest encoded partition tuple, in bytes.
+	MaxPartitionLen = 512
+	// MaxRequestIDLen is the longest request id accepted by Claim, in bytes.
+	MaxRequestIDLen = 128
+	// MaxReasonLen is the longest reason accepted by Void, in bytes.
+	MaxReasonLen = 1024
+)
+
+// Key layout, relative to the Service prefix:
+//
+//	_sequences/<series>                       counter, unpartitioned
+//	_sequences/<series>\x00<partition>        counter, partitioned
+//	<counter key>\x01c\x00<request id>        claim record (transactional stores)
+//	<counter key>\x01v\x00<decimal number>    void marker
+//
+// Series names hold no control characters and encoded partitions hold neither
+// NUL nor \x01, so a counter key never contains \x01, and the text before the
+// first \x01 of any key names its counter: the four kinds cannot collide.
+const (
+	sequencesDir = "_sequences/"
+	claimTag     = "\x01c\x00"
+	voidTag      = "\x01v\x00"
+)
+
+// checkSeries validates a series name.
+func checkSeries(series string) error {
+	switch {
+	case series == "":
+		return invalid("series", series, "empty")
+	case len(series) > MaxSeriesLen:
+		return invalid("series", series, fmt.Sprintf("longer than %d bytes", MaxSeriesLen))
+	case strings.IndexByte(series, 0) >= 0:
+		return invalid("series", series, "contains a NUL byte")
+	case !utf8.ValidString(series):
+		return invalid("series", series, "not valid UTF-8")
+	case strings.IndexFunc(series, unicode.IsControl) >= 0:
+		return invalid("series", series, "contains a control character")
+	}
+	return nil
+}
+
+// normalizePartition turns partition components into their canonical text:
+// strings as they are, integers (of any int or uint kind) in decimal, so 2026
+// and "2026" name the same partition.
+func normalizePartition(parts []any) ([]string, error) {
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		s, err := component(p)
+		if err != nil {
+			return nil, invalid("partition", fmt.Sprintf("%d: %v", i, p), err.Error())
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+func component(p any) (string, error) {
+	var s string
+	switch v := p.(type) {
+	case string:
+		s = v
+	case int:
+		s = strconv.FormatInt(int64(v), 10)
+	case int64:
+		s = strconv.FormatInt(v, 10)
+	case uint64:
+		s = strconv.FormatUint(v, 10)
+	case nil:
+		return "", fmt.Errorf("nil component")
+	default:
+		rv := reflect.ValueOf(p)
+		switch rv.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			s = strconv.FormatInt(rv.Int(), 10)
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			s = strconv.FormatUint(rv.Uint(), 10)
+		case reflect.String:
+			s = rv.String()
+		default:
+			return "", fmt.Errorf("component of type %T: want a string or an integer", p)
+		}
+	}
+	switch {
+	case s == "":
+		return "", fmt.Errorf("empty component")
+	case !utf8.ValidString(s):
+		return "", fmt.Errorf("component not valid UTF-8")
+	}
+	return s, nil
+}
+
+// encodePartition joins components with '/', escaping '%', '/', NUL and \x01
+// as %25, %2F, %00 and %01, so the encoding is injective and holds neither
+// NUL nor \x01.
+func encodePartition(parts []string) string {
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		for j := 0; j < len(p); j++ {
+			switch c := p[j]; c {
+			case '%':
+				b.WriteString("%25")
+			case '/':
+				b.WriteString("%2F")
+			case 0:
+				b.WriteString("%00")
+			case 1:
+				b.WriteString("%01")
+			default:
+				b.WriteByte(c)
+			}
+		}
+	}
+	return b.String()
+}
+
+// counterKey builds the store key of a counter and checks it leaves room for
+// the longest claim key.
+func counterKey(prefix, series string, partition []string) (string, error) {
+	key := prefix + sequencesDir + series
+	if len(partition) > 0 {
+		enc := encodePartition(partition)
+		if len(enc) > MaxPartitionLen {
+			return "", invalid("partition", enc, fmt.Sprintf("encodes to more than %d bytes", MaxPartitionLen))
+		}
+		key += "\x00" + enc
+	}
+	if len(key)+len(claimTag)+MaxRequestIDLen > stores.MaxKeyLen {
+		return "", invalid("series", series, "key too long for the store")
+	}
+	return key, nil
+}
+
+func claimKey(counter, requestID string) string { return counter + claimTag + requestID }
+
+func voidKey(counter string, n uint64) string {
+	return counter + voidTag + strconv.FormatUint(n, 10)
+}
+
+// checkRequestID validates a request id for Claim.
+func checkRequestID(id string) error {
+	switch {
+	case id == "":
+		return invalid("request id", id, "empty")
+	case len(id) > MaxRequestIDLen:
+		return invalid("request id", id, fmt.Sprintf("longer than %d bytes", MaxRequestIDLen))
+	case strings.IndexByte(id, 0) >= 0:
+		return invalid("request id", id, "contains a NUL byte")
+	}
+	return nil
+}
+
+// parseRequestID parses a UUIDv7 request id, as needed on stores without
+// transactions, where ids are ordered by time to bound what is remembered.
+func parseRequestID(id string) ([16]byte, error) {
+	u, err := uuid.Parse(id)
+	if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 {
+		return [16]byte{}, invalid("request id", id, "not a UUIDv7 (make ids with NewRequestID): required on a store without transactions")
+	}
+	return u, nil
+}
+
+// NewRequestID returns a fresh request id for Claim: a UUIDv7 in its text form.
+// Ids are ordered by creation time, which lets a store without transactions
+// remember a bounded window of them and fail closed on older ones.
+func NewRequestID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}

@@ -1,0 +1,365 @@
+package sequence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// DefaultClaimWindow is how many recent request ids a counter remembers on a
+// store without transactions when Config.ClaimWindow is 0.
+const DefaultClaimWindow = 1024
+
+// Config tunes a Service. The zero value means the documented defaults.
+type Config struct {
+	// Journal, if set, is told about every allocation, seed and void (nil = none).
+	Journal Journal
+	// MaxAttempts bounds the writes tried for one batch before giving up with
+	// a *ContentionError; 0 means 16.
+	MaxAttempts int
+	// ClaimWindow is how many recent request ids each counter remembers on a
+	// store without transactions; 0 means DefaultClaimWindow. Claims with an id
+	// older than the window fail with ErrRequestExpired.
+	ClaimWindow int
+}
+
+// Options selects a partition and a format for a Sequence.
+type Options struct {
+	// Partition scopes the counter to a tuple of values: each distinct tuple is
+	// its own counter, starting at 1. Components are non-empty strings or
+	// integers of any int or uint kind; an integer and its decimal string are
+	// the same component (2026 == "2026").
+	Partition []any
+	// Format renders numbers for NextSerial and Bind; see Sequence.Format.
+	// Empty means plain decimal.
+	Format string
+}
+
+// Serial is an allocated number with its formatted form.
+type Serial struct {
+	// N is the number.
+	N uint64
+	// Formatted is N rendered with the sequence's format (decimal N when it has none).
+	Formatted string
+}
+
+// Service owns the in-process combining state for every series of one vault. Safe for concurrent use.
+//
+// Use one Service per store and prefix in a process: two Services over the
+// same counters still allocate correctly, but they race each other through
+// compare-and-swap retries instead of combining.
+type Service struct {
+	store   stores.Store
+	txr     stores.Transactor // nil when the store has no transactions
+	sealer  Sealer
+	prefix  string
+	journal Journal
+	policy  cas.Policy
+	window  int
+	online  bool
+
+	mu       sync.Mutex
+	counters map[string]*counter
+}
+
+// NewService returns a Service that keeps its counters in store under prefix
+// (for example a vault's key prefix; the counters live at
+// prefix+"_sequences/…"), sealing every value with sealer. It panics if store
+// or sealer is nil.
+func NewService(store stores.Store, sealer Sealer, prefix string, cfg Config) *Service {
+	if store == nil || sealer == nil {
+		panic("sequence: NewService needs a store and a sealer")
+	}
+	caps := store.Capabilities()
+	s := &Service{
+		store:    store,
+		sealer:   sealer,
+		prefix:   prefix,
+		journal:  cfg.Journal,
+		policy:   cas.Policy{MaxAttempts: cfg.MaxAttempts},
+		window:   cfg.ClaimWindow,
+		online:   caps.CASAtomic,
+		counters: make(map[string]*counter),
+	}
+	if txr, ok := store.(stores.Transactor); ok && caps.Transactions {
+		s.txr = txr
+	}
+	if s.window <= 0 {
+		s.window = DefaultClaimWindow
+	}
+	return s
+}
+
+// Sequence returns a handle on series, scoped to opts.Partition and rendering
+// with opts.Format (only the first Options counts). It validates everything
+// up front and returns a *ValidationError for an invalid series name (empty,
+// longer than MaxSeriesLen, not UTF-8, or holding a NUL or other control
+// character), partition or format. Handles on the same series and partition
+// share one counter.
+func (s *Service) Sequence(series string, opts ...Options) (*Sequence, error) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if err := checkSeries(series); err != nil {
+		return nil, err
+	}
+	partition, err := normalizePartition(o.Partition)
+	if err != nil {
+		return nil, err
+	}
+	key, err := counterKey(s.prefix, series, partition)
+	if err != nil {
+		return nil, err
+	}
+	q := &Sequence{svc: s, series: series, partition: partition}
+	if o.Format != "" {
+		if q.tmpl, err = parseFormat(o.Format, partition); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	c, ok := s.counters[key]
+	if !ok {
+		c = &counter{svc: s, key: key, series: series, partition: partition, name: displayName(series, partition)}
+		s.counters[key] = c
+	}
+	s.mu.Unlock()
+	q.c = c
+	q.partition = c.partition
+	return q, nil
+}
+
+func displayName(series string, partition []string) string {
+	if len(partition) == 0 {
+		return strconv.Quote(series)
+	}
+	quoted := make([]string, len(partition))
+	for i, p := range partition {
+		quoted[i] = strconv.Quote(p)
+	}
+	return strconv.Quote(series) + "[" + strings.Join(quoted, ", ") + "]"
+}
+
+func (s *Service) openState(key string, sealed []byte) (state, error) {
+	pt, err := s.sealer.Open(key, sealed)
+	if err != nil {
+		return state{}, fmt.Errorf("open counter: %w", err)
+	}
+	st, err := decodeState(pt)
+	if err != nil {
+		return state{}, fmt.Errorf("decode counter: %w", err)
+	}
+	return st, nil
+}
+
+// Sequence is a handle on one counter: a series, optionally scoped to a
+// partition, with an optional format. Safe for concurrent use; handles are
+// cheap, and all handles of one counter in a Service share its combining state.
+//
+// # Allocation
+//
+// Next, NextSerial, Claim, SeedTo and Bind need a store whose compare-and-swap
+// is atomic (Capabilities().CASAtomic) and fail with ErrOffline, writing
+// nothing, on any other. Concurrent calls on one counter are combined: the
+// calls that arrive while a write is in flight are served together by the
+// next write, which advances the counter by the number of calls and hands
+// them consecutive numbers in arrival order. A failed write takes no number.
+//
+// A caller whose context is done while it waits for its turn leaves the queue
+// and takes no number. Once its turn has come (its call is part of a write in
+// flight) it waits for that write and gets its outcome even if its context is
+// done meanwhile: a number taken is always returned. The write runs under a
+// context that is done only when the contexts of all the calls it serves are.
+type Sequence struct {
+	svc       *Service
+	c         *counter
+	series    string
+	partition []string
+	tmpl      *template
+}
+
+// Key returns the store key of the counter.
+func (q *Sequence) Key() string { return q.c.key }
+
+// Series returns the series name.
+func (q *Sequence) Series() string { return q.series }
+
+// Partition returns the partition tuple in canonical text form (integers in
+// decimal), or nil when the series is not partitioned.
+func (q *Sequence) Partition() []string {
+	if q.partition == nil {
+		return nil
+	}
+	return append([]string(nil), q.partition...)
+}
+
+// Format renders n with the sequence's format: literal text with the tokens
+// {seq} (n in decimal), {seq:0N} (n zero-padded to at least N digits, N from 1
+// to 20; wider numbers are not truncated) and {partition.i} (component i of
+// the partition). Without a format it returns n in decimal.
+func (q *Sequence) Format(n uint64) string {
+	if q.tmpl == nil {
+		return strconv.FormatUint(n, 10)
+	}
+	return q.tmpl.format(n)
+}
+
+func (q *Sequence) errorf(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *ContentionError
+	var ve *ValidationError
+	if errors.As(err, &ce) || errors.As(err, &ve) {
+		return err
+	}
+	return fmt.Errorf("sequence %s: %s: %w", q.c.name, op, err)
+}
+
+// allocating checks what every allocating method needs before it queues.
+func (q *Sequence) allocating(ctx context.Context, op string) error {
+	if !q.svc.online {
+		return q.errorf(op, ErrOffline)
+	}
+	return q.errorf(op, ctx.Err())
+}
+
+func (q *Sequence) submit(o *op) {
+	q.c.submit(o)
+	if o.panicked {
+		panic(o.panicVal)
+	}
+}
+
+// Next allocates the next number of the series: 1 for a new series. See
+// Sequence for the concurrency and cancellation rules. It fails with
+// ErrOffline on a store without atomic compare-and-swap and with a
+// *ContentionError when other processes kept winning the race for the
+// counter. On a store without transactions, if the Journal fails after the
+// counter was written, Next returns the taken number together with the error.
+func (q *Sequence) Next(ctx context.Context) (uint64, error) {
+	if err := q.allocating(ctx, "next"); err != nil {
+		return 0, err
+	}
+	o := &op{kind: opNext, ctx: ctx}
+	q.submit(o)
+	return o.n, q.errorf("next", o.err)
+}
+
+// NextSerial is Next returning the number with its formatted form.
+func (q *Sequence) NextSerial(ctx context.Context) (Serial, error) {
+	if err := q.allocating(ctx, "next"); err != nil {
+		return Serial{}, err
+	}
+	o := &op{kind: opNext, ctx: ctx}
+	q.submit(o)
+	if o.n == 0 {
+		return Serial{}, q.errorf("next", o.err)
+	}
+	return Serial{N: o.n, Formatted: q.Format(o.n)}, q.errorf("next", o.err)
+}
+
+// Peek returns the last number handed out, 0 for a series never used. It
+// never writes and works on every store.
+func (q *Sequence) Peek(ctx context.Context) (uint64, error) {
+	item, err := q.svc.store.Get(ctx, q.c.key)
+	if errors.Is(err, stores.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, q.errorf("peek", err)
+	}
+	st, err := q.svc.openState(q.c.key, item.Value)
+	if err != nil {
+		return 0, q.errorf("peek", err)
+	}
+	return st.value, nil
+}
+
+// SeedTo advances the counter to n if it is below n, so the next number is
+// n+1; it never rewinds a series and is a no-op when the counter is already
+// at n or beyond. Use it after importing records that carry numbers.
+func (q *Sequence) SeedTo(ctx context.Context, n uint64) error {
+	if err := q.allocating(ctx, "seed"); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	o := &op{kind: opSeed, ctx: ctx, target: n}
+	q.submit(o)
+	return q.errorf("seed", o.err)
+}
+
+// Claim allocates a number for requestID, or returns the number an earlier
+// Claim with the same requestID got: a caller that does not know whether its
+// call succeeded (a timeout, a lost connection) calls Claim again with the
+// same id and gets the same number, never a second one.
+//
+// On a transactional store each claim is recorded under its own key, written
+// in the same transaction as the counter, and remembered for good; any
+// non-empty id without NUL of at most MaxRequestIDLen bytes is accepted. On a
+// store without transactions the counter remembers the last
+// Config.ClaimWindow ids; ids must then be UUIDv7 (see NewRequestID), and a
+// Claim whose id is older than every id the window still holds fails with
+// ErrRequestExpired rather than risk a second number.
+func (q *Sequence) Claim(ctx context.Context, requestID string) (uint64, error) {
+	if err := q.allocating(ctx, "claim"); err != nil {
+		return 0, err
+	}
+	if err := checkRequestID(requestID); err != nil {
+		return 0, err
+	}
+	o := &op{kind: opClaim, ctx: ctx, id: requestID}
+	if q.svc.txr == nil {
+		uid, err := parseRequestID(requestID)
+		if err != nil {
+			return 0, err
+		}
+		o.uid = uid
+	}
+	q.submit(o)
+	return o.n, q.errorf("claim", o.err)
+}
+
+// Bind takes the next number in the same store transaction as the writes fn
+// makes through tx: fn is called with the number it will get, and if fn
+// returns an error (or panics) nothing it wrote is kept and no number is
+// taken. The vault uses it to write a record carrying its number, so a
+// number is never taken without the record that uses it.
+//
+// Concurrent Bind calls on one counter share one transaction; each fn sees
+// its own buffered view of it, so a failing fn is dropped without affecting
+// the others. fn may run more than once when the transaction is retried
+// after a conflict, with a different number each time: it must derive what
+// it writes from its arguments, and only the last run counts. fn must not use
+// tx after returning nor call methods of this Sequence (it would deadlock),
+// and may not write the sequence's own keys.
+//
+// Bind fails with ErrOffline on a store without atomic compare-and-swap and
+// with stores.ErrNotSupported on a store without transactions. A panic in fn
+// is re-raised in the caller's goroutine.
+func (q *Sequence) Bind(ctx context.Context, fn func(tx stores.Tx, s Serial) error) (Serial, error) {
+	if err := q.allocating(ctx, "bind"); err != nil {
+		return Serial{}, err
+	}
+	if q.svc.txr == nil {
+		return Serial{}, q.errorf("bind", stores.ErrNotSupported)
+	}
+	if fn == nil {
+		return Serial{}, invalid("bind function", "nil", "must not be nil")
+	}
+	o := &op{kind: opBind, ctx: ctx, seq: q, fn: fn}
+	q.submit(o)
+	if o.err != nil {
+		return Serial{}, q.errorf("bind", o.err)
+	}
+	return Serial{N: o.n, Formatted: q.Format(o.n)}, nil
+}

@@ -1,0 +1,125 @@
+package sequence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// Void marks n, a number the series has handed out, as void with a reason
+// (for example a cancelled invoice), so an audit can tell a voided number from
+// a missing one. The number stays taken: voiding never rewinds the counter.
+//
+// It fails with ErrNotIssued when n is 0 or above the counter, with
+// ErrAlreadyVoided when n was voided before, with a *ValidationError for an
+// empty reason or one longer than MaxReasonLen, and with ErrOffline on a
+// store without atomic compare-and-swap. The Journal gets a Voided event: in
+// the transaction that writes the marker, or after it on a store without
+// transactions.
+func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
+	if err := q.allocating(ctx, "void"); err != nil {
+		return err
+	}
+	switch {
+	case reason == "":
+		return invalid("reason", reason, "empty")
+	case len(reason) > MaxReasonLen:
+		return invalid("reason", reason, fmt.Sprintf("longer than %d bytes", MaxReasonLen))
+	case !utf8.ValidString(reason):
+		return invalid("reason", reason, "not valid UTF-8")
+	}
+	if n == 0 {
+		return q.errorf("void", fmt.Errorf("number 0: %w", ErrNotIssued))
+	}
+	key := voidKey(q.c.key, n)
+	sealed, err := q.svc.sealer.Seal(key, encodeReason(reason))
+	if err != nil {
+		return q.errorf("void", err)
+	}
+	events := []Event{{Kind: Voided, Series: q.series, Partition: q.c.partition, Number: n, Reason: reason}}
+
+	if q.svc.txr != nil {
+		attempts, err := cas.Do(ctx, q.svc.policy, func(int) error {
+			return q.svc.txr.Update(ctx, func(tx stores.Tx) error {
+				var current uint64
+				item, err := tx.Get(q.c.key)
+				switch {
+				case err == nil:
+					st, err := q.svc.openState(q.c.key, item.Value)
+					if err != nil {
+						return err
+					}
+					current = st.value
+				case !errors.Is(err, stores.ErrNotFound):
+					return err
+				}
+				if n > current {
+					return fmt.Errorf("number %d (the counter is at %d): %w", n, current, ErrNotIssued)
+				}
+				if _, err := tx.Get(key); err == nil {
+					return fmt.Errorf("number %d: %w", n, ErrAlreadyVoided)
+				} else if !errors.Is(err, stores.ErrNotFound) {
+					return err
+				}
+				if err := tx.Put(key, sealed); err != nil {
+					return err
+				}
+				if q.svc.journal != nil {
+					return q.svc.journal.Record(ctx, tx, events)
+				}
+				return nil
+			})
+		})
+		if errors.Is(err, cas.ErrExhausted) {
+			return &ContentionError{Series: q.c.name, Attempts: attempts}
+		}
+		return q.errorf("void", err)
+	}
+
+	// Without transactions: the counter only grows, so a number it covers
+	// now is issued for good; creating the marker with an expected version of
+	// 0 fails if any other Void created it first.
+	current, err := q.Peek(ctx)
+	if err != nil {
+		return err
+	}
+	if n > current {
+		return q.errorf("void", fmt.Errorf("number %d (the counter is at %d): %w", n, current, ErrNotIssued))
+	}
+	if _, err := q.svc.store.CompareAndSwap(ctx, key, 0, sealed); errors.Is(err, stores.ErrConflict) {
+		return q.errorf("void", fmt.Errorf("number %d: %w", n, ErrAlreadyVoided))
+	} else if err != nil {
+		return q.errorf("void", err)
+	}
+	if q.svc.journal != nil {
+		if err := q.svc.journal.Record(ctx, nil, events); err != nil {
+			return q.errorf("void", fmt.Errorf("number %d was voided but the journal failed: %w", n, err))
+		}
+	}
+	return nil
+}
+
+// Voided reports whether n was voided, and why. It never writes and works on
+// every store.
+func (q *Sequence) Voided(ctx context.Context, n uint64) (reason string, voided bool, err error) {
+	key := voidKey(q.c.key, n)
+	item, err := q.svc.store.Get(ctx, key)
+	if errors.Is(err, stores.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, q.errorf("voided", err)
+	}
+	pt, err := q.svc.sealer.Open(key, item.Value)
+	if err == nil {
+		reason, err = decodeReason(pt)
+	}
+	if err != nil {
+		return "", false, q.errorf("voided", fmt.Errorf("read void marker: %w", err))
+	}
+	return reason, true, nil
+}
