@@ -34,6 +34,7 @@ const (
 
 // RecordRef names a record: the vault, collection and id it is stored
 // under, and its revision. [SealRecord] binds all four to the ciphertext.
+// RecordRef is a plain value, safe to copy and share.
 type RecordRef struct {
 	// Vault is the vault name.
 	Vault string

@@ -24,7 +24,7 @@ func FuzzOpen(f *testing.F) {
 		_, _ = crypto.UnwrapKey(k, envelope, ad)
 		pt, err := crypto.Open(k, envelope, ad)
 		if err != nil {
-			if err != crypto.ErrTampered { //nolint:errorlint // must be the bare sentinel
+			if err != crypto.ErrTampered { // the bare sentinel, never wrapped
 				t.Fatalf("Open error %v is not the bare ErrTampered", err)
 			}
 			if pt != nil {
@@ -55,7 +55,7 @@ func FuzzOpenRecord(f *testing.F) {
 		ref := crypto.RecordRef{Vault: vault, Collection: collection, ID: id}
 		pt, rev, err := crypto.OpenRecord(k, envelope, ref)
 		if err != nil {
-			if err != crypto.ErrTampered { //nolint:errorlint // must be the bare sentinel
+			if err != crypto.ErrTampered { // the bare sentinel, never wrapped
 				t.Fatalf("OpenRecord error %v is not the bare ErrTampered", err)
 			}
 			if pt != nil || rev != 0 {

@@ -9,6 +9,7 @@ import (
 // KDFParams are the Argon2id cost parameters. They are the only tunable part
 // of key derivation; the algorithm itself is fixed. They are stored in the
 // vault [Header] so a vault can be reopened with the costs it was made with.
+// KDFParams is a plain value, safe to copy and share.
 type KDFParams struct {
 	// Time is the number of passes over the memory.
 	Time uint32
