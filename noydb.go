@@ -1,0 +1,149 @@
+// Package noydb is the entry point of the noydb SDK: encrypted collections in
+// vaults, gap-free numbered series, and a hash-chained audit ledger, on a store
+// of the caller's choice.
+//
+// # Usage
+//
+//	db, err := noydb.Open(ctx, noydb.Config{User: "firm", Secret: secret})
+//	v, err := db.OpenVault(ctx, "books")
+//	invoices := vault.CollectionOf[Invoice](v, "invoices")
+//	seq, err := v.Sequence("invoice-2026")
+//	inv, err := invoices.PutNumbered(ctx, "inv-7", seq, build)
+//
+// A nil Config.Store gives a fresh in-memory store. For data that must
+// survive the process use stores/badgerstore (one process, on disk) or
+// stores/pgstore (many processes and machines).
+//
+// # Concurrency
+//
+// A DB and the vaults it opens are safe for concurrent use.
+package noydb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// Errors returned by Open and OpenVault; test them with errors.Is.
+var (
+	// ErrWrongSecret: the secret does not unlock the vault for this user.
+	ErrWrongSecret = vault.ErrWrongSecret
+	// ErrNoAccess: the vault holds no key for this user.
+	ErrNoAccess = vault.ErrNoAccess
+	// ErrWeakKDF: the vault header's key-derivation cost is out of bounds.
+	ErrWeakKDF = vault.ErrWeakKDF
+	// ErrTampered: stored data failed authentication.
+	ErrTampered = vault.ErrTampered
+	// ErrClosed: the DB was closed.
+	ErrClosed = stores.ErrClosed
+)
+
+// Config configures a DB. The zero value of every optional field means the
+// documented default.
+type Config struct {
+	// User names the caller's key slot in each vault and the actor in ledgers. Required.
+	User string
+	// Secret unlocks the user's key slots. Required. Open keeps a copy until Close.
+	Secret []byte
+	// Store holds the vaults. Nil means a fresh in-memory store, closed by DB.Close;
+	// a store given here stays open after DB.Close and is the caller's to close.
+	Store stores.Store
+	// KDF is the key-derivation cost for vaults this DB creates; the zero value
+	// means crypto.DefaultKDF (Argon2id, t=3, 64 MiB, p=4).
+	KDF crypto.KDFParams
+	// InsecureAllowWeakKDF accepts key-derivation costs below the safe minimum.
+	// For tests only: with it a store can make guessing the secret cheap.
+	InsecureAllowWeakKDF bool
+}
+
+// DB is an open connection to a store on behalf of one user. It is safe for
+// concurrent use.
+type DB struct {
+	cfg       Config
+	ownsStore bool
+
+	mu     sync.Mutex
+	vaults map[string]*vault.Vault
+	closed bool
+}
+
+// Open checks cfg and returns a DB. It does no I/O: vaults are unlocked by OpenVault.
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if cfg.User == "" {
+		return nil, errors.New("open: Config.User is empty")
+	}
+	if len(cfg.Secret) == 0 {
+		return nil, errors.New("open: Config.Secret is empty")
+	}
+	if cfg.KDF != (crypto.KDFParams{}) {
+		if err := cfg.KDF.Check(cfg.InsecureAllowWeakKDF); err != nil {
+			return nil, fmt.Errorf("open: %w: %w", ErrWeakKDF, err)
+		}
+	}
+	db := &DB{cfg: cfg, vaults: make(map[string]*vault.Vault)}
+	db.cfg.Secret = append([]byte(nil), cfg.Secret...)
+	if db.cfg.Store == nil {
+		db.cfg.Store = memstore.New()
+		db.ownsStore = true
+	}
+	return db, nil
+}
+
+// Store returns the store the DB works on.
+func (db *DB) Store() stores.Store { return db.cfg.Store }
+
+// OpenVault unlocks the named vault, creating it on first use. Opening the
+// same name twice returns the same *vault.Vault, so its sequences share one
+// combining queue per series.
+func (db *DB) OpenVault(ctx context.Context, name string) (*vault.Vault, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil, fmt.Errorf("open vault %q: %w", name, ErrClosed)
+	}
+	if v, ok := db.vaults[name]; ok {
+		return v, nil
+	}
+	v, err := vault.Open(ctx, vault.Config{
+		Store:                db.cfg.Store,
+		Name:                 name,
+		User:                 db.cfg.User,
+		Secret:               db.cfg.Secret,
+		KDF:                  db.cfg.KDF,
+		InsecureAllowWeakKDF: db.cfg.InsecureAllowWeakKDF,
+	})
+	if err != nil {
+		return nil, err
+	}
+	db.vaults[name] = v
+	return v, nil
+}
+
+// Close closes every vault opened through db, forgets the secret, and closes
+// the store if Open created it. Close is idempotent.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	for _, v := range db.vaults {
+		_ = v.Close()
+	}
+	clear(db.cfg.Secret)
+	if db.ownsStore {
+		return db.cfg.Store.Close()
+	}
+	return nil
+}

@@ -1,0 +1,32 @@
+// Package vault holds a vault's encrypted collections, its numbered series and
+// its audit ledger.
+//
+// A vault lives under the key prefix "v/<name>/" of a store. Its header
+// (format version, salt, key-derivation cost) is at "_header", each user's
+// wrapped copy of the vault's data key at "_keyring/<user>", counters under
+// "_sequences/", ledger entries under "_ledger/", and each record at
+// "<collection>/<id>". The store sees these names, the sizes of the sealed
+// values, and when they change; it sees no record content, no counter value
+// and no key.
+//
+// # Usage
+//
+//	v, err := vault.Open(ctx, vault.Config{Store: st, Name: "books", User: "firm", Secret: secret})
+//	invoices := vault.CollectionOf[Invoice](v, "invoices")
+//	err = invoices.Put(ctx, "inv-1", Invoice{Total: 120})
+//	inv, err := invoices.Get(ctx, "inv-1")
+//
+// # Concurrency
+//
+// A Vault and its collections are safe for concurrent use. Several Vault
+// values (in this process or others) may share one vault on a store with
+// atomic compare-and-swap; writes to one record are serialized by the store.
+//
+// # Compatibility
+//
+// Stored data carries format versions: the header has one, every sealed value
+// starts with its envelope version. A later release reads every format an
+// earlier release wrote; a format change adds a version rather than changing
+// an existing one, and data written by a newer format is refused by older
+// releases with a clear error rather than misread.
+package vault

@@ -1,0 +1,31 @@
+package vault
+
+import (
+	"errors"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// Errors returned by vaults and collections. Test them with errors.Is.
+var (
+	// ErrWrongSecret: the secret does not unlock this vault for this user.
+	ErrWrongSecret = errors.New("wrong secret")
+	// ErrNoAccess: the vault exists but holds no key for this user.
+	ErrNoAccess = errors.New("user has no key in this vault")
+	// ErrTampered: a stored value failed authentication (changed, truncated,
+	// or copied from another place in the store).
+	ErrTampered = crypto.ErrTampered
+	// ErrNotFound: no record has that id.
+	ErrNotFound = stores.ErrNotFound
+	// ErrClosed: the vault (or the DB or store under it) was closed.
+	ErrClosed = stores.ErrClosed
+	// ErrReservedName: the name starts with '_', which is kept for the SDK's own data.
+	ErrReservedName = errors.New("reserved name")
+	// ErrInvalidName: the name is empty, too long, or holds a forbidden byte.
+	ErrInvalidName = errors.New("invalid name")
+	// ErrWeakKDF: the vault header asks for a key-derivation cost outside the
+	// accepted bounds (a store lowering it to make guessing cheap, or raising it
+	// to make opening hang).
+	ErrWeakKDF = errors.New("vault header has an unacceptable key-derivation cost")
+)

@@ -1,0 +1,206 @@
+package vault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// Config says which vault to open, on which store, as whom.
+type Config struct {
+	// Store holds the vault. Required.
+	Store stores.Store
+	// Name of the vault; see CheckVaultName.
+	Name string
+	// User names the key slot in the vault's keyring (and the actor in the ledger).
+	User string
+	// Secret unlocks the user's key slot. It is not kept by the vault.
+	Secret []byte
+	// KDF is the key-derivation cost used when this call creates the vault.
+	// The zero value means crypto.DefaultKDF. An existing vault keeps the cost
+	// recorded in its header.
+	KDF crypto.KDFParams
+	// InsecureAllowWeakKDF accepts a header whose key-derivation cost is below
+	// the safe minimum. It exists for tests, which cannot pay 64 MiB per open;
+	// never set it in production: a store could then lower the cost of guessing
+	// the secret.
+	InsecureAllowWeakKDF bool
+}
+
+const (
+	headerKey     = "_header"
+	keyringPrefix = "_keyring/"
+)
+
+// Open opens the named vault, creating it on first use, and unlocks it with
+// the user's secret. A wrong secret returns ErrWrongSecret after the same key
+// derivation a right one costs. When two openers create the same vault at once,
+// both end with the one data key that was committed first (on stores with
+// atomic compare-and-swap; on others the last writer wins, so create a vault
+// from one place before sharing it).
+func Open(ctx context.Context, cfg Config) (*Vault, error) {
+	if err := CheckVaultName(cfg.Name); err != nil {
+		return nil, fmt.Errorf("open vault: %w", err)
+	}
+	if err := CheckCollectionName(cfg.User); err != nil {
+		return nil, fmt.Errorf("open vault %q: user: %w", cfg.Name, err)
+	}
+	if cfg.Store == nil {
+		return nil, fmt.Errorf("open vault %q: no store", cfg.Name)
+	}
+	if len(cfg.Secret) == 0 {
+		return nil, fmt.Errorf("open vault %q: empty secret: %w", cfg.Name, ErrWrongSecret)
+	}
+	kdf := cfg.KDF
+	if kdf == (crypto.KDFParams{}) {
+		kdf = crypto.DefaultKDF
+	}
+	if err := kdf.Check(cfg.InsecureAllowWeakKDF); err != nil {
+		return nil, fmt.Errorf("open vault %q: %w: %w", cfg.Name, ErrWeakKDF, err)
+	}
+	prefix := "v/" + cfg.Name + "/"
+	o := opener{cfg: cfg, kdf: kdf, prefix: prefix}
+	// Each round either opens an existing vault or tries to create it; losing
+	// the creation race sends us round again to open what the winner wrote.
+	for range 8 {
+		dk, err := o.attempt(ctx)
+		if errors.Is(err, stores.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
+		}
+		return newVault(cfg, prefix, dk), nil
+	}
+	return nil, fmt.Errorf("open vault %q: creation kept racing: %w", cfg.Name, stores.ErrConflict)
+}
+
+type opener struct {
+	cfg    Config
+	kdf    crypto.KDFParams
+	prefix string
+}
+
+func (o opener) attempt(ctx context.Context) (*crypto.Key, error) {
+	st := o.cfg.Store
+	hi, err := st.Get(ctx, o.prefix+headerKey)
+	if errors.Is(err, stores.ErrNotFound) {
+		return o.create(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h, err := crypto.ParseHeader(hi.Value)
+	if errors.Is(err, crypto.ErrKDFTooWeak) || errors.Is(err, crypto.ErrKDFTooCostly) {
+		return nil, fmt.Errorf("%w: %w", ErrWeakKDF, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("vault header: %w", err)
+	}
+	if err := h.KDF.Check(o.cfg.InsecureAllowWeakKDF); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrWeakKDF, err)
+	}
+	kek, err := crypto.DeriveUserKey(o.cfg.Secret, h.Salt[:], h.KDF)
+	if err != nil {
+		return nil, err
+	}
+	ad := keyringAD(o.cfg.Name, o.cfg.User, hi.Value)
+	ki, err := st.Get(ctx, o.prefix+keyringPrefix+o.cfg.User)
+	if errors.Is(err, stores.ErrNotFound) {
+		return o.adopt(ctx, kek, ad)
+	}
+	if err != nil {
+		return nil, err
+	}
+	dk, err := crypto.UnwrapKey(kek, ki.Value, ad)
+	if err != nil {
+		return nil, ErrWrongSecret
+	}
+	return dk, nil
+}
+
+// adopt handles a header without a key slot for this user: if the keyring is
+// empty the creator crashed between header and keyring (possible only on
+// stores without transactions), so this opener finishes the creation;
+// otherwise the user simply has no access.
+func (o opener) adopt(ctx context.Context, kek *crypto.Key, ad []byte) (*crypto.Key, error) {
+	for _, err := range o.cfg.Store.List(ctx, o.prefix+keyringPrefix) {
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("user %q: %w", o.cfg.User, ErrNoAccess)
+	}
+	dk, err := crypto.GenerateKey()
+	if err != nil {
+		return nil, err
+	}
+	wrapped, err := crypto.WrapKey(kek, dk, ad)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := o.cfg.Store.CompareAndSwap(ctx, o.prefix+keyringPrefix+o.cfg.User, 0, wrapped); err != nil {
+		return nil, err
+	}
+	return dk, nil
+}
+
+func (o opener) create(ctx context.Context) (*crypto.Key, error) {
+	h, err := crypto.NewHeader(o.kdf)
+	if err != nil {
+		return nil, err
+	}
+	hb, err := h.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	kek, err := crypto.DeriveUserKey(o.cfg.Secret, h.Salt[:], h.KDF)
+	if err != nil {
+		return nil, err
+	}
+	dk, err := crypto.GenerateKey()
+	if err != nil {
+		return nil, err
+	}
+	wrapped, err := crypto.WrapKey(kek, dk, keyringAD(o.cfg.Name, o.cfg.User, hb))
+	if err != nil {
+		return nil, err
+	}
+	hk, kk := o.prefix+headerKey, o.prefix+keyringPrefix+o.cfg.User
+	st := o.cfg.Store
+	if tr, ok := st.(stores.Transactor); ok {
+		err = tr.Update(ctx, func(tx stores.Tx) error {
+			for _, k := range []string{hk, kk} {
+				if _, err := tx.Get(k); !errors.Is(err, stores.ErrNotFound) {
+					if err == nil {
+						err = stores.ErrConflict
+					}
+					return err
+				}
+			}
+			if err := tx.Put(hk, hb); err != nil {
+				return err
+			}
+			return tx.Put(kk, wrapped)
+		})
+		if err != nil {
+			return nil, err
+		}
+		return dk, nil
+	}
+	if _, err := st.CompareAndSwap(ctx, hk, 0, hb); err != nil {
+		return nil, err
+	}
+	if _, err := st.CompareAndSwap(ctx, kk, 0, wrapped); err != nil {
+		return nil, err
+	}
+	return dk, nil
+}
+
+// keyringAD binds a wrapped data key to its vault, its user and the exact
+// header bytes, so a header edited by the store (salt or cost) cannot unlock.
+func keyringAD(vaultName, user string, header []byte) []byte {
+	return crypto.KeyAD(vaultName, keyringPrefix+user+"\x00"+string(header))
+}

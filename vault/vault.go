@@ -1,0 +1,121 @@
+package vault
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// Vault is an unlocked vault: its collections, sequences and ledger. It is
+// safe for concurrent use. Obtain one with Open (or noydb.DB.OpenVault).
+type Vault struct {
+	name   string
+	user   string
+	store  stores.Store
+	prefix string
+	dk     *crypto.Key
+	seal   keySealer
+	seqs   *sequence.Service
+	ledger *ledger.Ledger
+	closed atomic.Bool
+}
+
+func newVault(cfg Config, prefix string, dk *crypto.Key) *Vault {
+	v := &Vault{
+		name:   cfg.Name,
+		user:   cfg.User,
+		store:  cfg.Store,
+		prefix: prefix,
+		dk:     dk,
+		seal:   keySealer{dk: dk, vault: cfg.Name},
+	}
+	v.ledger = ledger.New(cfg.Store, v.seal, dk.Derive("noydb ledger v1"), prefix, ledger.Options{Actor: cfg.User})
+	v.seqs = sequence.NewService(cfg.Store, v.seal, prefix, sequence.Config{Journal: journal{l: v.ledger}})
+	return v
+}
+
+// Name returns the vault's name.
+func (v *Vault) Name() string { return v.name }
+
+// Store returns the store the vault lives on.
+func (v *Vault) Store() stores.Store { return v.store }
+
+// Ledger returns the vault's audit ledger.
+func (v *Vault) Ledger() *ledger.Ledger { return v.ledger }
+
+// Sequence returns a handle on a gap-free numbered series of this vault.
+// Handles for the same series and partition share one counter and, within
+// this process, one combining queue. The error is a *sequence.ValidationError
+// for an invalid name, partition or format.
+func (v *Vault) Sequence(series string, opts ...sequence.Options) (*sequence.Sequence, error) {
+	return v.seqs.Sequence(series, opts...)
+}
+
+// Close marks the vault closed: later calls return ErrClosed. It does not close the store.
+func (v *Vault) Close() error {
+	v.closed.Store(true)
+	return nil
+}
+
+func (v *Vault) check(ctx context.Context) error {
+	if v.closed.Load() {
+		return ErrClosed
+	}
+	return ctx.Err()
+}
+
+// keySealer seals internal values (counters, ledger entries) bound to the
+// vault and the store key they live at.
+type keySealer struct {
+	dk    *crypto.Key
+	vault string
+}
+
+func (s keySealer) Seal(key string, plaintext []byte) ([]byte, error) {
+	return crypto.Seal(s.dk, plaintext, crypto.KeyAD(s.vault, key))
+}
+
+func (s keySealer) Open(key string, sealed []byte) ([]byte, error) {
+	return crypto.Open(s.dk, sealed, crypto.KeyAD(s.vault, key))
+}
+
+// journal records sequence events in the ledger, inside the counter's
+// transaction when there is one.
+type journal struct{ l *ledger.Ledger }
+
+func (j journal) Record(ctx context.Context, tx stores.Tx, events []sequence.Event) error {
+	entries := make([]ledger.Entry, len(events))
+	for i, e := range events {
+		entries[i] = ledger.Entry{
+			Kind:      eventKind(e.Kind),
+			Series:    e.Series,
+			Partition: e.Partition,
+			Number:    e.Number,
+			From:      e.From,
+			RequestID: e.RequestID,
+			Reason:    e.Reason,
+		}
+	}
+	var err error
+	if tx != nil {
+		_, err = j.l.AppendTx(ctx, tx, entries...)
+	} else {
+		_, err = j.l.Append(ctx, entries...)
+	}
+	return err
+}
+
+func eventKind(k sequence.EventKind) ledger.Kind {
+	switch k {
+	case sequence.Seeded:
+		return ledger.SeriesSeeded
+	case sequence.Voided:
+		return ledger.NumberVoided
+	default:
+		return ledger.NumberAllocated
+	}
+}
