@@ -1,0 +1,220 @@
+package sequence_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// hammer runs workers goroutines that each call next calls times and returns
+// every number they got, failing the test on any error.
+func hammer(t testing.TB, workers, calls int, next func(context.Context) (uint64, error)) []uint64 {
+	t.Helper()
+	out := make([][]uint64, workers)
+	var wg sync.WaitGroup
+	var failures atomic.Int64
+	for w := range workers {
+		wg.Go(func() {
+			got := make([]uint64, 0, calls)
+			for range calls {
+				n, err := next(context.Background())
+				if err != nil {
+					if failures.Add(1) <= 5 {
+						t.Errorf("worker %d: %v", w, err)
+					}
+					continue
+				}
+				got = append(got, n)
+			}
+			out[w] = got
+		})
+	}
+	wg.Wait()
+	require.Zero(t, failures.Load(), "errors, contention included")
+	var all []uint64
+	for _, got := range out {
+		all = append(all, got...)
+	}
+	return all
+}
+
+func TestNextConcurrentExact(t *testing.T) {
+	workers, calls := 256, 1000
+	if testing.Short() {
+		calls = 100
+	}
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			svc := newService(t, kind.new(newMem(), faultstore.Options{}), sequence.Config{})
+			q := mustSequence(t, svc, "hot")
+			got := hammer(t, workers, calls, q.Next)
+			requireExactly(t, got, workers*calls)
+			n, err := q.Peek(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, uint64(workers*calls), n)
+		})
+	}
+}
+
+// Each caller's numbers increase: a later call never gets a smaller number.
+func TestNextIsMonotonicPerCaller(t *testing.T) {
+	svc := newService(t, newMem(), sequence.Config{})
+	q := mustSequence(t, svc, "mono")
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			var last uint64
+			for range 200 {
+				n, err := q.Next(context.Background())
+				if !assert.NoError(t, err) {
+					return
+				}
+				assert.Greater(t, n, last)
+				last = n
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestTwoServicesOneStore(t *testing.T) {
+	const workers, calls = 64, 300
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			inner := newMem()
+			sealer := newSealer()
+			var contention atomic.Int64
+			var mu sync.Mutex
+			var all []uint64
+			var wg sync.WaitGroup
+			for range 2 {
+				svc := sequence.NewService(kind.new(inner, faultstore.Options{}), sealer, "v/", sequence.Config{})
+				q := mustSequence(t, svc, "shared")
+				wg.Go(func() {
+					got := hammer(t, workers, calls, func(ctx context.Context) (uint64, error) {
+						for {
+							n, err := q.Next(ctx)
+							if errors.Is(err, sequence.ErrContention) {
+								contention.Add(1)
+								continue // the caller decides to retry
+							}
+							return n, err
+						}
+					})
+					mu.Lock()
+					all = append(all, got...)
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			requireExactly(t, all, 2*workers*calls)
+			t.Logf("%s: %d contention errors over %d allocations", kind.name, contention.Load(), len(all))
+		})
+	}
+}
+
+func TestJournalConcurrent(t *testing.T) {
+	const workers, calls = 32, 100
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			inner := newMem()
+			j := &journal{}
+			svc := newService(t, kind.new(inner, faultstore.Options{}), sequence.Config{Journal: j})
+			q := mustSequence(t, svc, "j", sequence.Options{Partition: []any{7}})
+			got := hammer(t, workers, calls, q.Next)
+			requireExactly(t, got, workers*calls)
+			var numbers []uint64
+			if kind.name == "tx" {
+				keys := journalKeys(t, inner)
+				assert.Len(t, keys, workers*calls)
+				assert.Contains(t, keys, "journal/j/7/allocated/1")
+				assert.Empty(t, j.events)
+				return
+			}
+			for _, e := range j.events {
+				assert.Equal(t, sequence.Allocated, e.Kind)
+				assert.Equal(t, "j", e.Series)
+				assert.Equal(t, []string{"7"}, e.Partition)
+				numbers = append(numbers, e.Number)
+			}
+			requireExactly(t, numbers, workers*calls)
+		})
+	}
+}
+
+func TestJournalErrorAbortsAllocation(t *testing.T) {
+	ctx := context.Background()
+	inner := newMem()
+	j := &journal{}
+	svc := newService(t, faultstore.New(inner, faultstore.Options{}), sequence.Config{Journal: j})
+	q := mustSequence(t, svc, "j")
+	n, err := q.Next(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), n)
+
+	boom := errors.New("ledger full")
+	j.setFail(boom)
+	n, err = q.Next(ctx)
+	assert.ErrorIs(t, err, boom)
+	assert.Zero(t, n)
+	assert.ErrorIs(t, q.SeedTo(ctx, 10), boom)
+	_, err = q.Claim(ctx, "req")
+	assert.ErrorIs(t, err, boom)
+	_, err = q.Bind(ctx, func(stores.Tx, sequence.Serial) error { return nil })
+	assert.ErrorIs(t, err, boom)
+	assert.ErrorIs(t, q.Void(ctx, 1, "typo"), boom)
+	peek, err := q.Peek(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), peek, "no number taken")
+
+	j.setFail(nil)
+	n, err = q.Next(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), n)
+	assert.Equal(t, []string{"journal/j//allocated/1", "journal/j//allocated/2"}, journalKeys(t, inner))
+}
+
+func TestJournalEvents(t *testing.T) {
+	ctx := context.Background()
+	j := &journal{}
+	svc := newService(t, faultstore.New(newMem(), faultstore.Options{HideTransactor: true}), sequence.Config{Journal: j})
+	q := mustSequence(t, svc, "ev", sequence.Options{Partition: []any{"EU"}})
+	_, err := q.Next(ctx)
+	require.NoError(t, err)
+	require.NoError(t, q.SeedTo(ctx, 10))
+	require.NoError(t, q.SeedTo(ctx, 5)) // no-op: no event
+	id := sequence.NewRequestID()
+	_, err = q.Claim(ctx, id)
+	require.NoError(t, err)
+	_, err = q.Claim(ctx, id) // adopted: no event
+	require.NoError(t, err)
+	require.NoError(t, q.Void(ctx, 11, "cancelled"))
+	p := []string{"EU"}
+	assert.Equal(t, []sequence.Event{
+		{Kind: sequence.Allocated, Series: "ev", Partition: p, Number: 1},
+		{Kind: sequence.Seeded, Series: "ev", Partition: p, Number: 10, From: 1},
+		{Kind: sequence.Allocated, Series: "ev", Partition: p, Number: 11, RequestID: id},
+		{Kind: sequence.Voided, Series: "ev", Partition: p, Number: 11, Reason: "cancelled"},
+	}, j.events)
+
+	// Without transactions the journal runs after the write: on failure the
+	// number is taken and returned with the error.
+	boom := errors.New("ledger full")
+	j.setFail(boom)
+	n, err := q.Next(ctx)
+	assert.ErrorIs(t, err, boom)
+	assert.Equal(t, uint64(12), n)
+	assert.Equal(t, "allocated", sequence.Allocated.String())
+	assert.Equal(t, "seeded", sequence.Seeded.String())
+	assert.Equal(t, "voided", sequence.Voided.String())
+	assert.Equal(t, "unknown", sequence.EventKind(0).String())
+}
