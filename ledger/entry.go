@@ -287,7 +287,11 @@ func (r *reader) uvarint() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(r.b[r.off:])
-	if n <= 0 {
+	if n == 0 {
+		r.fail("truncated")
+		return 0
+	}
+	if n < 0 {
 		r.fail("bad varint")
 		return 0
 	}
