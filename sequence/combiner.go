@@ -57,8 +57,9 @@ type op struct {
 	panicked bool
 	panicVal any
 
-	done  chan struct{} // nil for an op that led at once
+	done  chan struct{} // signalled when the outcome is ready or the op must lead; buffered, reused
 	batch []*op         // set before done is signalled when the op must lead this batch
+	one   [1]*op        // the batch of an op that leads at once
 }
 
 // counter is the combining state of one counter key.
@@ -74,6 +75,9 @@ type counter struct {
 	queue []*op
 
 	// Owned by the current leader.
+	w            work
+	attemptFn    func(attempt int) error
+	txFn         func(tx stores.Tx) error
 	cache        state
 	cacheSealed  []byte // transactional stores: the bytes last written or read
 	cacheVersion uint64 // other stores: the version of cache
@@ -86,28 +90,32 @@ func (c *counter) submit(o *op) {
 	if !c.busy {
 		c.busy = true
 		c.mu.Unlock()
-		c.lead(o, []*op{o})
+		o.one[0] = o
+		c.lead(o, o.one[:])
 		return
 	}
-	o.done = make(chan struct{}, 1)
 	c.queue = append(c.queue, o)
 	c.mu.Unlock()
 
-	select {
-	case <-o.done:
-	case <-o.ctx.Done():
-		c.mu.Lock()
-		if i := slices.Index(c.queue, o); i >= 0 {
-			// Not taken yet: leave the queue, take nothing.
-			c.queue = slices.Delete(c.queue, i, i+1)
+	if cancelled := o.ctx.Done(); cancelled == nil {
+		<-o.done // a context that cannot be cancelled: no select needed
+	} else {
+		select {
+		case <-o.done:
+		case <-cancelled:
+			c.mu.Lock()
+			if i := slices.Index(c.queue, o); i >= 0 {
+				// Not taken yet: leave the queue, take nothing.
+				c.queue = slices.Delete(c.queue, i, i+1)
+				c.mu.Unlock()
+				o.err = o.ctx.Err()
+				return
+			}
 			c.mu.Unlock()
-			o.err = o.ctx.Err()
-			return
+			// Already part of a batch: its outcome is coming, and a number it
+			// took must reach the caller.
+			<-o.done
 		}
-		c.mu.Unlock()
-		// Already part of a batch: its outcome is coming, and a number it
-		// took must reach the caller.
-		<-o.done
 	}
 	if o.batch != nil {
 		batch := o.batch
@@ -140,24 +148,34 @@ func (c *counter) lead(self *op, batch []*op) {
 	}
 }
 
+// work is the batch being written and the scratch space of its attempts.
+// Only the leader touches it; it lives in the counter, with the attempt
+// functions bound once, so the hot path allocates no closures. The context is
+// the batch's, held for the duration of one run.
+type work struct {
+	ctx    context.Context
+	batch  []*op
+	events []Event
+	next   state  // the state the attempt wrote
+	sealed []byte // the bytes the attempt wrote (or read, if it wrote nothing)
+	buf    []byte // plaintext scratch
+}
+
+func newCounter(svc *Service, key, series string, partition []string) *counter {
+	c := &counter{svc: svc, key: key, series: series, partition: partition, name: displayName(series, partition)}
+	c.attemptFn = c.attempt
+	c.txFn = c.txBody
+	return c
+}
+
 // run applies batch to the store, retrying lost races, and leaves each op's outcome in it.
 func (c *counter) run(batch []*op) {
 	ctx, release := batchContext(batch)
 	defer release()
+	c.w.ctx, c.w.batch = ctx, batch
+	defer func() { c.w.ctx, c.w.batch, c.w.events = nil, nil, nil }()
 
-	var events []Event
-	attempts, err := cas.Do(ctx, c.svc.policy, func(int) error {
-		for _, o := range batch {
-			o.n, o.err, o.fresh, o.panicked, o.panicVal = 0, nil, false, false, nil
-		}
-		var err error
-		if c.svc.txr != nil {
-			events, err = c.txAttempt(ctx, batch)
-		} else {
-			events, err = c.casAttempt(ctx, batch)
-		}
-		return err
-	})
+	attempts, err := cas.Do(ctx, c.svc.policy, c.attemptFn)
 	if err != nil {
 		if errors.Is(err, cas.ErrExhausted) {
 			err = &ContentionError{Series: c.name, Attempts: attempts}
@@ -170,8 +188,8 @@ func (c *counter) run(batch []*op) {
 		}
 		return
 	}
-	if c.svc.txr == nil && c.svc.journal != nil && len(events) > 0 {
-		if err := c.svc.journal.Record(ctx, nil, events); err != nil {
+	if c.svc.txr == nil && c.svc.journal != nil && len(c.w.events) > 0 {
+		if err := c.svc.journal.Record(ctx, nil, c.w.events); err != nil {
 			for _, o := range batch {
 				if o.fresh {
 					o.err = fmt.Errorf("number %d was taken but the journal failed: %w", o.n, err)
@@ -179,6 +197,22 @@ func (c *counter) run(batch []*op) {
 			}
 		}
 	}
+}
+
+// attempt is one try at writing c.w.batch.
+func (c *counter) attempt(int) error {
+	for _, o := range c.w.batch {
+		o.n, o.err, o.fresh, o.panicked, o.panicVal = 0, nil, false, false, nil
+	}
+	c.w.events = nil
+	if c.svc.txr != nil {
+		if err := c.svc.txr.Update(c.w.ctx, c.txFn); err != nil {
+			return err
+		}
+		c.cache, c.cacheSealed = c.w.next, c.w.sealed
+		return nil
+	}
+	return c.casAttempt()
 }
 
 // batchContext is the context a batch is written under: it carries the values
@@ -213,94 +247,88 @@ func batchContext(batch []*op) (context.Context, func()) {
 	}
 }
 
-// txAttempt applies batch in one store transaction.
-func (c *counter) txAttempt(ctx context.Context, batch []*op) ([]Event, error) {
-	var (
-		next   state
-		sealed []byte
-		events []Event
-	)
-	err := c.svc.txr.Update(ctx, func(tx stores.Tx) error {
-		item, err := tx.Get(c.key)
-		var st state
-		switch {
-		case err == nil && c.cacheSealed != nil && bytes.Equal(item.Value, c.cacheSealed):
-			st = c.cache
-			sealed = c.cacheSealed
-		case err == nil:
-			if st, err = c.svc.openState(c.key, item.Value); err != nil {
-				return err
-			}
-			sealed = slices.Clone(item.Value)
-		case errors.Is(err, stores.ErrNotFound):
-			sealed = nil
-		default:
+// txBody applies c.w.batch inside a store transaction. Its outcome reaches
+// the cache only if the transaction commits.
+func (c *counter) txBody(tx stores.Tx) error {
+	item, err := tx.Get(c.key)
+	var st state
+	switch {
+	case err == nil && c.cacheSealed != nil && bytes.Equal(item.Value, c.cacheSealed):
+		st = c.cache
+		c.w.sealed = c.cacheSealed
+	case err == nil:
+		if st, err = c.svc.openState(c.key, item.Value); err != nil {
 			return err
 		}
-		changed, evs, err := c.plan(tx, &st, batch)
-		if err != nil {
-			return err
-		}
-		if changed {
-			if sealed, err = c.svc.sealer.Seal(c.key, st.encode()); err != nil {
-				return err
-			}
-			if err := tx.Put(c.key, sealed); err != nil {
-				return err
-			}
-		}
-		if c.svc.journal != nil && len(evs) > 0 {
-			if err := c.svc.journal.Record(ctx, tx, evs); err != nil {
-				return err
-			}
-		}
-		next, events = st, evs
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		c.w.sealed = slices.Clone(item.Value)
+	case errors.Is(err, stores.ErrNotFound):
+		c.w.sealed = nil
+	default:
+		return err
 	}
-	c.cache, c.cacheSealed = next, sealed
-	return events, nil
+	changed, events, err := c.plan(tx, &st, c.w.batch)
+	if err != nil {
+		return err
+	}
+	if changed {
+		c.w.buf = st.appendTo(c.w.buf[:0])
+		if c.w.sealed, err = c.svc.sealer.Seal(c.key, c.w.buf); err != nil {
+			return err
+		}
+		if err := tx.Put(c.key, c.w.sealed); err != nil {
+			return err
+		}
+	}
+	if c.svc.journal != nil && len(events) > 0 {
+		if err := c.svc.journal.Record(c.w.ctx, tx, events); err != nil {
+			return err
+		}
+	}
+	c.w.next, c.w.events = st, events
+	return nil
 }
 
-// casAttempt applies batch with one compare-and-swap against the cached
+// casAttempt applies c.w.batch with one compare-and-swap against the cached
 // version, reading the record first only when the cache is not known good.
-func (c *counter) casAttempt(ctx context.Context, batch []*op) ([]Event, error) {
+func (c *counter) casAttempt() error {
+	ctx := c.w.ctx
 	if !c.cacheValid {
 		item, err := c.svc.store.Get(ctx, c.key)
 		switch {
 		case err == nil:
 			st, err := c.svc.openState(c.key, item.Value)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			c.cache, c.cacheVersion = st, item.Version
 		case errors.Is(err, stores.ErrNotFound):
 			c.cache, c.cacheVersion = state{}, 0
 		default:
-			return nil, err
+			return err
 		}
 		c.cacheValid = true
 	}
 	st := c.cache
-	changed, events, err := c.plan(nil, &st, batch)
+	changed, events, err := c.plan(nil, &st, c.w.batch)
 	if err != nil || !changed {
-		return events, err
+		c.w.events = events
+		return err
 	}
-	sealed, err := c.svc.sealer.Seal(c.key, st.encode())
+	c.w.buf = st.appendTo(c.w.buf[:0])
+	sealed, err := c.svc.sealer.Seal(c.key, c.w.buf)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	v, err := c.svc.store.CompareAndSwap(ctx, c.key, c.cacheVersion, sealed)
 	if err != nil {
 		// A conflict means another writer moved on; any other error may hide
 		// a write that happened. Either way, read again next time.
 		c.cacheValid = false
-		return nil, err
+		return err
 	}
 	c.cache, c.cacheVersion = st, v
-	return events, nil
+	c.w.events = events
+	return nil
 }
 
 // plan applies the ops of batch, in order, to st. tx is the transaction on a

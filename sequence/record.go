@@ -39,12 +39,8 @@ func (s *state) hasWindow() bool {
 	return len(s.window) > 0 || s.watermark != [16]byte{}
 }
 
-func (s *state) encode() []byte {
-	size := 1 + binary.MaxVarintLen64
-	if s.hasWindow() {
-		size += 16 + binary.MaxVarintLen64 + len(s.window)*(16+binary.MaxVarintLen64)
-	}
-	b := make([]byte, 0, size)
+// appendTo appends the encoded state to b.
+func (s *state) appendTo(b []byte) []byte {
 	b = append(b, recordVersion)
 	b = binary.AppendUvarint(b, s.value)
 	if s.hasWindow() {

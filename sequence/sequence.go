@@ -127,7 +127,7 @@ func (s *Service) Sequence(series string, opts ...Options) (*Sequence, error) {
 	s.mu.Lock()
 	c, ok := s.counters[key]
 	if !ok {
-		c = &counter{svc: s, key: key, series: series, partition: partition, name: displayName(series, partition)}
+		c = newCounter(s, key, series, partition)
 		s.counters[key] = c
 	}
 	s.mu.Unlock()
@@ -231,11 +231,24 @@ func (q *Sequence) allocating(ctx context.Context, op string) error {
 	return q.errorf(op, ctx.Err())
 }
 
-func (q *Sequence) submit(o *op) {
+// ops are recycled: an op belongs to its caller again once submit returns.
+var opPool = sync.Pool{New: func() any { return &op{done: make(chan struct{}, 1)} }}
+
+// do runs req through the counter's combiner and returns its outcome,
+// re-raising a panic of a Bind fn in the caller's goroutine.
+func (q *Sequence) do(req op) (uint64, error) {
+	o := opPool.Get().(*op)
+	done := o.done
+	*o = req
+	o.done = done
 	q.c.submit(o)
-	if o.panicked {
-		panic(o.panicVal)
+	n, err, panicked, panicVal := o.n, o.err, o.panicked, o.panicVal
+	*o = op{done: done}
+	opPool.Put(o)
+	if panicked {
+		panic(panicVal)
 	}
+	return n, err
 }
 
 // Next allocates the next number of the series: 1 for a new series. See
@@ -248,9 +261,8 @@ func (q *Sequence) Next(ctx context.Context) (uint64, error) {
 	if err := q.allocating(ctx, "next"); err != nil {
 		return 0, err
 	}
-	o := &op{kind: opNext, ctx: ctx}
-	q.submit(o)
-	return o.n, q.errorf("next", o.err)
+	n, err := q.do(op{kind: opNext, ctx: ctx})
+	return n, q.errorf("next", err)
 }
 
 // NextSerial is Next returning the number with its formatted form.
@@ -258,12 +270,11 @@ func (q *Sequence) NextSerial(ctx context.Context) (Serial, error) {
 	if err := q.allocating(ctx, "next"); err != nil {
 		return Serial{}, err
 	}
-	o := &op{kind: opNext, ctx: ctx}
-	q.submit(o)
-	if o.n == 0 {
-		return Serial{}, q.errorf("next", o.err)
+	n, err := q.do(op{kind: opNext, ctx: ctx})
+	if n == 0 {
+		return Serial{}, q.errorf("next", err)
 	}
-	return Serial{N: o.n, Formatted: q.Format(o.n)}, q.errorf("next", o.err)
+	return Serial{N: n, Formatted: q.Format(n)}, q.errorf("next", err)
 }
 
 // Peek returns the last number handed out, 0 for a series never used. It
@@ -293,9 +304,8 @@ func (q *Sequence) SeedTo(ctx context.Context, n uint64) error {
 	if n == 0 {
 		return nil
 	}
-	o := &op{kind: opSeed, ctx: ctx, target: n}
-	q.submit(o)
-	return q.errorf("seed", o.err)
+	_, err := q.do(op{kind: opSeed, ctx: ctx, target: n})
+	return q.errorf("seed", err)
 }
 
 // Claim allocates a number for requestID, or returns the number an earlier
@@ -317,16 +327,16 @@ func (q *Sequence) Claim(ctx context.Context, requestID string) (uint64, error) 
 	if err := checkRequestID(requestID); err != nil {
 		return 0, err
 	}
-	o := &op{kind: opClaim, ctx: ctx, id: requestID}
+	req := op{kind: opClaim, ctx: ctx, id: requestID}
 	if q.svc.txr == nil {
 		uid, err := parseRequestID(requestID)
 		if err != nil {
 			return 0, err
 		}
-		o.uid = uid
+		req.uid = uid
 	}
-	q.submit(o)
-	return o.n, q.errorf("claim", o.err)
+	n, err := q.do(req)
+	return n, q.errorf("claim", err)
 }
 
 // Bind takes the next number in the same store transaction as the writes fn
@@ -356,10 +366,9 @@ func (q *Sequence) Bind(ctx context.Context, fn func(tx stores.Tx, s Serial) err
 	if fn == nil {
 		return Serial{}, invalid("bind function", "nil", "must not be nil")
 	}
-	o := &op{kind: opBind, ctx: ctx, seq: q, fn: fn}
-	q.submit(o)
-	if o.err != nil {
-		return Serial{}, q.errorf("bind", o.err)
+	n, err := q.do(op{kind: opBind, ctx: ctx, seq: q, fn: fn})
+	if err != nil {
+		return Serial{}, q.errorf("bind", err)
 	}
-	return Serial{N: o.n, Formatted: q.Format(o.n)}, nil
+	return Serial{N: n, Formatted: q.Format(n)}, nil
 }
