@@ -125,10 +125,32 @@ func (c *counter) submit(o *op) {
 }
 
 // lead writes batch, then hands the queue to its next leader and wakes the
-// other members of batch. self is the op of the calling goroutine.
+// other members of batch, even if the write panics. self is the op of the
+// calling goroutine.
 func (c *counter) lead(self *op, batch []*op) {
+	completed := false
+	defer func() {
+		if !completed {
+			// A panic (in a Sealer, a Journal or the store) is on its way up
+			// this goroutine; the other callers must not wait forever.
+			c.cacheValid, c.cacheSealed = false, nil
+			for _, o := range batch {
+				o.n, o.fresh = 0, false
+				if o.err == nil {
+					o.err = errLeaderPanicked
+				}
+			}
+		}
+		c.handOff(self, batch)
+	}()
 	c.run(batch)
+	completed = true
+}
 
+var errLeaderPanicked = errors.New("write abandoned: a panic in the goroutine writing it")
+
+// handOff passes the queue to its next leader and wakes the other members of batch.
+func (c *counter) handOff(self *op, batch []*op) {
 	c.mu.Lock()
 	next := c.queue
 	c.queue = nil

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -459,4 +460,37 @@ func TestTamperedCounter(t *testing.T) {
 			assert.Error(t, err, "a stale cache must not hide the tampering")
 		})
 	}
+}
+
+// A panic while writing reaches the caller that was writing; the callers
+// queued behind it carry on.
+func TestPanicInWriteReleasesQueue(t *testing.T) {
+	b := newBlocker()
+	var writes atomic.Int64
+	hook := func(op faultstore.Op, key string) error {
+		if op.IsWrite() && writes.Add(1) == 1 {
+			_ = b.hook(op, key)
+			panic("store exploded")
+		}
+		return nil
+	}
+	svc := newService(t, faultstore.New(newMem(), faultstore.Options{Before: hook}), sequence.Config{})
+	q := mustSequence(t, svc, "s")
+
+	panicked := make(chan any)
+	go func() {
+		defer func() { panicked <- recover() }()
+		_, _ = q.Next(context.Background())
+	}()
+	<-b.entered
+	queued := make(chan uint64)
+	go func() {
+		n, err := q.Next(context.Background())
+		assert.NoError(t, err)
+		queued <- n
+	}()
+	waitQueued(t, q, 1)
+	close(b.release)
+	assert.Equal(t, "store exploded", <-panicked)
+	assert.Equal(t, uint64(1), <-queued, "the panicked write took nothing")
 }

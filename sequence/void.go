@@ -42,24 +42,19 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 	}
 	events := []Event{{Kind: Voided, Series: q.series, Partition: q.c.partition, Number: n, Reason: reason}}
 
+	// The counter only grows, so a number it covers now is issued for good:
+	// it is read outside the marker's transaction, which then does not
+	// conflict with allocations.
+	current, err := q.Peek(ctx)
+	if err != nil {
+		return err
+	}
+	if n > current {
+		return q.errorf("void", fmt.Errorf("number %d (the counter is at %d): %w", n, current, ErrNotIssued))
+	}
 	if q.svc.txr != nil {
 		attempts, err := cas.Do(ctx, q.svc.policy, func(int) error {
 			return q.svc.txr.Update(ctx, func(tx stores.Tx) error {
-				var current uint64
-				item, err := tx.Get(q.c.key)
-				switch {
-				case err == nil:
-					st, err := q.svc.openState(q.c.key, item.Value)
-					if err != nil {
-						return err
-					}
-					current = st.value
-				case !errors.Is(err, stores.ErrNotFound):
-					return err
-				}
-				if n > current {
-					return fmt.Errorf("number %d (the counter is at %d): %w", n, current, ErrNotIssued)
-				}
 				if _, err := tx.Get(key); err == nil {
 					return fmt.Errorf("number %d: %w", n, ErrAlreadyVoided)
 				} else if !errors.Is(err, stores.ErrNotFound) {
@@ -80,16 +75,8 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 		return q.errorf("void", err)
 	}
 
-	// Without transactions: the counter only grows, so a number it covers
-	// now is issued for good; creating the marker with an expected version of
+	// Without transactions, creating the marker with an expected version of
 	// 0 fails if any other Void created it first.
-	current, err := q.Peek(ctx)
-	if err != nil {
-		return err
-	}
-	if n > current {
-		return q.errorf("void", fmt.Errorf("number %d (the counter is at %d): %w", n, current, ErrNotIssued))
-	}
 	if _, err := q.svc.store.CompareAndSwap(ctx, key, 0, sealed); errors.Is(err, stores.ErrConflict) {
 		return q.errorf("void", fmt.Errorf("number %d: %w", n, ErrAlreadyVoided))
 	} else if err != nil {
