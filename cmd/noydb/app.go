@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/noydb-go/noydb"
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// Environment variables the command reads.
+const (
+	envSecret   = "NOYDB_SECRET"
+	envStore    = "NOYDB_STORE"
+	envVault    = "NOYDB_VAULT"
+	envUser     = "NOYDB_USER"
+	envTestKDF  = "NOYDB_INSECURE_TEST_KDF"
+	defaultDir  = "./noydb-data"
+	defaultUser = "owner"
+)
+
+// testKDF is the cost NOYDB_INSECURE_TEST_KDF selects: cheap enough for a
+// test suite that opens a vault in every command.
+var testKDF = crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}
+
+// stdio is where a run reads and writes; fds are the terminal checks.
+type stdio struct {
+	in           io.Reader
+	out, err     io.Writer
+	inTerminal   bool // standard input is a terminal (secret prompts)
+	errTerminal  bool // standard error is a terminal (progress bars)
+	readPassword func() ([]byte, error)
+	lookupEnv    func(string) (string, bool)
+}
+
+func osStdio() stdio {
+	inFD, errFD := int(os.Stdin.Fd()), int(os.Stderr.Fd())
+	return stdio{
+		in:           os.Stdin,
+		out:          os.Stdout,
+		err:          os.Stderr,
+		inTerminal:   term.IsTerminal(inFD),
+		errTerminal:  term.IsTerminal(errFD),
+		readPassword: func() ([]byte, error) { return term.ReadPassword(inFD) },
+		lookupEnv:    os.LookupEnv,
+	}
+}
+
+// app holds the global flags of one run and what it opened.
+type app struct {
+	io stdio
+
+	storeSpec  string
+	vaultName  string
+	user       string
+	secretFile string
+	json       bool
+
+	// fixedSecret, when set, is used instead of asking for one (the demo's
+	// own secret, a throwaway for a benchmark in memory).
+	fixedSecret []byte
+	// quietMem drops the note that mem: keeps nothing (the demo says it itself).
+	quietMem bool
+
+	store stores.Store
+	spec  storeSpec
+	db    *noydb.DB
+}
+
+func (a *app) env(name string) string {
+	v, _ := a.io.lookupEnv(name)
+	return v
+}
+
+// usageError is a mistake on the command line: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// run executes one command line and returns its exit status.
+func run(ctx context.Context, args []string, sio stdio) int {
+	a := &app{io: sio}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(sio.in)
+	root.SetOut(sio.out)
+	root.SetErr(sio.err)
+	cmd, err := root.ExecuteContextC(ctx)
+	if cerr := a.close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err == nil {
+		return exitOK
+	}
+	if errors.Is(err, errSilent) {
+		return exitFailure
+	}
+	if isUsage(err) {
+		fmt.Fprintf(sio.err, "%s: %s (see '%s --help')\n", cmd.CommandPath(), oneLine(err.Error()), cmd.CommandPath())
+		return exitUsage
+	}
+	fmt.Fprintf(sio.err, "noydb: %s\n", oneLine(a.explain(err)))
+	return exitFailure
+}
+
+// errSilent ends a command that has already reported its failure (a ledger
+// that does not verify): exit status 1, nothing more printed.
+var errSilent = errors.New("failure already reported")
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "noydb",
+		Short: "Encrypted vaults with gap-free numbering and an audit ledger",
+		Long: `noydb works with noydb vaults: encrypted records in collections, gap-free
+numbered series (1, 2, 3 … never a number skipped or issued twice), and a
+hash-chained audit ledger that can be verified.
+
+Start with 'noydb demo': it needs no setup.
+
+Where the data is (--store, or $NOYDB_STORE):
+  badger:DIR         BadgerDB on disk, one process at a time (default: badger:` + defaultDir + `)
+  file:DIR           one file per record, safe in a synced folder; no atomic
+                     compare-and-swap, so numbers come from 'noydb number'
+  mem:               in memory, gone when the command ends (for bench and demo)
+  postgres://…       PostgreSQL, shared by many processes and machines
+
+The secret is read from $NOYDB_SECRET, from the file named by --secret-file,
+or from a prompt (no echo) when standard input is a terminal. It is never
+taken from a flag value and never printed.
+
+Read commands accept --json for scripts. Exit status: 0 on success, 1 on
+failure, 2 on a usage error.
+
+For tests only: NOYDB_INSECURE_TEST_KDF=1 creates and accepts vaults with a
+cheap key-derivation cost. Never set it for real data.`,
+		Args:          a.noArgs,
+		RunE:          a.groupRun,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Version:       version(),
+	}
+	root.CompletionOptions.HiddenDefaultCmd = true
+	// A command with subcommands runs only to report a usage error, so its
+	// usage shows "noydb seq [command]", not "noydb seq [flags]".
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+
+	user := a.env(envUser)
+	if user == "" {
+		user = a.env("USER")
+	}
+	if user == "" {
+		user = defaultUser
+	}
+	storeDefault := a.env(envStore)
+	if storeDefault == "" {
+		storeDefault = "badger:" + defaultDir
+	}
+	vaultDefault := a.env(envVault)
+	if vaultDefault == "" {
+		vaultDefault = "default"
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.storeSpec, "store", storeDefault, "where the data is: badger:DIR, file:DIR, mem: or a postgres:// URL ($"+envStore+")")
+	pf.StringVar(&a.vaultName, "vault", vaultDefault, "vault name ($"+envVault+")")
+	pf.StringVar(&a.user, "user", user, "user whose key opens the vault ($"+envUser+", then $USER)")
+	pf.StringVar(&a.secretFile, "secret-file", "", "read the secret from this file (else $"+envSecret+", else a prompt)")
+	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON (read commands)")
+
+	root.AddGroup(
+		&cobra.Group{ID: "records", Title: "Records:"},
+		&cobra.Group{ID: "numbers", Title: "Numbering and audit:"},
+		&cobra.Group{ID: "tools", Title: "Tools:"},
+	)
+	for _, c := range a.recordCmds() {
+		c.GroupID = "records"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{a.seqCmd(), a.numberCmd(), a.ledgerCmd()} {
+		c.GroupID = "numbers"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{a.benchCmd(), a.demoCmd()} {
+		c.GroupID = "tools"
+		root.AddCommand(c)
+	}
+	root.SetHelpCommandGroupID("tools")
+	root.SetCompletionCommandGroupID("tools")
+	return root
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// groupRun runs a command that only groups subcommands: with no arguments it
+// prints its help and fails as a usage error, as 'go mod' does.
+func (a *app) groupRun(cmd *cobra.Command, args []string) error {
+	cmd.SetOut(a.io.err)
+	_ = cmd.Help()
+	return usagef("missing command")
+}
+
+// noArgs rejects arguments of a command that has subcommands, naming the
+// nearest command when there is one.
+func (a *app) noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", s[0])
+	}
+	return &usageError{msg: msg}
+}
+
+// exactArgs wants n positional arguments, named in use for the message.
+func exactArgs(n int) cobra.PositionalArgs {
+	return rangeArgs(n, n)
+}
+
+func rangeArgs(lo, hi int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < lo || len(args) > hi {
+			want := fmt.Sprintf("%d arguments", lo)
+			switch {
+			case hi != lo:
+				want = fmt.Sprintf("%d to %d arguments", lo, hi)
+			case lo == 0:
+				return usagef("takes no arguments, got %d", len(args))
+			case lo == 1:
+				want = "1 argument"
+			}
+			return usagef("wants %s (%s), got %d", want, strings.TrimPrefix(cmd.Use, cmd.Name()+" "), len(args))
+		}
+		return nil
+	}
+}
+
+// openStore opens the store named by --store.
+func (a *app) openStore(ctx context.Context, mustExist bool) (stores.Store, error) {
+	if a.store != nil {
+		return a.store, nil
+	}
+	spec, err := parseStoreSpec(a.storeSpec)
+	if err != nil {
+		return nil, err
+	}
+	a.spec = spec
+	st, err := spec.open(ctx, mustExist)
+	if err != nil {
+		return nil, err
+	}
+	a.store = st
+	return st, nil
+}
+
+// openVault opens --vault on --store as --user. Without create, a vault that
+// does not exist yet is an error rather than created.
+func (a *app) openVault(ctx context.Context, create bool) (*vault.Vault, error) {
+	if err := vault.CheckVaultName(a.vaultName); err != nil {
+		return nil, usagef("--vault: %v", err)
+	}
+	st, err := a.openStore(ctx, !create)
+	if err != nil {
+		return nil, err
+	}
+	exists, err := vaultExists(ctx, st, a.vaultName)
+	if err != nil {
+		return nil, err
+	}
+	if !exists && !create {
+		return nil, fmt.Errorf("vault %q does not exist on %s: check --vault and --store", a.vaultName, a.spec)
+	}
+	if !exists && a.spec.kind == "mem" && !a.quietMem {
+		fmt.Fprintf(a.io.err, "note: %s keeps nothing after this command ends\n", a.spec)
+	}
+	secret, err := a.secret(a.vaultName, !exists)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(secret)
+	cfg := noydb.Config{User: a.user, Secret: secret, Store: st}
+	if a.env(envTestKDF) == "1" {
+		cfg.KDF, cfg.InsecureAllowWeakKDF = testKDF, true
+	}
+	db, err := noydb.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.db = db
+	return db.OpenVault(ctx, a.vaultName)
+}
+
+// vaultExists reports whether the vault has a header, at the key the vault
+// package documents ("v/<name>/_header").
+func vaultExists(ctx context.Context, st stores.Store, name string) (bool, error) {
+	_, err := st.Get(ctx, "v/"+name+"/_header")
+	if errors.Is(err, stores.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (a *app) close() error {
+	var err error
+	if a.db != nil {
+		err = a.db.Close()
+	}
+	if a.store != nil {
+		err = errors.Join(err, a.store.Close())
+	}
+	return err
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// isUsage reports whether err is bad input the user typed (a name, a format,
+// a partition), which exits with status 2 like a wrong flag.
+func isUsage(err error) bool {
+	var ue *usageError
+	return errors.As(err, &ue) ||
+		errors.Is(err, sequence.ErrInvalid) ||
+		errors.Is(err, vault.ErrInvalidName) ||
+		errors.Is(err, vault.ErrReservedName)
+}
+
+// explain turns err into one line that says what happened and what to do.
+func (a *app) explain(err error) string {
+	switch {
+	case errors.Is(err, vault.ErrWrongSecret):
+		return fmt.Sprintf("wrong secret for vault %q (user %q): check $%s or --secret-file", a.vaultName, a.user, envSecret)
+	case errors.Is(err, vault.ErrNoAccess):
+		return fmt.Sprintf("user %q has no key in vault %q: pass the --user that created it", a.user, a.vaultName)
+	case errors.Is(err, vault.ErrWeakKDF):
+		if a.env(envTestKDF) == "1" {
+			return fmt.Sprintf("vault %q: %v", a.vaultName, err)
+		}
+		return fmt.Sprintf("vault %q has a key-derivation cost outside the safe bounds (a test vault, or a store that changed it): refusing to open it", a.vaultName)
+	case errors.Is(err, sequence.ErrOffline):
+		return fmt.Sprintf("store %s has no atomic compare-and-swap: use `noydb number enqueue`", a.spec)
+	case errors.Is(err, sequence.ErrContention), errors.Is(err, ledger.ErrContention):
+		return fmt.Sprintf("%v: other writers kept winning the race; try again", err)
+	case errors.Is(err, vault.ErrTampered), errors.Is(err, ledger.ErrTampered):
+		return fmt.Sprintf("%v: stored data was changed outside noydb; run `noydb ledger verify` and restore from a backup", err)
+	case errors.Is(err, stores.ErrLocked):
+		return fmt.Sprintf("store %s is in use by another process: wait for it to finish or use another --store", a.spec)
+	case errors.Is(err, stores.ErrClosed):
+		return fmt.Sprintf("%v", err)
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("%v: timed out", err)
+	}
+	return err.Error()
+}

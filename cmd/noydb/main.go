@@ -1,0 +1,43 @@
+// Command noydb works with noydb vaults from the command line: encrypted
+// records, gap-free numbered series, the audit ledger, deferred numbering and
+// benchmarks of the numbering service on any store.
+//
+// # Usage
+//
+//	noydb demo                                    # the walkthrough, in memory, no setup
+//	export NOYDB_SECRET=…                         # or --secret-file, or a prompt on a terminal
+//	noydb put invoices inv-1 '{"total":120}'      # on badger:./noydb-data, vault "default"
+//	noydb seq next fatture --partition 2026 --format '{partition.0}/{seq:04}'
+//	noydb ledger verify
+//	noydb --help                                  # every command; each has its own --help
+//
+// Where the data is: --store badger:DIR (the default, ./noydb-data), file:DIR,
+// mem: or a postgres:// URL (or $NOYDB_STORE); which vault: --vault (default
+// "default"); as whom: --user (default $NOYDB_USER, then $USER, then "owner").
+//
+// The secret comes from $NOYDB_SECRET, from --secret-file, or from a no-echo
+// prompt when standard input is a terminal; never from a flag value.
+//
+// Exit status: 0 on success, 1 on failure (including a ledger that does not
+// verify), 2 on a usage error.
+//
+// # Testing
+//
+// NOYDB_INSECURE_TEST_KDF=1 makes the command create vaults with a cheap
+// key-derivation cost and accept them when opening. It exists so tests need
+// not pay ~0.4 s per command; never set it for real data, since a vault made
+// with it can have its secret guessed cheaply.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], osStdio())
+	stop()
+	os.Exit(code)
+}

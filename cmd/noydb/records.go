@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// records returns the collection name of v, holding raw JSON records.
+func records(v *vault.Vault, name string) *vault.Collection[json.RawMessage] {
+	return vault.CollectionOf[json.RawMessage](v, name)
+}
+
+func (a *app) recordCmds() []*cobra.Command {
+	put := &cobra.Command{
+		Use:   "put COLLECTION ID [JSON | -]",
+		Short: "Store a JSON record, encrypted",
+		Long: `Store a JSON record under ID in COLLECTION, replacing any earlier revision.
+The value is the JSON argument, or standard input when it is '-' or missing.
+The record is sealed before it reaches the store and the change is recorded
+in the vault's ledger. The vault is created on first use.`,
+		Example: `  noydb put invoices inv-1 '{"customer":"ACME","total":120}'
+  jq -c . invoice.json | noydb put invoices inv-2 -`,
+		Args: rangeArgs(2, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var value []byte
+			if len(args) == 3 && args[2] != "-" {
+				value = []byte(args[2])
+			} else {
+				b, err := io.ReadAll(io.LimitReader(a.io.in, stores.MaxValueLen+1))
+				if err != nil {
+					return fmt.Errorf("put %s/%s: read standard input: %w", args[0], args[1], err)
+				}
+				value = b
+			}
+			if !json.Valid(value) {
+				return usagef("put %s/%s: the value is not valid JSON", args[0], args[1])
+			}
+			v, err := a.openVault(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			return records(v, args[0]).Put(cmd.Context(), args[1], json.RawMessage(value))
+		},
+	}
+
+	get := &cobra.Command{
+		Use:   "get COLLECTION ID",
+		Short: "Print a record's JSON",
+		Long: `Print the JSON of the record ID in COLLECTION. With --json it prints
+{"collection", "id", "value"}. A record the store changed or moved fails
+authentication instead of being printed.`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := a.openVault(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			val, err := records(v, args[0]).Get(cmd.Context(), args[1])
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(struct {
+					Collection string          `json:"collection"`
+					ID         string          `json:"id"`
+					Value      json.RawMessage `json:"value"`
+				}{args[0], args[1], val})
+			}
+			_, err = fmt.Fprintf(a.io.out, "%s\n", val)
+			return err
+		},
+	}
+
+	list := &cobra.Command{
+		Use:   "list COLLECTION",
+		Short: "Print every record of a collection",
+		Long: `Print every record of COLLECTION in id order, one per line: the id, a tab,
+and the record's JSON. With --json it prints an array of
+{"id", "revision", "value"}.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := a.openVault(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			w := bufio.NewWriter(a.io.out)
+			defer w.Flush()
+			if a.json {
+				fmt.Fprint(w, "[")
+			}
+			n := 0
+			for r, err := range records(v, args[0]).List(cmd.Context()) {
+				if err != nil {
+					return err
+				}
+				if a.json {
+					if n > 0 {
+						fmt.Fprint(w, ",")
+					}
+					b, err := jsonLine(struct {
+						ID       string          `json:"id"`
+						Revision uint64          `json:"revision"`
+						Value    json.RawMessage `json:"value"`
+					}{r.ID, r.Revision, r.Value})
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(w, "\n  %s", b)
+				} else {
+					fmt.Fprintf(w, "%s\t%s\n", r.ID, r.Value)
+				}
+				n++
+			}
+			if a.json {
+				if n > 0 {
+					fmt.Fprint(w, "\n")
+				}
+				fmt.Fprintln(w, "]")
+			}
+			return w.Flush()
+		},
+	}
+
+	del := &cobra.Command{
+		Use:   "delete COLLECTION ID",
+		Short: "Delete a record",
+		Long:  `Delete the record ID of COLLECTION and record the deletion in the ledger.`,
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := a.openVault(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			return records(v, args[0]).Delete(cmd.Context(), args[1])
+		},
+	}
+
+	count := &cobra.Command{
+		Use:   "count COLLECTION",
+		Short: "Print how many records a collection holds",
+		Long:  `Print how many records COLLECTION holds, without decrypting them.`,
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := a.openVault(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			n, err := records(v, args[0]).Count(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(struct {
+					Collection string `json:"collection"`
+					Count      int    `json:"count"`
+				}{args[0], n})
+			}
+			_, err = fmt.Fprintln(a.io.out, n)
+			return err
+		},
+	}
+	return []*cobra.Command{put, get, list, del, count}
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// maxSecretFile bounds what --secret-file reads.
+const maxSecretFile = 64 << 10
+
+// secret returns the secret for vault: from --secret-file, else
+// $NOYDB_SECRET, else a no-echo prompt when standard input is a terminal
+// (asked twice when the vault is being created, so a typo does not lock the
+// vault with a secret nobody knows). The caller clears it after use.
+func (a *app) secret(vaultName string, creating bool) ([]byte, error) {
+	if a.fixedSecret != nil {
+		return append([]byte(nil), a.fixedSecret...), nil
+	}
+	if a.secretFile != "" {
+		return readSecretFile(a.secretFile)
+	}
+	if s, ok := a.io.lookupEnv(envSecret); ok {
+		if s == "" {
+			return nil, fmt.Errorf("$%s is set but empty: set it to the vault's secret", envSecret)
+		}
+		return []byte(s), nil
+	}
+	if !a.io.inTerminal || a.io.readPassword == nil {
+		return nil, fmt.Errorf("no secret for vault %q: set $%s, pass --secret-file, or run on a terminal to be asked", vaultName, envSecret)
+	}
+	prompt := fmt.Sprintf("Secret for vault %q (user %q): ", vaultName, a.user)
+	if creating {
+		prompt = fmt.Sprintf("New vault %q: choose a secret for user %q: ", vaultName, a.user)
+	}
+	s, err := a.ask(prompt)
+	if err != nil {
+		return nil, err
+	}
+	if creating {
+		again, err := a.ask("Repeat the secret: ")
+		if err != nil {
+			clear(s)
+			return nil, err
+		}
+		same := bytes.Equal(s, again)
+		clear(again)
+		if !same {
+			clear(s)
+			return nil, errors.New("the two secrets differ: nothing was created; try again")
+		}
+	}
+	return s, nil
+}
+
+func (a *app) ask(prompt string) ([]byte, error) {
+	fmt.Fprint(a.io.err, prompt)
+	s, err := a.io.readPassword()
+	fmt.Fprintln(a.io.err)
+	if err != nil {
+		return nil, fmt.Errorf("read secret: %w", err)
+	}
+	if len(s) == 0 {
+		return nil, errors.New("empty secret: nothing was opened")
+	}
+	return s, nil
+}
+
+// readSecretFile reads a secret file, dropping one trailing newline (as
+// 'echo secret > file' leaves).
+func readSecretFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--secret-file: %w", err)
+	}
+	defer f.Close()
+	s, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("--secret-file %s: %w", path, err)
+	}
+	if len(s) > maxSecretFile {
+		clear(s)
+		return nil, fmt.Errorf("--secret-file %s: longer than %d bytes: is it the right file?", path, maxSecretFile)
+	}
+	s = bytes.TrimSuffix(s, []byte("\n"))
+	s = bytes.TrimSuffix(s, []byte("\r"))
+	if len(s) == 0 {
+		return nil, fmt.Errorf("--secret-file %s is empty: put the vault's secret in it", path)
+	}
+	return s, nil
+}

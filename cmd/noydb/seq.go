@@ -1,0 +1,200 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// seqFlags are the flags that pick a counter and how it renders.
+type seqFlags struct {
+	partition string
+	format    string
+}
+
+func (f *seqFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.partition, "partition", "", "partition tuple, comma-separated (e.g. 2026,EU): each tuple counts from 1")
+	cmd.Flags().StringVar(&f.format, "format", "", "render numbers with a format: {seq}, {seq:04}, {partition.0}, …")
+}
+
+// parts splits --partition; integers and their decimal text are the same
+// component to the sequence package, so every component is passed as text.
+func (f *seqFlags) parts() []any {
+	if f.partition == "" {
+		return nil
+	}
+	var out []any
+	for p := range strings.SplitSeq(f.partition, ",") {
+		out = append(out, strings.TrimSpace(p))
+	}
+	return out
+}
+
+func (f *seqFlags) sequence(v *vault.Vault, series string) (*sequence.Sequence, error) {
+	return v.Sequence(series, sequence.Options{Partition: f.parts(), Format: f.format})
+}
+
+// serialJSON is a number as --json prints it.
+type serialJSON struct {
+	Series    string   `json:"series"`
+	Partition []string `json:"partition,omitempty"`
+	Number    uint64   `json:"number"`
+	Formatted string   `json:"formatted"`
+}
+
+func (a *app) seqCmd() *cobra.Command {
+	seq := &cobra.Command{
+		Use:   "seq",
+		Short: "Gap-free numbered series: next, peek, seed, void, audit",
+		Long: `Gap-free numbered series. Each SERIES (optionally scoped by --partition)
+counts 1, 2, 3 … with no number skipped or issued twice, even with many
+callers at once. --format renders numbers: '{partition.0}/{seq:04}' gives
+2026/0001 for --partition 2026.
+
+Allocating (next, seed, void) needs a store with atomic compare-and-swap:
+badger, mem or postgres. On file: stores use 'noydb number'.`,
+		Args: a.noArgs,
+		RunE: a.groupRun,
+	}
+
+	var nf seqFlags
+	next := &cobra.Command{
+		Use:   "next SERIES",
+		Short: "Take the next number of a series and print it",
+		Long: `Take the next number of SERIES and print it (formatted with --format).
+A new series starts at 1. The allocation is recorded in the ledger.`,
+		Example: `  noydb seq next fatture --partition 2026 --format '{partition.0}/{seq:04}'
+  noydb seq next tickets --json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := a.openVault(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			s, err := nf.sequence(v, args[0])
+			if err != nil {
+				return err
+			}
+			serial, err := s.NextSerial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(serialJSON{s.Series(), s.Partition(), serial.N, serial.Formatted})
+			}
+			_, err = fmt.Fprintln(a.io.out, serial.Formatted)
+			return err
+		},
+	}
+	nf.add(next)
+
+	var pf seqFlags
+	peek := &cobra.Command{
+		Use:   "peek SERIES",
+		Short: "Print the last number a series handed out",
+		Long: `Print the last number SERIES handed out, 0 when it has handed out none.
+It never writes and works on every store.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := a.openVault(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			s, err := pf.sequence(v, args[0])
+			if err != nil {
+				return err
+			}
+			n, err := s.Peek(cmd.Context())
+			if err != nil {
+				return err
+			}
+			formatted := ""
+			if n > 0 {
+				formatted = s.Format(n)
+			}
+			if a.json {
+				return a.printJSON(serialJSON{s.Series(), s.Partition(), n, formatted})
+			}
+			if pf.format != "" && n > 0 {
+				_, err = fmt.Fprintf(a.io.out, "%d\t%s\n", n, formatted)
+			} else {
+				_, err = fmt.Fprintln(a.io.out, n)
+			}
+			return err
+		},
+	}
+	pf.add(peek)
+
+	var sf seqFlags
+	seed := &cobra.Command{
+		Use:   "seed SERIES N",
+		Short: "Move a series forward so the next number is N+1",
+		Long: `Move SERIES forward so that its next number is N+1, for example after
+importing records that already carry numbers up to N. It never moves a series
+back: at N or beyond it does nothing.`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := parseNumber(args[1])
+			if err != nil {
+				return err
+			}
+			v, err := a.openVault(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			s, err := sf.sequence(v, args[0])
+			if err != nil {
+				return err
+			}
+			return s.SeedTo(cmd.Context(), n)
+		},
+	}
+	sf.add(seed)
+
+	var vf seqFlags
+	var reason string
+	void := &cobra.Command{
+		Use:   "void SERIES N --reason TEXT",
+		Short: "Mark an issued number as void, with a reason",
+		Long: `Mark the issued number N of SERIES as void (a cancelled invoice, a spoiled
+ticket), so an audit tells it from a missing one. The number stays taken.`,
+		Example: `  noydb seq void fatture 7 --partition 2026 --reason "cancelled by the customer"`,
+		Args:    exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := parseNumber(args[1])
+			if err != nil {
+				return err
+			}
+			if reason == "" {
+				return usagef("--reason is required: say why the number is void")
+			}
+			v, err := a.openVault(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			s, err := vf.sequence(v, args[0])
+			if err != nil {
+				return err
+			}
+			return s.Void(cmd.Context(), n, reason)
+		},
+	}
+	vf.add(void)
+	void.Flags().StringVar(&reason, "reason", "", "why the number is void (required)")
+
+	seq.AddCommand(next, peek, seed, void, a.auditCmd())
+	return seq
+}
+
+func parseNumber(s string) (uint64, error) {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, usagef("%q is not a number", s)
+	}
+	return n, nil
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
+)
+
+// storeSpec is a parsed --store value.
+type storeSpec struct {
+	kind string // "badger", "file", "mem" or "postgres"
+	dir  string // badger and file
+	url  string // postgres, with its password
+}
+
+// storeOpener opens one kind of store. mustExist asks an on-disk store not to
+// create its folder: a read command on a mistyped path fails instead of
+// leaving an empty store behind.
+type storeOpener func(ctx context.Context, spec storeSpec) (stores.Store, error)
+
+// storeOpeners holds the kinds this build can open; each on-disk kind
+// registers itself from its own file.
+var storeOpeners = map[string]storeOpener{
+	"mem": func(context.Context, storeSpec) (stores.Store, error) { return memstore.New(), nil },
+}
+
+// parseStoreSpec parses badger:DIR, file:DIR, mem: and postgres:// URLs.
+func parseStoreSpec(s string) (storeSpec, error) {
+	switch {
+	case s == "mem:" || s == "mem":
+		return storeSpec{kind: "mem"}, nil
+	case strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://"):
+		if _, err := url.Parse(s); err != nil {
+			return storeSpec{}, usagef("--store: not a valid postgres URL")
+		}
+		return storeSpec{kind: "postgres", url: s}, nil
+	}
+	kind, dir, ok := strings.Cut(s, ":")
+	if ok && (kind == "badger" || kind == "file") {
+		if dir == "" {
+			return storeSpec{}, usagef("--store %s: needs a folder, as in %s:./noydb-data", s, kind)
+		}
+		return storeSpec{kind: kind, dir: dir}, nil
+	}
+	return storeSpec{}, usagef("--store %q: want badger:DIR, file:DIR, mem: or a postgres:// URL", redactURL(s))
+}
+
+// String returns the spec as the user wrote it, without a password.
+func (s storeSpec) String() string {
+	switch s.kind {
+	case "mem":
+		return "mem:"
+	case "postgres":
+		return redactURL(s.url)
+	}
+	return s.kind + ":" + s.dir
+}
+
+// redactURL hides the password of a URL; anything that does not parse is
+// shortened to its scheme.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		if i := strings.Index(s, "://"); i >= 0 {
+			return s[:i] + "://…"
+		}
+		return s
+	}
+	return u.Redacted()
+}
+
+func (s storeSpec) open(ctx context.Context, mustExist bool) (stores.Store, error) {
+	if mustExist && s.dir != "" {
+		if _, err := os.Stat(s.dir); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("store %s does not exist: check --store (or write something first)", s)
+		}
+	}
+	open, ok := storeOpeners[s.kind]
+	if !ok {
+		return nil, fmt.Errorf("store %s: this build of noydb cannot open %s stores yet", s, s.kind)
+	}
+	st, err := open(ctx, s)
+	if err != nil {
+		if errors.Is(err, stores.ErrLocked) {
+			return nil, fmt.Errorf("store %s is in use by another process: wait for it to finish or use another --store", s)
+		}
+		return nil, fmt.Errorf("open store %s: %w", s, scrub(err, s.url))
+	}
+	return st, nil
+}
+
+// scrub keeps a driver's error from echoing a connection URL's password.
+func scrub(err error, rawURL string) error {
+	if rawURL == "" {
+		return err
+	}
+	u, perr := url.Parse(rawURL)
+	if perr != nil || u.User == nil {
+		return err
+	}
+	pw, ok := u.User.Password()
+	if !ok || pw == "" || !strings.Contains(err.Error(), pw) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
+}
