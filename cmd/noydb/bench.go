@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,7 +70,7 @@ needed.`,
 				a.vaultName = "bench"
 			}
 			if spec, err := parseStoreSpec(a.storeSpec); err == nil && spec.kind == "mem" {
-				a.fixedSecret = []byte("noydb-bench-throwaway")
+				a.fixedSecret, a.quietMem = []byte("noydb-bench-throwaway"), true
 			}
 			v, err := a.openVault(ctx, true)
 			if err != nil {
@@ -84,9 +83,10 @@ needed.`,
 			if !a.json {
 				fmt.Fprintf(a.io.out, "bench: seq next on %s (vault %q), %s per level, a fresh series per level\n", a.spec, a.vaultName, d)
 			}
-			tw := tabwriter.NewWriter(a.io.out, 0, 4, 2, ' ', tabwriter.AlignRight)
+			// Fixed widths rather than a tabwriter: each row prints as its level ends.
+			const row = "%7v  %9v  %9v  %9v  %9v  %10v  %6v  %s\n"
 			if !a.json {
-				fmt.Fprintln(tw, "callers\tnumbers\tnumbers/s\tp50\tp99\tcontention\terrors\texact 1..N\t")
+				fmt.Fprintf(a.io.out, row, "callers", "numbers", "numbers/s", "p50", "p99", "contention", "errors", "exact 1..N")
 			}
 			stamp := time.Now().UTC().Format("20060102-150405.000000")
 			var levels []benchLevel
@@ -103,9 +103,8 @@ needed.`,
 					if !lv.Exact {
 						exact = "FAIL"
 					}
-					fmt.Fprintf(tw, "%d\t%d\t%.0f\t%s\t%s\t%d\t%d\t%s\t\n", lv.Callers, lv.Numbers, lv.PerSecond,
+					fmt.Fprintf(a.io.out, row, lv.Callers, lv.Numbers, fmt.Sprintf("%.0f", lv.PerSecond),
 						micros(lv.P50), micros(lv.P99), lv.Contention, lv.Errors, exact)
-					tw.Flush()
 				}
 			}
 			if a.json {

@@ -266,11 +266,3 @@ func (a *app) demoStore(ctx context.Context, needle string) error {
 	fmt.Fprintf(out, "   Searched every stored value for %q: not found. The store sees names and sizes only.\n", needle)
 	return nil
 }
-
-// plural is "1 key", "2 keys".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}

@@ -89,8 +89,8 @@ bad position and why.`,
 					return err
 				}
 			} else if rep.OK {
-				fmt.Fprintf(a.io.out, "ledger of vault %q: %d entries, positions dense, hash chain intact up to the head (%d)\n",
-					a.vaultName, rep.Entries, rep.Head)
+				fmt.Fprintf(a.io.out, "ledger of vault %q: %s, positions dense, hash chain intact up to the head (%d)\n",
+					a.vaultName, plural(int(rep.Entries), "entry"), rep.Head)
 			}
 			if rep.OK {
 				return nil
@@ -99,8 +99,8 @@ bad position and why.`,
 			if rep.FirstBad > 0 {
 				where = "entry " + strconv.FormatUint(rep.FirstBad, 10)
 			}
-			return fmt.Errorf("ledger of vault %q does not verify: first bad: %s: %v (%d entries intact before it)",
-				a.vaultName, where, strings.TrimPrefix(rep.Problem, "ledger: "), rep.Entries)
+			return fmt.Errorf("ledger of vault %q does not verify: first bad: %s: %v (%s intact before it)",
+				a.vaultName, where, strings.TrimPrefix(rep.Problem, "ledger: "), plural(int(rep.Entries), "entry"))
 		},
 	}
 }

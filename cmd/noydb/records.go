@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -64,16 +65,16 @@ authentication instead of being printed.`,
 			}
 			val, err := records(v, args[0]).Get(cmd.Context(), args[1])
 			if err != nil {
-				return err
+				return notFound("get", args, err)
 			}
 			if a.json {
 				return a.printJSON(struct {
 					Collection string          `json:"collection"`
 					ID         string          `json:"id"`
 					Value      json.RawMessage `json:"value"`
-				}{args[0], args[1], val})
+				}{args[0], args[1], unescapeHTML(val)})
 			}
-			_, err = fmt.Fprintf(a.io.out, "%s\n", val)
+			_, err = fmt.Fprintf(a.io.out, "%s\n", unescapeHTML(val))
 			return err
 		},
 	}
@@ -108,13 +109,13 @@ and the record's JSON. With --json it prints an array of
 						ID       string          `json:"id"`
 						Revision uint64          `json:"revision"`
 						Value    json.RawMessage `json:"value"`
-					}{r.ID, r.Revision, r.Value})
+					}{r.ID, r.Revision, unescapeHTML(r.Value)})
 					if err != nil {
 						return err
 					}
 					fmt.Fprintf(w, "\n  %s", b)
 				} else {
-					fmt.Fprintf(w, "%s\t%s\n", r.ID, r.Value)
+					fmt.Fprintf(w, "%s\t%s\n", r.ID, unescapeHTML(r.Value))
 				}
 				n++
 			}
@@ -138,7 +139,7 @@ and the record's JSON. With --json it prints an array of
 			if err != nil {
 				return err
 			}
-			return records(v, args[0]).Delete(cmd.Context(), args[1])
+			return notFound("delete", args, records(v, args[0]).Delete(cmd.Context(), args[1]))
 		},
 	}
 
@@ -167,4 +168,13 @@ and the record's JSON. With --json it prints an array of
 		},
 	}
 	return []*cobra.Command{put, get, list, del, count}
+}
+
+// notFound words a missing record for people: the store's own wording of
+// stores.ErrNotFound varies with the store.
+func notFound(op string, args []string, err error) error {
+	if errors.Is(err, vault.ErrNotFound) {
+		return fmt.Errorf("%s %s/%s: no such record (see 'noydb list %s')", op, args[0], args[1], args[0])
+	}
+	return err
 }

@@ -12,7 +12,7 @@ import (
 const maxSecretFile = 64 << 10
 
 // secret returns the secret for vault: from --secret-file, else
-// $NOYDB_SECRET, else a no-echo prompt when standard input is a terminal
+// $NOYDB_SECRET (empty counts as unset), else a no-echo prompt when standard input is a terminal
 // (asked twice when the vault is being created, so a typo does not lock the
 // vault with a secret nobody knows). The caller clears it after use.
 func (a *app) secret(vaultName string, creating bool) ([]byte, error) {
@@ -22,10 +22,7 @@ func (a *app) secret(vaultName string, creating bool) ([]byte, error) {
 	if a.secretFile != "" {
 		return readSecretFile(a.secretFile)
 	}
-	if s, ok := a.io.lookupEnv(envSecret); ok {
-		if s == "" {
-			return nil, fmt.Errorf("$%s is set but empty: set it to the vault's secret", envSecret)
-		}
+	if s := a.env(envSecret); s != "" {
 		return []byte(s), nil
 	}
 	if !a.io.inTerminal || a.io.readPassword == nil {

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain makes the test binary double as the noydb command, so scripts run
+// "noydb …" as a real process with its own exit status.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"noydb": func() { os.Exit(run(context.Background(), os.Args[1:], osStdio())) },
+	})
+}
+
+// TestScripts runs testdata/script/*.txtar. Each script gets a cheap KDF (the
+// documented test-only variable), a fixed user and no secret unless it sets
+// one.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv(envTestKDF, "1")
+			env.Setenv("USER", "tester")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits":  cmdExits,
+			"json":   cmdJSON,
+			"tamper": cmdTamper,
+		},
+	})
+}
+
+// cmdExits runs a program and checks its exit status, keeping its output for
+// stdout and stderr checks:
+//
+//	exits 2 noydb seq next
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits STATUS PROGRAM [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdJSON checks a value in a JSON file (stdout, stderr or a file):
+//
+//	json stdout .numbers.0.status bound
+//	json stdout .numbers|length 3    (the length of an array or object, as in jq)
+//
+// Strings compare as text, anything else as compact JSON.
+func cmdJSON(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: json FILE PATH WANT")
+	}
+	var data string
+	switch args[0] {
+	case "stdout":
+		data = ts.ReadFile("stdout")
+	case "stderr":
+		data = ts.ReadFile("stderr")
+	default:
+		data = ts.ReadFile(args[0])
+	}
+	var v any
+	if err := json.Unmarshal([]byte(data), &v); err != nil {
+		ts.Fatalf("%s is not JSON: %v\n%s", args[0], err, data)
+	}
+	got, err := jsonPath(v, args[1])
+	if err != nil {
+		ts.Fatalf("%s: %v", args[1], err)
+	}
+	if (got == args[2]) == neg {
+		ts.Fatalf("%s %s = %s, want %s%s", args[0], args[1], got, map[bool]string{true: "not "}[neg], args[2])
+	}
+}
+
+func jsonPath(v any, path string) (string, error) {
+	length := strings.HasSuffix(path, "|length")
+	path = strings.TrimSuffix(path, "|length")
+	for _, k := range strings.Split(strings.TrimPrefix(path, "."), ".") {
+		if k == "" {
+			continue
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			e, ok := x[k]
+			if !ok {
+				return "", fmt.Errorf("no key %q", k)
+			}
+			v = e
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(x) {
+				return "", fmt.Errorf("no index %q in an array of %d", k, len(x))
+			}
+			v = x[i]
+		default:
+			return "", fmt.Errorf("cannot index %T with %q", v, k)
+		}
+	}
+	if length {
+		switch x := v.(type) {
+		case map[string]any:
+			return strconv.Itoa(len(x)), nil
+		case []any:
+			return strconv.Itoa(len(x)), nil
+		}
+		return "", fmt.Errorf("%T has no length", v)
+	}
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// cmdTamper changes a stored value behind noydb's back, as a hostile or
+// broken store would:
+//
+//	tamper STORE KEY        flip the last bit of the value at KEY
+//	tamper STORE KEY drop   delete KEY
+//
+// KEY may use Go escapes (\x00).
+func cmdTamper(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: tamper STORE KEY [drop]")
+	}
+	ctx := context.Background()
+	spec, err := parseStoreSpec(args[0])
+	ts.Check(err)
+	if spec.dir != "" {
+		spec.dir = ts.MkAbs(spec.dir)
+	}
+	st, err := spec.open(ctx, true)
+	ts.Check(err)
+	defer st.Close()
+	key, err := strconv.Unquote(`"` + args[1] + `"`)
+	ts.Check(err)
+	if len(args) == 3 {
+		if args[2] != "drop" {
+			ts.Fatalf("usage: tamper STORE KEY [drop]")
+		}
+		ts.Check(st.Delete(ctx, key))
+		return
+	}
+	it, err := st.Get(ctx, key)
+	ts.Check(err)
+	it.Value[len(it.Value)-1] ^= 1
+	_, err = st.Put(ctx, key, it.Value)
+	ts.Check(err)
+}
