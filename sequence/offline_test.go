@@ -10,6 +10,7 @@ import (
 	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/filestore"
 )
 
 // checkOffline runs every allocating method against a store without atomic
@@ -58,4 +59,14 @@ func TestOffline(t *testing.T) {
 	offline := faultstore.New(inner, faultstore.Options{NotCASAtomic: true})
 	checkOffline(t, offline, sealer, 3)
 	checkOffline(t, faultstore.New(newMem(), faultstore.Options{NotCASAtomic: true, HideTransactor: true}), sealer, 0)
+}
+
+func TestOfflineFilestore(t *testing.T) {
+	fs, err := filestore.Open(t.TempDir(), &filestore.Options{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = fs.Close() })
+	require.False(t, fs.Capabilities().CASAtomic)
+	_, err = fs.Put(context.Background(), "other/record", []byte("x"))
+	require.NoError(t, err)
+	checkOffline(t, fs, newSealer(), 0)
 }
