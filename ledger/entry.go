@@ -208,8 +208,9 @@ func (e *Entry) UnmarshalBinary(data []byte) error {
 
 // decodeEntry decodes one entry from the front of data and returns how many
 // bytes it used.
+// The entry's strings share one copy of data.
 func decodeEntry(data []byte) (Entry, int, error) {
-	r := reader{b: data}
+	r := reader{b: data, s: string(data)}
 	if v := r.byte(); v != entryVersion && r.err == nil {
 		return Entry{}, 0, fmt.Errorf("%w: unknown version %d", ErrMalformed, v)
 	}
@@ -259,6 +260,7 @@ func decodeEntry(data []byte) (Entry, int, error) {
 // failure sticks and makes every later read return zero.
 type reader struct {
 	b   []byte
+	s   string // string(b), when str is used: strings are cut from it
 	off int
 	err error
 }
@@ -334,5 +336,9 @@ func (r *reader) bytesMax(limit uint64) []byte {
 }
 
 func (r *reader) str() string {
-	return string(r.bytes())
+	b := r.bytes()
+	if len(b) == 0 {
+		return ""
+	}
+	return r.s[r.off-len(b) : r.off]
 }

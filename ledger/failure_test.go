@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"iter"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -233,4 +234,44 @@ func TestReadReportsStoreErrors(t *testing.T) {
 	rep, err := l.Verify(context.Background())
 	require.ErrorIs(t, err, errInjected)
 	assert.Nil(t, rep.Problem)
+}
+
+// listFails yields the first n items of every List, then errInjected.
+type listFails struct {
+	stores.Store
+	n int
+}
+
+func (s listFails) List(ctx context.Context, prefix string) iter.Seq2[stores.Item, error] {
+	return func(yield func(stores.Item, error) bool) {
+		i := 0
+		for it, err := range s.Store.List(ctx, prefix) {
+			if i == s.n {
+				yield(stores.Item{}, errInjected)
+				return
+			}
+			i++
+			if !yield(it, err) {
+				return
+			}
+		}
+	}
+}
+
+func TestListFailingMidwayIsAStoreError(t *testing.T) {
+	inner := memstore.New()
+	l := newLedger(t, inner)
+	batch := make([]ledger.Entry, 2000)
+	for i := range batch {
+		batch[i] = fact(i)
+	}
+	_, err := l.Append(context.Background(), batch...)
+	require.NoError(t, err)
+
+	for _, n := range []int{0, 10, 1500} {
+		rep, err := newLedger(t, listFails{inner, n}).Verify(context.Background())
+		require.ErrorIs(t, err, errInjected)
+		assert.Nil(t, rep.Problem)
+		assert.Equal(t, uint64(n), rep.Entries)
+	}
 }

@@ -92,17 +92,17 @@ func parseSeq(s string) (seq uint64, ok bool) {
 
 // chainMAC is the MAC of entry seq with encoding enc after prev.
 func (l *Ledger) chainMAC(prev []byte, seq uint64, enc []byte) []byte {
-	var buf [len(macDomain) + 1 + maxMAC + 8]byte
-	b := append(buf[:0], macDomain...)
+	b := make([]byte, 0, len(macDomain)+1+len(prev)+8)
+	b = append(b, macDomain...)
 	b = append(b, byte(len(prev)))
 	b = append(b, prev...)
 	b = binary.BigEndian.AppendUint64(b, seq)
 	return l.mac.MAC(b, enc)
 }
 
-// openEntry authenticates and decodes the value stored at position seq.
-func (l *Ledger) openEntry(seq uint64, sealed []byte) (record, error) {
-	plain, err := l.sealer.Open(l.entryKey(seq), sealed)
+// openEntry authenticates and decodes the value stored at key, position seq.
+func (l *Ledger) openEntry(key string, seq uint64, sealed []byte) (record, error) {
+	plain, err := l.sealer.Open(key, sealed)
 	if err != nil {
 		return record{}, &TamperError{Seq: seq, Err: err}
 	}

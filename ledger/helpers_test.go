@@ -38,10 +38,11 @@ var errOpen = errors.New("test sealer: message authentication failed")
 // associated data, like the vault's.
 type sealer struct{ aead cipher.AEAD }
 
-func newSealer(tb testing.TB) sealer {
-	tb.Helper()
+func newSealer(testing.TB) sealer {
 	aead, err := chacha20poly1305.NewX(sealKey)
-	require.NoError(tb, err)
+	if err != nil {
+		panic(err) // a 32-byte key never fails
+	}
 	return sealer{aead: aead}
 }
 
@@ -82,9 +83,13 @@ func (m macer) MAC(parts ...[]byte) []byte {
 var fixedNow = time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 
 // newLedger returns a ledger on st with the test keys and clock.
-func newLedger(tb testing.TB, st stores.Store) *ledger.Ledger {
-	tb.Helper()
-	return ledger.New(st, newSealer(tb), macer{macKey}, prefix, ledger.Options{
+func newLedger(_ testing.TB, st stores.Store) *ledger.Ledger {
+	return ledgerOn(st)
+}
+
+// ledgerOn is newLedger for code without a testing.TB (a child process).
+func ledgerOn(st stores.Store) *ledger.Ledger {
+	return ledger.New(st, newSealer(nil), macer{macKey}, prefix, ledger.Options{
 		Actor: "tester",
 		Now:   func() time.Time { return fixedNow },
 	})

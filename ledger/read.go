@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"runtime"
+	"sync"
 
 	"github.com/noydb-go/noydb/stores"
 )
@@ -101,75 +103,239 @@ func (l *Ledger) walk(ctx context.Context, from uint64, fn func(Entry) bool) (He
 	if from > hs.Seq {
 		return head, nil
 	}
-	// Positions up to stored are at their own keys; the rest are pending in the head.
-	stored := hs.Seq - uint64(len(hs.pending))
-	var prev []byte
+	c := &chain{l: l, next: from}
 	if from > 1 {
 		r, err := l.entryAt(ctx, hs, from-1)
 		if err != nil {
 			return head, err
 		}
-		prev = r.mac()
+		c.prev = r.mac()
 	}
-	next := from
-	check := func(r record) error {
-		if !hmac.Equal(l.chainMAC(prev, r.entry.Seq, r.enc()), r.mac()) {
-			return &ChainError{Seq: r.entry.Seq}
+	// Positions up to stored are at their own keys; the rest are pending in the head.
+	stored := hs.Seq - uint64(len(hs.pending))
+	if c.next <= stored {
+		walkStored := l.walkStored
+		if stored-c.next >= 4*chunkSize && runtime.GOMAXPROCS(0) > 1 {
+			walkStored = l.walkStoredParallel
 		}
-		prev = r.mac()
-		next++
-		return nil
-	}
-	if next <= stored {
-		lo, hi := appendSeq(nil, next), appendSeq(nil, stored)
-		n := 0
-		for n < len(lo) && lo[n] == hi[n] {
-			n++
-		}
-		for it, err := range l.store.List(ctx, l.dir+string(lo[:n])) {
-			if err != nil {
-				return head, err
-			}
-			seq, ok := parseSeq(it.Key[len(l.dir):])
-			if !ok || seq < next {
-				continue
-			}
-			if seq > stored {
-				break
-			}
-			if seq != next {
-				return head, &GapError{Want: next, Got: seq}
-			}
-			r, err := l.openEntry(seq, it.Value)
-			if err != nil {
-				return head, err
-			}
-			if err := check(r); err != nil {
-				return head, err
-			}
-			if !fn(r.entry) {
-				return head, nil
-			}
-		}
-		if next <= stored {
-			return head, &GapError{Want: next}
+		if more, err := walkStored(ctx, c, stored, fn); err != nil || !more {
+			return head, err
 		}
 	}
 	for _, r := range hs.pending {
-		if r.entry.Seq < next {
+		if r.entry.Seq < c.next {
 			continue
 		}
-		if err := check(r); err != nil {
+		if err := c.link(r); err != nil {
 			return head, err
 		}
 		if !fn(r.entry) {
 			return head, nil
 		}
 	}
-	if !hmac.Equal(prev, hs.MAC) {
+	if !hmac.Equal(c.prev, hs.MAC) {
 		return head, &ChainError{Seq: hs.Seq, Head: true}
 	}
 	return head, nil
+}
+
+// chain is the state of a walk: the next position expected and the MAC of
+// the one before.
+type chain struct {
+	l    *Ledger
+	prev []byte
+	next uint64
+}
+
+// link checks that r is the next entry and chains onto prev, and advances.
+func (c *chain) link(r record) error {
+	if !hmac.Equal(c.l.chainMAC(c.prev, r.entry.Seq, r.enc()), r.mac()) {
+		return &ChainError{Seq: r.entry.Seq}
+	}
+	c.prev = r.mac()
+	c.next++
+	return nil
+}
+
+// listStored lists the stored entries from c.next to last (and perhaps a
+// few keys around them): one List of the narrowest prefix covering the range.
+func (l *Ledger) listStored(ctx context.Context, from, last uint64) iter.Seq2[stores.Item, error] {
+	lo, hi := appendSeq(nil, from), appendSeq(nil, last)
+	n := 0
+	for n < len(lo) && lo[n] == hi[n] {
+		n++
+	}
+	return l.store.List(ctx, l.dir+string(lo[:n]))
+}
+
+// walkStored checks and passes to fn the entries at their own keys from
+// c.next to last. more is false when fn stopped the walk.
+func (l *Ledger) walkStored(ctx context.Context, c *chain, last uint64, fn func(Entry) bool) (more bool, err error) {
+	for it, err := range l.listStored(ctx, c.next, last) {
+		if err != nil {
+			return false, err
+		}
+		seq, ok := parseSeq(it.Key[len(l.dir):])
+		if !ok || seq < c.next {
+			continue
+		}
+		if seq > last {
+			break
+		}
+		if seq != c.next {
+			return false, &GapError{Want: c.next, Got: seq}
+		}
+		r, err := l.openEntry(it.Key, seq, it.Value)
+		if err != nil {
+			return false, err
+		}
+		if err := c.link(r); err != nil {
+			return false, err
+		}
+		if !fn(r.entry) {
+			return false, nil
+		}
+	}
+	if c.next <= last {
+		return false, &GapError{Want: c.next}
+	}
+	return true, nil
+}
+
+// chunkSize is how many entries one worker of a parallel walk checks at a time.
+const chunkSize = 256
+
+// chunk is a run of consecutive stored entries checked by one worker.
+type chunk struct {
+	items []stores.Item
+	recs  []record      // the entries that opened and chain onto each other, from the first
+	err   error         // the problem after recs, if any
+	ready chan struct{} // closed when recs and err are set
+}
+
+// walkStoredParallel is walkStored with the authentication, decoding and
+// chaining of entries spread over GOMAXPROCS workers. One goroutine lists
+// and checks density, workers check chunks (each entry against the one
+// before it in the chunk), and the calling goroutine takes the chunks in
+// order, links each chunk's first entry to the previous chunk, and calls fn.
+func (l *Ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, fn func(Entry) bool) (more bool, err error) {
+	workers := runtime.GOMAXPROCS(0)
+	out := make(chan *chunk, 2*workers)
+	sem := make(chan struct{}, workers)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(stop)
+
+	// send starts a worker on ch and queues ch for the consumer.
+	send := func(ch *chunk) bool {
+		if ch.items == nil {
+			close(ch.ready)
+		} else {
+			select {
+			case sem <- struct{}{}:
+			case <-stop:
+				return false
+			}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				l.checkChunk(ch)
+				close(ch.ready)
+			})
+		}
+		select {
+		case out <- ch:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	wg.Go(func() {
+		defer close(out)
+		next := c.next
+		cur := &chunk{ready: make(chan struct{})}
+		fail := func(err error) {
+			if send(cur) {
+				send(&chunk{err: err, ready: make(chan struct{})})
+			}
+		}
+		for it, err := range l.listStored(ctx, next, last) {
+			if err != nil {
+				fail(err)
+				return
+			}
+			seq, ok := parseSeq(it.Key[len(l.dir):])
+			if !ok || seq < next {
+				continue
+			}
+			if seq > last {
+				break
+			}
+			if seq != next {
+				fail(&GapError{Want: next, Got: seq})
+				return
+			}
+			next++
+			cur.items = append(cur.items, it)
+			if len(cur.items) == chunkSize {
+				if !send(cur) {
+					return
+				}
+				cur = &chunk{ready: make(chan struct{})}
+			}
+		}
+		if next <= last {
+			fail(&GapError{Want: next})
+			return
+		}
+		send(cur)
+	})
+
+	for ch := range out {
+		<-ch.ready
+		for i, r := range ch.recs {
+			if i == 0 {
+				if err := c.link(r); err != nil {
+					return false, err
+				}
+			} else {
+				c.prev = r.mac()
+				c.next++
+			}
+			if !fn(r.entry) {
+				return false, nil
+			}
+		}
+		if ch.err != nil {
+			return false, ch.err
+		}
+	}
+	return true, nil
+}
+
+// checkChunk opens the chunk's entries and checks each chains onto the one
+// before it, stopping at the first problem.
+func (l *Ledger) checkChunk(ch *chunk) {
+	ch.recs = make([]record, 0, len(ch.items))
+	for i, it := range ch.items {
+		seq := uint64(0)
+		if i == 0 {
+			seq, _ = parseSeq(it.Key[len(l.dir):])
+		} else {
+			seq = ch.recs[i-1].entry.Seq + 1
+		}
+		r, err := l.openEntry(it.Key, seq, it.Value)
+		if err != nil {
+			ch.err = err
+			return
+		}
+		if i > 0 && !hmac.Equal(l.chainMAC(ch.recs[i-1].mac(), seq, r.enc()), r.mac()) {
+			ch.err = &ChainError{Seq: seq}
+			return
+		}
+		ch.recs = append(ch.recs, r)
+	}
+	ch.items = nil
 }
 
 // entryAt reads the record at position seq (which must be at most the head's).
@@ -177,12 +343,13 @@ func (l *Ledger) entryAt(ctx context.Context, hs headState, seq uint64) (record,
 	if stored := hs.Seq - uint64(len(hs.pending)); seq > stored {
 		return hs.pending[seq-stored-1], nil
 	}
-	it, err := l.store.Get(ctx, l.entryKey(seq))
+	key := l.entryKey(seq)
+	it, err := l.store.Get(ctx, key)
 	if err != nil {
 		if errors.Is(err, stores.ErrNotFound) {
 			return record{}, &GapError{Want: seq}
 		}
 		return record{}, err
 	}
-	return l.openEntry(seq, it.Value)
+	return l.openEntry(key, seq, it.Value)
 }

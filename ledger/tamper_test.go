@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -259,5 +260,93 @@ func TestValuesFromAnotherVaultAreTampered(t *testing.T) {
 		_, err = newLedger(t, st).Head(context.Background())
 		require.ErrorIs(t, err, ledger.ErrTampered)
 		require.True(t, errors.Is(err, errOpen))
+	})
+}
+
+// TestLargeLedgerProblemsArePinpointed checks a ledger long enough to be
+// verified in parallel chunks, with problems at chunk boundaries and inside
+// chunks: each is reported at its exact position, after exactly the entries
+// before it.
+func TestLargeLedgerProblemsArePinpointed(t *testing.T) {
+	const size = 1300 // over 1024: verified in parallel chunks of 256
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		ctx := context.Background()
+		l := newLedger(t, st)
+		entries := make([]ledger.Entry, size)
+		for i := range entries {
+			entries[i] = fact(i + 1)
+		}
+		_, err := l.Append(ctx, entries...)
+		require.NoError(t, err)
+		clean := map[string][]byte{}
+		for it, err := range st.List(ctx, prefix) {
+			require.NoError(t, err)
+			clean[it.Key] = it.Value
+		}
+		restore := func() {
+			for k, v := range clean {
+				put(t, st, k, v)
+			}
+		}
+
+		for _, seq := range []uint64{1, 256, 257, 513, 1299, 1300} {
+			check := func(what string, want error) {
+				t.Helper()
+				rep, err := l.Verify(ctx)
+				assert.Equal(t, want, err, "%s %d", what, seq)
+				assert.Equal(t, seq, rep.FirstBad, "%s %d", what, seq)
+				assert.Equal(t, seq-1, rep.Entries, "%s %d", what, seq)
+				restore()
+			}
+
+			del(t, st, entryKey(seq))
+			gap := &ledger.GapError{Want: seq, Got: seq + 1}
+			if seq == size {
+				gap.Got = 0
+			}
+			check("delete", gap)
+
+			v := append([]byte(nil), clean[entryKey(seq)]...)
+			v[len(v)/2] ^= 0x10
+			put(t, st, entryKey(seq), v)
+			rep, err := l.Verify(ctx)
+			require.ErrorIs(t, err, ledger.ErrTampered)
+			assert.Equal(t, seq, rep.FirstBad)
+			assert.Equal(t, seq-1, rep.Entries)
+			restore()
+
+			if seq > 1 {
+				put(t, st, entryKey(seq), clean[entryKey(seq-1)])
+				rep, err := l.Verify(ctx)
+				require.ErrorIs(t, err, ledger.ErrTampered)
+				assert.Equal(t, seq, rep.FirstBad)
+				restore()
+			}
+
+			// Re-chain from seq on with another key.
+			scratch := memstore.New()
+			forger := ledger.New(scratch, newSealer(t), &switchingMACer{n: int(seq) - 1, forge: macer{otherMAC}}, prefix, ledger.Options{Actor: "tester", Now: func() time.Time { return fixedNow }})
+			_, err = forger.Append(ctx, entries...)
+			require.NoError(t, err)
+			for it, err := range scratch.List(ctx, prefix) {
+				require.NoError(t, err)
+				put(t, st, it.Key, it.Value)
+			}
+			check("re-chain", &ledger.ChainError{Seq: seq})
+		}
+		verifyClean(t, l, size)
+
+		// A reader that stops early, from inside and outside the first chunk.
+		for _, stopAt := range []int{1, 700, 1299} {
+			n := 0
+			for _, err := range l.Read(ctx, 1) {
+				require.NoError(t, err)
+				if n++; n == stopAt {
+					break
+				}
+			}
+			assert.Equal(t, stopAt, n)
+		}
+		assert.Len(t, readAll(t, l, 234), size-233)
 	})
 }
