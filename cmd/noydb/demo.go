@@ -255,7 +255,7 @@ func (a *app) demoStore(ctx context.Context, needle string) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	for _, k := range order {
 		if g := groups[k]; g != nil {
-			fmt.Fprintf(tw, "   %s\t%d bytes\t%s\te.g. %q\n", plural(g.keys, "key"), g.bytes, g.what, g.first)
+			fmt.Fprintf(tw, "   %s\t%d bytes\t%s\te.g. %q\n", plural(g.keys, "key", "keys"), g.bytes, g.what, g.first)
 		}
 	}
 	tw.Flush()

@@ -90,7 +90,7 @@ bad position and why.`,
 				}
 			} else if rep.OK {
 				fmt.Fprintf(a.io.out, "ledger of vault %q: %s, positions dense, hash chain intact up to the head (%d)\n",
-					a.vaultName, plural(int(rep.Entries), "entry"), rep.Head)
+					a.vaultName, plural(int(rep.Entries), "entry", "entries"), rep.Head)
 			}
 			if rep.OK {
 				return nil
@@ -100,7 +100,7 @@ bad position and why.`,
 				where = "entry " + strconv.FormatUint(rep.FirstBad, 10)
 			}
 			return fmt.Errorf("ledger of vault %q does not verify: first bad: %s: %v (%s intact before it)",
-				a.vaultName, where, strings.TrimPrefix(rep.Problem, "ledger: "), plural(int(rep.Entries), "entry"))
+				a.vaultName, where, strings.TrimPrefix(rep.Problem, "ledger: "), plural(int(rep.Entries), "entry", "entries"))
 		},
 	}
 }

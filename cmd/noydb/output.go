@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 // printJSON writes v as indented JSON and a newline, for --json.
@@ -30,15 +29,12 @@ func jsonLine(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// plural is "1 key", "2 keys", "0 entries".
-func plural(n int, noun string) string {
+// plural is "1 entry", "2 entries".
+func plural(n int, one, many string) string {
 	if n == 1 {
-		return "1 " + noun
+		return "1 " + one
 	}
-	if strings.HasSuffix(noun, "y") {
-		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // unescapeHTML undoes the \u003c, \u003e and \u0026 escapes that

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseStoreSpec(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want storeSpec
+		str  string
+	}{
+		{"mem:", storeSpec{kind: "mem"}, "mem:"},
+		{"badger:./noydb-data", storeSpec{kind: "badger", dir: "./noydb-data"}, "badger:./noydb-data"},
+		{"file:/tmp/a:b", storeSpec{kind: "file", dir: "/tmp/a:b"}, "file:/tmp/a:b"},
+		{"postgres://u:pw@db/x?sslmode=disable", storeSpec{kind: "postgres", url: "postgres://u:pw@db/x?sslmode=disable"}, "postgres://u:xxxxx@db/x?sslmode=disable"},
+		{"postgresql://db/x", storeSpec{kind: "postgres", url: "postgresql://db/x"}, "postgresql://db/x"},
+	} {
+		got, err := parseStoreSpec(tc.in)
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, tc.want, got, tc.in)
+		assert.Equal(t, tc.str, got.String(), tc.in)
+	}
+	for _, bad := range []string{"", "badger:", "file:", "sqlite:x", "./dir", "postgres://u:pw@db/%zz"} {
+		_, err := parseStoreSpec(bad)
+		var ue *usageError
+		require.ErrorAs(t, err, &ue, bad)
+		assert.NotContains(t, err.Error(), "pw", "a bad URL must not echo its password")
+	}
+}
+
+func TestScrubHidesPassword(t *testing.T) {
+	err := scrub(errors.New(`connect to postgres://u:hunter2@db: failed for password "hunter2"`), "postgres://u:hunter2@db/x")
+	assert.NotContains(t, err.Error(), "hunter2")
+	plain := errors.New("boom")
+	assert.Same(t, plain, scrub(plain, "postgres://db/x"))
+}
+
+func TestUnescapeHTML(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":"x"}`:                       `{"a":"x"}`,
+		`{"a":"\u003cb\u003e \u0026 c"}`:  `{"a":"<b> & c"}`,
+		`{"a":"\\u003c"}`:                 `{"a":"\\u003c"}`, // an escaped backslash, then text
+		`{"a":"\\\u003c"}`:                `{"a":"\\<"}`,
+		`{"a":"\u00e9\u2028"}`:            `{"a":"\u00e9\u2028"}`,
+		`{"a":"\"\u0026\""}`:              `{"a":"\"&\""}`,
+		`"\u003`:                          `"\u003`,
+		`["\u003c","\u003e","\u0026",""]`: `["<",">","&",""]`,
+	} {
+		got := unescapeHTML([]byte(in))
+		assert.Equal(t, want, string(got), in)
+		if json.Valid([]byte(in)) {
+			var a, b any
+			require.NoError(t, json.Unmarshal([]byte(in), &a), in)
+			require.NoError(t, json.Unmarshal(got, &b), in)
+			assert.Equal(t, a, b, "same meaning: %s", in)
+		}
+	}
+}
+
+func TestPlural(t *testing.T) {
+	assert.Equal(t, "0 entries", plural(0, "entry", "entries"))
+	assert.Equal(t, "1 entry", plural(1, "entry", "entries"))
+	assert.Equal(t, "2 keys", plural(2, "key", "keys"))
+}
+
+func TestExactSet(t *testing.T) {
+	assert.Empty(t, exactSet(nil, 0))
+	assert.Empty(t, exactSet([]uint64{3, 1, 2}, 3))
+	assert.Contains(t, exactSet([]uint64{1, 2, 2}, 3), "number 2 issued twice")
+	assert.Contains(t, exactSet([]uint64{1, 3}, 3), "number 2 never issued")
+	assert.Contains(t, exactSet([]uint64{1, 2}, 3), "2 numbers issued but the counter is at 3")
+}
+
+func TestParseCallers(t *testing.T) {
+	got, err := parseCallers("1, 8,64")
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 8, 64}, got)
+	for _, bad := range []string{"", "0", "1,,2", "-1", "x", "100001"} {
+		_, err := parseCallers(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestProgressBar(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(0, 0)
+	clock := func() time.Time { return now }
+	p := newProgressBar(&buf, "verifying", 200, clock)
+	p.set(10)
+	assert.Empty(t, buf.String(), "nothing is drawn for work that ends quickly")
+	now = now.Add(time.Second)
+	p.set(100)
+	assert.Equal(t, "\rverifying [===============>              ]  50%  100/200", buf.String())
+	p.set(150)
+	assert.NotContains(t, buf.String(), "150/200", "redraws are throttled")
+	now = now.Add(time.Second)
+	p.set(250) // more than announced (the ledger grew meanwhile)
+	assert.Contains(t, buf.String(), "[==============================] 100%  250/250")
+	p.done()
+	assert.True(t, strings.HasSuffix(buf.String(), "\r"), "done erases the line")
+
+	var off progressBar
+	off.set(1)
+	off.done()
+}
