@@ -49,9 +49,9 @@ func TestAuditFromLedger(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	put("a") // 1
-	put("b") // 2
-	put("c") // 3
+	put("a")               // 1
+	put("b")               // 2
+	put("c")               // 3
 	_, err = seq.Next(ctx) // 4, no record
 	require.NoError(t, err)
 	require.NoError(t, seq.Void(ctx, 2, "cancelled"))
