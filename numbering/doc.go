@@ -1,0 +1,81 @@
+// Package numbering gives gap-free numbers to records written where no
+// number can be taken safely at write time: on a device that is offline, or
+// on a store without atomic compare-and-swap (the file store, a synced
+// folder), where sequence.Sequence.Next refuses with sequence.ErrOffline.
+// Records are written first and enqueued with a provisional id; later a
+// pass on one authority numbers them 1, 2, 3 … in provisional order.
+//
+// # Usage
+//
+//	receipts := vault.CollectionOf[Receipt](v, "receipts")
+//	series, err := v.Numbering("receipts", numbering.Options{
+//		Collection: "receipts", Field: "Number", Format: "R-{seq:05}",
+//	})
+//	err = receipts.Put(ctx, "r-7", Receipt{Total: 120}) // on any device, offline
+//	provisional, err := series.Enqueue(ctx, "r-7")
+//	…
+//	report, err := series.RunPass(ctx) // on the authority
+//	a, ok, err := series.Lookup(ctx, "r-7") // a.Formatted == "R-00001"
+//
+// # How a pass works
+//
+// Enqueue writes one sealed pending entry at
+// "_numbering/<series>/pending/<provisional>/<id>", a key nobody else
+// writes, so it needs no lock and no compare-and-swap. The provisional id
+// is a UUIDv7: pending keys sort by provisional time, then record id.
+//
+// RunPass takes the series' exclusive lock, finishes any batch an earlier
+// pass left unfinished, then lists the pending entries once in key order.
+// It drops entries whose record was deleted (those take no number) or
+// already has its number, and records the rest as one batch: their ids, in
+// chunks of at most 10,000 under "_numbering/<series>/batch/", then the
+// series head at "_numbering/<series>/head", advanced past the batch's
+// numbers. Writing the head is the commit point. Only then are the records
+// stamped (their Options.Field set, as a new revision), the numbers
+// recorded in the vault's ledger (one ledger.NumberAssigned entry each,
+// carrying the stamped revision and ciphertext hash, or ledger.NumberVoided
+// when the record was deleted after the batch was recorded), indexed under
+// "_numbering/<series>/assigned/<id>" for Lookup, and their pending entries
+// removed; progress is saved in the head every 1,000 numbers.
+//
+// A pass killed anywhere is finished by the next one from the recorded
+// batch, never recomputed: a record never gets two numbers and a number
+// never goes to two records. The ledger after the last saved progress tells
+// the next pass which numbers already have their entry, so each number gets
+// exactly one. Every stored value is sealed and bound to its key; the store
+// sees key names (series, provisional ids, record ids) and sizes only.
+//
+// # Concurrency
+//
+// A Series is safe for concurrent use. Enqueue, Lookup and Assignments may
+// run anywhere at any time, on any number of devices (DB instances or
+// processes sharing one folder). Only one pass runs at a time per series: a
+// second RunPass fails at once with ErrPassRunning and numbers nothing. The
+// lock is an flock(2) (LockFileEx on Windows) on a file in Options.LockDir,
+// by default the store's directory when the store has one (it implements
+// interface{ Dir() string }, as the file store does), so it holds across
+// processes on one machine and is released when a process dies. Stores
+// without a directory (memory, Badger, PostgreSQL) are locked within the
+// process only: run the passes of a series from one process there. The
+// head is always written by compare-and-swap on the version the pass read,
+// so on a store with atomic compare-and-swap a pass from another process
+// that slips past the lock fails with ErrPassRunning rather than commit.
+//
+// # Caveats
+//
+//   - Numbers follow provisional order within a pass. A record that reaches
+//     the store after a pass (a device that was offline longer) is numbered
+//     by a later pass, after the numbers already given: numbers never move.
+//   - A pending entry whose record is not in the store when the pass reads
+//     it is dropped as deleted. On a synced folder, let the records arrive
+//     before the pending entries (or run the pass once syncing is done).
+//   - The record type must have the field, and writers must not overwrite
+//     a numbered record with a copy read before it was stamped (the number
+//     would be lost from the record; Lookup and the ledger still have it).
+//   - On a store without transactions, a record is stamped before its
+//     ledger entry is appended; a crash in between leaves a stamped record
+//     whose entry is appended by the next pass.
+//   - A pass fails loudly, and stays stuck until the cause is fixed, on a
+//     tampered pending entry or record, a record that is not a JSON object,
+//     or (when resuming) a ledger that does not verify.
+package numbering

@@ -1,0 +1,36 @@
+package numbering
+
+import (
+	"errors"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// Errors returned by a Series. Methods wrap them with the operation and the
+// series name, so test them with errors.Is.
+var (
+	// ErrPassRunning: another pass holds the series (in this process, or in
+	// another process sharing the lock directory), or the series' head
+	// changed under a pass. Nothing was numbered by the call; run it again
+	// later.
+	ErrPassRunning = errors.New("a numbering pass is already running for this series")
+	// ErrAlreadyNumbered: Enqueue of a record that already has its number.
+	ErrAlreadyNumbered = errors.New("record already numbered")
+	// ErrNotFound: Enqueue of a record that does not exist.
+	ErrNotFound = stores.ErrNotFound
+	// ErrInvalid: a series name, option or record id was rejected before
+	// anything was read or written.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrMismatch: the series was first numbered for another collection.
+	ErrMismatch = errors.New("series belongs to another collection")
+	// ErrTampered: a stored numbering value failed authentication, or its key
+	// does not match its content (changed, or copied from another place).
+	ErrTampered = crypto.ErrTampered
+	// ErrCorrupt: a stored numbering value opened but did not decode, or an
+	// interrupted batch cannot be read back.
+	ErrCorrupt = errors.New("corrupt numbering record")
+	// ErrNotObject: the record to stamp is not a JSON object, so its number
+	// field cannot be set.
+	ErrNotObject = errors.New("record is not a JSON object")
+)

@@ -1,0 +1,472 @@
+package numbering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// Limits on the arguments of a series.
+const (
+	// MaxSeriesLen is the longest series name, in bytes.
+	MaxSeriesLen = 200
+	// MaxFieldLen is the longest Options.Field, in bytes.
+	MaxFieldLen = 256
+	// MaxIDLen is the longest record id, in bytes (the vault's limit).
+	MaxIDLen = 512
+)
+
+// DefaultWorkers is how many records a pass reads or stamps at once when
+// Options.Workers is 0.
+const DefaultWorkers = 8
+
+// Options configures a Series. Collection and Field are required; the zero
+// value of every other field means its documented default.
+type Options struct {
+	// Collection is the collection whose records the series numbers.
+	Collection string
+	// Field is the JSON key of the record that receives the number: a Go
+	// struct field's name, or its json tag name. The record type must have
+	// that field, or the next Put of the record drops the number.
+	Field string
+	// Format renders the number in the sequence package's grammar ({seq},
+	// {seq:0N}, literal text; see sequence.ParseFormat), and the field gets
+	// the formatted string. Empty means the field gets the bare number as a
+	// JSON number. A batch keeps the format it was recorded with.
+	Format string
+	// LockDir is the directory of the lock file that keeps passes of one
+	// series apart across processes on this machine. Empty means the store's
+	// own directory when the store has one (it implements
+	// interface{ Dir() string }, as the file store does); on stores without
+	// one, passes are kept apart only within this process.
+	LockDir string
+	// Workers bounds how many records a pass reads or stamps at once;
+	// 0 means DefaultWorkers.
+	Workers int
+}
+
+// Sealer seals and opens the values a Series stores, binding each to its
+// store key: Open must fail for a value Seal did not make for that key. It
+// must be safe for concurrent use.
+type Sealer interface {
+	// Seal encrypts plaintext for storage at key.
+	Seal(key string, plaintext []byte) ([]byte, error)
+	// Open authenticates and decrypts a value stored at key.
+	Open(key string, sealed []byte) ([]byte, error)
+}
+
+// Records reads and stamps the records a series numbers. vault.Vault
+// provides it; implementations must be safe for concurrent use.
+type Records interface {
+	// Exists reports whether collection holds a record with id.
+	Exists(ctx context.Context, collection, id string) (bool, error)
+	// Stamp sets the JSON field of the record collection/id to value, as the
+	// record's next revision, unless the field already holds value. It
+	// returns the record's revision and the SHA-256 of its stored ciphertext
+	// after the call, and whether it wrote; an error wrapping ErrNotFound
+	// when the record does not exist. It records nothing in the ledger: the
+	// pass does, with a NumberAssigned entry carrying that revision and hash.
+	Stamp(ctx context.Context, collection, id, field string, value any) (Stamp, error)
+}
+
+// Stamp is the outcome of Records.Stamp.
+type Stamp struct {
+	// Stamped is true when the call wrote a new revision, false when the
+	// field already held the value.
+	Stamped bool
+	// Revision is the record's revision after the call.
+	Revision uint64
+	// CipherHash is the SHA-256 of the record's stored ciphertext after the call.
+	CipherHash []byte
+}
+
+// Backend is what a Series works on: the vault's store, sealer, key prefix,
+// ledger and records. vault.Vault.Numbering fills it in.
+type Backend struct {
+	// Store holds the series' values (and the records).
+	Store stores.Store
+	// Sealer seals every value the series stores.
+	Sealer Sealer
+	// Prefix is the vault's key prefix; series values live under
+	// Prefix+"_numbering/".
+	Prefix string
+	// Ledger receives the NumberAssigned and NumberVoided entries.
+	Ledger *ledger.Ledger
+	// Records reads and stamps the numbered records.
+	Records Records
+	// Check, if set, is called first by every method; an error (a closed
+	// vault) ends the call.
+	Check func(ctx context.Context) error
+}
+
+// Series is a deferred-numbering series: records are enqueued with a
+// provisional id wherever they are written, and a pass on one authority
+// gives them dense numbers 1, 2, 3 … . Create it with New (or
+// vault.Vault.Numbering). It is safe for concurrent use; handles on the same
+// series share its store data and its lock.
+type Series struct {
+	b       Backend
+	name    string
+	opts    Options
+	format  *sequence.Formatter // nil: plain decimal
+	dir     string              // Prefix + "_numbering/" + name + "/"
+	lockDir string
+	workers int
+
+	// Tuning and hooks, changed only by tests (export_test.go).
+	stepSize   int
+	chunkItems int
+	afterLock  func()
+}
+
+// New returns a handle on the series name of the vault that b describes. It
+// does no I/O. It validates the name (non-empty, at most MaxSeriesLen bytes
+// of UTF-8, without '/' or control characters) and the options, and returns
+// an error matching ErrInvalid (for a bad Format, also a
+// *sequence.ValidationError) when they are wrong.
+func New(b Backend, name string, opts Options) (*Series, error) {
+	bad := func(what string, err error) (*Series, error) {
+		return nil, fmt.Errorf("numbering %q: %w: %w", name, ErrInvalid, fmt.Errorf("%s: %w", what, err))
+	}
+	if b.Store == nil || b.Sealer == nil || b.Ledger == nil || b.Records == nil {
+		return nil, fmt.Errorf("numbering %q: %w: incomplete backend", name, ErrInvalid)
+	}
+	if err := checkSeries(name); err != nil {
+		return bad("series name", err)
+	}
+	switch {
+	case opts.Collection == "":
+		return bad("options", errors.New("Collection is empty"))
+	case opts.Field == "" || len(opts.Field) > MaxFieldLen || !utf8.ValidString(opts.Field):
+		return bad("options", fmt.Errorf("Field %q must be 1 to %d bytes of UTF-8", opts.Field, MaxFieldLen))
+	case opts.Workers < 0:
+		return bad("options", fmt.Errorf("Workers is %d", opts.Workers))
+	}
+	s := &Series{
+		b: b, name: name, opts: opts, dir: b.Prefix + dirName + name + "/", workers: opts.Workers,
+		stepSize: defaultStep, chunkItems: defaultChunkItems,
+	}
+	if opts.Format != "" {
+		f, err := sequence.ParseFormat(opts.Format)
+		if err != nil {
+			return nil, fmt.Errorf("numbering %q: %w: %w", name, ErrInvalid, err)
+		}
+		s.format = f
+	}
+	if s.workers == 0 {
+		s.workers = DefaultWorkers
+	}
+	s.lockDir = opts.LockDir
+	if d, ok := b.Store.(interface{ Dir() string }); ok && s.lockDir == "" {
+		s.lockDir = d.Dir()
+	}
+	return s, nil
+}
+
+func checkSeries(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty")
+	case len(name) > MaxSeriesLen:
+		return fmt.Errorf("longer than %d bytes", MaxSeriesLen)
+	case !utf8.ValidString(name):
+		return errors.New("not valid UTF-8")
+	case strings.IndexByte(name, '/') >= 0:
+		return errors.New("contains '/'")
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return errors.New("contains a control character")
+	}
+	return nil
+}
+
+func checkID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("record id is empty: %w", ErrInvalid)
+	case len(id) > MaxIDLen:
+		return fmt.Errorf("record id is longer than %d bytes: %w", MaxIDLen, ErrInvalid)
+	case strings.IndexByte(id, 0) >= 0:
+		return fmt.Errorf("record id %q holds NUL: %w", id, ErrInvalid)
+	}
+	return nil
+}
+
+// Name returns the series name.
+func (s *Series) Name() string { return s.name }
+
+// Options returns the options the series was opened with.
+func (s *Series) Options() Options { return s.opts }
+
+func (s *Series) check(ctx context.Context) error {
+	if s.b.Check != nil {
+		return s.b.Check(ctx)
+	}
+	return ctx.Err()
+}
+
+func (s *Series) errorf(op string, err error) error {
+	return fmt.Errorf("numbering %q: %s: %w", s.name, op, err)
+}
+
+// text renders n as a batch with format stamps it.
+func (s *Series) text(format string, n uint64) (string, error) {
+	if format == "" {
+		return strconv.FormatUint(n, 10), nil
+	}
+	f := s.format
+	if f == nil || format != s.opts.Format {
+		var err error
+		if f, err = sequence.ParseFormat(format); err != nil {
+			return "", fmt.Errorf("%w: batch format: %w", ErrCorrupt, err)
+		}
+	}
+	return f.Format(n), nil
+}
+
+// Enqueue puts the record id of the series' collection in line for a number
+// and returns its provisional id: a UUIDv7, ordered by the time it was taken
+// (within one process strictly increasing). It writes one sealed pending
+// entry under a key of its own, so it works on every store, offline and
+// from any number of devices at once; it takes no lock and no number.
+//
+// The record must exist (else an error wrapping ErrNotFound) and must not
+// have its number yet (else ErrAlreadyNumbered). Enqueuing a record twice
+// is harmless: it gets one number, in the place of its first provisional id.
+func (s *Series) Enqueue(ctx context.Context, id string) (string, error) {
+	if err := s.check(ctx); err != nil {
+		return "", s.errorf("enqueue", err)
+	}
+	if err := checkID(id); err != nil {
+		return "", s.errorf("enqueue", err)
+	}
+	if _, err := s.b.Store.Get(ctx, s.assignedKey(id)); err == nil {
+		return "", s.errorf("enqueue "+id, ErrAlreadyNumbered)
+	} else if !errors.Is(err, stores.ErrNotFound) {
+		return "", s.errorf("enqueue "+id, err)
+	}
+	ok, err := s.b.Records.Exists(ctx, s.opts.Collection, id)
+	if err != nil {
+		return "", s.errorf("enqueue "+id, err)
+	}
+	if !ok {
+		return "", s.errorf("enqueue "+id, fmt.Errorf("record %s/%s: %w", s.opts.Collection, id, ErrNotFound))
+	}
+	u, err := uuid.NewV7()
+	if err != nil {
+		return "", s.errorf("enqueue "+id, err)
+	}
+	p := u.String()
+	key := s.pendingKey(p, id)
+	sealed, err := s.b.Sealer.Seal(key, encodePending(id))
+	if err != nil {
+		return "", s.errorf("enqueue "+id, err)
+	}
+	if _, err := s.b.Store.Put(ctx, key, sealed); err != nil {
+		return "", s.errorf("enqueue "+id, err)
+	}
+	return p, nil
+}
+
+// Assignment is a record's number, as Lookup and Assignments report it.
+type Assignment struct {
+	// RecordID is the numbered record.
+	RecordID string
+	// Number is the record's number.
+	Number uint64
+	// Formatted is the value stamped on the record, as text: the formatted
+	// number, or the number in decimal for a series without a format.
+	Formatted string
+	// Voided is true when the record was deleted after its batch was
+	// recorded: the number is spent, and void in the ledger.
+	Voided bool
+	// Provisional is the provisional id the record was numbered by.
+	Provisional string
+	// Batch is the pass's batch that gave the number (1 for the first).
+	Batch uint64
+}
+
+// Lookup tells whether the record id has its number yet, and which. A
+// record in a batch that is recorded but not yet fully stamped already has
+// its number (the batch is finished by the next pass, never recomputed), and
+// Lookup reports it. A record that is pending, or unknown, gives ok false.
+func (s *Series) Lookup(ctx context.Context, id string) (Assignment, bool, error) {
+	if err := s.check(ctx); err != nil {
+		return Assignment{}, false, s.errorf("lookup", err)
+	}
+	if err := checkID(id); err != nil {
+		return Assignment{}, false, s.errorf("lookup", err)
+	}
+	// A pass may finish its batch between our reads of the index and of the
+	// batch; then the index has the record on the next round.
+	for range 3 {
+		a, ok, err := s.readAssigned(ctx, id)
+		if err != nil || ok {
+			return a, ok, wrapIf(s, "lookup "+id, err)
+		}
+		h, _, err := s.loadHead(ctx)
+		if err != nil {
+			return Assignment{}, false, s.errorf("lookup "+id, err)
+		}
+		if h.batch == nil {
+			return Assignment{}, false, nil
+		}
+		items, err := s.loadBatch(ctx, h.batch)
+		if errors.Is(err, errStaleBatch) {
+			continue
+		}
+		if err != nil {
+			return Assignment{}, false, s.errorf("lookup "+id, err)
+		}
+		for i, it := range items {
+			if it.id == id {
+				n := h.batch.first + uint64(i)
+				text, err := s.text(h.batch.format, n)
+				if err != nil {
+					return Assignment{}, false, s.errorf("lookup "+id, err)
+				}
+				return Assignment{RecordID: id, Number: n, Formatted: text, Provisional: it.provisional, Batch: h.batch.id}, true, nil
+			}
+		}
+		return Assignment{}, false, nil
+	}
+	return Assignment{}, false, s.errorf("lookup "+id, ErrPassRunning)
+}
+
+func wrapIf(s *Series, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return s.errorf(op, err)
+}
+
+func (s *Series) readAssigned(ctx context.Context, id string) (Assignment, bool, error) {
+	key := s.assignedKey(id)
+	it, err := s.b.Store.Get(ctx, key)
+	if errors.Is(err, stores.ErrNotFound) {
+		return Assignment{}, false, nil
+	}
+	if err != nil {
+		return Assignment{}, false, err
+	}
+	a, err := s.openAssigned(key, id, it.Value)
+	return a, err == nil, err
+}
+
+func (s *Series) openAssigned(key, id string, sealed []byte) (Assignment, error) {
+	p, err := s.b.Sealer.Open(key, sealed)
+	if err != nil {
+		return Assignment{}, ErrTampered
+	}
+	a, err := decodeAssignment(p)
+	if err != nil {
+		return Assignment{}, err
+	}
+	return Assignment{RecordID: id, Number: a.number, Formatted: a.formatted, Voided: a.voided,
+		Provisional: a.provisional, Batch: a.batch}, nil
+}
+
+// Assignments yields the number of every record the series has stamped
+// (voided numbers included), in record id order. Records of a batch still
+// in flight are not yielded until a pass finishes it. An error is yielded
+// once and ends the sequence.
+func (s *Series) Assignments(ctx context.Context) iter.Seq2[Assignment, error] {
+	return func(yield func(Assignment, error) bool) {
+		if err := s.check(ctx); err != nil {
+			yield(Assignment{}, s.errorf("assignments", err))
+			return
+		}
+		prefix := s.dir + assignedDir
+		for it, err := range s.b.Store.List(ctx, prefix) {
+			if err != nil {
+				yield(Assignment{}, s.errorf("assignments", err))
+				return
+			}
+			id := it.Key[len(prefix):]
+			a, err := s.openAssigned(it.Key, id, it.Value)
+			if err != nil {
+				yield(Assignment{}, s.errorf("assignments: "+id, err))
+				return
+			}
+			if !yield(a, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Last returns the highest number the series has given (committed by a
+// pass's batch), 0 before the first pass.
+func (s *Series) Last(ctx context.Context) (uint64, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, s.errorf("last", err)
+	}
+	h, _, err := s.loadHead(ctx)
+	if err != nil {
+		return 0, s.errorf("last", err)
+	}
+	return h.last, nil
+}
+
+// Pending returns how many pending entries wait for a pass (a record
+// enqueued twice counts twice).
+func (s *Series) Pending(ctx context.Context) (int, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, s.errorf("pending", err)
+	}
+	n := 0
+	for _, err := range s.b.Store.List(ctx, s.dir+pendingDir) {
+		if err != nil {
+			return 0, s.errorf("pending", err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// loadHead reads the series head and its version (0 and the zero head when
+// the series has never been numbered).
+func (s *Series) loadHead(ctx context.Context) (head, uint64, error) {
+	key := s.headKey()
+	it, err := s.b.Store.Get(ctx, key)
+	if errors.Is(err, stores.ErrNotFound) {
+		return head{}, 0, nil
+	}
+	if err != nil {
+		return head{}, 0, err
+	}
+	p, err := s.b.Sealer.Open(key, it.Value)
+	if err != nil {
+		return head{}, 0, fmt.Errorf("head: %w", ErrTampered)
+	}
+	h, err := decodeHead(p)
+	if err != nil {
+		return head{}, 0, fmt.Errorf("head: %w", err)
+	}
+	return h, it.Version, nil
+}
+
+// writeHead replaces the head at version ver (fenced: a head changed by
+// someone else fails with ErrPassRunning) and returns the new version.
+func (s *Series) writeHead(ctx context.Context, h *head, ver uint64) (uint64, error) {
+	key := s.headKey()
+	sealed, err := s.b.Sealer.Seal(key, h.encode())
+	if err != nil {
+		return 0, err
+	}
+	v, err := s.b.Store.CompareAndSwap(ctx, key, ver, sealed)
+	if errors.Is(err, stores.ErrConflict) {
+		return 0, fmt.Errorf("write head: %w: %w", ErrPassRunning, err)
+	}
+	return v, err
+}

@@ -1,0 +1,510 @@
+package numbering
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// Tuning of a pass. Tests lower them to exercise chunking and progress.
+const (
+	// defaultStep is how many numbers a pass finishes between two saves of
+	// its progress in the head.
+	defaultStep = 1000
+	// defaultChunkItems bounds the record ids of one batch chunk.
+	defaultChunkItems = 10000
+	// chunkBytes bounds the encoded size of one batch chunk, well under
+	// stores.MaxValueLen whatever the length of the ids.
+	chunkBytes = 1 << 20
+	// entryBudget bounds the estimated size of one ledger append, half the
+	// ledger's limit.
+	entryBudget = ledger.MaxBatchBytes / 2
+)
+
+// voidReason is the reason of the NumberVoided entry of a record deleted
+// after its batch was recorded.
+const voidReason = "record deleted before its number was stamped"
+
+// errStaleBatch: the chunks found are not those of the batch in the head
+// (the batch finished meanwhile, or they were lost).
+var errStaleBatch = errors.New("batch chunks do not match the head")
+
+// PassReport says what a pass did.
+type PassReport struct {
+	// Batch is the id of the batch this pass recorded, 0 when it recorded none.
+	Batch uint64
+	// First and Last are the numbers of that batch (0 when none).
+	First, Last uint64
+	// Assigned is how many records got their number stamped, Resumed ones included.
+	Assigned int
+	// Voided is how many numbers were voided because their record was
+	// deleted after its batch was recorded.
+	Voided int
+	// Resumed is how many numbers of an interrupted earlier batch this pass finished.
+	Resumed int
+	// Skipped is how many pending entries were dropped without a number: the
+	// record was deleted, already numbered, or enqueued twice.
+	Skipped int
+}
+
+// RunPass numbers every pending record of the series. Run it on one
+// authority: it takes the series' exclusive lock (see Options.LockDir) and
+// fails at once with ErrPassRunning when another pass holds it.
+//
+// A pass first finishes a batch an interrupted pass left in the head, from
+// what that batch recorded. It then lists the pending entries once, in key
+// order (provisional id, then record id), drops those whose record is gone
+// or already numbered, and commits the rest as one batch: the record ids,
+// in chunks, then the head, advanced past the batch's numbers, which is the
+// commit point. Only then does it stamp each record's field (idempotently),
+// append a NumberAssigned entry per number to the ledger (NumberVoided for a
+// record deleted since), index the assignment for Lookup and remove the
+// pending entries, saving its progress in the head every so many numbers.
+//
+// A pass that stops anywhere (an error, a cancelled ctx, a killed process)
+// leaves either no batch, or a batch that the next pass finishes exactly as
+// recorded: a record never gets two numbers, a number never goes to two
+// records, and the ledger gets one entry per number. A pass with nothing to
+// do writes nothing.
+func (s *Series) RunPass(ctx context.Context) (PassReport, error) {
+	var rep PassReport
+	if err := s.check(ctx); err != nil {
+		return rep, s.errorf("pass", err)
+	}
+	release, err := s.lock()
+	if err != nil {
+		return rep, s.errorf("pass", err)
+	}
+	defer release()
+	if s.afterLock != nil {
+		s.afterLock()
+	}
+	if err := s.pass(ctx, &rep); err != nil {
+		return rep, s.errorf("pass", err)
+	}
+	return rep, nil
+}
+
+func (s *Series) pass(ctx context.Context, rep *PassReport) error {
+	h, ver, err := s.loadHead(ctx)
+	if err != nil {
+		return err
+	}
+	if h.batch != nil {
+		if ver, err = s.finish(ctx, &h, ver, true, rep); err != nil {
+			return err
+		}
+	} else if err := s.sweepChunks(ctx); err != nil {
+		return err
+	}
+	if h.collection != "" && h.collection != s.opts.Collection {
+		return fmt.Errorf("%w: it numbers %q, not %q", ErrMismatch, h.collection, s.opts.Collection)
+	}
+	taken, err := s.plan(ctx, rep)
+	if err != nil || len(taken) == 0 {
+		return err
+	}
+	b := &batch{
+		token:      make([]byte, 16),
+		id:         h.batches + 1,
+		first:      h.last + 1,
+		last:       h.last + uint64(len(taken)),
+		collection: s.opts.Collection,
+		field:      s.opts.Field,
+		format:     s.opts.Format,
+	}
+	_, _ = rand.Read(b.token)
+	b.done = b.first - 1
+	lh, err := s.b.Ledger.Head(ctx)
+	if err != nil {
+		return err
+	}
+	b.mark = lh.Seq
+	if b.chunks, err = s.writeChunks(ctx, b, taken); err != nil {
+		return err
+	}
+	h.last, h.batches, h.batch, h.collection = b.last, b.id, b, s.opts.Collection
+	if ver, err = s.writeHead(ctx, &h, ver); err != nil {
+		return fmt.Errorf("commit batch %d: %w", b.id, err)
+	}
+	rep.Batch, rep.First, rep.Last = b.id, b.first, b.last
+	_, err = s.finish(ctx, &h, ver, false, rep)
+	return err
+}
+
+// sweepChunks deletes chunks left by a batch that was never committed (the
+// pass stopped between writing them and writing the head). Called only when
+// no batch is in flight.
+func (s *Series) sweepChunks(ctx context.Context) error {
+	var stale []string
+	for it, err := range s.b.Store.List(ctx, s.dir+batchDir) {
+		if err != nil {
+			return err
+		}
+		stale = append(stale, it.Key)
+	}
+	for _, k := range stale {
+		if err := s.b.Store.Delete(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// plan lists the pending entries once and returns those to number, in
+// order; it deletes the entries it drops.
+func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
+	prefix := s.dir + pendingDir
+	var all []item
+	for it, err := range s.b.Store.List(ctx, prefix) {
+		if err != nil {
+			return nil, fmt.Errorf("list pending: %w", err)
+		}
+		rest := it.Key[len(prefix):]
+		if len(rest) < provisionalLen+2 || rest[provisionalLen] != '/' {
+			return nil, fmt.Errorf("pending key %q: %w", it.Key, ErrTampered)
+		}
+		p, id := rest[:provisionalLen], rest[provisionalLen+1:]
+		plain, err := s.b.Sealer.Open(it.Key, it.Value)
+		if err != nil {
+			return nil, fmt.Errorf("pending %s: %w", id, ErrTampered)
+		}
+		if got, err := decodePending(plain); err != nil || got != id {
+			return nil, fmt.Errorf("pending %s: %w", id, ErrTampered)
+		}
+		all = append(all, item{provisional: p, id: id})
+	}
+	const (
+		take uint8 = iota
+		drop
+	)
+	status := make([]uint8, len(all))
+	seen := make(map[string]struct{}, len(all))
+	for i, it := range all {
+		if _, dup := seen[it.id]; dup {
+			status[i] = drop // enqueued twice: it keeps its first place
+			continue
+		}
+		seen[it.id] = struct{}{}
+	}
+	err := parallel(ctx, len(all), s.workers, func(ctx context.Context, i int) error {
+		if status[i] != take {
+			return nil
+		}
+		id := all[i].id
+		_, err := s.b.Store.Get(ctx, s.assignedKey(id))
+		switch {
+		case err == nil:
+			status[i] = drop // already numbered by an earlier batch
+			return nil
+		case !errors.Is(err, stores.ErrNotFound):
+			return err
+		}
+		ok, err := s.b.Records.Exists(ctx, s.opts.Collection, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			status[i] = drop // deleted before its batch was recorded: no number
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	var taken, dropped []item
+	for i, it := range all {
+		if status[i] == take {
+			taken = append(taken, it)
+		} else {
+			dropped = append(dropped, it)
+		}
+	}
+	err = parallel(ctx, len(dropped), s.workers, func(ctx context.Context, i int) error {
+		return s.b.Store.Delete(ctx, s.pendingKey(dropped[i].provisional, dropped[i].id))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("drop pending: %w", err)
+	}
+	rep.Skipped += len(dropped)
+	return taken, nil
+}
+
+// writeChunks writes the record ids of b in chunks of at most chunkItems
+// ids and chunkBytes bytes, and returns how many it wrote.
+func (s *Series) writeChunks(ctx context.Context, b *batch, items []item) (uint64, error) {
+	var index, start, size int
+	flush := func(end int) error {
+		key := s.chunkKey(index)
+		sealed, err := s.b.Sealer.Seal(key, encodeChunk(b.token, b.id, index, b.first+uint64(start), items[start:end]))
+		if err != nil {
+			return err
+		}
+		if _, err := s.b.Store.Put(ctx, key, sealed); err != nil {
+			return fmt.Errorf("write batch chunk %d: %w", index, err)
+		}
+		index, start, size = index+1, end, 0
+		return nil
+	}
+	for i, it := range items {
+		n := 2*binary.MaxVarintLen32 + len(it.provisional) + len(it.id)
+		if i > start && (i-start >= s.chunkItems || size+n > chunkBytes) {
+			if err := flush(i); err != nil {
+				return 0, err
+			}
+		}
+		size += n
+	}
+	if err := flush(len(items)); err != nil {
+		return 0, err
+	}
+	return uint64(index), nil
+}
+
+// loadBatch reads the record ids of b, in number order.
+func (s *Series) loadBatch(ctx context.Context, b *batch) ([]item, error) {
+	items := make([]item, 0, b.last-b.first+1)
+	for i := range int(b.chunks) {
+		key := s.chunkKey(i)
+		it, err := s.b.Store.Get(ctx, key)
+		if errors.Is(err, stores.ErrNotFound) {
+			return nil, errStaleBatch
+		}
+		if err != nil {
+			return nil, err
+		}
+		p, err := s.b.Sealer.Open(key, it.Value)
+		if err != nil {
+			return nil, fmt.Errorf("batch chunk %d: %w", i, ErrTampered)
+		}
+		c, err := decodeChunk(p)
+		if err != nil {
+			return nil, fmt.Errorf("batch chunk %d: %w", i, err)
+		}
+		if !bytes.Equal(c.token, b.token) || c.batch != b.id || c.index != uint64(i) {
+			return nil, errStaleBatch
+		}
+		if c.first != b.first+uint64(len(items)) {
+			return nil, fmt.Errorf("batch chunk %d: %w: starts at %d", i, ErrCorrupt, c.first)
+		}
+		items = append(items, c.items...)
+	}
+	if uint64(len(items)) != b.last-b.first+1 {
+		return nil, fmt.Errorf("batch %d: %w: %d ids for numbers %d to %d", b.id, ErrCorrupt, len(items), b.first, b.last)
+	}
+	return items, nil
+}
+
+// finish completes the batch in the head, from its progress on, and clears
+// it from the head. With resumed set, the batch was left by an earlier pass,
+// which may have recorded some numbers after its last saved progress: the
+// ledger after the batch's mark says which.
+func (s *Series) finish(ctx context.Context, h *head, ver uint64, resumed bool, rep *PassReport) (uint64, error) {
+	b := h.batch
+	items, err := s.loadBatch(ctx, b)
+	if errors.Is(err, errStaleBatch) {
+		err = fmt.Errorf("%w: the chunks of batch %d are missing or stale", ErrCorrupt, b.id)
+	}
+	if err != nil {
+		return 0, err
+	}
+	var f *sequence.Formatter
+	if b.format != "" {
+		if f, err = sequence.ParseFormat(b.format); err != nil {
+			return 0, fmt.Errorf("%w: batch %d format: %w", ErrCorrupt, b.id, err)
+		}
+	}
+	var recorded map[uint64]bool
+	if resumed {
+		if recorded, err = s.recorded(ctx, b); err != nil {
+			return 0, err
+		}
+		rep.Resumed += int(b.last - b.done)
+	}
+	for b.done < b.last {
+		lo, hi := b.done+1, min(b.last, b.done+uint64(s.stepSize))
+		if err := s.step(ctx, b, f, lo, items[lo-b.first:hi-b.first+1], recorded, rep); err != nil {
+			return 0, err
+		}
+		if hi == b.last {
+			h.batch = nil
+		} else {
+			lh, err := s.b.Ledger.Head(ctx)
+			if err != nil {
+				return 0, err
+			}
+			b.done, b.mark = hi, lh.Seq
+		}
+		if ver, err = s.writeHead(ctx, h, ver); err != nil {
+			return 0, fmt.Errorf("save progress of batch %d: %w", b.id, err)
+		}
+		if h.batch == nil {
+			break
+		}
+	}
+	// The batch is finished; its chunks are no longer needed. Chunks left by
+	// a crash here are swept by the next pass.
+	for i := range int(b.chunks) {
+		if err := s.b.Store.Delete(ctx, s.chunkKey(i)); err != nil {
+			return 0, err
+		}
+	}
+	return ver, nil
+}
+
+// recorded returns the numbers of b above its progress that already have
+// their ledger entry (only the holder of the series lock appends them).
+func (s *Series) recorded(ctx context.Context, b *batch) (map[uint64]bool, error) {
+	m := make(map[uint64]bool)
+	for e, err := range s.b.Ledger.Read(ctx, b.mark+1) {
+		if err != nil {
+			return nil, fmt.Errorf("read ledger after %d: %w", b.mark, err)
+		}
+		if (e.Kind == ledger.NumberAssigned || e.Kind == ledger.NumberVoided) && e.Series == s.name &&
+			e.Collection == b.collection && e.Number > b.done && e.Number <= b.last {
+			m[e.Number] = true
+		}
+	}
+	return m, nil
+}
+
+// step finishes numbers first … first+len(seg)-1 of b: stamps the records,
+// records the numbers in the ledger (those not already recorded), indexes
+// them and removes their pending entries. Every part is idempotent.
+func (s *Series) step(ctx context.Context, b *batch, f *sequence.Formatter, first uint64, seg []item, recorded map[uint64]bool, rep *PassReport) error {
+	stamps := make([]Stamp, len(seg))
+	gone := make([]bool, len(seg))
+	texts := make([]string, len(seg))
+	err := parallel(ctx, len(seg), s.workers, func(ctx context.Context, i int) error {
+		n := first + uint64(i)
+		var value any = n
+		if f != nil {
+			texts[i] = f.Format(n)
+			value = texts[i]
+		} else {
+			texts[i] = strconv.FormatUint(n, 10)
+		}
+		st, err := s.b.Records.Stamp(ctx, b.collection, seg[i].id, b.field, value)
+		if errors.Is(err, stores.ErrNotFound) {
+			gone[i] = true
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("stamp %s/%s with %s: %w", b.collection, seg[i].id, texts[i], err)
+		}
+		stamps[i] = st
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	entries := make([]ledger.Entry, 0, len(seg))
+	for i, it := range seg {
+		n := first + uint64(i)
+		if gone[i] {
+			rep.Voided++
+		} else {
+			rep.Assigned++
+		}
+		if recorded[n] {
+			continue
+		}
+		e := ledger.Entry{Kind: ledger.NumberAssigned, Collection: b.collection, ID: it.id, Series: s.name, Number: n}
+		if gone[i] {
+			e.Kind, e.Reason = ledger.NumberVoided, voidReason
+		} else {
+			e.Revision, e.CipherHash = stamps[i].Revision, stamps[i].CipherHash
+		}
+		entries = append(entries, e)
+	}
+	if err := s.appendEntries(ctx, entries); err != nil {
+		return err
+	}
+	return parallel(ctx, len(seg), s.workers, func(ctx context.Context, i int) error {
+		it := seg[i]
+		key := s.assignedKey(it.id)
+		a := assignment{number: first + uint64(i), voided: gone[i], batch: b.id, provisional: it.provisional, formatted: texts[i]}
+		sealed, err := s.b.Sealer.Seal(key, a.encode())
+		if err != nil {
+			return err
+		}
+		if _, err := s.b.Store.Put(ctx, key, sealed); err != nil {
+			return fmt.Errorf("index %s: %w", it.id, err)
+		}
+		if err := s.b.Store.Delete(ctx, s.pendingKey(it.provisional, it.id)); err != nil {
+			return fmt.Errorf("remove pending %s: %w", it.id, err)
+		}
+		return nil
+	})
+}
+
+// appendEntries appends entries in order, in as few appends as the
+// ledger's batch limit allows.
+func (s *Series) appendEntries(ctx context.Context, entries []ledger.Entry) error {
+	start, size := 0, 0
+	for i, e := range entries {
+		n := 512 + len(e.Collection) + len(e.ID) + len(e.Series) + len(e.Reason) + len(e.CipherHash)
+		if i > start && size+n > entryBudget {
+			if _, err := s.b.Ledger.Append(ctx, entries[start:i]...); err != nil {
+				return err
+			}
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(entries) {
+		if _, err := s.b.Ledger.Append(ctx, entries[start:]...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parallel runs fn for 0 … n-1 on up to workers goroutines and returns the
+// first error (the others stop taking work), or ctx's error if it ended
+// before every fn ran.
+func parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
+	if n == 0 {
+		return ctx.Err()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for range min(workers, n) {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	if next.Load() < int64(n) {
+		return context.Cause(ctx)
+	}
+	return nil
+}
