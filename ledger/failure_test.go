@@ -275,3 +275,27 @@ func TestListFailingMidwayIsAStoreError(t *testing.T) {
 		assert.Equal(t, uint64(n), rep.Entries)
 	}
 }
+
+// panickingSealer panics on its first Seal.
+type panickingSealer struct {
+	sealer
+	done atomic.Bool
+}
+
+func (s *panickingSealer) Seal(key string, plaintext []byte) ([]byte, error) {
+	if s.done.CompareAndSwap(false, true) {
+		panic("sealer bug")
+	}
+	return s.sealer.Seal(key, plaintext)
+}
+
+func TestPanicDuringCommitReleasesTheGroup(t *testing.T) {
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		l := ledger.New(st, &panickingSealer{sealer: newSealer(t)}, macer{macKey}, prefix, ledger.Options{})
+		assert.PanicsWithValue(t, "sealer bug", func() { _, _ = l.Append(context.Background(), fact(1)) })
+		h, err := l.Append(context.Background(), fact(2))
+		require.NoError(t, err, "the lead was released")
+		assert.Equal(t, uint64(1), h.Seq)
+		verifyClean(t, newLedger(t, st), 1)
+	})
+}

@@ -473,7 +473,25 @@ func (l *Ledger) lead(ctx context.Context) {
 			all = append(all, r.entries...)
 		}
 	}
-	recs, _, err := l.commit(ctx, fixed(all))
+	var (
+		recs     []record
+		err      error
+		panicked any
+	)
+	func() {
+		// A panic (in the sealer, say) must not strand the waiting callers
+		// or the lead: they get an error, and the panic goes on afterwards.
+		defer func() {
+			if p := recover(); p != nil {
+				panicked = p
+				err = fmt.Errorf("ledger append: panic during commit: %v", p)
+			}
+		}()
+		recs, _, err = l.commit(ctx, fixed(all))
+	}()
+	if panicked != nil {
+		defer panic(panicked)
+	}
 
 	var retry []*request
 	off := 0
