@@ -10,6 +10,7 @@ import (
 	"golang.org/x/crypto/chacha20poly1305"
 
 	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 )
 
@@ -96,4 +97,28 @@ func ExampleSequence_Claim() {
 	again, _ := receipts.Claim(ctx, id) // a retry after an unknown outcome
 	fmt.Println(n, again)
 	// Output: 1 1
+}
+
+func ExampleSequence_Bind() {
+	ctx := context.Background()
+	store := memstore.New()
+	svc := sequence.NewService(store, newSealer(), "", sequence.Config{})
+	invoices, _ := svc.Sequence("invoices", sequence.Options{Format: "INV-{seq:04}"})
+
+	// The record and the number commit together, or not at all.
+	s, err := invoices.Bind(ctx, func(tx stores.Tx, s sequence.Serial) error {
+		return tx.Put("invoices/"+s.Formatted, []byte("total: 120.00"))
+	})
+	if err != nil {
+		panic(err)
+	}
+	_, err = invoices.Bind(ctx, func(tx stores.Tx, s sequence.Serial) error {
+		return errors.New("customer has no tax id") // nothing is kept, no number taken
+	})
+	fmt.Println(s.Formatted, err != nil)
+	next, _ := invoices.NextSerial(ctx)
+	fmt.Println(next.Formatted)
+	// Output:
+	// INV-0001 true
+	// INV-0002
 }
