@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/vault"
@@ -17,6 +18,7 @@ func isUsage(err error) bool {
 	var ue *usageError
 	return errors.As(err, &ue) ||
 		errors.Is(err, sequence.ErrInvalid) ||
+		errors.Is(err, numbering.ErrInvalid) ||
 		errors.Is(err, vault.ErrInvalidName) ||
 		errors.Is(err, vault.ErrReservedName)
 }
@@ -35,6 +37,12 @@ func (a *app) explain(err error) string {
 		return fmt.Sprintf("vault %q has a key-derivation cost outside the safe bounds (a test vault, or a store that changed it): refusing to open it", a.vaultName)
 	case errors.Is(err, sequence.ErrOffline):
 		return fmt.Sprintf("store %s has no atomic compare-and-swap: use `noydb number enqueue`", a.spec)
+	case errors.Is(err, numbering.ErrAlreadyNumbered):
+		return fmt.Sprintf("%v: see `noydb number lookup`", err)
+	case errors.Is(err, numbering.ErrPassRunning):
+		return fmt.Sprintf("%v: let it finish, then run the pass again", err)
+	case errors.Is(err, numbering.ErrNotObject):
+		return fmt.Sprintf("%v: only JSON objects can carry a number field", err)
 	case errors.Is(err, sequence.ErrContention), errors.Is(err, ledger.ErrContention):
 		return fmt.Sprintf("%v: other writers kept winning the race; try again", err)
 	case errors.Is(err, vault.ErrTampered), errors.Is(err, ledger.ErrTampered):
