@@ -1,0 +1,47 @@
+// Package pgstore is a stores.Store on PostgreSQL, through pgx v5: the shared,
+// durable authority for vaults used by many processes or machines at once.
+//
+// # Usage
+//
+//	s, err := pgstore.Open(ctx, "postgres://app:secret@db.example/noydb", nil)
+//	if err != nil { … }
+//	defer s.Close()
+//
+// Open creates or migrates its tables in a PostgreSQL schema (Options.Schema,
+// "noydb" by default), so several stores can share a database and tests can
+// isolate themselves with a schema each. Migration runs under a transaction-
+// scoped advisory lock, so any number of processes may open the same schema at
+// once; the schema version is recorded in the schema's meta table and Open
+// refuses a schema written by a newer pgstore with ErrSchemaTooNew.
+//
+// # Storage
+//
+// Items live in one table, keyed by the key's bytes (bytea, so keys may hold
+// NUL and List's order is byte order). Versions come from one sequence per
+// schema, so a version is never handed out twice, even to a key that was
+// deleted and created again.
+//
+// CompareAndSwap is one conditional statement (an UPDATE guarded by the
+// expected version, or an INSERT … ON CONFLICT DO NOTHING for version 0), so
+// it is atomic against every other writer. Update runs its closure in a READ
+// COMMITTED transaction; Tx.Get locks the row it reads (SELECT … FOR UPDATE), so
+// concurrent transactions on a counter row queue on the row lock instead of
+// failing, the counter-row pattern that makes gap-free numbering cheap on
+// PostgreSQL. Tx.Get of a missing key claims the key with a row that no other
+// transaction ever sees, so two transactions creating the same key queue too.
+// Writes inside a transaction are sent at once; a deadlock or serialization
+// failure ends the transaction with stores.ErrConflict.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use; it holds a pgxpool.Pool
+// (Options.MaxConns). A Tx is not. List reads a page at a time and holds no
+// connection while the loop body runs, so the body may use the store, and
+// stopping early leaks nothing; it is not a snapshot across pages.
+//
+// # Caveats
+//
+// Errors never contain the connection string's password: Open reports an
+// unparsable connection string as ErrInvalidConnString without details, and
+// any driver message that quotes the password is redacted.
+package pgstore

@@ -1,0 +1,350 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"regexp"
+	"strings"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/noydb-go/noydb/stores"
+)
+
+// DefaultSchema is the PostgreSQL schema used when Options.Schema is empty.
+const DefaultSchema = "noydb"
+
+// Options configures Open. The zero value, like a nil *Options, means the
+// documented defaults.
+type Options struct {
+	// Schema is the PostgreSQL schema holding the store's tables; it is
+	// created if missing. Empty means DefaultSchema. It must be 1 to 63
+	// lower-case ASCII letters, digits or underscores, not starting with a digit.
+	Schema string
+	// MaxConns caps the connection pool. Zero keeps pool_max_conns from the
+	// connection string, or else pgx's default (the larger of 4 and the number
+	// of CPUs).
+	MaxConns int32
+}
+
+// listPageRows and listPageBytes bound one page of List: at most that many
+// rows, and no further row once the values read add up to that many bytes.
+const (
+	listPageRows  = 256
+	listPageBytes = 4 << 20
+)
+
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// Store is a stores.Store and stores.Transactor on PostgreSQL. Create it with
+// Open. It is safe for concurrent use.
+type Store struct {
+	pool   *pgxpool.Pool
+	schema string
+	secret string // the connection's password, redacted from every error
+	closed atomic.Bool
+	q      queries
+}
+
+var (
+	_ stores.Store      = (*Store)(nil)
+	_ stores.Transactor = (*Store)(nil)
+)
+
+// queries holds the statements, with the schema name filled in.
+type queries struct {
+	get, getForUpdate, put, insert, update, delete string
+	claim, unclaim                                 string
+	list, listAll                                  string
+}
+
+// Open connects to the PostgreSQL server of connString (a postgres:// URL or
+// key=value string, as pgx accepts), creates or migrates the store's schema
+// and returns the store. A nil opts means the defaults.
+func Open(ctx context.Context, connString string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Schema == "" {
+		o.Schema = DefaultSchema
+	}
+	if !schemaName.MatchString(o.Schema) {
+		return nil, fmt.Errorf("pgstore: open: %w: %q", ErrInvalidSchema, o.Schema)
+	}
+	if o.MaxConns < 0 {
+		return nil, fmt.Errorf("pgstore: open: negative MaxConns %d", o.MaxConns)
+	}
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		// The parser's error and its ConnString field may hold the password.
+		return nil, fmt.Errorf("pgstore: open: %w", ErrInvalidConnString)
+	}
+	if o.MaxConns > 0 {
+		cfg.MaxConns = o.MaxConns
+	}
+	s := &Store{schema: o.Schema, secret: cfg.ConnConfig.Password}
+	s.q = queries{
+		get:          s.sql(`SELECT value, version FROM {s}.items WHERE key = $1`),
+		getForUpdate: s.sql(`SELECT value, version FROM {s}.items WHERE key = $1 FOR UPDATE`),
+		put: s.sql(`INSERT INTO {s}.items (key, value, version) VALUES ($1, $2, {next})
+			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.version
+			RETURNING version`),
+		insert: s.sql(`INSERT INTO {s}.items (key, value, version) VALUES ($1, $2, {next})
+			ON CONFLICT (key) DO NOTHING RETURNING version`),
+		update: s.sql(`UPDATE {s}.items SET value = $3, version = {next}
+			WHERE key = $1 AND version = $2 RETURNING version`),
+		delete: s.sql(`DELETE FROM {s}.items WHERE key = $1`),
+		// A claim is a row with version 0 that Tx.Get inserts for a missing
+		// key and Update deletes before commit: no other transaction ever sees
+		// it, but it holds the key's unique-index entry until this one ends.
+		claim:   s.sql(`INSERT INTO {s}.items (key, value, version) VALUES ($1, '', 0) ON CONFLICT (key) DO NOTHING`),
+		unclaim: s.sql(`DELETE FROM {s}.items WHERE key = ANY($1) AND version = 0`),
+		// Pages end after listPageRows rows or once the values before a row
+		// add up to listPageBytes. octet_length of a TOASTed value reads only
+		// its header.
+		list:    s.sql(listSQL(`AND key < $3`)),
+		listAll: s.sql(listSQL(``)),
+	}
+	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, s.wrap(ctx, "open", err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.pool.Close()
+		return nil, s.wrap(ctx, "open", err)
+	}
+	return s, nil
+}
+
+func listSQL(upper string) string {
+	return fmt.Sprintf(`SELECT key, value, version FROM (
+		SELECT key, value, version, sum(octet_length(value)) OVER (ORDER BY key ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
+		FROM {s}.items WHERE key >= $1 AND key > $2 %s ORDER BY key LIMIT %d
+	) page WHERE before IS NULL OR before < %d ORDER BY key`, upper, listPageRows, listPageBytes)
+}
+
+// sql fills in the schema: {s} is the quoted schema, {next} the next version.
+func (s *Store) sql(stmt string) string {
+	quoted := `"` + s.schema + `"` // the name is validated: no quotes inside
+	return strings.NewReplacer(
+		"{s}", quoted,
+		"{next}", `nextval('`+quoted+`.versions')`,
+	).Replace(stmt)
+}
+
+// Capabilities reports that the store has it all: atomic compare-and-swap,
+// transactions, durable writes, and sharing between processes and machines.
+func (s *Store) Capabilities() stores.Capabilities {
+	return stores.Capabilities{CASAtomic: true, Transactions: true, Durable: true, Shared: true}
+}
+
+// check runs before every call.
+func (s *Store) check(ctx context.Context) error {
+	if s.closed.Load() {
+		return stores.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// Get returns the item at key, or stores.ErrNotFound.
+func (s *Store) Get(ctx context.Context, key string) (stores.Item, error) {
+	if err := s.check(ctx); err != nil {
+		return stores.Item{}, err
+	}
+	if err := stores.CheckKey(key); err != nil {
+		return stores.Item{}, err
+	}
+	var value []byte
+	var version int64
+	err := s.pool.QueryRow(ctx, s.q.get, []byte(key)).Scan(&value, &version)
+	if err != nil {
+		return stores.Item{}, s.wrap(ctx, "get", err)
+	}
+	return stores.Item{Key: key, Value: value, Version: uint64(version)}, nil
+}
+
+// Put writes value at key unconditionally and returns its new version.
+func (s *Store) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+	if err := s.checkWrite(ctx, key, value); err != nil {
+		return 0, err
+	}
+	var version int64
+	if err := s.pool.QueryRow(ctx, s.q.put, []byte(key), nonNil(value)).Scan(&version); err != nil {
+		return 0, s.wrap(ctx, "put", err)
+	}
+	return uint64(version), nil
+}
+
+// CompareAndSwap writes value at key if the key's version is expected (0: the
+// key must not exist) and returns the new version; otherwise it returns
+// stores.ErrConflict. It is one conditional statement, atomic against every
+// other writer.
+func (s *Store) CompareAndSwap(ctx context.Context, key string, expected uint64, value []byte) (uint64, error) {
+	if err := s.checkWrite(ctx, key, value); err != nil {
+		return 0, err
+	}
+	if expected > math.MaxInt64 {
+		return 0, stores.ErrConflict // no key ever has such a version
+	}
+	var version int64
+	var err error
+	if expected == 0 {
+		err = s.pool.QueryRow(ctx, s.q.insert, []byte(key), nonNil(value)).Scan(&version)
+	} else {
+		err = s.pool.QueryRow(ctx, s.q.update, []byte(key), int64(expected), nonNil(value)).Scan(&version)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, stores.ErrConflict
+	}
+	if err != nil {
+		return 0, s.wrap(ctx, "compare-and-swap", err)
+	}
+	return uint64(version), nil
+}
+
+// Delete removes key. Deleting a missing key is not an error.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := stores.CheckKey(key); err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, s.q.delete, []byte(key)); err != nil {
+		return s.wrap(ctx, "delete", err)
+	}
+	return nil
+}
+
+// List yields the items whose keys start with prefix, in ascending byte order
+// of their keys. It reads a page at a time and holds no connection between
+// pages, so the loop body may use the store; items written or deleted during
+// the loop may or may not be seen.
+func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[stores.Item, error] {
+	return func(yield func(stores.Item, error) bool) {
+		lower := nonNil([]byte(prefix)) // pgx would send nil as NULL
+		upper, bounded := prefixEnd(lower)
+		after := []byte{} // keys are never empty, so every key is after ""
+		for {
+			if err := s.check(ctx); err != nil {
+				yield(stores.Item{}, err)
+				return
+			}
+			page, err := s.listPage(ctx, lower, after, upper, bounded)
+			if err != nil {
+				yield(stores.Item{}, s.wrap(ctx, "list", err))
+				return
+			}
+			for _, it := range page {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if len(page) == 0 {
+				return
+			}
+			after = []byte(page[len(page)-1].Key)
+		}
+	}
+}
+
+// listPage reads the page of keys in [lower, upper) after the key after.
+func (s *Store) listPage(ctx context.Context, lower, after, upper []byte, bounded bool) ([]stores.Item, error) {
+	var rows pgx.Rows
+	var err error
+	if bounded {
+		rows, err = s.pool.Query(ctx, s.q.list, lower, after, upper)
+	} else {
+		rows, err = s.pool.Query(ctx, s.q.listAll, lower, after)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var page []stores.Item
+	for rows.Next() {
+		var key, value []byte
+		var version int64
+		if err := rows.Scan(&key, &value, &version); err != nil {
+			return nil, err
+		}
+		page = append(page, stores.Item{Key: string(key), Value: value, Version: uint64(version)})
+	}
+	return page, rows.Err()
+}
+
+// prefixEnd returns the smallest byte string greater than every string that
+// starts with prefix, or false when there is none (prefix is empty or all 0xFF).
+func prefixEnd(prefix []byte) ([]byte, bool) {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xFF {
+			end[i]++
+			return end[:i+1], true
+		}
+	}
+	return nil, false
+}
+
+// Close closes the connection pool, waiting for connections in use to be
+// returned. Later calls return stores.ErrClosed. Close is idempotent.
+func (s *Store) Close() error {
+	if !s.closed.Swap(true) {
+		s.pool.Close()
+	}
+	return nil
+}
+
+func (s *Store) checkWrite(ctx context.Context, key string, value []byte) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := stores.CheckKey(key); err != nil {
+		return err
+	}
+	return stores.CheckValue(value)
+}
+
+// nonNil maps a nil value to an empty one: pgx sends a nil slice as NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// wrap translates a driver error: closed store → stores.ErrClosed, done
+// context → ctx.Err(), no rows → stores.ErrNotFound, deadlock, serialization
+// failure or unique violation → stores.ErrConflict; anything else is wrapped
+// with the operation, with the password redacted.
+func (s *Store) wrap(ctx context.Context, op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case s.closed.Load():
+		return stores.ErrClosed
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, pgx.ErrNoRows):
+		return stores.ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "40001", "40P01", "23505": // serialization_failure, deadlock_detected, unique_violation
+			return fmt.Errorf("pgstore: %s: %w (SQLSTATE %s)", op, stores.ErrConflict, pgErr.Code)
+		}
+	}
+	if s.secret != "" && strings.Contains(err.Error(), s.secret) {
+		// Drop the chain too: an inner error would still print the password.
+		return fmt.Errorf("pgstore: %s: %s", op, strings.ReplaceAll(err.Error(), s.secret, "xxxxx"))
+	}
+	return fmt.Errorf("pgstore: %s: %w", op, err)
+}
