@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/vault"
 )
@@ -19,15 +21,23 @@ func records(v *vault.Vault, name string) *vault.Collection[json.RawMessage] {
 }
 
 func (a *app) recordCmds() []*cobra.Command {
+	var numbered seqFlags
+	var series, field string
 	put := &cobra.Command{
 		Use:   "put COLLECTION ID [JSON | -]",
 		Short: "Store a JSON record, encrypted",
 		Long: `Store a JSON record under ID in COLLECTION, replacing any earlier revision.
 The value is the JSON argument, or standard input when it is '-' or missing.
 The record is sealed before it reaches the store and the change is recorded
-in the vault's ledger. The vault is created on first use.`,
+in the vault's ledger. The vault is created on first use.
+
+With --seq SERIES the record takes the next number of SERIES in the same
+commit (so a failed write takes no number): the number goes into the
+record's --field (a JSON number, or the formatted text with --format), and
+is printed. The record must be a JSON object without that field.`,
 		Example: `  noydb put invoices inv-1 '{"customer":"ACME","total":120}'
-  jq -c . invoice.json | noydb put invoices inv-2 -`,
+  jq -c . invoice.json | noydb put invoices inv-2 -
+  noydb put invoices inv-3 '{"total":99}' --seq fatture --partition 2026 --format '{partition.0}/{seq:04}'`,
 		Args: rangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var value []byte
@@ -40,16 +50,54 @@ in the vault's ledger. The vault is created on first use.`,
 				}
 				value = b
 			}
-			if !json.Valid(value) {
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, value); err != nil {
 				return usagef("put %s/%s: the value is not valid JSON", args[0], args[1])
+			}
+			value = compact.Bytes()
+			if series == "" {
+				if numbered.partition != "" || numbered.format != "" {
+					return usagef("--partition and --format need --seq")
+				}
+				v, err := a.openVault(cmd.Context(), true)
+				if err != nil {
+					return err
+				}
+				return records(v, args[0]).Put(cmd.Context(), args[1], json.RawMessage(value))
+			}
+			if err := canCarry(value, field); err != nil {
+				return usagef("put %s/%s --seq: %v", args[0], args[1], err)
 			}
 			v, err := a.openVault(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
-			return records(v, args[0]).Put(cmd.Context(), args[1], json.RawMessage(value))
+			s, err := numbered.sequence(v, series)
+			if err != nil {
+				return err
+			}
+			var got sequence.Serial
+			_, err = records(v, args[0]).PutNumbered(cmd.Context(), args[1], s, func(serial sequence.Serial) (json.RawMessage, error) {
+				got = serial
+				var num any = serial.N
+				if numbered.format != "" {
+					num = serial.Formatted
+				}
+				return withField(value, field, num)
+			})
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(serialJSON{s.Series(), s.Partition(), got.N, got.Formatted})
+			}
+			_, err = fmt.Fprintln(a.io.out, got.Formatted)
+			return err
 		},
 	}
+	put.Flags().StringVar(&series, "seq", "", "number the record from this series, in the same commit")
+	put.Flags().StringVar(&field, "field", "number", "with --seq: the JSON field that receives the number")
+	numbered.add(put)
 
 	get := &cobra.Command{
 		Use:   "get COLLECTION ID",
@@ -177,4 +225,37 @@ func notFound(op string, args []string, err error) error {
 		return fmt.Errorf("%s %s/%s: no such record (see 'noydb list %s')", op, args[0], args[1], args[0])
 	}
 	return err
+}
+
+// canCarry checks that obj (compact JSON) is an object without field, so the
+// record can be given its number there.
+func canCarry(obj []byte, field string) error {
+	if len(obj) == 0 || obj[0] != '{' {
+		return errors.New("the record must be a JSON object to carry its number")
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &m); err != nil {
+		return err
+	}
+	if _, ok := m[field]; ok {
+		return fmt.Errorf("the record already has a %q field: choose another --field", field)
+	}
+	return nil
+}
+
+// withField returns the compact JSON object obj with "field": value first,
+// keeping the rest of obj as it was written.
+func withField(obj []byte, field string, value any) (json.RawMessage, error) {
+	kv, err := json.Marshal(map[string]any{field: value})
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), kv[:len(kv)-1]...) // {"field":value
+	if rest := obj[1:]; rest[0] != '}' {
+		out = append(out, ',')
+		out = append(out, rest...)
+	} else {
+		out = append(out, '}')
+	}
+	return out, nil
 }

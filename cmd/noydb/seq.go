@@ -56,6 +56,10 @@ counts 1, 2, 3 … with no number skipped or issued twice, even with many
 callers at once. --format renders numbers: '{partition.0}/{seq:04}' gives
 2026/0001 for --partition 2026.
 
+The format is not stored with the series: pass --format each time you want
+numbers rendered. To number a record in the same commit as its write, use
+'noydb put --seq SERIES'.
+
 Allocating (next, seed, void) needs a store with atomic compare-and-swap:
 badger, mem or postgres. On file: stores use 'noydb number'.`,
 		Args: a.noArgs,
