@@ -22,7 +22,8 @@
 // there first it derives again from the new head rather than re-posting the
 // old result. AppendAfter is the one-shot fence (ErrStaleHead). AppendTx
 // writes inside a caller's store transaction, so a record or a counter and
-// its ledger entry commit together.
+// its ledger entry commit together; Update runs such a transaction in the
+// Ledger's turn.
 //
 // # Storage
 //
@@ -40,14 +41,24 @@
 //
 // # Concurrency
 //
-// A Ledger is safe for concurrent use. Concurrent Append calls on one Ledger
-// are combined into one commit (each call still all or none), so they do not
-// contend; several Ledgers (processes, machines) on one store contend
-// through the store's transactions or compare-and-swap, which must then be
-// atomic (stores.Capabilities.CASAtomic). On a store without atomic
+// A Ledger is safe for concurrent use. Concurrent Append and AppendFunc
+// calls on one Ledger are combined into one commit (each call still all or
+// none, each derive function seeing the head its entries follow), and Update
+// runs a caller's transaction in the same turn-taking, so writers in one
+// process do not conflict with each other on the head. Keep one Ledger per
+// ledger in a process: several Ledgers on the same store and prefix contend
+// through the store like separate processes, whose retries are bounded by
+// Options.MaxAttempts (then ErrContention). AppendTx called inside a
+// transaction the caller runs itself takes no turn: on a store whose
+// transactions are optimistic, concurrent ones that append fail each other
+// and must be retried; Update avoids that.
+//
+// Processes sharing a store contend through its transactions or
+// compare-and-swap, which must then be atomic
+// (stores.Capabilities.CASAtomic). On a store without atomic
 // compare-and-swap, such as the file store, appends work but assume a single
-// writer: two processes appending at once could both commit the same
-// positions, which Verify would then report.
+// writing process: two processes appending at once could both commit the
+// same positions, which Verify would then report.
 //
 // # Caveats
 //

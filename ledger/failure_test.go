@@ -299,3 +299,14 @@ func TestPanicDuringCommitReleasesTheGroup(t *testing.T) {
 		verifyClean(t, newLedger(t, st), 1)
 	})
 }
+
+func TestDerivePanicPanicsInTheCaller(t *testing.T) {
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		l := newLedger(t, st)
+		assert.PanicsWithValue(t, "derive bug", func() {
+			_, _ = l.AppendFunc(context.Background(), func(ledger.Head) ([]ledger.Entry, error) { panic("derive bug") })
+		})
+		appendN(t, l, 2)
+		verifyClean(t, l, 2)
+	})
+}

@@ -100,14 +100,16 @@ func casOnly(st stores.Store) stores.Store {
 	return faultstore.New(st, faultstore.Options{HideTransactor: true})
 }
 
-// storeKinds are the in-memory stores every behaviour is checked on: with
-// transactions, and with compare-and-swap only.
+// storeKinds are the stores every behaviour is checked on: memstore with
+// transactions and with compare-and-swap only, and badger in memory. The
+// first two must stay first: some tests need only them.
 var storeKinds = []struct {
 	name string
 	make func() stores.Store
 }{
 	{"tx", func() stores.Store { return memstore.New() }},
 	{"cas", func() stores.Store { return casOnly(memstore.New()) }},
+	// badger_test.go adds badger in memory.
 }
 
 // eachStore runs fn as a subtest on every store kind.

@@ -118,55 +118,48 @@ func (l *Ledger) Head(ctx context.Context) (Head, error) {
 // Seq is assigned and a zero Time or empty Actor filled in; the caller's
 // slice is not modified.
 //
-// Concurrent Append calls on one Ledger are combined into one commit, so they
-// do not race each other; a commit that loses to another writer (another
-// Ledger on the same store) is retried, within Options.MaxAttempts, and then
-// fails with ErrContention. Append without entries returns the head.
+// Concurrent Append and AppendFunc calls on one Ledger are combined into one
+// commit, so they do not race each other; a commit that loses to another
+// writer (another Ledger on the same store) is retried, within
+// Options.MaxAttempts, and then fails with ErrContention. Append without
+// entries returns the head.
 func (l *Ledger) Append(ctx context.Context, entries ...Entry) (Head, error) {
 	if len(entries) == 0 {
 		return l.Head(ctx)
 	}
-	if err := checkBatch(entries); err != nil {
+	size, err := checkBatch(entries)
+	if err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return Head{}, err
 	}
-	return l.group(ctx, entries)
+	return l.group(ctx, &request{entries: entries, cost: size})
 }
 
 // AppendFunc records decisions: derive computes the entries from the head
 // they will follow, and the append is fenced on that head. If another writer
 // moves the head first, derive runs again on the fresh head; its earlier
 // result is discarded, never written. derive may run several times and
-// should only compute. An error from derive ends the append and is returned
-// unchanged; no entries from derive means nothing is written and the head is
-// returned.
+// should only compute; it must not append to the same Ledger. An error from
+// derive ends the append and is returned unchanged (a panic in derive
+// panics in the caller); no entries from derive means nothing is written,
+// and the head derive saw is returned. Like Append calls, concurrent
+// AppendFunc calls on one Ledger share commits and do not race each other:
+// each derive sees the head as it stands after the entries placed before
+// its own.
 func (l *Ledger) AppendFunc(ctx context.Context, derive func(head Head) ([]Entry, error)) (Head, error) {
 	if err := ctx.Err(); err != nil {
 		return Head{}, err
 	}
-	recs, hs, err := l.commit(ctx, func(h Head) ([]Entry, error) {
-		entries, err := derive(h)
-		if err != nil {
-			return nil, &stopError{err}
-		}
-		if err := checkBatch(entries); err != nil {
-			return nil, &stopError{fmt.Errorf("ledger append: %w", err)}
-		}
-		return entries, nil
-	})
-	if err != nil {
-		return Head{}, err
-	}
-	return headOf(recs, hs), nil
+	return l.group(ctx, &request{derive: derive, cost: MaxBatchBytes})
 }
 
 // AppendAfter appends entries only if the ledger's head is still expect, and
 // otherwise fails with ErrStaleHead, writing nothing: the one-shot form of
 // AppendFunc for callers that derive entries from what they read.
 func (l *Ledger) AppendAfter(ctx context.Context, expect Head, entries ...Entry) (Head, error) {
-	if err := checkBatch(entries); err != nil {
+	if _, err := checkBatch(entries); err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
 	return l.AppendFunc(ctx, func(h Head) ([]Entry, error) {
@@ -186,28 +179,44 @@ func (l *Ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 	if err := ctx.Err(); err != nil {
 		return Head{}, err
 	}
-	if err := checkBatch(entries); err != nil {
+	if _, err := checkBatch(entries); err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
-	recs, hs, err := l.appendTx(tx, fixed(entries))
+	recs, hs, err := l.appendTx(tx, l.planOf(entries))
 	if err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
 	return headOf(recs, hs), nil
 }
 
-// deriveFunc returns the entries to append after head.
-type deriveFunc func(head Head) ([]Entry, error)
-
-func fixed(entries []Entry) deriveFunc {
-	return func(Head) ([]Entry, error) { return entries, nil }
+// Update runs fn in a transaction of the ledger's store, in this Ledger's
+// turn among its appends, and retries it when it conflicts with another
+// writer (within Options.MaxAttempts, then ErrContention). fn appends with
+// AppendTx and may write other keys (a record and its entry); it may run
+// several times. An error from fn rolls the transaction back and is
+// returned unchanged. Writers that go through Update, Append and AppendFunc
+// of one Ledger never conflict with each other on the ledger's head, which
+// matters on stores whose transactions are optimistic (badger), where
+// concurrent transactions that all append would otherwise fail one another.
+// The store must implement stores.Transactor, else stores.ErrNotSupported.
+func (l *Ledger) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+	if l.tr == nil {
+		return fmt.Errorf("ledger update: %w", stores.ErrNotSupported)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err := l.group(ctx, &request{update: fn})
+	return err
 }
 
-// stopError carries an error that must end the retry loop even if it
-// matches stores.ErrConflict (it has no Unwrap, so cas.Do does not see one).
-type stopError struct{ err error }
+// planFunc builds the records to append after head.
+type planFunc func(head Head) ([]record, error)
 
-func (e *stopError) Error() string { return e.err.Error() }
+// planOf plans entries as they are.
+func (l *Ledger) planOf(entries []Entry) planFunc {
+	return func(h Head) ([]record, error) { return l.build(h, entries) }
+}
 
 // headOf is the head right after recs, or hs when nothing was appended.
 func headOf(recs []record, hs Head) Head {
@@ -218,25 +227,26 @@ func headOf(recs []record, hs Head) Head {
 	return Head{Seq: r.entry.Seq, MAC: slices.Clone(r.mac())}
 }
 
-// checkBatch rejects invalid entries and batches over MaxBatchBytes.
-func checkBatch(entries []Entry) error {
+// checkBatch rejects invalid entries and batches over MaxBatchBytes, and
+// returns a bound of the batch's encoded size.
+func checkBatch(entries []Entry) (int, error) {
 	size := 0
 	for i := range entries {
 		if err := entries[i].check(); err != nil {
-			return err
+			return 0, err
 		}
 		size += entries[i].encodedLen()
 	}
 	if size > MaxBatchBytes {
-		return fmt.Errorf("%w: about %d bytes (at most %d)", ErrBatchTooLarge, size, MaxBatchBytes)
+		return 0, fmt.Errorf("%w: about %d bytes (at most %d)", ErrBatchTooLarge, size, MaxBatchBytes)
 	}
-	return nil
+	return size, nil
 }
 
 // commit runs one append attempt after another until one commits, using the
 // store's transactions when it has them and compare-and-swap on the head
 // otherwise. It returns the appended records and the head they follow.
-func (l *Ledger) commit(ctx context.Context, derive deriveFunc) ([]record, Head, error) {
+func (l *Ledger) commit(ctx context.Context, plan planFunc) ([]record, Head, error) {
 	var (
 		recs []record
 		head Head
@@ -246,20 +256,17 @@ func (l *Ledger) commit(ctx context.Context, derive deriveFunc) ([]record, Head,
 		if l.tr != nil {
 			err = l.tr.Update(ctx, func(tx stores.Tx) error {
 				var err error
-				recs, head, err = l.appendTx(tx, derive)
+				recs, head, err = l.appendTx(tx, plan)
 				return err
 			})
 		} else {
-			recs, head, err = l.appendCAS(ctx, derive)
+			recs, head, err = l.appendCAS(ctx, plan)
 		}
 		return err
 	})
-	var stop *stopError
 	switch {
 	case err == nil:
 		return recs, head, nil
-	case errors.As(err, &stop):
-		return nil, Head{}, stop.err
 	case errors.Is(err, cas.ErrExhausted):
 		return nil, Head{}, fmt.Errorf("ledger append: %w after %d attempts", ErrContention, attempts)
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
@@ -269,10 +276,19 @@ func (l *Ledger) commit(ctx context.Context, derive deriveFunc) ([]record, Head,
 	}
 }
 
+// runUpdate runs fn in a store transaction, retrying conflicts.
+func (l *Ledger) runUpdate(ctx context.Context, fn func(stores.Tx) error) error {
+	attempts, err := cas.Do(ctx, l.policy, func(int) error { return l.tr.Update(ctx, fn) })
+	if errors.Is(err, cas.ErrExhausted) {
+		return fmt.Errorf("ledger update: %w after %d attempts", ErrContention, attempts)
+	}
+	return err
+}
+
 // appendTx is one append attempt inside a transaction: entries and head are
 // written together. A head left with pending entries by a compare-and-swap
 // writer has them written out too.
-func (l *Ledger) appendTx(tx stores.Tx, derive deriveFunc) ([]record, Head, error) {
+func (l *Ledger) appendTx(tx stores.Tx, plan planFunc) ([]record, Head, error) {
 	var hs headState
 	it, err := tx.Get(l.headKey)
 	switch {
@@ -296,13 +312,9 @@ func (l *Ledger) appendTx(tx stores.Tx, derive deriveFunc) ([]record, Head, erro
 			return nil, Head{}, err
 		}
 	}
-	entries, err := derive(hs.Head)
-	if err != nil || len(entries) == 0 {
+	recs, err := plan(hs.Head)
+	if err != nil || len(recs) == 0 {
 		return nil, hs.Head, err
-	}
-	recs, err := l.build(hs.Head, entries)
-	if err != nil {
-		return nil, Head{}, err
 	}
 	for _, r := range recs {
 		if err := put(r); err != nil {
@@ -328,7 +340,7 @@ func (l *Ledger) appendTx(tx stores.Tx, derive deriveFunc) ([]record, Head, erro
 // to an entry key writes that position's committed content. A crash after
 // the commit leaves the entries in the head, where readers find them and the
 // next append writes them out before it commits its own.
-func (l *Ledger) appendCAS(ctx context.Context, derive deriveFunc) ([]record, Head, error) {
+func (l *Ledger) appendCAS(ctx context.Context, plan planFunc) ([]record, Head, error) {
 	hs, version, err := l.loadHead(ctx)
 	if err != nil {
 		return nil, Head{}, err
@@ -336,13 +348,9 @@ func (l *Ledger) appendCAS(ctx context.Context, derive deriveFunc) ([]record, He
 	if err := l.materialize(ctx, hs.pending); err != nil {
 		return nil, Head{}, err
 	}
-	entries, err := derive(hs.Head)
-	if err != nil || len(entries) == 0 {
+	recs, err := plan(hs.Head)
+	if err != nil || len(recs) == 0 {
 		return nil, hs.Head, err
-	}
-	recs, err := l.build(hs.Head, entries)
-	if err != nil {
-		return nil, Head{}, err
 	}
 	head := headOf(recs, hs.Head)
 	sealed, err := l.sealHead(head, recs)
@@ -408,22 +416,55 @@ func (l *Ledger) build(head Head, entries []Entry) ([]record, error) {
 	return recs, nil
 }
 
-// request is one Append call waiting in the group-commit queue.
+// request is one Append or AppendFunc call in the group-commit queue.
 type request struct {
 	ctx      context.Context
-	entries  []Entry
-	wake     chan struct{} // receives once: done, or promoted to leader
-	promoted bool          // guarded by Ledger.mu
-	head     Head
-	err      error
+	entries  []Entry                          // Append: the entries
+	derive   func(head Head) ([]Entry, error) // AppendFunc: derives them
+	update   func(tx stores.Tx) error         // Update: runs alone
+	cost     int                              // bound of the entries' encoded size
+	wake     chan struct{}                    // receives once: done, or promoted to leader
+	promoted bool                             // guarded by Ledger.mu
+
+	// Set by the leader.
+	off, n   int   // this request's records in the group's
+	seen     Head  // the head this request's entries follow
+	failed   bool  // derive failed (err) or panicked (panicked); final
+	panicked any   // what derive panicked with
+	head     Head  // the result
+	err      error // the result
 }
 
-// group commits entries together with those of concurrent Append calls: the
-// first caller leads and commits everything queued (up to groupMaxEntries
-// entries) in one commit, then hands the lead to the next waiting caller.
-// Each call still commits all or none of its own entries.
-func (l *Ledger) group(ctx context.Context, entries []Entry) (Head, error) {
-	req := &request{ctx: ctx, entries: entries, wake: make(chan struct{}, 1)}
+// derived runs derive on head, turning a panic into failure.
+func (r *request) derived(head Head) (entries []Entry, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.panicked = p
+			entries, err = nil, fmt.Errorf("ledger append: derive panicked: %v", p)
+		}
+	}()
+	entries, err = r.derive(head)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkBatch(entries); err != nil {
+		return nil, fmt.Errorf("ledger append: %w", err)
+	}
+	return entries, nil
+}
+
+// groupBudget bounds the encoded size of one group commit (AppendFunc calls
+// count as MaxBatchBytes), so that a head carrying the group stays well
+// under stores.MaxValueLen.
+const groupBudget = 2 * MaxBatchBytes
+
+// group commits req together with concurrent Append and AppendFunc calls:
+// the first caller leads and commits what is queued (within groupBudget and
+// groupMaxEntries) in one commit, then hands the lead to the next waiting
+// caller. Each call still commits all or none of its own entries.
+func (l *Ledger) group(ctx context.Context, req *request) (Head, error) {
+	req.ctx = ctx
+	req.wake = make(chan struct{}, 1)
 	l.mu.Lock()
 	l.queue = append(l.queue, req)
 	lead := !l.leading
@@ -445,11 +486,13 @@ func (l *Ledger) group(ctx context.Context, entries []Entry) (Head, error) {
 		l.mu.Lock()
 		lead = req.promoted
 		l.mu.Unlock()
-		if !lead {
-			return req.head, req.err
-		}
 	}
-	l.lead(ctx)
+	if lead {
+		l.lead(ctx)
+	}
+	if req.panicked != nil {
+		panic(req.panicked)
+	}
 	return req.head, req.err
 }
 
@@ -457,22 +500,50 @@ func (l *Ledger) group(ctx context.Context, entries []Entry) (Head, error) {
 // first) and then passes the lead on.
 func (l *Ledger) lead(ctx context.Context) {
 	l.mu.Lock()
-	n, count := 0, 0
-	for n < len(l.queue) && (n == 0 || count+len(l.queue[n].entries) <= groupMaxEntries) {
-		count += len(l.queue[n].entries)
+	n, cost, count := 0, 0, 0
+	for n < len(l.queue) {
+		r := l.queue[n]
+		if n > 0 && (r.update != nil || l.queue[0].update != nil ||
+			cost+r.cost > groupBudget || count+len(r.entries) > groupMaxEntries) {
+			break
+		}
+		cost += r.cost
+		count += len(r.entries)
 		n++
 	}
 	batch := slices.Clone(l.queue[:n])
 	l.queue = slices.Delete(l.queue, 0, n)
 	l.mu.Unlock()
 
-	all := batch[0].entries
-	if len(batch) > 1 {
-		all = make([]Entry, 0, count)
+	// plan places the requests one after the other, deriving each fenced
+	// request's entries from the head as it stands after those before it.
+	// It runs again, from the fresh head, for every attempt.
+	plan := func(h Head) ([]record, error) {
+		var all []record
 		for _, r := range batch {
-			all = append(all, r.entries...)
+			r.off, r.n, r.seen = len(all), 0, h
+			if r.failed {
+				continue
+			}
+			entries := r.entries
+			if r.derive != nil {
+				var err error
+				if entries, err = r.derived(h); err != nil {
+					r.failed, r.err = true, err
+					continue
+				}
+			}
+			recs, err := l.build(h, entries)
+			if err != nil {
+				return nil, err
+			}
+			r.n = len(recs)
+			all = append(all, recs...)
+			h = headOf(recs, h)
 		}
+		return all, nil
 	}
+
 	var (
 		recs     []record
 		err      error
@@ -487,19 +558,24 @@ func (l *Ledger) lead(ctx context.Context) {
 				err = fmt.Errorf("ledger append: panic during commit: %v", p)
 			}
 		}()
-		recs, _, err = l.commit(ctx, fixed(all))
+		if u := batch[0].update; u != nil {
+			err = l.runUpdate(ctx, u)
+		} else {
+			recs, _, err = l.commit(ctx, plan)
+		}
 	}()
 	if panicked != nil {
 		defer panic(panicked)
 	}
 
 	var retry []*request
-	off := 0
 	for i, r := range batch {
 		switch {
+		case r.failed:
 		case err == nil:
-			off += len(r.entries)
-			r.head = headOf(recs[:off], Head{})
+			r.head = headOf(recs[r.off:r.off+r.n], r.seen)
+		case r.update != nil:
+			r.err = err
 		case i > 0 && ctx.Err() != nil && r.ctx.Err() == nil:
 			// The leader gave up, not this caller: queue it again.
 			retry = append(retry, r)
