@@ -147,7 +147,8 @@ Where the data is (--store, or $NOYDB_STORE):
   file:DIR           one file per record, safe in a synced folder; no atomic
                      compare-and-swap, so numbers come from 'noydb number'
   mem:               in memory, gone when the command ends (for bench and demo)
-  postgres://…       PostgreSQL, shared by many processes and machines
+  postgres://…       PostgreSQL, shared by many processes and machines; tables in
+                     schema "noydb", or the one named by a schema=NAME parameter
 
 The secret is read from $NOYDB_SECRET, from the file named by --secret-file,
 or from a prompt (no echo) when standard input is a terminal. It is never

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -12,6 +13,9 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 )
 
 // TestMain makes the test binary double as the noydb command, so scripts run
@@ -26,11 +30,30 @@ func TestMain(m *testing.M) {
 // documented test-only variable), a fixed user and no secret unless it sets
 // one.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script",
-		Setup: func(env *testscript.Env) error {
-			env.Setenv(envTestKDF, "1")
-			env.Setenv("USER", "tester")
+	testscript.Run(t, scriptParams("testdata/script", nil))
+}
+
+// TestPostgresScripts runs testdata/postgres/*.txtar with $NOYDB_STORE on the
+// test server of scripts/with-postgres, in a schema of their own. Without a
+// server they skip (and fail with CI=true), as every PostgreSQL test does.
+func TestPostgresScripts(t *testing.T) {
+	u, err := url.Parse(pgtest.URL(t))
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("schema", pgtest.Schema(t))
+	u.RawQuery = q.Encode()
+	testscript.Run(t, scriptParams("testdata/postgres", map[string]string{envStore: u.String()}))
+}
+
+func scriptParams(dir string, env map[string]string) testscript.Params {
+	return testscript.Params{
+		Dir: dir,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv(envTestKDF, "1")
+			e.Setenv("USER", "tester")
+			for k, v := range env {
+				e.Setenv(k, v)
+			}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -38,7 +61,7 @@ func TestScripts(t *testing.T) {
 			"json":   cmdJSON,
 			"tamper": cmdTamper,
 		},
-	})
+	}
 }
 
 // cmdExits runs a program and checks its exit status, keeping its output for

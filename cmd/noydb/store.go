@@ -15,9 +15,11 @@ import (
 
 // storeSpec is a parsed --store value.
 type storeSpec struct {
-	kind string // "badger", "file", "mem" or "postgres"
-	dir  string // badger and file
-	url  string // postgres, with its password
+	kind   string // "badger", "file", "mem" or "postgres"
+	dir    string // badger and file
+	url    string // postgres, as given (with its password)
+	conn   string // postgres, without the schema parameter, for the driver
+	schema string // postgres: the schema parameter, "" for pgstore's default
 }
 
 // storeOpener opens one kind of store. mustExist asks an on-disk store not to
@@ -37,10 +39,17 @@ func parseStoreSpec(s string) (storeSpec, error) {
 	case s == "mem:" || s == "mem":
 		return storeSpec{kind: "mem"}, nil
 	case strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://"):
-		if _, err := url.Parse(s); err != nil {
+		u, err := url.Parse(s)
+		if err != nil {
 			return storeSpec{}, usagef("--store: not a valid postgres URL")
 		}
-		return storeSpec{kind: "postgres", url: s}, nil
+		// schema= picks the PostgreSQL schema of the store's tables; the
+		// driver does not know it, so it is taken out of the URL.
+		q := u.Query()
+		schema := q.Get("schema")
+		q.Del("schema")
+		u.RawQuery = q.Encode()
+		return storeSpec{kind: "postgres", url: s, conn: u.String(), schema: schema}, nil
 	}
 	kind, dir, ok := strings.Cut(s, ":")
 	if ok && (kind == "badger" || kind == "file") {

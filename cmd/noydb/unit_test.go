@@ -21,8 +21,9 @@ func TestParseStoreSpec(t *testing.T) {
 		{"mem:", storeSpec{kind: "mem"}, "mem:"},
 		{"badger:./noydb-data", storeSpec{kind: "badger", dir: "./noydb-data"}, "badger:./noydb-data"},
 		{"file:/tmp/a:b", storeSpec{kind: "file", dir: "/tmp/a:b"}, "file:/tmp/a:b"},
-		{"postgres://u:pw@db/x?sslmode=disable", storeSpec{kind: "postgres", url: "postgres://u:pw@db/x?sslmode=disable"}, "postgres://u:xxxxx@db/x?sslmode=disable"},
-		{"postgresql://db/x", storeSpec{kind: "postgres", url: "postgresql://db/x"}, "postgresql://db/x"},
+		{"postgres://u:pw@db/x?sslmode=disable", storeSpec{kind: "postgres", url: "postgres://u:pw@db/x?sslmode=disable", conn: "postgres://u:pw@db/x?sslmode=disable"}, "postgres://u:xxxxx@db/x?sslmode=disable"},
+		{"postgresql://db/x", storeSpec{kind: "postgres", url: "postgresql://db/x", conn: "postgresql://db/x"}, "postgresql://db/x"},
+		{"postgres://db/x?schema=books&sslmode=disable", storeSpec{kind: "postgres", url: "postgres://db/x?schema=books&sslmode=disable", conn: "postgres://db/x?sslmode=disable", schema: "books"}, "postgres://db/x?schema=books&sslmode=disable"},
 	} {
 		got, err := parseStoreSpec(tc.in)
 		require.NoError(t, err, tc.in)
