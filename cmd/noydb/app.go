@@ -40,7 +40,7 @@ const (
 // test suite that opens a vault in every command.
 var testKDF = crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}
 
-// stdio is where a run reads and writes; fds are the terminal checks.
+// stdio is where a run reads and writes, and what it knows of the terminal.
 type stdio struct {
 	in           io.Reader
 	out, err     io.Writer
@@ -113,9 +113,6 @@ func run(ctx context.Context, args []string, sio stdio) int {
 	if err == nil {
 		return exitOK
 	}
-	if errors.Is(err, errSilent) {
-		return exitFailure
-	}
 	if isUsage(err) {
 		fmt.Fprintf(sio.err, "%s: %s (see '%s --help')\n", cmd.CommandPath(), oneLine(err.Error()), cmd.CommandPath())
 		return exitUsage
@@ -123,10 +120,6 @@ func run(ctx context.Context, args []string, sio stdio) int {
 	fmt.Fprintf(sio.err, "noydb: %s\n", oneLine(a.explain(err)))
 	return exitFailure
 }
-
-// errSilent ends a command that has already reported its failure (a ledger
-// that does not verify): exit status 1, nothing more printed.
-var errSilent = errors.New("failure already reported")
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")

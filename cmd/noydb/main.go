@@ -36,7 +36,13 @@ import (
 )
 
 func main() {
+	// The first interrupt cancels the command, which stops cleanly (a pass
+	// or a bench mid-way); a second one kills the process as usual.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	code := run(ctx, os.Args[1:], osStdio())
 	stop()
 	os.Exit(code)
