@@ -237,7 +237,7 @@ an array of entries.`,
 			return w.Flush()
 		},
 	}
-	cmd.Flags().Uint64Var(&from, "from", 1, "print every entry from this position on")
+	cmd.Flags().Uint64Var(&from, "from", 0, "print every entry from this position on (default: the last -n entries)")
 	cmd.Flags().IntVarP(&lines, "lines", "n", 10, "how many of the last entries to print (without --from)")
 	return cmd
 }

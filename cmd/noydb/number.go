@@ -18,10 +18,14 @@ type numberFlags struct {
 	format     string
 }
 
-func (f *numberFlags) add(cmd *cobra.Command) {
+// add adds --collection, and with stamping (for a pass) --field and --format.
+func (f *numberFlags) add(cmd *cobra.Command, stamping bool) {
+	f.field = "number"
 	cmd.Flags().StringVar(&f.collection, "collection", "", "collection whose records the series numbers (default: the series name)")
-	cmd.Flags().StringVar(&f.field, "field", "number", "JSON field of each record that receives its number")
-	cmd.Flags().StringVar(&f.format, "format", "", "render numbers with a format, e.g. 'R-{seq:05}' (default: a bare JSON number)")
+	if stamping {
+		cmd.Flags().StringVar(&f.field, "field", "number", "JSON field of each record that receives its number")
+		cmd.Flags().StringVar(&f.format, "format", "", "render numbers with a format, e.g. 'R-{seq:05}' (default: a bare JSON number)")
+	}
 }
 
 func (f *numberFlags) series(v *vault.Vault, name string) (*numbering.Series, error) {
@@ -104,7 +108,7 @@ record must exist and not be numbered yet; enqueuing twice is harmless.`,
 			return nil
 		},
 	}
-	ef.add(enqueue)
+	ef.add(enqueue, false)
 
 	var pf numberFlags
 	pass := &cobra.Command{
@@ -156,7 +160,7 @@ progress bar follows long passes.`,
 			return nil
 		},
 	}
-	pf.add(pass)
+	pf.add(pass, true)
 
 	var lf numberFlags
 	lookup := &cobra.Command{
@@ -193,7 +197,7 @@ it), or say that it has none yet: it is pending, or was never enqueued.`,
 			return err
 		},
 	}
-	lf.add(lookup)
+	lf.add(lookup, false)
 
 	var sf numberFlags
 	status := &cobra.Command{
@@ -228,7 +232,7 @@ it), or say that it has none yet: it is pending, or was never enqueued.`,
 			return err
 		},
 	}
-	sf.add(status)
+	sf.add(status, false)
 
 	num.AddCommand(enqueue, pass, lookup, status)
 	return num
