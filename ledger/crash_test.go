@@ -108,9 +108,11 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary 25 times per store; skipped with -short")
 	}
+	t.Parallel() // mostly waiting on child processes and fsync
 	const runs = 25
 	for kind, open := range crashStores {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			acked := map[uint64]string{}
 			rng := rand.New(rand.NewPCG(rand.Uint64(), 1))

@@ -19,7 +19,7 @@ var (
 	// ErrContention: every attempt of the retry budget lost a race with
 	// another writer. It does not match stores.ErrConflict, so an outer retry
 	// loop does not multiply the budget.
-	ErrContention = errors.New("ledger append contention: retry budget exhausted")
+	ErrContention = errors.New("contention: retry budget exhausted")
 	// ErrInvalidEntry: an entry has an unknown kind or fields too long to encode.
 	ErrInvalidEntry = errors.New("invalid ledger entry")
 	// ErrBatchTooLarge: one append's entries encode to more than MaxBatchBytes.
