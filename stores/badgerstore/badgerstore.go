@@ -1,0 +1,588 @@
+// Package badgerstore is a store on BadgerDB v4: embedded, durable, with
+// atomic compare-and-swap and multi-key transactions. It is the on-disk
+// choice for one process; several processes or machines need a shared
+// store such as PostgreSQL.
+//
+// # Usage
+//
+//	st, err := badgerstore.Open("/path/to/folder", nil) // durable: fsync on every commit
+//	if err != nil { … }
+//	defer st.Close()
+//
+// Options{InMemory: true} keeps everything in memory (for tests), and
+// Options{NoSync: true} trades durability for speed.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use. Reads and writes run in badger
+// transactions, and badger's serializable snapshot isolation makes
+// CompareAndSwap and Update atomic: a transaction whose reads were changed
+// by a concurrent commit fails with stores.ErrConflict and writes nothing.
+//
+// Put, CompareAndSwap and Delete calls that arrive while a commit is in
+// progress are committed together in one badger transaction, with one sync
+// (group commit; see commit.go), so many goroutines writing at once do not
+// each wait for their own fsync. Each call still gets its own outcome and a
+// version of its own. Update runs its own transaction.
+//
+// Only one process may open a folder: badger locks it, and a second Open,
+// from this process or another, fails with an error wrapping
+// stores.ErrLocked.
+//
+// List does not hold a transaction while the loop body runs. It reads the
+// items in pages of up to 256 items (or 4 MiB of values), each page from a
+// fresh read-only transaction, and yields a page once that transaction has
+// ended. Each page is a consistent snapshot, keys come in ascending order
+// and never twice, and a key that exists through the whole iteration is
+// yielded exactly once; keys written while the iteration runs may or may
+// not be seen. The loop body may use the store, including writes.
+//
+// # Versions
+//
+// A key's version is the commit timestamp badger gave to the write, which
+// grows with every commit of the database and survives restarts, so a
+// version is never handed out twice, not even after a delete.
+//
+// # Caveats
+//
+// badger does not take contexts. The context is checked when a call starts
+// and again just before its commit; a commit that has started is not
+// interrupted.
+//
+// badger in memory cannot hold a value of 1 MiB or more in one entry, so in
+// memory a larger value is kept in up to five pieces written in the same
+// transaction. On disk values stay whole.
+//
+// A Tx reports version 0 for a key it has itself written: the version is
+// only known at commit.
+package badgerstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/noydb-go/noydb/stores"
+)
+
+// Options configures Open. A nil *Options or the zero value means a durable
+// store on disk that logs nothing.
+type Options struct {
+	// InMemory keeps the data in memory only; the folder is not used.
+	InMemory bool
+	// NoSync skips the fsync on commit: faster, but a machine or process
+	// crash may lose acknowledged writes, so Capabilities reports Durable
+	// false.
+	NoSync bool
+	// Logger receives badger's log messages. nil means silence.
+	Logger badger.Logger
+}
+
+// Key layout inside badger. User keys live under dataPrefix, so List never
+// meets the store's own keys.
+const (
+	dataPrefix  = 'd' // 'd' + key: the value, or its first piece
+	piecePrefix = 'p' // 'p' + key + uint16 piece number: further pieces
+	metaPrefix  = 'm' // 'm' + name: the store's own records
+)
+
+// formatKey records the key layout, so that a later release can tell it
+// apart from its own.
+var (
+	formatKey     = []byte{metaPrefix, 'f', 'o', 'r', 'm', 'a', 't'}
+	formatVersion = []byte("1")
+)
+
+// memPieceSize is the largest value badger handles in memory: values must
+// stay below its 1 MiB value threshold (badger v4.9.6 accepts a value of
+// exactly 1 MiB in memory, then crashes writing it).
+const memPieceSize = 1<<20 - 1
+
+// Listing pages: a page ends after this many items or value bytes.
+const (
+	pageItems = 256
+	pageBytes = 4 << 20
+)
+
+// Store is a stores.Store and stores.Transactor on BadgerDB. Create it with
+// Open. It is safe for concurrent use.
+type Store struct {
+	db        *badger.DB
+	caps      stores.Capabilities
+	pieceSize int // values above it are split; MaxValueLen on disk
+	maxPieces int // most pieces a value can have
+
+	ops     chan *writeOp // single-key writes for the committer
+	stop    chan struct{} // closed by Close to end the committer
+	stopped chan struct{} // closed by the committer when it ends
+
+	mu     sync.RWMutex // held for reading by every call, for writing by Close
+	closed bool
+}
+
+var (
+	_ stores.Store      = (*Store)(nil)
+	_ stores.Transactor = (*Store)(nil)
+)
+
+// Open opens (creating if needed) the badger database in folder dir. If the
+// folder is held by another Store or process, the error wraps
+// stores.ErrLocked.
+func Open(dir string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	var bo badger.Options
+	if o.InMemory {
+		bo = badger.DefaultOptions("").WithInMemory(true)
+	} else {
+		if dir == "" {
+			return nil, errors.New("badgerstore: open: no folder given")
+		}
+		bo = badger.DefaultOptions(dir)
+	}
+	// A nil Logger makes badger silent.
+	bo = bo.WithSyncWrites(!o.NoSync).WithLogger(o.Logger)
+	db, err := badger.Open(bo)
+	if err != nil {
+		if isLockError(err) {
+			return nil, fmt.Errorf("badgerstore: open: badger folder %s is in use by another process: %w", dir, stores.ErrLocked)
+		}
+		return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
+	}
+	s := &Store{
+		db:        db,
+		caps:      stores.Capabilities{CASAtomic: true, Transactions: true, Durable: !o.InMemory && !o.NoSync},
+		pieceSize: stores.MaxValueLen,
+	}
+	if o.InMemory {
+		s.pieceSize = memPieceSize
+	}
+	s.maxPieces = (stores.MaxValueLen + s.pieceSize - 1) / s.pieceSize
+	if err := s.checkFormat(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
+	}
+	s.ops = make(chan *writeOp, maxBatchOps)
+	s.stop = make(chan struct{})
+	s.stopped = make(chan struct{})
+	go s.commitLoop()
+	return s, nil
+}
+
+// isLockError reports whether badger failed to lock its folder. badger
+// flattens the system error into text, so the text is all there is.
+func isLockError(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Cannot acquire directory lock") ||
+		strings.Contains(msg, "Another process is using this Badger database")
+}
+
+// checkFormat records the key layout in a new database and refuses a
+// database written with another one.
+func (s *Store) checkFormat() error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(formatKey)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return txn.Set(formatKey, formatVersion)
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if !bytes.Equal(v, formatVersion) {
+				return fmt.Errorf("unknown data format %q", v)
+			}
+			return nil
+		})
+	})
+}
+
+// Capabilities reports CASAtomic and Transactions, Durable unless the store
+// is in memory or NoSync is set, and not Shared.
+func (s *Store) Capabilities() stores.Capabilities { return s.caps }
+
+// begin checks the context and holds off Close until the returned function
+// is called.
+func (s *Store) begin(ctx context.Context) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return nil, stores.ErrClosed
+	}
+	return s.mu.RUnlock, nil
+}
+
+func dataKey(key string) []byte {
+	b := make([]byte, 0, 1+len(key))
+	return append(append(b, dataPrefix), key...)
+}
+
+func pieceKey(key string, n int) []byte {
+	b := make([]byte, 0, 3+len(key))
+	b = append(append(b, piecePrefix), key...)
+	return binary.BigEndian.AppendUint16(b, uint16(n))
+}
+
+// Get returns the item at key.
+func (s *Store) Get(ctx context.Context, key string) (stores.Item, error) {
+	if err := stores.CheckKey(key); err != nil {
+		return stores.Item{}, err
+	}
+	done, err := s.begin(ctx)
+	if err != nil {
+		return stores.Item{}, err
+	}
+	defer done()
+	var it stores.Item
+	err = s.db.View(func(txn *badger.Txn) error {
+		it, err = s.read(txn, key)
+		return err
+	})
+	if err != nil {
+		return stores.Item{}, s.wrap("get", err)
+	}
+	return it, nil
+}
+
+// read returns the item at key as txn sees it.
+func (s *Store) read(txn *badger.Txn, key string) (stores.Item, error) {
+	item, err := txn.Get(dataKey(key))
+	if err != nil {
+		return stores.Item{}, err
+	}
+	return s.readItem(txn, key, item)
+}
+
+// readItem assembles the value of item, the first piece of key.
+func (s *Store) readItem(txn *badger.Txn, key string, item *badger.Item) (stores.Item, error) {
+	pieces := int(item.UserMeta())
+	if pieces == 0 {
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return stores.Item{}, err
+		}
+		return stores.Item{Key: key, Value: v, Version: item.Version()}, nil
+	}
+	if pieces > s.maxPieces {
+		return stores.Item{}, fmt.Errorf("key has %d pieces", pieces)
+	}
+	value := make([]byte, 0, pieces*s.pieceSize)
+	value, err := item.ValueCopy(value)
+	if err != nil {
+		return stores.Item{}, err
+	}
+	for n := 1; n < pieces; n++ {
+		p, err := txn.Get(pieceKey(key, n))
+		if err != nil {
+			return stores.Item{}, fmt.Errorf("piece %d of %d: %w", n, pieces, err)
+		}
+		if err := p.Value(func(v []byte) error { value = append(value, v...); return nil }); err != nil {
+			return stores.Item{}, err
+		}
+	}
+	return stores.Item{Key: key, Value: value, Version: item.Version()}, nil
+}
+
+// versionIn returns the version of key as txn sees it (0 if missing) and
+// records the read for conflict detection.
+func versionIn(txn *badger.Txn, key string) (uint64, error) {
+	item, err := txn.Get(dataKey(key))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return item.Version(), nil
+}
+
+// write sets key to value in txn and returns the entry of its first piece,
+// whose key badger stamps with the commit timestamp. value must not change
+// until txn ends.
+func (s *Store) write(txn *badger.Txn, key string, value []byte) (*badger.Entry, error) {
+	pieces := 1
+	if len(value) > s.pieceSize {
+		pieces = (len(value) + s.pieceSize - 1) / s.pieceSize
+	}
+	first := value[:min(len(value), s.pieceSize)]
+	meta := byte(0)
+	if pieces > 1 {
+		meta = byte(pieces)
+	}
+	e := badger.NewEntry(dataKey(key), first).WithMeta(meta)
+	if err := txn.SetEntry(e); err != nil {
+		return nil, err
+	}
+	for n := 1; n < pieces; n++ {
+		piece := value[n*s.pieceSize : min(len(value), (n+1)*s.pieceSize)]
+		if err := txn.Set(pieceKey(key, n), piece); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.deletePieces(txn, key, pieces); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// deletePieces removes the pieces of key from number from on. Only stores
+// that split values have pieces; the deletes are blind, so a write never
+// needs to read what it replaces.
+func (s *Store) deletePieces(txn *badger.Txn, key string, from int) error {
+	for n := max(from, 1); n < s.maxPieces; n++ {
+		if err := txn.Delete(pieceKey(key, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commitVersion returns the version badger gave to the entry e of key.
+//
+// badger does not return the commit timestamp, but at commit it rewrites the
+// key of every entry it was handed to key+timestamp (the internal key, whose
+// last 8 bytes are math.MaxUint64-ts, big endian). This is read here and
+// checked, so that a badger release that stops doing it fails loudly in the
+// conformance suite instead of handing out wrong versions.
+func commitVersion(e *badger.Entry, key string) (uint64, error) {
+	k := e.Key
+	if len(k) != 1+len(key)+8 || k[0] != dataPrefix || string(k[1:1+len(key)]) != key {
+		return 0, errors.New("cannot learn the commit version from this badger release")
+	}
+	return math.MaxUint64 - binary.BigEndian.Uint64(k[len(k)-8:]), nil
+}
+
+// Put writes value at key.
+func (s *Store) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+	return s.put(ctx, "put", key, value, false, 0)
+}
+
+// CompareAndSwap writes value at key if its version is expected, atomically
+// against every other writer of the database.
+func (s *Store) CompareAndSwap(ctx context.Context, key string, expected uint64, value []byte) (uint64, error) {
+	return s.put(ctx, "compare and swap", key, value, true, expected)
+}
+
+func (s *Store) put(ctx context.Context, op, key string, value []byte, cas bool, expected uint64) (uint64, error) {
+	if err := stores.CheckKey(key); err != nil {
+		return 0, err
+	}
+	if err := stores.CheckValue(value); err != nil {
+		return 0, err
+	}
+	done, err := s.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	w := &writeOp{ctx: ctx, name: op, key: key, value: value, cas: cas, expected: expected}
+	return s.submit(w)
+}
+
+// Delete removes key.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := stores.CheckKey(key); err != nil {
+		return err
+	}
+	done, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, err = s.submit(&writeOp{ctx: ctx, name: "delete", key: key, del: true})
+	return err
+}
+
+// remove deletes key and its pieces in txn.
+func (s *Store) remove(txn *badger.Txn, key string) error {
+	if err := txn.Delete(dataKey(key)); err != nil {
+		return err
+	}
+	return s.deletePieces(txn, key, 1)
+}
+
+// List yields the items under prefix in key order, a page at a time; see
+// the package documentation.
+func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[stores.Item, error] {
+	return func(yield func(stores.Item, error) bool) {
+		from := dataKey(prefix)
+		for from != nil {
+			var page []stores.Item
+			var err error
+			page, from, err = s.page(ctx, prefix, from)
+			if err != nil {
+				yield(stores.Item{}, err)
+				return
+			}
+			for _, it := range page {
+				if !yield(it, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// page reads the items under prefix from badger key from on, and returns
+// the badger key to continue from, or nil at the end.
+func (s *Store) page(ctx context.Context, prefix string, from []byte) ([]stores.Item, []byte, error) {
+	done, err := s.begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
+	var (
+		page []stores.Item
+		next []byte
+		size int
+	)
+	err = s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = dataKey(prefix)
+		opts.PrefetchValues = false
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Seek(from); it.Valid(); it.Next() {
+			item := it.Item()
+			if len(page) == pageItems || size >= pageBytes {
+				next = item.KeyCopy(nil)
+				return nil
+			}
+			entry, err := s.readItem(txn, string(item.Key()[1:]), item)
+			if err != nil {
+				return err
+			}
+			page = append(page, entry)
+			size += len(entry.Value)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, s.wrap("list", err)
+	}
+	return page, next, nil
+}
+
+// Update runs fn in a badger read-write transaction and commits it if fn
+// returns nil. Reads made through the Tx are checked at commit: if another
+// writer changed one of them meanwhile, Update returns stores.ErrConflict
+// and writes nothing. Keys only written, not read, are not checked; the
+// later commit wins, which is a valid serial order.
+func (s *Store) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+	done, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	t := &tx{s: s, txn: txn, written: map[string]bool{}}
+	if err := fn(t); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := txn.Commit(); err != nil {
+		return s.wrap("update", err)
+	}
+	return nil
+}
+
+// wrap translates badger's errors into the stores sentinels.
+func (s *Store) wrap(op string, err error) error {
+	switch {
+	case errors.Is(err, stores.ErrConflict), errors.Is(err, badger.ErrConflict):
+		return stores.ErrConflict
+	case errors.Is(err, badger.ErrKeyNotFound), errors.Is(err, stores.ErrNotFound):
+		return stores.ErrNotFound
+	case errors.Is(err, badger.ErrTxnTooBig):
+		return fmt.Errorf("badgerstore: %s: transaction too big: %w", op, stores.ErrTooLarge)
+	case errors.Is(err, badger.ErrDBClosed):
+		return stores.ErrClosed
+	}
+	return fmt.Errorf("badgerstore: %s: %w", op, err)
+}
+
+// Close closes the database, waiting for calls in progress. Later calls
+// return stores.ErrClosed; closing twice is not an error. Close must not be
+// called from inside an Update closure.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	// No write is in flight: each holds the read lock until it is done.
+	close(s.stop)
+	<-s.stopped
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("badgerstore: close: %w", err)
+	}
+	return nil
+}
+
+// tx is the stores.Tx of Update.
+type tx struct {
+	s       *Store
+	txn     *badger.Txn
+	written map[string]bool // keys this transaction wrote
+}
+
+// Get returns the item at key as the transaction sees it and records the
+// read, so that a concurrent change of key makes the commit fail.
+func (t *tx) Get(key string) (stores.Item, error) {
+	if err := stores.CheckKey(key); err != nil {
+		return stores.Item{}, err
+	}
+	it, err := t.s.read(t.txn, key)
+	if err != nil {
+		return stores.Item{}, t.s.wrap("get", err)
+	}
+	if t.written[key] {
+		it.Version = 0 // badger reports its read timestamp for pending writes
+	}
+	return it, nil
+}
+
+// Put writes value at key when the transaction commits.
+func (t *tx) Put(key string, value []byte) error {
+	if err := stores.CheckKey(key); err != nil {
+		return err
+	}
+	if err := stores.CheckValue(value); err != nil {
+		return err
+	}
+	if _, err := t.s.write(t.txn, key, slices.Clone(value)); err != nil {
+		return t.s.wrap("put", err)
+	}
+	t.written[key] = true
+	return nil
+}
+
+// Delete removes key when the transaction commits.
+func (t *tx) Delete(key string) error {
+	if err := stores.CheckKey(key); err != nil {
+		return err
+	}
+	if err := t.s.remove(t.txn, key); err != nil {
+		return t.s.wrap("delete", err)
+	}
+	t.written[key] = true
+	return nil
+}
