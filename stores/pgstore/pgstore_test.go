@@ -168,6 +168,7 @@ func errorTexts(err error) []string {
 func assertNoPassword(t *testing.T, err error, password string) {
 	t.Helper()
 	require.Error(t, err)
+	t.Logf("error: %v", err)
 	for _, text := range errorTexts(err) {
 		assert.NotContains(t, text, password, "an error of the chain shows the password")
 	}
