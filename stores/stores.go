@@ -74,6 +74,9 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 	// List yields the items whose keys start with prefix, in ascending key order.
 	// An error ends the sequence: it is yielded once with a zero Item.
+	// The loop body may call the store, writes included. List need not be a
+	// snapshot: a key written or deleted during the iteration may or may not
+	// be seen, but a key that exists throughout is yielded exactly once.
 	List(ctx context.Context, prefix string) iter.Seq2[Item, error]
 	// Capabilities reports what the store guarantees.
 	Capabilities() Capabilities
@@ -96,6 +99,8 @@ type Transactor interface {
 type Tx interface {
 	// Get returns the item at key, or ErrNotFound. On a shared store it locks
 	// the key (or records it for conflict detection) until the transaction ends.
+	// For a key this transaction has written, the Version is unspecified (the
+	// new version is only known at commit).
 	Get(key string) (Item, error)
 	// Put writes value at key.
 	Put(key string, value []byte) error
