@@ -28,8 +28,12 @@ import (
 //
 // The leader owns the cache of the record it last wrote, so the hot path
 // neither decrypts nor re-reads: in a transaction, the stored bytes are
-// compared with the bytes last written; without transactions, the
-// compare-and-swap is made against the version last written.
+// compared with the bytes last written; otherwise the compare-and-swap is
+// made against the version last written, and a record read after a conflict
+// is decrypted only if its bytes differ from the cached ones.
+//
+// A batch is written in a transaction when the store has them and it needs
+// one (a Journal, claim records, Bind); otherwise by compare-and-swap.
 
 type opKind uint8
 
@@ -78,10 +82,10 @@ type counter struct {
 	w            work
 	attemptFn    func(attempt int) error
 	txFn         func(tx stores.Tx) error
-	cache        state
-	cacheSealed  []byte // transactional stores: the bytes last written or read
-	cacheVersion uint64 // other stores: the version of cache
-	cacheValid   bool
+	cache        state  // the counter as last written or read
+	cacheSealed  []byte // its sealed bytes (nil: none): equal stored bytes need no decrypt
+	cacheVersion uint64 // its version, when cacheValid
+	cacheValid   bool   // cacheVersion is known: a compare-and-swap can skip the read
 }
 
 // submit runs o through the combiner and returns once o has its outcome.
@@ -227,14 +231,34 @@ func (c *counter) attempt(int) error {
 		o.n, o.err, o.fresh, o.panicked, o.panicVal = 0, nil, false, false, nil
 	}
 	c.w.events = nil
-	if c.svc.txr != nil {
+	if c.needsTx() {
 		if err := c.svc.txr.Update(c.w.ctx, c.txFn); err != nil {
 			return err
 		}
-		c.cache, c.cacheSealed = c.w.next, c.w.sealed
+		// The new version is not reported by a transaction.
+		c.cache, c.cacheSealed, c.cacheValid = c.w.next, c.w.sealed, false
 		return nil
 	}
 	return c.casAttempt()
+}
+
+// needsTx reports whether the batch must be written in a transaction: on a
+// transactional store, when the Journal must record in the same commit or an
+// op writes more keys than the counter (claim records, Bind). Otherwise a
+// compare-and-swap of the counter alone is enough, and cheaper on most stores.
+func (c *counter) needsTx() bool {
+	if c.svc.txr == nil {
+		return false
+	}
+	if c.svc.journal != nil {
+		return true
+	}
+	for _, o := range c.w.batch {
+		if o.kind == opClaim || o.kind == opBind {
+			return true
+		}
+	}
+	return false
 }
 
 // batchContext is the context a batch is written under: it carries the values
@@ -317,14 +341,16 @@ func (c *counter) casAttempt() error {
 	if !c.cacheValid {
 		item, err := c.svc.store.Get(ctx, c.key)
 		switch {
+		case err == nil && c.cacheSealed != nil && bytes.Equal(item.Value, c.cacheSealed):
+			c.cacheVersion = item.Version
 		case err == nil:
 			st, err := c.svc.openState(c.key, item.Value)
 			if err != nil {
 				return err
 			}
-			c.cache, c.cacheVersion = st, item.Version
+			c.cache, c.cacheSealed, c.cacheVersion = st, item.Value, item.Version
 		case errors.Is(err, stores.ErrNotFound):
-			c.cache, c.cacheVersion = state{}, 0
+			c.cache, c.cacheSealed, c.cacheVersion = state{}, nil, 0
 		default:
 			return err
 		}
@@ -348,7 +374,7 @@ func (c *counter) casAttempt() error {
 		c.cacheValid = false
 		return err
 	}
-	c.cache, c.cacheVersion = st, v
+	c.cache, c.cacheSealed, c.cacheVersion = st, sealed, v
 	c.w.events = events
 	return nil
 }
