@@ -195,7 +195,7 @@ func appendBytes(b, s []byte) []byte {
 // nanoseconds below one second, no trailing bytes) and otherwise returns an
 // error matching ErrMalformed, leaving e unchanged.
 func (e *Entry) UnmarshalBinary(data []byte) error {
-	d, n, err := decodeEntry(data)
+	d, n, err := decodeEntry(data, false)
 	if err != nil {
 		return err
 	}
@@ -208,9 +208,13 @@ func (e *Entry) UnmarshalBinary(data []byte) error {
 
 // decodeEntry decodes one entry from the front of data and returns how many
 // bytes it used.
-// The entry's strings share one copy of data.
-func decodeEntry(data []byte) (Entry, int, error) {
-	r := reader{b: data, s: string(data)}
+// The entry's strings share one copy of data. With skim, the entry is only
+// checked: its strings, CipherHash and Partition are left empty.
+func decodeEntry(data []byte, skim bool) (Entry, int, error) {
+	r := reader{b: data, skim: skim}
+	if !skim {
+		r.s = string(data)
+	}
 	if v := r.byte(); v != entryVersion && r.err == nil {
 		return Entry{}, 0, fmt.Errorf("%w: unknown version %d", ErrMalformed, v)
 	}
@@ -232,13 +236,17 @@ func decodeEntry(data []byte) (Entry, int, error) {
 	e.Collection = r.str()
 	e.ID = r.str()
 	e.Revision = r.uvarint()
-	if h := r.bytes(); len(h) > 0 {
+	if h := r.bytes(); len(h) > 0 && !skim {
 		e.CipherHash = bytes.Clone(h)
 	}
 	e.Series = r.str()
 	if n := r.uvarint(); n > 0 && r.err == nil {
 		if n > maxPartition {
 			r.fail("too many partition components")
+		} else if skim {
+			for range n {
+				r.str()
+			}
 		} else {
 			e.Partition = make([]string, n)
 			for i := range e.Partition {
@@ -259,10 +267,11 @@ func decodeEntry(data []byte) (Entry, int, error) {
 // reader decodes canonical varints and length-prefixed fields; the first
 // failure sticks and makes every later read return zero.
 type reader struct {
-	b   []byte
-	s   string // string(b), when str is used: strings are cut from it
-	off int
-	err error
+	b    []byte
+	s    string // string(b), when str is used: strings are cut from it
+	skim bool   // str returns "" (the input is only checked)
+	off  int
+	err  error
 }
 
 func (r *reader) fail(why string) {
@@ -337,7 +346,7 @@ func (r *reader) bytesMax(limit uint64) []byte {
 
 func (r *reader) str() string {
 	b := r.bytes()
-	if len(b) == 0 {
+	if len(b) == 0 || r.skim {
 		return ""
 	}
 	return r.s[r.off-len(b) : r.off]

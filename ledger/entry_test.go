@@ -194,6 +194,8 @@ func FuzzStoredValues(f *testing.F) {
 		}
 		require.Error(t, err)
 		require.NotNil(t, rep.Problem)
+		_, rerr := readErr(l, 1)
+		require.Equal(t, err, rerr, "Verify (which skips decoding strings) and Read agree")
 		for range l.Read(context.Background(), 2) {
 		}
 		_, _ = l.Append(context.Background(), fact(3))

@@ -100,13 +100,14 @@ func (l *Ledger) chainMAC(prev []byte, seq uint64, enc []byte) []byte {
 	return l.mac.MAC(b, enc)
 }
 
-// openEntry authenticates and decodes the value stored at key, position seq.
-func (l *Ledger) openEntry(key string, seq uint64, sealed []byte) (record, error) {
+// openEntry authenticates and decodes the value stored at key, position seq
+// (with skim, see decodeEntry).
+func (l *Ledger) openEntry(key string, seq uint64, sealed []byte, skim bool) (record, error) {
 	plain, err := l.sealer.Open(key, sealed)
 	if err != nil {
 		return record{}, &TamperError{Seq: seq, Err: err}
 	}
-	r, err := decodeRecord(plain)
+	r, err := decodeRecord(plain, skim)
 	if err != nil {
 		return record{}, &TamperError{Seq: seq, Err: err}
 	}
@@ -116,8 +117,8 @@ func (l *Ledger) openEntry(key string, seq uint64, sealed []byte) (record, error
 	return r, nil
 }
 
-func decodeRecord(plain []byte) (record, error) {
-	e, n, err := decodeEntry(plain)
+func decodeRecord(plain []byte, skim bool) (record, error) {
+	e, n, err := decodeEntry(plain, skim)
 	if err != nil {
 		return record{}, err
 	}
@@ -180,7 +181,7 @@ func decodeHead(plain []byte) (headState, error) {
 		r.fail("bad pending count")
 	}
 	for i := uint64(0); i < n && r.err == nil; i++ {
-		rec, err := decodeRecord(r.bytesMax(MaxBatchBytes + maxMAC))
+		rec, err := decodeRecord(r.bytesMax(MaxBatchBytes+maxMAC), false)
 		if r.err != nil {
 			break
 		}

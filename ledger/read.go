@@ -24,7 +24,7 @@ import (
 func (l *Ledger) Read(ctx context.Context, from uint64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		stopped := false
-		_, err := l.walk(ctx, from, func(e Entry) bool {
+		_, err := l.walk(ctx, from, false, func(e Entry) bool {
 			stopped = !yield(e, nil)
 			return !stopped
 		})
@@ -61,7 +61,7 @@ func (r Report) OK() bool { return r.Problem == nil }
 // read before).
 func (l *Ledger) Verify(ctx context.Context) (Report, error) {
 	var rep Report
-	head, err := l.walk(ctx, 1, func(Entry) bool {
+	head, err := l.walk(ctx, 1, true, func(Entry) bool {
 		rep.Entries++
 		return true
 	})
@@ -91,7 +91,8 @@ func (l *Ledger) Verify(ctx context.Context) (Report, error) {
 
 // walk checks and passes to fn the entries from position from up to the
 // head, stopping early when fn returns false, and returns the head it read.
-func (l *Ledger) walk(ctx context.Context, from uint64, fn func(Entry) bool) (Head, error) {
+// With skim, fn gets entries without their strings (see decodeEntry).
+func (l *Ledger) walk(ctx context.Context, from uint64, skim bool, fn func(Entry) bool) (Head, error) {
 	hs, _, err := l.loadHead(ctx)
 	if err != nil {
 		return Head{}, err
@@ -118,7 +119,7 @@ func (l *Ledger) walk(ctx context.Context, from uint64, fn func(Entry) bool) (He
 		if stored-c.next >= 4*chunkSize && runtime.GOMAXPROCS(0) > 1 {
 			walkStored = l.walkStoredParallel
 		}
-		if more, err := walkStored(ctx, c, stored, fn); err != nil || !more {
+		if more, err := walkStored(ctx, c, stored, skim, fn); err != nil || !more {
 			return head, err
 		}
 	}
@@ -170,7 +171,7 @@ func (l *Ledger) listStored(ctx context.Context, from, last uint64) iter.Seq2[st
 
 // walkStored checks and passes to fn the entries at their own keys from
 // c.next to last. more is false when fn stopped the walk.
-func (l *Ledger) walkStored(ctx context.Context, c *chain, last uint64, fn func(Entry) bool) (more bool, err error) {
+func (l *Ledger) walkStored(ctx context.Context, c *chain, last uint64, skim bool, fn func(Entry) bool) (more bool, err error) {
 	for it, err := range l.listStored(ctx, c.next, last) {
 		if err != nil {
 			return false, err
@@ -185,7 +186,7 @@ func (l *Ledger) walkStored(ctx context.Context, c *chain, last uint64, fn func(
 		if seq != c.next {
 			return false, &GapError{Want: c.next, Got: seq}
 		}
-		r, err := l.openEntry(it.Key, seq, it.Value)
+		r, err := l.openEntry(it.Key, seq, it.Value, skim)
 		if err != nil {
 			return false, err
 		}
@@ -218,7 +219,7 @@ type chunk struct {
 // and checks density, workers check chunks (each entry against the one
 // before it in the chunk), and the calling goroutine takes the chunks in
 // order, links each chunk's first entry to the previous chunk, and calls fn.
-func (l *Ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, fn func(Entry) bool) (more bool, err error) {
+func (l *Ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, skim bool, fn func(Entry) bool) (more bool, err error) {
 	workers := runtime.GOMAXPROCS(0)
 	out := make(chan *chunk, 2*workers)
 	sem := make(chan struct{}, workers)
@@ -239,7 +240,7 @@ func (l *Ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, 
 			}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				l.checkChunk(ch)
+				l.checkChunk(ch, skim)
 				close(ch.ready)
 			})
 		}
@@ -315,7 +316,7 @@ func (l *Ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, 
 
 // checkChunk opens the chunk's entries and checks each chains onto the one
 // before it, stopping at the first problem.
-func (l *Ledger) checkChunk(ch *chunk) {
+func (l *Ledger) checkChunk(ch *chunk, skim bool) {
 	ch.recs = make([]record, 0, len(ch.items))
 	for i, it := range ch.items {
 		seq := uint64(0)
@@ -324,7 +325,7 @@ func (l *Ledger) checkChunk(ch *chunk) {
 		} else {
 			seq = ch.recs[i-1].entry.Seq + 1
 		}
-		r, err := l.openEntry(it.Key, seq, it.Value)
+		r, err := l.openEntry(it.Key, seq, it.Value, skim)
 		if err != nil {
 			ch.err = err
 			return
@@ -351,5 +352,5 @@ func (l *Ledger) entryAt(ctx context.Context, hs headState, seq uint64) (record,
 		}
 		return record{}, err
 	}
-	return l.openEntry(key, seq, it.Value)
+	return l.openEntry(key, seq, it.Value, true)
 }
