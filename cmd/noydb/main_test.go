@@ -58,6 +58,7 @@ func scriptParams(dir string, env map[string]string) testscript.Params {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":  cmdExits,
+			"hold":   cmdHold,
 			"json":   cmdJSON,
 			"tamper": cmdTamper,
 		},
@@ -157,6 +158,24 @@ func jsonPath(v any, path string) (string, error) {
 	}
 	b, err := json.Marshal(v)
 	return string(b), err
+}
+
+// cmdHold opens a store in the test process and keeps it open until the
+// script ends, as another noydb process would:
+//
+//	hold badger:noydb-data
+func cmdHold(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: hold STORE")
+	}
+	spec, err := parseStoreSpec(args[0])
+	ts.Check(err)
+	if spec.dir != "" {
+		spec.dir = ts.MkAbs(spec.dir)
+	}
+	st, err := spec.open(context.Background(), true)
+	ts.Check(err)
+	ts.Defer(func() { _ = st.Close() })
 }
 
 // cmdTamper changes a stored value behind noydb's back, as a hostile or
