@@ -33,6 +33,7 @@ type auditRow struct {
 	Collection string `json:"collection,omitempty"`
 	ID         string `json:"id,omitempty"`
 	Deleted    bool   `json:"deleted,omitempty"`
+	Renumbered bool   `json:"renumbered,omitempty"`
 	Reason     string `json:"reason,omitempty"`
 }
 
@@ -51,7 +52,8 @@ func (a *app) auditCmd() *cobra.Command {
 		Use:   "audit SERIES",
 		Short: "Account for every number a series handed out",
 		Long: `Account for every number from 1 to the head of SERIES:
-  bound     a record carries it (and which one; "deleted" if it was deleted since)
+  bound     a record carries it (and which one; "deleted since" when the record
+            was deleted, "renumbered since" when it took another number later)
   voided    voided, with the reason
   unbound   taken (by 'seq next') but no record carries it
   seeded    skipped over by 'seq seed' (numbered elsewhere, then imported)
@@ -103,12 +105,13 @@ func auditFromLedger(ctx context.Context, v *vault.Vault, s *sequence.Sequence) 
 		collection, id string
 	}
 	var (
-		allocated = map[uint64]bool{}
-		voided    = map[uint64]string{}
-		bound     = map[uint64]binding{}
-		byRecord  = map[binding][]uint64{}
-		deleted   = map[binding]bool{}
-		seeded    [][2]uint64 // (from, to]: numbers skipped by a seed
+		allocated  = map[uint64]bool{}
+		voided     = map[uint64]string{}
+		bound      = map[uint64]binding{}
+		byRecord   = map[binding][]uint64{}
+		deleted    = map[binding]bool{}
+		renumbered = map[uint64]bool{} // bound to a record that later took another number
+		seeded     [][2]uint64         // (from, to]: numbers skipped by a seed
 	)
 	part := s.Partition()
 	for e, err := range v.Ledger().Read(ctx, 1) {
@@ -141,6 +144,11 @@ func auditFromLedger(ctx context.Context, v *vault.Vault, s *sequence.Sequence) 
 		case ledger.NumberVoided:
 			voided[e.Number] = e.Reason
 		case ledger.RecordPut, ledger.NumberAssigned:
+			for _, n := range byRecord[rec] {
+				if n != e.Number {
+					renumbered[n] = true
+				}
+			}
 			bound[e.Number] = rec
 			byRecord[rec] = append(byRecord[rec], e.Number)
 			delete(deleted, rec)
@@ -187,7 +195,7 @@ func auditFromLedger(ctx context.Context, v *vault.Vault, s *sequence.Sequence) 
 		row := auditRow{Number: n, Formatted: s.Format(n)}
 		b, isBound := bound[n]
 		if isBound {
-			row.Collection, row.ID, row.Deleted = b.collection, b.id, deleted[b]
+			row.Collection, row.ID, row.Deleted, row.Renumbered = b.collection, b.id, deleted[b], renumbered[n]
 		}
 		reason, isVoided := voided[n]
 		switch {
@@ -249,6 +257,9 @@ func (a *app) printAudit(rep auditReport, s *sequence.Sequence) error {
 			detail = "skipped by a seed (numbered elsewhere)"
 		case statusMissing:
 			detail = "no trace in the ledger"
+		}
+		if r.Renumbered {
+			detail += " (renumbered since)"
 		}
 		if r.Deleted {
 			detail += " (deleted since)"

@@ -84,6 +84,13 @@ func TestAuditFromLedger(t *testing.T) {
 	}, rep.Numbers)
 	assert.Equal(t, map[string]int{statusBound: 3, statusVoided: 1, statusUnbound: 1, statusSeeded: 6, statusMissing: 0}, rep.Counts)
 
+	// A record put again with a new number leaves its old number renumbered.
+	put("a") // 12
+	rep, err = auditFromLedger(ctx, v, seq)
+	require.NoError(t, err)
+	assert.Equal(t, auditRow{Number: 1, Formatted: "2026/001", Status: statusBound, Collection: "invoices", ID: "a", Renumbered: true}, rep.Numbers[0])
+	assert.Equal(t, auditRow{Number: 12, Formatted: "2026/012", Status: statusBound, Collection: "invoices", ID: "a"}, rep.Numbers[6])
+
 	// A voided number inside a seeded run splits the run.
 	require.NoError(t, seq.Void(ctx, 7, "spoiled"))
 	rep, err = auditFromLedger(ctx, v, seq)

@@ -162,6 +162,9 @@ func (a *app) demo(ctx context.Context) error {
 		if r.Status == statusVoided {
 			detail = fmt.Sprintf("%q (%s)", r.Reason, detail)
 		}
+		if r.Renumbered {
+			detail += " (renumbered since)"
+		}
 		fmt.Fprintf(out, "   %s  %-7s  %s\n", r.Formatted, r.Status, detail)
 	}
 
