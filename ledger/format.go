@@ -209,13 +209,16 @@ func decodeHead(plain []byte) (headState, error) {
 func (l *Ledger) loadHead(ctx context.Context) (headState, uint64, error) {
 	it, err := l.store.Get(ctx, l.headKey)
 	if errors.Is(err, stores.ErrNotFound) {
-		return headState{}, 0, nil
+		return headState{}, 0, l.checkPin(Head{})
 	}
 	if err != nil {
 		return headState{}, 0, err
 	}
 	hs, err := l.openHead(it.Value)
 	if err != nil {
+		return headState{}, 0, err
+	}
+	if err := l.checkPin(hs.Head); err != nil {
 		return headState{}, 0, err
 	}
 	return hs, it.Version, nil

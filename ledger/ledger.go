@@ -39,6 +39,19 @@ type Options struct {
 	// MaxAttempts bounds the optimistic retries of one append; 0 means
 	// cas.DefaultMaxAttempts (16).
 	MaxAttempts int
+	// Pins, if set, remembers outside the store the furthest head this
+	// device has seen, so that a store serving an older ledger is caught.
+	Pins Pins
+}
+
+// Pins is the device-local memory of the furthest ledger head seen, keyed
+// by the ledger's key prefix. CheckLedger returns an error (one that the
+// caller recognises as a rollback) when a head at seq with mac cannot follow
+// the pinned one: a lower seq, or the pinned seq with another MAC.
+type Pins interface {
+	LedgerPin(key string) (seq uint64, mac []byte)
+	CheckLedger(key string, seq uint64, mac []byte) error
+	RaiseLedger(key string, seq uint64, mac []byte)
 }
 
 // Head is the ledger's last position and the MAC of the entry there. The
@@ -74,8 +87,10 @@ type Ledger struct {
 	actor   string
 	now     func() time.Time
 	policy  cas.Policy
+	pins    Pins
 
-	mu      sync.Mutex
+	mu       sync.Mutex
+	turnHead Head // the furthest head appended by AppendTx during the current Update
 	queue   []*request // Append calls waiting for a commit
 	leading bool       // a goroutine is committing a group
 }
@@ -93,6 +108,7 @@ func New(store stores.Store, sealer Sealer, mac MACer, prefix string, opts Optio
 		actor:   opts.Actor,
 		now:     opts.Now,
 		policy:  cas.Policy{MaxAttempts: opts.MaxAttempts},
+		pins:    opts.Pins,
 	}
 	if tr, ok := store.(stores.Transactor); ok && store.Capabilities().Transactions {
 		l.tr = tr
@@ -186,7 +202,13 @@ func (l *Ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 	if err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
-	return headOf(recs, hs), nil
+	h := headOf(recs, hs)
+	l.mu.Lock()
+	if h.Seq > l.turnHead.Seq {
+		l.turnHead = h
+	}
+	l.mu.Unlock()
+	return h, nil
 }
 
 // Update runs fn in a transaction of the ledger's store, in this Ledger's
@@ -277,12 +299,43 @@ func (l *Ledger) commit(ctx context.Context, plan planFunc) ([]record, Head, err
 }
 
 // runUpdate runs fn in a store transaction, retrying conflicts.
+// Heads appended inside fn move the pins only once the transaction commits.
 func (l *Ledger) runUpdate(ctx context.Context, fn func(stores.Tx) error) error {
-	attempts, err := cas.Do(ctx, l.policy, func(int) error { return l.tr.Update(ctx, fn) })
+	var committed Head
+	attempts, err := cas.Do(ctx, l.policy, func(int) error {
+		l.mu.Lock()
+		l.turnHead = Head{}
+		l.mu.Unlock()
+		err := l.tr.Update(ctx, fn)
+		if err == nil {
+			l.mu.Lock()
+			committed = l.turnHead
+			l.mu.Unlock()
+		}
+		return err
+	})
 	if errors.Is(err, cas.ErrExhausted) {
 		return fmt.Errorf("ledger update: %w after %d attempts", ErrContention, attempts)
 	}
+	if err == nil {
+		l.raisePin(committed)
+	}
 	return err
+}
+
+// checkPin fails when h is behind the head this device has pinned.
+func (l *Ledger) checkPin(h Head) error {
+	if l.pins == nil {
+		return nil
+	}
+	return l.pins.CheckLedger(l.dir, h.Seq, h.MAC)
+}
+
+// raisePin moves the pin to h, a head known to be committed.
+func (l *Ledger) raisePin(h Head) {
+	if l.pins != nil && h.Seq > 0 {
+		l.pins.RaiseLedger(l.dir, h.Seq, h.MAC)
+	}
 }
 
 // appendTx is one append attempt inside a transaction: entries and head are
@@ -299,6 +352,9 @@ func (l *Ledger) appendTx(tx stores.Tx, plan planFunc) ([]record, Head, error) {
 		if hs, err = l.openHead(it.Value); err != nil {
 			return nil, Head{}, err
 		}
+	}
+	if err := l.checkPin(hs.Head); err != nil {
+		return nil, Head{}, err
 	}
 	put := func(r record) error {
 		sealed, err := l.sealer.Seal(l.entryKey(r.entry.Seq), r.plain)
@@ -568,6 +624,9 @@ func (l *Ledger) lead(ctx context.Context) {
 		defer panic(panicked)
 	}
 
+	if err == nil && len(recs) > 0 {
+		l.raisePin(headOf(recs, Head{}))
+	}
 	var retry []*request
 	for i, r := range batch {
 		switch {

@@ -105,6 +105,9 @@ func (l *Ledger) walk(ctx context.Context, from uint64, skim bool, fn func(Entry
 		return head, nil
 	}
 	c := &chain{l: l, next: from}
+	if l.pins != nil {
+		c.pin, _ = l.pins.LedgerPin(l.dir)
+	}
 	if from > 1 {
 		r, err := l.entryAt(ctx, hs, from-1)
 		if err != nil {
@@ -137,6 +140,7 @@ func (l *Ledger) walk(ctx context.Context, from uint64, skim bool, fn func(Entry
 	if !hmac.Equal(c.prev, hs.MAC) {
 		return head, &ChainError{Seq: hs.Seq, Head: true}
 	}
+	l.raisePin(head)
 	return head, nil
 }
 
@@ -146,6 +150,7 @@ type chain struct {
 	l    *Ledger
 	prev []byte
 	next uint64
+	pin  uint64 // the pinned position, whose MAC must match the pin's
 }
 
 // link checks that r is the next entry and chains onto prev, and advances.
@@ -155,6 +160,14 @@ func (c *chain) link(r record) error {
 	}
 	c.prev = r.mac()
 	c.next++
+	return c.atPin(r)
+}
+
+// atPin checks r against the device's pin when r is at the pinned position.
+func (c *chain) atPin(r record) error {
+	if c.pin != 0 && r.entry.Seq == c.pin {
+		return c.l.pins.CheckLedger(c.l.dir, c.pin, r.mac())
+	}
 	return nil
 }
 
@@ -302,6 +315,9 @@ func (l *Ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, 
 			} else {
 				c.prev = r.mac()
 				c.next++
+				if err := c.atPin(r); err != nil {
+					return false, err
+				}
 			}
 			if !fn(r.entry) {
 				return false, nil

@@ -115,6 +115,23 @@ func (s *Set) LedgerPin(key string) (seq uint64, mac []byte) {
 	return h.seq, h.mac
 }
 
+// CheckLedger returns an error wrapping ErrRollback when a ledger head at seq
+// with mac cannot be a successor of the pinned head of the ledger at key:
+// seq is lower, or seq is the pinned position and mac differs. Later
+// positions are checked by readers as they pass the pinned one.
+func (s *Set) CheckLedger(key string, seq uint64, mac []byte) error {
+	s.mu.Lock()
+	h := s.heads[key]
+	s.mu.Unlock()
+	switch {
+	case seq < h.seq:
+		return fmt.Errorf("ledger head is at %d but this device already saw %d: %w", seq, h.seq, ErrRollback)
+	case seq == h.seq && h.seq > 0 && !crypto.EqualMAC(mac, h.mac):
+		return fmt.Errorf("ledger entry %d differs from the one this device saw: %w", seq, ErrRollback)
+	}
+	return nil
+}
+
 // RaiseLedger moves the pin of the ledger at key up to seq with its MAC.
 func (s *Set) RaiseLedger(key string, seq uint64, mac []byte) {
 	s.mu.Lock()
