@@ -90,9 +90,9 @@ type Ledger struct {
 	pins    Pins
 
 	mu       sync.Mutex
-	turnHead Head // the furthest head appended by AppendTx during the current Update
-	queue   []*request // Append calls waiting for a commit
-	leading bool       // a goroutine is committing a group
+	turnHead Head       // the furthest head appended by AppendTx during the current Update
+	queue    []*request // Append calls waiting for a commit
+	leading  bool       // a goroutine is committing a group
 }
 
 // New returns the ledger stored in store under prefix+"_ledger/". It does no
