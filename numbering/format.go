@@ -39,8 +39,10 @@ const (
 	chunkDigits    = 10
 )
 
-func (s *Series) headKey() string            { return s.dir + headName }
-func (s *Series) chunkKey(i int) string      { return s.dir + batchDir + fmt.Sprintf("%0*d", chunkDigits, i) }
+func (s *Series) headKey() string { return s.dir + headName }
+func (s *Series) chunkKey(i int) string {
+	return s.dir + batchDir + fmt.Sprintf("%0*d", chunkDigits, i)
+}
 func (s *Series) assignedKey(id string) string { return s.dir + assignedDir + id }
 func (s *Series) pendingKey(provisional, id string) string {
 	return s.dir + pendingDir + provisional + "/" + id

@@ -2,6 +2,7 @@ package numbering_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -88,6 +89,40 @@ func (d *device) write(tb testing.TB, id string, total int) string {
 	p, err := d.series.Enqueue(ctx, id)
 	require.NoError(tb, err)
 	return p
+}
+
+// writeMany puts and enqueues the receipts ids from several goroutines (so
+// their ledger appends combine), and returns the first error.
+func (d *device) writeMany(ids []string) error {
+	ctx := context.Background()
+	const writers = 8
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			var err error
+			for i := w; i < len(ids) && err == nil; i += writers {
+				// Several DBs appending to one ledger on a file store can
+				// exhaust the ledger's retry budget; the put is then tried again.
+				for range 10 {
+					err = d.receipts.Put(ctx, ids[i], Receipt{Device: d.name, Total: i})
+					if !errors.Is(err, ledger.ErrContention) {
+						break
+					}
+				}
+				if err == nil {
+					_, err = d.series.Enqueue(ctx, ids[i])
+				}
+			}
+			errs <- err
+		}()
+	}
+	var first error
+	for range writers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // checkNumbered checks the promises of deferred numbering for the records

@@ -455,7 +455,7 @@ func (s *Series) appendEntries(ctx context.Context, entries []ledger.Entry) erro
 	for i, e := range entries {
 		n := 512 + len(e.Collection) + len(e.ID) + len(e.Series) + len(e.Reason) + len(e.CipherHash)
 		if i > start && size+n > entryBudget {
-			if _, err := s.b.Ledger.Append(ctx, entries[start:i]...); err != nil {
+			if err := s.append(ctx, entries[start:i]); err != nil {
 				return err
 			}
 			start, size = i, 0
@@ -463,11 +463,28 @@ func (s *Series) appendEntries(ctx context.Context, entries []ledger.Entry) erro
 		size += n
 	}
 	if start < len(entries) {
-		if _, err := s.b.Ledger.Append(ctx, entries[start:]...); err != nil {
+		return s.append(ctx, entries[start:])
+	}
+	return nil
+}
+
+// appendRounds bounds how many times a pass tries a ledger append that
+// lost every race of its retry budget to the vault's other writers.
+const appendRounds = 8
+
+// append appends entries, trying again when the ledger reports contention:
+// devices writing records append to the same ledger, and a pass that gave
+// up here would have to be resumed. ErrContention means nothing was written.
+func (s *Series) append(ctx context.Context, entries []ledger.Entry) error {
+	for round := 1; ; round++ {
+		_, err := s.b.Ledger.Append(ctx, entries...)
+		if err == nil || !errors.Is(err, ledger.ErrContention) || round == appendRounds {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 	}
-	return nil
 }
 
 // parallel runs fn for 0 … n-1 on up to workers goroutines and returns the
