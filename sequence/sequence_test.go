@@ -494,3 +494,15 @@ func TestPanicInWriteReleasesQueue(t *testing.T) {
 	assert.Equal(t, "store exploded", <-panicked)
 	assert.Equal(t, uint64(1), <-queued, "the panicked write took nothing")
 }
+
+func TestParseFormat(t *testing.T) {
+	f, err := sequence.ParseFormat("{partition.0}-{seq:03}", 2026)
+	require.NoError(t, err)
+	assert.Equal(t, "2026-007", f.Format(7))
+	for _, bad := range []string{"", "{seq", "{partition.0}{seq}"} {
+		_, err := sequence.ParseFormat(bad)
+		assert.ErrorIs(t, err, sequence.ErrInvalid, "%q", bad)
+	}
+	_, err = sequence.ParseFormat("{seq}", 1.5)
+	assert.ErrorIs(t, err, sequence.ErrInvalid)
+}
