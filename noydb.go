@@ -26,6 +26,7 @@ import (
 	"sync"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
@@ -43,6 +44,10 @@ var (
 	ErrTampered = vault.ErrTampered
 	// ErrClosed: the DB was closed.
 	ErrClosed = stores.ErrClosed
+	// ErrRollback: the store served a counter or a ledger older than this
+	// device has already seen (a restored snapshot, a dropped tail). Nothing
+	// is issued or trusted from it.
+	ErrRollback = pins.ErrRollback
 )
 
 // Config configures a DB. The zero value of every optional field means the
@@ -61,6 +66,12 @@ type Config struct {
 	// InsecureAllowWeakKDF accepts key-derivation costs below the safe minimum.
 	// For tests only: with it a store can make guessing the secret cheap.
 	InsecureAllowWeakKDF bool
+	// StateDir is a device-local folder, outside the store, where the SDK
+	// keeps sealed rollback pins: per vault, the highest number this device
+	// saw per series and the last ledger head it saw. A store that later
+	// serves anything older makes Next and ledger reads fail with
+	// ErrRollback. Empty keeps the pins in memory, for the life of the DB.
+	StateDir string
 }
 
 // DB is an open connection to a store on behalf of one user. It is safe for
@@ -121,6 +132,7 @@ func (db *DB) OpenVault(ctx context.Context, name string) (*vault.Vault, error) 
 		Secret:               db.cfg.Secret,
 		KDF:                  db.cfg.KDF,
 		InsecureAllowWeakKDF: db.cfg.InsecureAllowWeakKDF,
+		StateDir:             db.cfg.StateDir,
 	})
 	if err != nil {
 		return nil, err
@@ -138,12 +150,13 @@ func (db *DB) Close() error {
 		return nil
 	}
 	db.closed = true
+	var errs []error
 	for _, v := range db.vaults {
-		_ = v.Close()
+		errs = append(errs, v.Close())
 	}
 	clear(db.cfg.Secret)
 	if db.ownsStore {
-		return db.cfg.Store.Close()
+		errs = append(errs, db.cfg.Store.Close())
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -3,17 +3,32 @@ package noydb_test
 import (
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/badgerstore"
+	"github.com/noydb-go/noydb/stores/filestore"
 	"github.com/noydb-go/noydb/stores/memstore"
 )
 
-// raceStores lists the stores the first-open race runs on.
+// raceStores lists the stores the whole-SDK tests run on. filestore is used
+// through one handle, the only way its compare-and-swap is atomic.
 func raceStores(t *testing.T) map[string]func(testing.TB) stores.Store {
+	closeLater := func(t testing.TB, st stores.Store) stores.Store {
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
 	return map[string]func(testing.TB) stores.Store{
-		"memstore": func(t testing.TB) stores.Store {
-			st := memstore.New()
-			t.Cleanup(func() { _ = st.Close() })
-			return st
+		"memstore": func(t testing.TB) stores.Store { return closeLater(t, memstore.New()) },
+		"filestore": func(t testing.TB) stores.Store {
+			st, err := filestore.Open(t.TempDir(), nil)
+			require.NoError(t, err)
+			return closeLater(t, st)
+		},
+		"badgerstore": func(t testing.TB) stores.Store {
+			st, err := badgerstore.Open(t.TempDir(), nil)
+			require.NoError(t, err)
+			return closeLater(t, st)
 		},
 	}
 }

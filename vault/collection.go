@@ -202,13 +202,12 @@ func (v *Vault) recordKey(collection, id string) string {
 // first and entry second (a crash between leaves a record change the ledger
 // does not show; Verify still passes, and the next write is recorded).
 func (v *Vault) write(ctx context.Context, collection, id string, plain []byte, e ledger.Entry) error {
-	if tr, ok := v.store.(stores.Transactor); ok {
-		_, err := cas.Do(ctx, cas.Policy{}, func(int) error {
-			return tr.Update(ctx, func(tx stores.Tx) error {
-				return v.writeTx(ctx, tx, collection, id, plain, e)
-			})
+	if _, ok := v.store.(stores.Transactor); ok {
+		// In the ledger's turn, so that concurrent writers of this process
+		// do not fail one another on the ledger head.
+		return v.ledger.Update(ctx, func(tx stores.Tx) error {
+			return v.writeTx(ctx, tx, collection, id, plain, e)
 		})
-		return err
 	}
 	key := v.recordKey(collection, id)
 	_, err := cas.Do(ctx, cas.Policy{}, func(int) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -28,6 +29,11 @@ type Config struct {
 	// never set it in production: a store could then lower the cost of guessing
 	// the secret.
 	InsecureAllowWeakKDF bool
+	// StateDir is a device-local folder (not on the store) where the vault
+	// keeps its rollback pins: the highest number this device saw per series
+	// and the last ledger head it saw, sealed. Empty keeps them in memory, so
+	// rollbacks are caught only while the process lives.
+	StateDir string
 }
 
 const (
@@ -66,14 +72,18 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 	// Each round either opens an existing vault or tries to create it; losing
 	// the creation race sends us round again to open what the winner wrote.
 	for range 8 {
-		dk, err := o.attempt(ctx)
+		dk, salt, err := o.attempt(ctx)
 		if errors.Is(err, stores.ErrConflict) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
 		}
-		return newVault(cfg, prefix, dk), nil
+		p, err := pins.Open(cfg.StateDir, cfg.Name, salt[:], dk.Derive("noydb pins v1"))
+		if err != nil {
+			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
+		}
+		return newVault(cfg, prefix, dk, p), nil
 	}
 	return nil, fmt.Errorf("open vault %q: creation kept racing: %w", cfg.Name, stores.ErrConflict)
 }
@@ -84,42 +94,50 @@ type opener struct {
 	prefix string
 }
 
-func (o opener) attempt(ctx context.Context) (*crypto.Key, error) {
+// attempt opens or creates the vault and returns its data key and salt.
+func (o opener) attempt(ctx context.Context) (*crypto.Key, [crypto.SaltSize]byte, error) {
 	st := o.cfg.Store
 	hi, err := st.Get(ctx, o.prefix+headerKey)
 	if errors.Is(err, stores.ErrNotFound) {
 		return o.create(ctx)
 	}
 	if err != nil {
-		return nil, err
+		return nil, [crypto.SaltSize]byte{}, err
 	}
-	h, err := crypto.ParseHeader(hi.Value)
+	dk, h, err := o.unlock(ctx, hi.Value)
+	return dk, h.Salt, err
+}
+
+// unlock checks the stored header and unwraps the user's copy of the data key.
+func (o opener) unlock(ctx context.Context, header []byte) (*crypto.Key, crypto.Header, error) {
+	h, err := crypto.ParseHeader(header)
 	if errors.Is(err, crypto.ErrKDFTooWeak) || errors.Is(err, crypto.ErrKDFTooCostly) {
-		return nil, fmt.Errorf("%w: %w", ErrWeakKDF, err)
+		return nil, h, fmt.Errorf("%w: %w", ErrWeakKDF, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("vault header: %w", err)
+		return nil, h, fmt.Errorf("vault header: %w", err)
 	}
 	if err := h.KDF.Check(o.cfg.InsecureAllowWeakKDF); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrWeakKDF, err)
+		return nil, h, fmt.Errorf("%w: %w", ErrWeakKDF, err)
 	}
 	kek, err := crypto.DeriveUserKey(o.cfg.Secret, h.Salt[:], h.KDF)
 	if err != nil {
-		return nil, err
+		return nil, h, err
 	}
-	ad := keyringAD(o.cfg.Name, o.cfg.User, hi.Value)
-	ki, err := st.Get(ctx, o.prefix+keyringPrefix+o.cfg.User)
+	ad := keyringAD(o.cfg.Name, o.cfg.User, header)
+	ki, err := o.cfg.Store.Get(ctx, o.prefix+keyringPrefix+o.cfg.User)
 	if errors.Is(err, stores.ErrNotFound) {
-		return o.adopt(ctx, kek, ad)
+		dk, err := o.adopt(ctx, kek, ad)
+		return dk, h, err
 	}
 	if err != nil {
-		return nil, err
+		return nil, h, err
 	}
 	dk, err := crypto.UnwrapKey(kek, ki.Value, ad)
 	if err != nil {
-		return nil, ErrWrongSecret
+		return nil, h, ErrWrongSecret
 	}
-	return dk, nil
+	return dk, h, nil
 }
 
 // adopt handles a header without a key slot for this user: if the keyring is
@@ -147,26 +165,26 @@ func (o opener) adopt(ctx context.Context, kek *crypto.Key, ad []byte) (*crypto.
 	return dk, nil
 }
 
-func (o opener) create(ctx context.Context) (*crypto.Key, error) {
+func (o opener) create(ctx context.Context) (*crypto.Key, [crypto.SaltSize]byte, error) {
 	h, err := crypto.NewHeader(o.kdf)
 	if err != nil {
-		return nil, err
+		return nil, h.Salt, err
 	}
 	hb, err := h.MarshalBinary()
 	if err != nil {
-		return nil, err
+		return nil, h.Salt, err
 	}
 	kek, err := crypto.DeriveUserKey(o.cfg.Secret, h.Salt[:], h.KDF)
 	if err != nil {
-		return nil, err
+		return nil, h.Salt, err
 	}
 	dk, err := crypto.GenerateKey()
 	if err != nil {
-		return nil, err
+		return nil, h.Salt, err
 	}
 	wrapped, err := crypto.WrapKey(kek, dk, keyringAD(o.cfg.Name, o.cfg.User, hb))
 	if err != nil {
-		return nil, err
+		return nil, h.Salt, err
 	}
 	hk, kk := o.prefix+headerKey, o.prefix+keyringPrefix+o.cfg.User
 	st := o.cfg.Store
@@ -186,17 +204,17 @@ func (o opener) create(ctx context.Context) (*crypto.Key, error) {
 			return tx.Put(kk, wrapped)
 		})
 		if err != nil {
-			return nil, err
+			return nil, h.Salt, err
 		}
-		return dk, nil
+		return dk, h.Salt, nil
 	}
 	if _, err := st.CompareAndSwap(ctx, hk, 0, hb); err != nil {
-		return nil, err
+		return nil, h.Salt, err
 	}
 	if _, err := st.CompareAndSwap(ctx, kk, 0, wrapped); err != nil {
-		return nil, err
+		return nil, h.Salt, err
 	}
-	return dk, nil
+	return dk, h.Salt, nil
 }
 
 // keyringAD binds a wrapped data key to its vault, its user and the exact

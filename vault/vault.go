@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
@@ -21,10 +22,11 @@ type Vault struct {
 	seal   keySealer
 	seqs   *sequence.Service
 	ledger *ledger.Ledger
+	pins   *pins.Set
 	closed atomic.Bool
 }
 
-func newVault(cfg Config, prefix string, dk *crypto.Key) *Vault {
+func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	v := &Vault{
 		name:   cfg.Name,
 		user:   cfg.User,
@@ -32,10 +34,29 @@ func newVault(cfg Config, prefix string, dk *crypto.Key) *Vault {
 		prefix: prefix,
 		dk:     dk,
 		seal:   keySealer{dk: dk, vault: cfg.Name},
+		pins:   p,
 	}
-	v.ledger = ledger.New(cfg.Store, v.seal, dk.Derive("noydb ledger v1"), prefix, ledger.Options{Actor: cfg.User})
-	v.seqs = sequence.NewService(cfg.Store, v.seal, prefix, sequence.Config{Journal: journal{l: v.ledger}})
+	v.ledger = ledger.New(cfg.Store, v.seal, dk.Derive("noydb ledger v1"), prefix, ledger.Options{Actor: cfg.User, Pins: p})
+	// Sequences write their counters and ledger entries in the ledger's
+	// turn, like record writes, so that writers of this process never fail
+	// one another on the ledger head.
+	var seqStore stores.Store = cfg.Store
+	if _, ok := cfg.Store.(stores.Transactor); ok {
+		seqStore = ledgerTurn{Store: cfg.Store, l: v.ledger}
+	}
+	v.seqs = sequence.NewService(seqStore, v.seal, prefix, sequence.Config{Journal: journal{l: v.ledger}})
 	return v
+}
+
+// ledgerTurn is the vault's store as its sequences see it: transactions run
+// in the ledger's turn.
+type ledgerTurn struct {
+	stores.Store
+	l *ledger.Ledger
+}
+
+func (s ledgerTurn) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+	return s.l.Update(ctx, fn)
 }
 
 // Name returns the vault's name.
@@ -55,10 +76,13 @@ func (v *Vault) Sequence(series string, opts ...sequence.Options) (*sequence.Seq
 	return v.seqs.Sequence(series, opts...)
 }
 
-// Close marks the vault closed: later calls return ErrClosed. It does not close the store.
+// Close marks the vault closed (later calls return ErrClosed) and writes its
+// rollback pins to the state folder. It does not close the store.
 func (v *Vault) Close() error {
-	v.closed.Store(true)
-	return nil
+	if v.closed.Swap(true) {
+		return nil
+	}
+	return v.pins.Close()
 }
 
 func (v *Vault) check(ctx context.Context) error {
