@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -159,4 +160,49 @@ func TestAuditTamperedLedger(t *testing.T) {
 	require.NoError(t, err)
 	_, err = auditFromLedger(ctx, v, seq)
 	assert.ErrorIs(t, err, vault.ErrTampered)
+}
+
+// TestVerifyOnTerminal: with a progress bar, verify walks the ledger itself;
+// its report must be the one ledger.Verify gives, intact or tampered.
+func TestVerifyOnTerminal(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	v := openTestVault(t, st)
+	seq, err := v.Sequence("tickets")
+	require.NoError(t, err)
+	for range 5 {
+		_, err = seq.Next(ctx)
+		require.NoError(t, err)
+	}
+	var bar bytes.Buffer
+	a := &app{io: stdio{err: &bar, errTerminal: true}}
+	check := func() {
+		t.Helper()
+		want, wantErr := v.Ledger().Verify(ctx)
+		got, gotErr := a.verify(ctx, v.Ledger())
+		assert.Equal(t, want.Entries, got.Entries)
+		assert.Equal(t, want.Head, got.Head)
+		assert.Equal(t, want.FirstBad, got.FirstBad)
+		assert.Equal(t, want.OK(), got.OK())
+		assert.Equal(t, wantErr == nil, gotErr == nil)
+		if want.Problem != nil {
+			assert.Equal(t, want.Problem.Error(), got.Problem.Error())
+		}
+	}
+	check()
+	flip := func(key string) {
+		t.Helper()
+		it, err := st.Get(ctx, key)
+		require.NoError(t, err)
+		it.Value[len(it.Value)-1] ^= 1
+		_, err = st.Put(ctx, key, it.Value)
+		require.NoError(t, err)
+	}
+	for _, key := range []string{"v/books/_ledger/00000000000000000003", "v/books/_ledger/head"} {
+		flip(key)
+		check()
+		flip(key)
+	}
+	require.NoError(t, st.Delete(ctx, "v/books/_ledger/00000000000000000002"))
+	check()
 }
