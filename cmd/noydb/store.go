@@ -22,13 +22,12 @@ type storeSpec struct {
 	schema string // postgres: the schema parameter, "" for pgstore's default
 }
 
-// storeOpener opens one kind of store. mustExist asks an on-disk store not to
-// create its folder: a read command on a mistyped path fails instead of
-// leaving an empty store behind.
+// storeOpener opens one kind of store.
 type storeOpener func(ctx context.Context, spec storeSpec) (stores.Store, error)
 
-// storeOpeners holds the kinds this build can open; each on-disk kind
-// registers itself from its own file.
+// storeOpeners holds the kinds of store the command opens; each kind but
+// mem registers itself from its own file (store_badger.go, …), so each
+// driver's import sits in one place.
 var storeOpeners = map[string]storeOpener{
 	"mem": func(context.Context, storeSpec) (stores.Store, error) { return memstore.New(), nil },
 }
@@ -85,6 +84,9 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
+// open opens the store. mustExist keeps an on-disk store from creating its
+// folder: a read command on a mistyped path fails instead of leaving an
+// empty store behind.
 func (s storeSpec) open(ctx context.Context, mustExist bool) (stores.Store, error) {
 	if mustExist && s.dir != "" {
 		if _, err := os.Stat(s.dir); errors.Is(err, fs.ErrNotExist) {
