@@ -81,8 +81,13 @@ func (a *app) demo(ctx context.Context) error {
 	if a.env(envTestKDF) == "1" {
 		kdf = testKDF
 	}
-	fmt.Fprintf(out, "   Opened vault %q as user %q in %s: created on first open, with a random data\n", a.vaultName, a.user, time.Since(start).Round(time.Millisecond))
-	fmt.Fprintf(out, "   key wrapped by a key derived from the secret (Argon2id, t=%d, %d MiB, p=%d).\n", kdf.Time, kdf.MemoryKiB/1024, kdf.Threads)
+	fmt.Fprintf(out, "   Opened vault %q as user %q in %s. Created on first open, it has a\n", a.vaultName, a.user, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(out, "   random data key, wrapped by a key derived from the secret with Argon2id\n")
+	mem := fmt.Sprintf("%d KiB", kdf.MemoryKiB)
+	if kdf.MemoryKiB%1024 == 0 {
+		mem = fmt.Sprintf("%d MiB", kdf.MemoryKiB/1024)
+	}
+	fmt.Fprintf(out, "   (t=%d, %s, p=%d): that derivation is most of the time it took.\n", kdf.Time, mem, kdf.Threads)
 
 	step(out, 2, "Encrypted records, numbered in the same commit")
 	invoices := vault.CollectionOf[demoInvoice](v, "invoices")
