@@ -89,10 +89,10 @@ type Ledger struct {
 	policy  cas.Policy
 	pins    Pins
 
-	mu       sync.Mutex
-	turnHead Head       // the furthest head appended by AppendTx during the current Update
-	queue    []*request // Append calls waiting for a commit
-	leading  bool       // a goroutine is committing a group
+	mu        sync.Mutex
+	turnHeads map[string]Head // heads sealed by AppendTx during the current Update, by sealed bytes
+	queue     []*request      // Append calls waiting for a commit
+	leading   bool            // a goroutine is committing a group
 }
 
 // New returns the ledger stored in store under prefix+"_ledger/". It does no
@@ -202,13 +202,7 @@ func (l *Ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 	if err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
-	h := headOf(recs, hs)
-	l.mu.Lock()
-	if h.Seq > l.turnHead.Seq {
-		l.turnHead = h
-	}
-	l.mu.Unlock()
-	return h, nil
+	return headOf(recs, hs), nil
 }
 
 // Update runs fn in a transaction of the ledger's store, in this Ledger's
@@ -303,17 +297,29 @@ func (l *Ledger) commit(ctx context.Context, plan planFunc) ([]record, Head, err
 func (l *Ledger) runUpdate(ctx context.Context, fn func(stores.Tx) error) error {
 	var committed Head
 	attempts, err := cas.Do(ctx, l.policy, func(int) error {
+		committed = Head{}
 		l.mu.Lock()
-		l.turnHead = Head{}
+		l.turnHeads = make(map[string]Head)
 		l.mu.Unlock()
-		err := l.tr.Update(ctx, fn)
-		if err == nil {
-			l.mu.Lock()
-			committed = l.turnHead
-			l.mu.Unlock()
-		}
-		return err
+		return l.tr.Update(ctx, func(tx stores.Tx) error {
+			if err := fn(tx); err != nil {
+				return err
+			}
+			// The head this transaction leaves is the one it will commit;
+			// recognise it among the heads appended in it (a head appended
+			// by work that fn then dropped is not it).
+			it, err := tx.Get(l.headKey)
+			if err == nil {
+				l.mu.Lock()
+				committed = l.turnHeads[string(it.Value)]
+				l.mu.Unlock()
+			}
+			return nil
+		})
 	})
+	l.mu.Lock()
+	l.turnHeads = nil
+	l.mu.Unlock()
 	if errors.Is(err, cas.ErrExhausted) {
 		return fmt.Errorf("ledger update: %w after %d attempts", ErrContention, attempts)
 	}
@@ -377,13 +383,19 @@ func (l *Ledger) appendTx(tx stores.Tx, plan planFunc) ([]record, Head, error) {
 			return nil, Head{}, err
 		}
 	}
-	sealed, err := l.sealHead(headOf(recs, hs.Head), nil)
+	newHead := headOf(recs, hs.Head)
+	sealed, err := l.sealHead(newHead, nil)
 	if err != nil {
 		return nil, Head{}, err
 	}
 	if err := tx.Put(l.headKey, sealed); err != nil {
 		return nil, Head{}, err
 	}
+	l.mu.Lock()
+	if l.turnHeads != nil {
+		l.turnHeads[string(sealed)] = newHead
+	}
+	l.mu.Unlock()
 	return recs, hs.Head, nil
 }
 
