@@ -214,6 +214,9 @@ func (c *counter) run(batch []*op) {
 		}
 		return
 	}
+	if c.svc.pins != nil {
+		c.svc.pins.RaiseCounter(c.key, c.cache.value)
+	}
 	if c.svc.txr == nil && c.svc.journal != nil && len(c.w.events) > 0 {
 		if err := c.svc.journal.Record(ctx, nil, c.w.events); err != nil {
 			for _, o := range batch {
@@ -312,6 +315,9 @@ func (c *counter) txBody(tx stores.Tx) error {
 	default:
 		return err
 	}
+	if err := c.svc.checkPin(c.key, st.value); err != nil {
+		return err
+	}
 	changed, events, err := c.plan(tx, &st, c.w.batch)
 	if err != nil {
 		return err
@@ -355,6 +361,10 @@ func (c *counter) casAttempt() error {
 			return err
 		}
 		c.cacheValid = true
+	}
+	if err := c.svc.checkPin(c.key, c.cache.value); err != nil {
+		c.cacheValid = false
+		return err
 	}
 	st := c.cache
 	changed, events, err := c.plan(nil, &st, c.w.batch)

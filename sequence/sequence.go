@@ -27,6 +27,18 @@ type Config struct {
 	// store without transactions; 0 means DefaultClaimWindow. Claims with an id
 	// older than the window fail with ErrRequestExpired.
 	ClaimWindow int
+	// Pins, if set, remembers outside the store the highest value this device
+	// has seen per counter, so that a store serving an older counter (a
+	// restored snapshot) fails allocation instead of re-issuing numbers.
+	Pins Pins
+}
+
+// Pins is the device-local memory of the highest value seen per counter key.
+// CheckCounter returns an error (one the caller recognises as a rollback)
+// when value is below the pin of key.
+type Pins interface {
+	CheckCounter(key string, value uint64) error
+	RaiseCounter(key string, value uint64)
 }
 
 // Options selects a partition and a format for a Sequence.
@@ -60,6 +72,7 @@ type Service struct {
 	sealer  Sealer
 	prefix  string
 	journal Journal
+	pins    Pins
 	policy  cas.Policy
 	window  int
 	online  bool
@@ -82,6 +95,7 @@ func NewService(store stores.Store, sealer Sealer, prefix string, cfg Config) *S
 		sealer:   sealer,
 		prefix:   prefix,
 		journal:  cfg.Journal,
+		pins:     cfg.Pins,
 		policy:   cas.Policy{MaxAttempts: cfg.MaxAttempts},
 		window:   cfg.ClaimWindow,
 		online:   caps.CASAtomic,
@@ -291,7 +305,17 @@ func (q *Sequence) Peek(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, q.errorf("peek", err)
 	}
+	if err := q.svc.checkPin(q.c.key, st.value); err != nil {
+		return 0, q.errorf("peek", err)
+	}
 	return st.value, nil
+}
+
+func (s *Service) checkPin(key string, value uint64) error {
+	if s.pins == nil {
+		return nil
+	}
+	return s.pins.CheckCounter(key, value)
 }
 
 // SeedTo advances the counter to n if it is below n, so the next number is

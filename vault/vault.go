@@ -44,7 +44,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	if _, ok := cfg.Store.(stores.Transactor); ok {
 		seqStore = ledgerTurn{Store: cfg.Store, l: v.ledger}
 	}
-	v.seqs = sequence.NewService(seqStore, v.seal, prefix, sequence.Config{Journal: journal{l: v.ledger}})
+	v.seqs = sequence.NewService(seqStore, v.seal, prefix, sequence.Config{Journal: journal{l: v.ledger}, Pins: p})
 	return v
 }
 

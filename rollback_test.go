@@ -1,0 +1,120 @@
+package noydb_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb"
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
+)
+
+// restore makes st hold exactly snap, as a store restored from a backup would.
+func restore(t testing.TB, st stores.Store, snap map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	for k := range snapshot(t, st) {
+		if _, ok := snap[k]; !ok {
+			require.NoError(t, st.Delete(ctx, k))
+		}
+	}
+	for k, v := range snap {
+		_, err := st.Put(ctx, k, []byte(v))
+		require.NoError(t, err)
+	}
+}
+
+func openWithState(t testing.TB, st stores.Store, dir string) *noydb.DB {
+	t.Helper()
+	db, err := noydb.Open(context.Background(), noydb.Config{
+		User: "firm", Secret: []byte("s"), Store: st, StateDir: dir,
+		KDF: cheapKDF, InsecureAllowWeakKDF: true,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// A store snapshot taken at number 41 is restored after 57 were issued: the
+// device refuses to issue from it, in this process and after a restart.
+func TestSnapshotRestoreIsRollback(t *testing.T) {
+	ctx := context.Background()
+	st, dir := memstore.New(), t.TempDir()
+	db := openWithState(t, st, dir)
+	v := openVault(t, db, "books")
+	seq, err := v.Sequence("invoice")
+	require.NoError(t, err)
+	var snap map[string]string
+	issued := map[uint64]bool{}
+	for range 57 {
+		n, err := seq.Next(ctx)
+		require.NoError(t, err)
+		issued[n] = true
+		if n == 41 {
+			snap = maps.Clone(snapshot(t, st))
+		}
+	}
+	restore(t, st, snap)
+
+	n, err := seq.Next(ctx)
+	assert.ErrorIs(t, err, noydb.ErrRollback)
+	assert.Zero(t, n)
+	_, err = v.Ledger().Verify(ctx)
+	assert.ErrorIs(t, err, noydb.ErrRollback)
+	require.NoError(t, db.Close())
+
+	// A new process on the same device still knows.
+	db2 := openWithState(t, st, dir)
+	v2 := openVault(t, db2, "books")
+	seq2, err := v2.Sequence("invoice")
+	require.NoError(t, err)
+	for range 5 {
+		n, err := seq2.Next(ctx)
+		require.ErrorIs(t, err, noydb.ErrRollback)
+		assert.False(t, issued[n] && n != 0, "number %d issued twice", n)
+	}
+	_, err = seq2.Peek(ctx)
+	assert.ErrorIs(t, err, noydb.ErrRollback)
+}
+
+// Dropping the last k ledger entries (and re-pointing the head, which the
+// store can do only by restoring an older head) is caught by the pin.
+func TestDroppedLedgerTailIsRollback(t *testing.T) {
+	for _, k := range []int{1, 5, 50} {
+		t.Run(fmt.Sprint(k), func(t *testing.T) {
+			ctx := context.Background()
+			st := memstore.New()
+			db := openWithState(t, st, "")
+			v := openVault(t, db, "books")
+			const total = 60
+			snaps := map[int]map[string]string{}
+			for i := 1; i <= total; i++ {
+				_, err := v.Ledger().Append(ctx, ledgerEntry(i))
+				require.NoError(t, err)
+				snaps[i] = maps.Clone(snapshot(t, st))
+			}
+			rep, err := v.Ledger().Verify(ctx)
+			require.NoError(t, err)
+			require.Equal(t, uint64(total), rep.Entries)
+
+			restore(t, st, snaps[total-k])
+			for _, err := range v.Ledger().Read(ctx, 1) {
+				if err != nil {
+					assert.ErrorIs(t, err, noydb.ErrRollback)
+					return
+				}
+			}
+			t.Fatal("reading a ledger with its last entries dropped did not fail")
+		})
+	}
+}
+
+func ledgerEntry(i int) ledger.Entry {
+	return ledger.Entry{Kind: ledger.RecordPut, Collection: "c", ID: fmt.Sprint(i), Revision: 1}
+}
