@@ -27,6 +27,8 @@ type Config struct {
 	// store without transactions; 0 means DefaultClaimWindow. Claims with an id
 	// older than the window fail with ErrRequestExpired.
 	ClaimWindow int
+	// History, if set, lets Sequence.Audit account for every number.
+	History History
 	// Pins, if set, remembers outside the store the highest value this device
 	// has seen per counter, so that a store serving an older counter (a
 	// restored snapshot) fails allocation instead of re-issuing numbers.
@@ -73,6 +75,7 @@ type Service struct {
 	prefix  string
 	journal Journal
 	pins    Pins
+	history History
 	policy  cas.Policy
 	window  int
 	online  bool
@@ -96,6 +99,7 @@ func NewService(store stores.Store, sealer Sealer, prefix string, cfg Config) *S
 		prefix:   prefix,
 		journal:  cfg.Journal,
 		pins:     cfg.Pins,
+		history:  cfg.History,
 		policy:   cas.Policy{MaxAttempts: cfg.MaxAttempts},
 		window:   cfg.ClaimWindow,
 		online:   caps.CASAtomic,

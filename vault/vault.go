@@ -2,6 +2,7 @@ package vault
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 
 	"github.com/noydb-go/noydb/crypto"
@@ -44,7 +45,11 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	if _, ok := cfg.Store.(stores.Transactor); ok {
 		seqStore = ledgerTurn{Store: cfg.Store, l: v.ledger}
 	}
-	v.seqs = sequence.NewService(seqStore, v.seal, prefix, sequence.Config{Journal: journal{l: v.ledger}, Pins: p})
+	v.seqs = sequence.NewService(seqStore, v.seal, prefix, sequence.Config{
+		Journal: journal{l: v.ledger},
+		History: history{l: v.ledger},
+		Pins:    p,
+	})
 	return v
 }
 
@@ -142,4 +147,35 @@ func eventKind(k sequence.EventKind) ledger.Kind {
 	default:
 		return ledger.NumberAllocated
 	}
+}
+
+// history reads a series' facts back from the ledger, for Sequence.Audit.
+type history struct{ l *ledger.Ledger }
+
+func (h history) Facts(ctx context.Context, series string, partition []string, fn func(sequence.Fact) error) error {
+	for e, err := range h.l.Read(ctx, 1) {
+		if err != nil {
+			return err
+		}
+		if e.Series != series || !slices.Equal(e.Partition, partition) {
+			continue
+		}
+		f := sequence.Fact{Number: e.Number}
+		switch e.Kind {
+		case ledger.NumberAllocated:
+			f.Kind = sequence.FactAllocated
+		case ledger.RecordPut:
+			f.Kind, f.Collection, f.ID = sequence.FactBound, e.Collection, e.ID
+		case ledger.NumberVoided:
+			f.Kind, f.Reason = sequence.FactVoided, e.Reason
+		case ledger.SeriesSeeded:
+			f.Kind = sequence.FactSeeded
+		default:
+			continue
+		}
+		if err := fn(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }

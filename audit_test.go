@@ -1,0 +1,72 @@
+package noydb_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// The auditor's question: for every number 1..head, which record has it,
+// which were voided, and which were taken but never used.
+func TestSequenceAudit(t *testing.T) {
+	ctx := context.Background()
+	v := openVault(t, openDB(t, memstore.New(), "firm", "s"), "books")
+	invoices := vault.CollectionOf[Invoice](v, "invoices")
+	seq, err := v.Sequence("fatture", sequence.Options{Partition: []any{2026}, Format: "{partition.0}/{seq:04}"})
+	require.NoError(t, err)
+	other, err := v.Sequence("fatture", sequence.Options{Partition: []any{2027}})
+	require.NoError(t, err)
+
+	for i := 1; i <= 3; i++ { // 1..3 bound
+		_, err := invoices.PutNumbered(ctx, fmt.Sprint("inv-", i), seq, func(s sequence.Serial) (Invoice, error) {
+			return Invoice{Number: s.Formatted}, nil
+		})
+		require.NoError(t, err)
+	}
+	_, err = seq.Next(ctx) // 4 taken and never used
+	require.NoError(t, err)
+	_, err = seq.Next(ctx) // 5 taken, then voided
+	require.NoError(t, err)
+	require.NoError(t, seq.Void(ctx, 5, "customer cancelled"))
+	require.NoError(t, seq.SeedTo(ctx, 8)) // 6..8 imported
+	_, err = invoices.PutNumbered(ctx, "inv-9", seq, func(s sequence.Serial) (Invoice, error) {
+		return Invoice{Number: s.Formatted}, nil
+	})
+	require.NoError(t, err)
+	_, err = other.Next(ctx) // another partition: not part of this audit
+	require.NoError(t, err)
+
+	rep, err := seq.Audit(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(9), rep.Head)
+	want := []sequence.NumberState{
+		sequence.StateBound, sequence.StateBound, sequence.StateBound,
+		sequence.StateUnbound, sequence.StateVoided,
+		sequence.StateSeeded, sequence.StateSeeded, sequence.StateSeeded,
+		sequence.StateBound,
+	}
+	require.Len(t, rep.Numbers, len(want))
+	for i, a := range rep.Numbers {
+		assert.Equal(t, uint64(i+1), a.N)
+		assert.Equal(t, want[i], a.State, "number %d", a.N)
+	}
+	assert.Equal(t, "inv-2", rep.Numbers[1].ID)
+	assert.Equal(t, "invoices", rep.Numbers[1].Collection)
+	assert.Equal(t, "customer cancelled", rep.Numbers[4].Reason)
+	assert.Equal(t, 4, rep.Bound)
+	assert.Equal(t, 1, rep.Unbound)
+	assert.Equal(t, 1, rep.Voided)
+	assert.Equal(t, 3, rep.Seeded)
+	assert.Zero(t, rep.Missing)
+
+	// Voiding a number never issued, or twice, is refused.
+	assert.Error(t, seq.Void(ctx, 10, "nope"))
+	assert.Error(t, seq.Void(ctx, 5, "again"))
+}
