@@ -455,6 +455,13 @@ func TestFleetPutNumbered(t *testing.T) {
 	}
 	assert.Empty(t, firstFew(unbound), "allocated numbers no RecordPut carries")
 	assert.Len(t, a.putBy, fleetTotal, "RecordPut entries carrying a number")
+
+	// Sequence.Audit, reading the same ledger, agrees.
+	rep, err := seq.Audit(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(fleetTotal), rep.Head, "audit head")
+	assert.Equal(t, fleetTotal, rep.Bound, "audit: bound numbers")
+	assert.Zero(t, rep.Unbound+rep.Missing+rep.Voided+rep.Seeded, "audit: numbers not bound")
 }
 
 // TestFleetKill kills one child with SIGKILL mid-run. No number it or the

@@ -1,0 +1,283 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/pgstore"
+	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// BenchmarkFleet compares noydb's numbering on PostgreSQL with the raw
+// counter-row pattern of seed 000, on the same server in the same run, with
+// durable commits. Each sub-benchmark reports numbers/s and, after
+// seed-pattern-64 has run, its ratio to it (x-seed). The vault benchmarks also
+// report how their transactions look: numbers/tx (how many numbers one
+// transaction carried) and stmts/number (statements sent to the server per
+// number, begin and commit included), which is where the time goes: each
+// statement is a round trip made while the counter's row lock is held.
+//
+//	seed-pattern-64   64 callers, one pgx transaction per number (update-returning, insert, commit)
+//	next-64           64 callers of Sequence.Next on one series of a vault
+//	putnumbered-64    64 callers of Collection.PutNumbered on one series
+//	next-1            one caller of Next: ns/op is the latency of one Next
+//	next-64-series    64 callers of Next, each on a series of its own
+//
+// Run it with:
+//
+//	scripts/with-postgres go test -run '^$' -bench BenchmarkFleet -benchtime 5s ./stores/pgstore/
+func BenchmarkFleet(b *testing.B) {
+	var base float64 // numbers/s of seed-pattern-64
+	bench := func(name string, callers int, setup func(b *testing.B) func(ctx context.Context, caller int) error) {
+		b.Run(name, func(b *testing.B) {
+			take := setup(b)
+			rate := benchCallersRate(b, callers, take)
+			if name == "seed-pattern-64" {
+				base = rate
+			} else if base > 0 {
+				b.ReportMetric(rate/base, "x-seed")
+			}
+		})
+	}
+
+	bench("seed-pattern-64", benchCallers, seedPattern)
+	bench("next-64", benchCallers, func(b *testing.B) func(context.Context, int) error {
+		_, seq := benchVault(b, 1)
+		b.Cleanup(func() { checkHead(b, seq[0], uint64(b.N)) })
+		return func(ctx context.Context, _ int) error {
+			_, err := seq[0].Next(ctx)
+			return err
+		}
+	})
+	bench("putnumbered-64", benchCallers, func(b *testing.B) func(context.Context, int) error {
+		v, seq := benchVault(b, 1)
+		b.Cleanup(func() { checkHead(b, seq[0], uint64(b.N)) })
+		invoices := vault.CollectionOf[fleetRecord](v, fleetCollection)
+		var ids atomic.Int64
+		return func(ctx context.Context, _ int) error {
+			id := "inv-" + strconv.FormatInt(ids.Add(1), 10)
+			_, err := invoices.PutNumbered(ctx, id, seq[0], func(s sequence.Serial) (fleetRecord, error) {
+				return fleetRecord{Number: s.N, Serial: s.Formatted, By: id}, nil
+			})
+			return err
+		}
+	})
+	bench("next-1", 1, func(b *testing.B) func(context.Context, int) error {
+		_, seq := benchVault(b, 1)
+		b.Cleanup(func() { checkHead(b, seq[0], uint64(b.N)) })
+		return func(ctx context.Context, _ int) error {
+			_, err := seq[0].Next(ctx)
+			return err
+		}
+	})
+	bench("next-64-series", benchCallers, func(b *testing.B) func(context.Context, int) error {
+		_, seqs := benchVault(b, benchCallers)
+		return func(ctx context.Context, caller int) error {
+			_, err := seqs[caller].Next(ctx)
+			return err
+		}
+	})
+}
+
+// benchCallersRate hands b.N numbers to callers goroutines, each calling take
+// (with its index) once per number, reports numbers/s and returns it.
+func benchCallersRate(b *testing.B, callers int, take func(ctx context.Context, caller int) error) float64 {
+	b.Helper()
+	ctx := context.Background()
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for c := range callers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) && !failed.Load() {
+				if err := take(ctx, c); err != nil {
+					failed.Store(true)
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	rate := float64(b.N) / time.Since(start).Seconds()
+	b.ReportMetric(rate, "numbers/s")
+	return rate
+}
+
+// benchVault opens the fleet's vault in a fresh schema and returns it with
+// handles on series of it: one "invoice-2026", or n named "s0", "s1", ….
+//
+// The store counts the statements the vault's transactions send, and
+// numbers/tx and stmts/number are reported when b ends.
+func benchVault(b *testing.B, n int) (*vault.Vault, []*sequence.Sequence) {
+	b.Helper()
+	s := &countingStore{Store: pgtest.Open(b, &pgstore.Options{MaxConns: benchCallers})}
+	v, seq := fleetVaultOn(b, s)
+	s.reset()
+	b.Cleanup(func() {
+		if u := s.updates.Load(); u > 0 {
+			b.ReportMetric(float64(b.N)/float64(u), "numbers/tx")
+			b.ReportMetric(float64(s.stmts.Load())/float64(b.N), "stmts/number")
+		}
+	})
+	if n == 1 {
+		return v, []*sequence.Sequence{seq}
+	}
+	seqs := make([]*sequence.Sequence, n)
+	for i := range seqs {
+		var err error
+		if seqs[i], err = v.Sequence("s" + strconv.Itoa(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return v, seqs
+}
+
+// checkHead fails b unless seq has handed out exactly want numbers.
+func checkHead(b *testing.B, seq *sequence.Sequence, want uint64) {
+	b.Helper()
+	if b.Failed() {
+		return
+	}
+	head, err := seq.Peek(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if head != want {
+		b.Fatalf("series at %d after %d numbers", head, want)
+	}
+}
+
+// seedPattern is the code of BenchmarkSeedPattern64 as a take function: the
+// counter-row pattern of seed 000 through pgx, one durable transaction per
+// number that increments the stream's head row and inserts the event
+// carrying the number. At the end it checks that every number from 1 to b.N
+// was taken exactly once.
+func seedPattern(b *testing.B) func(context.Context, int) error {
+	dbURL := pgtest.URL(b)
+	schema := `"` + pgtest.Schema(b) + `"`
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = benchCallers
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	for _, stmt := range []string{
+		`CREATE SCHEMA ` + schema,
+		`CREATE TABLE ` + schema + `.streams (id text PRIMARY KEY, head bigint NOT NULL DEFAULT 0)`,
+		`CREATE TABLE ` + schema + `.stream_events (
+			stream_id text NOT NULL REFERENCES ` + schema + `.streams (id),
+			seq bigint NOT NULL, type text NOT NULL, data jsonb NOT NULL,
+			PRIMARY KEY (stream_id, seq))`,
+		`INSERT INTO ` + schema + `.streams (id) VALUES ('bench')`,
+	} {
+		if _, err := pool.Exec(ctx, stmt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	next := `UPDATE ` + schema + `.streams SET head = head + 1 WHERE id = $1 RETURNING head`
+	event := `INSERT INTO ` + schema + `.stream_events (stream_id, seq, type, data) VALUES ($1, $2, $3, $4)`
+
+	b.Cleanup(func() {
+		if b.Failed() {
+			return
+		}
+		var head, count, maxSeq int64
+		if err := pool.QueryRow(ctx, `SELECT head FROM `+schema+`.streams WHERE id = 'bench'`).Scan(&head); err != nil {
+			b.Fatal(err)
+		}
+		if err := pool.QueryRow(ctx, `SELECT count(*), coalesce(max(seq), 0) FROM `+schema+`.stream_events`).Scan(&count, &maxSeq); err != nil {
+			b.Fatal(err)
+		}
+		if head != int64(b.N) || count != int64(b.N) || maxSeq != int64(b.N) {
+			b.Fatalf("head %d, %d events up to %d, want all three %d", head, count, maxSeq, b.N)
+		}
+	})
+	return func(ctx context.Context, _ int) error {
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			var head int64
+			if err := tx.QueryRow(ctx, next, "bench").Scan(&head); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, event, "bench", head, "allocated", `{"by":"bench"}`)
+			return err
+		})
+	}
+}
+
+// countingStore is a pgstore.Store that counts the statements its
+// transactions send to the server: BEGIN and COMMIT, one per Tx.Put or
+// Tx.Delete, one per Tx.Get of an existing key, and for a missing key two
+// (the locking read and the claim) plus, once per transaction, the statement
+// that drops the claims.
+type countingStore struct {
+	*pgstore.Store
+	updates atomic.Int64
+	stmts   atomic.Int64
+}
+
+func (s *countingStore) reset() {
+	s.updates.Store(0)
+	s.stmts.Store(0)
+}
+
+func (s *countingStore) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+	s.updates.Add(1)
+	ct := &countingTx{}
+	err := s.Store.Update(ctx, func(tx stores.Tx) error {
+		ct.Tx = tx
+		return fn(ct)
+	})
+	n := 2 + ct.stmts
+	if ct.claimed {
+		n++
+	}
+	s.stmts.Add(n)
+	return err
+}
+
+// countingTx counts for one transaction; a Tx is used by one goroutine.
+type countingTx struct {
+	stores.Tx
+	stmts   int64
+	claimed bool
+}
+
+func (t *countingTx) Get(key string) (stores.Item, error) {
+	it, err := t.Tx.Get(key)
+	t.stmts++
+	if errors.Is(err, stores.ErrNotFound) {
+		t.stmts++
+		t.claimed = true
+	}
+	return it, err
+}
+
+func (t *countingTx) Put(key string, value []byte) error {
+	t.stmts++
+	return t.Tx.Put(key, value)
+}
+
+func (t *countingTx) Delete(key string) error {
+	t.stmts++
+	return t.Tx.Delete(key)
+}
