@@ -89,3 +89,17 @@ func TestKeyFromVectorBytesMatchesMAC(t *testing.T) {
 	require.Equal(t, raw, crypto.KeyBytes(k))
 	assert.True(t, sameKey(k, keyFrom(raw)))
 }
+
+func TestMACerMatchesKeyMAC(t *testing.T) {
+	k, err := crypto.GenerateKey()
+	require.NoError(t, err)
+	m := crypto.NewMACer(k)
+	for _, parts := range [][][]byte{nil, {[]byte("a")}, {[]byte("ab"), []byte("c")}, {[]byte("a"), []byte("bc")}} {
+		for range 3 { // reused state must give the same answer
+			assert.Equal(t, k.MAC(parts...), m.MAC(parts...))
+		}
+	}
+	other, err := crypto.GenerateKey()
+	require.NoError(t, err)
+	assert.NotEqual(t, other.MAC([]byte("a")), m.MAC([]byte("a")))
+}

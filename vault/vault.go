@@ -37,7 +37,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 		seal:   keySealer{dk: dk, vault: cfg.Name},
 		pins:   p,
 	}
-	v.ledger = ledger.New(cfg.Store, v.seal, dk.Derive("noydb ledger v1"), prefix, ledger.Options{Actor: cfg.User, Pins: p})
+	v.ledger = ledger.New(cfg.Store, v.seal, crypto.NewMACer(dk.Derive("noydb ledger v1")), prefix, ledger.Options{Actor: cfg.User, Pins: p})
 	// Sequences write their counters and ledger entries in the ledger's
 	// turn, like record writes, so that writers of this process never fail
 	// one another on the ledger head.
