@@ -93,11 +93,16 @@ func (s *Store) Put(ctx context.Context, key string, value []byte) (uint64, erro
 }
 
 func (s *Store) putLocked(key string, value []byte) uint64 {
+	return s.adoptLocked(key, slices.Clone(value))
+}
+
+// adoptLocked stores value, which the store now owns, at key.
+func (s *Store) adoptLocked(key string, value []byte) uint64 {
 	if _, ok := s.data[key]; !ok {
 		s.stale = true
 	}
 	s.version++
-	s.data[key] = entry{value: slices.Clone(value), version: s.version}
+	s.data[key] = entry{value: value, version: s.version}
 	return s.version
 }
 
@@ -205,18 +210,18 @@ func (s *Store) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 	if s.closed {
 		return stores.ErrClosed
 	}
-	tx := &txn{s: s, writes: make(map[string]*[]byte)}
+	tx := &txn{s: s}
 	if err := fn(tx); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	for k, v := range tx.writes {
-		if v == nil {
-			s.deleteLocked(k)
+	for _, w := range tx.writes {
+		if w.deleted {
+			s.deleteLocked(w.key)
 		} else {
-			s.putLocked(k, *v)
+			s.adoptLocked(w.key, w.value)
 		}
 	}
 	return nil
@@ -232,22 +237,48 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// txn buffers writes; a nil pointer marks a delete.
+// txn buffers writes, one per key, in the order of their first write.
+// Most transactions write a few keys, where a slice beats a map; an index
+// is built only for large ones.
 type txn struct {
 	s      *Store
-	writes map[string]*[]byte
+	writes []write
+	index  map[string]int // position in writes, once there are many
+}
+
+const indexAbove = 16
+
+type write struct {
+	key     string
+	value   []byte // owned by the transaction
+	deleted bool
+}
+
+func (t *txn) find(key string) *write {
+	if t.index != nil {
+		if i, ok := t.index[key]; ok {
+			return &t.writes[i]
+		}
+		return nil
+	}
+	for i := range t.writes {
+		if t.writes[i].key == key {
+			return &t.writes[i]
+		}
+	}
+	return nil
 }
 
 func (t *txn) Get(key string) (stores.Item, error) {
 	if err := stores.CheckKey(key); err != nil {
 		return stores.Item{}, err
 	}
-	if v, ok := t.writes[key]; ok {
-		if v == nil {
+	if w := t.find(key); w != nil {
+		if w.deleted {
 			return stores.Item{}, stores.ErrNotFound
 		}
 		// Uncommitted writes have no version yet; report the committed one.
-		return stores.Item{Key: key, Value: slices.Clone(*v), Version: t.s.data[key].version}, nil
+		return stores.Item{Key: key, Value: slices.Clone(w.value), Version: t.s.data[key].version}, nil
 	}
 	return t.s.getLocked(key)
 }
@@ -259,8 +290,7 @@ func (t *txn) Put(key string, value []byte) error {
 	if err := stores.CheckValue(value); err != nil {
 		return err
 	}
-	v := slices.Clone(value)
-	t.writes[key] = &v
+	t.set(write{key: key, value: slices.Clone(value)})
 	return nil
 }
 
@@ -268,6 +298,23 @@ func (t *txn) Delete(key string) error {
 	if err := stores.CheckKey(key); err != nil {
 		return err
 	}
-	t.writes[key] = nil
+	t.set(write{key: key, deleted: true})
 	return nil
+}
+
+func (t *txn) set(w write) {
+	if old := t.find(w.key); old != nil {
+		*old = w
+		return
+	}
+	t.writes = append(t.writes, w)
+	switch {
+	case t.index != nil:
+		t.index[w.key] = len(t.writes) - 1
+	case len(t.writes) > indexAbove:
+		t.index = make(map[string]int, 2*len(t.writes))
+		for i, w := range t.writes {
+			t.index[w.key] = i
+		}
+	}
 }
