@@ -158,17 +158,15 @@ func (a *app) demo(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(out, "   Voided %s: the number stays taken, the audit says why.\n", last.Formatted)
-	rep, err := auditFromLedger(ctx, v, lastSeq)
+	audit, err := lastSeq.Audit(ctx)
 	if err != nil {
 		return err
 	}
+	rep := auditOf(lastSeq, audit)
 	for _, r := range rep.Numbers {
 		detail := r.Collection + "/" + r.ID
 		if r.Status == statusVoided {
 			detail = fmt.Sprintf("%q (%s)", r.Reason, detail)
-		}
-		if r.Renumbered {
-			detail += " (renumbered since)"
 		}
 		fmt.Fprintf(out, "   %s  %-7s  %s\n", r.Formatted, r.Status, detail)
 	}
