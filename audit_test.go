@@ -66,7 +66,21 @@ func TestSequenceAudit(t *testing.T) {
 	assert.Equal(t, 3, rep.Seeded)
 	assert.Zero(t, rep.Missing)
 
+	// A bound number whose record goes away is flagged, not lost.
+	require.NoError(t, invoices.Delete(ctx, "inv-1"))
+	_, err = invoices.PutNumbered(ctx, "inv-2", seq, func(s sequence.Serial) (Invoice, error) {
+		return Invoice{Number: s.Formatted}, nil // inv-2 now carries 10, not 2
+	})
+	require.NoError(t, err)
+	rep, err = seq.Audit(ctx)
+	require.NoError(t, err)
+	assert.True(t, rep.Numbers[0].Orphaned, "1: its record was deleted")
+	assert.True(t, rep.Numbers[1].Orphaned, "2: its record now carries 10")
+	assert.False(t, rep.Numbers[2].Orphaned)
+	assert.False(t, rep.Numbers[9].Orphaned)
+	assert.Equal(t, 2, rep.Orphaned)
+
 	// Voiding a number never issued, or twice, is refused.
-	assert.Error(t, seq.Void(ctx, 10, "nope"))
+	assert.Error(t, seq.Void(ctx, 11, "nope"))
 	assert.Error(t, seq.Void(ctx, 5, "again"))
 }

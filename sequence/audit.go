@@ -28,6 +28,10 @@ const (
 	FactVoided
 	// FactSeeded: the counter was moved forward to Number by SeedTo.
 	FactSeeded
+	// FactRecordDeleted: a record was deleted (Collection, ID; Number unused).
+	// A History may report deletions of any record; Audit keeps those of
+	// records that carried one of the series' numbers.
+	FactRecordDeleted
 )
 
 // Fact is one recorded event about a number of a series.
@@ -83,6 +87,9 @@ type NumberAudit struct {
 	Collection, ID string
 	// Reason is the void's reason.
 	Reason string
+	// Orphaned is true for a bound number whose record was later deleted, or
+	// given another number of the series, so no live record carries it.
+	Orphaned bool
 }
 
 // AuditReport accounts for every number 1..Head of a series.
@@ -91,8 +98,8 @@ type AuditReport struct {
 	Partition []string
 	Head      uint64
 	Numbers   []NumberAudit // index i is number i+1
-	// Counts per state.
-	Bound, Unbound, Voided, Seeded, Missing int
+	// Counts per state, and of bound numbers no live record carries.
+	Bound, Unbound, Voided, Seeded, Missing, Orphaned int
 }
 
 // ErrNoHistory: the sequence was made without a History, so it cannot be audited.
@@ -101,7 +108,8 @@ var ErrNoHistory = errors.New("sequence has no history to audit")
 // Audit accounts for every number from 1 to the counter: which record each
 // is bound to, which were voided, which were skipped by SeedTo, and which were
 // issued but never bound (so they can be re-driven or voided). It reads the
-// whole history of the vault, so its cost grows with the ledger.
+// whole history of the vault, so its cost grows with the ledger, and it
+// holds one NumberAudit per number, so its memory grows with the head.
 func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 	if q.svc.history == nil {
 		return AuditReport{}, q.errorf("audit", ErrNoHistory)
@@ -115,7 +123,15 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 		rep.Numbers[i] = NumberAudit{N: uint64(i) + 1, State: StateMissing}
 	}
 	var seededTo uint64
+	carrier := map[string]uint64{} // collection "/" id -> the number that record carries
 	err = q.svc.history.Facts(ctx, q.series, q.partition, func(f Fact) error {
+		if f.Kind == FactRecordDeleted {
+			if n, ok := carrier[f.Collection+"/"+f.ID]; ok {
+				rep.Numbers[n-1].Orphaned = true
+				delete(carrier, f.Collection+"/"+f.ID)
+			}
+			return nil
+		}
 		if f.Kind == FactSeeded {
 			// Numbers skipped by a seed, not issued here.
 			for n := max(seededTo, 1); n <= min(f.Number, head); n++ {
@@ -139,7 +155,12 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 			if a.State != StateVoided {
 				a.State = StateBound
 			}
-			a.Collection, a.ID = f.Collection, f.ID
+			a.Collection, a.ID, a.Orphaned = f.Collection, f.ID, false
+			rec := f.Collection + "/" + f.ID
+			if m, ok := carrier[rec]; ok && m != f.Number {
+				rep.Numbers[m-1].Orphaned = true
+			}
+			carrier[rec] = f.Number
 		case FactVoided:
 			a.State, a.Reason = StateVoided, f.Reason
 		}
@@ -149,6 +170,9 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 		return AuditReport{}, q.errorf("audit", err)
 	}
 	for _, a := range rep.Numbers {
+		if a.Orphaned {
+			rep.Orphaned++
+		}
 		switch a.State {
 		case StateBound:
 			rep.Bound++

@@ -157,6 +157,12 @@ func (h history) Facts(ctx context.Context, series string, partition []string, f
 		if err != nil {
 			return err
 		}
+		if e.Kind == ledger.RecordDelete {
+			if err := fn(sequence.Fact{Kind: sequence.FactRecordDeleted, Collection: e.Collection, ID: e.ID}); err != nil {
+				return err
+			}
+			continue
+		}
 		if e.Series != series || !slices.Equal(e.Partition, partition) {
 			continue
 		}
