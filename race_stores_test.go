@@ -9,6 +9,7 @@ import (
 	"github.com/noydb-go/noydb/stores/badgerstore"
 	"github.com/noydb-go/noydb/stores/filestore"
 	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 )
 
 // raceStores lists the stores the whole-SDK tests run on. filestore is used
@@ -25,6 +26,8 @@ func raceStores(t *testing.T) map[string]func(testing.TB) stores.Store {
 			require.NoError(t, err)
 			return closeLater(t, st)
 		},
+		// Skips without a PostgreSQL server, except in CI (scripts/test starts one).
+		"pgstore": func(t testing.TB) stores.Store { return pgtest.Open(t, nil) },
 		"badgerstore": func(t testing.TB) stores.Store {
 			st, err := badgerstore.Open(t.TempDir(), nil)
 			require.NoError(t, err)
