@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/numbering"
 )
 
@@ -19,7 +18,17 @@ import (
 // file store handles over one folder) write and enqueue 5,000 receipts in
 // total while each of them runs passes over and over from its own
 // goroutine. At the end every receipt has exactly one number, the numbers
-// are exactly 1..5,000, and each batch follows provisional order.
+// are exactly 1..5,000, each batch follows provisional order, and the
+// ledger has one entry per number.
+//
+// Enqueues run concurrently with everything, and the passes contend for the
+// series lock. The vault ledger, though, assumes one writer at a time on a
+// store without atomic compare-and-swap (see package ledger): two DBs
+// appending to it at once can fork it, which the rollback pins then report.
+// So record writes, which append to the ledger, take ledgerMu exclusively
+// (a hundred at a time), and passes, which append too, hold it shared:
+// passes still race each other for the lock and run alongside the
+// enqueues, never alongside a record write.
 func TestThreeDevicesOneFolder(t *testing.T) {
 	total := 5000
 	if testing.Short() {
@@ -28,9 +37,11 @@ func TestThreeDevicesOneFolder(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	devices := make([]*device, 3)
+	ledgerMu := new(sync.RWMutex)
 	for i := range devices {
 		// The first open creates the vault; the others join it.
 		devices[i] = openDevice(t, fmt.Sprint("till-", i+1), openFileStore(t, dir), fileOpts(dir))
+		devices[i].ledgerMu = ledgerMu
 	}
 	ids := make([][]string, len(devices))
 	var all []string
@@ -42,13 +53,12 @@ func TestThreeDevicesOneFolder(t *testing.T) {
 	}
 
 	var (
-		writing   sync.WaitGroup
-		passing   sync.WaitGroup
-		stop      = make(chan struct{})
-		passes    atomic.Int64
-		busy      atomic.Int64
-		contended atomic.Int64
-		errs      = make(chan error, 2*len(devices))
+		writing sync.WaitGroup
+		passing sync.WaitGroup
+		stop    = make(chan struct{})
+		passes  atomic.Int64
+		busy    atomic.Int64
+		errs    = make(chan error, 2*len(devices))
 	)
 	for i, d := range devices {
 		writing.Go(func() {
@@ -63,7 +73,9 @@ func TestThreeDevicesOneFolder(t *testing.T) {
 					return
 				default:
 				}
+				ledgerMu.RLock()
 				_, err := d.series.RunPass(ctx)
+				ledgerMu.RUnlock()
 				switch {
 				case errors.Is(err, numbering.ErrPassRunning):
 					busy.Add(1)
@@ -73,15 +85,19 @@ func TestThreeDevicesOneFolder(t *testing.T) {
 						return
 					case <-time.After(time.Millisecond):
 					}
-				case errors.Is(err, ledger.ErrContention):
-					// The devices' own ledger appends kept winning; the next
-					// pass finishes this one's batch.
-					contended.Add(1)
 				case err != nil:
 					errs <- fmt.Errorf("%s: pass: %w", d.name, err)
 					return
 				default:
 					passes.Add(1)
+					// Pacing, not synchronisation: a pass lists the whole
+					// folder, so back-to-back passes would each find one
+					// record and make the test quadratic.
+					select {
+					case <-stop:
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
 				}
 			}
 		})
@@ -96,12 +112,10 @@ func TestThreeDevicesOneFolder(t *testing.T) {
 	// One last pass numbers what was enqueued after the others listed.
 	_, err := devices[2].series.RunPass(ctx)
 	require.NoError(t, err)
-	t.Logf("%d passes completed, %d refused while another ran, %d gave up on ledger contention",
-		passes.Load(), busy.Load(), contended.Load())
-	rep, err := devices[0].v.Ledger().Verify(ctx)
-	t.Logf("ledger after three writers on one folder: %d entries intact, problem %v, error %v", rep.Entries, rep.Problem, err)
+	t.Logf("%d passes completed, %d refused while another ran", passes.Load(), busy.Load())
 
 	got := checkNumbered(t, devices[0], all)
+	checkLedger(t, devices[0], got)
 	for _, d := range devices[1:] {
 		for _, id := range []string{all[0], all[total-1]} {
 			a, ok, err := d.series.Lookup(ctx, id)

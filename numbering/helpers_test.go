@@ -2,11 +2,11 @@ package numbering_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,6 +41,9 @@ var receiptOpts = numbering.Options{Collection: "receipts", Field: "Number", For
 
 // device is one DB instance with its vault, collection and series handle.
 type device struct {
+	// ledgerMu, if set, is held (exclusively) around every record write:
+	// see TestThreeDevicesOneFolder.
+	ledgerMu *sync.RWMutex
 	name     string
 	db       *noydb.DB
 	v        *vault.Vault
@@ -91,33 +94,51 @@ func (d *device) write(tb testing.TB, id string, total int) string {
 	return p
 }
 
-// writeMany puts and enqueues the receipts ids from several goroutines (so
-// their ledger appends combine), and returns the first error.
+// writeMany puts and enqueues the receipts ids, a hundred at a time: puts
+// then enqueues, each from several goroutines (so that ledger appends
+// combine). With ledgerMu set, the puts of each hundred hold it.
 func (d *device) writeMany(ids []string) error {
 	ctx := context.Background()
-	const writers = 8
-	errs := make(chan error, writers)
-	for w := range writers {
+	for len(ids) > 0 {
+		part := ids[:min(100, len(ids))]
+		ids = ids[len(part):]
+		if d.ledgerMu != nil {
+			d.ledgerMu.Lock()
+		}
+		err := each(len(part), func(i int) error {
+			return d.receipts.Put(ctx, part[i], Receipt{Device: d.name, Total: i})
+		})
+		if d.ledgerMu != nil {
+			d.ledgerMu.Unlock()
+		}
+		if err == nil {
+			err = each(len(part), func(i int) error {
+				_, err := d.series.Enqueue(ctx, part[i])
+				return err
+			})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// each runs fn for 0 … n-1 on eight goroutines and returns the first error.
+func each(n int, fn func(i int) error) error {
+	const workers = 8
+	errs := make(chan error, workers)
+	for w := range workers {
 		go func() {
 			var err error
-			for i := w; i < len(ids) && err == nil; i += writers {
-				// Several DBs appending to one ledger on a file store can
-				// exhaust the ledger's retry budget; the put is then tried again.
-				for range 10 {
-					err = d.receipts.Put(ctx, ids[i], Receipt{Device: d.name, Total: i})
-					if !errors.Is(err, ledger.ErrContention) {
-						break
-					}
-				}
-				if err == nil {
-					_, err = d.series.Enqueue(ctx, ids[i])
-				}
+			for i := w; i < n && err == nil; i += workers {
+				err = fn(i)
 			}
 			errs <- err
 		}()
 	}
 	var first error
-	for range writers {
+	for range workers {
 		if err := <-errs; err != nil && first == nil {
 			first = err
 		}

@@ -80,6 +80,19 @@ type Records interface {
 	Stamp(ctx context.Context, collection, id, field string, value any) (Stamp, error)
 }
 
+// BatchStamper is implemented by Records that can stamp many records of a
+// collection in one store transaction, as vault.Vault does on stores with
+// transactions. A pass then stamps each step of a batch in one commit.
+type BatchStamper interface {
+	// StampBatch does what Stamp does for ids[i] and values[i], for every i,
+	// in one transaction. found[i] is false for a record that does not
+	// exist (its stamps[i] is zero). An error wrapping stores.ErrConflict
+	// (the transaction kept losing to other writers) or stores.ErrTooLarge
+	// (more than the store takes at once) makes the pass stamp the records
+	// one by one; any other error fails the pass.
+	StampBatch(ctx context.Context, collection, field string, ids []string, values []any) (stamps []Stamp, found []bool, err error)
+}
+
 // Stamp is the outcome of Records.Stamp.
 type Stamp struct {
 	// Stamped is true when the call wrote a new revision, false when the
@@ -147,11 +160,11 @@ func New(b Backend, name string, opts Options) (*Series, error) {
 	}
 	switch {
 	case opts.Collection == "":
-		return bad("options", errors.New("Collection is empty"))
+		return bad("options", errors.New("empty collection"))
 	case opts.Field == "" || len(opts.Field) > MaxFieldLen || !utf8.ValidString(opts.Field):
-		return bad("options", fmt.Errorf("Field %q must be 1 to %d bytes of UTF-8", opts.Field, MaxFieldLen))
+		return bad("options", fmt.Errorf("field %q: want 1 to %d bytes of UTF-8", opts.Field, MaxFieldLen))
 	case opts.Workers < 0:
-		return bad("options", fmt.Errorf("Workers is %d", opts.Workers))
+		return bad("options", fmt.Errorf("negative workers %d", opts.Workers))
 	}
 	s := &Series{
 		b: b, name: name, opts: opts, dir: b.Prefix + dirName + name + "/", workers: opts.Workers,

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
@@ -104,14 +105,15 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 		if ver, err = s.finish(ctx, &h, ver, true, rep); err != nil {
 			return err
 		}
-	} else if err := s.sweepChunks(ctx); err != nil {
-		return err
 	}
 	if h.collection != "" && h.collection != s.opts.Collection {
 		return fmt.Errorf("%w: it numbers %q, not %q", ErrMismatch, h.collection, s.opts.Collection)
 	}
 	taken, err := s.plan(ctx, rep)
 	if err != nil || len(taken) == 0 {
+		return err
+	}
+	if err := s.sweepChunks(ctx); err != nil {
 		return err
 	}
 	b := &batch{
@@ -143,8 +145,9 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 }
 
 // sweepChunks deletes chunks left by a batch that was never committed (the
-// pass stopped between writing them and writing the head). Called only when
-// no batch is in flight.
+// pass stopped between writing them and writing the head), or by a finished
+// batch whose chunks were not all deleted. Called only when no batch is in
+// flight, before a new batch writes its chunks.
 func (s *Series) sweepChunks(ctx context.Context) error {
 	var stale []string
 	for it, err := range s.b.Store.List(ctx, s.dir+batchDir) {
@@ -382,29 +385,19 @@ func (s *Series) recorded(ctx context.Context, b *batch) (map[uint64]bool, error
 // records the numbers in the ledger (those not already recorded), indexes
 // them and removes their pending entries. Every part is idempotent.
 func (s *Series) step(ctx context.Context, b *batch, f *sequence.Formatter, first uint64, seg []item, recorded map[uint64]bool, rep *PassReport) error {
-	stamps := make([]Stamp, len(seg))
-	gone := make([]bool, len(seg))
 	texts := make([]string, len(seg))
-	err := parallel(ctx, len(seg), s.workers, func(ctx context.Context, i int) error {
+	values := make([]any, len(seg))
+	for i := range seg {
 		n := first + uint64(i)
-		var value any = n
 		if f != nil {
 			texts[i] = f.Format(n)
-			value = texts[i]
+			values[i] = texts[i]
 		} else {
 			texts[i] = strconv.FormatUint(n, 10)
+			values[i] = n
 		}
-		st, err := s.b.Records.Stamp(ctx, b.collection, seg[i].id, b.field, value)
-		if errors.Is(err, stores.ErrNotFound) {
-			gone[i] = true
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("stamp %s/%s with %s: %w", b.collection, seg[i].id, texts[i], err)
-		}
-		stamps[i] = st
-		return nil
-	})
+	}
+	stamps, gone, err := s.stamp(ctx, b, seg, values, texts)
 	if err != nil {
 		return err
 	}
@@ -430,15 +423,43 @@ func (s *Series) step(ctx context.Context, b *batch, f *sequence.Formatter, firs
 	if err := s.appendEntries(ctx, entries); err != nil {
 		return err
 	}
-	return parallel(ctx, len(seg), s.workers, func(ctx context.Context, i int) error {
-		it := seg[i]
-		key := s.assignedKey(it.id)
+	return s.index(ctx, b, first, seg, gone, texts)
+}
+
+// index writes the assignments of numbers first … first+len(seg)-1 of b
+// and removes their pending entries: in one transaction where the store has
+// them, else key by key.
+func (s *Series) index(ctx context.Context, b *batch, first uint64, seg []item, gone []bool, texts []string) error {
+	sealed := make([][]byte, len(seg))
+	for i, it := range seg {
 		a := assignment{number: first + uint64(i), voided: gone[i], batch: b.id, provisional: it.provisional, formatted: texts[i]}
-		sealed, err := s.b.Sealer.Seal(key, a.encode())
-		if err != nil {
+		var err error
+		if sealed[i], err = s.b.Sealer.Seal(s.assignedKey(it.id), a.encode()); err != nil {
 			return err
 		}
-		if _, err := s.b.Store.Put(ctx, key, sealed); err != nil {
+	}
+	if tr, ok := s.b.Store.(stores.Transactor); ok && s.b.Store.Capabilities().Transactions {
+		_, err := cas.Do(ctx, cas.Policy{}, func(int) error {
+			return tr.Update(ctx, func(tx stores.Tx) error {
+				for i, it := range seg {
+					if err := tx.Put(s.assignedKey(it.id), sealed[i]); err != nil {
+						return err
+					}
+					if err := tx.Delete(s.pendingKey(it.provisional, it.id)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("index numbers %d to %d: %w", first, first+uint64(len(seg))-1, err)
+		}
+		return nil
+	}
+	return parallel(ctx, len(seg), s.workers, func(ctx context.Context, i int) error {
+		it := seg[i]
+		if _, err := s.b.Store.Put(ctx, s.assignedKey(it.id), sealed[i]); err != nil {
 			return fmt.Errorf("index %s: %w", it.id, err)
 		}
 		if err := s.b.Store.Delete(ctx, s.pendingKey(it.provisional, it.id)); err != nil {
@@ -446,6 +467,46 @@ func (s *Series) step(ctx context.Context, b *batch, f *sequence.Formatter, firs
 		}
 		return nil
 	})
+}
+
+// stamp stamps the records of seg with values: all in one transaction when
+// the Records can (BatchStamper), else one by one on up to s.workers
+// goroutines. It reports which records are gone.
+func (s *Series) stamp(ctx context.Context, b *batch, seg []item, values []any, texts []string) ([]Stamp, []bool, error) {
+	if bs, ok := s.b.Records.(BatchStamper); ok && len(seg) > 1 {
+		ids := make([]string, len(seg))
+		for i, it := range seg {
+			ids[i] = it.id
+		}
+		stamps, found, err := bs.StampBatch(ctx, b.collection, b.field, ids, values)
+		if err == nil {
+			gone := make([]bool, len(seg))
+			for i, ok := range found {
+				gone[i] = !ok
+			}
+			return stamps, gone, nil
+		}
+		// A batch that keeps losing to writers of single records, or that
+		// the store cannot take at once, is stamped record by record.
+		if !errors.Is(err, stores.ErrConflict) && !errors.Is(err, stores.ErrTooLarge) {
+			return nil, nil, fmt.Errorf("stamp %s/%s to %s: %w", b.collection, seg[0].id, seg[len(seg)-1].id, err)
+		}
+	}
+	stamps := make([]Stamp, len(seg))
+	gone := make([]bool, len(seg))
+	err := parallel(ctx, len(seg), s.workers, func(ctx context.Context, i int) error {
+		st, err := s.b.Records.Stamp(ctx, b.collection, seg[i].id, b.field, values[i])
+		if errors.Is(err, stores.ErrNotFound) {
+			gone[i] = true
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("stamp %s/%s with %s: %w", b.collection, seg[i].id, texts[i], err)
+		}
+		stamps[i] = st
+		return nil
+	})
+	return stamps, gone, err
 }
 
 // appendEntries appends entries in order, in as few appends as the

@@ -25,7 +25,7 @@ import (
 
 // The test binary re-executed with childEnv set runs one pass over the file
 // store in that folder instead of the tests, prints "ready" before the pass
-// and "done <assigned>" after it, and exits 0, or 3 on ErrPassRunning.
+// and "done <assigned> <resumed>" after it, and exits 0, or 3 on ErrPassRunning.
 // With holdEnv set it prints "locked" once it holds the lock and waits for
 // its standard input to close before it goes on.
 const (
@@ -86,7 +86,7 @@ func childPass(dir string) int {
 	if err != nil {
 		return fail(err)
 	}
-	fmt.Println("done", rep.Assigned)
+	fmt.Println("done", rep.Assigned, rep.Resumed)
 	return 0
 }
 
@@ -143,16 +143,22 @@ func (c *child) wait(tb testing.TB) int {
 	return 0
 }
 
-// runChild runs one child pass to its end and requires that it succeeded.
-func runChild(tb testing.TB, dir string, env ...string) {
+// runChild runs one child pass to its end, requires that it succeeded, and
+// returns how many numbers it resumed from an interrupted batch.
+func runChild(tb testing.TB, dir string, env ...string) int {
 	tb.Helper()
 	c := startChild(tb, dir, env...)
 	c.expect(tb, "ready")
+	var assigned, resumed int
+	_, err := fmt.Sscanf(c.expect(tb, "done"), "done %d %d", &assigned, &resumed)
+	require.NoError(tb, err)
 	require.Equal(tb, 0, c.wait(tb), "child pass failed")
+	return resumed
 }
 
 // TestKilledPass kills a child process running a pass with SIGKILL at a
-// random moment, fifty times, each time with new records pending, and
+// random moment (within 0–30 ms of its start, or of the time a full pass
+// takes), fifty times, each time with new records pending, and
 // reruns the pass: every record ends with exactly one number, the numbers
 // are 1..N in provisional order per batch, the ledger has one entry per
 // number, and a further pass changes nothing.
@@ -167,7 +173,8 @@ func TestKilledPass(t *testing.T) {
 	d := openDevice(t, "till", openFileStore(t, dir), fileOpts(dir))
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	var ids []string
-	killedMidPass := 0
+	killedMidPass, killedAfterCommit := 0, 0
+	var fullPass time.Duration
 	for round := range rounds {
 		batch := make([]string, perRound)
 		for i := range batch {
@@ -177,15 +184,25 @@ func TestKilledPass(t *testing.T) {
 		ids = append(ids, batch...)
 		c := startChild(t, dir, stepEnv+"=8")
 		c.expect(t, "ready")
-		// Fault injection, not synchronisation: the kill lands anywhere in the pass.
-		time.Sleep(time.Duration(rng.IntN(30_001)) * time.Microsecond)
+		// Fault injection, not synchronisation: the kill lands at a random
+		// moment in the first 30 ms of the pass, or (every other round) in
+		// the time the last full pass took, so it also hits the stamping.
+		window := 30 * time.Millisecond
+		if round%2 == 1 {
+			window = max(window, fullPass)
+		}
+		time.Sleep(time.Duration(rng.Int64N(int64(window) + 1)))
 		if err := c.cmd.Process.Signal(syscall.SIGKILL); !errors.Is(err, os.ErrProcessDone) {
 			require.NoError(t, err)
 		}
 		if c.wait(t) == -1 {
 			killedMidPass++
 		}
-		runChild(t, dir, stepEnv+"=8")
+		start := time.Now()
+		if runChild(t, dir, stepEnv+"=8") > 0 {
+			killedAfterCommit++
+		}
+		fullPass = time.Since(start)
 
 		last, err := d.series.Last(context.Background())
 		require.NoError(t, err)
@@ -196,7 +213,8 @@ func TestKilledPass(t *testing.T) {
 	}
 	got := checkNumbered(t, d, ids)
 	checkLedger(t, d, got)
-	t.Logf("%d of %d passes killed before they ended", killedMidPass, rounds)
+	t.Logf("%d of %d passes killed before they ended, %d of them after their commit point",
+		killedMidPass, rounds, killedAfterCommit)
 
 	before := snapshot(t, d.db.Store())
 	runChild(t, dir)

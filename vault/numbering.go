@@ -26,12 +26,16 @@ func (v *Vault) Numbering(series string, opts numbering.Options) (*numbering.Ser
 	if err := CheckCollectionName(opts.Collection); err != nil {
 		return nil, fmt.Errorf("numbering %q: %w: %w", series, numbering.ErrInvalid, err)
 	}
+	var records numbering.Records = numberingRecords{v}
+	if tr, ok := v.store.(stores.Transactor); ok {
+		records = numberingTxRecords{numberingRecords{v}, tr}
+	}
 	return numbering.New(numbering.Backend{
 		Store:   v.store,
 		Sealer:  v.seal,
 		Prefix:  v.prefix,
 		Ledger:  v.ledger,
-		Records: numberingRecords{v},
+		Records: records,
 		Check:   v.check,
 	}, series, opts)
 }
@@ -72,28 +76,6 @@ func (r numberingRecords) Stamp(ctx context.Context, collection, id, field strin
 	}
 	key := v.recordKey(collection, id)
 	var out numbering.Stamp
-	// stamp computes the new revision from the stored item; nil sealed means
-	// the field already holds value.
-	stamp := func(it stores.Item) (sealed []byte, err error) {
-		plain, rev, err := crypto.OpenRecord(v.dk, it.Value, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id})
-		if err != nil {
-			return nil, ErrTampered
-		}
-		next, changed, err := setField(plain, field, want)
-		if err != nil {
-			return nil, err
-		}
-		if !changed {
-			out = numbering.Stamp{Revision: rev, CipherHash: cipherHash(it.Value)}
-			return nil, nil
-		}
-		sealed, rev, err = v.sealRecord(collection, id, next, it)
-		if err != nil {
-			return nil, err
-		}
-		out = numbering.Stamp{Stamped: true, Revision: rev, CipherHash: cipherHash(sealed)}
-		return sealed, nil
-	}
 	if tr, ok := v.store.(stores.Transactor); ok {
 		_, err = cas.Do(ctx, cas.Policy{}, func(int) error {
 			return tr.Update(ctx, func(tx stores.Tx) error {
@@ -101,8 +83,8 @@ func (r numberingRecords) Stamp(ctx context.Context, collection, id, field strin
 				if err != nil {
 					return err
 				}
-				sealed, err := stamp(it)
-				if err != nil || sealed == nil {
+				var sealed []byte
+				if sealed, out, err = v.stampItem(collection, id, field, want, it); err != nil || sealed == nil {
 					return err
 				}
 				return tx.Put(key, sealed)
@@ -114,8 +96,8 @@ func (r numberingRecords) Stamp(ctx context.Context, collection, id, field strin
 			if err != nil {
 				return err
 			}
-			sealed, err := stamp(it)
-			if err != nil || sealed == nil {
+			var sealed []byte
+			if sealed, out, err = v.stampItem(collection, id, field, want, it); err != nil || sealed == nil {
 				return err
 			}
 			_, err = v.store.CompareAndSwap(ctx, key, it.Version, sealed)
@@ -126,6 +108,85 @@ func (r numberingRecords) Stamp(ctx context.Context, collection, id, field strin
 		return numbering.Stamp{}, err
 	}
 	return out, nil
+}
+
+// numberingTxRecords also stamps many records in one transaction.
+type numberingTxRecords struct {
+	numberingRecords
+	tr stores.Transactor
+}
+
+// StampBatch stamps every ids[i] with values[i] in one transaction.
+func (r numberingTxRecords) StampBatch(ctx context.Context, collection, field string, ids []string, values []any) ([]numbering.Stamp, []bool, error) {
+	v := r.v
+	if err := v.check(ctx); err != nil {
+		return nil, nil, err
+	}
+	if len(ids) != len(values) {
+		return nil, nil, fmt.Errorf("stamp batch: %d ids, %d values", len(ids), len(values))
+	}
+	wants := make([][]byte, len(values))
+	for i, val := range values {
+		var err error
+		if wants[i], err = json.Marshal(val); err != nil {
+			return nil, nil, fmt.Errorf("stamp %s/%s: encode: %w", collection, ids[i], err)
+		}
+	}
+	stamps := make([]numbering.Stamp, len(ids))
+	found := make([]bool, len(ids))
+	_, err := cas.Do(ctx, cas.Policy{}, func(int) error {
+		return r.tr.Update(ctx, func(tx stores.Tx) error {
+			for i, id := range ids {
+				key := v.recordKey(collection, id)
+				it, err := tx.Get(key)
+				if errors.Is(err, stores.ErrNotFound) {
+					stamps[i], found[i] = numbering.Stamp{}, false
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				found[i] = true
+				sealed, st, err := v.stampItem(collection, id, field, wants[i], it)
+				if err != nil {
+					return fmt.Errorf("stamp %s/%s: %w", collection, id, err)
+				}
+				stamps[i] = st
+				if sealed != nil {
+					if err := tx.Put(key, sealed); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return stamps, found, nil
+}
+
+// stampItem computes the stamped revision of the stored record it: the
+// sealed new revision and its Stamp, or nil and the current revision's
+// Stamp when field already holds want.
+func (v *Vault) stampItem(collection, id, field string, want []byte, it stores.Item) ([]byte, numbering.Stamp, error) {
+	plain, rev, err := crypto.OpenRecord(v.dk, it.Value, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id})
+	if err != nil {
+		return nil, numbering.Stamp{}, ErrTampered
+	}
+	next, changed, err := setField(plain, field, want)
+	if err != nil {
+		return nil, numbering.Stamp{}, err
+	}
+	if !changed {
+		return nil, numbering.Stamp{Revision: rev, CipherHash: cipherHash(it.Value)}, nil
+	}
+	sealed, rev, err := v.sealRecord(collection, id, next, it)
+	if err != nil {
+		return nil, numbering.Stamp{}, err
+	}
+	return sealed, numbering.Stamp{Stamped: true, Revision: rev, CipherHash: cipherHash(sealed)}, nil
 }
 
 // setField sets the JSON object member field of plain to want (a JSON
