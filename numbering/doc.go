@@ -52,14 +52,20 @@
 // processes sharing one folder). Only one pass runs at a time per series: a
 // second RunPass fails at once with ErrPassRunning and numbers nothing. The
 // lock is an flock(2) (LockFileEx on Windows) on a file in Options.LockDir,
-// by default the store's directory when the store has one (it implements
-// interface{ Dir() string }, as the file store does), so it holds across
-// processes on one machine and is released when a process dies. Stores
-// without a directory (memory, Badger, PostgreSQL) are locked within the
-// process only: run the passes of a series from one process there. The
+// by default the store's directory when the store reports one (it
+// implements interface{ Dir() string }; for the file store, set LockDir to
+// its folder), so it holds across processes on one machine and is released
+// when a process dies. Without a lock directory (memory, Badger,
+// PostgreSQL) passes are locked within the process only: run the passes of a series from one process there. The
 // head is always written by compare-and-swap on the version the pass read,
 // so on a store with atomic compare-and-swap a pass from another process
-// that slips past the lock fails with ErrPassRunning rather than commit.
+// that slips past the lock fails with ErrPassRunning at its next head write
+// and never commits a second batch over the first; it may, though, have
+// recorded some numbers of a resumed batch in the ledger a second time.
+//
+// The head is pinned like a sequence counter (noydb.Config.StateDir): a
+// store that serves an older head, which would hand out numbers again,
+// makes RunPass and Last fail with noydb.ErrRollback.
 //
 // # Caveats
 //
@@ -72,9 +78,11 @@
 //   - The record type must have the field, and writers must not overwrite
 //     a numbered record with a copy read before it was stamped (the number
 //     would be lost from the record; Lookup and the ledger still have it).
-//   - On a store without transactions, a record is stamped before its
-//     ledger entry is appended; a crash in between leaves a stamped record
-//     whose entry is appended by the next pass.
+//   - A record is stamped before its ledger entry is appended; a crash in
+//     between leaves a stamped record whose entry the next pass appends.
+//   - The vault ledger takes one writer at a time on a store without atomic
+//     compare-and-swap, and a pass appends to it: on a shared folder, do not
+//     write records from other DBs while a pass runs (enqueuing is fine).
 //   - A pass fails loudly, and stays stuck until the cause is fixed, on a
 //     tampered pending entry or record, a record that is not a JSON object,
 //     or (when resuming) a ledger that does not verify.

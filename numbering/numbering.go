@@ -45,11 +45,12 @@ type Options struct {
 	// the formatted string. Empty means the field gets the bare number as a
 	// JSON number. A batch keeps the format it was recorded with.
 	Format string
-	// LockDir is the directory of the lock file that keeps passes of one
-	// series apart across processes on this machine. Empty means the store's
-	// own directory when the store has one (it implements
-	// interface{ Dir() string }, as the file store does); on stores without
-	// one, passes are kept apart only within this process.
+	// LockDir is the directory of the lock file (".noydb-numbering-<hash>.lock",
+	// which the file store ignores) that keeps passes of one series apart
+	// across processes on this machine: for the file store, its folder.
+	// Empty means the store's own directory when the store reports one (it
+	// implements interface{ Dir() string }); without one, passes are kept
+	// apart only within this process.
 	LockDir string
 	// Workers bounds how many records a pass reads or stamps at once;
 	// 0 means DefaultWorkers.
@@ -121,6 +122,20 @@ type Backend struct {
 	// Check, if set, is called first by every method; an error (a closed
 	// vault) ends the call.
 	Check func(ctx context.Context) error
+	// Pins, if set, remembers outside the store the highest head this
+	// device has seen per series, so that a store serving an older head
+	// (which would hand out numbers again) is caught.
+	Pins Pins
+}
+
+// Pins is the device-local memory of the highest value seen per key (the
+// vault's rollback pins). It must be safe for concurrent use.
+type Pins interface {
+	// CheckCounter returns an error (noydb.ErrRollback) when value is below
+	// the pin of key.
+	CheckCounter(key string, value uint64) error
+	// RaiseCounter moves the pin of key up to value.
+	RaiseCounter(key string, value uint64)
 }
 
 // Series is a deferred-numbering series: records are enqueued with a
@@ -466,6 +481,12 @@ func (s *Series) loadHead(ctx context.Context) (head, uint64, error) {
 	if err != nil {
 		return head{}, 0, fmt.Errorf("head: %w", err)
 	}
+	if s.b.Pins != nil {
+		if err := s.b.Pins.CheckCounter(key, h.last); err != nil {
+			return head{}, 0, fmt.Errorf("head: %w", err)
+		}
+		s.b.Pins.RaiseCounter(key, h.last)
+	}
 	return h, it.Version, nil
 }
 
@@ -480,6 +501,9 @@ func (s *Series) writeHead(ctx context.Context, h *head, ver uint64) (uint64, er
 	v, err := s.b.Store.CompareAndSwap(ctx, key, ver, sealed)
 	if errors.Is(err, stores.ErrConflict) {
 		return 0, fmt.Errorf("write head: %w: %w", ErrPassRunning, err)
+	}
+	if err == nil && s.b.Pins != nil {
+		s.b.Pins.RaiseCounter(key, h.last)
 	}
 	return v, err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/numbering"
@@ -351,4 +352,32 @@ func TestBadgerStore(t *testing.T) {
 	_, err = d.series.RunPass(ctx)
 	require.NoError(t, err)
 	checkLedger(t, d, checkNumbered(t, d, ids))
+}
+
+func TestRolledBackHead(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	d := openDevice(t, "till", st, receiptOpts)
+	d.write(t, "a", 1)
+	_, err := d.series.RunPass(ctx)
+	require.NoError(t, err)
+	const key = "v/" + vaultName + "/_numbering/receipts/head"
+	old, err := st.Get(ctx, key)
+	require.NoError(t, err)
+	d.write(t, "b", 2)
+	_, err = d.series.RunPass(ctx)
+	require.NoError(t, err)
+
+	// The store serves the older head, which would give number 2 again.
+	_, err = st.Put(ctx, key, old.Value)
+	require.NoError(t, err)
+	d.write(t, "c", 3)
+	_, err = d.series.RunPass(ctx)
+	assert.ErrorIs(t, err, noydb.ErrRollback)
+	_, err = d.series.Last(ctx)
+	assert.ErrorIs(t, err, noydb.ErrRollback)
+	a, ok, err := d.series.Lookup(ctx, "b")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, uint64(2), a.Number)
 }

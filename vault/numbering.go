@@ -37,6 +37,7 @@ func (v *Vault) Numbering(series string, opts numbering.Options) (*numbering.Ser
 		Ledger:  v.ledger,
 		Records: records,
 		Check:   v.check,
+		Pins:    v.pins,
 	}, series, opts)
 }
 
