@@ -102,3 +102,49 @@ func TestFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelledPass cancels passes after their k-th store operation, for
+// every k up to the length of a whole pass: a pass stopped by its context
+// anywhere is finished by the next one.
+func TestCancelledPass(t *testing.T) {
+	ctx := context.Background()
+	var (
+		ops    atomic.Int64
+		limit  atomic.Int64
+		cancel atomic.Pointer[context.CancelFunc]
+	)
+	count := func(faultstore.Op, string) error {
+		if ops.Add(1) == limit.Load() {
+			if c := cancel.Load(); c != nil {
+				(*c)()
+			}
+		}
+		return nil
+	}
+	d := openDevice(t, "till", faultstore.New(memstore.New(), faultstore.Options{HideTransactor: true, Before: count}), receiptOpts)
+	numbering.Tune(d.series, 4, 6)
+	var ids []string
+	for k := int64(1); ; k++ {
+		for i := range 10 {
+			id := fmt.Sprintf("r-%03d-%d", k, i)
+			d.write(t, id, i)
+			ids = append(ids, id)
+		}
+		pctx, stop := context.WithCancel(ctx)
+		cancel.Store(&stop)
+		ops.Store(0)
+		limit.Store(k)
+		_, err := d.series.RunPass(pctx)
+		cancel.Store(nil)
+		stop()
+		if err == nil {
+			t.Logf("passes cancelled after each of 1 to %d operations ", k-1)
+			break // k is past the end of a whole pass
+		}
+		require.ErrorIs(t, err, context.Canceled)
+		_, err = d.series.RunPass(ctx)
+		require.NoError(t, err)
+		checkNumbered(t, d, ids)
+	}
+	checkLedger(t, d, checkNumbered(t, d, ids))
+}

@@ -334,7 +334,13 @@ func (s *Series) finish(ctx context.Context, h *head, ver uint64, resumed bool, 
 		}
 		rep.Resumed += int(b.last - b.done)
 	}
-	for b.done < b.last {
+	if b.done >= b.last { // finished, but not yet cleared from the head
+		h.batch = nil
+		if ver, err = s.writeHead(ctx, h, ver); err != nil {
+			return 0, fmt.Errorf("clear batch %d: %w", b.id, err)
+		}
+	}
+	for h.batch != nil {
 		lo, hi := b.done+1, min(b.last, b.done+uint64(s.stepSize))
 		if err := s.step(ctx, b, f, lo, items[lo-b.first:hi-b.first+1], recorded, rep); err != nil {
 			return 0, err
@@ -350,9 +356,6 @@ func (s *Series) finish(ctx context.Context, h *head, ver uint64, resumed bool, 
 		}
 		if ver, err = s.writeHead(ctx, h, ver); err != nil {
 			return 0, fmt.Errorf("save progress of batch %d: %w", b.id, err)
-		}
-		if h.batch == nil {
-			break
 		}
 	}
 	// The batch is finished; its chunks are no longer needed. Chunks left by
