@@ -138,7 +138,7 @@ func TestCancelledPass(t *testing.T) {
 		cancel.Store(nil)
 		stop()
 		if err == nil {
-			t.Logf("passes cancelled after each of 1 to %d operations ", k-1)
+			t.Logf("passes cancelled after each of 1 to %d operations", k-1)
 			break // k is past the end of a whole pass
 		}
 		require.ErrorIs(t, err, context.Canceled)
