@@ -34,11 +34,12 @@
 // # Concurrency
 //
 // A Store is safe for concurrent use. Writes to one key are serialized
-// inside the Store, which makes CompareAndSwap atomic against the other
-// callers of the same Store. It is NOT atomic against other processes or
-// devices writing the same folder, nor against another Store opened on the
-// same folder: the version check and the rename are separate steps, and two
-// writers racing on one key can both succeed. Capabilities therefore reports
+// inside the Store, and on Unix-like systems CompareAndSwap holds an
+// exclusive flock(2) on the folder's lock file (".noydb-cas.lock"), so it is
+// atomic against every Store and process on this machine using the folder.
+// It is NOT atomic against devices that share the folder through a sync
+// service, whose writes arrive as plain file replacements: two such writers
+// racing on one key can both succeed. Capabilities therefore reports
 // CASAtomic false, and gap-free numbering on this store uses deferred
 // numbering. Whole-file writes stay atomic in every case: with several
 // writers the last rename wins. The store has no transactions.
@@ -103,7 +104,14 @@ type Store struct {
 	mu     sync.RWMutex // held for reading by every call, for writing by Close
 	closed bool
 	dirf   *os.File // the folder, kept open to fsync it
+
+	casMu   sync.Mutex // one compare-and-swap at a time in this Store
+	casFile *os.File   // the folder's lock file; its flock serializes processes
 }
+
+// casLockName is the folder's compare-and-swap lock file. It is not a record
+// file, so List never shows it.
+const casLockName = ".noydb-cas.lock"
 
 var _ stores.Store = (*Store)(nil)
 
@@ -126,9 +134,20 @@ func Open(dir string, opts *Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("filestore: open %q: %w", dir, err)
 	}
-	s := &Store{dir: dir, noSync: opts.NoSync, seed: maphash.MakeSeed(), dirf: dirf}
+	casFile, err := os.OpenFile(filepath.Join(dir, casLockName), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		dirf.Close()
+		return nil, fmt.Errorf("filestore: open %q: %w", dir, err)
+	}
+	s := &Store{dir: dir, noSync: opts.NoSync, seed: maphash.MakeSeed(), dirf: dirf, casFile: casFile}
 	s.removeStaleTemps()
 	return s, nil
+}
+
+// Dir returns the store's folder (the deferred-numbering pass keeps its lock
+// file there).
+func (s *Store) Dir() string {
+	return s.dir
 }
 
 // removeStaleTemps deletes temporary files a crashed writer left behind.
@@ -149,7 +168,7 @@ func (s *Store) removeStaleTemps() {
 }
 
 // Capabilities reports Durable (unless NoSync) and Shared; compare-and-swap
-// is not atomic across processes and there are no transactions.
+// is not atomic across devices syncing the folder, and there are no transactions.
 func (s *Store) Capabilities() stores.Capabilities {
 	return stores.Capabilities{Durable: !s.noSync, Shared: true}
 }
@@ -271,6 +290,17 @@ func (s *Store) write(ctx context.Context, op, key string, value []byte, cas boo
 	mu := s.lock(key)
 	mu.Lock()
 	defer mu.Unlock()
+	if cas {
+		// Processes on this machine sharing the folder take turns, so the
+		// compare and the write are atomic among them. Devices syncing the
+		// folder from elsewhere are not covered: CASAtomic stays false.
+		s.casMu.Lock()
+		defer s.casMu.Unlock()
+		if err := lockFolder(s.casFile); err != nil {
+			return 0, fmt.Errorf("filestore: %s: lock folder: %w", op, err)
+		}
+		defer unlockFolder(s.casFile)
+	}
 	var old uint64
 	if cas {
 		// Check the whole file: the version is only trusted with its checksum.
@@ -489,7 +519,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	if err := s.dirf.Close(); err != nil {
+	if err := errors.Join(s.casFile.Close(), s.dirf.Close()); err != nil {
 		return fmt.Errorf("filestore: close: %w", err)
 	}
 	return nil

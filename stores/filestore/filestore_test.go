@@ -275,3 +275,42 @@ func TestOpenErrors(t *testing.T) {
 	_, err = filestore.Open(filepath.Join(file, "below"), nil)
 	assert.Error(t, err)
 }
+
+// Two Stores on one folder (as two processes would have) take turns on the
+// folder lock: no increment is lost.
+func TestCompareAndSwapRaceAcrossStores(t *testing.T) {
+	dir := t.TempDir()
+	stores2 := []*filestore.Store{open(t, dir, &filestore.Options{NoSync: true}), open(t, dir, &filestore.Options{NoSync: true})}
+	ctx := context.Background()
+	_, err := stores2[0].Put(ctx, "n", []byte("0"))
+	require.NoError(t, err)
+	const workers, rounds = 8, 25
+	var wg sync.WaitGroup
+	for w := range workers {
+		st := stores2[w%2]
+		wg.Go(func() {
+			for range rounds {
+				for {
+					it, err := st.Get(ctx, "n")
+					if !assert.NoError(t, err) {
+						return
+					}
+					n, _ := strconv.Atoi(string(it.Value))
+					_, err = st.CompareAndSwap(ctx, "n", it.Version, []byte(strconv.Itoa(n+1)))
+					if errors.Is(err, stores.ErrConflict) {
+						continue
+					}
+					if assert.NoError(t, err) {
+						break
+					}
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	it, err := stores2[1].Get(ctx, "n")
+	require.NoError(t, err)
+	assert.Equal(t, strconv.Itoa(workers*rounds), string(it.Value))
+	assert.Equal(t, dir, stores2[0].Dir())
+}
