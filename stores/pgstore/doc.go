@@ -28,9 +28,18 @@
 // concurrent transactions on a counter row queue on the row lock instead of
 // failing, the counter-row pattern that makes gap-free numbering cheap on
 // PostgreSQL. Tx.Get of a missing key claims the key with a row that no other
-// transaction ever sees, so two transactions creating the same key queue too.
-// Writes inside a transaction are sent at once; a deadlock or serialization
-// failure ends the transaction with stores.ErrConflict.
+// transaction ever sees, so two transactions creating the same key queue too;
+// the locking read and the claim are one statement. A deadlock or
+// serialization failure ends the transaction with stores.ErrConflict.
+//
+// A transaction's statements are pipelined, because each round trip is made
+// while the rows it locked stay locked: Tx.Put and Tx.Delete are queued and
+// sent in one batch with the next Tx.Get that needs the server, or with the
+// commit; BEGIN travels with the first batch and COMMIT with the last. A Get
+// of a key the transaction already holds (read, claimed or written) is
+// answered without a round trip. So a transaction costs one round trip per Get
+// of a new key, plus one to commit. A queued write that fails is reported by
+// the Get that carried it, or by Update.
 //
 // # Concurrency
 //

@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -24,9 +23,11 @@ import (
 // durable commits. Each sub-benchmark reports numbers/s and, after
 // seed-pattern-64 has run, its ratio to it (x-seed). The vault benchmarks also
 // report how their transactions look: numbers/tx (how many numbers one
-// transaction carried) and stmts/number (statements sent to the server per
-// number, begin and commit included), which is where the time goes: each
-// statement is a round trip made while the counter's row lock is held.
+// transaction carried), stmts/number (statements sent to the server per
+// number, begin and commit included) and trips/number (round trips per number;
+// pgstore pipelines a transaction's statements, so a round trip carries
+// several). Round trips are where the time goes: each is made while the
+// counter's row lock is held.
 //
 //	seed-pattern-64   64 callers, one pgx transaction per number (update-returning, insert, commit)
 //	next-64           64 callers of Sequence.Next on one series of a vault
@@ -121,17 +122,19 @@ func benchCallersRate(b *testing.B, callers int, take func(ctx context.Context, 
 // benchVault opens the fleet's vault in a fresh schema and returns it with
 // handles on series of it: one "invoice-2026", or n named "s0", "s1", ….
 //
-// The store counts the statements the vault's transactions send, and
-// numbers/tx and stmts/number are reported when b ends.
+// The store counts the statements and round trips the vault's transactions
+// send, and numbers/tx, stmts/number and trips/number are reported when b ends.
 func benchVault(b *testing.B, n int) (*vault.Vault, []*sequence.Sequence) {
 	b.Helper()
-	s := &countingStore{Store: pgtest.Open(b, &pgstore.Options{MaxConns: benchCallers})}
+	s := newCountingStore(pgtest.Open(b, &pgstore.Options{MaxConns: benchCallers}))
 	v, seq := fleetVaultOn(b, s)
 	s.reset()
 	b.Cleanup(func() {
 		if u := s.updates.Load(); u > 0 {
+			stmts, trips := s.since()
 			b.ReportMetric(float64(b.N)/float64(u), "numbers/tx")
-			b.ReportMetric(float64(s.stmts.Load())/float64(b.N), "stmts/number")
+			b.ReportMetric(float64(stmts)/float64(b.N), "stmts/number")
+			b.ReportMetric(float64(trips)/float64(b.N), "trips/number")
 		}
 	})
 	if n == 1 {
@@ -224,60 +227,32 @@ func seedPattern(b *testing.B) func(context.Context, int) error {
 	}
 }
 
-// countingStore is a pgstore.Store that counts the statements its
-// transactions send to the server: BEGIN and COMMIT, one per Tx.Put or
-// Tx.Delete, one per Tx.Get of an existing key, and for a missing key two
-// (the locking read and the claim) plus, once per transaction, the statement
-// that drops the claims.
+// countingStore is a pgstore.Store that counts its transactions, and has the
+// store count the statements and round trips they send.
 type countingStore struct {
 	*pgstore.Store
+	sent    func() (statements, roundTrips int64)
 	updates atomic.Int64
-	stmts   atomic.Int64
+	// what had been sent at the last reset
+	stmts0, trips0 int64
+}
+
+func newCountingStore(s *pgstore.Store) *countingStore {
+	return &countingStore{Store: s, sent: pgstore.CountTransactions(s)}
 }
 
 func (s *countingStore) reset() {
 	s.updates.Store(0)
-	s.stmts.Store(0)
+	s.stmts0, s.trips0 = s.sent()
+}
+
+// since returns what was sent since the last reset.
+func (s *countingStore) since() (statements, roundTrips int64) {
+	stmts, trips := s.sent()
+	return stmts - s.stmts0, trips - s.trips0
 }
 
 func (s *countingStore) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 	s.updates.Add(1)
-	ct := &countingTx{}
-	err := s.Store.Update(ctx, func(tx stores.Tx) error {
-		ct.Tx = tx
-		return fn(ct)
-	})
-	n := 2 + ct.stmts
-	if ct.claimed {
-		n++
-	}
-	s.stmts.Add(n)
-	return err
-}
-
-// countingTx counts for one transaction; a Tx is used by one goroutine.
-type countingTx struct {
-	stores.Tx
-	stmts   int64
-	claimed bool
-}
-
-func (t *countingTx) Get(key string) (stores.Item, error) {
-	it, err := t.Tx.Get(key)
-	t.stmts++
-	if errors.Is(err, stores.ErrNotFound) {
-		t.stmts++
-		t.claimed = true
-	}
-	return it, err
-}
-
-func (t *countingTx) Put(key string, value []byte) error {
-	t.stmts++
-	return t.Tx.Put(key, value)
-}
-
-func (t *countingTx) Delete(key string) error {
-	t.stmts++
-	return t.Tx.Delete(key)
+	return s.Store.Update(ctx, fn)
 }

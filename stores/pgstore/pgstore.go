@@ -50,6 +50,15 @@ type Store struct {
 	secret string // the connection's password, redacted from every error
 	closed atomic.Bool
 	q      queries
+
+	// counters, when set (by tests, before any use), add up what Update's
+	// transactions sent.
+	counters *txCounters
+}
+
+// txCounters add up the statements and round trips of transactions.
+type txCounters struct {
+	statements, roundTrips atomic.Int64
 }
 
 var (
@@ -59,9 +68,9 @@ var (
 
 // queries holds the statements, with the schema name filled in.
 type queries struct {
-	get, getForUpdate, put, insert, update, delete string
-	claim, unclaim                                 string
-	list, listAll                                  string
+	get, put, insert, update, delete string
+	upsert, getOrClaim, unclaim      string
+	list, listAll                    string
 }
 
 // Open connects to the PostgreSQL server of connString (a postgres:// URL or
@@ -91,8 +100,7 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	}
 	s := &Store{schema: o.Schema, secret: cfg.ConnConfig.Password}
 	s.q = queries{
-		get:          s.sql(`SELECT value, version FROM {s}.items WHERE key = $1`),
-		getForUpdate: s.sql(`SELECT value, version FROM {s}.items WHERE key = $1 FOR UPDATE`),
+		get: s.sql(`SELECT value, version FROM {s}.items WHERE key = $1`),
 		put: s.sql(`INSERT INTO {s}.items (key, value, version) VALUES ($1, $2, {next})
 			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.version
 			RETURNING version`),
@@ -101,10 +109,26 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		update: s.sql(`UPDATE {s}.items SET value = $3, version = {next}
 			WHERE key = $1 AND version = $2 RETURNING version`),
 		delete: s.sql(`DELETE FROM {s}.items WHERE key = $1`),
-		// A claim is a row with version 0 that Tx.Get inserts for a missing
-		// key and Update deletes before commit: no other transaction ever sees
-		// it, but it holds the key's unique-index entry until this one ends.
-		claim:   s.sql(`INSERT INTO {s}.items (key, value, version) VALUES ($1, '', 0) ON CONFLICT (key) DO NOTHING`),
+		// Tx.Put: put without the result, so it can be queued.
+		upsert: s.sql(`INSERT INTO {s}.items (key, value, version) VALUES ($1, $2, {next})
+			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.version`),
+		// Tx.Get, in one statement: lock the key's row and return it, or,
+		// if there is none, claim the key and return the claim (version 0).
+		// A claim is a row that Update deletes before commit: no other
+		// transaction ever sees it, but it holds the key's unique-index
+		// entry until this one ends, so a concurrent Tx.Get or creator of
+		// the key waits. No row at all means another transaction created the key
+		// while the claim waited for it: the statement's snapshot predates
+		// that row, and the next statement will see and lock it.
+		getOrClaim: s.sql(`WITH cur AS (
+				SELECT value, version FROM {s}.items WHERE key = $1 FOR UPDATE
+			), claim AS (
+				INSERT INTO {s}.items (key, value, version)
+				SELECT $1::bytea, ''::bytea, 0 WHERE NOT EXISTS (SELECT FROM cur)
+				ON CONFLICT (key) DO NOTHING
+				RETURNING value, version
+			)
+			SELECT value, version FROM cur UNION ALL SELECT value, version FROM claim`),
 		unclaim: s.sql(`DELETE FROM {s}.items WHERE key = ANY($1) AND version = 0`),
 		// Pages end after listPageRows rows or once the values before a row
 		// add up to listPageBytes. octet_length of a TOASTed value reads only

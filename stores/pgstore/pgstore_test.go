@@ -364,6 +364,156 @@ func TestTxDeadlockIsConflict(t *testing.T) {
 	assert.Equal(t, 1, conflicts, "exactly one transaction is the deadlock victim")
 }
 
+// TestTxQueuedWriteDeadlock: Tx.Put is queued, so a Put that deadlocks fails
+// only once it is sent, with the next Get or with the commit. Either way the
+// victim's Update returns stores.ErrConflict and writes nothing, even though
+// its closure ignores the Get's error and returns nil.
+func TestTxQueuedWriteDeadlock(t *testing.T) {
+	for _, carrier := range []string{"get", "commit"} {
+		t.Run(carrier, func(t *testing.T) {
+			s := pgtest.Open(t, &pgstore.Options{MaxConns: 4})
+			ctx := guardCtx(t)
+			for _, k := range []string{"a", "b"} {
+				_, err := s.Put(ctx, k, []byte("0"))
+				require.NoError(t, err)
+			}
+
+			var locked sync.WaitGroup
+			locked.Add(2)
+			getErrs := make([]error, 2)
+			errs := make([]error, 2)
+			orders := [][2]string{{"a", "b"}, {"b", "a"}}
+			var wg sync.WaitGroup
+			for i, order := range orders {
+				wg.Go(func() {
+					errs[i] = s.Update(ctx, func(tx stores.Tx) error {
+						_, err := tx.Get(order[0])
+						locked.Done()
+						if err != nil {
+							return err
+						}
+						locked.Wait() // both hold their first row: sending the Put deadlocks
+						if err := tx.Put(order[1], []byte("from "+strconv.Itoa(i))); err != nil {
+							return err
+						}
+						if carrier == "get" {
+							_, getErrs[i] = tx.Get("c" + strconv.Itoa(i))
+						}
+						return nil // ignores getErrs[i] on purpose
+					})
+				})
+			}
+			wg.Wait()
+
+			victim := -1
+			for i := range 2 {
+				if errors.Is(errs[i], stores.ErrConflict) {
+					victim = i
+					if carrier == "get" {
+						assert.ErrorIs(t, getErrs[i], stores.ErrConflict, "the Get that carried the Put reports it")
+					}
+				} else {
+					assert.NoError(t, errs[i])
+					if carrier == "get" {
+						assert.ErrorIs(t, getErrs[i], stores.ErrNotFound)
+					}
+				}
+			}
+			require.NotEqual(t, -1, victim, "one transaction is the deadlock victim")
+			winner := 1 - victim
+			it, err := s.Get(ctx, orders[winner][1])
+			require.NoError(t, err)
+			assert.Equal(t, "from "+strconv.Itoa(winner), string(it.Value), "the survivor's write")
+			it, err = s.Get(ctx, orders[victim][1])
+			require.NoError(t, err)
+			assert.Equal(t, "0", string(it.Value), "the victim wrote nothing")
+			var keys []string
+			for it, err := range s.List(ctx, "") {
+				require.NoError(t, err)
+				keys = append(keys, it.Key)
+			}
+			assert.Equal(t, []string{"a", "b"}, keys, "no claim row is left")
+		})
+	}
+}
+
+// TestTxRoundTrips pins how Update pipelines: writes ride with the next Get
+// that needs the server or with the commit, BEGIN with the first round trip,
+// and a Get of a key the transaction holds costs nothing.
+func TestTxRoundTrips(t *testing.T) {
+	s := pgtest.Open(t, nil)
+	ctx := guardCtx(t)
+	_, err := s.Put(ctx, "existing", []byte("e"))
+	require.NoError(t, err)
+	sent := pgstore.CountTransactions(s)
+
+	check := func(name string, wantStatements, wantRoundTrips int64, fn func(tx stores.Tx) error) {
+		t.Helper()
+		stmts0, trips0 := sent()
+		require.NoError(t, s.Update(ctx, fn), name)
+		stmts, trips := sent()
+		assert.Equal(t, wantRoundTrips, trips-trips0, "%s: round trips", name)
+		assert.Equal(t, wantStatements, stmts-stmts0, "%s: statements", name)
+	}
+	get := func(tx stores.Tx, key, want string) {
+		t.Helper()
+		it, err := tx.Get(key)
+		if want == "" {
+			assert.ErrorIs(t, err, stores.ErrNotFound, "Get %q", key)
+		} else if assert.NoError(t, err, "Get %q", key) {
+			assert.Equal(t, want, string(it.Value), "Get %q", key)
+		}
+	}
+
+	check("nothing sent", 0, 0, func(stores.Tx) error { return nil })
+	check("writes only", 5, 1, func(tx stores.Tx) error { // BEGIN, 3 writes, COMMIT
+		require.NoError(t, tx.Put("w1", []byte("1")))
+		require.NoError(t, tx.Put("w2", []byte("2")))
+		return tx.Delete("never-was")
+	})
+	check("reads", 6, 3, func(tx stores.Tx) error {
+		get(tx, "existing", "e") // BEGIN and the read
+		get(tx, "existing", "e")
+		get(tx, "missing", "") // the claim
+		get(tx, "missing", "")
+		require.NoError(t, tx.Put("new", []byte("n")))
+		get(tx, "new", "n")
+		return nil // the Put, the claim's removal and COMMIT
+	})
+	check("writes ride with the next read", 5, 2, func(tx stores.Tx) error {
+		require.NoError(t, tx.Put("w1", []byte("1 again")))
+		require.NoError(t, tx.Put("w3", []byte("3")))
+		get(tx, "existing", "e") // BEGIN, the Puts and the read
+		return nil               // COMMIT
+	})
+	check("Delete of a key the transaction did not hold", 7, 3, func(tx stores.Tx) error {
+		// The key may not have existed, and then the Delete locked nothing:
+		// Get asks the server, and claims it.
+		require.NoError(t, tx.Delete("w2"))
+		get(tx, "w2", "") // BEGIN, the Delete and the claim
+		require.NoError(t, tx.Delete("w3"))
+		get(tx, "w3", "") // the Delete and the claim
+		get(tx, "w3", "")
+		return nil // the claims' removal and COMMIT
+	})
+	check("Delete of a key the transaction holds", 4, 2, func(tx stores.Tx) error {
+		get(tx, "new", "n") // BEGIN and the read
+		require.NoError(t, tx.Delete("new"))
+		get(tx, "new", "")
+		return nil // the Delete and COMMIT
+	})
+
+	var keys []string
+	for it, err := range s.List(ctx, "") {
+		require.NoError(t, err)
+		keys = append(keys, it.Key)
+	}
+	assert.Equal(t, []string{"existing", "w1"}, keys)
+	it, err := s.Get(ctx, "w1")
+	require.NoError(t, err)
+	assert.Equal(t, "1 again", string(it.Value))
+}
+
 // TestListPages lists more rows and bytes than fit in one page.
 func TestListPages(t *testing.T) {
 	s := pgtest.Open(t, &pgstore.Options{MaxConns: 2})

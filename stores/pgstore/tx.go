@@ -1,10 +1,12 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/noydb-go/noydb/stores"
 )
@@ -13,56 +15,81 @@ import (
 // "someone else just created it"; each turn means another writer committed.
 const maxClaimAttempts = 8
 
+// The statements that open and close Update's transaction block. They travel
+// in the same batch as the transaction's first and last statements.
+const (
+	beginSQL  = `BEGIN ISOLATION LEVEL READ COMMITTED`
+	commitSQL = `COMMIT`
+)
+
 // Update runs fn in a READ COMMITTED transaction. If fn returns nil the
 // transaction commits; otherwise it is rolled back and fn's error returned
 // unchanged. Tx.Get locks the rows it reads until the transaction ends, so
 // transactions on the same keys queue rather than conflict; a deadlock between
 // them returns stores.ErrConflict, and nothing is written.
 //
+// Statements are pipelined: Tx.Put and Tx.Delete are queued and sent in one
+// batch with the next Tx.Get that needs the server, or with the commit, so a
+// transaction costs one round trip per such Get plus one for the commit, BEGIN
+// included. A Get of a key the transaction has already read, claimed or
+// written is answered without a round trip: the transaction holds that key's
+// lock or has written it, so the answer cannot have changed. No connection is
+// taken from the pool until the first round trip; a transaction that sends
+// nothing commits without one.
+//
 // A statement that fails inside the transaction spoils it: the Tx's later
 // calls return the same error, and if fn returns nil anyway Update rolls back
-// and returns that error.
+// and returns that error. A queued write that fails is reported by the Get
+// whose round trip carried it, or else by Update.
 func (s *Store) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	var failed error // fn's error, or the statement that spoiled the transaction
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ptx pgx.Tx) error {
-		t := &txn{ctx: ctx, s: s, tx: ptx}
-		defer func() { t.done = true }()
-		if failed = fn(t); failed != nil {
-			return failed
-		}
-		if t.err != nil {
-			failed = t.err
-			return failed
-		}
-		if failed = ctx.Err(); failed != nil {
-			return failed
-		}
-		if len(t.claims) > 0 {
-			if _, err := ptx.Exec(ctx, s.q.unclaim, t.claims); err != nil {
-				failed = t.fail("update", err)
-				return failed
-			}
-		}
-		return nil
-	})
-	if failed != nil {
-		return failed
+	t := &txn{ctx: ctx, s: s}
+	defer t.end() // also when fn panics
+	err := fn(t)
+	t.done = true
+	switch {
+	case err != nil:
+		return err
+	case t.err != nil:
+		return t.err
 	}
-	return s.wrap(ctx, "update", err) // begin or commit failed
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return t.commit()
 }
 
 // txn is the stores.Tx of Update. It keeps Update's context because the Tx
 // methods take none; it lives only as long as the closure.
 type txn struct {
-	ctx    context.Context
-	s      *Store
-	tx     pgx.Tx
-	claims [][]byte // keys claimed by Get while missing
-	err    error    // the first failed statement; the transaction is spoiled
-	done   bool
+	ctx  context.Context
+	s    *Store
+	conn *pgxpool.Conn // nil until the first round trip
+
+	began bool      // BEGIN is queued or sent
+	batch pgx.Batch // statements not sent yet
+	ops   []string  // the operation of each statement in batch, for errors
+
+	// known holds what the transaction knows of the keys it holds: read and
+	// locked, claimed while missing, or written. Nobody else can change them
+	// until it ends, so Get answers them without a round trip.
+	known  map[string]knownKey
+	claims [][]byte // keys claimed while missing, whose claim rows go before commit
+
+	err  error // the first failed statement; the transaction is spoiled
+	done bool
+
+	statements, roundTrips int64 // what was sent, for the counters of tests
+}
+
+// knownKey is a key the transaction holds. value is shared with the queued
+// write, if any: it is never modified, and Get hands out copies.
+type knownKey struct {
+	found   bool
+	value   []byte
+	version int64 // its committed version when read; unspecified once written
 }
 
 var errTxDone = errors.New("pgstore: transaction used after its Update returned")
@@ -89,43 +116,119 @@ func (t *txn) fail(op string, err error) error {
 	return err
 }
 
+func (t *txn) know(key string, k knownKey) {
+	if t.known == nil {
+		t.known = make(map[string]knownKey)
+	}
+	t.known[key] = k
+}
+
+// queue adds a statement to the next batch, after BEGIN if the transaction
+// has not begun yet.
+func (t *txn) queue(op, sql string, args ...any) {
+	if !t.began {
+		t.began = true
+		t.batch.Queue(beginSQL)
+		t.ops = append(t.ops, "update")
+	}
+	t.batch.Queue(sql, args...)
+	t.ops = append(t.ops, op)
+}
+
+// flush sends the queued statements in one batch, one round trip, and reads
+// their results in order. The last statement's result is read by last, or
+// like the others when last is nil. The first failure spoils the transaction
+// (the server skips the rest of the batch) and is returned translated.
+func (t *txn) flush(last func(br pgx.BatchResults) error) error {
+	if t.batch.Len() == 0 {
+		return nil
+	}
+	if t.conn == nil {
+		conn, err := t.s.pool.Acquire(t.ctx)
+		if err != nil {
+			return t.fail("update", err)
+		}
+		t.conn = conn
+	}
+	b, ops := t.batch, t.ops
+	t.batch, t.ops = pgx.Batch{}, ops[:0] // nothing is queued until flush returns
+	t.statements += int64(len(ops))
+	t.roundTrips++
+	br := t.conn.SendBatch(t.ctx, &b)
+	for i, op := range ops {
+		var err error
+		if i == len(ops)-1 && last != nil {
+			err = last(br)
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
+			_ = br.Close()
+			return t.fail(op, err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return t.fail(ops[len(ops)-1], err)
+	}
+	return nil
+}
+
 // Get returns the item at key and locks its row until the transaction ends.
 // A missing key is claimed instead, so a concurrent transaction that reads or
-// creates the same key waits for this one.
+// creates the same key waits for this one. The queued writes travel in the
+// same round trip, before the read.
 func (t *txn) Get(key string) (stores.Item, error) {
 	if err := t.usable(key); err != nil {
 		return stores.Item{}, err
 	}
-	k := []byte(key)
-	for range maxClaimAttempts {
-		var value []byte
-		var version int64
-		err := t.tx.QueryRow(t.ctx, t.s.q.getForUpdate, k).Scan(&value, &version)
-		if err == nil {
-			if version == 0 { // this transaction's own claim
-				return stores.Item{}, stores.ErrNotFound
-			}
-			return stores.Item{Key: key, Value: value, Version: uint64(version)}, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return stores.Item{}, t.fail("get", err)
-		}
-		// Missing. Claim it; if another transaction holds it, this waits for
-		// that one to end, and if it created the key the claim does nothing
-		// and the next turn reads and locks the new row.
-		tag, err := t.tx.Exec(t.ctx, t.s.q.claim, k)
-		if err != nil {
-			return stores.Item{}, t.fail("get", err)
-		}
-		if tag.RowsAffected() == 1 {
-			t.claims = append(t.claims, k)
+	if k, ok := t.known[key]; ok {
+		if !k.found {
 			return stores.Item{}, stores.ErrNotFound
 		}
+		return stores.Item{Key: key, Value: bytes.Clone(k.value), Version: uint64(k.version)}, nil
+	}
+	kb := []byte(key)
+	for range maxClaimAttempts {
+		var (
+			rows    int
+			value   []byte
+			version int64
+		)
+		t.queue("get", t.s.q.getOrClaim, kb)
+		err := t.flush(func(br pgx.BatchResults) error {
+			rs, err := br.Query()
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			for rs.Next() {
+				rows++
+				if err := rs.Scan(&value, &version); err != nil {
+					return err
+				}
+			}
+			return rs.Err()
+		})
+		switch {
+		case err != nil:
+			return stores.Item{}, err
+		case rows == 0:
+			// Another transaction created the key while this statement
+			// waited for it; the next turn reads and locks the new row.
+			continue
+		case version == 0: // claimed
+			t.claims = append(t.claims, kb)
+			t.know(key, knownKey{})
+			return stores.Item{}, stores.ErrNotFound
+		}
+		t.know(key, knownKey{found: true, value: value, version: version})
+		return stores.Item{Key: key, Value: bytes.Clone(value), Version: uint64(version)}, nil
 	}
 	return stores.Item{}, t.fail("get", stores.ErrConflict)
 }
 
-// Put writes value at key within the transaction.
+// Put writes value at key within the transaction. The write is queued and
+// sent with the transaction's next round trip; its failure is reported there.
 func (t *txn) Put(key string, value []byte) error {
 	if err := t.usable(key); err != nil {
 		return err
@@ -133,20 +236,66 @@ func (t *txn) Put(key string, value []byte) error {
 	if err := stores.CheckValue(value); err != nil {
 		return err
 	}
-	var version int64
-	if err := t.tx.QueryRow(t.ctx, t.s.q.put, []byte(key), nonNil(value)).Scan(&version); err != nil {
-		return t.fail("put", err)
-	}
+	v := append([]byte{}, value...) // the caller may reuse value; never nil
+	t.queue("put", t.s.q.upsert, []byte(key), v)
+	t.know(key, knownKey{found: true, value: v, version: t.known[key].version})
 	return nil
 }
 
 // Delete removes key within the transaction; a missing key is not an error.
+// Like Put, it is queued.
 func (t *txn) Delete(key string) error {
 	if err := t.usable(key); err != nil {
 		return err
 	}
-	if _, err := t.tx.Exec(t.ctx, t.s.q.delete, []byte(key)); err != nil {
-		return t.fail("delete", err)
+	t.queue("delete", t.s.q.delete, []byte(key))
+	if _, ok := t.known[key]; ok {
+		// The key stays this transaction's: its deleted row keeps other
+		// writers waiting, as a claim would.
+		t.know(key, knownKey{})
 	}
+	// Otherwise the key may not have existed, and then nothing holds it:
+	// the next Get asks the server and claims it.
 	return nil
+}
+
+// commit sends the queued writes, the removal of the claim rows and COMMIT in
+// one batch. A transaction that never queued anything has nothing to commit.
+func (t *txn) commit() error {
+	if !t.began {
+		return nil
+	}
+	if len(t.claims) > 0 {
+		t.queue("update", t.s.q.unclaim, t.claims)
+	}
+	t.queue("update", commitSQL)
+	return t.flush(func(br pgx.BatchResults) error {
+		tag, err := br.Exec()
+		if err == nil && tag.String() == "ROLLBACK" {
+			err = pgx.ErrTxCommitRollback
+		}
+		return err
+	})
+}
+
+// end rolls back a transaction block that is still open (fn failed, a
+// statement failed, or commit was never reached) and returns the connection
+// to the pool. If the rollback cannot be sent the pool discards the
+// connection instead, which ends the transaction on the server.
+func (t *txn) end() {
+	conn := t.conn
+	if conn == nil {
+		return
+	}
+	t.conn = nil
+	if pc := conn.Conn().PgConn(); t.ctx.Err() == nil && !pc.IsClosed() && !pc.IsBusy() && pc.TxStatus() != 'I' {
+		t.statements++
+		t.roundTrips++
+		_, _ = conn.Exec(t.ctx, "ROLLBACK")
+	}
+	if c := t.s.counters; c != nil {
+		c.statements.Add(t.statements)
+		c.roundTrips.Add(t.roundTrips)
+	}
+	conn.Release() // a connection still inside a transaction is discarded
 }

@@ -1,0 +1,11 @@
+package pgstore
+
+// CountTransactions makes s add up what its transactions send from now on,
+// and returns a function that reports the statements and round trips so far.
+// Call it before s is used concurrently.
+func CountTransactions(s *Store) func() (statements, roundTrips int64) {
+	s.counters = &txCounters{}
+	return func() (int64, int64) {
+		return s.counters.statements.Load(), s.counters.roundTrips.Load()
+	}
+}
