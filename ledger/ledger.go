@@ -270,6 +270,15 @@ func (l *Ledger) commit(ctx context.Context, plan planFunc) ([]record, Head, err
 		recs []record
 		head Head
 	)
+	// Without transactions, writers in other processes race on the head;
+	// where the store can lock for all of them, they queue instead.
+	if lk, ok := l.store.(stores.Locker); ok && l.tr == nil {
+		unlock, err := lk.Lock(ctx, l.headKey)
+		if err != nil {
+			return nil, Head{}, fmt.Errorf("ledger append: %w", err)
+		}
+		defer unlock()
+	}
 	attempts, err := cas.Do(ctx, l.policy, func(int) error {
 		var err error
 		if l.tr != nil {

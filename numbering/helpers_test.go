@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,9 +40,6 @@ var receiptOpts = numbering.Options{Collection: "receipts", Field: "Number", For
 
 // device is one DB instance with its vault, collection and series handle.
 type device struct {
-	// ledgerMu, if set, is held (exclusively) around every record write:
-	// see TestThreeDevicesOneFolder.
-	ledgerMu *sync.RWMutex
 	name     string
 	db       *noydb.DB
 	v        *vault.Vault
@@ -96,21 +92,15 @@ func (d *device) write(tb testing.TB, id string, total int) string {
 
 // writeMany puts and enqueues the receipts ids, a hundred at a time: puts
 // then enqueues, each from several goroutines (so that ledger appends
-// combine). With ledgerMu set, the puts of each hundred hold it.
+// combine).
 func (d *device) writeMany(ids []string) error {
 	ctx := context.Background()
 	for len(ids) > 0 {
 		part := ids[:min(100, len(ids))]
 		ids = ids[len(part):]
-		if d.ledgerMu != nil {
-			d.ledgerMu.Lock()
-		}
 		err := each(len(part), func(i int) error {
 			return d.receipts.Put(ctx, part[i], Receipt{Device: d.name, Total: i})
 		})
-		if d.ledgerMu != nil {
-			d.ledgerMu.Unlock()
-		}
 		if err == nil {
 			err = each(len(part), func(i int) error {
 				_, err := d.series.Enqueue(ctx, part[i])

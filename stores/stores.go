@@ -107,3 +107,14 @@ type Tx interface {
 	// Delete removes key; deleting a missing key is not an error.
 	Delete(key string) error
 }
+
+// Locker is implemented by stores that can hold a named exclusive lock for
+// every process using the store (for filestore: every process on this
+// machine). Writers that would otherwise race by compare-and-swap, such as a
+// ledger on a store without transactions, take turns under it instead of
+// spending a retry budget.
+type Locker interface {
+	// Lock waits for the lock called name and returns the function that
+	// releases it. It returns ctx's error if ctx ends first.
+	Lock(ctx context.Context, name string) (unlock func(), err error)
+}

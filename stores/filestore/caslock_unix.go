@@ -23,3 +23,13 @@ func lockFolder(f *os.File) error {
 func unlockFolder(f *os.File) {
 	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 }
+
+// tryLockFolder takes an exclusive flock(2) on f without waiting.
+func tryLockFolder(f *os.File) bool {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			return err == nil
+		}
+	}
+}

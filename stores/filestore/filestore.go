@@ -105,6 +105,7 @@ type Store struct {
 	closed bool
 	dirf   *os.File // the folder, kept open to fsync it
 
+	named   sync.Map   // lock file path -> *sync.Mutex, for Lock
 	casMu   sync.Mutex // one compare-and-swap at a time in this Store
 	casFile *os.File   // the folder's lock file; its flock serializes processes
 }
@@ -113,7 +114,10 @@ type Store struct {
 // file, so List never shows it.
 const casLockName = ".noydb-cas.lock"
 
-var _ stores.Store = (*Store)(nil)
+var (
+	_ stores.Store  = (*Store)(nil)
+	_ stores.Locker = (*Store)(nil)
+)
 
 // Open opens the store in folder dir, creating the folder if it is missing.
 func Open(dir string, opts *Options) (*Store, error) {

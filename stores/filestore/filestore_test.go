@@ -317,3 +317,29 @@ func TestCompareAndSwapRaceAcrossStores(t *testing.T) {
 	assert.Equal(t, strconv.Itoa(workers*rounds), string(it.Value))
 	assert.Equal(t, dir, stores2[0].Dir())
 }
+
+// Lock is exclusive across Stores on one folder, and gives up with ctx.
+func TestLock(t *testing.T) {
+	dir := t.TempDir()
+	a, b := open(t, dir, nil), open(t, dir, nil)
+	ctx := context.Background()
+	unlock, err := a.Lock(ctx, "head")
+	require.NoError(t, err)
+
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	_, err = b.Lock(short, "head")
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "held by the other Store")
+	other, err := b.Lock(ctx, "another name")
+	require.NoError(t, err)
+	other()
+
+	unlock()
+	again, err := b.Lock(ctx, "head")
+	require.NoError(t, err)
+	again()
+
+	require.NoError(t, a.Close())
+	_, err = a.Lock(ctx, "head")
+	assert.ErrorIs(t, err, stores.ErrClosed)
+}
