@@ -91,11 +91,12 @@ type Ledger struct {
 	pins    Pins
 
 	mu         sync.Mutex
-	lastSealed []byte          // the head bytes this Ledger last wrote in a transaction
-	lastHead   headState       // what lastSealed decodes to
-	turnHeads  map[string]Head // heads sealed by AppendTx during the current Update, by sealed bytes
-	queue      []*request      // Append calls waiting for a commit
-	leading    bool            // a goroutine is committing a group
+	lastSealed []byte     // the head bytes this Ledger last wrote in a transaction
+	lastHead   headState  // what lastSealed decodes to
+	inTurn     bool       // an Update is running: AppendTx notes the heads it seals
+	turnHeads  []turnHead // heads sealed by AppendTx during the current Update attempt
+	queue      []*request // Append calls waiting for a commit
+	leading    bool       // a goroutine is committing a group
 }
 
 // New returns the ledger stored in store under prefix+"_ledger/". It does no
@@ -304,6 +305,12 @@ func (l *Ledger) commit(ctx context.Context, plan planFunc) ([]record, Head, err
 	}
 }
 
+// turnHead is a head sealed during an Update, with the bytes it was sealed to.
+type turnHead struct {
+	sealed []byte
+	head   Head
+}
+
 // runUpdate runs fn in a store transaction, retrying conflicts.
 // Heads appended inside fn move the pins only once the transaction commits.
 func (l *Ledger) runUpdate(ctx context.Context, fn func(stores.Tx) error) error {
@@ -311,7 +318,7 @@ func (l *Ledger) runUpdate(ctx context.Context, fn func(stores.Tx) error) error 
 	attempts, err := cas.Do(ctx, l.policy, func(int) error {
 		committed = Head{}
 		l.mu.Lock()
-		l.turnHeads = make(map[string]Head)
+		l.inTurn, l.turnHeads = true, l.turnHeads[:0]
 		l.mu.Unlock()
 		return l.tr.Update(ctx, func(tx stores.Tx) error {
 			if err := fn(tx); err != nil {
@@ -323,14 +330,19 @@ func (l *Ledger) runUpdate(ctx context.Context, fn func(stores.Tx) error) error 
 			it, err := tx.Get(l.headKey)
 			if err == nil {
 				l.mu.Lock()
-				committed = l.turnHeads[string(it.Value)]
+				for _, th := range l.turnHeads {
+					if bytes.Equal(th.sealed, it.Value) {
+						committed = th.head
+					}
+				}
 				l.mu.Unlock()
 			}
 			return nil
 		})
 	})
 	l.mu.Lock()
-	l.turnHeads = nil
+	clear(l.turnHeads) // drop references to the sealed bytes; keep the capacity
+	l.inTurn, l.turnHeads = false, l.turnHeads[:0]
 	l.mu.Unlock()
 	if errors.Is(err, cas.ErrExhausted) {
 		return fmt.Errorf("ledger update: %w after %d attempts", ErrContention, attempts)
@@ -412,8 +424,8 @@ func (l *Ledger) appendTx(tx stores.Tx, plan planFunc) ([]record, Head, error) {
 		return nil, Head{}, err
 	}
 	l.mu.Lock()
-	if l.turnHeads != nil {
-		l.turnHeads[string(sealed)] = newHead
+	if l.inTurn {
+		l.turnHeads = append(l.turnHeads, turnHead{sealed: sealed, head: newHead})
 	}
 	l.lastSealed, l.lastHead = sealed, headState{Head: newHead}
 	l.mu.Unlock()
