@@ -395,11 +395,12 @@ func (l *Ledger) appendTx(tx stores.Tx, plan planFunc) ([]record, Head, error) {
 		return nil, Head{}, err
 	}
 	put := func(r record) error {
-		sealed, err := l.sealer.Seal(l.entryKey(r.entry.Seq), r.plain)
+		key := l.entryKey(r.entry.Seq)
+		sealed, err := l.sealer.Seal(key, r.plain)
 		if err != nil {
 			return fmt.Errorf("seal entry: %w", err)
 		}
-		return tx.Put(l.entryKey(r.entry.Seq), sealed)
+		return tx.Put(key, sealed)
 	}
 	for _, r := range hs.pending {
 		if err := put(r); err != nil {
