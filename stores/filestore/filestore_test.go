@@ -235,13 +235,20 @@ func TestTwoStoresShareAFolder(t *testing.T) {
 // the store does not claim CASAtomic.
 func TestCompareAndSwapRaceInOneStore(t *testing.T) {
 	st := open(t, t.TempDir(), &filestore.Options{NoSync: true})
+	raceIncrements(t, []*filestore.Store{st}, 16, 25)
+}
+
+// raceIncrements has workers goroutines, spread over sts (Stores on one
+// folder), each add 1 to a counter rounds times by read and compare-and-swap,
+// retrying conflicts, and checks that no increment was lost.
+func raceIncrements(t *testing.T, sts []*filestore.Store, workers, rounds int) {
 	ctx := context.Background()
-	_, err := st.Put(ctx, "n", []byte("0"))
+	_, err := sts[0].Put(ctx, "n", []byte("0"))
 	require.NoError(t, err)
-	const workers, rounds = 16, 25
 	start := make(chan struct{})
 	var wg sync.WaitGroup
-	for range workers {
+	for w := range workers {
+		st := sts[w%len(sts)]
 		wg.Go(func() {
 			<-start
 			for range rounds {
@@ -265,7 +272,7 @@ func TestCompareAndSwapRaceInOneStore(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	it, err := st.Get(ctx, "n")
+	it, err := sts[len(sts)-1].Get(ctx, "n")
 	require.NoError(t, err)
 	assert.Equal(t, strconv.Itoa(workers*rounds), string(it.Value))
 }
@@ -283,39 +290,9 @@ func TestOpenErrors(t *testing.T) {
 // folder lock: no increment is lost.
 func TestCompareAndSwapRaceAcrossStores(t *testing.T) {
 	dir := t.TempDir()
-	stores2 := []*filestore.Store{open(t, dir, &filestore.Options{NoSync: true}), open(t, dir, &filestore.Options{NoSync: true})}
-	ctx := context.Background()
-	_, err := stores2[0].Put(ctx, "n", []byte("0"))
-	require.NoError(t, err)
-	const workers, rounds = 8, 25
-	var wg sync.WaitGroup
-	for w := range workers {
-		st := stores2[w%2]
-		wg.Go(func() {
-			for range rounds {
-				for {
-					it, err := st.Get(ctx, "n")
-					if !assert.NoError(t, err) {
-						return
-					}
-					n, _ := strconv.Atoi(string(it.Value))
-					_, err = st.CompareAndSwap(ctx, "n", it.Version, []byte(strconv.Itoa(n+1)))
-					if errors.Is(err, stores.ErrConflict) {
-						continue
-					}
-					if assert.NoError(t, err) {
-						break
-					}
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	it, err := stores2[1].Get(ctx, "n")
-	require.NoError(t, err)
-	assert.Equal(t, strconv.Itoa(workers*rounds), string(it.Value))
-	assert.Equal(t, dir, stores2[0].Dir())
+	a, b := open(t, dir, &filestore.Options{NoSync: true}), open(t, dir, &filestore.Options{NoSync: true})
+	raceIncrements(t, []*filestore.Store{a, b}, 8, 25)
+	assert.Equal(t, dir, a.Dir())
 }
 
 // Lock is exclusive across Stores on one folder, and gives up with ctx.
