@@ -2,6 +2,7 @@ package noydb_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores/filestore"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 )
@@ -83,4 +85,48 @@ func TestSequenceAudit(t *testing.T) {
 	// Voiding a number never issued, or twice, is refused.
 	assert.Error(t, seq.Void(ctx, 11, "nope"))
 	assert.Error(t, seq.Void(ctx, 5, "again"))
+}
+
+// A failing build takes no number and writes nothing: the next record gets
+// the number the failed one would have had.
+func TestPutNumberedFailureTakesNoNumber(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	v := openVault(t, openDB(t, st, "firm", "s"), "books")
+	invoices := vault.CollectionOf[Invoice](v, "invoices")
+	seq, err := v.Sequence("inv")
+	require.NoError(t, err)
+	_, err = invoices.PutNumbered(ctx, "a", seq, func(s sequence.Serial) (Invoice, error) {
+		return Invoice{Number: s.Formatted}, nil
+	})
+	require.NoError(t, err)
+	before := snapshot(t, st)
+
+	boom := errors.New("customer record incomplete")
+	_, err = invoices.PutNumbered(ctx, "b", seq, func(sequence.Serial) (Invoice, error) { return Invoice{}, boom })
+	require.ErrorIs(t, err, boom)
+	assert.Equal(t, before, snapshot(t, st), "a failed PutNumbered writes nothing")
+
+	inv, err := invoices.PutNumbered(ctx, "c", seq, func(s sequence.Serial) (Invoice, error) {
+		return Invoice{Number: s.Formatted}, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "2", inv.Number)
+}
+
+// PutNumbered needs a store that can commit a number and a record together.
+func TestPutNumberedRefusedOnFilestore(t *testing.T) {
+	ctx := context.Background()
+	st, err := filestore.Open(t.TempDir(), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	v := openVault(t, openDB(t, st, "firm", "s"), "books")
+	seq, err := v.Sequence("inv")
+	require.NoError(t, err)
+	_, err = vault.CollectionOf[Invoice](v, "invoices").PutNumbered(ctx, "a", seq, func(s sequence.Serial) (Invoice, error) {
+		return Invoice{Number: s.Formatted}, nil
+	})
+	assert.ErrorIs(t, err, sequence.ErrOffline)
+	_, err = seq.Next(ctx)
+	assert.ErrorIs(t, err, sequence.ErrOffline)
 }
