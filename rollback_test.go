@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 )
@@ -117,4 +119,54 @@ func TestDroppedLedgerTailIsRollback(t *testing.T) {
 
 func ledgerEntry(i int) ledger.Entry {
 	return ledger.Entry{Kind: ledger.RecordPut, Collection: "c", ID: fmt.Sprint(i), Revision: 1}
+}
+
+// Readers racing this process's own writers are not rollbacks: a pin raised
+// by a write that finished after a read began must not fail that read.
+func TestConcurrentReadsAreNotRollbacks(t *testing.T) {
+	for name, newStore := range raceStores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			v := openVault(t, openWithState(t, newStore(t), t.TempDir()), "books")
+			var seq *sequence.Sequence
+			if v.Store().Capabilities().CASAtomic {
+				var err error
+				seq, err = v.Sequence("inv")
+				require.NoError(t, err)
+			}
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			for range 2 {
+				wg.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						_, err := v.Ledger().Head(ctx)
+						if !assert.NoError(t, err) {
+							return
+						}
+						if seq != nil {
+							_, err = seq.Peek(ctx)
+							if !assert.NoError(t, err) {
+								return
+							}
+						}
+					}
+				})
+			}
+			for i := range 200 {
+				if seq != nil {
+					_, err := seq.Next(ctx)
+					require.NoError(t, err)
+				}
+				_, err := v.Ledger().Append(ctx, ledgerEntry(i+1))
+				require.NoError(t, err)
+			}
+			close(stop)
+			wg.Wait()
+		})
+	}
 }

@@ -207,9 +207,10 @@ func decodeHead(plain []byte) (headState, error) {
 
 // loadHead reads the head record and its store version (0: no head yet).
 func (l *Ledger) loadHead(ctx context.Context) (headState, uint64, error) {
+	pin := l.pinned()
 	it, err := l.store.Get(ctx, l.headKey)
 	if errors.Is(err, stores.ErrNotFound) {
-		return headState{}, 0, l.checkPin(Head{})
+		return headState{}, 0, l.checkPin(Head{}, pin)
 	}
 	if err != nil {
 		return headState{}, 0, err
@@ -218,7 +219,7 @@ func (l *Ledger) loadHead(ctx context.Context) (headState, uint64, error) {
 	if err != nil {
 		return headState{}, 0, err
 	}
-	if err := l.checkPin(hs.Head); err != nil {
+	if err := l.checkPin(hs.Head, pin); err != nil {
 		return headState{}, 0, err
 	}
 	return hs, it.Version, nil

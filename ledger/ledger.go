@@ -353,12 +353,26 @@ func (l *Ledger) runUpdate(ctx context.Context, fn func(stores.Tx) error) error 
 	return err
 }
 
-// checkPin fails when h is behind the head this device has pinned.
-func (l *Ledger) checkPin(h Head) error {
+// pinned returns the device's pin, taken before a head is read.
+func (l *Ledger) pinned() Head {
 	if l.pins == nil {
+		return Head{}
+	}
+	seq, mac := l.pins.LedgerPin(l.dir)
+	return Head{Seq: seq, MAC: mac}
+}
+
+// checkPin fails when h, read after pin was taken, cannot follow it: a lower
+// seq, or the pinned seq with another MAC. A pin raised after the read (by
+// this process's own appends) is not held against it.
+func (l *Ledger) checkPin(h, pin Head) error {
+	if l.pins == nil || h.Seq > pin.Seq || (h.Seq == pin.Seq && hmac.Equal(h.MAC, pin.MAC)) {
 		return nil
 	}
-	return l.pins.CheckLedger(l.dir, h.Seq, h.MAC)
+	if err := l.pins.CheckLedger(l.dir, h.Seq, h.MAC); err != nil {
+		return err
+	}
+	return nil
 }
 
 // raisePin moves the pin to h, a head known to be committed.
@@ -373,6 +387,7 @@ func (l *Ledger) raisePin(h Head) {
 // writer has them written out too.
 func (l *Ledger) appendTx(tx stores.Tx, plan planFunc) ([]record, Head, error) {
 	var hs headState
+	pin := l.pinned()
 	it, err := tx.Get(l.headKey)
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
@@ -391,7 +406,7 @@ func (l *Ledger) appendTx(tx stores.Tx, plan planFunc) ([]record, Head, error) {
 			}
 		}
 	}
-	if err := l.checkPin(hs.Head); err != nil {
+	if err := l.checkPin(hs.Head, pin); err != nil {
 		return nil, Head{}, err
 	}
 	put := func(r record) error {

@@ -131,6 +131,8 @@ type Backend struct {
 // Pins is the device-local memory of the highest value seen per key (the
 // vault's rollback pins). It must be safe for concurrent use.
 type Pins interface {
+	// CounterPin returns the pin of key; readers take it before they read.
+	CounterPin(key string) uint64
 	// CheckCounter returns an error (noydb.ErrRollback) when value is below
 	// the pin of key.
 	CheckCounter(key string, value uint64) error
@@ -466,8 +468,17 @@ func (s *Series) Pending(ctx context.Context) (int, error) {
 // the series has never been numbered).
 func (s *Series) loadHead(ctx context.Context) (head, uint64, error) {
 	key := s.headKey()
+	var pin uint64
+	if s.b.Pins != nil {
+		pin = s.b.Pins.CounterPin(key)
+	}
 	it, err := s.b.Store.Get(ctx, key)
 	if errors.Is(err, stores.ErrNotFound) {
+		if pin > 0 {
+			if err := s.b.Pins.CheckCounter(key, 0); err != nil {
+				return head{}, 0, fmt.Errorf("head: %w", err)
+			}
+		}
 		return head{}, 0, nil
 	}
 	if err != nil {
@@ -482,8 +493,12 @@ func (s *Series) loadHead(ctx context.Context) (head, uint64, error) {
 		return head{}, 0, fmt.Errorf("head: %w", err)
 	}
 	if s.b.Pins != nil {
-		if err := s.b.Pins.CheckCounter(key, h.last); err != nil {
-			return head{}, 0, fmt.Errorf("head: %w", err)
+		// Held against the pin as it was before the read, so that a pass of
+		// this process finishing meanwhile is not taken for a rollback.
+		if h.last < pin {
+			if err := s.b.Pins.CheckCounter(key, h.last); err != nil {
+				return head{}, 0, fmt.Errorf("head: %w", err)
+			}
 		}
 		s.b.Pins.RaiseCounter(key, h.last)
 	}

@@ -299,6 +299,7 @@ func batchContext(batch []*op) (context.Context, func()) {
 // txBody applies c.w.batch inside a store transaction. Its outcome reaches
 // the cache only if the transaction commits.
 func (c *counter) txBody(tx stores.Tx) error {
+	pin := c.svc.pinOf(c.key)
 	item, err := tx.Get(c.key)
 	var st state
 	switch {
@@ -315,7 +316,7 @@ func (c *counter) txBody(tx stores.Tx) error {
 	default:
 		return err
 	}
-	if err := c.svc.checkPin(c.key, st.value); err != nil {
+	if err := c.svc.checkPin(c.key, st.value, pin); err != nil {
 		return err
 	}
 	changed, events, err := c.plan(tx, &st, c.w.batch)
@@ -344,6 +345,7 @@ func (c *counter) txBody(tx stores.Tx) error {
 // version, reading the record first only when the cache is not known good.
 func (c *counter) casAttempt() error {
 	ctx := c.w.ctx
+	pin := c.svc.pinOf(c.key)
 	if !c.cacheValid {
 		item, err := c.svc.store.Get(ctx, c.key)
 		switch {
@@ -362,7 +364,7 @@ func (c *counter) casAttempt() error {
 		}
 		c.cacheValid = true
 	}
-	if err := c.svc.checkPin(c.key, c.cache.value); err != nil {
+	if err := c.svc.checkPin(c.key, c.cache.value, pin); err != nil {
 		c.cacheValid = false
 		return err
 	}

@@ -36,9 +36,10 @@ type Config struct {
 }
 
 // Pins is the device-local memory of the highest value seen per counter key.
-// CheckCounter returns an error (one the caller recognises as a rollback)
-// when value is below the pin of key.
+// CounterPin reads the pin; CheckCounter returns an error (one the caller
+// recognises as a rollback) when value is below the pin of key.
 type Pins interface {
+	CounterPin(key string) uint64
 	CheckCounter(key string, value uint64) error
 	RaiseCounter(key string, value uint64)
 }
@@ -298,8 +299,12 @@ func (q *Sequence) NextSerial(ctx context.Context) (Serial, error) {
 // Peek returns the last number handed out, 0 for a series never used. It
 // never writes and works on every store.
 func (q *Sequence) Peek(ctx context.Context) (uint64, error) {
+	pin := q.svc.pinOf(q.c.key) // before the read: see checkPin
 	item, err := q.svc.store.Get(ctx, q.c.key)
 	if errors.Is(err, stores.ErrNotFound) {
+		if err := q.svc.checkPin(q.c.key, 0, pin); err != nil {
+			return 0, q.errorf("peek", err)
+		}
 		return 0, nil
 	}
 	if err != nil {
@@ -309,17 +314,31 @@ func (q *Sequence) Peek(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, q.errorf("peek", err)
 	}
-	if err := q.svc.checkPin(q.c.key, st.value); err != nil {
+	if err := q.svc.checkPin(q.c.key, st.value, pin); err != nil {
 		return 0, q.errorf("peek", err)
 	}
 	return st.value, nil
 }
 
-func (s *Service) checkPin(key string, value uint64) error {
+// pinOf returns the device's pin of the counter at key, taken before a read.
+func (s *Service) pinOf(key string) uint64 {
 	if s.pins == nil {
+		return 0
+	}
+	return s.pins.CounterPin(key)
+}
+
+// checkPin fails when value, read after the pin was taken, is below it. A
+// pin raised after the read (by this process's own allocations) is not held
+// against it.
+func (s *Service) checkPin(key string, value, pin uint64) error {
+	if s.pins == nil || value >= pin {
 		return nil
 	}
-	return s.pins.CheckCounter(key, value)
+	if err := s.pins.CheckCounter(key, value); err != nil {
+		return err
+	}
+	return nil
 }
 
 // SeedTo advances the counter to n if it is below n, so the next number is

@@ -85,6 +85,16 @@ func fileName(id []byte) string {
 	return fmt.Sprintf("%x.pins", id)
 }
 
+// CounterPin returns the pin of the counter at key (0 when none). A reader
+// takes it before reading the store and compares what it read with it: a
+// pin raised meanwhile by a concurrent writer of this process must not make
+// an older, honest read look like a rollback.
+func (s *Set) CounterPin(key string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counters[key]
+}
+
 // CheckCounter returns an error wrapping ErrRollback when value is below the
 // pin of the counter at key.
 func (s *Set) CheckCounter(key string, value uint64) error {
