@@ -172,10 +172,7 @@ func RecordRevision(envelope []byte) (uint64, error) {
 //
 // with lp as documented on [SealRecord].
 func KeyAD(vault, key string) []byte {
-	b := make([]byte, 0, 3*8+len(keyDomain)+len(vault)+len(key))
-	b = appendLP(b, keyDomain)
-	b = appendLP(b, vault)
-	return appendLP(b, key)
+	return appendKeyAD(make([]byte, 0, 3*8+len(keyDomain)+len(vault)+len(key)), vault, key)
 }
 
 // WrapKey seals the data key dk under the key-encryption key kek, bound to

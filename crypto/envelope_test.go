@@ -282,3 +282,30 @@ func TestUnwrapKeyWrongLength(t *testing.T) {
 		assert.ErrorIs(t, err, crypto.ErrTampered, "plaintext of %d bytes", n)
 	}
 }
+
+// SealAt and OpenAt are Seal and Open with KeyAD, interchangeably.
+func TestSealAtMatchesSealWithKeyAD(t *testing.T) {
+	k, err := crypto.GenerateKey()
+	require.NoError(t, err)
+	for _, pt := range [][]byte{{}, []byte("counter"), bytes.Repeat([]byte("x"), 1024)} {
+		a, err := crypto.SealAt(k, pt, "books", "v/books/_ledger/head")
+		require.NoError(t, err)
+		got, err := crypto.Open(k, a, crypto.KeyAD("books", "v/books/_ledger/head"))
+		require.NoError(t, err)
+		assert.Equal(t, pt, got)
+
+		b, err := crypto.Seal(k, pt, crypto.KeyAD("books", "v/books/_ledger/head"))
+		require.NoError(t, err)
+		got, err = crypto.OpenAt(k, b, "books", "v/books/_ledger/head")
+		require.NoError(t, err)
+		assert.Equal(t, pt, got)
+
+		_, err = crypto.OpenAt(k, b, "books", "v/books/_ledger/other")
+		assert.Equal(t, crypto.ErrTampered, err, "another key")
+		_, err = crypto.OpenAt(k, b, "other", "v/books/_ledger/head")
+		assert.Equal(t, crypto.ErrTampered, err, "another vault")
+		b[len(b)-1] ^= 1
+		_, err = crypto.OpenAt(k, b, "books", "v/books/_ledger/head")
+		assert.Equal(t, crypto.ErrTampered, err, "a flipped bit")
+	}
+}

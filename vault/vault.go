@@ -105,11 +105,11 @@ type keySealer struct {
 }
 
 func (s keySealer) Seal(key string, plaintext []byte) ([]byte, error) {
-	return crypto.Seal(s.dk, plaintext, crypto.KeyAD(s.vault, key))
+	return crypto.SealAt(s.dk, plaintext, s.vault, key)
 }
 
 func (s keySealer) Open(key string, sealed []byte) ([]byte, error) {
-	return crypto.Open(s.dk, sealed, crypto.KeyAD(s.vault, key))
+	return crypto.OpenAt(s.dk, sealed, s.vault, key)
 }
 
 // journal records sequence events in the ledger, inside the counter's

@@ -237,13 +237,13 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// txn buffers writes, one per key, in the order of their first write.
-// Most transactions write a few keys, where a slice beats a map; an index
-// is built only for large ones.
+// txn buffers writes in order; a later write of a key overrides an earlier
+// one. Lookups scan backwards, and build an index only when a transaction
+// that has written many keys reads one back.
 type txn struct {
 	s      *Store
 	writes []write
-	index  map[string]int // position in writes, once there are many
+	index  map[string]int // last position of each key in writes, once built
 }
 
 const indexAbove = 16
@@ -254,14 +254,21 @@ type write struct {
 	deleted bool
 }
 
+// find returns the last write of key in the transaction, or nil.
 func (t *txn) find(key string) *write {
+	if t.index == nil && len(t.writes) > indexAbove {
+		t.index = make(map[string]int, 2*len(t.writes))
+		for i, w := range t.writes {
+			t.index[w.key] = i
+		}
+	}
 	if t.index != nil {
 		if i, ok := t.index[key]; ok {
 			return &t.writes[i]
 		}
 		return nil
 	}
-	for i := range t.writes {
+	for i := len(t.writes) - 1; i >= 0; i-- {
 		if t.writes[i].key == key {
 			return &t.writes[i]
 		}
@@ -303,18 +310,8 @@ func (t *txn) Delete(key string) error {
 }
 
 func (t *txn) set(w write) {
-	if old := t.find(w.key); old != nil {
-		*old = w
-		return
-	}
 	t.writes = append(t.writes, w)
-	switch {
-	case t.index != nil:
+	if t.index != nil {
 		t.index[w.key] = len(t.writes) - 1
-	case len(t.writes) > indexAbove:
-		t.index = make(map[string]int, 2*len(t.writes))
-		for i, w := range t.writes {
-			t.index[w.key] = i
-		}
 	}
 }
