@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/pgstore"
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
@@ -52,57 +49,8 @@ func runCallers(b *testing.B, take func(ctx context.Context) error) {
 // number in its own durable transaction that increments the stream's head
 // row and inserts the event carrying the number.
 func BenchmarkSeedPattern64(b *testing.B) {
-	dbURL := pgtest.URL(b)
-	schema := `"` + pgtest.Schema(b) + `"`
-	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.MaxConns = benchCallers
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
-	for _, stmt := range []string{
-		`CREATE SCHEMA ` + schema,
-		`CREATE TABLE ` + schema + `.streams (id text PRIMARY KEY, head bigint NOT NULL DEFAULT 0)`,
-		`CREATE TABLE ` + schema + `.stream_events (
-			stream_id text NOT NULL REFERENCES ` + schema + `.streams (id),
-			seq bigint NOT NULL, type text NOT NULL, data jsonb NOT NULL,
-			PRIMARY KEY (stream_id, seq))`,
-		`INSERT INTO ` + schema + `.streams (id) VALUES ('bench')`,
-	} {
-		if _, err := pool.Exec(ctx, stmt); err != nil {
-			b.Fatal(err)
-		}
-	}
-	next := `UPDATE ` + schema + `.streams SET head = head + 1 WHERE id = $1 RETURNING head`
-	event := `INSERT INTO ` + schema + `.stream_events (stream_id, seq, type, data) VALUES ($1, $2, $3, $4)`
-
-	runCallers(b, func(ctx context.Context) error {
-		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			var head int64
-			if err := tx.QueryRow(ctx, next, "bench").Scan(&head); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, event, "bench", head, "allocated", `{"by":"bench"}`)
-			return err
-		})
-	})
-
-	// Gap-free: every number from 1 to b.N was taken exactly once.
-	var head, count, maxSeq int64
-	if err := pool.QueryRow(ctx, `SELECT head FROM `+schema+`.streams WHERE id = 'bench'`).Scan(&head); err != nil {
-		b.Fatal(err)
-	}
-	if err := pool.QueryRow(ctx, `SELECT count(*), coalesce(max(seq), 0) FROM `+schema+`.stream_events`).Scan(&count, &maxSeq); err != nil {
-		b.Fatal(err)
-	}
-	if head != int64(b.N) || count != int64(b.N) || maxSeq != int64(b.N) {
-		b.Fatalf("head %d, %d events up to %d, want all three %d", head, count, maxSeq, b.N)
-	}
+	take := seedPattern(b)
+	runCallers(b, func(ctx context.Context) error { return take(ctx, 0) })
 }
 
 // BenchmarkUpdateCounter64 is the same workload through pgstore's
