@@ -398,6 +398,9 @@ func (c *counter) casAttempt() error {
 func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, events []Event, err error) {
 	start := st.value
 	var served map[string]uint64 // request ids answered in this batch
+	if c.svc.journal != nil {
+		events = make([]Event, 0, len(batch))
+	}
 	for _, o := range batch {
 		switch o.kind {
 		case opSeed:

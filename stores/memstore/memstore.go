@@ -254,24 +254,26 @@ type write struct {
 	deleted bool
 }
 
-// find returns the last write of key in the transaction, or nil.
+// find returns the last write of key in the transaction, or nil. Keys read
+// back are usually among the last written, so the newest writes are scanned
+// before an index is built.
 func (t *txn) find(key string) *write {
-	if t.index == nil && len(t.writes) > indexAbove {
+	if t.index == nil {
+		for i := len(t.writes) - 1; i >= max(0, len(t.writes)-indexAbove); i-- {
+			if t.writes[i].key == key {
+				return &t.writes[i]
+			}
+		}
+		if len(t.writes) <= indexAbove {
+			return nil
+		}
 		t.index = make(map[string]int, 2*len(t.writes))
 		for i, w := range t.writes {
 			t.index[w.key] = i
 		}
 	}
-	if t.index != nil {
-		if i, ok := t.index[key]; ok {
-			return &t.writes[i]
-		}
-		return nil
-	}
-	for i := len(t.writes) - 1; i >= 0; i-- {
-		if t.writes[i].key == key {
-			return &t.writes[i]
-		}
+	if i, ok := t.index[key]; ok {
+		return &t.writes[i]
 	}
 	return nil
 }
