@@ -1,6 +1,9 @@
 package stores
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors shared by every store. Stores translate their driver's errors
 // into these, so callers test them with errors.Is whatever the backend.
@@ -19,7 +22,21 @@ var (
 	ErrInvalidKey = errors.New("invalid key")
 	// ErrTooLarge: the value is longer than MaxValueLen.
 	ErrTooLarge = errors.New("value too large")
+	// ErrMisbehaving: the store broke its contract in a way the caller can
+	// see, such as a List that yields a key outside the asked prefix. Nothing
+	// is trusted from that answer.
+	ErrMisbehaving = errors.New("store broke its contract")
 )
+
+// CheckListed returns an error wrapping ErrMisbehaving unless key, yielded
+// by a List of prefix, starts with prefix. Callers that slice the prefix off
+// listed keys call it first, so a misbehaving store gets an error, not a panic.
+func CheckListed(prefix, key string) error {
+	if len(key) < len(prefix) || key[:len(prefix)] != prefix {
+		return fmt.Errorf("list %q yielded key %q: %w", prefix, key, ErrMisbehaving)
+	}
+	return nil
+}
 
 // CheckKey returns ErrInvalidKey if key is empty or longer than MaxKeyLen.
 func CheckKey(key string) error {

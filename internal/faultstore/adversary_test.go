@@ -1,0 +1,70 @@
+package faultstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
+)
+
+func TestAdversaryCommands(t *testing.T) {
+	ctx := context.Background()
+	adv := faultstore.NewAdversary(memstore.New())
+	st := adv.Store()
+	_, isTx := st.(stores.Transactor)
+	require.True(t, isTx, "memstore's transactions must show through")
+
+	for _, k := range []string{"a/1", "a/2", "b/1"} {
+		_, err := st.Put(ctx, k, []byte("old "+k))
+		require.NoError(t, err)
+	}
+	snap, err := adv.Snapshot(ctx)
+	require.NoError(t, err)
+	_, err = st.Put(ctx, "a/1", []byte("new"))
+	require.NoError(t, err)
+	_, err = st.Put(ctx, "a/3", []byte("new"))
+	require.NoError(t, err)
+
+	require.NoError(t, adv.Restore(ctx, snap, "a/"))
+	keys, err := adv.Keys(ctx, "")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a/1", "a/2", "b/1"}, keys)
+	it, err := st.Get(ctx, "a/1")
+	require.NoError(t, err)
+	assert.Equal(t, "old a/1", string(it.Value))
+
+	require.NoError(t, adv.Drop(ctx, "a/2"))
+	_, err = st.Get(ctx, "a/2")
+	assert.ErrorIs(t, err, stores.ErrNotFound)
+
+	adv.InjectList("a/", stores.Item{Key: "zz", Value: []byte("x")})
+	var listed []string
+	for it, err := range st.List(ctx, "a/") {
+		require.NoError(t, err)
+		listed = append(listed, it.Key)
+	}
+	assert.Equal(t, []string{"zz", "a/1"}, listed)
+	assert.ErrorIs(t, stores.CheckListed("a/", "zz"), stores.ErrMisbehaving)
+	assert.NoError(t, stores.CheckListed("a/", "a/1"))
+
+	adv.FailAfterCommit(1)
+	_, err = st.Put(ctx, "c", []byte("v"))
+	assert.ErrorIs(t, err, faultstore.ErrInjectedAfter)
+	it, err = st.Get(ctx, "c")
+	require.NoError(t, err, "the write was applied before the error")
+	assert.Equal(t, "v", string(it.Value))
+	_, err = st.Put(ctx, "d", []byte("v"))
+	assert.NoError(t, err, "only one write was to fail")
+
+	n, err := adv.Wipe(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 4, n)
+	keys, err = adv.Keys(ctx, "")
+	require.NoError(t, err)
+	assert.Empty(t, keys)
+}
