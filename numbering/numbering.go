@@ -69,40 +69,67 @@ type Sealer interface {
 
 // Records reads and stamps the records a series numbers. vault.Vault
 // provides it; implementations must be safe for concurrent use.
+//
+// A stamped record carries its number twice: in its JSON field, for the
+// application, and in an authenticated mark of the series, which the store
+// cannot remove without the record failing to open. The mark, not the
+// series' index, is what stops a record from being numbered twice.
 type Records interface {
-	// Exists reports whether collection holds a record with id.
-	Exists(ctx context.Context, collection, id string) (bool, error)
-	// Stamp sets the JSON field of the record collection/id to value, as the
-	// record's next revision, unless the field already holds value. It
-	// returns the record's revision and the SHA-256 of its stored ciphertext
-	// after the call, and whether it wrote; an error wrapping ErrNotFound
-	// when the record does not exist. It records nothing in the ledger: the
-	// pass does, with a NumberAssigned entry carrying that revision and hash.
-	Stamp(ctx context.Context, collection, id, field string, value any) (Stamp, error)
+	// Number reports whether collection holds a record with id and, read
+	// from the record's authenticated content, the number of series it
+	// carries (0: none). A record that fails authentication is an error
+	// wrapping ErrTampered.
+	Number(ctx context.Context, collection, id, series string) (n uint64, found bool, err error)
+	// Stamp sets m.Field of the record collection/id to m.Value and marks
+	// the record as carrying number m.N of m.Series, as the record's next
+	// revision, unless it already does. A record that carries another
+	// number of m.Series is left as it is, and the returned Stamp says which
+	// in Carries. It returns the record's revision and the SHA-256 of its
+	// stored ciphertext after the call, and whether it wrote; an error
+	// wrapping ErrNotFound when the record does not exist. It records
+	// nothing in the ledger: the pass does, with a NumberAssigned entry
+	// carrying that revision and hash.
+	Stamp(ctx context.Context, collection, id string, m Mark) (Stamp, error)
+}
+
+// Mark is a number of a series as a pass stamps it on a record.
+type Mark struct {
+	// Series is the numbering series' name.
+	Series string
+	// N is the number.
+	N uint64
+	// Field is the JSON key of the record that receives Value.
+	Field string
+	// Value is N, or its formatted text.
+	Value any
 }
 
 // BatchStamper is implemented by Records that can stamp many records of a
 // collection in one store transaction, as vault.Vault does on stores with
 // transactions. A pass then stamps each step of a batch in one commit.
 type BatchStamper interface {
-	// StampBatch does what Stamp does for ids[i] and values[i], for every i,
+	// StampBatch does what Stamp does for ids[i] and marks[i], for every i,
 	// in one transaction. found[i] is false for a record that does not
 	// exist (its stamps[i] is zero). An error wrapping stores.ErrConflict
 	// (the transaction kept losing to other writers) or stores.ErrTooLarge
 	// (more than the store takes at once) makes the pass stamp the records
 	// one by one; any other error fails the pass.
-	StampBatch(ctx context.Context, collection, field string, ids []string, values []any) (stamps []Stamp, found []bool, err error)
+	StampBatch(ctx context.Context, collection string, ids []string, marks []Mark) (stamps []Stamp, found []bool, err error)
 }
 
 // Stamp is the outcome of Records.Stamp.
 type Stamp struct {
 	// Stamped is true when the call wrote a new revision, false when the
-	// field already held the value.
+	// record already carried the number (or carries another, see Carries).
 	Stamped bool
 	// Revision is the record's revision after the call.
 	Revision uint64
 	// CipherHash is the SHA-256 of the record's stored ciphertext after the call.
 	CipherHash []byte
+	// Carries is, when not 0, the other number of the series that the
+	// record already carries: the call wrote nothing, and the pass voids
+	// the number it meant to stamp.
+	Carries uint64
 }
 
 // Backend is what a Series works on: the vault's store, sealer, key prefix,
@@ -271,7 +298,8 @@ func (s *Series) text(format string, n uint64) (string, error) {
 // from any number of devices at once; it takes no lock and no number.
 //
 // The record must exist (else an error wrapping ErrNotFound) and must not
-// have its number yet (else ErrAlreadyNumbered). Enqueuing a record twice
+// have its number yet (else ErrAlreadyNumbered), which Enqueue reads from
+// the series' index and from the record itself. Enqueuing a record twice
 // is harmless: it gets one number, in the place of its first provisional id.
 func (s *Series) Enqueue(ctx context.Context, id string) (string, error) {
 	if err := s.check(ctx); err != nil {
@@ -285,12 +313,17 @@ func (s *Series) Enqueue(ctx context.Context, id string) (string, error) {
 	} else if !errors.Is(err, stores.ErrNotFound) {
 		return "", s.errorf("enqueue "+id, err)
 	}
-	ok, err := s.b.Records.Exists(ctx, s.opts.Collection, id)
+	// The index can be lost (a store deleting keys); the record itself says
+	// whether it has its number.
+	n, ok, err := s.b.Records.Number(ctx, s.opts.Collection, id, s.name)
 	if err != nil {
 		return "", s.errorf("enqueue "+id, err)
 	}
 	if !ok {
 		return "", s.errorf("enqueue "+id, fmt.Errorf("record %s/%s: %w", s.opts.Collection, id, ErrNotFound))
+	}
+	if n != 0 {
+		return "", s.errorf("enqueue "+id, fmt.Errorf("%w: it carries number %d", ErrAlreadyNumbered, n))
 	}
 	u, err := uuid.NewV7()
 	if err != nil {
@@ -422,6 +455,10 @@ func (s *Series) Assignments(ctx context.Context) iter.Seq2[Assignment, error] {
 				yield(Assignment{}, s.errorf("assignments", err))
 				return
 			}
+			if err := stores.CheckListed(prefix, it.Key); err != nil {
+				yield(Assignment{}, s.errorf("assignments", err))
+				return
+			}
 			id := it.Key[len(prefix):]
 			a, err := s.openAssigned(it.Key, id, it.Value)
 			if err != nil {
@@ -449,13 +486,18 @@ func (s *Series) Last(ctx context.Context) (uint64, error) {
 }
 
 // Pending returns how many pending entries wait for a pass (a record
-// enqueued twice counts twice).
+// enqueued twice counts twice). A store that lists a key outside the
+// series' pending entries gives an error wrapping stores.ErrMisbehaving.
 func (s *Series) Pending(ctx context.Context) (int, error) {
 	if err := s.check(ctx); err != nil {
 		return 0, s.errorf("pending", err)
 	}
 	n := 0
-	for _, err := range s.b.Store.List(ctx, s.dir+pendingDir) {
+	prefix := s.dir + pendingDir
+	for it, err := range s.b.Store.List(ctx, prefix) {
+		if err == nil {
+			err = stores.CheckListed(prefix, it.Key)
+		}
 		if err != nil {
 			return 0, s.errorf("pending", err)
 		}

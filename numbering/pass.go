@@ -36,6 +36,11 @@ const (
 // after its batch was recorded.
 const voidReason = "record deleted before its number was stamped"
 
+// carriesReason starts the reason of the NumberVoided entry of a record
+// that already carried a number of the series (its index was lost), followed
+// by that number.
+const carriesReason = "record already carries number"
+
 // errStaleBatch: the chunks found are not those of the batch in the head
 // (the batch finished meanwhile, or they were lost).
 var errStaleBatch = errors.New("batch chunks do not match the head")
@@ -150,7 +155,12 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 // flight, before a new batch writes its chunks.
 func (s *Series) sweepChunks(ctx context.Context) error {
 	var stale []string
-	for it, err := range s.b.Store.List(ctx, s.dir+batchDir) {
+	prefix := s.dir + batchDir
+	for it, err := range s.b.Store.List(ctx, prefix) {
+		if err == nil {
+			// Never delete a key the store listed outside the chunks.
+			err = stores.CheckListed(prefix, it.Key)
+		}
 		if err != nil {
 			return err
 		}
@@ -171,6 +181,9 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 	var all []item
 	for it, err := range s.b.Store.List(ctx, prefix) {
 		if err != nil {
+			return nil, fmt.Errorf("list pending: %w", err)
+		}
+		if err := stores.CheckListed(prefix, it.Key); err != nil {
 			return nil, fmt.Errorf("list pending: %w", err)
 		}
 		rest := it.Key[len(prefix):]
@@ -213,12 +226,14 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 		case !errors.Is(err, stores.ErrNotFound):
 			return err
 		}
-		ok, err := s.b.Records.Exists(ctx, s.opts.Collection, id)
+		n, ok, err := s.b.Records.Number(ctx, s.opts.Collection, id, s.name)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", id, err)
 		}
-		if !ok {
-			status[i] = drop // deleted before its batch was recorded: no number
+		if !ok || n != 0 {
+			// Deleted before its batch was recorded: no number. Or it
+			// carries its number, and only the index of it was lost.
+			status[i] = drop
 		}
 		return nil
 	})
@@ -389,25 +404,26 @@ func (s *Series) recorded(ctx context.Context, b *batch) (map[uint64]bool, error
 // them and removes their pending entries. Every part is idempotent.
 func (s *Series) step(ctx context.Context, b *batch, f *sequence.Formatter, first uint64, seg []item, recorded map[uint64]bool, rep *PassReport) error {
 	texts := make([]string, len(seg))
-	values := make([]any, len(seg))
+	marks := make([]Mark, len(seg))
 	for i := range seg {
 		n := first + uint64(i)
+		marks[i] = Mark{Series: s.name, N: n, Field: b.field}
 		if f != nil {
 			texts[i] = f.Format(n)
-			values[i] = texts[i]
+			marks[i].Value = texts[i]
 		} else {
 			texts[i] = strconv.FormatUint(n, 10)
-			values[i] = n
+			marks[i].Value = n
 		}
 	}
-	stamps, gone, err := s.stamp(ctx, b, seg, values, texts)
+	stamps, gone, err := s.stamp(ctx, b, seg, marks, texts)
 	if err != nil {
 		return err
 	}
 	entries := make([]ledger.Entry, 0, len(seg))
 	for i, it := range seg {
 		n := first + uint64(i)
-		if gone[i] {
+		if gone[i] || stamps[i].Carries != 0 {
 			rep.Voided++
 		} else {
 			rep.Assigned++
@@ -416,9 +432,14 @@ func (s *Series) step(ctx context.Context, b *batch, f *sequence.Formatter, firs
 			continue
 		}
 		e := ledger.Entry{Kind: ledger.NumberAssigned, Collection: b.collection, ID: it.id, Series: s.name, Number: n}
-		if gone[i] {
+		switch {
+		case gone[i]:
 			e.Kind, e.Reason = ledger.NumberVoided, voidReason
-		} else {
+		case stamps[i].Carries != 0:
+			// The record got its number from an earlier batch, whose index
+			// the store lost: it keeps that number, and this one is void.
+			e.Kind, e.Reason = ledger.NumberVoided, fmt.Sprintf("%s %d", carriesReason, stamps[i].Carries)
+		default:
 			e.Revision, e.CipherHash = stamps[i].Revision, stamps[i].CipherHash
 		}
 		entries = append(entries, e)
@@ -426,15 +447,19 @@ func (s *Series) step(ctx context.Context, b *batch, f *sequence.Formatter, firs
 	if err := s.appendEntries(ctx, entries); err != nil {
 		return err
 	}
-	return s.index(ctx, b, first, seg, gone, texts)
+	return s.index(ctx, b, first, seg, gone, stamps, texts)
 }
 
 // index writes the assignments of numbers first … first+len(seg)-1 of b
 // and removes their pending entries: in one transaction where the store has
-// them, else key by key.
-func (s *Series) index(ctx context.Context, b *batch, first uint64, seg []item, gone []bool, texts []string) error {
+// them, else key by key. A record that carries another number keeps its
+// index entry (or its lack of one): the number voided here is not its own.
+func (s *Series) index(ctx context.Context, b *batch, first uint64, seg []item, gone []bool, stamps []Stamp, texts []string) error {
 	sealed := make([][]byte, len(seg))
 	for i, it := range seg {
+		if stamps[i].Carries != 0 {
+			continue
+		}
 		a := assignment{number: first + uint64(i), voided: gone[i], batch: b.id, provisional: it.provisional, formatted: texts[i]}
 		var err error
 		if sealed[i], err = s.b.Sealer.Seal(s.assignedKey(it.id), a.encode()); err != nil {
@@ -445,8 +470,10 @@ func (s *Series) index(ctx context.Context, b *batch, first uint64, seg []item, 
 		_, err := cas.Do(ctx, cas.Policy{}, func(int) error {
 			return tr.Update(ctx, func(tx stores.Tx) error {
 				for i, it := range seg {
-					if err := tx.Put(s.assignedKey(it.id), sealed[i]); err != nil {
-						return err
+					if sealed[i] != nil {
+						if err := tx.Put(s.assignedKey(it.id), sealed[i]); err != nil {
+							return err
+						}
 					}
 					if err := tx.Delete(s.pendingKey(it.provisional, it.id)); err != nil {
 						return err
@@ -462,8 +489,10 @@ func (s *Series) index(ctx context.Context, b *batch, first uint64, seg []item, 
 	}
 	return parallel(ctx, len(seg), s.workers, func(ctx context.Context, i int) error {
 		it := seg[i]
-		if _, err := s.b.Store.Put(ctx, s.assignedKey(it.id), sealed[i]); err != nil {
-			return fmt.Errorf("index %s: %w", it.id, err)
+		if sealed[i] != nil {
+			if _, err := s.b.Store.Put(ctx, s.assignedKey(it.id), sealed[i]); err != nil {
+				return fmt.Errorf("index %s: %w", it.id, err)
+			}
 		}
 		if err := s.b.Store.Delete(ctx, s.pendingKey(it.provisional, it.id)); err != nil {
 			return fmt.Errorf("remove pending %s: %w", it.id, err)
@@ -472,16 +501,16 @@ func (s *Series) index(ctx context.Context, b *batch, first uint64, seg []item, 
 	})
 }
 
-// stamp stamps the records of seg with values: all in one transaction when
+// stamp stamps the records of seg with marks: all in one transaction when
 // the Records can (BatchStamper), else one by one on up to s.workers
 // goroutines. It reports which records are gone.
-func (s *Series) stamp(ctx context.Context, b *batch, seg []item, values []any, texts []string) ([]Stamp, []bool, error) {
+func (s *Series) stamp(ctx context.Context, b *batch, seg []item, marks []Mark, texts []string) ([]Stamp, []bool, error) {
 	if bs, ok := s.b.Records.(BatchStamper); ok && len(seg) > 1 {
 		ids := make([]string, len(seg))
 		for i, it := range seg {
 			ids[i] = it.id
 		}
-		stamps, found, err := bs.StampBatch(ctx, b.collection, b.field, ids, values)
+		stamps, found, err := bs.StampBatch(ctx, b.collection, ids, marks)
 		if err == nil {
 			gone := make([]bool, len(seg))
 			for i, ok := range found {
@@ -498,7 +527,7 @@ func (s *Series) stamp(ctx context.Context, b *batch, seg []item, values []any, 
 	stamps := make([]Stamp, len(seg))
 	gone := make([]bool, len(seg))
 	err := parallel(ctx, len(seg), s.workers, func(ctx context.Context, i int) error {
-		st, err := s.b.Records.Stamp(ctx, b.collection, seg[i].id, b.field, values[i])
+		st, err := s.b.Records.Stamp(ctx, b.collection, seg[i].id, marks[i])
 		if errors.Is(err, stores.ErrNotFound) {
 			gone[i] = true
 			return nil

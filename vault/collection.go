@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"strings"
 
 	"github.com/noydb-go/noydb/crypto"
@@ -94,8 +95,12 @@ func (c *Collection[T]) decode(id string, sealed []byte) (Record[T], error) {
 	if err != nil {
 		return Record[T]{}, ErrTampered
 	}
+	_, body, err := splitRecord(plain)
+	if err != nil {
+		return Record[T]{}, ErrTampered
+	}
 	r := Record[T]{ID: id, Revision: rev}
-	if err := json.Unmarshal(plain, &r.Value); err != nil {
+	if err := json.Unmarshal(body, &r.Value); err != nil {
 		return Record[T]{}, fmt.Errorf("decode: %w", err)
 	}
 	return r, nil
@@ -114,7 +119,8 @@ func (c *Collection[T]) Delete(ctx context.Context, id string) error {
 }
 
 // List yields every record of the collection in id order. An error (a
-// tampered record, a store failure) is yielded once and ends the sequence.
+// tampered record, a store failure, a store that lists a key outside the
+// collection: stores.ErrMisbehaving) is yielded once and ends the sequence.
 func (c *Collection[T]) List(ctx context.Context) iter.Seq2[Record[T], error] {
 	return func(yield func(Record[T], error) bool) {
 		if err := c.begin(ctx, "list", ""); err != nil {
@@ -124,6 +130,10 @@ func (c *Collection[T]) List(ctx context.Context) iter.Seq2[Record[T], error] {
 		prefix := c.v.recordKey(c.name, "")
 		for it, err := range c.v.store.List(ctx, prefix) {
 			if err != nil {
+				yield(Record[T]{}, fmt.Errorf("list %s: %w", c.name, err))
+				return
+			}
+			if err := stores.CheckListed(prefix, it.Key); err != nil {
 				yield(Record[T]{}, fmt.Errorf("list %s: %w", c.name, err))
 				return
 			}
@@ -140,13 +150,19 @@ func (c *Collection[T]) List(ctx context.Context) iter.Seq2[Record[T], error] {
 	}
 }
 
-// Count returns the number of records in the collection, without decrypting them.
+// Count returns the number of records in the collection, without decrypting
+// them. A store that lists a key outside the collection gives an error
+// wrapping stores.ErrMisbehaving, not a count.
 func (c *Collection[T]) Count(ctx context.Context) (int, error) {
 	if err := c.begin(ctx, "count", ""); err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, err := range c.v.store.List(ctx, c.v.recordKey(c.name, "")) {
+	prefix := c.v.recordKey(c.name, "")
+	for it, err := range c.v.store.List(ctx, prefix) {
+		if err == nil {
+			err = stores.CheckListed(prefix, it.Key)
+		}
 		if err != nil {
 			return 0, fmt.Errorf("count %s: %w", c.name, err)
 		}
@@ -161,14 +177,29 @@ func (c *Collection[T]) Count(ctx context.Context) (int, error) {
 // there is no gap in usage. build may run more than once when another writer
 // wins a race; it should only compute. It needs a store with transactions
 // (else stores.ErrNotSupported) and atomic compare-and-swap (else
-// sequence.ErrOffline); seq must belong to this collection's vault.
+// sequence.ErrOffline); seq must belong to this collection's vault, and a nil
+// seq or build gives ErrInvalidArgument.
+//
+// The record carries its number inside its sealed value, so PutNumbered is
+// idempotent per record id and series: when the record at id already carries
+// a number of seq (an earlier call committed, even if it reported an error,
+// such as a timeout after the commit), PutNumbered takes no number, does not
+// call build, and returns the stored record with a nil error. A record thus
+// keeps the first number a series gave it: to change its content, use Put
+// (which keeps the number); to give the id a new number, Delete the record
+// first (its old number then shows as orphaned in seq.Audit).
 func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequence.Sequence, build func(sequence.Serial) (T, error)) (T, error) {
 	var out T
 	if err := c.begin(ctx, "put numbered", id); err != nil {
 		return out, err
 	}
-	if !strings.HasPrefix(seq.Key(), c.v.prefix) {
-		return out, fmt.Errorf("put numbered %s/%s: series %q belongs to another vault", c.name, id, seq.Series())
+	switch {
+	case seq == nil:
+		return out, fmt.Errorf("put numbered %s/%s: nil sequence: %w", c.name, id, ErrInvalidArgument)
+	case build == nil:
+		return out, fmt.Errorf("put numbered %s/%s: nil build function: %w", c.name, id, ErrInvalidArgument)
+	case !strings.HasPrefix(seq.Key(), c.v.prefix):
+		return out, fmt.Errorf("put numbered %s/%s: series %q belongs to another vault: %w", c.name, id, seq.Series(), ErrInvalidArgument)
 	}
 	_, err := seq.Bind(ctx, func(tx stores.Tx, s sequence.Serial) error {
 		val, err := build(s)
@@ -179,18 +210,39 @@ func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequenc
 		if err != nil {
 			return fmt.Errorf("encode: %w", err)
 		}
+		m := &mark{kind: markSequence, series: seq.Series(), partition: seq.Partition(), n: s.N}
 		e := ledger.Entry{Kind: ledger.RecordPut, Series: seq.Series(), Partition: seq.Partition(), Number: s.N}
-		if err := c.v.writeTx(ctx, tx, c.name, id, plain, e); err != nil {
+		if err := c.v.writeTx(ctx, tx, c.name, id, plain, e, m); err != nil {
 			return err
 		}
 		out = val
 		return nil
 	})
+	var carries *carriesError
+	if errors.As(err, &carries) {
+		// An earlier call numbered this record: return it as stored.
+		if err := json.Unmarshal(carries.body, &out); err != nil {
+			var zero T
+			return zero, fmt.Errorf("put numbered %s/%s: decode: %w", c.name, id, err)
+		}
+		return out, nil
+	}
 	if err != nil {
 		var zero T
 		return zero, fmt.Errorf("put numbered %s/%s: %w", c.name, id, err)
 	}
 	return out, nil
+}
+
+// carriesError aborts a PutNumbered whose record already carries a number
+// of the series; body is the stored record's JSON.
+type carriesError struct {
+	n    uint64
+	body []byte
+}
+
+func (e *carriesError) Error() string {
+	return fmt.Sprintf("record already carries number %d of the series", e.n)
 }
 
 func (v *Vault) recordKey(collection, id string) string {
@@ -201,28 +253,38 @@ func (v *Vault) recordKey(collection, id string) string {
 // ledger entry: in one transaction where the store has them, otherwise record
 // first and entry second (a crash between leaves a record change the ledger
 // does not show; Verify still passes, and the next write is recorded).
+//
+// The record it replaces must open (else ErrTampered, and nothing is
+// written): its revision, which the next one follows, and the numbers it
+// carries, which the next one keeps, are taken from its authenticated
+// content only.
 func (v *Vault) write(ctx context.Context, collection, id string, plain []byte, e ledger.Entry) error {
 	if _, ok := v.store.(stores.Transactor); ok {
 		// In the ledger's turn, so that concurrent writers of this process
 		// do not fail one another on the ledger head.
 		return v.ledger.Update(ctx, func(tx stores.Tx) error {
-			return v.writeTx(ctx, tx, collection, id, plain, e)
+			return v.writeTx(ctx, tx, collection, id, plain, e, nil)
 		})
 	}
 	key := v.recordKey(collection, id)
 	_, err := cas.Do(ctx, cas.Policy{}, func(int) error {
 		it, err := v.store.Get(ctx, key)
+		found := err == nil
 		if err != nil && !(errors.Is(err, stores.ErrNotFound) && plain != nil) {
 			return err
 		}
 		e := e
+		prev, err := v.openStored(collection, id, it, found)
+		if err != nil {
+			return err
+		}
 		if plain == nil {
 			if err := v.store.Delete(ctx, key); err != nil {
 				return err
 			}
-			e.Revision, _ = crypto.RecordRevision(it.Value)
+			e.Revision = prev.rev
 		} else {
-			sealed, rev, err := v.sealRecord(collection, id, plain, it)
+			sealed, rev, err := v.sealNext(collection, id, joinRecord(prev.marks, plain), prev.rev)
 			if err != nil {
 				return err
 			}
@@ -238,20 +300,34 @@ func (v *Vault) write(ctx context.Context, collection, id string, plain []byte, 
 	return err
 }
 
-// writeTx is write inside the caller's transaction.
-func (v *Vault) writeTx(ctx context.Context, tx stores.Tx, collection, id string, plain []byte, e ledger.Entry) error {
+// writeTx is write inside the caller's transaction. With add set, the record
+// is given that number, unless it already carries one of the same series:
+// then nothing is written and the error is a *carriesError.
+func (v *Vault) writeTx(ctx context.Context, tx stores.Tx, collection, id string, plain []byte, e ledger.Entry, add *mark) error {
 	key := v.recordKey(collection, id)
 	it, err := tx.Get(key)
+	found := err == nil
 	if err != nil && !(errors.Is(err, stores.ErrNotFound) && plain != nil) {
+		return err
+	}
+	prev, err := v.openStored(collection, id, it, found)
+	if err != nil {
 		return err
 	}
 	if plain == nil {
 		if err := tx.Delete(key); err != nil {
 			return err
 		}
-		e.Revision, _ = crypto.RecordRevision(it.Value)
+		e.Revision = prev.rev
 	} else {
-		sealed, rev, err := v.sealRecord(collection, id, plain, it)
+		marks := prev.marks
+		if add != nil {
+			if n, ok := findMark(marks, add.kind, add.series, add.partition); ok {
+				return &carriesError{n: n, body: prev.body}
+			}
+			marks = withMark(marks, *add)
+		}
+		sealed, rev, err := v.sealNext(collection, id, joinRecord(marks, plain), prev.rev)
 		if err != nil {
 			return err
 		}
@@ -265,17 +341,38 @@ func (v *Vault) writeTx(ctx context.Context, tx stores.Tx, collection, id string
 	return err
 }
 
-// sealRecord seals plain as the revision after the stored item prev (a zero
-// Item when the record is new).
-func (v *Vault) sealRecord(collection, id string, plain []byte, prev stores.Item) ([]byte, uint64, error) {
-	rev := uint64(1)
-	if prev.Value != nil {
-		r, err := crypto.RecordRevision(prev.Value)
-		if err != nil {
-			return nil, 0, ErrTampered
-		}
-		rev = r + 1
+// stored is an authenticated stored record: its revision (0 when there is
+// none), the numbers it carries and its JSON body.
+type stored struct {
+	rev   uint64
+	marks []mark
+	body  []byte
+}
+
+// openStored authenticates the stored record it (when found) and splits it.
+// A record that fails to open, or whose marks do not decode, is ErrTampered.
+func (v *Vault) openStored(collection, id string, it stores.Item, found bool) (stored, error) {
+	if !found {
+		return stored{}, nil
 	}
+	plain, rev, err := crypto.OpenRecord(v.dk, it.Value, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id})
+	if err != nil {
+		return stored{}, ErrTampered
+	}
+	marks, body, err := splitRecord(plain)
+	if err != nil {
+		return stored{}, ErrTampered
+	}
+	return stored{rev: rev, marks: marks, body: body}, nil
+}
+
+// sealNext seals plain as the revision after rev (0: a new record). A record
+// at the largest revision cannot take another: ErrRevisionOverflow.
+func (v *Vault) sealNext(collection, id string, plain []byte, rev uint64) ([]byte, uint64, error) {
+	if rev == math.MaxUint64 {
+		return nil, 0, ErrRevisionOverflow
+	}
+	rev++
 	sealed, err := crypto.SealRecord(v.dk, plain, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id, Revision: rev})
 	return sealed, rev, err
 }

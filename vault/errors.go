@@ -29,3 +29,13 @@ var (
 	// to make opening hang).
 	ErrWeakKDF = errors.New("vault header has an unacceptable key-derivation cost")
 )
+
+// Errors of record writes. Test them with errors.Is.
+var (
+	// ErrInvalidArgument: an argument was rejected before anything was read
+	// or written (a nil function or sequence, a sequence of another vault).
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrRevisionOverflow: the stored record is at the largest revision, so
+	// it cannot take another. Nothing was written.
+	ErrRevisionOverflow = errors.New("record revision cannot advance past its maximum")
+)

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/stores"
@@ -44,34 +43,41 @@ func (v *Vault) Numbering(series string, opts numbering.Options) (*numbering.Ser
 // numberingRecords lets a numbering series read and stamp this vault's records.
 type numberingRecords struct{ v *Vault }
 
-// Exists reports whether the record is stored (without opening it).
-func (r numberingRecords) Exists(ctx context.Context, collection, id string) (bool, error) {
+// Number reports whether the record is stored and which number of the
+// deferred-numbering series it carries, read from its authenticated content.
+func (r numberingRecords) Number(ctx context.Context, collection, id, series string) (uint64, bool, error) {
 	if err := r.v.check(ctx); err != nil {
-		return false, err
+		return 0, false, err
 	}
 	if err := CheckID(id); err != nil {
-		return false, err
+		return 0, false, err
 	}
-	_, err := r.v.store.Get(ctx, r.v.recordKey(collection, id))
+	it, err := r.v.store.Get(ctx, r.v.recordKey(collection, id))
 	switch {
-	case err == nil:
-		return true, nil
 	case errors.Is(err, stores.ErrNotFound):
-		return false, nil
+		return 0, false, nil
+	case err != nil:
+		return 0, false, err
 	}
-	return false, err
+	rec, err := r.v.openStored(collection, id, it, true)
+	if err != nil {
+		return 0, false, fmt.Errorf("record %s/%s: %w", collection, id, err)
+	}
+	n, _ := findMark(rec.marks, markNumbering, series, nil)
+	return n, true, nil
 }
 
-// Stamp sets field of the record to value as its next revision, unless it
-// already holds value: in a transaction where the store has them, else by
-// compare-and-swap on the record's version, retried when a writer changed
-// the record in between, so a concurrent change is kept, not overwritten.
-func (r numberingRecords) Stamp(ctx context.Context, collection, id, field string, value any) (numbering.Stamp, error) {
+// Stamp sets m.Field of the record to m.Value and marks it as carrying
+// m.N, as its next revision, unless it already does: in a transaction where
+// the store has them, else by compare-and-swap on the record's version,
+// retried when a writer changed the record in between, so a concurrent
+// change is kept, not overwritten.
+func (r numberingRecords) Stamp(ctx context.Context, collection, id string, m numbering.Mark) (numbering.Stamp, error) {
 	v := r.v
 	if err := v.check(ctx); err != nil {
 		return numbering.Stamp{}, err
 	}
-	want, err := json.Marshal(value)
+	want, err := json.Marshal(m.Value)
 	if err != nil {
 		return numbering.Stamp{}, fmt.Errorf("stamp: encode: %w", err)
 	}
@@ -85,7 +91,7 @@ func (r numberingRecords) Stamp(ctx context.Context, collection, id, field strin
 					return err
 				}
 				var sealed []byte
-				if sealed, out, err = v.stampItem(collection, id, field, want, it); err != nil || sealed == nil {
+				if sealed, out, err = v.stampItem(collection, id, m, want, it); err != nil || sealed == nil {
 					return err
 				}
 				return tx.Put(key, sealed)
@@ -98,7 +104,7 @@ func (r numberingRecords) Stamp(ctx context.Context, collection, id, field strin
 				return err
 			}
 			var sealed []byte
-			if sealed, out, err = v.stampItem(collection, id, field, want, it); err != nil || sealed == nil {
+			if sealed, out, err = v.stampItem(collection, id, m, want, it); err != nil || sealed == nil {
 				return err
 			}
 			_, err = v.store.CompareAndSwap(ctx, key, it.Version, sealed)
@@ -117,19 +123,19 @@ type numberingTxRecords struct {
 	tr stores.Transactor
 }
 
-// StampBatch stamps every ids[i] with values[i] in one transaction.
-func (r numberingTxRecords) StampBatch(ctx context.Context, collection, field string, ids []string, values []any) ([]numbering.Stamp, []bool, error) {
+// StampBatch stamps every ids[i] with marks[i] in one transaction.
+func (r numberingTxRecords) StampBatch(ctx context.Context, collection string, ids []string, marks []numbering.Mark) ([]numbering.Stamp, []bool, error) {
 	v := r.v
 	if err := v.check(ctx); err != nil {
 		return nil, nil, err
 	}
-	if len(ids) != len(values) {
-		return nil, nil, fmt.Errorf("stamp batch: %d ids, %d values", len(ids), len(values))
+	if len(ids) != len(marks) {
+		return nil, nil, fmt.Errorf("stamp batch: %d ids, %d marks", len(ids), len(marks))
 	}
-	wants := make([][]byte, len(values))
-	for i, val := range values {
+	wants := make([][]byte, len(marks))
+	for i, m := range marks {
 		var err error
-		if wants[i], err = json.Marshal(val); err != nil {
+		if wants[i], err = json.Marshal(m.Value); err != nil {
 			return nil, nil, fmt.Errorf("stamp %s/%s: encode: %w", collection, ids[i], err)
 		}
 	}
@@ -148,7 +154,7 @@ func (r numberingTxRecords) StampBatch(ctx context.Context, collection, field st
 					return err
 				}
 				found[i] = true
-				sealed, st, err := v.stampItem(collection, id, field, wants[i], it)
+				sealed, st, err := v.stampItem(collection, id, marks[i], wants[i], it)
 				if err != nil {
 					return fmt.Errorf("stamp %s/%s: %w", collection, id, err)
 				}
@@ -170,20 +176,28 @@ func (r numberingTxRecords) StampBatch(ctx context.Context, collection, field st
 
 // stampItem computes the stamped revision of the stored record it: the
 // sealed new revision and its Stamp, or nil and the current revision's
-// Stamp when field already holds want.
-func (v *Vault) stampItem(collection, id, field string, want []byte, it stores.Item) ([]byte, numbering.Stamp, error) {
-	plain, rev, err := crypto.OpenRecord(v.dk, it.Value, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id})
-	if err != nil {
-		return nil, numbering.Stamp{}, ErrTampered
-	}
-	next, changed, err := setField(plain, field, want)
+// Stamp when the record already carries m.N with its field holding want,
+// or carries another number of m.Series (Stamp.Carries).
+func (v *Vault) stampItem(collection, id string, m numbering.Mark, want []byte, it stores.Item) ([]byte, numbering.Stamp, error) {
+	rec, err := v.openStored(collection, id, it, true)
 	if err != nil {
 		return nil, numbering.Stamp{}, err
 	}
-	if !changed {
-		return nil, numbering.Stamp{Revision: rev, CipherHash: cipherHash(it.Value)}, nil
+	current := numbering.Stamp{Revision: rec.rev, CipherHash: cipherHash(it.Value)}
+	n, marked := findMark(rec.marks, markNumbering, m.Series, nil)
+	if marked && n != m.N {
+		current.Carries = n
+		return nil, current, nil
 	}
-	sealed, rev, err := v.sealRecord(collection, id, next, it)
+	next, changed, err := setField(rec.body, m.Field, want)
+	if err != nil {
+		return nil, numbering.Stamp{}, err
+	}
+	if !changed && marked {
+		return nil, current, nil
+	}
+	marks := withMark(rec.marks, mark{kind: markNumbering, series: m.Series, n: m.N})
+	sealed, rev, err := v.sealNext(collection, id, joinRecord(marks, next), rec.rev)
 	if err != nil {
 		return nil, numbering.Stamp{}, err
 	}
