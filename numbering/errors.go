@@ -33,4 +33,7 @@ var (
 	// ErrNotObject: the record to stamp is not a JSON object, so its number
 	// field cannot be set.
 	ErrNotObject = errors.New("record is not a JSON object")
+	// ErrDuplicate: Audit found a record given more than one number of the
+	// series, or a number given to more than one record.
+	ErrDuplicate = errors.New("number given twice")
 )

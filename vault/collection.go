@@ -202,6 +202,13 @@ func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequenc
 		return out, fmt.Errorf("put numbered %s/%s: series %q belongs to another vault: %w", c.name, id, seq.Series(), ErrInvalidArgument)
 	}
 	_, err := seq.Bind(ctx, func(tx stores.Tx, s sequence.Serial) error {
+		prev, err := c.v.readTx(tx, c.name, id, true)
+		if err != nil {
+			return err
+		}
+		if n, ok := findMark(prev.marks, markSequence, seq.Series(), seq.Partition()); ok {
+			return &carriesError{n: n, body: prev.body}
+		}
 		val, err := build(s)
 		if err != nil {
 			return err
@@ -210,9 +217,9 @@ func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequenc
 		if err != nil {
 			return fmt.Errorf("encode: %w", err)
 		}
-		m := &mark{kind: markSequence, series: seq.Series(), partition: seq.Partition(), n: s.N}
+		marks := withMark(prev.marks, mark{kind: markSequence, series: seq.Series(), partition: seq.Partition(), n: s.N})
 		e := ledger.Entry{Kind: ledger.RecordPut, Series: seq.Series(), Partition: seq.Partition(), Number: s.N}
-		if err := c.v.writeTx(ctx, tx, c.name, id, plain, e, m); err != nil {
+		if err := c.v.applyTx(ctx, tx, c.name, id, prev, joinRecord(marks, plain), e); err != nil {
 			return err
 		}
 		out = val
@@ -263,7 +270,7 @@ func (v *Vault) write(ctx context.Context, collection, id string, plain []byte, 
 		// In the ledger's turn, so that concurrent writers of this process
 		// do not fail one another on the ledger head.
 		return v.ledger.Update(ctx, func(tx stores.Tx) error {
-			return v.writeTx(ctx, tx, collection, id, plain, e, nil)
+			return v.writeTx(ctx, tx, collection, id, plain, e)
 		})
 	}
 	key := v.recordKey(collection, id)
@@ -300,34 +307,42 @@ func (v *Vault) write(ctx context.Context, collection, id string, plain []byte, 
 	return err
 }
 
-// writeTx is write inside the caller's transaction. With add set, the record
-// is given that number, unless it already carries one of the same series:
-// then nothing is written and the error is a *carriesError.
-func (v *Vault) writeTx(ctx context.Context, tx stores.Tx, collection, id string, plain []byte, e ledger.Entry, add *mark) error {
-	key := v.recordKey(collection, id)
-	it, err := tx.Get(key)
-	found := err == nil
-	if err != nil && !(errors.Is(err, stores.ErrNotFound) && plain != nil) {
-		return err
-	}
-	prev, err := v.openStored(collection, id, it, found)
+// writeTx is write inside the caller's transaction.
+func (v *Vault) writeTx(ctx context.Context, tx stores.Tx, collection, id string, plain []byte, e ledger.Entry) error {
+	prev, err := v.readTx(tx, collection, id, plain != nil)
 	if err != nil {
 		return err
 	}
+	if plain != nil {
+		plain = joinRecord(prev.marks, plain)
+	}
+	return v.applyTx(ctx, tx, collection, id, prev, plain, e)
+}
+
+// readTx reads and opens the stored record in tx. A missing record is the
+// zero stored when missingOK, else an error wrapping ErrNotFound.
+func (v *Vault) readTx(tx stores.Tx, collection, id string, missingOK bool) (stored, error) {
+	it, err := tx.Get(v.recordKey(collection, id))
+	if errors.Is(err, stores.ErrNotFound) && missingOK {
+		return stored{}, nil
+	}
+	if err != nil {
+		return stored{}, err
+	}
+	return v.openStored(collection, id, it, true)
+}
+
+// applyTx writes, in tx, the record after prev with the full plaintext plain
+// (marks included), or deletes it when plain is nil, and appends e.
+func (v *Vault) applyTx(ctx context.Context, tx stores.Tx, collection, id string, prev stored, plain []byte, e ledger.Entry) error {
+	key := v.recordKey(collection, id)
 	if plain == nil {
 		if err := tx.Delete(key); err != nil {
 			return err
 		}
 		e.Revision = prev.rev
 	} else {
-		marks := prev.marks
-		if add != nil {
-			if n, ok := findMark(marks, add.kind, add.series, add.partition); ok {
-				return &carriesError{n: n, body: prev.body}
-			}
-			marks = withMark(marks, *add)
-		}
-		sealed, rev, err := v.sealNext(collection, id, joinRecord(marks, plain), prev.rev)
+		sealed, rev, err := v.sealNext(collection, id, plain, prev.rev)
 		if err != nil {
 			return err
 		}
@@ -337,7 +352,7 @@ func (v *Vault) writeTx(ctx context.Context, tx stores.Tx, collection, id string
 		e.Revision, e.CipherHash = rev, cipherHash(sealed)
 	}
 	e.Collection, e.ID = collection, id
-	_, err = v.ledger.AppendTx(ctx, tx, e)
+	_, err := v.ledger.AppendTx(ctx, tx, e)
 	return err
 }
 
