@@ -381,7 +381,6 @@ func TestAdversaryNumberingListOutsidePrefix(t *testing.T) {
 	}
 }
 
-
 // hookStore calls after once the first compare-and-swap on key succeeds.
 type hookStore struct {
 	stores.Store
