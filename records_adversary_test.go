@@ -6,6 +6,7 @@ package noydb_test
 import (
 	"context"
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -449,6 +450,40 @@ func TestAdversaryNumberingStampFindsNumber(t *testing.T) {
 			audit, err := series.Audit(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, numbering.AuditReport{Series: "receipts", Last: 2, Assigned: 1, Voided: 1}, audit)
+		})
+	}
+}
+
+// Concurrent PutNumbered calls for one id (a caller retrying while its first
+// call is still in flight) give the record one number, and every call
+// returns it.
+func TestPutNumberedConcurrentSameID(t *testing.T) {
+	for name, newStore := range adversaryStores() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			_, v := advVault(t, newStore)
+			invoices := vault.CollectionOf[Invoice](v, "invoices")
+			seq, err := v.Sequence("inv")
+			require.NoError(t, err)
+			const callers = 16
+			got := make([]string, callers)
+			errs := make([]error, callers)
+			var wg sync.WaitGroup
+			for i := range callers {
+				wg.Go(func() {
+					inv, err := invoices.PutNumbered(ctx, "inv-1", seq, numberInvoice)
+					got[i], errs[i] = inv.Number, err
+				})
+			}
+			wg.Wait()
+			for i := range callers {
+				require.NoError(t, errs[i])
+				assert.Equal(t, "1", got[i], "caller %d", i)
+			}
+			head, err := seq.Peek(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(1), head)
+			assert.Len(t, ledgerEntries(t, v, ledger.RecordPut, "invoices", "inv-1"), 1)
 		})
 	}
 }
