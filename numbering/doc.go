@@ -25,9 +25,12 @@
 // is a UUIDv7: pending keys sort by provisional time, then record id.
 //
 // RunPass takes the series' exclusive lock, finishes any batch an earlier
-// pass left unfinished, then lists the pending entries once in key order.
+// pass left unfinished, then lists the pending entries once in key order
+// (a store that lists a key outside the asked prefix fails the pass with
+// stores.ErrMisbehaving; nothing is deleted on its word).
 // It drops entries whose record was deleted (those take no number) or
-// already has its number, and records the rest as one batch: their ids, in
+// already has its number (by the series' index or by the record itself, see
+// below), and records the rest as one batch: their ids, in
 // chunks of at most 10,000 under "_numbering/<series>/batch/", then the
 // series head at "_numbering/<series>/head", advanced past the batch's
 // numbers. Writing the head is the commit point. Only then are the records
@@ -37,6 +40,17 @@
 // when the record was deleted after the batch was recorded), indexed under
 // "_numbering/<series>/assigned/<id>" for Lookup, and their pending entries
 // removed; progress is saved in the head every 1,000 numbers.
+//
+// A stamped record carries its number twice: in its field, for the
+// application, and in a mark inside its sealed value, which the store can
+// neither remove nor forge. Enqueue and the pass read the mark, so a record
+// whose index entry the store deleted is still refused a second number; a
+// pass that finds, when stamping, that the record already carries another
+// number of the series leaves it as it is and voids the number it meant to
+// give (ledger.NumberVoided, reason "record already carries number N").
+// Audit reads the ledger and reports, with ErrDuplicate, any record given
+// two numbers or number given to two records: what a store that also
+// replays the record as it was before its stamp can still cause.
 //
 // A pass killed anywhere is finished by the next one from the recorded
 // batch, never recomputed: a record never gets two numbers and a number
@@ -77,7 +91,8 @@
 //     before the pending entries (or run the pass once syncing is done).
 //   - The record type must have the field, and writers must not overwrite
 //     a numbered record with a copy read before it was stamped (the number
-//     would be lost from the record; Lookup and the ledger still have it).
+//     would be lost from the field; the record's mark, Lookup and the
+//     ledger still have it, and the record is never numbered again).
 //   - A record is stamped before its ledger entry is appended; a crash in
 //     between leaves a stamped record whose entry the next pass appends.
 //   - The vault ledger takes one writer at a time on a store without atomic
