@@ -33,6 +33,11 @@ type Config struct {
 	// has seen per counter, so that a store serving an older counter (a
 	// restored snapshot) fails allocation instead of re-issuing numbers.
 	Pins Pins
+	// ClaimMAC, if set, keys claim records by a keyed MAC of the request id
+	// instead of the id, so the store does not see request ids. It must stay
+	// the same for the life of the counters (the vault derives it from its
+	// data key).
+	ClaimMAC MACer
 }
 
 // Pins is the device-local memory of the highest value seen per counter key.
@@ -70,16 +75,17 @@ type Serial struct {
 // same counters still allocate correctly, but they race each other through
 // compare-and-swap retries instead of combining.
 type Service struct {
-	store   stores.Store
-	txr     stores.Transactor // nil when the store has no transactions
-	sealer  Sealer
-	prefix  string
-	journal Journal
-	pins    Pins
-	history History
-	policy  cas.Policy
-	window  int
-	online  bool
+	store    stores.Store
+	txr      stores.Transactor // nil when the store has no transactions
+	sealer   Sealer
+	prefix   string
+	journal  Journal
+	pins     Pins
+	history  History
+	claimMAC MACer
+	policy   cas.Policy
+	window   int
+	online   bool
 
 	mu       sync.Mutex
 	counters map[string]*counter
@@ -101,6 +107,7 @@ func NewService(store stores.Store, sealer Sealer, prefix string, cfg Config) *S
 		journal:  cfg.Journal,
 		pins:     cfg.Pins,
 		history:  cfg.History,
+		claimMAC: cfg.ClaimMAC,
 		policy:   cas.Policy{MaxAttempts: cfg.MaxAttempts},
 		window:   cfg.ClaimWindow,
 		online:   caps.CASAtomic,
