@@ -401,17 +401,26 @@ func behind(value, recorded uint64) error {
 	return fmt.Errorf("counter is at %d but the ledger records number %d: %w", value, recorded, ErrRollback)
 }
 
-// ledgerView is what a counter has learnt from the History, read
-// incrementally: each catch-up reads only what was recorded since the last.
-// It holds the highest number recorded (for the rollback check), the ranges
-// skipped by seeds (for Void) and, once a claim record was found missing, the
-// request ids of Claim allocations (for Claim).
+// ledgerView is what a counter has learnt from the History: the highest
+// number recorded (for the rollback check), the ranges skipped by seeds (for
+// Void) and, once a claim record was found missing, the request ids of
+// Claim allocations (for Claim).
+//
+// It is read incrementally (each catch-up reads only what was recorded since
+// the last) and kept current by the counter's own writes: while no other
+// writer has taken numbers in between, a batch this Service commits adds its
+// seeds and claims without reading anything. covered is the number up to
+// which the view is complete: the History records allocations in the order
+// of their numbers (the counter serialises them and each commits with its
+// entry), so once it has been read up to a fact about number h, every seed
+// and claim of a number up to h was read too.
 type ledgerView struct {
 	mu      sync.Mutex
 	through uint64 // history position read through
-	highest uint64
+	highest uint64 // the highest number read in the history
+	covered uint64 // seeds and claims of numbers up to covered are all known
 	seeds   []seedRange
-	claims  map[string]uint64 // request id -> number; nil until wanted
+	claims  map[string]uint64 // claim index key (see indexKey) -> number; nil until wanted
 }
 
 // catchUp reads the history recorded since the last catch-up. With
@@ -437,8 +446,9 @@ func (c *counter) catchUp(ctx context.Context, wantClaims bool) error {
 			}
 		case FactAllocated:
 			if v.claims != nil && f.RequestID != "" {
-				if _, ok := v.claims[f.RequestID]; !ok {
-					v.claims[f.RequestID] = f.Number
+				k := c.svc.indexKey(f.RequestID)
+				if _, ok := v.claims[k]; !ok {
+					v.claims[k] = f.Number
 				}
 			}
 		}
@@ -452,13 +462,59 @@ func (c *counter) catchUp(ctx context.Context, wantClaims bool) error {
 		return err
 	}
 	v.through = max(v.through, through)
+	v.covered = max(v.covered, v.highest)
 	return nil
 }
 
-// claimed returns the number the history records for a claim of id.
-func (c *counter) claimed(id string) (uint64, bool) {
+// noteCommit brings the view up to date with a batch this Service committed,
+// which moved the counter from start to end, when the view was complete up to
+// start (no other writer took numbers it has not read).
+func (c *counter) noteCommit(start, end uint64, batch []*op, seeds []seedRange) {
+	v := &c.view
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.covered < start || end <= v.covered {
+		return
+	}
+	for _, r := range seeds {
+		v.seeds = addSeed(v.seeds, r.from-1, r.to)
+	}
+	if v.claims != nil {
+		for _, o := range batch {
+			if o.kind == opClaim && o.fresh {
+				v.claims[c.svc.indexKey(o.id)] = o.n
+			}
+		}
+	}
+	v.covered = end
+}
+
+// claimed returns the number the history records for a claim of id, and
+// whether the view knows every claim of the numbers up to value (if not, the
+// answer may be missing a claim another writer made since the last read).
+func (c *counter) claimed(id string, value uint64) (n uint64, found, complete bool) {
 	c.view.mu.Lock()
 	defer c.view.mu.Unlock()
-	n, ok := c.view.claims[id]
-	return n, ok
+	if c.view.claims == nil {
+		return 0, false, false
+	}
+	n, found = c.view.claims[c.svc.indexKey(id)]
+	return n, found, c.view.covered >= value
+}
+
+// seededOver reports the seed that skipped n, reading the history first
+// unless the view already covers n.
+func (c *counter) seededOver(ctx context.Context, n uint64) (seedRange, bool, error) {
+	c.view.mu.Lock()
+	known := n <= c.view.covered
+	c.view.mu.Unlock()
+	if !known {
+		if err := c.catchUp(ctx, false); err != nil {
+			return seedRange{}, false, err
+		}
+	}
+	c.view.mu.Lock()
+	defer c.view.mu.Unlock()
+	r, ok := skippedBySeed(c.view.seeds, n)
+	return r, ok, nil
 }

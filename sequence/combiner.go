@@ -185,7 +185,9 @@ func (c *counter) handOff(self *op, batch []*op) {
 type work struct {
 	ctx     context.Context
 	batch   []*op
-	indexed bool // the History's claims were read for this batch: a missing claim record is looked up there
+	indexed bool        // the History's claims were read for this batch: a missing claim record is looked up there
+	start   uint64      // the counter before the attempt
+	seeds   []seedRange // the numbers the attempt's seeds skipped
 	events  []Event
 	next    state  // the state the attempt wrote
 	sealed  []byte // the bytes the attempt wrote (or read, if it wrote nothing)
@@ -233,6 +235,9 @@ func (c *counter) run(batch []*op) {
 	}
 	if c.svc.pins != nil {
 		c.svc.pins.RaiseCounter(c.key, c.cache.value)
+	}
+	if c.svc.history != nil {
+		c.noteCommit(c.w.start, c.cache.value, batch, c.w.seeds)
 	}
 	if c.svc.txr == nil && c.svc.journal != nil && len(c.w.events) > 0 {
 		if err := c.svc.journal.Record(ctx, nil, c.w.events); err != nil {
@@ -440,6 +445,7 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 		return false, nil, behind(st.value, c.floor)
 	}
 	start := st.value
+	c.w.start, c.w.seeds = start, c.w.seeds[:0]
 	var served map[string]uint64 // request ids answered in this batch
 	if c.svc.journal != nil {
 		events = make([]Event, 0, len(batch))
@@ -451,6 +457,7 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 				if c.svc.journal != nil {
 					events = append(events, Event{Kind: Seeded, Series: c.series, Partition: c.partition, Number: o.target, From: st.value})
 				}
+				c.w.seeds = append(c.w.seeds, seedRange{from: st.value + 1, to: o.target})
 				st.value = o.target
 			}
 			continue
@@ -536,15 +543,15 @@ func (c *counter) findClaim(tx stores.Tx, st *state, o *op) (n uint64, found boo
 		if c.svc.history == nil {
 			return 0, false, nil
 		}
-		if !c.w.indexed {
+		n, ok, complete := c.claimed(o.id, c.w.start)
+		if !ok && !complete && !c.w.indexed {
 			return 0, false, errLookUpClaims
 		}
-		n, ok := c.claimed(o.id)
 		if !ok {
 			return 0, false, nil
 		}
-		if n > st.value {
-			return 0, false, behind(st.value, n)
+		if n > c.w.start {
+			return 0, false, behind(c.w.start, n)
 		}
 		if err := c.putClaim(tx, o.id, n); err != nil {
 			return 0, false, err

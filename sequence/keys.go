@@ -186,6 +186,16 @@ func voidKey(counter string, n uint64) string {
 	return counter + voidTag + strconv.FormatUint(n, 10)
 }
 
+// indexKey is how the in-memory index of claims read from the History keys
+// a request id: the MAC of claimKey when the Service has a ClaimMAC (16
+// bytes, whatever the id's length), the id itself otherwise.
+func (s *Service) indexKey(requestID string) string {
+	if s.claimMAC == nil {
+		return requestID
+	}
+	return string(s.claimMAC.MAC([]byte(requestID))[:claimMACLen])
+}
+
 // checkRequestID validates a request id for Claim.
 func checkRequestID(id string) error {
 	switch {

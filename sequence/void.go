@@ -58,12 +58,10 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 		// The seed that skipped n, if any, was recorded before the counter
 		// reached n (in the same transaction, or just after on a store
 		// without transactions), so reading the history now finds it.
-		if err := q.c.catchUp(ctx, false); err != nil {
+		r, skipped, err := q.c.seededOver(ctx, n)
+		if err != nil {
 			return q.errorf("void", err)
 		}
-		q.c.view.mu.Lock()
-		r, skipped := skippedBySeed(q.c.view.seeds, n)
-		q.c.view.mu.Unlock()
 		if skipped {
 			return q.errorf("void", fmt.Errorf("number %d (SeedTo skipped %d..%d): %w: %w", n, r.from, r.to, ErrSkipped, ErrNotIssued))
 		}
