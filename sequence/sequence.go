@@ -198,6 +198,12 @@ func (s *Service) openState(key string, sealed []byte) (state, error) {
 // next write, which advances the counter by the number of calls and hands
 // them consecutive numbers in arrival order. A failed write takes no number.
 //
+// With a History, the first write of a counter in a Service reads it once
+// (later writes read only what other writers recorded, and only when they
+// need to) and every write fails with an error wrapping ErrRollback, taking
+// nothing, while the counter is below the highest number the History
+// records for it: a counter the store deleted or replayed to an older value.
+//
 // A caller whose context is done while it waits for its turn leaves the queue
 // and takes no number. Once its turn has come (its call is part of a write in
 // flight) it waits for that write and gets its outcome even if its context is
@@ -369,7 +375,11 @@ func (q *Sequence) SeedTo(ctx context.Context, n uint64) error {
 //
 // On a transactional store each claim is recorded under its own key, written
 // in the same transaction as the counter, and remembered for good; any
-// non-empty id without NUL of at most MaxRequestIDLen bytes is accepted. On a
+// non-empty id without NUL of at most MaxRequestIDLen bytes is accepted.
+// With Config.ClaimMAC the key holds a MAC of the id, not the id. With a
+// History, a claim record the store lost is not taken for a new request:
+// the allocation's history entry carries the id, so the claim gets the
+// number it got then and its record is written again. On a
 // store without transactions the counter remembers the last
 // Config.ClaimWindow ids; ids must then be UUIDv7 (see NewRequestID), and a
 // Claim whose id is older than every id the window still holds fails with
