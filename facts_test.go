@@ -3,6 +3,7 @@ package noydb_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -115,6 +116,38 @@ func TestAuditOfAHugeSeed(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []sequence.NumberAudit{{N: 1, State: sequence.StateSeeded}, {N: 2, State: sequence.StateSeeded}}, first)
+}
+
+// A counter at the top of the uint64 range audits too: the seeded run is
+// longer than an int counts.
+func TestAuditAtTheTop(t *testing.T) {
+	ctx := context.Background()
+	_, v := openSession(t, memstore.New(), "")
+	q := mustSeq(t, v, "invoice")
+	require.NoError(t, q.SeedTo(ctx, math.MaxUint64-1))
+	nextN(t, q, 1)
+	rep, err := q.Audit(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, sequence.AuditReport{
+		Series: "invoice",
+		Head:   math.MaxUint64,
+		Runs: []sequence.Run{
+			{From: 1, To: math.MaxUint64 - 1, State: sequence.StateSeeded},
+			{From: math.MaxUint64, To: math.MaxUint64, State: sequence.StateUnbound},
+		},
+		Seeded:  math.MaxInt,
+		Unbound: 1,
+	}, rep)
+	var last sequence.NumberAudit
+	for a := range rep.Numbers() {
+		if a.N > 2 {
+			break
+		}
+		last = a
+	}
+	assert.Equal(t, sequence.NumberAudit{N: 2, State: sequence.StateSeeded}, last)
+	tail := sequence.AuditReport{Runs: rep.Runs[1:]}
+	assert.Equal(t, []sequence.NumberAudit{{N: math.MaxUint64, State: sequence.StateUnbound}}, slices.Collect(tail.Numbers()))
 }
 
 // The iterator yields exactly 1..Head with the state of each run.

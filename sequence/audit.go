@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"sync"
 )
@@ -133,7 +134,9 @@ type AuditReport struct {
 	// Runs cover 1..Head in order, without gaps or overlaps; adjacent runs
 	// never share a state unless one of them names a record or a reason.
 	Runs []Run
-	// Counts per state, and of bound numbers no live record carries.
+	// Counts per state, and of bound numbers no live record carries (each
+	// at most math.MaxInt: sum the lengths of Runs for exact counts near
+	// the top of the uint64 range).
 	Bound, Unbound, Voided, Seeded, Missing, Orphaned int
 }
 
@@ -254,24 +257,34 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 	}
 	rep.Runs = buildRuns(head, known, seeds)
 	for _, r := range rep.Runs {
-		n := int(r.Len())
+		n := r.Len()
 		if r.Orphaned {
-			rep.Orphaned += n
+			addCount(&rep.Orphaned, n)
 		}
 		switch r.State {
 		case StateBound:
-			rep.Bound += n
+			addCount(&rep.Bound, n)
 		case StateUnbound:
-			rep.Unbound += n
+			addCount(&rep.Unbound, n)
 		case StateVoided:
-			rep.Voided += n
+			addCount(&rep.Voided, n)
 		case StateSeeded:
-			rep.Seeded += n
+			addCount(&rep.Seeded, n)
 		case StateMissing:
-			rep.Missing += n
+			addCount(&rep.Missing, n)
 		}
 	}
 	return rep, nil
+}
+
+// addCount adds n to a count of the report, saturating at math.MaxInt (a
+// seed can skip more numbers than an int holds).
+func addCount(count *int, n uint64) {
+	if n > uint64(math.MaxInt-*count) {
+		*count = math.MaxInt
+		return
+	}
+	*count += int(n)
 }
 
 // buildRuns turns the facts about the numbers the history mentions, and the
@@ -320,10 +333,13 @@ func buildRuns(head uint64, known map[uint64]*numberFacts, seeds []seedRange) []
 				end = seeds[i].from - 1
 			}
 			add(Run{From: from, To: end, State: StateMissing})
+			if end == to {
+				return
+			}
 			from = end + 1
 		}
 	}
-	next := uint64(1)
+	next := uint64(1) // the first number not covered yet; 0 once all are (past the top)
 	for _, n := range nums {
 		a := known[n]
 		if n > next {
@@ -340,7 +356,7 @@ func buildRuns(head uint64, known map[uint64]*numberFacts, seeds []seedRange) []
 		add(r)
 		next = n + 1
 	}
-	if head >= next {
+	if next != 0 && head >= next {
 		gap(next, head)
 	}
 	return runs
@@ -362,7 +378,7 @@ func addSeed(seeds []seedRange, from, to uint64) []seedRange {
 	r := seedRange{from: from + 1, to: to}
 	i, _ := slices.BinarySearchFunc(seeds, r.from, func(s seedRange, n uint64) int {
 		switch {
-		case s.to+1 < n:
+		case s.to < n-1: // n >= 1
 			return -1
 		case s.from > n:
 			return 1
@@ -371,7 +387,7 @@ func addSeed(seeds []seedRange, from, to uint64) []seedRange {
 	})
 	// Absorb every range that touches or overlaps r.
 	j := i
-	for j < len(seeds) && seeds[j].from <= r.to+1 {
+	for j < len(seeds) && seeds[j].from-1 <= r.to { // from >= 1
 		r.from, r.to = min(r.from, seeds[j].from), max(r.to, seeds[j].to)
 		j++
 	}
