@@ -263,7 +263,12 @@ func (c *counter) checkHistory(ctx context.Context) error {
 	if c.checked || c.svc.history == nil {
 		return nil
 	}
-	if err := c.catchUp(ctx, false); err != nil {
+	// A first batch with a claim reads the claims in the same walk.
+	claims := false
+	for _, o := range c.w.batch {
+		claims = claims || (o.kind == opClaim && c.svc.txr != nil)
+	}
+	if err := c.catchUp(ctx, claims); err != nil {
 		return fmt.Errorf("check the counter against the ledger: %w", err)
 	}
 	c.view.mu.Lock()

@@ -196,3 +196,24 @@ func TestClaimFoundInHistory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), n)
 }
+
+// A first write that is a claim reads the history once, claims included.
+func TestFirstClaimReadsHistoryOnce(t *testing.T) {
+	ctx := context.Background()
+	st := newMem()
+	t.Cleanup(func() { _ = st.Close() })
+	l := &ledgerStub{st: st}
+	q := mustSequence(t, stubService(t, st, l), "orders")
+	for i := range 4 {
+		_, err := q.Claim(ctx, fmt.Sprint("order-", i))
+		require.NoError(t, err)
+	}
+	q = mustSequence(t, stubService(t, st, l), "orders")
+	walks, read := l.counts()
+	n, err := q.Claim(ctx, "order-9")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(5), n)
+	walks2, read2 := l.counts()
+	assert.Equal(t, walks+1, walks2)
+	assert.Equal(t, read+4, read2)
+}
