@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -54,14 +55,24 @@ func TestSequenceAudit(t *testing.T) {
 		sequence.StateSeeded, sequence.StateSeeded, sequence.StateSeeded,
 		sequence.StateBound,
 	}
-	require.Len(t, rep.Numbers, len(want))
-	for i, a := range rep.Numbers {
+	numbers := slices.Collect(rep.Numbers())
+	require.Len(t, numbers, len(want))
+	for i, a := range numbers {
 		assert.Equal(t, uint64(i+1), a.N)
 		assert.Equal(t, want[i], a.State, "number %d", a.N)
 	}
-	assert.Equal(t, "inv-2", rep.Numbers[1].ID)
-	assert.Equal(t, "invoices", rep.Numbers[1].Collection)
-	assert.Equal(t, "customer cancelled", rep.Numbers[4].Reason)
+	assert.Equal(t, "inv-2", numbers[1].ID)
+	assert.Equal(t, "invoices", numbers[1].Collection)
+	assert.Equal(t, "customer cancelled", numbers[4].Reason)
+	assert.Equal(t, []sequence.Run{
+		{From: 1, To: 1, State: sequence.StateBound, Collection: "invoices", ID: "inv-1"},
+		{From: 2, To: 2, State: sequence.StateBound, Collection: "invoices", ID: "inv-2"},
+		{From: 3, To: 3, State: sequence.StateBound, Collection: "invoices", ID: "inv-3"},
+		{From: 4, To: 4, State: sequence.StateUnbound},
+		{From: 5, To: 5, State: sequence.StateVoided, Reason: "customer cancelled"},
+		{From: 6, To: 8, State: sequence.StateSeeded},
+		{From: 9, To: 9, State: sequence.StateBound, Collection: "invoices", ID: "inv-9"},
+	}, rep.Runs)
 	assert.Equal(t, 4, rep.Bound)
 	assert.Equal(t, 1, rep.Unbound)
 	assert.Equal(t, 1, rep.Voided)
@@ -77,10 +88,12 @@ func TestSequenceAudit(t *testing.T) {
 	require.NoError(t, err)
 	rep, err = seq.Audit(ctx)
 	require.NoError(t, err)
-	assert.True(t, rep.Numbers[0].Orphaned, "1: its record was deleted")
-	assert.True(t, rep.Numbers[1].Orphaned, "2: its record now carries 10")
-	assert.False(t, rep.Numbers[2].Orphaned)
-	assert.False(t, rep.Numbers[9].Orphaned)
+	numbers = slices.Collect(rep.Numbers())
+	require.Len(t, numbers, 10)
+	assert.True(t, numbers[0].Orphaned, "1: its record was deleted")
+	assert.True(t, numbers[1].Orphaned, "2: its record now carries 10")
+	assert.False(t, numbers[2].Orphaned)
+	assert.False(t, numbers[9].Orphaned)
 	assert.Equal(t, 2, rep.Orphaned)
 
 	// Voiding a number never issued, or twice, is refused.

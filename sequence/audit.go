@@ -4,15 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"math"
+	"slices"
+	"sync"
 )
 
 // History gives a sequence the recorded facts about its numbers (the vault's
-// audit ledger), for Audit.
+// audit ledger): for Audit, for the check that a counter is not behind what
+// the history recorded, for Claim when a claim record has gone, and for Void.
 type History interface {
 	// Facts calls fn, in the order they were recorded, for every fact about
-	// the numbers of series and partition. An error from fn stops the walk
-	// and is returned.
-	Facts(ctx context.Context, series string, partition []string, fn func(Fact) error) error
+	// the numbers of series and partition recorded after position after (0:
+	// from the start) up to the end of the history as it was when the walk
+	// began, and returns the position of that end (after itself when nothing
+	// was recorded since). Positions are those of Fact.Seq. An error from fn
+	// stops the walk and is returned.
+	Facts(ctx context.Context, series string, partition []string, after uint64, fn func(Fact) error) (through uint64, err error)
 }
 
 // FactKind says what a Fact records.
@@ -20,13 +28,13 @@ type FactKind uint8
 
 // The facts a History reports.
 const (
-	// FactAllocated: the number was issued.
+	// FactAllocated: the number was issued (RequestID set for a Claim).
 	FactAllocated FactKind = iota + 1
 	// FactBound: a record was written carrying the number.
 	FactBound
 	// FactVoided: the issued number was cancelled.
 	FactVoided
-	// FactSeeded: the counter was moved forward to Number by SeedTo.
+	// FactSeeded: the counter was moved forward from From to Number by SeedTo.
 	FactSeeded
 	// FactRecordDeleted: a record was deleted (Collection, ID; Number unused).
 	// A History may report deletions of any record; Audit keeps those of
@@ -36,11 +44,16 @@ const (
 
 // Fact is one recorded event about a number of a series.
 type Fact struct {
+	// Seq is the fact's position in the history (dense, from 1, shared by
+	// every series of the history).
+	Seq        uint64
 	Kind       FactKind
 	Number     uint64
-	Collection string // FactBound
-	ID         string // FactBound
+	From       uint64 // FactSeeded: the counter before the seed
+	Collection string // FactBound, FactRecordDeleted
+	ID         string // FactBound, FactRecordDeleted
 	Reason     string // FactVoided
+	RequestID  string // FactAllocated by Claim
 }
 
 // NumberState is the outcome of one number in an Audit.
@@ -92,24 +105,78 @@ type NumberAudit struct {
 	Orphaned bool
 }
 
-// AuditReport accounts for every number 1..Head of a series.
+// Run is a stretch From..To (inclusive) of consecutive numbers in one state.
+// Unbound, seeded and missing numbers come in runs as long as they go; a
+// bound or voided number is always a run of its own (From == To), since it
+// names its record or its reason.
+type Run struct {
+	From, To uint64
+	State    NumberState
+	// Collection and ID name the record carrying the number (bound, and
+	// voided numbers that a record carried).
+	Collection, ID string
+	// Reason is the void's reason.
+	Reason string
+	// Orphaned: see NumberAudit.Orphaned.
+	Orphaned bool
+}
+
+// Len returns how many numbers the run covers.
+func (r Run) Len() uint64 { return r.To - r.From + 1 }
+
+// AuditReport accounts for every number 1..Head of a series. Its size grows
+// with the facts the history holds about the series, not with Head: a
+// series seeded to 2,026,000,000 is one seeded run.
 type AuditReport struct {
 	Series    string
 	Partition []string
 	Head      uint64
-	Numbers   []NumberAudit // index i is number i+1
-	// Counts per state, and of bound numbers no live record carries.
+	// Runs cover 1..Head in order, without gaps or overlaps; adjacent runs
+	// never share a state unless one of them names a record or a reason.
+	Runs []Run
+	// Counts per state, and of bound numbers no live record carries (each
+	// at most math.MaxInt: sum the lengths of Runs for exact counts near
+	// the top of the uint64 range).
 	Bound, Unbound, Voided, Seeded, Missing, Orphaned int
+}
+
+// Numbers yields what the report says about each number 1..Head, in order,
+// generated from Runs as it goes (no memory per number).
+func (r AuditReport) Numbers() iter.Seq[NumberAudit] {
+	return func(yield func(NumberAudit) bool) {
+		for _, run := range r.Runs {
+			for n := run.From; ; n++ {
+				if !yield(NumberAudit{N: n, State: run.State, Collection: run.Collection, ID: run.ID, Reason: run.Reason, Orphaned: run.Orphaned}) {
+					return
+				}
+				if n == run.To {
+					break
+				}
+			}
+		}
+	}
 }
 
 // ErrNoHistory: the sequence was made without a History, so it cannot be audited.
 var ErrNoHistory = errors.New("sequence has no history to audit")
 
+// numberFacts is what the history says about one number that it mentions.
+type numberFacts struct {
+	state          NumberState // 0: only mentioned by a fact that sets no state
+	collection, id string
+	reason         string
+	orphaned       bool
+}
+
 // Audit accounts for every number from 1 to the counter: which record each
 // is bound to, which were voided, which were skipped by SeedTo, and which were
 // issued but never bound (so they can be re-driven or voided). It reads the
-// whole history of the vault, so its cost grows with the ledger, and it
-// holds one NumberAudit per number, so its memory grows with the head.
+// whole history of the vault, so its time grows with the ledger; its memory
+// grows with the facts about this series, not with the counter.
+//
+// It fails with an error wrapping ErrRollback when the history records a
+// number of the series above the counter (a counter deleted or replayed to
+// an older value by the store).
 func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 	if q.svc.history == nil {
 		return AuditReport{}, q.errorf("audit", ErrNoHistory)
@@ -118,73 +185,352 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 	if err != nil {
 		return AuditReport{}, err
 	}
-	rep := AuditReport{Series: q.series, Partition: q.Partition(), Head: head, Numbers: make([]NumberAudit, head)}
-	for i := range rep.Numbers {
-		rep.Numbers[i] = NumberAudit{N: uint64(i) + 1, State: StateMissing}
+	rep := AuditReport{Series: q.series, Partition: q.Partition(), Head: head}
+	var (
+		highest uint64
+		seeds   []seedRange
+		known   = map[uint64]*numberFacts{}
+		carrier = map[string]uint64{} // collection "\x00" id -> the number that record carries
+	)
+	about := func(n uint64) *numberFacts {
+		a := known[n]
+		if a == nil {
+			a = &numberFacts{}
+			known[n] = a
+		}
+		return a
 	}
-	var seededTo uint64
-	carrier := map[string]uint64{} // collection "/" id -> the number that record carries
-	err = q.svc.history.Facts(ctx, q.series, q.partition, func(f Fact) error {
+	_, err = q.svc.history.Facts(ctx, q.series, q.partition, 0, func(f Fact) error {
 		if f.Kind == FactRecordDeleted {
-			if n, ok := carrier[f.Collection+"/"+f.ID]; ok {
-				rep.Numbers[n-1].Orphaned = true
-				delete(carrier, f.Collection+"/"+f.ID)
+			rec := f.Collection + "\x00" + f.ID
+			if n, ok := carrier[rec]; ok {
+				known[n].orphaned = true
+				delete(carrier, rec)
 			}
 			return nil
 		}
+		highest = max(highest, f.Number)
 		if f.Kind == FactSeeded {
-			// Numbers skipped by a seed, not issued here.
-			for n := max(seededTo, 1); n <= min(f.Number, head); n++ {
-				if a := &rep.Numbers[n-1]; a.State == StateMissing {
-					a.State = StateSeeded
-				}
+			if f.Number > f.From {
+				seeds = addSeed(seeds, f.From, f.Number) // clipped to head by buildRuns
 			}
-			seededTo = max(seededTo, f.Number)
 			return nil
 		}
 		if f.Number == 0 || f.Number > head {
-			return nil // recorded beyond what the counter shows: Peek was older
+			return nil // recorded after the Peek: checked below
 		}
-		a := &rep.Numbers[f.Number-1]
 		switch f.Kind {
 		case FactAllocated:
-			if a.State == StateMissing || a.State == StateSeeded {
-				a.State = StateUnbound
+			if a := about(f.Number); a.state == 0 {
+				a.state = StateUnbound
 			}
 		case FactBound:
-			if a.State != StateVoided {
-				a.State = StateBound
+			a := about(f.Number)
+			if a.state != StateVoided {
+				a.state = StateBound
 			}
-			a.Collection, a.ID, a.Orphaned = f.Collection, f.ID, false
-			rec := f.Collection + "/" + f.ID
+			a.collection, a.id, a.orphaned = f.Collection, f.ID, false
+			rec := f.Collection + "\x00" + f.ID
 			if m, ok := carrier[rec]; ok && m != f.Number {
-				rep.Numbers[m-1].Orphaned = true
+				known[m].orphaned = true
 			}
 			carrier[rec] = f.Number
 		case FactVoided:
-			a.State, a.Reason = StateVoided, f.Reason
+			a := about(f.Number)
+			a.state, a.reason = StateVoided, f.Reason
 		}
 		return nil
 	})
 	if err != nil {
 		return AuditReport{}, q.errorf("audit", err)
 	}
-	for _, a := range rep.Numbers {
-		if a.Orphaned {
-			rep.Orphaned++
+	if highest > head {
+		// Facts recorded after the Peek are fine if the counter has moved on
+		// since; a counter still behind them was deleted or replayed.
+		now, err := q.Peek(ctx)
+		if err != nil {
+			return AuditReport{}, err
 		}
-		switch a.State {
+		if now < highest {
+			return AuditReport{}, q.errorf("audit", behind(now, highest))
+		}
+	}
+	rep.Runs = buildRuns(head, known, seeds)
+	for _, r := range rep.Runs {
+		n := r.Len()
+		if r.Orphaned {
+			addCount(&rep.Orphaned, n)
+		}
+		switch r.State {
 		case StateBound:
-			rep.Bound++
+			addCount(&rep.Bound, n)
 		case StateUnbound:
-			rep.Unbound++
+			addCount(&rep.Unbound, n)
 		case StateVoided:
-			rep.Voided++
+			addCount(&rep.Voided, n)
 		case StateSeeded:
-			rep.Seeded++
+			addCount(&rep.Seeded, n)
 		case StateMissing:
-			rep.Missing++
+			addCount(&rep.Missing, n)
 		}
 	}
 	return rep, nil
+}
+
+// addCount adds n to a count of the report, saturating at math.MaxInt (a
+// seed can skip more numbers than an int holds).
+func addCount(count *int, n uint64) {
+	if n > uint64(math.MaxInt-*count) {
+		*count = math.MaxInt
+		return
+	}
+	*count += int(n)
+}
+
+// buildRuns turns the facts about the numbers the history mentions, and the
+// seeded ranges, into runs covering 1..head.
+func buildRuns(head uint64, known map[uint64]*numberFacts, seeds []seedRange) []Run {
+	nums := make([]uint64, 0, len(known))
+	for n := range known {
+		nums = append(nums, n)
+	}
+	slices.Sort(nums)
+	var runs []Run
+	add := func(r Run) {
+		if last := len(runs) - 1; last >= 0 {
+			p := &runs[last]
+			if p.State == r.State && p.To+1 == r.From && mergeable(*p) && mergeable(r) {
+				p.To = r.To
+				return
+			}
+		}
+		runs = append(runs, r)
+	}
+	// gap adds the numbers from..to that no fact mentions: seeded where a
+	// seed covers them, missing elsewhere.
+	gap := func(from, to uint64) {
+		for from <= to {
+			i, _ := slices.BinarySearchFunc(seeds, from, func(s seedRange, n uint64) int {
+				switch {
+				case s.to < n:
+					return -1
+				case s.from > n:
+					return 1
+				}
+				return 0
+			})
+			if i < len(seeds) && seeds[i].from <= from {
+				end := min(seeds[i].to, to)
+				add(Run{From: from, To: end, State: StateSeeded})
+				if end == to {
+					return
+				}
+				from = end + 1
+				continue
+			}
+			end := to
+			if i < len(seeds) && seeds[i].from <= to {
+				end = seeds[i].from - 1
+			}
+			add(Run{From: from, To: end, State: StateMissing})
+			if end == to {
+				return
+			}
+			from = end + 1
+		}
+	}
+	next := uint64(1) // the first number not covered yet; 0 once all are (past the top)
+	for _, n := range nums {
+		a := known[n]
+		if n > next {
+			gap(next, n-1)
+		}
+		state := a.state
+		if state == 0 {
+			state = StateMissing
+		}
+		r := Run{From: n, To: n, State: state, Orphaned: a.orphaned}
+		if state == StateBound || state == StateVoided {
+			r.Collection, r.ID, r.Reason = a.collection, a.id, a.reason
+		}
+		add(r)
+		next = n + 1
+	}
+	if next != 0 && head >= next {
+		gap(next, head)
+	}
+	return runs
+}
+
+// mergeable reports whether r carries nothing that ties it to one number.
+func mergeable(r Run) bool {
+	return r.State != StateBound && r.State != StateVoided && !r.Orphaned
+}
+
+// seedRange is the numbers a SeedTo skipped: from+1..to (from is the counter
+// before the seed, so the range holds to-from numbers).
+type seedRange struct{ from, to uint64 }
+
+// addSeed adds the numbers from+1..to skipped by a seed to seeds, kept
+// sorted, disjoint and merged (each seed starts where the counter was, so in
+// an honest history they never overlap).
+func addSeed(seeds []seedRange, from, to uint64) []seedRange {
+	r := seedRange{from: from + 1, to: to}
+	i, _ := slices.BinarySearchFunc(seeds, r.from, func(s seedRange, n uint64) int {
+		switch {
+		case s.to < n-1: // n >= 1
+			return -1
+		case s.from > n:
+			return 1
+		}
+		return 0
+	})
+	// Absorb every range that touches or overlaps r.
+	j := i
+	for j < len(seeds) && seeds[j].from-1 <= r.to { // from >= 1
+		r.from, r.to = min(r.from, seeds[j].from), max(r.to, seeds[j].to)
+		j++
+	}
+	return slices.Replace(seeds, i, j, r)
+}
+
+// skippedBySeed reports whether n lies in one of seeds.
+func skippedBySeed(seeds []seedRange, n uint64) (seedRange, bool) {
+	i, ok := slices.BinarySearchFunc(seeds, n, func(s seedRange, n uint64) int {
+		switch {
+		case s.to < n:
+			return -1
+		case s.from > n:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return seedRange{}, false
+	}
+	return seeds[i], true
+}
+
+// behind is the error of a counter at value below a number the history
+// recorded for it.
+func behind(value, recorded uint64) error {
+	return fmt.Errorf("counter is at %d but the ledger records number %d: %w", value, recorded, ErrRollback)
+}
+
+// ledgerView is what a counter has learnt from the History: the highest
+// number recorded (for the rollback check), the ranges skipped by seeds (for
+// Void) and, once a claim record was found missing, the request ids of
+// Claim allocations (for Claim).
+//
+// It is read incrementally (each catch-up reads only what was recorded since
+// the last) and kept current by the counter's own writes: while no other
+// writer has taken numbers in between, a batch this Service commits adds its
+// seeds and claims without reading anything. covered is the number up to
+// which the view is complete: the History records allocations in the order
+// of their numbers (the counter serialises them and each commits with its
+// entry), so once it has been read up to a fact about number h, every seed
+// and claim of a number up to h was read too.
+type ledgerView struct {
+	mu      sync.Mutex
+	through uint64 // history position read through
+	highest uint64 // the highest number read in the history
+	covered uint64 // seeds and claims of numbers up to covered are all known
+	seeds   []seedRange
+	claims  map[string]uint64 // claim index key (see indexKey) -> number; nil until wanted
+}
+
+// catchUp reads the history recorded since the last catch-up. With
+// wantClaims it also indexes the request ids of claims, reading the history
+// from the start the first time (the one time an entry is read twice).
+func (c *counter) catchUp(ctx context.Context, wantClaims bool) error {
+	v := &c.view
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	old := v.through
+	after := old
+	fresh := false
+	if wantClaims && v.claims == nil {
+		v.claims, after, fresh = map[string]uint64{}, 0, true
+	}
+	through, err := c.svc.history.Facts(ctx, c.series, c.partition, after, func(f Fact) error {
+		switch f.Kind {
+		case FactRecordDeleted:
+			return nil
+		case FactSeeded:
+			if f.Seq > old && f.Number > f.From {
+				v.seeds = addSeed(v.seeds, f.From, f.Number)
+			}
+		case FactAllocated:
+			if v.claims != nil && f.RequestID != "" {
+				k := c.svc.indexKey(f.RequestID)
+				if _, ok := v.claims[k]; !ok {
+					v.claims[k] = f.Number
+				}
+			}
+		}
+		v.highest = max(v.highest, f.Number)
+		return nil
+	})
+	if err != nil {
+		if fresh {
+			v.claims = nil
+		}
+		return err
+	}
+	v.through = max(v.through, through)
+	v.covered = max(v.covered, v.highest)
+	return nil
+}
+
+// noteCommit brings the view up to date with a batch this Service committed,
+// which moved the counter from start to end, when the view was complete up to
+// start (no other writer took numbers it has not read).
+func (c *counter) noteCommit(start, end uint64, batch []*op, seeds []seedRange) {
+	v := &c.view
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.covered < start || end <= v.covered {
+		return
+	}
+	for _, r := range seeds {
+		v.seeds = addSeed(v.seeds, r.from-1, r.to)
+	}
+	if v.claims != nil {
+		for _, o := range batch {
+			if o.kind == opClaim && o.fresh {
+				v.claims[c.svc.indexKey(o.id)] = o.n
+			}
+		}
+	}
+	v.covered = end
+}
+
+// claimed returns the number the history records for a claim of id, and
+// whether the view knows every claim of the numbers up to value (if not, the
+// answer may be missing a claim another writer made since the last read).
+func (c *counter) claimed(id string, value uint64) (n uint64, found, complete bool) {
+	c.view.mu.Lock()
+	defer c.view.mu.Unlock()
+	if c.view.claims == nil {
+		return 0, false, false
+	}
+	n, found = c.view.claims[c.svc.indexKey(id)]
+	return n, found, c.view.covered >= value
+}
+
+// seededOver reports the seed that skipped n, reading the history first
+// unless the view already covers n.
+func (c *counter) seededOver(ctx context.Context, n uint64) (seedRange, bool, error) {
+	c.view.mu.Lock()
+	known := n <= c.view.covered
+	c.view.mu.Unlock()
+	if !known {
+		if err := c.catchUp(ctx, false); err != nil {
+			return seedRange{}, false, err
+		}
+	}
+	c.view.mu.Lock()
+	defer c.view.mu.Unlock()
+	r, ok := skippedBySeed(c.view.seeds, n)
+	return r, ok, nil
 }

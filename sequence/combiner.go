@@ -86,6 +86,10 @@ type counter struct {
 	cacheSealed  []byte // its sealed bytes (nil: none): equal stored bytes need no decrypt
 	cacheVersion uint64 // its version, when cacheValid
 	cacheValid   bool   // cacheVersion is known: a compare-and-swap can skip the read
+	checked      bool   // the counter was checked against the History (see checkHistory)
+	floor        uint64 // the highest number the History recorded at that check
+
+	view ledgerView // what the History says, read incrementally; has its own lock
 }
 
 // submit runs o through the combiner and returns once o has its outcome.
@@ -179,12 +183,15 @@ func (c *counter) handOff(self *op, batch []*op) {
 // functions bound once, so the hot path allocates no closures. The context is
 // the batch's, held for the duration of one run.
 type work struct {
-	ctx    context.Context
-	batch  []*op
-	events []Event
-	next   state  // the state the attempt wrote
-	sealed []byte // the bytes the attempt wrote (or read, if it wrote nothing)
-	buf    []byte // plaintext scratch
+	ctx     context.Context
+	batch   []*op
+	indexed bool        // the History's claims were read for this batch: a missing claim record is looked up there
+	start   uint64      // the counter before the attempt
+	seeds   []seedRange // the numbers the attempt's seeds skipped
+	events  []Event
+	next    state  // the state the attempt wrote
+	sealed  []byte // the bytes the attempt wrote (or read, if it wrote nothing)
+	buf     []byte // plaintext scratch
 }
 
 func newCounter(svc *Service, key, series string, partition []string) *counter {
@@ -199,9 +206,21 @@ func (c *counter) run(batch []*op) {
 	ctx, release := batchContext(batch)
 	defer release()
 	c.w.ctx, c.w.batch = ctx, batch
-	defer func() { c.w.ctx, c.w.batch, c.w.events = nil, nil, nil }()
+	defer func() { c.w.ctx, c.w.batch, c.w.events, c.w.indexed = nil, nil, nil, false }()
 
-	attempts, err := cas.Do(ctx, c.svc.policy, c.attemptFn)
+	var attempts int
+	err := c.checkHistory(ctx)
+	if err == nil {
+		attempts, err = cas.Do(ctx, c.svc.policy, c.attemptFn)
+	}
+	if errors.Is(err, errLookUpClaims) {
+		// A claim record is missing: the ledger may know the request id
+		// (a record the store lost). Read it, then write again.
+		if err = c.catchUp(ctx, true); err == nil {
+			c.w.indexed = true
+			attempts, err = cas.Do(ctx, c.svc.policy, c.attemptFn)
+		}
+	}
 	if err != nil {
 		if errors.Is(err, cas.ErrExhausted) {
 			err = &ContentionError{Series: c.name, Attempts: attempts}
@@ -217,6 +236,9 @@ func (c *counter) run(batch []*op) {
 	if c.svc.pins != nil {
 		c.svc.pins.RaiseCounter(c.key, c.cache.value)
 	}
+	if c.svc.history != nil {
+		c.noteCommit(c.w.start, c.cache.value, batch, c.w.seeds)
+	}
 	if c.svc.txr == nil && c.svc.journal != nil && len(c.w.events) > 0 {
 		if err := c.svc.journal.Record(ctx, nil, c.w.events); err != nil {
 			for _, o := range batch {
@@ -226,6 +248,34 @@ func (c *counter) run(batch []*op) {
 			}
 		}
 	}
+}
+
+// errLookUpClaims fails an attempt that found a claim record missing before
+// the History's claims were read for the batch.
+var errLookUpClaims = errors.New("claim record missing: look the request id up in the history")
+
+// checkHistory, on the first write of the counter in this Service, reads the
+// highest number the History records for it; every attempt then refuses a
+// counter below it (deleted, or replayed to an older value by the store).
+// The History is read before the counter, which only grows, so an honest
+// counter is never below it. Later writes need no read: the floor stays.
+func (c *counter) checkHistory(ctx context.Context) error {
+	if c.checked || c.svc.history == nil {
+		return nil
+	}
+	// A first batch with a claim reads the claims in the same walk.
+	claims := false
+	for _, o := range c.w.batch {
+		claims = claims || (o.kind == opClaim && c.svc.txr != nil)
+	}
+	if err := c.catchUp(ctx, claims); err != nil {
+		return fmt.Errorf("check the counter against the ledger: %w", err)
+	}
+	c.view.mu.Lock()
+	c.floor = c.view.highest
+	c.view.mu.Unlock()
+	c.checked = true
+	return nil
 }
 
 // attempt is one try at writing c.w.batch.
@@ -396,7 +446,11 @@ func (c *counter) casAttempt() error {
 // expired request id, overflow) are left in the op; the error returned fails
 // the whole attempt.
 func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, events []Event, err error) {
+	if st.value < c.floor {
+		return false, nil, behind(st.value, c.floor)
+	}
 	start := st.value
+	c.w.start, c.w.seeds = start, c.w.seeds[:0]
 	var served map[string]uint64 // request ids answered in this batch
 	if c.svc.journal != nil {
 		events = make([]Event, 0, len(batch))
@@ -408,6 +462,7 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 				if c.svc.journal != nil {
 					events = append(events, Event{Kind: Seeded, Series: c.series, Partition: c.partition, Number: o.target, From: st.value})
 				}
+				c.w.seeds = append(c.w.seeds, seedRange{from: st.value + 1, to: o.target})
 				st.value = o.target
 			}
 			continue
@@ -440,11 +495,7 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 		switch o.kind {
 		case opClaim:
 			if tx != nil {
-				sealed, err := c.svc.sealer.Seal(claimKey(c.key, o.id), encodeNumber(n))
-				if err != nil {
-					return false, nil, err
-				}
-				if err := tx.Put(claimKey(c.key, o.id), sealed); err != nil {
+				if err := c.putClaim(tx, o.id, n); err != nil {
 					return false, nil, err
 				}
 			} else {
@@ -476,6 +527,13 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 // findClaim looks a Claim's request id up: in its claim record on a
 // transactional store, in the window of st otherwise. An unreadable claim
 // record or an expired id is the op's error (found is false, o.err set).
+//
+// A claim record that is missing is looked up in the History, when there is
+// one: the ledger entry of the allocation carries the request id. If the
+// ledger knows the id, the claim gets the number it got then, and its record
+// is written again; so a store that deletes claim records cannot make a
+// request be answered with two numbers. The History's claims are read once
+// per Service and then caught up incrementally (see ledgerView).
 func (c *counter) findClaim(tx stores.Tx, st *state, o *op) (n uint64, found bool, err error) {
 	if tx == nil {
 		n, found, expired := st.lookup(o.uid)
@@ -484,10 +542,26 @@ func (c *counter) findClaim(tx stores.Tx, st *state, o *op) (n uint64, found boo
 		}
 		return n, found, nil
 	}
-	key := claimKey(c.key, o.id)
+	key := c.svc.claimKey(c.key, o.id)
 	item, err := tx.Get(key)
 	if errors.Is(err, stores.ErrNotFound) {
-		return 0, false, nil
+		if c.svc.history == nil {
+			return 0, false, nil
+		}
+		n, ok, complete := c.claimed(o.id, c.w.start)
+		if !ok && !complete && !c.w.indexed {
+			return 0, false, errLookUpClaims
+		}
+		if !ok {
+			return 0, false, nil
+		}
+		if n > c.w.start {
+			return 0, false, behind(c.w.start, n)
+		}
+		if err := c.putClaim(tx, o.id, n); err != nil {
+			return 0, false, err
+		}
+		return n, true, nil
 	}
 	if err != nil {
 		return 0, false, err
@@ -501,6 +575,16 @@ func (c *counter) findClaim(tx stores.Tx, st *state, o *op) (n uint64, found boo
 		return 0, false, nil
 	}
 	return n, true, nil
+}
+
+// putClaim writes the claim record of id: the number n it got.
+func (c *counter) putClaim(tx stores.Tx, id string, n uint64) error {
+	key := c.svc.claimKey(c.key, id)
+	sealed, err := c.svc.sealer.Seal(key, encodeNumber(n))
+	if err != nil {
+		return err
+	}
+	return tx.Put(key, sealed)
 }
 
 // callBind runs a Bind fn, turning a panic into the op's outcome (re-raised in

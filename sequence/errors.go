@@ -3,6 +3,8 @@ package sequence
 import (
 	"errors"
 	"fmt"
+
+	"github.com/noydb-go/noydb/internal/pins"
 )
 
 // Sentinel errors. Methods wrap them with the operation and the series, so
@@ -78,3 +80,14 @@ func invalid(field, value, reason string) *ValidationError {
 	}
 	return &ValidationError{Field: field, Value: value, Reason: reason}
 }
+
+// ErrRollback: the store serves a counter older than what this device has
+// seen, or older than the numbers the vault's ledger records for it (a
+// counter deleted, or replayed to an earlier value). Nothing was allocated.
+// It is the same error as noydb.ErrRollback.
+var ErrRollback = pins.ErrRollback
+
+// ErrSkipped: Void of a number that SeedTo skipped over, so this series never
+// issued it (it was numbered elsewhere). Errors carrying it also match
+// ErrNotIssued.
+var ErrSkipped = errors.New("number skipped by a seed, never issued here")

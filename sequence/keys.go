@@ -1,6 +1,7 @@
 package sequence
 
 import (
+	"encoding/hex"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -29,17 +30,30 @@ const (
 //
 //	_sequences/<series>                       counter, unpartitioned
 //	_sequences/<series>\x00<partition>        counter, partitioned
-//	<counter key>\x01c\x00<request id>        claim record (transactional stores)
+//	<counter key>\x01c\x00<request id>        claim record (transactional stores, Service without ClaimMAC)
+//	<counter key>\x01h\x00<32 hex digits>     claim record keyed by the MAC of the request id (with ClaimMAC)
 //	<counter key>\x01v\x00<decimal number>    void marker
 //
 // Series names hold no control characters and encoded partitions hold neither
 // NUL nor \x01, so a counter key never contains \x01, and the text before the
-// first \x01 of any key names its counter: the four kinds cannot collide.
+// first \x01 of any key names its counter: the five kinds cannot collide.
 const (
 	sequencesDir = "_sequences/"
 	claimTag     = "\x01c\x00"
+	macClaimTag  = "\x01h\x00"
 	voidTag      = "\x01v\x00"
 )
+
+// MACer computes a keyed MAC, for Config.ClaimMAC. It must encode its parts
+// unambiguously (as crypto.MACer does), return at least 16 bytes, and be safe
+// for concurrent use.
+type MACer interface {
+	MAC(parts ...[]byte) []byte
+}
+
+// claimMACLen is how many bytes of the MAC name a claim record: 128 bits,
+// so two request ids of one counter do not collide.
+const claimMACLen = 16
 
 // checkSeries validates a series name.
 func checkSeries(series string) error {
@@ -155,10 +169,31 @@ func counterKey(prefix, series string, partition []string) (string, error) {
 	return key, nil
 }
 
-func claimKey(counter, requestID string) string { return counter + claimTag + requestID }
+// claimKey is the store key of the claim record of requestID on the counter
+// at key counter: the id itself, or with a ClaimMAC the MAC of counter and
+// id, so the store never sees request ids (they are often order numbers or
+// other business data). The ledger, sealed, still holds the id: a vault whose
+// claim records were keyed by the id before finds them there (see findClaim).
+func (s *Service) claimKey(counter, requestID string) string {
+	if s.claimMAC == nil {
+		return counter + claimTag + requestID
+	}
+	sum := s.claimMAC.MAC([]byte(counter), []byte(requestID))
+	return counter + macClaimTag + hex.EncodeToString(sum[:claimMACLen])
+}
 
 func voidKey(counter string, n uint64) string {
 	return counter + voidTag + strconv.FormatUint(n, 10)
+}
+
+// indexKey is how the in-memory index of claims read from the History keys
+// a request id: the MAC of claimKey when the Service has a ClaimMAC (16
+// bytes, whatever the id's length), the id itself otherwise.
+func (s *Service) indexKey(requestID string) string {
+	if s.claimMAC == nil {
+		return requestID
+	}
+	return string(s.claimMAC.MAC([]byte(requestID))[:claimMACLen])
 }
 
 // checkRequestID validates a request id for Claim.

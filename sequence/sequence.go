@@ -33,6 +33,11 @@ type Config struct {
 	// has seen per counter, so that a store serving an older counter (a
 	// restored snapshot) fails allocation instead of re-issuing numbers.
 	Pins Pins
+	// ClaimMAC, if set, keys claim records by a keyed MAC of the request id
+	// instead of the id, so the store does not see request ids. It must stay
+	// the same for the life of the counters (the vault derives it from its
+	// data key).
+	ClaimMAC MACer
 }
 
 // Pins is the device-local memory of the highest value seen per counter key.
@@ -70,16 +75,17 @@ type Serial struct {
 // same counters still allocate correctly, but they race each other through
 // compare-and-swap retries instead of combining.
 type Service struct {
-	store   stores.Store
-	txr     stores.Transactor // nil when the store has no transactions
-	sealer  Sealer
-	prefix  string
-	journal Journal
-	pins    Pins
-	history History
-	policy  cas.Policy
-	window  int
-	online  bool
+	store    stores.Store
+	txr      stores.Transactor // nil when the store has no transactions
+	sealer   Sealer
+	prefix   string
+	journal  Journal
+	pins     Pins
+	history  History
+	claimMAC MACer
+	policy   cas.Policy
+	window   int
+	online   bool
 
 	mu       sync.Mutex
 	counters map[string]*counter
@@ -101,6 +107,7 @@ func NewService(store stores.Store, sealer Sealer, prefix string, cfg Config) *S
 		journal:  cfg.Journal,
 		pins:     cfg.Pins,
 		history:  cfg.History,
+		claimMAC: cfg.ClaimMAC,
 		policy:   cas.Policy{MaxAttempts: cfg.MaxAttempts},
 		window:   cfg.ClaimWindow,
 		online:   caps.CASAtomic,
@@ -190,6 +197,12 @@ func (s *Service) openState(key string, sealed []byte) (state, error) {
 // calls that arrive while a write is in flight are served together by the
 // next write, which advances the counter by the number of calls and hands
 // them consecutive numbers in arrival order. A failed write takes no number.
+//
+// With a History, the first write of a counter in a Service reads it once
+// (later writes read only what other writers recorded, and only when they
+// need to) and every write fails with an error wrapping ErrRollback, taking
+// nothing, while the counter is below the highest number the History
+// records for it: a counter the store deleted or replayed to an older value.
 //
 // A caller whose context is done while it waits for its turn leaves the queue
 // and takes no number. Once its turn has come (its call is part of a write in
@@ -362,7 +375,11 @@ func (q *Sequence) SeedTo(ctx context.Context, n uint64) error {
 //
 // On a transactional store each claim is recorded under its own key, written
 // in the same transaction as the counter, and remembered for good; any
-// non-empty id without NUL of at most MaxRequestIDLen bytes is accepted. On a
+// non-empty id without NUL of at most MaxRequestIDLen bytes is accepted.
+// With Config.ClaimMAC the key holds a MAC of the id, not the id. With a
+// History, a claim record the store lost is not taken for a new request:
+// the allocation's history entry carries the id, so the claim gets the
+// number it got then and its record is written again. On a
 // store without transactions the counter remembers the last
 // Config.ClaimWindow ids; ids must then be UUIDv7 (see NewRequestID), and a
 // Claim whose id is older than every id the window still holds fails with

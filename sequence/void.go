@@ -15,7 +15,9 @@ import (
 // a missing one. The number stays taken: voiding never rewinds the counter.
 //
 // It fails with ErrNotIssued when n is 0 or above the counter, with
-// ErrAlreadyVoided when n was voided before, with a *ValidationError for an
+// ErrSkipped (which also matches ErrNotIssued) when n is one of the numbers a
+// SeedTo skipped over (known from the History; without one this is not
+// checked), with ErrAlreadyVoided when n was voided before, with a *ValidationError for an
 // empty reason or one longer than MaxReasonLen, and with ErrOffline on a
 // store without atomic compare-and-swap. The Journal gets a Voided event: in
 // the transaction that writes the marker, or after it on a store without
@@ -51,6 +53,18 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 	}
 	if n > current {
 		return q.errorf("void", fmt.Errorf("number %d (the counter is at %d): %w", n, current, ErrNotIssued))
+	}
+	if q.svc.history != nil {
+		// The seed that skipped n, if any, was recorded before the counter
+		// reached n (in the same transaction, or just after on a store
+		// without transactions), so reading the history now finds it.
+		r, skipped, err := q.c.seededOver(ctx, n)
+		if err != nil {
+			return q.errorf("void", err)
+		}
+		if skipped {
+			return q.errorf("void", fmt.Errorf("number %d (SeedTo skipped %d..%d): %w: %w", n, r.from, r.to, ErrSkipped, ErrNotIssued))
+		}
 	}
 	if q.svc.txr != nil {
 		attempts, err := cas.Do(ctx, q.svc.policy, func(int) error {

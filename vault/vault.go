@@ -46,9 +46,10 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 		seqStore = ledgerTurn{Store: cfg.Store, l: v.ledger}
 	}
 	v.seqs = sequence.NewService(seqStore, v.seal, prefix, sequence.Config{
-		Journal: journal{l: v.ledger},
-		History: history{l: v.ledger},
-		Pins:    p,
+		Journal:  journal{l: v.ledger},
+		History:  history{l: v.ledger},
+		Pins:     p,
+		ClaimMAC: crypto.NewMACer(dk.Derive("noydb claim keys v1")),
 	})
 	return v
 }
@@ -149,39 +150,42 @@ func eventKind(k sequence.EventKind) ledger.Kind {
 	}
 }
 
-// history reads a series' facts back from the ledger, for Sequence.Audit.
+// history reads a series' facts back from the ledger, for Sequence.Audit,
+// the check of a counter against the ledger, Claim and Void.
 type history struct{ l *ledger.Ledger }
 
-func (h history) Facts(ctx context.Context, series string, partition []string, fn func(sequence.Fact) error) error {
-	for e, err := range h.l.Read(ctx, 1) {
+func (h history) Facts(ctx context.Context, series string, partition []string, after uint64, fn func(sequence.Fact) error) (uint64, error) {
+	through := after
+	for e, err := range h.l.Read(ctx, after+1) {
 		if err != nil {
-			return err
+			return after, err
 		}
+		through = e.Seq
 		if e.Kind == ledger.RecordDelete {
-			if err := fn(sequence.Fact{Kind: sequence.FactRecordDeleted, Collection: e.Collection, ID: e.ID}); err != nil {
-				return err
+			if err := fn(sequence.Fact{Seq: e.Seq, Kind: sequence.FactRecordDeleted, Collection: e.Collection, ID: e.ID}); err != nil {
+				return after, err
 			}
 			continue
 		}
 		if e.Series != series || !slices.Equal(e.Partition, partition) {
 			continue
 		}
-		f := sequence.Fact{Number: e.Number}
+		f := sequence.Fact{Seq: e.Seq, Number: e.Number}
 		switch e.Kind {
 		case ledger.NumberAllocated:
-			f.Kind = sequence.FactAllocated
+			f.Kind, f.RequestID = sequence.FactAllocated, e.RequestID
 		case ledger.RecordPut:
 			f.Kind, f.Collection, f.ID = sequence.FactBound, e.Collection, e.ID
 		case ledger.NumberVoided:
 			f.Kind, f.Reason = sequence.FactVoided, e.Reason
 		case ledger.SeriesSeeded:
-			f.Kind = sequence.FactSeeded
+			f.Kind, f.From = sequence.FactSeeded, e.From
 		default:
 			continue
 		}
 		if err := fn(f); err != nil {
-			return err
+			return after, err
 		}
 	}
-	return nil
+	return through, nil
 }

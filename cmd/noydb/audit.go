@@ -20,7 +20,7 @@ const (
 	statusMissing = "missing" // at or below the head, but the ledger does not mention it
 )
 
-// auditRow is one number, or a run of seeded or missing numbers (To > Number).
+// auditRow is one number, or a run of unbound, seeded or missing numbers (To > Number).
 type auditRow struct {
 	Number     uint64 `json:"number"`
 	To         uint64 `json:"to,omitempty"`
@@ -88,22 +88,20 @@ tampered ledger fails the audit. Exit status 1 when a number is missing.`,
 }
 
 // auditOf turns the SDK's audit of s into the rows the command prints: one
-// per number, except that a run of seeded or missing numbers (a seed can skip
-// millions) is one row.
+// per run of the report, so a bound or voided number is a row of its own and
+// a run of unbound, seeded or missing numbers (a seed can skip millions) is
+// one row.
 func auditOf(s *sequence.Sequence, r sequence.AuditReport) auditReport {
-	rep := auditReport{Series: r.Series, Partition: r.Partition, Head: r.Head, Numbers: []auditRow{}, Counts: map[string]int{
+	rep := auditReport{Series: r.Series, Partition: r.Partition, Head: r.Head, Numbers: make([]auditRow, 0, len(r.Runs)), Counts: map[string]int{
 		statusBound: r.Bound, statusVoided: r.Voided, statusUnbound: r.Unbound, statusSeeded: r.Seeded, statusMissing: r.Missing,
 	}}
-	for _, n := range r.Numbers {
-		status := n.State.String()
-		if last := len(rep.Numbers) - 1; last >= 0 && (status == statusSeeded || status == statusMissing) {
-			if p := &rep.Numbers[last]; p.Status == status && max(p.To, p.Number)+1 == n.N {
-				p.To = n.N
-				continue
-			}
+	for _, run := range r.Runs {
+		row := auditRow{Number: run.From, Formatted: s.Format(run.From), Status: run.State.String(),
+			Collection: run.Collection, ID: run.ID, Reason: run.Reason}
+		if run.To > run.From {
+			row.To = run.To
 		}
-		rep.Numbers = append(rep.Numbers, auditRow{Number: n.N, Formatted: s.Format(n.N), Status: status,
-			Collection: n.Collection, ID: n.ID, Reason: n.Reason})
+		rep.Numbers = append(rep.Numbers, row)
 	}
 	return rep
 }

@@ -44,7 +44,8 @@ type invoice struct {
 }
 
 // TestAudit checks the command's rendering of Sequence.Audit: one row per
-// number, runs of seeded numbers folded, other series kept out.
+// bound or voided number, runs of unbound and seeded numbers folded, other
+// series kept out.
 func TestAudit(t *testing.T) {
 	ctx := context.Background()
 	v := openTestVault(t, memstore.New())
@@ -94,13 +95,29 @@ func TestAudit(t *testing.T) {
 	}, rep.Numbers)
 	assert.Equal(t, map[string]int{statusBound: 3, statusVoided: 1, statusUnbound: 1, statusSeeded: 6, statusMissing: 0}, rep.Counts)
 
-	// A voided number inside a seeded run splits the run.
-	require.NoError(t, seq.Void(ctx, 7, "spoiled"))
+	// A number inside a seeded run was never issued here: it cannot be voided.
+	assert.ErrorIs(t, seq.Void(ctx, 7, "spoiled"), sequence.ErrSkipped)
+
+	// Consecutive unbound numbers are one row; a voided one splits them.
+	for range 3 { // 12..14
+		_, err = seq.Next(ctx)
+		require.NoError(t, err)
+	}
+	require.NoError(t, seq.Void(ctx, 13, "spoiled"))
 	rep = audit(t, seq)
-	assert.Equal(t, auditRow{Number: 5, To: 6, Formatted: "2026/005", Status: statusSeeded}, rep.Numbers[4])
-	assert.Equal(t, auditRow{Number: 7, Formatted: "2026/007", Status: statusVoided, Reason: "spoiled"}, rep.Numbers[5])
-	assert.Equal(t, auditRow{Number: 8, To: 10, Formatted: "2026/008", Status: statusSeeded}, rep.Numbers[6])
-	assert.Equal(t, 5, rep.Counts[statusSeeded])
+	assert.Equal(t, []auditRow{
+		{Number: 12, Formatted: "2026/012", Status: statusUnbound},
+		{Number: 13, Formatted: "2026/013", Status: statusVoided, Reason: "spoiled"},
+		{Number: 14, Formatted: "2026/014", Status: statusUnbound},
+	}, rep.Numbers[6:])
+	for range 2 { // 15, 16
+		_, err = seq.Next(ctx)
+		require.NoError(t, err)
+	}
+	rep = audit(t, seq)
+	assert.Equal(t, auditRow{Number: 14, To: 16, Formatted: "2026/014", Status: statusUnbound}, rep.Numbers[8])
+	assert.Equal(t, 6, rep.Counts[statusSeeded])
+	assert.Equal(t, 5, rep.Counts[statusUnbound]) // 4, 12, 14..16
 }
 
 // The command's status names are the SDK's state names.
