@@ -173,13 +173,38 @@ func (c *chain) atPin(r record) error {
 
 // listStored lists the stored entries from c.next to last (and perhaps a
 // few keys around them): one List of the narrowest prefix covering the range.
-func (l *Ledger) listStored(ctx context.Context, from, last uint64) iter.Seq2[stores.Item, error] {
+// It yields each item with its position (ok false: not a position key). A
+// key outside the listed prefix ends the listing with an error wrapping
+// stores.ErrMisbehaving: nothing more is trusted from that answer.
+func (l *Ledger) listStored(ctx context.Context, from, last uint64) iter.Seq2[listed, error] {
 	lo, hi := appendSeq(nil, from), appendSeq(nil, last)
 	n := 0
 	for n < len(lo) && lo[n] == hi[n] {
 		n++
 	}
-	return l.store.List(ctx, l.dir+string(lo[:n]))
+	prefix := l.dir + string(lo[:n])
+	return func(yield func(listed, error) bool) {
+		for it, err := range l.store.List(ctx, prefix) {
+			if err == nil {
+				err = stores.CheckListed(prefix, it.Key)
+			}
+			if err != nil {
+				yield(listed{}, fmt.Errorf("ledger: %w", err))
+				return
+			}
+			seq, ok := parseSeq(it.Key[len(l.dir):])
+			if !yield(listed{Item: it, seq: seq, ok: ok}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// listed is a stored item with the position its key names.
+type listed struct {
+	stores.Item
+	seq uint64
+	ok  bool // the key names a position
 }
 
 // walkStored checks and passes to fn the entries at their own keys from
@@ -189,7 +214,7 @@ func (l *Ledger) walkStored(ctx context.Context, c *chain, last uint64, skim boo
 		if err != nil {
 			return false, err
 		}
-		seq, ok := parseSeq(it.Key[len(l.dir):])
+		seq, ok := it.seq, it.ok
 		if !ok || seq < c.next {
 			continue
 		}
@@ -222,6 +247,7 @@ const chunkSize = 256
 // chunk is a run of consecutive stored entries checked by one worker.
 type chunk struct {
 	items []stores.Item
+	first uint64        // the position of items[0]
 	recs  []record      // the entries that opened and chain onto each other, from the first
 	err   error         // the problem after recs, if any
 	ready chan struct{} // closed when recs and err are set
@@ -278,7 +304,7 @@ func (l *Ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, 
 				fail(err)
 				return
 			}
-			seq, ok := parseSeq(it.Key[len(l.dir):])
+			seq, ok := it.seq, it.ok
 			if !ok || seq < next {
 				continue
 			}
@@ -290,7 +316,10 @@ func (l *Ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, 
 				return
 			}
 			next++
-			cur.items = append(cur.items, it)
+			cur.items = append(cur.items, it.Item)
+			if len(cur.items) == 1 {
+				cur.first = seq
+			}
 			if len(cur.items) == chunkSize {
 				if !send(cur) {
 					return
@@ -335,12 +364,7 @@ func (l *Ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, 
 func (l *Ledger) checkChunk(ch *chunk, skim bool) {
 	ch.recs = make([]record, 0, len(ch.items))
 	for i, it := range ch.items {
-		seq := uint64(0)
-		if i == 0 {
-			seq, _ = parseSeq(it.Key[len(l.dir):])
-		} else {
-			seq = ch.recs[i-1].entry.Seq + 1
-		}
+		seq := ch.first + uint64(i)
 		r, err := l.openEntry(it.Key, seq, it.Value, skim)
 		if err != nil {
 			ch.err = err
