@@ -94,6 +94,7 @@ type Ledger struct {
 	lastSealed []byte     // the head bytes this Ledger last wrote in a transaction
 	lastHead   headState  // what lastSealed decodes to
 	inTurn     bool       // an Update is running: AppendTx notes the heads it seals
+	turnPin    Head       // the pin taken before the Update's transaction began
 	turnHeads  []turnHead // heads sealed by AppendTx during the current Update attempt
 	queue      []*request // Append calls waiting for a commit
 	leading    bool       // a goroutine is committing a group
@@ -202,7 +203,16 @@ func (l *Ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 	if _, err := checkBatch(entries); err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
-	recs, hs, err := l.appendTx(tx, l.planOf(entries))
+	// In an Update's turn, the pin is the one taken before its transaction
+	// began (see appendTx); a transaction of the caller's own is checked
+	// against the pin as it is now.
+	l.mu.Lock()
+	inTurn, pin := l.inTurn, l.turnPin
+	l.mu.Unlock()
+	if !inTurn {
+		pin = l.pinned()
+	}
+	recs, hs, err := l.appendTx(tx, l.planOf(entries), pin)
 	if err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
@@ -283,9 +293,10 @@ func (l *Ledger) commit(ctx context.Context, plan planFunc) ([]record, Head, err
 	attempts, err := cas.Do(ctx, l.policy, func(int) error {
 		var err error
 		if l.tr != nil {
+			pin := l.pinned() // before the transaction's snapshot: see appendTx
 			err = l.tr.Update(ctx, func(tx stores.Tx) error {
 				var err error
-				recs, head, err = l.appendTx(tx, plan)
+				recs, head, err = l.appendTx(tx, plan, pin)
 				return err
 			})
 		} else {
@@ -317,8 +328,9 @@ func (l *Ledger) runUpdate(ctx context.Context, fn func(stores.Tx) error) error 
 	var committed Head
 	attempts, err := cas.Do(ctx, l.policy, func(int) error {
 		committed = Head{}
+		pin := l.pinned() // before the transaction's snapshot: see appendTx
 		l.mu.Lock()
-		l.inTurn, l.turnHeads = true, l.turnHeads[:0]
+		l.inTurn, l.turnHeads, l.turnPin = true, l.turnHeads[:0], pin
 		l.mu.Unlock()
 		return l.tr.Update(ctx, func(tx stores.Tx) error {
 			if err := fn(tx); err != nil {
@@ -342,7 +354,7 @@ func (l *Ledger) runUpdate(ctx context.Context, fn func(stores.Tx) error) error 
 	})
 	l.mu.Lock()
 	clear(l.turnHeads) // drop references to the sealed bytes; keep the capacity
-	l.inTurn, l.turnHeads = false, l.turnHeads[:0]
+	l.inTurn, l.turnHeads, l.turnPin = false, l.turnHeads[:0], Head{}
 	l.mu.Unlock()
 	if errors.Is(err, cas.ErrExhausted) {
 		return fmt.Errorf("ledger update: %w after %d attempts", ErrContention, attempts)
@@ -385,9 +397,15 @@ func (l *Ledger) raisePin(h Head) {
 // appendTx is one append attempt inside a transaction: entries and head are
 // written together. A head left with pending entries by a compare-and-swap
 // writer has them written out too.
-func (l *Ledger) appendTx(tx stores.Tx, plan planFunc) ([]record, Head, error) {
+//
+// pin is the device's pin taken before the transaction began. A transaction
+// may read a snapshot taken when it began (badger's do), older than heads
+// that this process saw, and pinned, while it ran; a pin taken inside would
+// make such an honest, merely stale, read look like a rollback. Every head
+// pinned before the transaction began was committed before it began, so
+// its snapshot holds that head or a later one unless the store rolled back.
+func (l *Ledger) appendTx(tx stores.Tx, plan planFunc, pin Head) ([]record, Head, error) {
 	var hs headState
-	pin := l.pinned()
 	it, err := tx.Get(l.headKey)
 	switch {
 	case errors.Is(err, stores.ErrNotFound):

@@ -93,7 +93,12 @@ func (l *Ledger) Verify(ctx context.Context) (Report, error) {
 // head, stopping early when fn returns false, and returns the head it read.
 // With skim, fn gets entries without their strings (see decodeEntry).
 func (l *Ledger) walk(ctx context.Context, from uint64, skim bool, fn func(Entry) bool) (Head, error) {
-	hs, _, err := l.loadHead(ctx)
+	// The pin as it was before the head was read is what the whole walk is
+	// checked against: appends of this process (or reads of other writers'
+	// appends) may raise the pin while the walk runs, past the head it read,
+	// and that is no rollback.
+	pin := l.pinned()
+	hs, _, err := l.loadHeadAfter(ctx, pin)
 	if err != nil {
 		return Head{}, err
 	}
@@ -104,10 +109,7 @@ func (l *Ledger) walk(ctx context.Context, from uint64, skim bool, fn func(Entry
 	if from > hs.Seq {
 		return head, nil
 	}
-	c := &chain{l: l, next: from}
-	if l.pins != nil {
-		c.pin, _ = l.pins.LedgerPin(l.dir)
-	}
+	c := &chain{l: l, next: from, pin: pin}
 	if from > 1 {
 		r, err := l.entryAt(ctx, hs, from-1)
 		if err != nil {
@@ -150,7 +152,7 @@ type chain struct {
 	l    *Ledger
 	prev []byte
 	next uint64
-	pin  uint64 // the pinned position, whose MAC must match the pin's
+	pin  Head // the device's pin when the walk began: the entry there must carry its MAC
 }
 
 // link checks that r is the next entry and chains onto prev, and advances.
@@ -163,12 +165,15 @@ func (c *chain) link(r record) error {
 	return c.atPin(r)
 }
 
-// atPin checks r against the device's pin when r is at the pinned position.
+// atPin checks r against the pin taken when the walk began, when r is at
+// the pinned position: another MAC there is another history than the one
+// this device saw. The pin may have moved on since; that is not held
+// against r. The error is the Pins' own (a rollback).
 func (c *chain) atPin(r record) error {
-	if c.pin != 0 && r.entry.Seq == c.pin {
-		return c.l.pins.CheckLedger(c.l.dir, c.pin, r.mac())
+	if c.pin.Seq == 0 || r.entry.Seq != c.pin.Seq || hmac.Equal(r.mac(), c.pin.MAC) {
+		return nil
 	}
-	return nil
+	return c.l.pins.CheckLedger(c.l.dir, r.entry.Seq, r.mac())
 }
 
 // listStored lists the stored entries from c.next to last (and perhaps a

@@ -185,6 +185,7 @@ type work struct {
 	next   state  // the state the attempt wrote
 	sealed []byte // the bytes the attempt wrote (or read, if it wrote nothing)
 	buf    []byte // plaintext scratch
+	pin    uint64 // the counter's pin, taken before the transaction began
 }
 
 func newCounter(svc *Service, key, series string, partition []string) *counter {
@@ -235,6 +236,9 @@ func (c *counter) attempt(int) error {
 	}
 	c.w.events = nil
 	if c.needsTx() {
+		// Taken before the transaction's snapshot, which may be older than a
+		// value pinned while it runs (see ledger's appendTx).
+		c.w.pin = c.svc.pinOf(c.key)
 		if err := c.svc.txr.Update(c.w.ctx, c.txFn); err != nil {
 			return err
 		}
@@ -299,7 +303,7 @@ func batchContext(batch []*op) (context.Context, func()) {
 // txBody applies c.w.batch inside a store transaction. Its outcome reaches
 // the cache only if the transaction commits.
 func (c *counter) txBody(tx stores.Tx) error {
-	pin := c.svc.pinOf(c.key)
+	pin := c.w.pin
 	item, err := tx.Get(c.key)
 	var st state
 	switch {

@@ -3,6 +3,7 @@ package sequence_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/badgerstore"
 )
 
 // hammer runs workers goroutines that each call next calls times and returns
@@ -217,4 +219,89 @@ func TestJournalEvents(t *testing.T) {
 	assert.Equal(t, "seeded", sequence.Seeded.String())
 	assert.Equal(t, "voided", sequence.Voided.String())
 	assert.Equal(t, "unknown", sequence.EventKind(0).String())
+}
+
+// counterPins is an in-memory sequence.Pins.
+type counterPins struct {
+	mu   sync.Mutex
+	pins map[string]uint64
+}
+
+var errCounterRollback = errors.New("test pins: counter rolled back")
+
+func (p *counterPins) CounterPin(key string) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pins[key]
+}
+
+func (p *counterPins) CheckCounter(key string, value uint64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if value < p.pins[key] {
+		return fmt.Errorf("counter %d, pinned %d: %w", value, p.pins[key], errCounterRollback)
+	}
+	return nil
+}
+
+func (p *counterPins) RaiseCounter(key string, value uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pins == nil {
+		p.pins = map[string]uint64{}
+	}
+	p.pins[key] = max(p.pins[key], value)
+}
+
+// hookStore runs a hook once at the start of its next transaction, after the
+// transaction began: what the hook writes is newer than the snapshot the
+// transaction reads on badger.
+type hookStore struct {
+	stores.Store
+	tr stores.Transactor
+
+	mu   sync.Mutex
+	hook func()
+}
+
+func (h *hookStore) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+	return h.tr.Update(ctx, func(tx stores.Tx) error {
+		h.mu.Lock()
+		hook := h.hook
+		h.hook = nil
+		h.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
+		return fn(tx)
+	})
+}
+
+// A counter transaction whose snapshot is older than a value pinned while it
+// ran (another service sharing the pins took a number) is stale, not rolled
+// back: it is retried and takes the next number.
+func TestStaleCounterSnapshotIsNotRollback(t *testing.T) {
+	ctx := context.Background()
+	st, err := badgerstore.Open("", &badgerstore.Options{InMemory: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	pins := &counterPins{}
+	hs := &hookStore{Store: st, tr: st}
+	sealer := newSealer()
+	mine := mustSequence(t, sequence.NewService(hs, sealer, "v/", sequence.Config{Journal: &journal{}, Pins: pins}), "inv")
+	other := mustSequence(t, sequence.NewService(st, sealer, "v/", sequence.Config{Journal: &journal{}, Pins: pins}), "inv")
+
+	n, err := mine.Next(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), n)
+	hs.mu.Lock()
+	hs.hook = func() {
+		n, err := other.Next(ctx)
+		require.NoError(t, err)
+		require.Equal(t, uint64(2), n)
+	}
+	hs.mu.Unlock()
+	n, err = mine.Next(ctx)
+	require.NoError(t, err, "a stale snapshot is retried, not a rollback")
+	assert.Equal(t, uint64(3), n)
 }
