@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,5 +182,44 @@ func TestRolledBackHeadInTransactionIsRollback(t *testing.T) {
 		assert.ErrorIs(t, err, errRollback, "Update")
 		_, err = l.Verify(ctx)
 		assert.ErrorIs(t, err, errRollback, "Verify")
+	})
+}
+
+// Many concurrent Append calls are combined into commits that a store can
+// carry, even when each entry grows by a long actor as it is built: on a
+// store without transactions the head carries a whole group, and must stay
+// within stores.MaxValueLen. No caller fails for being one of many.
+func TestManyAppendCallersLongActor(t *testing.T) {
+	const callers = 6000
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		ctx := context.Background()
+		l := ledger.New(st, newSealer(nil), macer{macKey}, prefix, ledger.Options{
+			Actor: strings.Repeat("a", 1000),
+			Now:   func() time.Time { return fixedNow },
+		})
+		start := make(chan struct{})
+		errs := make(chan error, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				<-start
+				_, err := l.Append(ctx, fact(i+1))
+				errs <- err
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		failed := 0
+		for err := range errs {
+			if err != nil {
+				if failed < 3 {
+					t.Error(err)
+				}
+				failed++
+			}
+		}
+		require.Zero(t, failed, "callers failed")
+		verifyClean(t, l, callers)
 	})
 }

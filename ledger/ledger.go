@@ -635,14 +635,21 @@ func (l *Ledger) group(ctx context.Context, req *request) (Head, error) {
 // first) and then passes the lead on.
 func (l *Ledger) lead(ctx context.Context) {
 	l.mu.Lock()
+	// A group is cut to what one commit carries: the entries as built add
+	// the actor and the MAC to what checkBatch counted, and a group's head
+	// must stay under stores.MaxValueLen when it carries the entries. The
+	// first request always goes, alone if need be (it is within
+	// MaxBatchBytes), so no caller fails for being one of many.
+	perEntry := len(l.actor) + maxMAC
 	n, cost, count := 0, 0, 0
 	for n < len(l.queue) {
 		r := l.queue[n]
+		rc := r.cost + len(r.entries)*perEntry
 		if n > 0 && (r.update != nil || l.queue[0].update != nil ||
-			cost+r.cost > groupBudget || count+len(r.entries) > groupMaxEntries) {
+			cost+rc > groupBudget || count+len(r.entries) > groupMaxEntries) {
 			break
 		}
-		cost += r.cost
+		cost += rc
 		count += len(r.entries)
 		n++
 	}
