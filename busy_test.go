@@ -166,7 +166,7 @@ func TestTwoDBsOneStoreNoFalseRollback(t *testing.T) {
 	}
 	errs := &errCounter{t: t}
 	deadline := busyDeadline(t)
-	const workers, calls = 4, 400 // per DB
+	const workers, calls = 4, 300 // per DB
 
 	var wg sync.WaitGroup
 	got := make([][]uint64, 2*workers)
