@@ -196,6 +196,14 @@ func (l *Ledger) AppendAfter(ctx context.Context, expect Head, entries ...Entry)
 // head through tx, so they commit or roll back with the caller's other
 // writes. It does not retry; a conflict surfaces from the caller's Update,
 // which may run again. The returned head is valid only if tx commits.
+//
+// With Options.Pins, the head is checked against the pin taken before the
+// transaction began when AppendTx runs inside Update (so a snapshot that
+// is merely older than a head this device saw meanwhile is a conflict to
+// retry, not a rollback). In a transaction the caller began itself, the
+// pin is taken by AppendTx: on a store whose transactions read a snapshot
+// (badger), a head this process saw after that transaction began fails it
+// as a rollback. Append through Update to avoid that.
 func (l *Ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (Head, error) {
 	if err := ctx.Err(); err != nil {
 		return Head{}, err
