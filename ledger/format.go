@@ -207,7 +207,12 @@ func decodeHead(plain []byte) (headState, error) {
 
 // loadHead reads the head record and its store version (0: no head yet).
 func (l *Ledger) loadHead(ctx context.Context) (headState, uint64, error) {
-	pin := l.pinned()
+	return l.loadHeadAfter(ctx, l.pinned())
+}
+
+// loadHeadAfter is loadHead checking the head against pin, the device's pin
+// taken before the read.
+func (l *Ledger) loadHeadAfter(ctx context.Context, pin Head) (headState, uint64, error) {
 	it, err := l.store.Get(ctx, l.headKey)
 	if errors.Is(err, stores.ErrNotFound) {
 		return headState{}, 0, l.checkPin(Head{}, pin)

@@ -94,6 +94,7 @@ type Ledger struct {
 	lastSealed []byte     // the head bytes this Ledger last wrote in a transaction
 	lastHead   headState  // what lastSealed decodes to
 	inTurn     bool       // an Update is running: AppendTx notes the heads it seals
+	turnPin    Head       // the pin taken before the Update's transaction began
 	turnHeads  []turnHead // heads sealed by AppendTx during the current Update attempt
 	queue      []*request // Append calls waiting for a commit
 	leading    bool       // a goroutine is committing a group
@@ -195,6 +196,14 @@ func (l *Ledger) AppendAfter(ctx context.Context, expect Head, entries ...Entry)
 // head through tx, so they commit or roll back with the caller's other
 // writes. It does not retry; a conflict surfaces from the caller's Update,
 // which may run again. The returned head is valid only if tx commits.
+//
+// With Options.Pins, the head is checked against the pin taken before the
+// transaction began when AppendTx runs inside Update (so a snapshot that
+// is merely older than a head this device saw meanwhile is a conflict to
+// retry, not a rollback). In a transaction the caller began itself, the
+// pin is taken by AppendTx: on a store whose transactions read a snapshot
+// (badger), a head this process saw after that transaction began fails it
+// as a rollback. Append through Update to avoid that.
 func (l *Ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (Head, error) {
 	if err := ctx.Err(); err != nil {
 		return Head{}, err
@@ -202,7 +211,16 @@ func (l *Ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 	if _, err := checkBatch(entries); err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
-	recs, hs, err := l.appendTx(tx, l.planOf(entries))
+	// In an Update's turn, the pin is the one taken before its transaction
+	// began (see appendTx); a transaction of the caller's own is checked
+	// against the pin as it is now.
+	l.mu.Lock()
+	inTurn, pin := l.inTurn, l.turnPin
+	l.mu.Unlock()
+	if !inTurn {
+		pin = l.pinned()
+	}
+	recs, hs, err := l.appendTx(tx, l.planOf(entries), pin)
 	if err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
@@ -283,9 +301,10 @@ func (l *Ledger) commit(ctx context.Context, plan planFunc) ([]record, Head, err
 	attempts, err := cas.Do(ctx, l.policy, func(int) error {
 		var err error
 		if l.tr != nil {
+			pin := l.pinned() // before the transaction's snapshot: see appendTx
 			err = l.tr.Update(ctx, func(tx stores.Tx) error {
 				var err error
-				recs, head, err = l.appendTx(tx, plan)
+				recs, head, err = l.appendTx(tx, plan, pin)
 				return err
 			})
 		} else {
@@ -317,8 +336,9 @@ func (l *Ledger) runUpdate(ctx context.Context, fn func(stores.Tx) error) error 
 	var committed Head
 	attempts, err := cas.Do(ctx, l.policy, func(int) error {
 		committed = Head{}
+		pin := l.pinned() // before the transaction's snapshot: see appendTx
 		l.mu.Lock()
-		l.inTurn, l.turnHeads = true, l.turnHeads[:0]
+		l.inTurn, l.turnHeads, l.turnPin = true, l.turnHeads[:0], pin
 		l.mu.Unlock()
 		return l.tr.Update(ctx, func(tx stores.Tx) error {
 			if err := fn(tx); err != nil {
@@ -342,7 +362,7 @@ func (l *Ledger) runUpdate(ctx context.Context, fn func(stores.Tx) error) error 
 	})
 	l.mu.Lock()
 	clear(l.turnHeads) // drop references to the sealed bytes; keep the capacity
-	l.inTurn, l.turnHeads = false, l.turnHeads[:0]
+	l.inTurn, l.turnHeads, l.turnPin = false, l.turnHeads[:0], Head{}
 	l.mu.Unlock()
 	if errors.Is(err, cas.ErrExhausted) {
 		return fmt.Errorf("ledger update: %w after %d attempts", ErrContention, attempts)
@@ -385,9 +405,15 @@ func (l *Ledger) raisePin(h Head) {
 // appendTx is one append attempt inside a transaction: entries and head are
 // written together. A head left with pending entries by a compare-and-swap
 // writer has them written out too.
-func (l *Ledger) appendTx(tx stores.Tx, plan planFunc) ([]record, Head, error) {
+//
+// pin is the device's pin taken before the transaction began. A transaction
+// may read a snapshot taken when it began (badger's do), older than heads
+// that this process saw, and pinned, while it ran; a pin taken inside would
+// make such an honest, merely stale, read look like a rollback. Every head
+// pinned before the transaction began was committed before it began, so
+// its snapshot holds that head or a later one unless the store rolled back.
+func (l *Ledger) appendTx(tx stores.Tx, plan planFunc, pin Head) ([]record, Head, error) {
 	var hs headState
-	pin := l.pinned()
 	it, err := tx.Get(l.headKey)
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
@@ -617,14 +643,21 @@ func (l *Ledger) group(ctx context.Context, req *request) (Head, error) {
 // first) and then passes the lead on.
 func (l *Ledger) lead(ctx context.Context) {
 	l.mu.Lock()
+	// A group is cut to what one commit carries: the entries as built add
+	// the actor and the MAC to what checkBatch counted, and a group's head
+	// must stay under stores.MaxValueLen when it carries the entries. The
+	// first request always goes, alone if need be (it is within
+	// MaxBatchBytes), so no caller fails for being one of many.
+	perEntry := len(l.actor) + maxMAC
 	n, cost, count := 0, 0, 0
 	for n < len(l.queue) {
 		r := l.queue[n]
+		rc := r.cost + len(r.entries)*perEntry
 		if n > 0 && (r.update != nil || l.queue[0].update != nil ||
-			cost+r.cost > groupBudget || count+len(r.entries) > groupMaxEntries) {
+			cost+rc > groupBudget || count+len(r.entries) > groupMaxEntries) {
 			break
 		}
-		cost += r.cost
+		cost += rc
 		count += len(r.entries)
 		n++
 	}

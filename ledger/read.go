@@ -93,7 +93,12 @@ func (l *Ledger) Verify(ctx context.Context) (Report, error) {
 // head, stopping early when fn returns false, and returns the head it read.
 // With skim, fn gets entries without their strings (see decodeEntry).
 func (l *Ledger) walk(ctx context.Context, from uint64, skim bool, fn func(Entry) bool) (Head, error) {
-	hs, _, err := l.loadHead(ctx)
+	// The pin as it was before the head was read is what the whole walk is
+	// checked against: appends of this process (or reads of other writers'
+	// appends) may raise the pin while the walk runs, past the head it read,
+	// and that is no rollback.
+	pin := l.pinned()
+	hs, _, err := l.loadHeadAfter(ctx, pin)
 	if err != nil {
 		return Head{}, err
 	}
@@ -104,10 +109,7 @@ func (l *Ledger) walk(ctx context.Context, from uint64, skim bool, fn func(Entry
 	if from > hs.Seq {
 		return head, nil
 	}
-	c := &chain{l: l, next: from}
-	if l.pins != nil {
-		c.pin, _ = l.pins.LedgerPin(l.dir)
-	}
+	c := &chain{l: l, next: from, pin: pin}
 	if from > 1 {
 		r, err := l.entryAt(ctx, hs, from-1)
 		if err != nil {
@@ -150,7 +152,7 @@ type chain struct {
 	l    *Ledger
 	prev []byte
 	next uint64
-	pin  uint64 // the pinned position, whose MAC must match the pin's
+	pin  Head // the device's pin when the walk began: the entry there must carry its MAC
 }
 
 // link checks that r is the next entry and chains onto prev, and advances.
@@ -163,23 +165,51 @@ func (c *chain) link(r record) error {
 	return c.atPin(r)
 }
 
-// atPin checks r against the device's pin when r is at the pinned position.
+// atPin checks r against the pin taken when the walk began, when r is at
+// the pinned position: another MAC there is another history than the one
+// this device saw. The pin may have moved on since; that is not held
+// against r. The error is the Pins' own (a rollback).
 func (c *chain) atPin(r record) error {
-	if c.pin != 0 && r.entry.Seq == c.pin {
-		return c.l.pins.CheckLedger(c.l.dir, c.pin, r.mac())
+	if c.pin.Seq == 0 || r.entry.Seq != c.pin.Seq || hmac.Equal(r.mac(), c.pin.MAC) {
+		return nil
 	}
-	return nil
+	return c.l.pins.CheckLedger(c.l.dir, r.entry.Seq, r.mac())
 }
 
 // listStored lists the stored entries from c.next to last (and perhaps a
 // few keys around them): one List of the narrowest prefix covering the range.
-func (l *Ledger) listStored(ctx context.Context, from, last uint64) iter.Seq2[stores.Item, error] {
+// It yields each item with its position (ok false: not a position key). A
+// key outside the listed prefix ends the listing with an error wrapping
+// stores.ErrMisbehaving: nothing more is trusted from that answer.
+func (l *Ledger) listStored(ctx context.Context, from, last uint64) iter.Seq2[listed, error] {
 	lo, hi := appendSeq(nil, from), appendSeq(nil, last)
 	n := 0
 	for n < len(lo) && lo[n] == hi[n] {
 		n++
 	}
-	return l.store.List(ctx, l.dir+string(lo[:n]))
+	prefix := l.dir + string(lo[:n])
+	return func(yield func(listed, error) bool) {
+		for it, err := range l.store.List(ctx, prefix) {
+			if err == nil {
+				err = stores.CheckListed(prefix, it.Key)
+			}
+			if err != nil {
+				yield(listed{}, fmt.Errorf("ledger: %w", err))
+				return
+			}
+			seq, ok := parseSeq(it.Key[len(l.dir):])
+			if !yield(listed{Item: it, seq: seq, ok: ok}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// listed is a stored item with the position its key names.
+type listed struct {
+	stores.Item
+	seq uint64
+	ok  bool // the key names a position
 }
 
 // walkStored checks and passes to fn the entries at their own keys from
@@ -189,7 +219,7 @@ func (l *Ledger) walkStored(ctx context.Context, c *chain, last uint64, skim boo
 		if err != nil {
 			return false, err
 		}
-		seq, ok := parseSeq(it.Key[len(l.dir):])
+		seq, ok := it.seq, it.ok
 		if !ok || seq < c.next {
 			continue
 		}
@@ -222,6 +252,7 @@ const chunkSize = 256
 // chunk is a run of consecutive stored entries checked by one worker.
 type chunk struct {
 	items []stores.Item
+	first uint64        // the position of items[0]
 	recs  []record      // the entries that opened and chain onto each other, from the first
 	err   error         // the problem after recs, if any
 	ready chan struct{} // closed when recs and err are set
@@ -278,7 +309,7 @@ func (l *Ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, 
 				fail(err)
 				return
 			}
-			seq, ok := parseSeq(it.Key[len(l.dir):])
+			seq, ok := it.seq, it.ok
 			if !ok || seq < next {
 				continue
 			}
@@ -290,7 +321,10 @@ func (l *Ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, 
 				return
 			}
 			next++
-			cur.items = append(cur.items, it)
+			cur.items = append(cur.items, it.Item)
+			if len(cur.items) == 1 {
+				cur.first = seq
+			}
 			if len(cur.items) == chunkSize {
 				if !send(cur) {
 					return
@@ -335,12 +369,7 @@ func (l *Ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, 
 func (l *Ledger) checkChunk(ch *chunk, skim bool) {
 	ch.recs = make([]record, 0, len(ch.items))
 	for i, it := range ch.items {
-		seq := uint64(0)
-		if i == 0 {
-			seq, _ = parseSeq(it.Key[len(l.dir):])
-		} else {
-			seq = ch.recs[i-1].entry.Seq + 1
-		}
+		seq := ch.first + uint64(i)
 		r, err := l.openEntry(it.Key, seq, it.Value, skim)
 		if err != nil {
 			ch.err = err

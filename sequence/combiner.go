@@ -3,6 +3,7 @@ package sequence
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -21,10 +22,14 @@ import (
 // SeedTo, Bind) are submitted to it. If no write is in flight the submitter
 // becomes the leader and writes at once, for itself alone. Submitters that
 // arrive while a write is in flight queue up; when the write ends, the leader
-// hands the whole queue, as one batch, to the first queued submitter, which
+// hands the queue, as one batch, to the first queued submitter, which
 // becomes the next leader and applies the batch in one write (one
 // transaction or one compare-and-swap), in arrival order. There is no timer:
-// a batch is exactly what queued up during the previous write.
+// a batch is what queued up during the previous write, cut to what one
+// commit can carry (see cutBatch); the rest stays queued for the next
+// write. A batch of several ops that the store still refuses as too big is
+// written in halves, one after the other, so that no caller ever fails for
+// being one of many.
 //
 // The leader owns the cache of the record it last wrote, so the hot path
 // neither decrypts nor re-reads: in a transaction, the stored bytes are
@@ -137,12 +142,14 @@ func (c *counter) submit(o *op) {
 // calling goroutine.
 func (c *counter) lead(self *op, batch []*op) {
 	completed := false
+	done := 0 // batch[:done] have their final outcome
 	defer func() {
 		if !completed {
 			// A panic (in a Sealer, a Journal or the store) is on its way up
-			// this goroutine; the other callers must not wait forever.
+			// this goroutine; the other callers must not wait forever. What
+			// the halves written before it took stays taken.
 			c.cacheValid, c.cacheSealed = false, nil
-			for _, o := range batch {
+			for _, o := range batch[done:] {
 				o.n, o.fresh = 0, false
 				if o.err == nil {
 					o.err = errLeaderPanicked
@@ -151,17 +158,96 @@ func (c *counter) lead(self *op, batch []*op) {
 		}
 		c.handOff(self, batch)
 	}()
-	c.run(batch)
+	c.runSplit(batch, &done)
 	completed = true
+}
+
+// runSplit writes batch and, if the store refused it as too big while it
+// holds several ops, writes its halves one after the other instead. It
+// advances *done past the ops whose outcome is final.
+func (c *counter) runSplit(batch []*op, done *int) {
+	c.run(batch)
+	if len(batch) > 1 && refusedAsTooBig(batch) {
+		half := len(batch) / 2
+		c.runSplit(batch[:half], done)
+		c.runSplit(batch[half:], done)
+		return
+	}
+	*done += len(batch)
+}
+
+// refusedAsTooBig reports whether the write of batch failed as a whole
+// because the store found it too big (stores.ErrTooLarge, as badger's
+// transaction size limit is reported): nothing was taken, and an op failed
+// with that error.
+func refusedAsTooBig(batch []*op) bool {
+	tooBig := false
+	for _, o := range batch {
+		if o.fresh || o.n != 0 {
+			return false // the write committed
+		}
+		tooBig = tooBig || errors.Is(o.err, stores.ErrTooLarge)
+	}
+	return tooBig
 }
 
 var errLeaderPanicked = errors.New("write abandoned: a panic in the goroutine writing it")
 
-// handOff passes the queue to its next leader and wakes the other members of batch.
+// Batch limits: what one commit carries. Each op of a batch may make one
+// Journal event, and the Journal records a batch's events in one append,
+// which the vault's ledger bounds (ledger.MaxBatchBytes, 1 MiB, by the
+// entries' encoded size); a Bind op also writes the caller's records, of up
+// to stores.MaxValueLen each, in the batch's transaction.
+const (
+	// maxBatchOps bounds the ops of one batch.
+	maxBatchOps = 4096
+	// maxBatchBinds bounds the Bind ops of one batch.
+	maxBatchBinds = 256
+	// maxBatchEventBytes bounds the estimated encoded size of a batch's
+	// events: half of what one ledger append accepts.
+	maxBatchEventBytes = 512 << 10
+	// eventFixedBytes bounds the encoded size of an event's fixed fields
+	// (kind, position, time, numbers, and the lengths of its strings).
+	eventFixedBytes = 128
+)
+
+// cutBatch returns how many ops at the front of queue make the next batch:
+// at least one, and no more than the batch limits allow. An op's event is
+// estimated by the longest encoding of its fields: the series and
+// partition (the same for every op of c), the request id of a Claim.
+func (c *counter) cutBatch(queue []*op) int {
+	if len(queue) <= 1 {
+		return len(queue)
+	}
+	base := eventFixedBytes + len(c.series)
+	for _, p := range c.partition {
+		base += binary.MaxVarintLen32 + len(p)
+	}
+	size, binds := 0, 0
+	for i, o := range queue {
+		cost := base + len(o.id)
+		if o.kind == opBind {
+			binds++
+		}
+		if i > 0 && (i == maxBatchOps || binds > maxBatchBinds || size+cost > maxBatchEventBytes) {
+			return i
+		}
+		size += cost
+	}
+	return len(queue)
+}
+
+// handOff passes the queue, cut to one commit's worth, to its next leader
+// and wakes the other members of batch.
 func (c *counter) handOff(self *op, batch []*op) {
 	c.mu.Lock()
-	next := c.queue
-	c.queue = nil
+	n := c.cutBatch(c.queue)
+	next := c.queue[:n:n]
+	if n == len(c.queue) {
+		c.queue = nil
+	} else {
+		c.queue = c.queue[n:]
+	}
 	if len(next) == 0 {
 		c.busy = false
 	}
@@ -192,6 +278,7 @@ type work struct {
 	next    state  // the state the attempt wrote
 	sealed  []byte // the bytes the attempt wrote (or read, if it wrote nothing)
 	buf     []byte // plaintext scratch
+	pin     uint64 // the counter's pin, taken before the transaction began
 }
 
 func newCounter(svc *Service, key, series string, partition []string) *counter {
@@ -285,6 +372,9 @@ func (c *counter) attempt(int) error {
 	}
 	c.w.events = nil
 	if c.needsTx() {
+		// Taken before the transaction's snapshot, which may be older than a
+		// value pinned while it runs (see ledger's appendTx).
+		c.w.pin = c.svc.pinOf(c.key)
 		if err := c.svc.txr.Update(c.w.ctx, c.txFn); err != nil {
 			return err
 		}
@@ -349,7 +439,7 @@ func batchContext(batch []*op) (context.Context, func()) {
 // txBody applies c.w.batch inside a store transaction. Its outcome reaches
 // the cache only if the transaction commits.
 func (c *counter) txBody(tx stores.Tx) error {
-	pin := c.svc.pinOf(c.key)
+	pin := c.w.pin
 	item, err := tx.Get(c.key)
 	var st state
 	switch {

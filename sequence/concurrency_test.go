@@ -3,16 +3,21 @@ package sequence_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/badgerstore"
 )
 
 // hammer runs workers goroutines that each call next calls times and returns
@@ -217,4 +222,235 @@ func TestJournalEvents(t *testing.T) {
 	assert.Equal(t, "seeded", sequence.Seeded.String())
 	assert.Equal(t, "voided", sequence.Voided.String())
 	assert.Equal(t, "unknown", sequence.EventKind(0).String())
+}
+
+// counterPins is an in-memory sequence.Pins.
+type counterPins struct {
+	mu   sync.Mutex
+	pins map[string]uint64
+}
+
+var errCounterRollback = errors.New("test pins: counter rolled back")
+
+func (p *counterPins) CounterPin(key string) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pins[key]
+}
+
+func (p *counterPins) CheckCounter(key string, value uint64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if value < p.pins[key] {
+		return fmt.Errorf("counter %d, pinned %d: %w", value, p.pins[key], errCounterRollback)
+	}
+	return nil
+}
+
+func (p *counterPins) RaiseCounter(key string, value uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pins == nil {
+		p.pins = map[string]uint64{}
+	}
+	p.pins[key] = max(p.pins[key], value)
+}
+
+// hookStore runs a hook once at the start of its next transaction, after the
+// transaction began: what the hook writes is newer than the snapshot the
+// transaction reads on badger.
+type hookStore struct {
+	stores.Store
+	tr stores.Transactor
+
+	mu   sync.Mutex
+	hook func()
+}
+
+func (h *hookStore) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+	return h.tr.Update(ctx, func(tx stores.Tx) error {
+		h.mu.Lock()
+		hook := h.hook
+		h.hook = nil
+		h.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
+		return fn(tx)
+	})
+}
+
+// A counter transaction whose snapshot is older than a value pinned while it
+// ran (another service sharing the pins took a number) is stale, not rolled
+// back: it is retried and takes the next number.
+func TestStaleCounterSnapshotIsNotRollback(t *testing.T) {
+	ctx := context.Background()
+	st, err := badgerstore.Open("", &badgerstore.Options{InMemory: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	pins := &counterPins{}
+	hs := &hookStore{Store: st, tr: st}
+	sealer := newSealer()
+	mine := mustSequence(t, sequence.NewService(hs, sealer, "v/", sequence.Config{Journal: &journal{}, Pins: pins}), "inv")
+	other := mustSequence(t, sequence.NewService(st, sealer, "v/", sequence.Config{Journal: &journal{}, Pins: pins}), "inv")
+
+	n, err := mine.Next(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), n)
+	hs.mu.Lock()
+	hs.hook = func() {
+		n, err := other.Next(ctx)
+		require.NoError(t, err)
+		require.Equal(t, uint64(2), n)
+	}
+	hs.mu.Unlock()
+	n, err = mine.Next(ctx)
+	require.NoError(t, err, "a stale snapshot is retried, not a rollback")
+	assert.Equal(t, uint64(3), n)
+}
+
+// smallTxStore refuses, as too big, a transaction that writes more than
+// limit keys (as badger refuses one over its size limit).
+type smallTxStore struct {
+	stores.Store
+	tr    stores.Transactor
+	limit int
+}
+
+func (s smallTxStore) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+	return s.tr.Update(ctx, func(tx stores.Tx) error {
+		return fn(&countingTx{Tx: tx, left: s.limit})
+	})
+}
+
+type countingTx struct {
+	stores.Tx
+	left int
+}
+
+func (t *countingTx) Put(key string, value []byte) error {
+	if t.left--; t.left < 0 {
+		return fmt.Errorf("test store: transaction too big: %w", stores.ErrTooLarge)
+	}
+	return t.Tx.Put(key, value)
+}
+
+// Concurrent Bind calls whose writes together are more than one
+// transaction can carry are written in smaller batches: every caller gets
+// its number. A caller whose own writes are too big fails alone, and takes
+// no number.
+func TestBindBatchTooBigIsSplit(t *testing.T) {
+	const callers = 200
+	ctx := context.Background()
+	inner := newMem()
+	st := smallTxStore{Store: inner, tr: inner, limit: 9} // the counter and 8 records
+	svc := newService(t, st, sequence.Config{})
+	q := mustSequence(t, svc, "bind")
+	start := make(chan struct{})
+	got := make([]uint64, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			<-start
+			writes := 1
+			if i == callers/2 {
+				writes = 9 // too big on its own
+			}
+			s, err := q.Bind(ctx, func(tx stores.Tx, s sequence.Serial) error {
+				for w := range writes {
+					if err := tx.Put(fmt.Sprintf("rec/%d/%d", i, w), []byte(s.Formatted)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			got[i], errs[i] = s.N, err
+		})
+	}
+	close(start)
+	wg.Wait()
+	var numbers []uint64
+	for i, err := range errs {
+		if i == callers/2 {
+			assert.ErrorIs(t, err, stores.ErrTooLarge, "the caller whose own writes are too big")
+			assert.Zero(t, got[i])
+			continue
+		}
+		if assert.NoError(t, err, "caller %d", i) {
+			numbers = append(numbers, got[i])
+		}
+	}
+	requireExactly(t, numbers, callers-1)
+	n, err := q.Peek(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(callers-1), n)
+}
+
+// ledgerJournal measures each batch of events as the vault's ledger would
+// encode it, and refuses a batch over ledger.MaxBatchBytes as the ledger does.
+type ledgerJournal struct {
+	mu      sync.Mutex
+	largest int // bytes of the largest batch recorded
+}
+
+func (j *ledgerJournal) Record(_ context.Context, _ stores.Tx, events []sequence.Event) error {
+	size := 0
+	for _, e := range events {
+		b, err := ledger.Entry{Kind: ledger.NumberAllocated, Time: time.Now(), Series: e.Series, Partition: e.Partition,
+			Number: e.Number, From: e.From, RequestID: e.RequestID}.MarshalBinary()
+		if err != nil {
+			return err
+		}
+		size += len(b)
+	}
+	if size > ledger.MaxBatchBytes {
+		return fmt.Errorf("%d events, %d bytes: %w", len(events), size, ledger.ErrBatchTooLarge)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.largest = max(j.largest, size)
+	return nil
+}
+
+// Thousands of concurrent callers queue up on one counter; the batches they
+// are combined into are cut so that the events of each fit one ledger
+// append, even with the longest series name, partition and request ids
+// (on a store with transactions, where any request id is accepted).
+func TestBatchesFitOneLedgerAppend(t *testing.T) {
+	const callers = 10000
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			ctx := context.Background()
+			j := &ledgerJournal{}
+			svc := newService(t, kind.new(newMem(), faultstore.Options{}), sequence.Config{Journal: j})
+			part := []any{strings.Repeat("p", 250), strings.Repeat("q", 250)}
+			q := mustSequence(t, svc, strings.Repeat("s", sequence.MaxSeriesLen), sequence.Options{Partition: part})
+			start := make(chan struct{})
+			got := make([]uint64, callers)
+			var failures atomic.Int64
+			var wg sync.WaitGroup
+			for i := range callers {
+				wg.Go(func() {
+					<-start
+					var n uint64
+					var err error
+					if kind.name == "tx" {
+						n, err = q.Claim(ctx, fmt.Sprintf("%0*d", sequence.MaxRequestIDLen, i))
+					} else {
+						n, err = q.Next(ctx) // claim ids are UUIDs there: shorter
+					}
+					if err != nil && failures.Add(1) <= 3 {
+						t.Error(err)
+					}
+					got[i] = n
+				})
+			}
+			close(start)
+			wg.Wait()
+			require.Zero(t, failures.Load(), "callers failed")
+			requireExactly(t, got, callers)
+			t.Logf("largest batch of events: %d bytes", j.largest)
+		})
+	}
 }
