@@ -292,13 +292,6 @@ func TestAuditNextToWriters(t *testing.T) {
 	for storeName, newAdv := range adversaries() {
 		for _, sameDB := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/sameDB=%v", storeName, sameDB), func(t *testing.T) {
-				if sameDB {
-					// Passes (-race, -count=3) with a ledger walk that compares
-					// the pin captured at its start; on this branch alone a walk
-					// next to appends of its own DB can raise the false
-					// ErrRollback of issue 10 item 1.
-					t.Skip("needs the fix of issue 10 item 1 (ledger/read.go atPin): remove this skip once it is merged")
-				}
 				testAuditNextToWriters(t, newAdv(t), sameDB)
 			})
 		}
