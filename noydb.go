@@ -42,8 +42,14 @@ var (
 	ErrWeakKDF = vault.ErrWeakKDF
 	// ErrTampered: stored data failed authentication.
 	ErrTampered = vault.ErrTampered
-	// ErrClosed: the DB was closed.
+	// ErrClosed: the DB (or the vault) was closed. Every handle obtained from
+	// it (sequences, ledger, numbering series, collections) refuses with it.
 	ErrClosed = stores.ErrClosed
+	// ErrInvalidName: a vault, collection or user name is empty, too long,
+	// not valid UTF-8, or holds '/' or a control character.
+	ErrInvalidName = vault.ErrInvalidName
+	// ErrReservedName: a name starts with '_', kept for the SDK's own data.
+	ErrReservedName = vault.ErrReservedName
 	// ErrRollback: the store served a counter or a ledger older than this
 	// device has already seen (a restored snapshot, a dropped tail). Nothing
 	// is issued or trusted from it.
