@@ -140,14 +140,21 @@ func (o opener) unlock(ctx context.Context, header []byte) (*crypto.Key, crypto.
 	return dk, h, nil
 }
 
-// adopt handles a header without a key slot for this user: if the keyring is
-// empty the creator crashed between header and keyring (possible only on
-// stores without transactions), so this opener finishes the creation;
-// otherwise the user simply has no access.
+// adopt handles a header without a key slot for this user. Only a vault that
+// holds its header and nothing else may be finished here: its creator crashed
+// between header and keyring (possible only on stores without transactions),
+// so no data key was ever used. Anything else (records, ledger, counters,
+// another user's key slot) means a data key exists that this user was never
+// given, or that a store deleted this user's slot: either way the user has no
+// access, and writing a new data key would re-key the vault behind its
+// owners' backs and fork its history. Nothing is written then.
 func (o opener) adopt(ctx context.Context, kek *crypto.Key, ad []byte) (*crypto.Key, error) {
-	for _, err := range o.cfg.Store.List(ctx, o.prefix+keyringPrefix) {
+	for it, err := range o.cfg.Store.List(ctx, o.prefix) {
 		if err != nil {
 			return nil, err
+		}
+		if it.Key == o.prefix+headerKey {
+			continue
 		}
 		return nil, fmt.Errorf("user %q: %w", o.cfg.User, ErrNoAccess)
 	}
