@@ -119,3 +119,5 @@ func TestHeaderOnlyVaultIsFinished(t *testing.T) {
 		})
 	}
 }
+
+func memstoreNew() stores.Store { return memstore.New() }

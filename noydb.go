@@ -40,6 +40,9 @@ var (
 	ErrNoAccess = vault.ErrNoAccess
 	// ErrWeakKDF: the vault header's key-derivation cost is out of bounds.
 	ErrWeakKDF = vault.ErrWeakKDF
+	// ErrKDFTooCostly: the key-derivation cost is above Config.MaxKDF; it
+	// comes with ErrWeakKDF, before any derivation.
+	ErrKDFTooCostly = vault.ErrKDFTooCostly
 	// ErrTampered: stored data failed authentication.
 	ErrTampered = vault.ErrTampered
 	// ErrClosed: the DB (or the vault) was closed. Every handle obtained from
@@ -69,6 +72,11 @@ type Config struct {
 	// KDF is the key-derivation cost for vaults this DB creates; the zero value
 	// means crypto.DefaultKDF (Argon2id, t=3, 64 MiB, p=4).
 	KDF crypto.KDFParams
+	// MaxKDF is the most key derivation OpenVault pays for: a vault header
+	// (which the store can rewrite) asking for more time, memory or threads
+	// is refused with ErrKDFTooCostly before any derivation. A zero field
+	// means the field of crypto.DefaultMaxKDF (10 passes, 1 GiB, 16 threads).
+	MaxKDF crypto.KDFParams
 	// InsecureAllowWeakKDF accepts key-derivation costs below the safe minimum.
 	// For tests only: with it a store can make guessing the secret cheap.
 	InsecureAllowWeakKDF bool
@@ -106,6 +114,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		if err := cfg.KDF.Check(cfg.InsecureAllowWeakKDF); err != nil {
 			return nil, fmt.Errorf("open: %w: %w", ErrWeakKDF, err)
 		}
+		if err := cfg.KDF.CheckCeiling(cfg.MaxKDF); err != nil {
+			return nil, fmt.Errorf("open: Config.KDF: %w: %w", ErrWeakKDF, err)
+		}
 	}
 	db := &DB{cfg: cfg, vaults: make(map[string]*vault.Vault)}
 	db.cfg.Secret = append([]byte(nil), cfg.Secret...)
@@ -137,6 +148,7 @@ func (db *DB) OpenVault(ctx context.Context, name string) (*vault.Vault, error) 
 		User:                 db.cfg.User,
 		Secret:               db.cfg.Secret,
 		KDF:                  db.cfg.KDF,
+		MaxKDF:               db.cfg.MaxKDF,
 		InsecureAllowWeakKDF: db.cfg.InsecureAllowWeakKDF,
 		StateDir:             db.cfg.StateDir,
 	})

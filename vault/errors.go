@@ -28,4 +28,7 @@ var (
 	// accepted bounds (a store lowering it to make guessing cheap, or raising it
 	// to make opening hang).
 	ErrWeakKDF = errors.New("vault header has an unacceptable key-derivation cost")
+	// ErrKDFTooCostly: the key-derivation cost is above the opener's ceiling
+	// (Config.MaxKDF). It comes with ErrWeakKDF, before any derivation.
+	ErrKDFTooCostly = crypto.ErrKDFTooCostly
 )

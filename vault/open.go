@@ -24,6 +24,13 @@ type Config struct {
 	// The zero value means crypto.DefaultKDF. An existing vault keeps the cost
 	// recorded in its header.
 	KDF crypto.KDFParams
+	// MaxKDF is the most key derivation this opener will pay for: a vault
+	// header asking for a higher time, memory or thread count is refused
+	// with ErrKDFTooCostly (and ErrWeakKDF) before any derivation, so a store
+	// cannot make opening hang or exhaust memory. A zero field means the
+	// field of crypto.DefaultMaxKDF (10 passes, 1 GiB, 16 threads). Raise it
+	// to open (or create) a vault made with higher costs.
+	MaxKDF crypto.KDFParams
 	// InsecureAllowWeakKDF accepts a header whose key-derivation cost is below
 	// the safe minimum. It exists for tests, which cannot pay 64 MiB per open;
 	// never set it in production: a store could then lower the cost of guessing
@@ -120,6 +127,10 @@ func (o opener) unlock(ctx context.Context, header []byte) (*crypto.Key, crypto.
 	if err := h.KDF.Check(o.cfg.InsecureAllowWeakKDF); err != nil {
 		return nil, h, fmt.Errorf("%w: %w", ErrWeakKDF, err)
 	}
+	// Before any derivation: the store chose these costs.
+	if err := h.KDF.CheckCeiling(o.cfg.MaxKDF); err != nil {
+		return nil, h, fmt.Errorf("vault header: %w: %w", ErrWeakKDF, err)
+	}
 	kek, err := crypto.DeriveUserKey(o.cfg.Secret, h.Salt[:], h.KDF)
 	if err != nil {
 		return nil, h, err
@@ -173,6 +184,10 @@ func (o opener) adopt(ctx context.Context, kek *crypto.Key, ad []byte) (*crypto.
 }
 
 func (o opener) create(ctx context.Context) (*crypto.Key, [crypto.SaltSize]byte, error) {
+	// A vault this opener could not open again is not created.
+	if err := o.kdf.CheckCeiling(o.cfg.MaxKDF); err != nil {
+		return nil, [crypto.SaltSize]byte{}, fmt.Errorf("cost for a new vault: %w: %w", ErrWeakKDF, err)
+	}
 	h, err := crypto.NewHeader(o.kdf)
 	if err != nil {
 		return nil, h.Salt, err
