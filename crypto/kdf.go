@@ -128,8 +128,7 @@ func DeriveUserKey(secret, salt []byte, p KDFParams) (*Key, error) {
 		return nil, fmt.Errorf("derive user key: %w", err)
 	}
 	out := argon2.IDKey(secret, salt, p.Time, p.MemoryKiB, p.Threads, KeySize)
-	k := new(Key)
-	copy(k.b[:], out)
+	k := newKey(out)
 	clear(out)
 	return k, nil
 }
