@@ -93,6 +93,10 @@ func (l *Ledger) Verify(ctx context.Context) (Report, error) {
 // head, stopping early when fn returns false, and returns the head it read.
 // With skim, fn gets entries without their strings (see decodeEntry).
 func (l *Ledger) walk(ctx context.Context, from uint64, skim bool, fn func(Entry) bool) (Head, error) {
+	if err := l.enter(); err != nil {
+		return Head{}, err
+	}
+	defer l.gate.Exit()
 	hs, _, err := l.loadHead(ctx)
 	if err != nil {
 		return Head{}, err

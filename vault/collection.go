@@ -92,7 +92,7 @@ func (c *Collection[T]) Get(ctx context.Context, id string) (T, error) {
 func (c *Collection[T]) decode(id string, sealed []byte) (Record[T], error) {
 	plain, rev, err := crypto.OpenRecord(c.v.dk, sealed, crypto.RecordRef{Vault: c.v.name, Collection: c.name, ID: id})
 	if err != nil {
-		return Record[T]{}, ErrTampered
+		return Record[T]{}, c.v.openFailed(err)
 	}
 	r := Record[T]{ID: id, Revision: rev}
 	if err := json.Unmarshal(plain, &r.Value); err != nil {

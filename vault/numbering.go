@@ -174,7 +174,7 @@ func (r numberingTxRecords) StampBatch(ctx context.Context, collection, field st
 func (v *Vault) stampItem(collection, id, field string, want []byte, it stores.Item) ([]byte, numbering.Stamp, error) {
 	plain, rev, err := crypto.OpenRecord(v.dk, it.Value, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id})
 	if err != nil {
-		return nil, numbering.Stamp{}, ErrTampered
+		return nil, numbering.Stamp{}, v.openFailed(err)
 	}
 	next, changed, err := setField(plain, field, want)
 	if err != nil {
