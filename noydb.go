@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/noydb-go/noydb/crypto"
@@ -177,4 +178,46 @@ func (db *DB) Close() error {
 		errs = append(errs, db.cfg.Store.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// Format implements fmt.Formatter so that no verb (%v, %+v, %#v, %s, %x,
+// ...) prints the secret: it shows the user, the store's type, the costs and
+// the state folder, and "REDACTED" for the secret.
+func (c Config) Format(f fmt.State, _ rune) {
+	_, _ = io.WriteString(f, c.String())
+}
+
+// String describes c without its secret.
+func (c Config) String() string {
+	return fmt.Sprintf("noydb.Config{User: %q, Secret: REDACTED, Store: %s, KDF: %+v, MaxKDF: %+v, StateDir: %q}",
+		c.User, storeType(c.Store), c.KDF, c.MaxKDF, c.StateDir)
+}
+
+// GoString is String, so %#v does not print the secret either.
+func (c Config) GoString() string { return c.String() }
+
+// Format implements fmt.Formatter so that no verb prints the secret the DB
+// keeps: it shows the user and the store's type only.
+func (db *DB) Format(f fmt.State, _ rune) {
+	_, _ = io.WriteString(f, db.String())
+}
+
+// String describes db without its secret.
+func (db *DB) String() string {
+	if db == nil {
+		return "noydb.DB(nil)"
+	}
+	return fmt.Sprintf("noydb.DB{User: %q, Secret: REDACTED, Store: %s}", db.cfg.User, storeType(db.cfg.Store))
+}
+
+// GoString is String, so %#v does not print the secret either.
+func (db *DB) GoString() string { return db.String() }
+
+// storeType names a store by its type only: a store's fields may hold
+// credentials (a DSN with a password).
+func storeType(st stores.Store) string {
+	if st == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("%T", st)
 }

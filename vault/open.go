@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/pins"
@@ -41,6 +42,31 @@ type Config struct {
 	// and the last ledger head it saw, sealed. Empty keeps them in memory, so
 	// rollbacks are caught only while the process lives.
 	StateDir string
+}
+
+// Format implements fmt.Formatter so that no verb (%v, %+v, %#v, %s, %x,
+// ...) prints the secret: it shows the name, the user, the store's type,
+// the costs and the state folder, and "REDACTED" for the secret.
+func (c Config) Format(f fmt.State, _ rune) {
+	_, _ = io.WriteString(f, c.String())
+}
+
+// String describes c without its secret.
+func (c Config) String() string {
+	return fmt.Sprintf("vault.Config{Name: %q, User: %q, Secret: REDACTED, Store: %s, KDF: %+v, MaxKDF: %+v, StateDir: %q}",
+		c.Name, c.User, storeType(c.Store), c.KDF, c.MaxKDF, c.StateDir)
+}
+
+// GoString is String, so %#v does not print the secret either.
+func (c Config) GoString() string { return c.String() }
+
+// storeType names a store by its type only: a store's fields may hold
+// credentials (a DSN with a password).
+func storeType(st stores.Store) string {
+	if st == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("%T", st)
 }
 
 const (

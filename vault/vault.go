@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -60,6 +61,24 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	})
 	return v
 }
+
+// Format implements fmt.Formatter so that no verb (%v, %+v, %#v, %s, %x,
+// ...) prints the vault's keys: it shows the name, the user and the store's
+// type only.
+func (v *Vault) Format(f fmt.State, _ rune) {
+	_, _ = io.WriteString(f, v.String())
+}
+
+// String describes v without its keys.
+func (v *Vault) String() string {
+	if v == nil {
+		return "vault.Vault(nil)"
+	}
+	return fmt.Sprintf("vault.Vault{Name: %q, User: %q, Keys: REDACTED, Store: %s}", v.name, v.user, storeType(v.store))
+}
+
+// GoString is String, so %#v does not print the keys either.
+func (v *Vault) GoString() string { return v.String() }
 
 // ledgerTurn is the vault's store as its sequences see it: transactions run
 // in the ledger's turn.
