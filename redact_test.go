@@ -19,7 +19,7 @@ import (
 // forbiddenForms are the ways fmt could show secret bytes: as text, as a
 // decimal byte slice (%v), as a Go byte-slice literal (%#v), in hex (%x).
 func forbiddenForms(secret []byte) []string {
-	dec := strings.Trim(fmt.Sprint(secret[:4]), "[]")            // "90 113 55 45"
+	dec := strings.Trim(fmt.Sprint(secret[:4]), "[]")                 // "90 113 55 45"
 	golit := strings.Trim(fmt.Sprintf("%#v", secret[:4]), "[]byte{}") // "0x5a, 0x71, 0x37, 0x2d"
 	return []string{string(secret), string(secret[:6]), dec, golit,
 		hex.EncodeToString(secret[:4]), strings.ToUpper(hex.EncodeToString(secret[:4]))}
