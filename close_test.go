@@ -2,6 +2,7 @@ package noydb_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -301,4 +302,53 @@ func latestBelow(t *testing.T, adv *faultstore.Adversary, stored [][]byte, m uin
 	}
 	require.Fail(t, "no older counter value seen")
 	return nil
+}
+
+// Callers loop Ledger().Append while the vault closes: every append that
+// returned success is in the ledger, every call that starts after Close
+// returned gets ErrClosed, and the ledger verifies. Run with -race.
+func TestCloseRacesLedgerAppend(t *testing.T) {
+	const callers = 16
+	for storeName, newStore := range memAndBadger() {
+		t.Run(storeName, func(t *testing.T) {
+			ctx := context.Background()
+			st := newStore(t)
+			dir := t.TempDir()
+			db := openWithState(t, st, dir)
+			v := openVault(t, db, "books")
+			l := v.Ledger()
+			var (
+				closeDone atomic.Bool
+				appended  atomic.Int64
+				wg        sync.WaitGroup
+			)
+			for i := range callers {
+				wg.Go(func() {
+					for j := 0; ; j++ {
+						wasClosed := closeDone.Load()
+						_, err := l.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Collection: "c", ID: fmt.Sprintf("%d-%d", i, j)})
+						if err != nil {
+							assert.ErrorIs(t, err, noydb.ErrClosed)
+							return
+						}
+						assert.False(t, wasClosed, "an Append that started after Close returned succeeded")
+						appended.Add(1)
+					}
+				})
+			}
+			for appended.Load() < 100 {
+				_, err := l.Head(ctx)
+				require.NoError(t, err)
+			}
+			require.NoError(t, v.Close())
+			closeDone.Store(true)
+			wg.Wait()
+
+			db2 := openWithState(t, st, dir)
+			rep, err := openVault(t, db2, "books").Ledger().Verify(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(appended.Load()), rep.Entries)
+			assert.Equal(t, rep.Entries, rep.Head.Seq)
+		})
+	}
 }
