@@ -352,3 +352,62 @@ func TestCloseRacesLedgerAppend(t *testing.T) {
 		})
 	}
 }
+
+// Readers loop Get, List and Verify while the vault closes and wipes its
+// key: each call returns its data or ErrClosed, never a false ErrTampered.
+// Run with -race.
+func TestCloseRacesReaders(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t, memstore.New(), "firm", "s")
+	v := openVault(t, db, "books")
+	c := vault.CollectionOf[Invoice](v, "invoices")
+	for i := range 20 {
+		require.NoError(t, c.Put(ctx, fmt.Sprintf("inv-%02d", i), Invoice{Total: i}))
+	}
+	var (
+		wg    sync.WaitGroup
+		reads atomic.Int64
+	)
+	readers := map[string]func() error{
+		"Get": func() error {
+			got, err := c.Get(ctx, "inv-07")
+			if err == nil && got.Total != 7 {
+				return fmt.Errorf("got %d", got.Total)
+			}
+			return err
+		},
+		"List": func() error {
+			for _, err := range c.List(ctx) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		"Verify": func() error {
+			_, err := v.Ledger().Verify(ctx)
+			return err
+		},
+	}
+	for name, read := range readers {
+		for range 4 {
+			wg.Go(func() {
+				for {
+					err := read()
+					if err != nil {
+						assert.ErrorIs(t, err, noydb.ErrClosed, name)
+						assert.NotErrorIs(t, err, noydb.ErrTampered, name)
+						return
+					}
+					reads.Add(1)
+				}
+			})
+		}
+	}
+	for reads.Load() < 50 {
+		_, err := c.Count(ctx)
+		require.NoError(t, err)
+	}
+	require.NoError(t, v.Close())
+	wg.Wait()
+}
