@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/noydb-go/noydb/crypto"
@@ -40,10 +41,19 @@ var (
 	ErrNoAccess = vault.ErrNoAccess
 	// ErrWeakKDF: the vault header's key-derivation cost is out of bounds.
 	ErrWeakKDF = vault.ErrWeakKDF
+	// ErrKDFTooCostly: the key-derivation cost is above Config.MaxKDF; it
+	// comes with ErrWeakKDF, before any derivation.
+	ErrKDFTooCostly = vault.ErrKDFTooCostly
 	// ErrTampered: stored data failed authentication.
 	ErrTampered = vault.ErrTampered
-	// ErrClosed: the DB was closed.
+	// ErrClosed: the DB (or the vault) was closed. Every handle obtained from
+	// it (sequences, ledger, numbering series, collections) refuses with it.
 	ErrClosed = stores.ErrClosed
+	// ErrInvalidName: a vault, collection or user name is empty, too long,
+	// not valid UTF-8, or holds '/' or a control character.
+	ErrInvalidName = vault.ErrInvalidName
+	// ErrReservedName: a name starts with '_', kept for the SDK's own data.
+	ErrReservedName = vault.ErrReservedName
 	// ErrRollback: the store served a counter or a ledger older than this
 	// device has already seen (a restored snapshot, a dropped tail). Nothing
 	// is issued or trusted from it.
@@ -63,6 +73,11 @@ type Config struct {
 	// KDF is the key-derivation cost for vaults this DB creates; the zero value
 	// means crypto.DefaultKDF (Argon2id, t=3, 64 MiB, p=4).
 	KDF crypto.KDFParams
+	// MaxKDF is the most key derivation OpenVault pays for: a vault header
+	// (which the store can rewrite) asking for more time, memory or threads
+	// is refused with ErrKDFTooCostly before any derivation. A zero field
+	// means the field of crypto.DefaultMaxKDF (10 passes, 1 GiB, 16 threads).
+	MaxKDF crypto.KDFParams
 	// InsecureAllowWeakKDF accepts key-derivation costs below the safe minimum.
 	// For tests only: with it a store can make guessing the secret cheap.
 	InsecureAllowWeakKDF bool
@@ -100,6 +115,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		if err := cfg.KDF.Check(cfg.InsecureAllowWeakKDF); err != nil {
 			return nil, fmt.Errorf("open: %w: %w", ErrWeakKDF, err)
 		}
+		if err := cfg.KDF.CheckCeiling(cfg.MaxKDF); err != nil {
+			return nil, fmt.Errorf("open: Config.KDF: %w: %w", ErrWeakKDF, err)
+		}
 	}
 	db := &DB{cfg: cfg, vaults: make(map[string]*vault.Vault)}
 	db.cfg.Secret = append([]byte(nil), cfg.Secret...)
@@ -131,6 +149,7 @@ func (db *DB) OpenVault(ctx context.Context, name string) (*vault.Vault, error) 
 		User:                 db.cfg.User,
 		Secret:               db.cfg.Secret,
 		KDF:                  db.cfg.KDF,
+		MaxKDF:               db.cfg.MaxKDF,
 		InsecureAllowWeakKDF: db.cfg.InsecureAllowWeakKDF,
 		StateDir:             db.cfg.StateDir,
 	})
@@ -159,4 +178,46 @@ func (db *DB) Close() error {
 		errs = append(errs, db.cfg.Store.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// Format implements fmt.Formatter so that no verb (%v, %+v, %#v, %s, %x,
+// ...) prints the secret: it shows the user, the store's type, the costs and
+// the state folder, and "REDACTED" for the secret.
+func (c Config) Format(f fmt.State, _ rune) {
+	_, _ = io.WriteString(f, c.String())
+}
+
+// String describes c without its secret.
+func (c Config) String() string {
+	return fmt.Sprintf("noydb.Config{User: %q, Secret: REDACTED, Store: %s, KDF: %+v, MaxKDF: %+v, StateDir: %q}",
+		c.User, storeType(c.Store), c.KDF, c.MaxKDF, c.StateDir)
+}
+
+// GoString is String, so %#v does not print the secret either.
+func (c Config) GoString() string { return c.String() }
+
+// Format implements fmt.Formatter so that no verb prints the secret the DB
+// keeps: it shows the user and the store's type only.
+func (db *DB) Format(f fmt.State, _ rune) {
+	_, _ = io.WriteString(f, db.String())
+}
+
+// String describes db without its secret.
+func (db *DB) String() string {
+	if db == nil {
+		return "noydb.DB(nil)"
+	}
+	return fmt.Sprintf("noydb.DB{User: %q, Secret: REDACTED, Store: %s}", db.cfg.User, storeType(db.cfg.Store))
+}
+
+// GoString is String, so %#v does not print the secret either.
+func (db *DB) GoString() string { return db.String() }
+
+// storeType names a store by its type only: a store's fields may hold
+// credentials (a DSN with a password).
+func storeType(st stores.Store) string {
+	if st == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("%T", st)
 }

@@ -1,6 +1,7 @@
 package crypto
 
 import (
+	"crypto/cipher"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -61,29 +62,37 @@ func Seal(k *Key, plaintext, ad []byte) ([]byte, error) {
 	if _, err := io.ReadFull(rand.Reader, nonce[:]); err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
-	return sealWithNonce(k, nonce[:], plaintext, ad), nil
+	return sealWithNonce(k, nonce[:], plaintext, ad)
 }
 
 // sealWithNonce is Seal with a caller-chosen nonce. Only Seal (random
 // nonce) and the known-answer tests may call it.
-func sealWithNonce(k *Key, nonce, plaintext, ad []byte) []byte {
-	aead := newAEAD(k)
+func sealWithNonce(k *Key, nonce, plaintext, ad []byte) ([]byte, error) {
+	aead, err := newAEAD(k)
+	if err != nil {
+		return nil, fmt.Errorf("seal: %w", err)
+	}
 	out := make([]byte, 0, EnvelopeOverhead+len(plaintext))
 	out = append(out, EnvelopeVersion)
 	out = append(out, nonce...)
-	return aead.Seal(out, nonce, plaintext, sealAD(EnvelopeVersion, ad))
+	return aead.Seal(out, nonce, plaintext, sealAD(EnvelopeVersion, ad)), nil
 }
 
 // Open authenticates and decrypts an envelope made by [Seal] with the same
 // key and associated data. Any failure (short or empty envelope, unknown
 // version, wrong key, wrong ad, any modified byte) returns exactly
-// [ErrTampered]. Open is safe for concurrent use.
+// [ErrTampered]; a wiped key returns [ErrKeyWiped]. Open is safe for
+// concurrent use.
 func Open(k *Key, envelope, ad []byte) ([]byte, error) {
 	if len(envelope) < EnvelopeOverhead || envelope[0] != EnvelopeVersion {
 		return nil, ErrTampered
 	}
 	nonce := envelope[1 : 1+NonceSize]
-	pt, err := newAEAD(k).Open(nil, nonce, envelope[1+NonceSize:], sealAD(envelope[0], ad))
+	aead, err := newAEAD(k)
+	if err != nil {
+		return nil, err
+	}
+	pt, err := aead.Open(nil, nonce, envelope[1+NonceSize:], sealAD(envelope[0], ad))
 	if err != nil {
 		return nil, ErrTampered
 	}
@@ -114,18 +123,21 @@ func SealRecord(k *Key, plaintext []byte, ref RecordRef) ([]byte, error) {
 	if _, err := io.ReadFull(rand.Reader, nonce[:]); err != nil {
 		return nil, fmt.Errorf("seal record: %w", err)
 	}
-	return sealRecordWithNonce(k, nonce[:], plaintext, ref), nil
+	return sealRecordWithNonce(k, nonce[:], plaintext, ref)
 }
 
 // sealRecordWithNonce is SealRecord with a caller-chosen nonce. Only
 // SealRecord (random nonce) and the known-answer tests may call it.
-func sealRecordWithNonce(k *Key, nonce, plaintext []byte, ref RecordRef) []byte {
-	aead := newAEAD(k)
+func sealRecordWithNonce(k *Key, nonce, plaintext []byte, ref RecordRef) ([]byte, error) {
+	aead, err := newAEAD(k)
+	if err != nil {
+		return nil, fmt.Errorf("seal record: %w", err)
+	}
 	out := make([]byte, 0, RecordEnvelopeOverhead+len(plaintext))
 	out = append(out, RecordEnvelopeVersion)
 	out = binary.BigEndian.AppendUint64(out, ref.Revision)
 	out = append(out, nonce...)
-	return aead.Seal(out, nonce, plaintext, recordAD(RecordEnvelopeVersion, ref))
+	return aead.Seal(out, nonce, plaintext, recordAD(RecordEnvelopeVersion, ref)), nil
 }
 
 // OpenRecord authenticates and decrypts an envelope made by [SealRecord].
@@ -139,7 +151,11 @@ func OpenRecord(k *Key, envelope []byte, ref RecordRef) (plaintext []byte, revis
 	}
 	ref.Revision = binary.BigEndian.Uint64(envelope[1:9])
 	nonce := envelope[9 : 9+NonceSize]
-	pt, err := newAEAD(k).Open(nil, nonce, envelope[9+NonceSize:], recordAD(envelope[0], ref))
+	aead, err := newAEAD(k)
+	if err != nil {
+		return nil, 0, err
+	}
+	pt, err := aead.Open(nil, nonce, envelope[9+NonceSize:], recordAD(envelope[0], ref))
 	if err != nil {
 		return nil, 0, ErrTampered
 	}
@@ -181,7 +197,13 @@ func KeyAD(vault, key string) []byte {
 // wrapped key never opens as an ordinary sealed value and vice versa.
 // WrapKey is safe for concurrent use.
 func WrapKey(kek, dk *Key, ad []byte) ([]byte, error) {
-	env, err := Seal(kek, dk.b[:], wrapAD(ad))
+	var (
+		env []byte
+		err error
+	)
+	if werr := dk.use(func(b []byte) { env, err = Seal(kek, b, wrapAD(ad)) }); werr != nil {
+		return nil, fmt.Errorf("wrap key: %w", werr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("wrap key: %w", err)
 	}
@@ -199,22 +221,23 @@ func UnwrapKey(kek *Key, wrapped, ad []byte) (*Key, error) {
 	if len(pt) != KeySize {
 		return nil, ErrTampered
 	}
-	k := new(Key)
-	copy(k.b[:], pt)
-	return k, nil
+	return newKey(pt), nil
 }
 
-// newAEAD returns the XChaCha20-Poly1305 AEAD for k.
-func newAEAD(k *Key) interface {
-	Seal(dst, nonce, plaintext, additionalData []byte) []byte
-	Open(dst, nonce, ciphertext, additionalData []byte) ([]byte, error)
-} {
-	aead, err := chacha20poly1305.NewX(k.b[:])
+// newAEAD returns the XChaCha20-Poly1305 AEAD for k, or ErrKeyWiped.
+func newAEAD(k *Key) (cipher.AEAD, error) {
+	var (
+		aead cipher.AEAD
+		err  error
+	)
+	if werr := k.use(func(b []byte) { aead, err = chacha20poly1305.NewX(b) }); werr != nil {
+		return nil, werr
+	}
 	if err != nil {
 		// Only possible for a key of the wrong length; ours is fixed.
 		panic("crypto: xchacha20poly1305: " + err.Error())
 	}
-	return aead
+	return aead, nil
 }
 
 // sealAD is the AEAD associated data of a Seal envelope.

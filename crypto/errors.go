@@ -19,3 +19,7 @@ var ErrKDFTooWeak = errors.New("key derivation cost too weak")
 // ErrKDFTooCostly reports key derivation cost parameters above the accepted
 // maximum (see [KDFParams.Check]).
 var ErrKDFTooCostly = errors.New("key derivation cost too high")
+
+// ErrKeyWiped reports a use of a key after [Key.Wipe] (or of the zero Key):
+// nothing is sealed or opened with it.
+var ErrKeyWiped = errors.New("key wiped")

@@ -5,12 +5,20 @@ package crypto
 
 // SealWithNonce is Seal with a fixed nonce.
 func SealWithNonce(k *Key, nonce, plaintext, ad []byte) []byte {
-	return sealWithNonce(k, nonce, plaintext, ad)
+	out, err := sealWithNonce(k, nonce, plaintext, ad)
+	if err != nil {
+		panic(err)
+	}
+	return out
 }
 
 // SealRecordWithNonce is SealRecord with a fixed nonce.
 func SealRecordWithNonce(k *Key, nonce, plaintext []byte, ref RecordRef) []byte {
-	return sealRecordWithNonce(k, nonce, plaintext, ref)
+	out, err := sealRecordWithNonce(k, nonce, plaintext, ref)
+	if err != nil {
+		panic(err)
+	}
+	return out
 }
 
 // KeyFromBytes makes a Key from exactly KeySize bytes.
@@ -18,12 +26,14 @@ func KeyFromBytes(b []byte) *Key {
 	if len(b) != KeySize {
 		panic("crypto: KeyFromBytes: wrong length")
 	}
-	k := new(Key)
-	copy(k.b[:], b)
-	return k
+	return newKey(b)
 }
 
 // KeyBytes returns a copy of the key bytes.
 func KeyBytes(k *Key) []byte {
-	return append([]byte(nil), k.b[:]...)
+	var out []byte
+	if k.use(func(b []byte) { out = append(out, b...) }) != nil {
+		panic(ErrKeyWiped)
+	}
+	return out
 }

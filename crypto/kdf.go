@@ -30,11 +30,53 @@ const (
 	// MinKDFMemoryKiB is the smallest accepted memory cost (19 MiB, the OWASP
 	// Argon2id minimum) unless weak costs are allowed.
 	MinKDFMemoryKiB = 19 * 1024
-	// MaxKDFTime is the largest accepted time cost.
+	// MaxKDFTime is the largest time cost any header may carry; above it a
+	// header is malformed. Openers refuse much less: see [DefaultMaxKDF].
 	MaxKDFTime = 16
-	// MaxKDFMemoryKiB is the largest accepted memory cost (4 GiB).
+	// MaxKDFMemoryKiB is the largest memory cost any header may carry (4 GiB).
 	MaxKDFMemoryKiB = 4 * 1024 * 1024
 )
+
+// DefaultMaxKDF is the ceiling an opener puts on the costs a vault header
+// asks for when it sets none (see [KDFParams.CheckCeiling]): at most 10
+// passes, 1 GiB of memory and 16 threads. The header is stored in clear, so
+// without a ceiling a store could make every open cost what it likes (4 GiB
+// and 30 s per open is within the format's bounds). [DefaultKDF] is well
+// below it; a vault created with costs above it needs the opener to raise
+// the ceiling.
+var DefaultMaxKDF = KDFParams{Time: 10, MemoryKiB: 1024 * 1024, Threads: 16}
+
+// CheckCeiling refuses, with [ErrKDFTooCostly], a p whose time, memory or
+// thread count is above ceiling's. A zero field of ceiling means the field
+// of [DefaultMaxKDF], so the zero ceiling is the default one. It does no
+// derivation and costs nothing: call it on a header's costs before
+// [DeriveUserKey].
+func (p KDFParams) CheckCeiling(ceiling KDFParams) error {
+	c := ceiling.orDefaultCeiling()
+	switch {
+	case p.Time > c.Time:
+		return fmt.Errorf("check kdf params: time cost %d is above the ceiling %d: %w", p.Time, c.Time, ErrKDFTooCostly)
+	case p.MemoryKiB > c.MemoryKiB:
+		return fmt.Errorf("check kdf params: memory %d KiB is above the ceiling %d KiB: %w", p.MemoryKiB, c.MemoryKiB, ErrKDFTooCostly)
+	case p.Threads > c.Threads:
+		return fmt.Errorf("check kdf params: %d threads is above the ceiling %d: %w", p.Threads, c.Threads, ErrKDFTooCostly)
+	}
+	return nil
+}
+
+// orDefaultCeiling fills the zero fields of a ceiling from DefaultMaxKDF.
+func (p KDFParams) orDefaultCeiling() KDFParams {
+	if p.Time == 0 {
+		p.Time = DefaultMaxKDF.Time
+	}
+	if p.MemoryKiB == 0 {
+		p.MemoryKiB = DefaultMaxKDF.MemoryKiB
+	}
+	if p.Threads == 0 {
+		p.Threads = DefaultMaxKDF.Threads
+	}
+	return p
+}
 
 // Check validates p. Unless allowWeak is set it refuses (with
 // [ErrKDFTooWeak]) a time cost below [MinKDFTime] or a memory cost below
@@ -86,8 +128,7 @@ func DeriveUserKey(secret, salt []byte, p KDFParams) (*Key, error) {
 		return nil, fmt.Errorf("derive user key: %w", err)
 	}
 	out := argon2.IDKey(secret, salt, p.Time, p.MemoryKiB, p.Threads, KeySize)
-	k := new(Key)
-	copy(k.b[:], out)
+	k := newKey(out)
 	clear(out)
 	return k, nil
 }

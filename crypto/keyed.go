@@ -15,6 +15,10 @@ var adBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b
 // associated data on the heap: for values sealed at a store key on hot paths
 // (counters, ledger entries). The envelope is the same.
 func SealAt(k *Key, plaintext []byte, vault, key string) ([]byte, error) {
+	aead, err := newAEAD(k)
+	if err != nil {
+		return nil, fmt.Errorf("seal: %w", err)
+	}
 	var nonce [NonceSize]byte
 	if _, err := io.ReadFull(rand.Reader, nonce[:]); err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
@@ -24,7 +28,7 @@ func SealAt(k *Key, plaintext []byte, vault, key string) ([]byte, error) {
 	out := make([]byte, 0, EnvelopeOverhead+len(plaintext))
 	out = append(out, EnvelopeVersion)
 	out = append(out, nonce[:]...)
-	out = newAEAD(k).Seal(out, nonce[:], plaintext, ad)
+	out = aead.Seal(out, nonce[:], plaintext, ad)
 	*bp = ad[:0]
 	adBuffers.Put(bp)
 	return out, nil
@@ -36,9 +40,13 @@ func OpenAt(k *Key, envelope []byte, vault, key string) ([]byte, error) {
 	if len(envelope) < EnvelopeOverhead || envelope[0] != EnvelopeVersion {
 		return nil, ErrTampered
 	}
+	aead, err := newAEAD(k)
+	if err != nil {
+		return nil, err
+	}
 	bp := adBuffers.Get().(*[]byte)
 	ad := appendKeyAD(append((*bp)[:0], envelope[0]), vault, key)
-	pt, err := newAEAD(k).Open(nil, envelope[1:1+NonceSize], envelope[1+NonceSize:], ad)
+	pt, err := aead.Open(nil, envelope[1:1+NonceSize], envelope[1+NonceSize:], ad)
 	*bp = ad[:0]
 	adBuffers.Put(bp)
 	if err != nil {

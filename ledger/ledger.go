@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/internal/gate"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -98,6 +99,27 @@ type Ledger struct {
 	turnHeads  []turnHead // heads sealed by AppendTx during the current Update attempt
 	queue      []*request // Append calls waiting for a commit
 	leading    bool       // a goroutine is committing a group
+
+	gate gate.Gate // calls in flight; closed by Close
+}
+
+// Close makes l refuse new calls (appends, updates, reads, Head) with
+// stores.ErrClosed and waits for the calls in flight to end: an append
+// already queued for a group commit is committed (and the pins raised)
+// before Close returns, or fails. It does not close the store; it is
+// idempotent and must not be called from inside an Update or AppendFunc
+// function, nor from the body of a range over Read.
+func (l *Ledger) Close() error {
+	l.gate.Close()
+	return nil
+}
+
+// enter admits a call, or returns stores.ErrClosed once l is closing.
+func (l *Ledger) enter() error {
+	if !l.gate.Enter() {
+		return stores.ErrClosed
+	}
+	return nil
 }
 
 // New returns the ledger stored in store under prefix+"_ledger/". It does no
@@ -126,6 +148,10 @@ func New(store stores.Store, sealer Sealer, mac MACer, prefix string, opts Optio
 
 // Head returns the ledger's current head.
 func (l *Ledger) Head(ctx context.Context) (Head, error) {
+	if err := l.enter(); err != nil {
+		return Head{}, fmt.Errorf("ledger head: %w", err)
+	}
+	defer l.gate.Exit()
 	hs, _, err := l.loadHead(ctx)
 	if err != nil {
 		return Head{}, fmt.Errorf("ledger head: %w", err)
@@ -155,6 +181,10 @@ func (l *Ledger) Append(ctx context.Context, entries ...Entry) (Head, error) {
 	if err := ctx.Err(); err != nil {
 		return Head{}, err
 	}
+	if err := l.enter(); err != nil {
+		return Head{}, fmt.Errorf("ledger append: %w", err)
+	}
+	defer l.gate.Exit()
 	return l.group(ctx, &request{entries: entries, cost: size})
 }
 
@@ -173,6 +203,10 @@ func (l *Ledger) AppendFunc(ctx context.Context, derive func(head Head) ([]Entry
 	if err := ctx.Err(); err != nil {
 		return Head{}, err
 	}
+	if err := l.enter(); err != nil {
+		return Head{}, fmt.Errorf("ledger append: %w", err)
+	}
+	defer l.gate.Exit()
 	return l.group(ctx, &request{derive: derive, cost: MaxBatchBytes})
 }
 
@@ -208,6 +242,10 @@ func (l *Ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 	if err := ctx.Err(); err != nil {
 		return Head{}, err
 	}
+	if err := l.enter(); err != nil {
+		return Head{}, fmt.Errorf("ledger append: %w", err)
+	}
+	defer l.gate.Exit()
 	if _, err := checkBatch(entries); err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
@@ -244,6 +282,10 @@ func (l *Ledger) Update(ctx context.Context, fn func(tx stores.Tx) error) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := l.enter(); err != nil {
+		return fmt.Errorf("ledger update: %w", err)
+	}
+	defer l.gate.Exit()
 	_, err := l.group(ctx, &request{update: fn})
 	return err
 }

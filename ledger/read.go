@@ -93,6 +93,10 @@ func (l *Ledger) Verify(ctx context.Context) (Report, error) {
 // head, stopping early when fn returns false, and returns the head it read.
 // With skim, fn gets entries without their strings (see decodeEntry).
 func (l *Ledger) walk(ctx context.Context, from uint64, skim bool, fn func(Entry) bool) (Head, error) {
+	if err := l.enter(); err != nil {
+		return Head{}, err
+	}
+	defer l.gate.Exit()
 	// The pin as it was before the head was read is what the whole walk is
 	// checked against: appends of this process (or reads of other writers'
 	// appends) may raise the pin while the walk runs, past the head it read,

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/internal/gate"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -89,6 +90,19 @@ type Service struct {
 
 	mu       sync.Mutex
 	counters map[string]*counter
+
+	gate gate.Gate // calls in flight; closed by Close
+}
+
+// Close makes every Sequence of s, including handles obtained before,
+// refuse new calls with stores.ErrClosed, and waits for the calls in
+// flight to end: a call already waiting in a combining queue is served (its
+// number taken and its pins raised) before Close returns, or fails. So no
+// number is taken once Close has returned. Close does not close the store;
+// it is idempotent and must not be called from inside a Bind function.
+func (s *Service) Close() error {
+	s.gate.Close()
+	return nil
 }
 
 // NewService returns a Service that keeps its counters in store under prefix
@@ -257,6 +271,9 @@ func (q *Sequence) errorf(op string, err error) error {
 
 // allocating checks what every allocating method needs before it queues.
 func (q *Sequence) allocating(ctx context.Context, op string) error {
+	if q.svc.gate.Closed() {
+		return q.errorf(op, stores.ErrClosed)
+	}
 	if !q.svc.online {
 		return q.errorf(op, ErrOffline)
 	}
@@ -269,6 +286,10 @@ var opPool = sync.Pool{New: func() any { return &op{done: make(chan struct{}, 1)
 // do runs req through the counter's combiner and returns its outcome,
 // re-raising a panic of a Bind fn in the caller's goroutine.
 func (q *Sequence) do(req op) (uint64, error) {
+	if !q.svc.gate.Enter() {
+		return 0, stores.ErrClosed
+	}
+	defer q.svc.gate.Exit()
 	o := opPool.Get().(*op)
 	done := o.done
 	*o = req
@@ -312,6 +333,10 @@ func (q *Sequence) NextSerial(ctx context.Context) (Serial, error) {
 // Peek returns the last number handed out, 0 for a series never used. It
 // never writes and works on every store.
 func (q *Sequence) Peek(ctx context.Context) (uint64, error) {
+	if !q.svc.gate.Enter() {
+		return 0, q.errorf("peek", stores.ErrClosed)
+	}
+	defer q.svc.gate.Exit()
 	pin := q.svc.pinOf(q.c.key) // before the read: see checkPin
 	item, err := q.svc.store.Get(ctx, q.c.key)
 	if errors.Is(err, stores.ErrNotFound) {

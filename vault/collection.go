@@ -93,7 +93,7 @@ func (c *Collection[T]) Get(ctx context.Context, id string) (T, error) {
 func (c *Collection[T]) decode(id string, sealed []byte) (Record[T], error) {
 	plain, rev, err := crypto.OpenRecord(c.v.dk, sealed, crypto.RecordRef{Vault: c.v.name, Collection: c.name, ID: id})
 	if err != nil {
-		return Record[T]{}, ErrTampered
+		return Record[T]{}, c.v.openFailed(err)
 	}
 	_, body, err := splitRecord(plain)
 	if err != nil {
@@ -365,14 +365,15 @@ type stored struct {
 }
 
 // openStored authenticates the stored record it (when found) and splits it.
-// A record that fails to open, or whose marks do not decode, is ErrTampered.
+// A record that fails to open, or whose marks do not decode, is ErrTampered
+// (ErrClosed when the vault's key was wiped by Close meanwhile).
 func (v *Vault) openStored(collection, id string, it stores.Item, found bool) (stored, error) {
 	if !found {
 		return stored{}, nil
 	}
 	plain, rev, err := crypto.OpenRecord(v.dk, it.Value, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id})
 	if err != nil {
-		return stored{}, ErrTampered
+		return stored{}, v.openFailed(err)
 	}
 	marks, body, err := splitRecord(plain)
 	if err != nil {

@@ -28,6 +28,9 @@ var (
 	// accepted bounds (a store lowering it to make guessing cheap, or raising it
 	// to make opening hang).
 	ErrWeakKDF = errors.New("vault header has an unacceptable key-derivation cost")
+	// ErrKDFTooCostly: the key-derivation cost is above the opener's ceiling
+	// (Config.MaxKDF). It comes with ErrWeakKDF, before any derivation.
+	ErrKDFTooCostly = crypto.ErrKDFTooCostly
 )
 
 // Errors of record writes. Test them with errors.Is.

@@ -3,6 +3,8 @@ package vault
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Name limits.
@@ -14,7 +16,9 @@ const (
 )
 
 // CheckVaultName reports whether name can name a vault: non-empty, at most
-// MaxNameLen bytes, without '/', NUL or a leading '_'.
+// MaxNameLen bytes, valid UTF-8, without '/', NUL or any other control
+// character (newlines included), and not starting with '_'. A bad name gives
+// an error wrapping ErrInvalidName (ErrReservedName for the leading '_').
 func CheckVaultName(name string) error {
 	return checkName("vault", name)
 }
@@ -31,8 +35,12 @@ func checkName(what, name string) error {
 		return fmt.Errorf("%s name is empty: %w", what, ErrInvalidName)
 	case len(name) > MaxNameLen:
 		return fmt.Errorf("%s name is longer than %d bytes: %w", what, MaxNameLen, ErrInvalidName)
-	case strings.ContainsAny(name, "/\x00"):
-		return fmt.Errorf("%s name %q holds '/' or NUL: %w", what, name, ErrInvalidName)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%s name %q is not valid UTF-8: %w", what, name, ErrInvalidName)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return fmt.Errorf("%s name %q holds a control character: %w", what, name, ErrInvalidName)
+	case strings.ContainsRune(name, '/'):
+		return fmt.Errorf("%s name %q holds '/': %w", what, name, ErrInvalidName)
 	case name[0] == '_':
 		return fmt.Errorf("%s name %q starts with '_': %w", what, name, ErrReservedName)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/pins"
@@ -24,6 +25,13 @@ type Config struct {
 	// The zero value means crypto.DefaultKDF. An existing vault keeps the cost
 	// recorded in its header.
 	KDF crypto.KDFParams
+	// MaxKDF is the most key derivation this opener will pay for: a vault
+	// header asking for a higher time, memory or thread count is refused
+	// with ErrKDFTooCostly (and ErrWeakKDF) before any derivation, so a store
+	// cannot make opening hang or exhaust memory. A zero field means the
+	// field of crypto.DefaultMaxKDF (10 passes, 1 GiB, 16 threads). Raise it
+	// to open (or create) a vault made with higher costs.
+	MaxKDF crypto.KDFParams
 	// InsecureAllowWeakKDF accepts a header whose key-derivation cost is below
 	// the safe minimum. It exists for tests, which cannot pay 64 MiB per open;
 	// never set it in production: a store could then lower the cost of guessing
@@ -34,6 +42,31 @@ type Config struct {
 	// and the last ledger head it saw, sealed. Empty keeps them in memory, so
 	// rollbacks are caught only while the process lives.
 	StateDir string
+}
+
+// Format implements fmt.Formatter so that no verb (%v, %+v, %#v, %s, %x,
+// ...) prints the secret: it shows the name, the user, the store's type,
+// the costs and the state folder, and "REDACTED" for the secret.
+func (c Config) Format(f fmt.State, _ rune) {
+	_, _ = io.WriteString(f, c.String())
+}
+
+// String describes c without its secret.
+func (c Config) String() string {
+	return fmt.Sprintf("vault.Config{Name: %q, User: %q, Secret: REDACTED, Store: %s, KDF: %+v, MaxKDF: %+v, StateDir: %q}",
+		c.Name, c.User, storeType(c.Store), c.KDF, c.MaxKDF, c.StateDir)
+}
+
+// GoString is String, so %#v does not print the secret either.
+func (c Config) GoString() string { return c.String() }
+
+// storeType names a store by its type only: a store's fields may hold
+// credentials (a DSN with a password).
+func storeType(st stores.Store) string {
+	if st == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("%T", st)
 }
 
 const (
@@ -120,6 +153,10 @@ func (o opener) unlock(ctx context.Context, header []byte) (*crypto.Key, crypto.
 	if err := h.KDF.Check(o.cfg.InsecureAllowWeakKDF); err != nil {
 		return nil, h, fmt.Errorf("%w: %w", ErrWeakKDF, err)
 	}
+	// Before any derivation: the store chose these costs.
+	if err := h.KDF.CheckCeiling(o.cfg.MaxKDF); err != nil {
+		return nil, h, fmt.Errorf("vault header: %w: %w", ErrWeakKDF, err)
+	}
 	kek, err := crypto.DeriveUserKey(o.cfg.Secret, h.Salt[:], h.KDF)
 	if err != nil {
 		return nil, h, err
@@ -140,14 +177,21 @@ func (o opener) unlock(ctx context.Context, header []byte) (*crypto.Key, crypto.
 	return dk, h, nil
 }
 
-// adopt handles a header without a key slot for this user: if the keyring is
-// empty the creator crashed between header and keyring (possible only on
-// stores without transactions), so this opener finishes the creation;
-// otherwise the user simply has no access.
+// adopt handles a header without a key slot for this user. Only a vault that
+// holds its header and nothing else may be finished here: its creator crashed
+// between header and keyring (possible only on stores without transactions),
+// so no data key was ever used. Anything else (records, ledger, counters,
+// another user's key slot) means a data key exists that this user was never
+// given, or that a store deleted this user's slot: either way the user has no
+// access, and writing a new data key would re-key the vault behind its
+// owners' backs and fork its history. Nothing is written then.
 func (o opener) adopt(ctx context.Context, kek *crypto.Key, ad []byte) (*crypto.Key, error) {
-	for _, err := range o.cfg.Store.List(ctx, o.prefix+keyringPrefix) {
+	for it, err := range o.cfg.Store.List(ctx, o.prefix) {
 		if err != nil {
 			return nil, err
+		}
+		if it.Key == o.prefix+headerKey {
+			continue
 		}
 		return nil, fmt.Errorf("user %q: %w", o.cfg.User, ErrNoAccess)
 	}
@@ -166,6 +210,10 @@ func (o opener) adopt(ctx context.Context, kek *crypto.Key, ad []byte) (*crypto.
 }
 
 func (o opener) create(ctx context.Context) (*crypto.Key, [crypto.SaltSize]byte, error) {
+	// A vault this opener could not open again is not created.
+	if err := o.kdf.CheckCeiling(o.cfg.MaxKDF); err != nil {
+		return nil, [crypto.SaltSize]byte{}, fmt.Errorf("cost for a new vault: %w: %w", ErrWeakKDF, err)
+	}
 	h, err := crypto.NewHeader(o.kdf)
 	if err != nil {
 		return nil, h.Salt, err

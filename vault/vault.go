@@ -2,7 +2,11 @@ package vault
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/noydb-go/noydb/crypto"
@@ -20,11 +24,15 @@ type Vault struct {
 	store  stores.Store
 	prefix string
 	dk     *crypto.Key
+	macer  *crypto.MACer // the ledger's chain key, wiped with dk
 	seal   keySealer
 	seqs   *sequence.Service
 	ledger *ledger.Ledger
 	pins   *pins.Set
-	closed atomic.Bool
+
+	closed    atomic.Bool // set first thing by Close: new calls refuse
+	closeOnce sync.Once
+	closeErr  error
 }
 
 func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
@@ -37,7 +45,8 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 		seal:   keySealer{dk: dk, vault: cfg.Name},
 		pins:   p,
 	}
-	v.ledger = ledger.New(cfg.Store, v.seal, crypto.NewMACer(dk.Derive("noydb ledger v1")), prefix, ledger.Options{Actor: cfg.User, Pins: p})
+	v.macer = crypto.NewMACer(dk.Derive("noydb ledger v1"))
+	v.ledger = ledger.New(cfg.Store, v.seal, v.macer, prefix, ledger.Options{Actor: cfg.User, Pins: p})
 	// Sequences write their counters and ledger entries in the ledger's
 	// turn, like record writes, so that writers of this process never fail
 	// one another on the ledger head.
@@ -53,6 +62,24 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	})
 	return v
 }
+
+// Format implements fmt.Formatter so that no verb (%v, %+v, %#v, %s, %x,
+// ...) prints the vault's keys: it shows the name, the user and the store's
+// type only.
+func (v *Vault) Format(f fmt.State, _ rune) {
+	_, _ = io.WriteString(f, v.String())
+}
+
+// String describes v without its keys.
+func (v *Vault) String() string {
+	if v == nil {
+		return "vault.Vault(nil)"
+	}
+	return fmt.Sprintf("vault.Vault{Name: %q, User: %q, Keys: REDACTED, Store: %s}", v.name, v.user, storeType(v.store))
+}
+
+// GoString is String, so %#v does not print the keys either.
+func (v *Vault) GoString() string { return v.String() }
 
 // ledgerTurn is the vault's store as its sequences see it: transactions run
 // in the ledger's turn.
@@ -82,13 +109,30 @@ func (v *Vault) Sequence(series string, opts ...sequence.Options) (*sequence.Seq
 	return v.seqs.Sequence(series, opts...)
 }
 
-// Close marks the vault closed (later calls return ErrClosed) and writes its
-// rollback pins to the state folder. It does not close the store.
+// Close closes the vault. Every handle obtained from it, before or after
+// (collections, sequences, the ledger, numbering series), then refuses with
+// ErrClosed. Calls in flight end first: a Next waiting in a combining queue
+// either gets its number, covered by the rollback pins, before Close
+// returns, or fails; no number is taken after Close returns. Close then
+// writes the rollback pins to the state folder and wipes the data key and
+// the ledger's chain key from memory. It does not close the store.
+//
+// Close is idempotent, and safe to call concurrently (every caller returns
+// once the vault is closed). It must not be called from inside a callback
+// of the vault's own calls (a Bind or PutNumbered build function, a ledger
+// Update, the body of a range over Ledger().Read): it would wait for
+// itself.
 func (v *Vault) Close() error {
-	if v.closed.Swap(true) {
-		return nil
-	}
-	return v.pins.Close()
+	v.closeOnce.Do(func() {
+		v.closed.Store(true)
+		// Outer services first: sequences append to the ledger.
+		errs := []error{v.seqs.Close(), v.ledger.Close()}
+		errs = append(errs, v.pins.Close())
+		v.macer.Wipe()
+		v.dk.Wipe()
+		v.closeErr = errors.Join(errs...)
+	})
+	return v.closeErr
 }
 
 func (v *Vault) check(ctx context.Context) error {
@@ -96,6 +140,23 @@ func (v *Vault) check(ctx context.Context) error {
 		return ErrClosed
 	}
 	return ctx.Err()
+}
+
+// openFailed is the error for a sealed value that did not open: ErrClosed
+// when the data key was wiped by Close meanwhile, else ErrTampered.
+func (v *Vault) openFailed(err error) error {
+	if errors.Is(err, crypto.ErrKeyWiped) {
+		return ErrClosed
+	}
+	return ErrTampered
+}
+
+// closedIfWiped makes a use of the wiped data key an ErrClosed.
+func closedIfWiped(err error) error {
+	if err != nil && errors.Is(err, crypto.ErrKeyWiped) {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
 }
 
 // keySealer seals internal values (counters, ledger entries) bound to the
@@ -106,11 +167,13 @@ type keySealer struct {
 }
 
 func (s keySealer) Seal(key string, plaintext []byte) ([]byte, error) {
-	return crypto.SealAt(s.dk, plaintext, s.vault, key)
+	out, err := crypto.SealAt(s.dk, plaintext, s.vault, key)
+	return out, closedIfWiped(err)
 }
 
 func (s keySealer) Open(key string, sealed []byte) ([]byte, error) {
-	return crypto.OpenAt(s.dk, sealed, s.vault, key)
+	out, err := crypto.OpenAt(s.dk, sealed, s.vault, key)
+	return out, closedIfWiped(err)
 }
 
 // journal records sequence events in the ledger, inside the counter's
