@@ -159,6 +159,16 @@ func Forget(stateDir, name string) error {
 	return pins.Forget(stateDir, name)
 }
 
+// Used reports whether the state folder stateDir records that this device
+// has used the vault named name (false without a folder).
+func Used(stateDir, name string) (bool, error) {
+	if err := CheckVaultName(name); err != nil {
+		return false, err
+	}
+	id, err := pins.Lookup(stateDir, name)
+	return id != nil, err
+}
+
 // unlock checks the stored header and unwraps the user's copy of the data key.
 func (o opener) unlock(ctx context.Context, header []byte) (*crypto.Key, crypto.Header, error) {
 	h, err := crypto.ParseHeader(header)
