@@ -68,6 +68,7 @@ type core struct {
 	err      error  // sticky write error
 	writes   uint64 // writes done, for tests
 	waiting  int    // raisers waiting for a write in flight, for tests
+	closed   bool   // the last handle is closed: pins stay in memory
 }
 
 // testHookWrite, when set by a test, runs before each write and may fail it.
@@ -220,7 +221,7 @@ func (s *Set) RaiseLedger(key string, seq uint64, mac []byte) {
 // for every move made before it encoded; callers arriving meanwhile wait for
 // the write after it, which one of them starts.
 func (c *core) settleLocked() {
-	if c.file == nil {
+	if c.file == nil || c.closed {
 		return
 	}
 	target := c.moves
@@ -271,8 +272,7 @@ func (s *Set) Close() error {
 		return nil
 	}
 	err := s.Flush()
-	s.c.release()
-	return err
+	return errors.Join(err, s.c.release())
 }
 
 // The pins body: version byte, then counters and heads, each a count

@@ -22,11 +22,14 @@ import (
 //	h.vault           the device's record that it used vault N, with the
 //	                  vault's identity (its salt); written once, atomically
 //	h.a.pins h.b.pins two copies of the pins, written in turn: the identity in
-//	                  clear, then, sealed, a write count and the pins body
+//	                  clear, then, sealed and length-prefixed, a write count
+//	                  and the pins body (bytes after it are ignored)
 //
-// A write overwrites the older copy in place and fsyncs it, so a crash in
-// the middle leaves the other, complete copy; Open loads the copy with the
-// highest write count that authenticates. Versions before this layout kept
+// A write overwrites the older copy in place, from its first byte and
+// without truncating it (a file that keeps its size costs a tenth of a
+// truncated one to fsync), and fsyncs it, so a crash in the middle leaves
+// the other, complete copy; Open loads the copy with the highest write count
+// that authenticates. Versions before this layout kept
 // one file named after the salt (hex(salt).pins); it is read once and
 // replaced.
 const (
@@ -54,6 +57,7 @@ type stateFile struct {
 	check     []byte // keyCheck(key), to compare keys of later openers
 	newest    int    // slot of the newest copy on disk, -1 when none
 	exists    [2]bool
+	fh        [2]*os.File // open copies, for in-place writes
 }
 
 // keyCheck is a fingerprint of a pins key, safe to keep and compare.
@@ -76,12 +80,22 @@ func (f *stateFile) write(seq uint64, body []byte) error {
 	}
 	b := append([]byte(slotMagic), formatV)
 	b = appendBytes(b, f.id)
-	b = append(b, sealed...)
+	b = appendBytes(b, sealed)
 	slot := 0
 	if f.newest == 0 {
 		slot = 1
 	}
-	if err := writeSynced(f.base+slotNames[slot], b); err != nil {
+	fh := f.fh[slot]
+	if fh == nil {
+		if fh, err = os.OpenFile(f.base+slotNames[slot], os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+			return err
+		}
+		f.fh[slot] = fh
+	}
+	if _, err := fh.WriteAt(b, 0); err != nil {
+		return err
+	}
+	if err := fh.Sync(); err != nil {
 		return err
 	}
 	if !f.exists[slot] {
@@ -92,6 +106,18 @@ func (f *stateFile) write(seq uint64, body []byte) error {
 	}
 	f.newest = slot
 	return nil
+}
+
+// close closes the open copies.
+func (f *stateFile) close() error {
+	var errs []error
+	for i, fh := range f.fh {
+		if fh != nil {
+			errs = append(errs, fh.Close())
+			f.fh[i] = nil
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // writeSynced overwrites path with b and fsyncs it.
@@ -184,17 +210,27 @@ func openShared(dir, vaultName string, id []byte, key *crypto.Key) (*Set, error)
 	return &Set{c: c}, nil
 }
 
-// release drops one handle; the last one unregisters the core.
-func (c *core) release() {
+// release drops one handle; the last one unregisters the core and closes
+// its files.
+func (c *core) release() error {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.refs--
-	last := c.refs == 0
-	c.mu.Unlock()
-	if last && c.reg != "" && shared.cores[c.reg] == c {
+	if c.refs > 0 {
+		return nil
+	}
+	if c.reg != "" && shared.cores[c.reg] == c {
 		delete(shared.cores, c.reg)
 	}
+	// No write is in flight: Close settled before releasing, and the core
+	// is closed from here on.
+	c.closed = true
+	if c.file != nil {
+		return c.file.close()
+	}
+	return nil
 }
 
 // slotCopy is one pins copy as read from disk.
@@ -221,7 +257,11 @@ func readSlot(path string) (slotCopy, error) {
 	if r.err != nil || len(id) == 0 {
 		return s, nil
 	}
-	s.id, s.sealed = bytes.Clone(id), r.b
+	sealed := r.bytes()
+	if r.err != nil {
+		return s, nil
+	}
+	s.id, s.sealed = bytes.Clone(id), sealed
 	return s, nil
 }
 
