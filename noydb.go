@@ -85,7 +85,7 @@ type Config struct {
 	// with ErrVaultLost instead of silently starting over; DB.ForgetVault is
 	// the explicit way to start over. A number is returned only once the pin
 	// covering it is on disk (fsynced; concurrent callers share one write).
-	// Use one StateDir per store, and one process at a time per StateDir.
+	// Use one StateDir per store (processes of one device may share it).
 	StateDir string
 }
 

@@ -36,8 +36,9 @@ type Config struct {
 	// device has used the vault. Empty keeps the pins in memory, so rollbacks
 	// are caught only while the process lives. Use one StateDir per store:
 	// the folder knows vaults by name, so a second store holding a vault of
-	// the same name looks like the first one replaced (ErrVaultLost). One
-	// process at a time should use a StateDir.
+	// the same name looks like the first one replaced (ErrVaultLost).
+	// Processes sharing a StateDir take turns writing it (except on Windows,
+	// where one process at a time should use it).
 	StateDir string
 }
 

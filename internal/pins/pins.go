@@ -12,7 +12,10 @@
 // # Concurrency
 //
 // A Set is safe for concurrent use. Sets opened in one process for the same
-// vault and folder share one memory and one writer.
+// vault and folder share one memory and one writer. Processes sharing a
+// folder take turns under a file lock (flock; not on Windows, where one
+// process at a time should use a folder) and each write holds the union of
+// the pins all of them have seen.
 package pins
 
 import (
@@ -233,16 +236,8 @@ func (c *core) settleLocked() {
 			continue
 		}
 		c.flushing = true
-		upto := c.moves
-		plain := c.encodeLocked()
 		c.mu.Unlock()
-		var err error
-		if testHookWrite != nil {
-			err = testHookWrite()
-		}
-		if err == nil {
-			err = c.file.write(upto, plain)
-		}
+		upto, err := c.flush()
 		c.mu.Lock()
 		c.flushing = false
 		if err != nil {

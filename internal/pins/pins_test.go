@@ -391,3 +391,43 @@ func TestMemoryOnly(t *testing.T) {
 	assert.ErrorIs(t, s.CheckCounter("c", 2), pins.ErrRollback)
 	require.NoError(t, s.Close())
 }
+
+// Processes sharing a state folder take turns writing, and each write holds
+// the union of what all of them have seen: no process's pins are lost.
+func TestProcessesSharingAFolderMerge(t *testing.T) {
+	dir, key := t.TempDir(), newKey(t)
+	a, err := pins.OpenAsAnotherProcess(dir, "books", testID, key)
+	require.NoError(t, err)
+	b, err := pins.OpenAsAnotherProcess(dir, "books", testID, key)
+	require.NoError(t, err)
+	a.RaiseCounter("c", 5)
+	b.RaiseCounter("d", 7)
+	b.RaiseLedger("l", 3, []byte("mac-3"))
+	a.RaiseCounter("c", 6)
+	assert.Equal(t, uint64(7), a.CounterPin("d"), "a took in what b wrote")
+	assert.ErrorIs(t, a.CheckCounter("d", 6), pins.ErrRollback)
+	require.NoError(t, a.Close())
+	require.NoError(t, b.Close())
+
+	s := open(t, dir, key)
+	assert.Equal(t, uint64(6), s.CounterPin("c"))
+	assert.Equal(t, uint64(7), s.CounterPin("d"))
+	seq, mac := s.LedgerPin("l")
+	assert.Equal(t, uint64(3), seq)
+	assert.Equal(t, []byte("mac-3"), mac)
+}
+
+// Copies removed while the vault is open are written again.
+func TestCopiesRemovedWhileOpenAreWrittenAgain(t *testing.T) {
+	dir, key := t.TempDir(), newKey(t)
+	s := open(t, dir, key)
+	s.RaiseCounter("c", 5)
+	for _, p := range pinFiles(t, dir) {
+		require.NoError(t, os.Remove(p))
+	}
+	s.RaiseCounter("c", 6)
+	c, err := pins.Open(copyDir(t, dir), "books", testID, key)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(6), c.CounterPin("c"))
+	require.NoError(t, c.Close())
+}

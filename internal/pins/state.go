@@ -58,6 +58,8 @@ type stateFile struct {
 	newest    int    // slot of the newest copy on disk, -1 when none
 	exists    [2]bool
 	fh        [2]*os.File // open copies, for in-place writes
+	seq       uint64      // write count of the newest copy on disk
+	lockFH    *os.File    // the folder lock file, while open
 }
 
 // keyCheck is a fingerprint of a pins key, safe to keep and compare.
@@ -104,13 +106,32 @@ func (f *stateFile) write(seq uint64, body []byte) error {
 		}
 		f.exists[slot] = true
 	}
-	f.newest = slot
+	f.newest, f.seq = slot, seq
 	return nil
 }
 
-// close closes the open copies.
+// lock takes the folder lock of the vault's files (h.lock), shared with
+// other processes; unlock releases it.
+func (f *stateFile) lock() error {
+	if f.lockFH == nil {
+		fh, err := os.OpenFile(f.base+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return err
+		}
+		f.lockFH = fh
+	}
+	return lockFile(f.lockFH)
+}
+
+func (f *stateFile) unlock() error { return unlockFile(f.lockFH) }
+
+// close closes the open copies and the lock file.
 func (f *stateFile) close() error {
 	var errs []error
+	if f.lockFH != nil {
+		errs = append(errs, f.lockFH.Close())
+		f.lockFH = nil
+	}
 	for i, fh := range f.fh {
 		if fh != nil {
 			errs = append(errs, fh.Close())
@@ -335,7 +356,7 @@ func Forget(dir, vaultName string) error {
 	}
 	id, _ := Lookup(dir, vaultName)
 	base := filepath.Join(dir, nameHash(vaultName))
-	paths := []string{base + slotNames[0], base + slotNames[1], base + ".vault.tmp"}
+	paths := []string{base + slotNames[0], base + slotNames[1], base + ".vault.tmp", base + ".lock"}
 	if id != nil {
 		paths = append(paths, filepath.Join(dir, legacyName(id)))
 	}
@@ -355,6 +376,115 @@ func legacyName(id []byte) string {
 	return fmt.Sprintf("%x.pins", id)
 }
 
+// diskCopies is what readCopies found of a vault's pins copies.
+type diskCopies struct {
+	best    int // slot of the newest copy that authenticates, -1 if none
+	seq     uint64
+	mem     *core // its pins
+	authErr error // why a copy of this vault did not authenticate
+	ours    bool  // a copy of this vault exists, readable or not
+	other   bool  // a copy of another identity exists
+	exists  [2]bool
+}
+
+// readCopies reads both copies and picks the newest that authenticates.
+func (f *stateFile) readCopies() (diskCopies, error) {
+	d := diskCopies{best: -1}
+	for i, n := range slotNames {
+		s, err := readSlot(f.base + n)
+		if err != nil {
+			return d, err
+		}
+		d.exists[i] = s.exists
+		switch {
+		case s.id == nil:
+			continue // torn or foreign: whose it was is unknown
+		case !bytes.Equal(s.id, f.id):
+			d.other = true
+			continue
+		}
+		d.ours = true
+		plain, err := crypto.Open(f.key, s.sealed, f.ad)
+		if err != nil {
+			d.authErr = err
+			continue
+		}
+		m := newCore()
+		if len(plain) < 8 || m.decode(plain[8:]) != nil {
+			d.authErr = errMalformed
+			continue
+		}
+		if seq := binary.BigEndian.Uint64(plain); d.best < 0 || seq > d.seq {
+			d.best, d.seq, d.mem = i, seq, m
+		}
+	}
+	return d, nil
+}
+
+// syncDisk takes in the copies on disk, which another process using the folder
+// may have written since: a copy that went missing is created again on the
+// next write, and a newer one is merged into memory (pins only move up).
+// The caller holds the folder lock and not c.mu.
+func (c *core) syncDisk() error {
+	f := c.file
+	d, err := f.readCopies()
+	if err != nil {
+		return err
+	}
+	for i := range f.fh {
+		if !d.exists[i] && f.fh[i] != nil {
+			_ = f.fh[i].Close() // removed under us: write a new file
+			f.fh[i], f.exists[i] = nil, false
+		}
+	}
+	if d.best < 0 {
+		return nil
+	}
+	// Write next over the other slot than the newest good copy, whoever
+	// wrote it, so that a crash mid-write always leaves one.
+	f.seq, f.newest = max(f.seq, d.seq), d.best
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, v := range d.mem.counters {
+		if v > c.counters[k] {
+			c.counters[k] = v
+		}
+	}
+	for k, h := range d.mem.heads {
+		if h.seq > c.heads[k].seq {
+			c.heads[k] = h
+		}
+	}
+	return nil
+}
+
+// flush writes every pin moved up to now and returns the move count it
+// covers. It holds the folder lock throughout, so that processes sharing
+// the folder take turns and each writes the union of what all have seen.
+func (c *core) flush() (uint64, error) {
+	f := c.file
+	if err := f.lock(); err != nil {
+		return 0, err
+	}
+	defer f.unlock()
+	if err := c.syncDisk(); err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	upto := c.moves
+	plain := c.encodeLocked()
+	c.mu.Unlock()
+	if testHookWrite != nil {
+		if err := testHookWrite(); err != nil {
+			return 0, err
+		}
+	}
+	if err := f.write(f.seq+1, plain); err != nil {
+		return 0, err
+	}
+	return upto, nil
+}
+
 // load reads the vault's pins from dir, or starts them and records the
 // vault as used.
 func load(dir, vaultName string, id []byte, key *crypto.Key) (*core, error) {
@@ -365,78 +495,61 @@ func load(dir, vaultName string, id []byte, key *crypto.Key) (*core, error) {
 	f := &stateFile{dir: dir, base: base, id: bytes.Clone(id), key: key, ad: slotAD(vaultName, id), check: keyCheck(key), newest: -1}
 	c := newCore()
 	c.file = f
+	if err := f.lock(); err != nil {
+		return nil, fmt.Errorf("pins: %w", err)
+	}
+	c, err := c.loadLocked(vaultName)
+	if uerr := f.unlock(); err == nil && uerr != nil {
+		err = fmt.Errorf("pins: %w", uerr)
+	}
+	if err != nil {
+		_ = f.close()
+		return nil, err
+	}
+	return c, nil
+}
 
-	known, err := readRecord(base + ".vault")
+func (c *core) loadLocked(vaultName string) (*core, error) {
+	f := c.file
+	known, err := readRecord(f.base + ".vault")
 	if err != nil {
 		return nil, err
 	}
-	if known != nil && !bytes.Equal(known, id) {
+	if known != nil && !bytes.Equal(known, f.id) {
 		return nil, fmt.Errorf("this device used vault %q with another identity: %w", vaultName, ErrVaultLost)
 	}
-	var (
-		best    = -1
-		bestSeq uint64
-		bestMem *core
-		authErr error
-		ours    bool // a copy of this vault exists, readable or not
-	)
-	for i, n := range slotNames {
-		s, err := readSlot(base + n)
-		if err != nil {
-			return nil, err
-		}
-		f.exists[i] = s.exists
-		switch {
-		case s.id == nil:
-			continue // torn or foreign: whose it was is unknown
-		case !bytes.Equal(s.id, id):
-			if known == nil {
-				return nil, fmt.Errorf("this device used vault %q with another identity: %w", vaultName, ErrVaultLost)
-			}
-			continue
-		}
-		ours = true
-		plain, err := crypto.Open(key, s.sealed, f.ad)
-		if err != nil {
-			authErr = err
-			continue
-		}
-		m := newCore()
-		if len(plain) < 8 || m.decode(plain[8:]) != nil {
-			authErr = errMalformed
-			continue
-		}
-		if seq := binary.BigEndian.Uint64(plain); best < 0 || seq > bestSeq {
-			best, bestSeq, bestMem = i, seq, m
-		}
+	d, err := f.readCopies()
+	if err != nil {
+		return nil, err
 	}
+	f.exists = d.exists
 	switch {
-	case best >= 0:
-		c.counters, c.heads = bestMem.counters, bestMem.heads
-		c.moves, c.durable, f.newest = bestSeq, bestSeq, best
+	case known == nil && d.other:
+		return nil, fmt.Errorf("this device used vault %q with another identity: %w", vaultName, ErrVaultLost)
+	case d.best >= 0:
+		c.counters, c.heads = d.mem.counters, d.mem.heads
+		f.seq, f.newest = d.seq, d.best
 		if known == nil {
-			if err := replaceSynced(dir, base+".vault", encodeRecord(vaultName, id)); err != nil {
+			if err := replaceSynced(f.dir, f.base+".vault", encodeRecord(vaultName, f.id)); err != nil {
 				return nil, fmt.Errorf("pins: %w", err)
 			}
 		}
 		return c, nil
-	case known != nil || ours:
-		if authErr != nil {
-			return nil, fmt.Errorf("pins of vault %q in %s: %w: %w", vaultName, dir, ErrStateLost, authErr)
+	case known != nil || d.ours:
+		if d.authErr != nil {
+			return nil, fmt.Errorf("pins of vault %q in %s: %w: %w", vaultName, f.dir, ErrStateLost, d.authErr)
 		}
-		return nil, fmt.Errorf("pins of vault %q in %s: %w", vaultName, dir, ErrStateLost)
+		return nil, fmt.Errorf("pins of vault %q in %s: %w", vaultName, f.dir, ErrStateLost)
 	}
 	// First use on this device (perhaps after an older layout).
-	legacy := filepath.Join(dir, legacyName(id))
-	if err := c.loadLegacy(legacy, vaultName, key); err != nil {
+	legacy := filepath.Join(f.dir, legacyName(f.id))
+	if err := c.loadLegacy(legacy, vaultName, f.key); err != nil {
 		return nil, err
 	}
-	c.moves = 1
 	if err := f.write(1, c.encodeLocked()); err != nil {
 		return nil, fmt.Errorf("pins: %w", err)
 	}
-	c.durable = 1
-	if err := replaceSynced(dir, base+".vault", encodeRecord(vaultName, id)); err != nil {
+	if err := replaceSynced(f.dir, f.base+".vault", encodeRecord(vaultName, f.id)); err != nil {
 		return nil, fmt.Errorf("pins: %w", err)
 	}
 	if err := os.Remove(legacy); err != nil && !errors.Is(err, fs.ErrNotExist) {
