@@ -49,13 +49,15 @@ const (
 
 // Open opens the named vault, creating it on first use, and unlocks it with
 // the user's secret. A wrong secret returns ErrWrongSecret after the same key
-// derivation a right one costs. With a StateDir, a vault this device has used
-// is never created again: if the store has lost it (no header) or holds
-// another vault under its name (a header with another salt), Open fails with
-// ErrVaultLost (which matches ErrRollback); Forget lifts that. When two openers create the same vault at once,
-// both end with the one data key that was committed first (on stores with
-// atomic compare-and-swap; on others the last writer wins, so create a vault
-// from one place before sharing it).
+// derivation a right one costs. When two openers create the same vault at
+// once, both end with the one data key that was committed first (on stores
+// with atomic compare-and-swap; on others the last writer wins, so create a
+// vault from one place before sharing it).
+//
+// With a StateDir, a vault this device has used is never created again: if
+// the store has lost it (no header) or holds another vault under its name (a
+// header with another salt), Open fails with ErrVaultLost (which matches
+// ErrRollback) before any key derivation; Forget lifts that.
 func Open(ctx context.Context, cfg Config) (*Vault, error) {
 	if err := CheckVaultName(cfg.Name); err != nil {
 		return nil, fmt.Errorf("open vault: %w", err)
@@ -127,47 +129,6 @@ func (o opener) attempt(ctx context.Context) (*crypto.Key, [crypto.SaltSize]byte
 	}
 	dk, h, err := o.unlock(ctx, hi.Value)
 	return dk, h.Salt, err
-}
-
-// checkKnown refuses, before any key derivation, a header whose salt is not
-// the one this device knew the vault by: the vault was replaced.
-func (o opener) checkKnown(header []byte) error {
-	if o.known == nil {
-		return nil
-	}
-	h, err := crypto.ParseHeader(header)
-	if err != nil {
-		return nil // unlock reports it
-	}
-	if !bytes.Equal(h.Salt[:], o.known) {
-		return fmt.Errorf("the store holds another vault under this name than the one this device has used "+
-			"(restore the store, or call Forget to accept the new one): %w", ErrVaultLost)
-	}
-	return nil
-}
-
-// Forget erases what this device knows of the vault named name from the
-// state folder stateDir: the record that it used the vault, and its rollback
-// pins. It is the explicit way to accept a vault that the store really lost
-// or that was re-created elsewhere after Open failed with ErrVaultLost or
-// ErrStateLost: the next Open creates or adopts the vault as on first use,
-// and rollback protection starts over from what the store then holds. It
-// fails while the vault is open in this process.
-func Forget(stateDir, name string) error {
-	if err := CheckVaultName(name); err != nil {
-		return fmt.Errorf("forget vault: %w", err)
-	}
-	return pins.Forget(stateDir, name)
-}
-
-// Used reports whether the state folder stateDir records that this device
-// has used the vault named name (false without a folder).
-func Used(stateDir, name string) (bool, error) {
-	if err := CheckVaultName(name); err != nil {
-		return false, err
-	}
-	id, err := pins.Lookup(stateDir, name)
-	return id != nil, err
 }
 
 // unlock checks the stored header and unwraps the user's copy of the data key.
@@ -277,6 +238,47 @@ func (o opener) create(ctx context.Context) (*crypto.Key, [crypto.SaltSize]byte,
 		return nil, h.Salt, err
 	}
 	return dk, h.Salt, nil
+}
+
+// checkKnown refuses, before any key derivation, a header whose salt is not
+// the one this device knew the vault by: the vault was replaced.
+func (o opener) checkKnown(header []byte) error {
+	if o.known == nil {
+		return nil
+	}
+	h, err := crypto.ParseHeader(header)
+	if err != nil {
+		return nil // unlock reports it
+	}
+	if !bytes.Equal(h.Salt[:], o.known) {
+		return fmt.Errorf("the store holds another vault under this name than the one this device has used "+
+			"(restore the store, or call Forget to accept the new one): %w", ErrVaultLost)
+	}
+	return nil
+}
+
+// Forget erases what this device knows of the vault named name from the
+// state folder stateDir: the record that it used the vault, and its rollback
+// pins. It is the explicit way to accept a vault that the store really lost
+// or that was re-created elsewhere after Open failed with ErrVaultLost or
+// ErrStateLost: the next Open creates or adopts the vault as on first use,
+// and rollback protection starts over from what the store then holds. It
+// fails while the vault is open in this process.
+func Forget(stateDir, name string) error {
+	if err := CheckVaultName(name); err != nil {
+		return fmt.Errorf("forget vault: %w", err)
+	}
+	return pins.Forget(stateDir, name)
+}
+
+// Used reports whether the state folder stateDir records that this device
+// has used the vault named name (false without a folder).
+func Used(stateDir, name string) (bool, error) {
+	if err := CheckVaultName(name); err != nil {
+		return false, err
+	}
+	id, err := pins.Lookup(stateDir, name)
+	return id != nil, err
 }
 
 // keyringAD binds a wrapped data key to its vault, its user and the exact
