@@ -245,8 +245,11 @@ func (c *core) release() error {
 	if c.reg != "" && shared.cores[c.reg] == c {
 		delete(shared.cores, c.reg)
 	}
-	// No write is in flight: Close settled before releasing, and the core
-	// is closed from here on.
+	// A raise racing the last Close may still be writing: let it end, then
+	// the core is closed (pins stay in memory) and its files with it.
+	for c.flushing {
+		c.done.Wait()
+	}
 	c.closed = true
 	if c.file != nil {
 		return c.file.close()
