@@ -431,3 +431,24 @@ func TestCopiesRemovedWhileOpenAreWrittenAgain(t *testing.T) {
 	assert.Equal(t, uint64(6), c.CounterPin("c"))
 	require.NoError(t, c.Close())
 }
+
+// Raises racing the last Close neither race nor panic; what they raised
+// before Close returned is on disk.
+func TestRaisesRacingClose(t *testing.T) {
+	dir, key := t.TempDir(), newKey(t)
+	s, err := pins.Open(dir, "books", testID, key)
+	require.NoError(t, err)
+	s.RaiseCounter("c", 1)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				s.RaiseCounter("c", uint64(2+g*50+i))
+			}
+		})
+	}
+	require.NoError(t, s.Close())
+	wg.Wait()
+	again := open(t, dir, key)
+	assert.GreaterOrEqual(t, again.CounterPin("c"), uint64(1))
+}
