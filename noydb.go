@@ -58,6 +58,14 @@ var (
 	// device has already seen (a restored snapshot, a dropped tail). Nothing
 	// is issued or trusted from it.
 	ErrRollback = pins.ErrRollback
+	// ErrVaultLost: with a StateDir, the store holds no vault by a name this
+	// device has used, or another vault under that name (a replaced header).
+	// It also matches ErrRollback. DB.ForgetVault accepts the loss.
+	ErrVaultLost = vault.ErrVaultLost
+	// ErrStateLost: the StateDir records that this device used the vault but
+	// its pins there are missing or damaged beyond the last good copy.
+	// Restore the folder, or call DB.ForgetVault to start over.
+	ErrStateLost = vault.ErrStateLost
 )
 
 // Config configures a DB. The zero value of every optional field means the
@@ -86,6 +94,13 @@ type Config struct {
 	// saw per series and the last ledger head it saw. A store that later
 	// serves anything older makes Next and ledger reads fail with
 	// ErrRollback. Empty keeps the pins in memory, for the life of the DB.
+	//
+	// The folder also records which vaults this device has used: a store
+	// that later loses one (wiped, or its header replaced) fails OpenVault
+	// with ErrVaultLost instead of silently starting over; DB.ForgetVault is
+	// the explicit way to start over. A number is returned only once the pin
+	// covering it is on disk (fsynced; concurrent callers share one write).
+	// Use one StateDir per store (processes of one device may share it).
 	StateDir string
 }
 
@@ -220,4 +235,29 @@ func storeType(st stores.Store) string {
 		return "nil"
 	}
 	return fmt.Sprintf("%T", st)
+}
+
+// ForgetVault erases what this device knows of the named vault from
+// Config.StateDir: the record that it used the vault and its rollback pins.
+// Call it only to accept, after OpenVault failed with ErrVaultLost or
+// ErrStateLost, that the vault was really deleted or re-created (the next
+// OpenVault creates or adopts it as on first use, and rollback protection
+// starts over from what the store then holds). It fails while the vault is
+// open; without a StateDir it does nothing.
+func (db *DB) ForgetVault(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return fmt.Errorf("forget vault %q: %w", name, ErrClosed)
+	}
+	if _, ok := db.vaults[name]; ok {
+		return fmt.Errorf("forget vault %q: it is open in this DB", name)
+	}
+	if db.cfg.StateDir == "" {
+		return nil
+	}
+	return vault.Forget(db.cfg.StateDir, name)
 }

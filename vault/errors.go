@@ -4,7 +4,25 @@ import (
 	"errors"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/stores"
+)
+
+// Errors about the device's memory of a vault (Config.StateDir).
+var (
+	// ErrRollback: the store served a counter or a ledger older than this
+	// device has already seen. Nothing is issued or trusted from it.
+	ErrRollback = pins.ErrRollback
+	// ErrVaultLost: the store holds no vault by a name this device has used,
+	// or holds one with another identity (a replaced header), so opening it
+	// would silently start numbering over. It also matches ErrRollback. To
+	// accept a vault that was really deleted or re-created, call Forget.
+	ErrVaultLost = pins.ErrVaultLost
+	// ErrStateLost: the state folder records that this device used the vault,
+	// but the vault's pins there are missing or damaged beyond the last good
+	// copy. Restore the folder from a backup, or call Forget to start over
+	// without the protection they gave.
+	ErrStateLost = pins.ErrStateLost
 )
 
 // Errors returned by vaults and collections. Test them with errors.Is.

@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -39,8 +40,13 @@ type Config struct {
 	InsecureAllowWeakKDF bool
 	// StateDir is a device-local folder (not on the store) where the vault
 	// keeps its rollback pins: the highest number this device saw per series
-	// and the last ledger head it saw, sealed. Empty keeps them in memory, so
-	// rollbacks are caught only while the process lives.
+	// and the last ledger head it saw, sealed, and the record that this
+	// device has used the vault. Empty keeps the pins in memory, so rollbacks
+	// are caught only while the process lives. Use one StateDir per store:
+	// the folder knows vaults by name, so a second store holding a vault of
+	// the same name looks like the first one replaced (ErrVaultLost).
+	// Processes sharing a StateDir take turns writing it (except on Windows,
+	// where one process at a time should use it).
 	StateDir string
 }
 
@@ -76,10 +82,15 @@ const (
 
 // Open opens the named vault, creating it on first use, and unlocks it with
 // the user's secret. A wrong secret returns ErrWrongSecret after the same key
-// derivation a right one costs. When two openers create the same vault at once,
-// both end with the one data key that was committed first (on stores with
-// atomic compare-and-swap; on others the last writer wins, so create a vault
-// from one place before sharing it).
+// derivation a right one costs. When two openers create the same vault at
+// once, both end with the one data key that was committed first (on stores
+// with atomic compare-and-swap; on others the last writer wins, so create a
+// vault from one place before sharing it).
+//
+// With a StateDir, a vault this device has used is never created again: if
+// the store has lost it (no header) or holds another vault under its name (a
+// header with another salt), Open fails with ErrVaultLost (which matches
+// ErrRollback) before any key derivation; Forget lifts that.
 func Open(ctx context.Context, cfg Config) (*Vault, error) {
 	if err := CheckVaultName(cfg.Name); err != nil {
 		return nil, fmt.Errorf("open vault: %w", err)
@@ -101,7 +112,11 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 		return nil, fmt.Errorf("open vault %q: %w: %w", cfg.Name, ErrWeakKDF, err)
 	}
 	prefix := "v/" + cfg.Name + "/"
-	o := opener{cfg: cfg, kdf: kdf, prefix: prefix}
+	known, err := pins.Lookup(cfg.StateDir, cfg.Name)
+	if err != nil {
+		return nil, fmt.Errorf("open vault %q: state folder: %w", cfg.Name, err)
+	}
+	o := opener{cfg: cfg, kdf: kdf, prefix: prefix, known: known}
 	// Each round either opens an existing vault or tries to create it; losing
 	// the creation race sends us round again to open what the winner wrote.
 	for range 8 {
@@ -125,6 +140,7 @@ type opener struct {
 	cfg    Config
 	kdf    crypto.KDFParams
 	prefix string
+	known  []byte // the salt this device knew the vault by, nil if none
 }
 
 // attempt opens or creates the vault and returns its data key and salt.
@@ -132,9 +148,16 @@ func (o opener) attempt(ctx context.Context) (*crypto.Key, [crypto.SaltSize]byte
 	st := o.cfg.Store
 	hi, err := st.Get(ctx, o.prefix+headerKey)
 	if errors.Is(err, stores.ErrNotFound) {
+		if o.known != nil {
+			return nil, [crypto.SaltSize]byte{}, fmt.Errorf("the store has no such vault, but this device has used it "+
+				"(restore the store, or call Forget to start over): %w", ErrVaultLost)
+		}
 		return o.create(ctx)
 	}
 	if err != nil {
+		return nil, [crypto.SaltSize]byte{}, err
+	}
+	if err := o.checkKnown(hi.Value); err != nil {
 		return nil, [crypto.SaltSize]byte{}, err
 	}
 	dk, h, err := o.unlock(ctx, hi.Value)
@@ -263,6 +286,47 @@ func (o opener) create(ctx context.Context) (*crypto.Key, [crypto.SaltSize]byte,
 		return nil, h.Salt, err
 	}
 	return dk, h.Salt, nil
+}
+
+// checkKnown refuses, before any key derivation, a header whose salt is not
+// the one this device knew the vault by: the vault was replaced.
+func (o opener) checkKnown(header []byte) error {
+	if o.known == nil {
+		return nil
+	}
+	h, err := crypto.ParseHeader(header)
+	if err != nil {
+		return nil // unlock reports it
+	}
+	if !bytes.Equal(h.Salt[:], o.known) {
+		return fmt.Errorf("the store holds another vault under this name than the one this device has used "+
+			"(restore the store, or call Forget to accept the new one): %w", ErrVaultLost)
+	}
+	return nil
+}
+
+// Forget erases what this device knows of the vault named name from the
+// state folder stateDir: the record that it used the vault, and its rollback
+// pins. It is the explicit way to accept a vault that the store really lost
+// or that was re-created elsewhere after Open failed with ErrVaultLost or
+// ErrStateLost: the next Open creates or adopts the vault as on first use,
+// and rollback protection starts over from what the store then holds. It
+// fails while the vault is open in this process.
+func Forget(stateDir, name string) error {
+	if err := CheckVaultName(name); err != nil {
+		return fmt.Errorf("forget vault: %w", err)
+	}
+	return pins.Forget(stateDir, name)
+}
+
+// Used reports whether the state folder stateDir records that this device
+// has used the vault named name (false without a folder).
+func Used(stateDir, name string) (bool, error) {
+	if err := CheckVaultName(name); err != nil {
+		return false, err
+	}
+	id, err := pins.Lookup(stateDir, name)
+	return id != nil, err
 }
 
 // keyringAD binds a wrapped data key to its vault, its user and the exact

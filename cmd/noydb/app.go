@@ -32,6 +32,7 @@ const (
 	envVault    = "NOYDB_VAULT"
 	envUser     = "NOYDB_USER"
 	envTestKDF  = "NOYDB_INSECURE_TEST_KDF"
+	envStateDir = "NOYDB_STATE_DIR"
 	defaultDir  = "./noydb-data"
 	defaultUser = "owner"
 )
@@ -48,18 +49,22 @@ type stdio struct {
 	errTerminal  bool // standard error is a terminal (progress bars)
 	readPassword func() ([]byte, error)
 	lookupEnv    func(string) (string, bool)
+	// userConfigDir is the per-user configuration folder, under which the
+	// state folders live by default (os.UserConfigDir).
+	userConfigDir func() (string, error)
 }
 
 func osStdio() stdio {
 	inFD, errFD := int(os.Stdin.Fd()), int(os.Stderr.Fd())
 	return stdio{
-		in:           os.Stdin,
-		out:          os.Stdout,
-		err:          os.Stderr,
-		inTerminal:   term.IsTerminal(inFD),
-		errTerminal:  term.IsTerminal(errFD),
-		readPassword: func() ([]byte, error) { return term.ReadPassword(inFD) },
-		lookupEnv:    os.LookupEnv,
+		in:            os.Stdin,
+		out:           os.Stdout,
+		err:           os.Stderr,
+		inTerminal:    term.IsTerminal(inFD),
+		errTerminal:   term.IsTerminal(errFD),
+		readPassword:  func() ([]byte, error) { return term.ReadPassword(inFD) },
+		lookupEnv:     os.LookupEnv,
+		userConfigDir: os.UserConfigDir,
 	}
 }
 
@@ -71,6 +76,7 @@ type app struct {
 	vaultName  string
 	user       string
 	secretFile string
+	stateRoot  string
 	json       bool
 
 	// fixedSecret, when set, is used instead of asking for one (the demo's
@@ -143,6 +149,15 @@ Where the data is (--store, or $NOYDB_STORE):
   postgres://…       PostgreSQL, shared by many processes and machines; tables in
                      schema "noydb", or the one named by a schema=NAME parameter
 
+This device remembers, per store, the highest number it has seen in each
+series, the ledger head, and which vaults it has used, in a state folder
+outside the store: a store restored from an old backup, wiped, or with a
+vault replaced is then refused instead of issuing numbers again. The folder
+is <state root>/<hash of the store's location>; the root is --state-dir, or
+$NOYDB_STATE_DIR, or noydb/state in the user's configuration folder
+(~/.config on Linux). mem: stores keep no state. After a store was really deleted or
+re-created, 'noydb forget' erases what this device knew of the vault.
+
 The secret is read from $NOYDB_SECRET, from the file named by --secret-file,
 or from a prompt (no echo) when standard input is a terminal. It is never
 taken from a flag value and never printed.
@@ -184,6 +199,7 @@ cheap key-derivation cost. Never set it for real data.`,
 	pf.StringVar(&a.vaultName, "vault", vaultDefault, "vault name ($"+envVault+")")
 	pf.StringVar(&a.user, "user", user, "user whose key opens the vault ($"+envUser+", then $USER)")
 	pf.StringVar(&a.secretFile, "secret-file", "", "read the secret from this file (else $"+envSecret+", else a prompt)")
+	pf.StringVar(&a.stateRoot, "state-dir", a.env(envStateDir), "root of this device's state folders (rollback pins), one per store ($"+envStateDir+"; default noydb/state in the user config folder)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON (read commands)")
 
 	root.AddGroup(
@@ -199,7 +215,7 @@ cheap key-derivation cost. Never set it for real data.`,
 		c.GroupID = "numbers"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.benchCmd(), a.demoCmd()} {
+	for _, c := range []*cobra.Command{a.benchCmd(), a.demoCmd(), a.forgetCmd()} {
 		c.GroupID = "tools"
 		root.AddCommand(c)
 	}
@@ -286,8 +302,23 @@ func (a *app) openVault(ctx context.Context, create bool) (*vault.Vault, error) 
 	if err := vault.CheckVaultName(a.vaultName); err != nil {
 		return nil, usagef("--vault: %v", err)
 	}
+	stateDir, err := a.stateDir()
+	if err != nil {
+		return nil, err
+	}
+	// lost fails a read command on a store without the vault when this
+	// device has used it: the store lost it, which is no typing mistake.
+	lost := func(notFound error) error {
+		if used, err := vault.Used(stateDir, a.vaultName); err != nil || !used {
+			return errors.Join(notFound, err)
+		}
+		return fmt.Errorf("the store has no vault %q but this device has used it: %w", a.vaultName, vault.ErrVaultLost)
+	}
 	st, err := a.openStore(ctx, !create)
 	if err != nil {
+		if missing := (*missingStoreError)(nil); errors.As(err, &missing) {
+			return nil, lost(err)
+		}
 		return nil, err
 	}
 	exists, err := vaultExists(ctx, st, a.vaultName)
@@ -295,7 +326,7 @@ func (a *app) openVault(ctx context.Context, create bool) (*vault.Vault, error) 
 		return nil, err
 	}
 	if !exists && !create {
-		return nil, fmt.Errorf("vault %q does not exist on %s: check --vault and --store", a.vaultName, a.spec)
+		return nil, lost(fmt.Errorf("vault %q does not exist on %s: check --vault and --store", a.vaultName, a.spec))
 	}
 	if !exists && a.spec.kind == "mem" && !a.quietMem {
 		fmt.Fprintf(a.io.err, "note: %s keeps nothing after this command ends\n", a.spec)
@@ -305,7 +336,7 @@ func (a *app) openVault(ctx context.Context, create bool) (*vault.Vault, error) 
 		return nil, err
 	}
 	defer clear(secret)
-	cfg := noydb.Config{User: a.user, Secret: secret, Store: st}
+	cfg := noydb.Config{User: a.user, Secret: secret, Store: st, StateDir: stateDir}
 	if a.env(envTestKDF) == "1" {
 		cfg.KDF, cfg.InsecureAllowWeakKDF = testKDF, true
 	}
@@ -314,7 +345,11 @@ func (a *app) openVault(ctx context.Context, create bool) (*vault.Vault, error) 
 		return nil, err
 	}
 	a.db = db
-	return db.OpenVault(ctx, a.vaultName)
+	v, err := db.OpenVault(ctx, a.vaultName)
+	if err == nil {
+		a.noteStore(stateDir)
+	}
+	return v, err
 }
 
 // vaultExists reports whether the vault has a header, at the key the vault

@@ -35,6 +35,13 @@ func (a *app) explain(err error) string {
 			return fmt.Sprintf("vault %q: %v", a.vaultName, err)
 		}
 		return fmt.Sprintf("vault %q has a key-derivation cost outside the safe bounds (a test vault, or a store that changed it): refusing to open it", a.vaultName)
+	case errors.Is(err, vault.ErrVaultLost):
+		return fmt.Sprintf("%v: the store lost vault %q or holds another one under its name, but this device has used it; "+
+			"restore the store from a backup, or if the vault was really deleted or re-created run `noydb forget` to start over", err, a.vaultName)
+	case errors.Is(err, vault.ErrStateLost):
+		return fmt.Sprintf("%v: restore this device's state folder (see --state-dir) from a backup, or run `noydb forget` to start over without that protection", err)
+	case errors.Is(err, vault.ErrRollback):
+		return fmt.Sprintf("%v: the store serves older data than this device has seen (restored from an old backup?); nothing was issued", err)
 	case errors.Is(err, sequence.ErrOffline):
 		return fmt.Sprintf("store %s has no atomic compare-and-swap: use `noydb number enqueue`", a.spec)
 	case errors.Is(err, numbering.ErrAlreadyNumbered):

@@ -15,6 +15,11 @@
 // mem: or a postgres:// URL (or $NOYDB_STORE); which vault: --vault (default
 // "default"); as whom: --user (default $NOYDB_USER, then $USER, then "owner").
 //
+// This device's state (rollback pins, and which vaults it has used) is kept
+// per store in <root>/<hash of the store's location>, the root being
+// --state-dir, $NOYDB_STATE_DIR, or noydb/state in os.UserConfigDir; mem:
+// stores keep none. 'noydb forget' erases what the device knows of a vault.
+//
 // The secret comes from $NOYDB_SECRET, from --secret-file, or from a no-echo
 // prompt when standard input is a terminal; never from a flag value.
 //

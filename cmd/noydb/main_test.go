@@ -51,6 +51,9 @@ func scriptParams(dir string, env map[string]string) testscript.Params {
 		Setup: func(e *testscript.Env) error {
 			e.Setenv(envTestKDF, "1")
 			e.Setenv("USER", "tester")
+			// This device's state folders stay in the script's own folder,
+			// never in the real user's configuration folder.
+			e.Setenv(envStateDir, e.WorkDir+"/.noydb-state")
 			// A race-enabled binary sleeps a second at exit by default; the
 			// scripts run noydb a few hundred times.
 			e.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))

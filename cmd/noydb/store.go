@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/noydb-go/noydb/stores"
@@ -90,7 +93,7 @@ func redactURL(s string) string {
 func (s storeSpec) open(ctx context.Context, mustExist bool) (stores.Store, error) {
 	if mustExist && s.dir != "" {
 		if _, err := os.Stat(s.dir); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("store %s does not exist: check --store (or write something first)", s)
+			return nil, &missingStoreError{spec: s}
 		}
 	}
 	open, ok := storeOpeners[s.kind]
@@ -107,6 +110,13 @@ func (s storeSpec) open(ctx context.Context, mustExist bool) (stores.Store, erro
 	return st, nil
 }
 
+// missingStoreError: a read command named an on-disk store that does not exist.
+type missingStoreError struct{ spec storeSpec }
+
+func (e *missingStoreError) Error() string {
+	return fmt.Sprintf("store %s does not exist: check --store (or write something first)", e.spec)
+}
+
 // scrub keeps a driver's error from echoing a connection URL's password.
 func scrub(err error, rawURL string) error {
 	if rawURL == "" {
@@ -121,4 +131,83 @@ func scrub(err error, rawURL string) error {
 		return err
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
+}
+
+// location names where the store's data is, the same however the user
+// wrote it: the absolute folder of badger: and file: stores; the server,
+// database and schema of a PostgreSQL store (no user or password). mem:
+// has none.
+func (s storeSpec) location() (string, error) {
+	switch s.kind {
+	case "mem":
+		return "", nil
+	case "postgres":
+		u, err := url.Parse(s.conn)
+		if err != nil {
+			return "", usagef("--store: not a valid postgres URL")
+		}
+		host := strings.ToLower(u.Hostname())
+		port := u.Port()
+		if port == "" {
+			port = "5432"
+		}
+		schema := s.schema
+		if schema == "" {
+			schema = "noydb"
+		}
+		return "postgres://" + host + ":" + port + "/" + strings.TrimPrefix(u.Path, "/") + "?schema=" + schema, nil
+	}
+	dir, err := filepath.Abs(s.dir)
+	if err != nil {
+		return "", fmt.Errorf("store %s: %w", s, err)
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	return s.kind + ":" + dir, nil
+}
+
+// stateDir returns this device's state folder for the store: the root
+// (--state-dir, $NOYDB_STATE_DIR, or noydb/state in the user's configuration
+// folder) joined with a hash of the store's location, so each store has its
+// own. mem: stores get none.
+func (a *app) stateDir() (string, error) {
+	spec, err := parseStoreSpec(a.storeSpec)
+	if err != nil {
+		return "", err
+	}
+	loc, err := spec.location()
+	if err != nil || loc == "" {
+		return "", err
+	}
+	root := a.stateRoot
+	if root == "" {
+		if a.io.userConfigDir == nil {
+			return "", errors.New("no state folder: pass --state-dir")
+		}
+		cfg, err := a.io.userConfigDir()
+		if err != nil {
+			return "", fmt.Errorf("no per-user folder for this device's state (%v): pass --state-dir or set $%s", err, envStateDir)
+		}
+		root = filepath.Join(cfg, "noydb", "state")
+	}
+	sum := sha256.Sum256([]byte(loc))
+	return filepath.Join(root, hex.EncodeToString(sum[:12])), nil
+}
+
+// noteStore leaves in the state folder, once, the location of its store,
+// for people who look into it (never a password).
+func (a *app) noteStore(dir string) {
+	spec, err := parseStoreSpec(a.storeSpec)
+	if err != nil || dir == "" {
+		return
+	}
+	loc, err := spec.location()
+	if err != nil {
+		return
+	}
+	note := filepath.Join(dir, "STORE")
+	if _, err := os.Stat(note); errors.Is(err, fs.ErrNotExist) {
+		_ = os.WriteFile(note, []byte(loc+"\n"), 0o600)
+	}
 }

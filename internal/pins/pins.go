@@ -2,14 +2,20 @@
 // has seen per series and the last ledger head it has seen (seq and MAC), so
 // that a store serving an older snapshot is caught instead of trusted.
 //
-// Pins live in memory and, when a folder is given, in one sealed file per
-// vault in that folder. They only move forward. The file is rewritten in the
-// background whenever pins moved (writes coalesce; no timer), and on Close;
-// a crash can lose the moves of the last write in flight, never more.
+// Pins live in memory and, when a state folder is given, in files in that
+// folder (see state.go for the layout). They only move forward. With a
+// folder, a raise returns only once the pin it made is on disk (fsynced):
+// raises that arrive while a write is in flight share the next write, so
+// many callers pay for one. A failed write is sticky: from then on every
+// check of the Set fails with it, so nothing more is issued unprotected.
 //
 // # Concurrency
 //
-// A Set is safe for concurrent use.
+// A Set is safe for concurrent use. Sets opened in one process for the same
+// vault and folder share one memory and one writer. Processes sharing a
+// folder take turns under a file lock (flock; not on Windows, where one
+// process at a time should use a folder) and each write holds the union of
+// the pins all of them have seen.
 package pins
 
 import (
@@ -17,123 +23,180 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/stores"
 )
 
 // ErrRollback: the store served a counter or ledger head older than one this
 // device has already seen.
 var ErrRollback = errors.New("store rolled back: it serves older data than this device has seen")
 
-// Set is the pins of one vault.
+// ErrVaultLost: the store holds no vault by a name this device has used, or
+// holds one with another identity (its header was replaced), so opening it
+// would silently start over. It matches ErrRollback too.
+var ErrVaultLost = fmt.Errorf("vault lost or replaced by the store (%w)", ErrRollback)
+
+// ErrStateLost: the state folder says this device has used the vault, but
+// its pins are missing or damaged beyond the last good copy, so the
+// protection they gave would silently restart.
+var ErrStateLost = errors.New("rollback pins of a vault this device has used are missing or damaged")
+
+// Set is one handle on the pins of one vault.
 type Set struct {
-	path string // "" keeps pins in memory only
-	key  *crypto.Key
-	ad   []byte
+	c      *core
+	closed atomic.Bool
+}
+
+// core is the memory of one vault's pins, shared by the Sets of a process.
+type core struct {
+	file *stateFile // nil keeps pins in memory only
+	reg  string     // key in the process registry ("" when in memory)
 
 	mu       sync.Mutex
 	counters map[string]uint64
 	heads    map[string]head
-	dirty    bool
+	refs     int
+
+	// Durability: moves counts pin moves; durable is the highest move count
+	// on disk. One writer at a time (flushing); the others wait on done.
+	moves    uint64
+	durable  uint64
 	flushing bool
-	closed   bool
-	idle     *sync.Cond // signalled when a flush ends
-	lastErr  error
+	done     *sync.Cond
+	err      error  // sticky write error
+	writes   uint64 // writes done, for tests
+	waiting  int    // raisers waiting for a write in flight, for tests
+	closed   bool   // the last handle is closed: pins stay in memory
 }
+
+// testHookWrite, when set by a test, runs before each write and may fail it.
+var testHookWrite func() error
 
 type head struct {
 	seq uint64
 	mac []byte
 }
 
-// Open loads the pins of the vault identified by id (stable and unique per
-// vault, e.g. its random salt) from dir, or starts empty. An empty dir keeps
-// the pins in memory. key seals the file.
-func Open(dir, vaultName string, id []byte, key *crypto.Key) (*Set, error) {
-	s := &Set{key: key, counters: map[string]uint64{}, heads: map[string]head{}}
-	s.idle = sync.NewCond(&s.mu)
-	s.ad = crypto.KeyAD(vaultName, "_pins")
-	if dir == "" {
-		return s, nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("pins: %w", err)
-	}
-	s.path = filepath.Join(dir, fileName(id))
-	b, err := os.ReadFile(s.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pins: %w", err)
-	}
-	plain, err := crypto.Open(key, b, s.ad)
-	if err != nil {
-		return nil, fmt.Errorf("pins file %s: %w", s.path, err)
-	}
-	if err := s.decode(plain); err != nil {
-		return nil, fmt.Errorf("pins file %s: %w", s.path, err)
-	}
-	return s, nil
+func newCore() *core {
+	c := &core{counters: map[string]uint64{}, heads: map[string]head{}, refs: 1}
+	c.done = sync.NewCond(&c.mu)
+	return c
 }
 
-func fileName(id []byte) string {
-	return fmt.Sprintf("%x.pins", id)
+// Open returns the pins of the vault named vaultName whose identity is id
+// (its random salt), sealed with key, kept in dir. An empty dir keeps the
+// pins in memory.
+//
+// With a dir, Open loads the newest copy of the pins that authenticates. For
+// a vault this device has never used, it records in dir that it now uses the
+// vault with identity id before it returns. It fails with an error wrapping
+// ErrVaultLost when dir records another identity for the name (see Lookup
+// and Forget), and with one wrapping ErrStateLost when dir records the vault
+// but none of its pins can be read.
+func Open(dir, vaultName string, id []byte, key *crypto.Key) (*Set, error) {
+	if dir == "" {
+		return &Set{c: newCore()}, nil
+	}
+	return openShared(dir, vaultName, id, key)
 }
+
+// sticky is the pin a failed or closed Set reports: every value read from
+// the store is below it, so the caller asks Check*, which returns the error.
+const sticky = math.MaxUint64
+
+// errClosed is what a closed Set's checks return.
+var errClosed = fmt.Errorf("rollback pins: %w", stores.ErrClosed)
 
 // CounterPin returns the pin of the counter at key (0 when none). A reader
 // takes it before reading the store and compares what it read with it: a
 // pin raised meanwhile by a concurrent writer of this process must not make
-// an older, honest read look like a rollback.
+// an older, honest read look like a rollback. A closed Set, or one whose
+// last write failed, returns math.MaxUint64, so that the next check fails.
 func (s *Set) CounterPin(key string) uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.counters[key]
+	if s.closed.Load() {
+		return sticky
+	}
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return sticky
+	}
+	return c.counters[key]
 }
 
 // CheckCounter returns an error wrapping ErrRollback when value is below the
-// pin of the counter at key.
+// pin of the counter at key, and the Set's own error when it is closed or
+// its last write failed.
 func (s *Set) CheckCounter(key string, value uint64) error {
-	s.mu.Lock()
-	pin := s.counters[key]
-	s.mu.Unlock()
-	if value < pin {
+	if s.closed.Load() {
+		return errClosed
+	}
+	c := s.c
+	c.mu.Lock()
+	pin, err := c.counters[key], c.err
+	c.mu.Unlock()
+	switch {
+	case err != nil:
+		return err
+	case value < pin:
 		return fmt.Errorf("counter is at %d but this device already saw %d: %w", value, pin, ErrRollback)
 	}
 	return nil
 }
 
-// RaiseCounter moves the pin of the counter at key up to value.
+// RaiseCounter moves the pin of the counter at key up to value. With a state
+// folder it returns once the pin is on disk (or the write failed: then the
+// Set's checks fail from now on).
 func (s *Set) RaiseCounter(key string, value uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if value > s.counters[key] {
-		s.counters[key] = value
-		s.changedLocked()
+	c := s.c
+	c.mu.Lock()
+	if value > c.counters[key] {
+		c.counters[key] = value
+		c.moves++
 	}
+	c.settleLocked()
+	c.mu.Unlock()
 }
 
 // LedgerPin returns the pinned head of the ledger at key (zero when none).
+// A closed Set, or one whose last write failed, returns seq math.MaxUint64,
+// so that the next check fails.
 func (s *Set) LedgerPin(key string) (seq uint64, mac []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h := s.heads[key]
+	if s.closed.Load() {
+		return sticky, nil
+	}
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return sticky, nil
+	}
+	h := c.heads[key]
 	return h.seq, h.mac
 }
 
 // CheckLedger returns an error wrapping ErrRollback when a ledger head at seq
 // with mac cannot be a successor of the pinned head of the ledger at key:
 // seq is lower, or seq is the pinned position and mac differs. Later
-// positions are checked by readers as they pass the pinned one.
+// positions are checked by readers as they pass the pinned one. A closed
+// Set, or one whose last write failed, returns its own error.
 func (s *Set) CheckLedger(key string, seq uint64, mac []byte) error {
-	s.mu.Lock()
-	h := s.heads[key]
-	s.mu.Unlock()
+	if s.closed.Load() {
+		return errClosed
+	}
+	c := s.c
+	c.mu.Lock()
+	h, err := c.heads[key], c.err
+	c.mu.Unlock()
 	switch {
+	case err != nil:
+		return err
 	case seq < h.seq:
 		return fmt.Errorf("ledger head is at %d but this device already saw %d: %w", seq, h.seq, ErrRollback)
 	case seq == h.seq && h.seq > 0 && !crypto.EqualMAC(mac, h.mac):
@@ -143,104 +206,96 @@ func (s *Set) CheckLedger(key string, seq uint64, mac []byte) error {
 }
 
 // RaiseLedger moves the pin of the ledger at key up to seq with its MAC.
+// With a state folder it returns once the pin is on disk (or the write
+// failed: then the Set's checks fail from now on).
 func (s *Set) RaiseLedger(key string, seq uint64, mac []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if seq > s.heads[key].seq {
-		s.heads[key] = head{seq: seq, mac: bytes.Clone(mac)}
-		s.changedLocked()
+	c := s.c
+	c.mu.Lock()
+	if seq > c.heads[key].seq {
+		c.heads[key] = head{seq: seq, mac: bytes.Clone(mac)}
+		c.moves++
 	}
+	c.settleLocked()
+	c.mu.Unlock()
 }
 
-func (s *Set) changedLocked() {
-	if s.path == "" || s.closed {
+// settleLocked returns once every pin moved so far is on disk, or a write
+// failed. The first caller to find no write in flight writes, for itself and
+// for every move made before it encoded; callers arriving meanwhile wait for
+// the write after it, which one of them starts.
+func (c *core) settleLocked() {
+	if c.file == nil || c.closed {
 		return
 	}
-	s.dirty = true
-	if !s.flushing {
-		s.flushing = true
-		go s.flushLoop()
-	}
-}
-
-// flushLoop writes the file until no pin moved during the last write.
-func (s *Set) flushLoop() {
-	s.mu.Lock()
-	for s.dirty {
-		s.dirty = false
-		plain := s.encode()
-		s.mu.Unlock()
-		err := s.write(plain)
-		s.mu.Lock()
-		if err != nil {
-			s.lastErr = err
+	target := c.moves
+	for c.err == nil && c.durable < target {
+		if c.flushing {
+			c.waiting++
+			c.done.Wait()
+			c.waiting--
+			continue
 		}
+		c.flushing = true
+		c.mu.Unlock()
+		upto, err := c.flush()
+		c.mu.Lock()
+		c.flushing = false
+		if err != nil {
+			c.err = fmt.Errorf("rollback pins could not be saved, so nothing more is issued: %w", err)
+		} else {
+			c.durable = upto
+			c.writes++
+		}
+		c.done.Broadcast()
 	}
-	s.flushing = false
-	s.idle.Broadcast()
-	s.mu.Unlock()
 }
 
-func (s *Set) write(plain []byte) error {
-	sealed, err := crypto.Seal(s.key, plain, s.ad)
-	if err != nil {
-		return err
-	}
-	tmp := s.path + ".tmp"
-	if err := os.WriteFile(tmp, sealed, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, s.path)
-}
-
-// Flush waits until every pin moved so far is on disk, and reports the last
-// write error, if any.
+// Flush waits until every pin moved so far is on disk and returns the
+// Set's write error, if any.
 func (s *Set) Flush() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for s.flushing {
-		s.idle.Wait()
-	}
-	err := s.lastErr
-	s.lastErr = nil
-	return err
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.settleLocked()
+	return c.err
 }
 
-// Close flushes the pins; later moves stay in memory only.
+// Close flushes the pins and closes this handle: its checks then fail with
+// an error wrapping stores.ErrClosed. Close is idempotent.
 func (s *Set) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
 	err := s.Flush()
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	return err
+	return errors.Join(err, s.c.release())
 }
 
-// The file: version byte, then counters and heads, each a count followed by
-// length-prefixed keys with their values, in key order.
-const fileVersion = 1
+// The pins body: version byte, then counters and heads, each a count
+// followed by length-prefixed keys with their values, in key order.
+const bodyVersion = 1
 
-func (s *Set) encode() []byte {
-	b := []byte{fileVersion}
-	keys := make([]string, 0, len(s.counters))
-	for k := range s.counters {
+func (c *core) encodeLocked() []byte {
+	b := []byte{bodyVersion}
+	keys := make([]string, 0, max(len(c.counters), len(c.heads)))
+	for k := range c.counters {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	b = binary.AppendUvarint(b, uint64(len(keys)))
 	for _, k := range keys {
 		b = appendBytes(b, []byte(k))
-		b = binary.AppendUvarint(b, s.counters[k])
+		b = binary.AppendUvarint(b, c.counters[k])
 	}
 	keys = keys[:0]
-	for k := range s.heads {
+	for k := range c.heads {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	b = binary.AppendUvarint(b, uint64(len(keys)))
 	for _, k := range keys {
 		b = appendBytes(b, []byte(k))
-		b = binary.AppendUvarint(b, s.heads[k].seq)
-		b = appendBytes(b, s.heads[k].mac)
+		b = binary.AppendUvarint(b, c.heads[k].seq)
+		b = appendBytes(b, c.heads[k].mac)
 	}
 	return b
 }
@@ -252,21 +307,22 @@ func appendBytes(b, v []byte) []byte {
 
 var errMalformed = errors.New("malformed pins")
 
-func (s *Set) decode(b []byte) error {
-	if len(b) == 0 || b[0] != fileVersion {
+// decode fills the maps of c from a body.
+func (c *core) decode(b []byte) error {
+	if len(b) == 0 || b[0] != bodyVersion {
 		return errMalformed
 	}
 	r := reader{b: b[1:]}
 	n := r.uvarint()
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		k := string(r.bytes())
-		s.counters[k] = r.uvarint()
+		c.counters[k] = r.uvarint()
 	}
 	n = r.uvarint()
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		k := string(r.bytes())
 		seq := r.uvarint()
-		s.heads[k] = head{seq: seq, mac: bytes.Clone(r.bytes())}
+		c.heads[k] = head{seq: seq, mac: bytes.Clone(r.bytes())}
 	}
 	if r.err != nil || len(r.b) != 0 {
 		return errMalformed

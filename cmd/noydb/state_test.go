@@ -1,0 +1,80 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stateApp is an app whose per-user configuration folder is a temporary one.
+func stateApp(t *testing.T, store, root string) (*app, string) {
+	t.Helper()
+	cfg := t.TempDir()
+	return &app{storeSpec: store, stateRoot: root, io: stdio{
+		lookupEnv:     func(string) (string, bool) { return "", false },
+		userConfigDir: func() (string, error) { return cfg, nil },
+	}}, cfg
+}
+
+func TestStateDirPerStore(t *testing.T) {
+	t.Chdir(t.TempDir())
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+
+	a, cfg := stateApp(t, "badger:./data", "")
+	dir, err := a.stateDir()
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(cfg, "noydb", "state"), filepath.Dir(dir), "under the user's configuration folder")
+
+	// The same store however it is written: the same folder.
+	a.storeSpec = "badger:" + filepath.Join(wd, "data")
+	same, err := a.stateDir()
+	require.NoError(t, err)
+	assert.Equal(t, dir, same)
+
+	// Another store, or another kind on the same folder: another folder.
+	for _, other := range []string{"badger:./data2", "file:./data"} {
+		a.storeSpec = other
+		d, err := a.stateDir()
+		require.NoError(t, err)
+		assert.NotEqual(t, dir, d, other)
+	}
+
+	// PostgreSQL: the server, database and schema; not who connects.
+	a.storeSpec = "postgres://u:pw@DB.example:5432/books?sslmode=disable"
+	pg, err := a.stateDir()
+	require.NoError(t, err)
+	a.storeSpec = "postgres://other@db.example/books?schema=noydb"
+	pg2, err := a.stateDir()
+	require.NoError(t, err)
+	assert.Equal(t, pg, pg2)
+	a.storeSpec = "postgres://db.example/books?schema=eu"
+	pg3, err := a.stateDir()
+	require.NoError(t, err)
+	assert.NotEqual(t, pg, pg3)
+
+	// mem: keeps none.
+	a.storeSpec = "mem:"
+	none, err := a.stateDir()
+	require.NoError(t, err)
+	assert.Empty(t, none)
+}
+
+func TestStateDirRoot(t *testing.T) {
+	root := t.TempDir()
+	a, cfg := stateApp(t, "badger:/x/data", root)
+	dir, err := a.stateDir()
+	require.NoError(t, err)
+	assert.Equal(t, root, filepath.Dir(dir), "--state-dir is the root")
+	assert.NotContains(t, dir, cfg)
+
+	// No user folder and no --state-dir: a clear error, not the current folder.
+	a, _ = stateApp(t, "badger:/x/data", "")
+	a.io.userConfigDir = func() (string, error) { return "", errors.New("$HOME is not defined") }
+	_, err = a.stateDir()
+	assert.ErrorContains(t, err, "--state-dir")
+}
