@@ -145,8 +145,7 @@ func TestPinsSurviveKill(t *testing.T) {
 		// highest-1: the next number would be one the child printed.
 		st = openBadger(t, copyTree(t, backup))
 		// Its ledger is grown past anything the device can have pinned, so
-		// that only the counter's pin stands between the store and a number
-		// issued twice.
+		// that its head alone does not look rolled back.
 		rogue := openWithState(t, st, "")
 		rv := openVault(t, rogue, "books")
 		rs, err := rv.Sequence("inv")
@@ -175,10 +174,10 @@ func TestPinsSurviveKill(t *testing.T) {
 			n, err = seq.Next(ctx)
 			assert.False(t, seen[n], "round %d: number %d printed by the child issued again", round, n)
 		}
+		// The counter's pin or the ledger's (read by the counter's check
+		// against the ledger before its first write) catches it: both are
+		// fsynced before the numbers they cover are returned.
 		roundCaught := assert.ErrorIs(t, err, noydb.ErrRollback, "round %d", round)
-		if roundCaught {
-			assert.Contains(t, err.Error(), "counter is at", "caught by the counter's pin")
-		}
 		if roundCaught {
 			caught++
 		}
