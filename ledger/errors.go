@@ -27,6 +27,10 @@ var (
 	// ErrMalformed: bytes given to Entry.UnmarshalBinary are not a canonical
 	// entry encoding.
 	ErrMalformed = errors.New("malformed ledger entry")
+	// ErrUnpinned: an append or Update committed, but Options.Pins could not
+	// make the pin of its new head durable. The entries (and the Update's
+	// writes) are in the store; the error also wraps the Pins' own.
+	ErrUnpinned = errors.New("committed, but the rollback pin of the new head was not saved")
 )
 
 // GapError reports a position that should hold an entry but does not: the

@@ -321,7 +321,20 @@ func (c *counter) run(batch []*op) {
 		return
 	}
 	if c.svc.pins != nil {
-		c.svc.pins.RaiseCounter(c.key, c.cache.value)
+		if err := c.svc.pins.RaiseCounter(c.key, c.cache.value); err != nil {
+			// The batch is committed but its pin is not durable: no caller
+			// may believe its number protected. Each gets its number (if it
+			// took one) with the error.
+			for _, o := range batch {
+				switch {
+				case o.err != nil:
+				case o.n != 0:
+					o.err = fmt.Errorf("number %d was taken but its rollback pin was not saved: %w", o.n, err)
+				default:
+					o.err = fmt.Errorf("written, but its rollback pin was not saved: %w", err)
+				}
+			}
+		}
 	}
 	if c.svc.history != nil {
 		c.noteCommit(c.w.start, c.cache.value, batch, c.w.seeds)
@@ -329,9 +342,14 @@ func (c *counter) run(batch []*op) {
 	if c.svc.txr == nil && c.svc.journal != nil && len(c.w.events) > 0 {
 		if err := c.svc.journal.Record(ctx, nil, c.w.events); err != nil {
 			for _, o := range batch {
-				if o.fresh {
-					o.err = fmt.Errorf("number %d was taken but the journal failed: %w", o.n, err)
+				if !o.fresh {
+					continue
 				}
+				jerr := fmt.Errorf("number %d was taken but the journal failed: %w", o.n, err)
+				if o.err != nil {
+					jerr = errors.Join(o.err, jerr)
+				}
+				o.err = jerr
 			}
 		}
 	}
@@ -486,6 +504,13 @@ func (c *counter) txBody(tx stores.Tx) error {
 func (c *counter) casAttempt() error {
 	ctx := c.w.ctx
 	pin := c.svc.pinOf(c.key)
+	if c.cacheValid && c.cache.value < pin {
+		// The pin is above the value cached before it was taken: another
+		// writer sharing these pins (a second DB on the same state folder)
+		// moved the counter. Only a value read after the pin may be held
+		// against it, so read the counter again.
+		c.cacheValid = false
+	}
 	if !c.cacheValid {
 		item, err := c.svc.store.Get(ctx, c.key)
 		switch {
@@ -663,6 +688,12 @@ func (c *counter) findClaim(tx stores.Tx, st *state, o *op) (n uint64, found boo
 	if err != nil {
 		o.err = fmt.Errorf("read claim record: %w", err)
 		return 0, false, nil
+	}
+	if n > c.w.start {
+		// A claim record is written in the transaction that moves the
+		// counter to its number: one above the counter means the store
+		// rolled the counter back and kept the record.
+		return 0, false, fmt.Errorf("counter is at %d but a claim record holds number %d: %w", c.w.start, n, ErrRollback)
 	}
 	return n, true, nil
 }

@@ -107,6 +107,10 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 // Voided reports whether n was voided, and why. It never writes and works on
 // every store.
 func (q *Sequence) Voided(ctx context.Context, n uint64) (reason string, voided bool, err error) {
+	if !q.svc.gate.Enter() {
+		return "", false, q.errorf("voided", stores.ErrClosed)
+	}
+	defer q.svc.gate.Exit()
 	key := voidKey(q.c.key, n)
 	item, err := q.svc.store.Get(ctx, key)
 	if errors.Is(err, stores.ErrNotFound) {

@@ -88,8 +88,15 @@ type ledgerTurn struct {
 	l *ledger.Ledger
 }
 
+// Update runs fn in the ledger's turn. A transaction that committed but
+// whose ledger pin was not saved is reported as committed: the sequence
+// then raises its counter pin on the same pins, whose failed write is
+// sticky, so it returns every number of the write with that error.
 func (s ledgerTurn) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
-	return s.l.Update(ctx, fn)
+	if err := s.l.Update(ctx, fn); err != nil && !errors.Is(err, ledger.ErrUnpinned) {
+		return err
+	}
+	return nil
 }
 
 // Name returns the vault's name.
