@@ -161,8 +161,8 @@ func TestClaimRecordAboveCounterIsRollback(t *testing.T) {
 	ctx := context.Background()
 	adv := faultstore.NewAdversary(newMem())
 	sealer := newSealer()
-	svc := newService(t, adv.Store(), sequence.Config{})
-	svc = sequence.NewService(adv.Store(), sealer, "v/", sequence.Config{})
+	t.Cleanup(func() { _ = adv.Store().Close() })
+	svc := sequence.NewService(adv.Store(), sealer, "v/", sequence.Config{})
 	q := mustSequence(t, svc, "inv")
 	for range 2 {
 		_, err := q.Next(ctx)
