@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -279,6 +280,9 @@ type work struct {
 	sealed  []byte // the bytes the attempt wrote (or read, if it wrote nothing)
 	buf     []byte // plaintext scratch
 	pin     uint64 // the counter's pin, taken before the transaction began
+	// unpinned is the error of a transaction that committed although a
+	// pin covering it (the ledger's) was not saved (see pins.ErrUnpinned).
+	unpinned error
 }
 
 func newCounter(svc *Service, key, series string, partition []string) *counter {
@@ -293,7 +297,7 @@ func (c *counter) run(batch []*op) {
 	ctx, release := batchContext(batch)
 	defer release()
 	c.w.ctx, c.w.batch = ctx, batch
-	defer func() { c.w.ctx, c.w.batch, c.w.events, c.w.indexed = nil, nil, nil, false }()
+	defer func() { c.w.ctx, c.w.batch, c.w.events, c.w.indexed, c.w.unpinned = nil, nil, nil, false, nil }()
 
 	var attempts int
 	err := c.checkHistory(ctx)
@@ -320,19 +324,23 @@ func (c *counter) run(batch []*op) {
 		}
 		return
 	}
+	pinErr := c.w.unpinned
 	if c.svc.pins != nil {
-		if err := c.svc.pins.RaiseCounter(c.key, c.cache.value); err != nil {
-			// The batch is committed but its pin is not durable: no caller
-			// may believe its number protected. Each gets its number (if it
-			// took one) with the error.
-			for _, o := range batch {
-				switch {
-				case o.err != nil:
-				case o.n != 0:
-					o.err = fmt.Errorf("number %d was taken but its rollback pin was not saved: %w", o.n, err)
-				default:
-					o.err = fmt.Errorf("written, but its rollback pin was not saved: %w", err)
-				}
+		if err := c.svc.pins.RaiseCounter(c.key, c.cache.value); err != nil && pinErr == nil {
+			pinErr = err
+		}
+	}
+	if pinErr != nil {
+		// The batch is committed but a pin covering it is not durable: no
+		// caller may believe its number protected. Each gets its number
+		// (if it took one) with the error.
+		for _, o := range batch {
+			switch {
+			case o.err != nil:
+			case o.n != 0:
+				o.err = fmt.Errorf("number %d was taken but its rollback pin was not saved: %w", o.n, pinErr)
+			default:
+				o.err = fmt.Errorf("written, but its rollback pin was not saved: %w", pinErr)
 			}
 		}
 	}
@@ -388,13 +396,16 @@ func (c *counter) attempt(int) error {
 	for _, o := range c.w.batch {
 		o.n, o.err, o.fresh, o.panicked, o.panicVal = 0, nil, false, false, nil
 	}
-	c.w.events = nil
+	c.w.events, c.w.unpinned = nil, nil
 	if c.needsTx() {
 		// Taken before the transaction's snapshot, which may be older than a
 		// value pinned while it runs (see ledger's appendTx).
 		c.w.pin = c.svc.pinOf(c.key)
 		if err := c.svc.txr.Update(c.w.ctx, c.txFn); err != nil {
-			return err
+			if !errors.Is(err, pins.ErrUnpinned) {
+				return err
+			}
+			c.w.unpinned = err // committed: see run
 		}
 		// The new version is not reported by a transaction.
 		c.cache, c.cacheSealed, c.cacheValid = c.w.next, c.w.sealed, false

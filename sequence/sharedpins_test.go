@@ -3,13 +3,16 @@ package sequence_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 )
@@ -33,9 +36,9 @@ func TestSharedPinsAreNotRollback(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := faultstore.New(newMem(), faultstore.Options{HideTransactor: tc.hideTx})
 			t.Cleanup(func() { _ = st.Close() })
-			pins, sealer := &counterPins{}, newSealer()
+			shared, sealer := &counterPins{}, newSealer()
 			cfg := func() sequence.Config {
-				c := sequence.Config{Pins: pins}
+				c := sequence.Config{Pins: shared}
 				if tc.journal {
 					c.Journal = &journal{}
 				}
@@ -105,16 +108,16 @@ func TestUnsavedPinFailsTheBatch(t *testing.T) {
 	ctx := context.Background()
 	for _, kind := range storeKinds {
 		t.Run(kind.name, func(t *testing.T) {
-			pins := &raiseFailing{}
-			svc := newService(t, kind.new(newMem(), faultstore.Options{}), sequence.Config{Pins: pins, Journal: &journal{}})
+			fp := &raiseFailing{}
+			svc := newService(t, kind.new(newMem(), faultstore.Options{}), sequence.Config{Pins: fp, Journal: &journal{}})
 			q := mustSequence(t, svc, "inv", sequence.Options{Format: "INV-{seq:03}"})
 			n, err := q.Next(ctx)
 			require.NoError(t, err)
 			require.Equal(t, uint64(1), n)
 
-			pins.mu.Lock()
-			pins.fail = errPinDisk
-			pins.mu.Unlock()
+			fp.mu.Lock()
+			fp.fail = errPinDisk
+			fp.mu.Unlock()
 			n, err = q.Next(ctx)
 			assert.ErrorIs(t, err, errPinDisk)
 			assert.Equal(t, uint64(2), n, "the number taken comes with the error")
@@ -200,4 +203,47 @@ func TestVoidedAfterClose(t *testing.T) {
 	assert.ErrorIs(t, err, stores.ErrClosed)
 	assert.False(t, voided)
 	assert.Empty(t, reason)
+}
+
+// unpinnedStore commits every transaction and then, once told to, reports
+// it as committed with a pin not saved (as the vault's ledger turn does).
+type unpinnedStore struct {
+	stores.Store
+	tr   stores.Transactor
+	fail atomic.Bool
+}
+
+func (s *unpinnedStore) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+	if err := s.tr.Update(ctx, fn); err != nil {
+		return err
+	}
+	if s.fail.Load() {
+		return fmt.Errorf("ledger head: %w: %w", pins.ErrUnpinned, errPinDisk)
+	}
+	return nil
+}
+
+// A transaction reported committed with its pin not saved: its numbers come
+// with the error, and a void says it was made.
+func TestUnpinnedCommitKeepsTheNumbers(t *testing.T) {
+	ctx := context.Background()
+	inner := newMem()
+	st := &unpinnedStore{Store: inner, tr: inner}
+	svc := newService(t, st, sequence.Config{Journal: &journal{}})
+	q := mustSequence(t, svc, "inv")
+	_, err := q.Next(ctx)
+	require.NoError(t, err)
+	st.fail.Store(true)
+	n, err := q.Next(ctx)
+	assert.ErrorIs(t, err, errPinDisk)
+	assert.Equal(t, uint64(2), n)
+	err = q.Void(ctx, 1, "cancelled")
+	assert.ErrorIs(t, err, errPinDisk)
+	st.fail.Store(false)
+	_, voided, err := q.Voided(ctx, 1)
+	require.NoError(t, err)
+	assert.True(t, voided)
+	n, err = q.Next(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), n, "the number returned with the error stays taken")
 }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -85,6 +86,9 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 		})
 		if errors.Is(err, cas.ErrExhausted) {
 			return &ContentionError{Series: q.c.name, Attempts: attempts}
+		}
+		if errors.Is(err, pins.ErrUnpinned) {
+			return q.errorf("void", fmt.Errorf("number %d was voided, but: %w", n, err))
 		}
 		return q.errorf("void", err)
 	}

@@ -89,14 +89,10 @@ type ledgerTurn struct {
 }
 
 // Update runs fn in the ledger's turn. A transaction that committed but
-// whose ledger pin was not saved is reported as committed: the sequence
-// then raises its counter pin on the same pins, whose failed write is
-// sticky, so it returns every number of the write with that error.
+// whose ledger pin was not saved fails with ledger.ErrUnpinned, which the
+// sequences take for a commit (the numbers come with the error).
 func (s ledgerTurn) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
-	if err := s.l.Update(ctx, fn); err != nil && !errors.Is(err, ledger.ErrUnpinned) {
-		return err
-	}
-	return nil
+	return s.l.Update(ctx, fn)
 }
 
 // Name returns the vault's name.

@@ -46,6 +46,12 @@ var ErrVaultLost = fmt.Errorf("vault lost or replaced by the store (%w)", ErrRol
 // protection they gave would silently restart.
 var ErrStateLost = errors.New("rollback pins of a vault this device has used are missing or damaged")
 
+// ErrUnpinned marks the error of a write that committed although the pin
+// covering it could not be saved: the writer must report the write as done
+// (with the numbers or head it made) and the error together. Such an error
+// also wraps the raise's own (ErrPinsNotSaved, or a closed Set's).
+var ErrUnpinned = errors.New("committed, but the rollback pin covering it was not saved")
+
 // ErrPinsNotSaved: a pin could not be written to the state folder (the disk
 // is full, failing, or the folder is gone), so what it was to protect is not
 // protected against a rollback. It is sticky: once a write has failed, every
