@@ -66,6 +66,11 @@ var (
 	// its pins there are missing or damaged beyond the last good copy.
 	// Restore the folder, or call DB.ForgetVault to start over.
 	ErrStateLost = vault.ErrStateLost
+	// ErrPinsNotSaved: a pin could not be written to the StateDir (disk full
+	// or failing, folder removed). The call whose pin failed returns it, with
+	// the number it took when it took one, and so does every later call of
+	// the vault until it is reopened on a working folder.
+	ErrPinsNotSaved = vault.ErrPinsNotSaved
 )
 
 // Config configures a DB. The zero value of every optional field means the
@@ -99,7 +104,9 @@ type Config struct {
 	// that later loses one (wiped, or its header replaced) fails OpenVault
 	// with ErrVaultLost instead of silently starting over; DB.ForgetVault is
 	// the explicit way to start over. A number is returned only once the pin
-	// covering it is on disk (fsynced; concurrent callers share one write).
+	// covering it is on disk (fsynced; concurrent callers share one write);
+	// if that write fails, the number comes with an error wrapping
+	// ErrPinsNotSaved.
 	// Use one StateDir per store (processes of one device may share it).
 	StateDir string
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/badgerstore"
+	"github.com/noydb-go/noydb/stores/memstore"
 )
 
 // errRollback is what testPins reports.
@@ -24,9 +25,10 @@ var errRollback = errors.New("test pins: rollback")
 
 // testPins is an in-memory ledger.Pins for one ledger, like the device's.
 type testPins struct {
-	mu  sync.Mutex
-	seq uint64
-	mac []byte
+	mu   sync.Mutex
+	seq  uint64
+	mac  []byte
+	fail error // every raise from now on fails with it (the pin is not durable)
 }
 
 func (p *testPins) LedgerPin(string) (uint64, []byte) {
@@ -44,12 +46,13 @@ func (p *testPins) CheckLedger(_ string, seq uint64, mac []byte) error {
 	return nil
 }
 
-func (p *testPins) RaiseLedger(_ string, seq uint64, mac []byte) {
+func (p *testPins) RaiseLedger(_ string, seq uint64, mac []byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if seq > p.seq {
 		p.seq, p.mac = seq, bytes.Clone(mac)
 	}
+	return p.fail
 }
 
 func pinnedLedger(st stores.Store, pins ledger.Pins) *ledger.Ledger {
@@ -222,4 +225,43 @@ func TestManyAppendCallersLongActor(t *testing.T) {
 		require.Zero(t, failed, "callers failed")
 		verifyClean(t, l, callers)
 	})
+}
+
+var errPinDisk = errors.New("test pins: disk gone")
+
+// A pin that could not be made durable: every append and update it covers
+// is committed, and its caller gets the error (with the head, for appends),
+// alone or combined with others.
+func TestUnsavedPinFailsTheCommit(t *testing.T) {
+	ctx := context.Background()
+	for name, st := range map[string]stores.Store{"tx": memstore.New(), "cas": casOnly(memstore.New())} {
+		t.Run(name, func(t *testing.T) {
+			pins := &testPins{}
+			l := pinnedLedger(st, pins)
+			_, err := l.Append(ctx, fact(1))
+			require.NoError(t, err)
+			pins.mu.Lock()
+			pins.fail = errPinDisk
+			pins.mu.Unlock()
+
+			h, err := l.Append(ctx, fact(2))
+			assert.ErrorIs(t, err, errPinDisk)
+			assert.Equal(t, uint64(2), h.Seq, "the committed head comes with the error")
+			if name == "tx" {
+				err = l.Update(ctx, func(tx stores.Tx) error {
+					_, err := l.AppendTx(ctx, tx, fact(3))
+					return err
+				})
+				assert.ErrorIs(t, err, errPinDisk)
+			}
+			var wg sync.WaitGroup
+			for range 32 {
+				wg.Go(func() {
+					_, err := l.Append(ctx, fact(4))
+					assert.ErrorIs(t, err, errPinDisk)
+				})
+			}
+			wg.Wait()
+		})
+	}
 }

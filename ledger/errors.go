@@ -3,6 +3,8 @@ package ledger
 import (
 	"errors"
 	"fmt"
+
+	"github.com/noydb-go/noydb/internal/pins"
 )
 
 // Errors returned by the ledger. Test them with errors.Is; the integrity
@@ -27,6 +29,12 @@ var (
 	// ErrMalformed: bytes given to Entry.UnmarshalBinary are not a canonical
 	// entry encoding.
 	ErrMalformed = errors.New("malformed ledger entry")
+	// ErrUnpinned: an append or Update committed, but Options.Pins could not
+	// make the pin of its new head durable. The entries (and the Update's
+	// writes) are in the store; the error also wraps the Pins' own.
+	// It is the error a sequence.Service recognises, from its store's
+	// Update, as a committed transaction.
+	ErrUnpinned = pins.ErrUnpinned
 )
 
 // GapError reports a position that should hold an entry but does not: the

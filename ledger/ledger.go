@@ -50,10 +50,14 @@ type Options struct {
 // by the ledger's key prefix. CheckLedger returns an error (one that the
 // caller recognises as a rollback) when a head at seq with mac cannot follow
 // the pinned one: a lower seq, or the pinned seq with another MAC.
+//
+// RaiseLedger moves the pin up to the head at seq with mac and returns an
+// error when it could not make the pin durable: the appends (and updates)
+// it covers are committed, and their callers get that error with the head.
 type Pins interface {
 	LedgerPin(key string) (seq uint64, mac []byte)
 	CheckLedger(key string, seq uint64, mac []byte) error
-	RaiseLedger(key string, seq uint64, mac []byte)
+	RaiseLedger(key string, seq uint64, mac []byte) error
 }
 
 // Head is the ledger's last position and the MAC of the entry there. The
@@ -410,7 +414,9 @@ func (l *Ledger) runUpdate(ctx context.Context, fn func(stores.Tx) error) error 
 		return fmt.Errorf("ledger update: %w after %d attempts", ErrContention, attempts)
 	}
 	if err == nil {
-		l.raisePin(committed)
+		if perr := l.raisePin(committed); perr != nil {
+			return perr
+		}
 	}
 	return err
 }
@@ -437,11 +443,16 @@ func (l *Ledger) checkPin(h, pin Head) error {
 	return nil
 }
 
-// raisePin moves the pin to h, a head known to be committed.
-func (l *Ledger) raisePin(h Head) {
-	if l.pins != nil && h.Seq > 0 {
-		l.pins.RaiseLedger(l.dir, h.Seq, h.MAC)
+// raisePin moves the pin to h, a head known to be committed. Its error says
+// the pin could not be made durable.
+func (l *Ledger) raisePin(h Head) error {
+	if l.pins == nil || h.Seq == 0 {
+		return nil
 	}
+	if err := l.pins.RaiseLedger(l.dir, h.Seq, h.MAC); err != nil {
+		return fmt.Errorf("ledger head %d: %w: %w", h.Seq, ErrUnpinned, err)
+	}
+	return nil
 }
 
 // appendTx is one append attempt inside a transaction: entries and head are
@@ -760,8 +771,9 @@ func (l *Ledger) lead(ctx context.Context) {
 		defer panic(panicked)
 	}
 
+	var pinErr error // the batch committed but its pin is not durable
 	if err == nil && len(recs) > 0 {
-		l.raisePin(headOf(recs, Head{}))
+		pinErr = l.raisePin(headOf(recs, Head{}))
 	}
 	var retry []*request
 	for i, r := range batch {
@@ -769,6 +781,9 @@ func (l *Ledger) lead(ctx context.Context) {
 		case r.failed:
 		case err == nil:
 			r.head = headOf(recs[r.off:r.off+r.n], r.seen)
+			if pinErr != nil && r.n > 0 {
+				r.err = pinErr
+			}
 		case r.update != nil:
 			r.err = err
 		case i > 0 && ctx.Err() != nil && r.ctx.Err() == nil:

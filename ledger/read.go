@@ -146,8 +146,7 @@ func (l *Ledger) walk(ctx context.Context, from uint64, skim bool, fn func(Entry
 	if !hmac.Equal(c.prev, hs.MAC) {
 		return head, &ChainError{Seq: hs.Seq, Head: true}
 	}
-	l.raisePin(head)
-	return head, nil
+	return head, l.raisePin(head)
 }
 
 // chain is the state of a walk: the next position expected and the MAC of

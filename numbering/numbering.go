@@ -163,8 +163,10 @@ type Pins interface {
 	// CheckCounter returns an error (noydb.ErrRollback) when value is below
 	// the pin of key.
 	CheckCounter(key string, value uint64) error
-	// RaiseCounter moves the pin of key up to value.
-	RaiseCounter(key string, value uint64)
+	// RaiseCounter moves the pin of key up to value. It returns an error
+	// when it could not make the pin durable: the head it covers is then
+	// written (or read) but not protected, and the call fails with it.
+	RaiseCounter(key string, value uint64) error
 }
 
 // Series is a deferred-numbering series: records are enqueued with a
@@ -542,7 +544,9 @@ func (s *Series) loadHead(ctx context.Context) (head, uint64, error) {
 				return head{}, 0, fmt.Errorf("head: %w", err)
 			}
 		}
-		s.b.Pins.RaiseCounter(key, h.last)
+		if err := s.b.Pins.RaiseCounter(key, h.last); err != nil {
+			return head{}, 0, fmt.Errorf("head: %w", err)
+		}
 	}
 	return h, it.Version, nil
 }
@@ -560,7 +564,11 @@ func (s *Series) writeHead(ctx context.Context, h *head, ver uint64) (uint64, er
 		return 0, fmt.Errorf("write head: %w: %w", ErrPassRunning, err)
 	}
 	if err == nil && s.b.Pins != nil {
-		s.b.Pins.RaiseCounter(key, h.last)
+		if err := s.b.Pins.RaiseCounter(key, h.last); err != nil {
+			// Written: the numbers up to h.last are committed, but their
+			// pin is not durable, so the pass must not report success.
+			return v, fmt.Errorf("head written at %d, but its rollback pin was not saved: %w", h.last, err)
+		}
 	}
 	return v, err
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -279,6 +280,9 @@ type work struct {
 	sealed  []byte // the bytes the attempt wrote (or read, if it wrote nothing)
 	buf     []byte // plaintext scratch
 	pin     uint64 // the counter's pin, taken before the transaction began
+	// unpinned is the error of a transaction that committed although a
+	// pin covering it (the ledger's) was not saved (see pins.ErrUnpinned).
+	unpinned error
 }
 
 func newCounter(svc *Service, key, series string, partition []string) *counter {
@@ -293,7 +297,7 @@ func (c *counter) run(batch []*op) {
 	ctx, release := batchContext(batch)
 	defer release()
 	c.w.ctx, c.w.batch = ctx, batch
-	defer func() { c.w.ctx, c.w.batch, c.w.events, c.w.indexed = nil, nil, nil, false }()
+	defer func() { c.w.ctx, c.w.batch, c.w.events, c.w.indexed, c.w.unpinned = nil, nil, nil, false, nil }()
 
 	var attempts int
 	err := c.checkHistory(ctx)
@@ -320,8 +324,25 @@ func (c *counter) run(batch []*op) {
 		}
 		return
 	}
+	pinErr := c.w.unpinned
 	if c.svc.pins != nil {
-		c.svc.pins.RaiseCounter(c.key, c.cache.value)
+		if err := c.svc.pins.RaiseCounter(c.key, c.cache.value); err != nil && pinErr == nil {
+			pinErr = err
+		}
+	}
+	if pinErr != nil {
+		// The batch is committed but a pin covering it is not durable: no
+		// caller may believe its number protected. Each gets its number
+		// (if it took one) with the error.
+		for _, o := range batch {
+			switch {
+			case o.err != nil:
+			case o.n != 0:
+				o.err = fmt.Errorf("number %d was taken but its rollback pin was not saved: %w", o.n, pinErr)
+			default:
+				o.err = fmt.Errorf("written, but its rollback pin was not saved: %w", pinErr)
+			}
+		}
 	}
 	if c.svc.history != nil {
 		c.noteCommit(c.w.start, c.cache.value, batch, c.w.seeds)
@@ -329,9 +350,14 @@ func (c *counter) run(batch []*op) {
 	if c.svc.txr == nil && c.svc.journal != nil && len(c.w.events) > 0 {
 		if err := c.svc.journal.Record(ctx, nil, c.w.events); err != nil {
 			for _, o := range batch {
-				if o.fresh {
-					o.err = fmt.Errorf("number %d was taken but the journal failed: %w", o.n, err)
+				if !o.fresh {
+					continue
 				}
+				jerr := fmt.Errorf("number %d was taken but the journal failed: %w", o.n, err)
+				if o.err != nil {
+					jerr = errors.Join(o.err, jerr)
+				}
+				o.err = jerr
 			}
 		}
 	}
@@ -370,13 +396,16 @@ func (c *counter) attempt(int) error {
 	for _, o := range c.w.batch {
 		o.n, o.err, o.fresh, o.panicked, o.panicVal = 0, nil, false, false, nil
 	}
-	c.w.events = nil
+	c.w.events, c.w.unpinned = nil, nil
 	if c.needsTx() {
 		// Taken before the transaction's snapshot, which may be older than a
 		// value pinned while it runs (see ledger's appendTx).
 		c.w.pin = c.svc.pinOf(c.key)
 		if err := c.svc.txr.Update(c.w.ctx, c.txFn); err != nil {
-			return err
+			if !errors.Is(err, pins.ErrUnpinned) {
+				return err
+			}
+			c.w.unpinned = err // committed: see run
 		}
 		// The new version is not reported by a transaction.
 		c.cache, c.cacheSealed, c.cacheValid = c.w.next, c.w.sealed, false
@@ -486,6 +515,13 @@ func (c *counter) txBody(tx stores.Tx) error {
 func (c *counter) casAttempt() error {
 	ctx := c.w.ctx
 	pin := c.svc.pinOf(c.key)
+	if c.cacheValid && c.cache.value < pin {
+		// The pin is above the value cached before it was taken: another
+		// writer sharing these pins (a second DB on the same state folder)
+		// moved the counter. Only a value read after the pin may be held
+		// against it, so read the counter again.
+		c.cacheValid = false
+	}
 	if !c.cacheValid {
 		item, err := c.svc.store.Get(ctx, c.key)
 		switch {
@@ -663,6 +699,12 @@ func (c *counter) findClaim(tx stores.Tx, st *state, o *op) (n uint64, found boo
 	if err != nil {
 		o.err = fmt.Errorf("read claim record: %w", err)
 		return 0, false, nil
+	}
+	if n > c.w.start {
+		// A claim record is written in the transaction that moves the
+		// counter to its number: one above the counter means the store
+		// rolled the counter back and kept the record.
+		return 0, false, fmt.Errorf("counter is at %d but a claim record holds number %d: %w", c.w.start, n, ErrRollback)
 	}
 	return n, true, nil
 }

@@ -247,13 +247,14 @@ func (p *counterPins) CheckCounter(key string, value uint64) error {
 	return nil
 }
 
-func (p *counterPins) RaiseCounter(key string, value uint64) {
+func (p *counterPins) RaiseCounter(key string, value uint64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.pins == nil {
 		p.pins = map[string]uint64{}
 	}
 	p.pins[key] = max(p.pins[key], value)
+	return nil
 }
 
 // hookStore runs a hook once at the start of its next transaction, after the

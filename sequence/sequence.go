@@ -43,11 +43,14 @@ type Config struct {
 
 // Pins is the device-local memory of the highest value seen per counter key.
 // CounterPin reads the pin; CheckCounter returns an error (one the caller
-// recognises as a rollback) when value is below the pin of key.
+// recognises as a rollback) when value is below the pin of key. RaiseCounter
+// moves the pin up to value and returns an error when it could not make the
+// pin durable: the numbers of the write it covers are then returned with
+// that error.
 type Pins interface {
 	CounterPin(key string) uint64
 	CheckCounter(key string, value uint64) error
-	RaiseCounter(key string, value uint64)
+	RaiseCounter(key string, value uint64) error
 }
 
 // Options selects a partition and a format for a Sequence.
@@ -457,6 +460,10 @@ func (q *Sequence) Bind(ctx context.Context, fn func(tx stores.Tx, s Serial) err
 	}
 	n, err := q.do(op{kind: opBind, ctx: ctx, seq: q, fn: fn})
 	if err != nil {
+		if n != 0 {
+			// Committed with fn's writes, but its pin or journal failed.
+			return Serial{N: n, Formatted: q.Format(n)}, q.errorf("bind", err)
+		}
 		return Serial{}, q.errorf("bind", err)
 	}
 	return Serial{N: n, Formatted: q.Format(n)}, nil

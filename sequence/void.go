@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -86,6 +87,9 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 		if errors.Is(err, cas.ErrExhausted) {
 			return &ContentionError{Series: q.c.name, Attempts: attempts}
 		}
+		if errors.Is(err, pins.ErrUnpinned) {
+			return q.errorf("void", fmt.Errorf("number %d was voided, but: %w", n, err))
+		}
 		return q.errorf("void", err)
 	}
 
@@ -107,6 +111,10 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 // Voided reports whether n was voided, and why. It never writes and works on
 // every store.
 func (q *Sequence) Voided(ctx context.Context, n uint64) (reason string, voided bool, err error) {
+	if !q.svc.gate.Enter() {
+		return "", false, q.errorf("voided", stores.ErrClosed)
+	}
+	defer q.svc.gate.Exit()
 	key := voidKey(q.c.key, n)
 	item, err := q.svc.store.Get(ctx, key)
 	if errors.Is(err, stores.ErrNotFound) {

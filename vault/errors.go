@@ -23,6 +23,12 @@ var (
 	// copy. Restore the folder from a backup, or call Forget to start over
 	// without the protection they gave.
 	ErrStateLost = pins.ErrStateLost
+	// ErrPinsNotSaved: a pin could not be written to the state folder (disk
+	// full or failing, folder removed). The call whose pin failed gets it,
+	// with the number it took when it took one (the number is taken but not
+	// protected against a rollback), and so does every later call of the
+	// vault, until it is reopened on a working folder.
+	ErrPinsNotSaved = pins.ErrPinsNotSaved
 )
 
 // Errors returned by vaults and collections. Test them with errors.Is.

@@ -88,6 +88,9 @@ type ledgerTurn struct {
 	l *ledger.Ledger
 }
 
+// Update runs fn in the ledger's turn. A transaction that committed but
+// whose ledger pin was not saved fails with ledger.ErrUnpinned, which the
+// sequences take for a commit (the numbers come with the error).
 func (s ledgerTurn) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 	return s.l.Update(ctx, fn)
 }

@@ -46,6 +46,18 @@ var ErrVaultLost = fmt.Errorf("vault lost or replaced by the store (%w)", ErrRol
 // protection they gave would silently restart.
 var ErrStateLost = errors.New("rollback pins of a vault this device has used are missing or damaged")
 
+// ErrUnpinned marks the error of a write that committed although the pin
+// covering it could not be saved: the writer must report the write as done
+// (with the numbers or head it made) and the error together. Such an error
+// also wraps the raise's own (ErrPinsNotSaved, or a closed Set's).
+var ErrUnpinned = errors.New("committed, but the rollback pin covering it was not saved")
+
+// ErrPinsNotSaved: a pin could not be written to the state folder (the disk
+// is full, failing, or the folder is gone), so what it was to protect is not
+// protected against a rollback. It is sticky: once a write has failed, every
+// check and raise of the Set fails with an error wrapping it.
+var ErrPinsNotSaved = errors.New("rollback pins could not be saved to the state folder")
+
 // Set is one handle on the pins of one vault.
 type Set struct {
 	c      *core
@@ -151,17 +163,19 @@ func (s *Set) CheckCounter(key string, value uint64) error {
 }
 
 // RaiseCounter moves the pin of the counter at key up to value. With a state
-// folder it returns once the pin is on disk (or the write failed: then the
-// Set's checks fail from now on).
-func (s *Set) RaiseCounter(key string, value uint64) {
+// folder it returns once the pin is on disk. When it cannot be made durable
+// it returns an error wrapping ErrPinsNotSaved (the Set's checks fail with it
+// from now on), or one wrapping stores.ErrClosed when the Set's memory was
+// closed first.
+func (s *Set) RaiseCounter(key string, value uint64) error {
 	c := s.c
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if value > c.counters[key] {
 		c.counters[key] = value
 		c.moves++
 	}
-	c.settleLocked()
-	c.mu.Unlock()
+	return c.settleLocked()
 }
 
 // LedgerPin returns the pinned head of the ledger at key (zero when none).
@@ -206,29 +220,31 @@ func (s *Set) CheckLedger(key string, seq uint64, mac []byte) error {
 }
 
 // RaiseLedger moves the pin of the ledger at key up to seq with its MAC.
-// With a state folder it returns once the pin is on disk (or the write
-// failed: then the Set's checks fail from now on).
-func (s *Set) RaiseLedger(key string, seq uint64, mac []byte) {
+// With a state folder it returns once the pin is on disk; its error is
+// RaiseCounter's.
+func (s *Set) RaiseLedger(key string, seq uint64, mac []byte) error {
 	c := s.c
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if seq > c.heads[key].seq {
 		c.heads[key] = head{seq: seq, mac: bytes.Clone(mac)}
 		c.moves++
 	}
-	c.settleLocked()
-	c.mu.Unlock()
+	return c.settleLocked()
 }
 
 // settleLocked returns once every pin moved so far is on disk, or a write
 // failed. The first caller to find no write in flight writes, for itself and
 // for every move made before it encoded; callers arriving meanwhile wait for
-// the write after it, which one of them starts.
-func (c *core) settleLocked() {
-	if c.file == nil || c.closed {
-		return
+// the write after it, which one of them starts. It returns the sticky write
+// error, if any, and errClosed when the memory was closed (its files with
+// it) before the moves reached the disk.
+func (c *core) settleLocked() error {
+	if c.file == nil {
+		return nil
 	}
 	target := c.moves
-	for c.err == nil && c.durable < target {
+	for c.err == nil && !c.closed && c.durable < target {
 		if c.flushing {
 			c.waiting++
 			c.done.Wait()
@@ -241,13 +257,17 @@ func (c *core) settleLocked() {
 		c.mu.Lock()
 		c.flushing = false
 		if err != nil {
-			c.err = fmt.Errorf("rollback pins could not be saved, so nothing more is issued: %w", err)
+			c.err = fmt.Errorf("%w, so nothing more is issued: %w", ErrPinsNotSaved, err)
 		} else {
 			c.durable = upto
 			c.writes++
 		}
 		c.done.Broadcast()
 	}
+	if c.err == nil && c.closed && c.durable < target {
+		return errClosed // closed while this raise waited
+	}
+	return c.err
 }
 
 // Flush waits until every pin moved so far is on disk and returns the
@@ -256,8 +276,7 @@ func (s *Set) Flush() error {
 	c := s.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.settleLocked()
-	return c.err
+	return c.settleLocked()
 }
 
 // Close flushes the pins and closes this handle: its checks then fail with

@@ -172,21 +172,46 @@ func TestConcurrentRaisesAreAllDurable(t *testing.T) {
 // issued without a durable pin.
 func TestFailedWriteIsSticky(t *testing.T) {
 	s := open(t, t.TempDir(), newKey(t))
-	s.RaiseCounter("c", 3)
+	require.NoError(t, s.RaiseCounter("c", 3))
 	disk := errors.New("disk full")
 	pins.SetWriteHook(func() error { return disk })
 	t.Cleanup(func() { pins.SetWriteHook(nil) })
 
-	s.RaiseCounter("c", 4)
+	err := s.RaiseCounter("c", 4)
+	assert.ErrorIs(t, err, pins.ErrPinsNotSaved, "the raise whose write failed says so")
+	assert.ErrorIs(t, err, disk)
 	pins.SetWriteHook(nil)
 	assert.ErrorIs(t, s.CheckCounter("c", 10), disk)
+	assert.ErrorIs(t, s.CheckCounter("c", 10), pins.ErrPinsNotSaved)
 	assert.ErrorIs(t, s.CheckLedger("l", 10, nil), disk)
 	assert.Equal(t, uint64(1<<64-1), s.CounterPin("c"), "readers are sent to the check")
 	seq, _ := s.LedgerPin("l")
 	assert.Equal(t, uint64(1<<64-1), seq)
-	s.RaiseCounter("c", 5)
-	assert.ErrorIs(t, s.CheckCounter("c", 10), disk, "a later write does not clear it")
+	assert.ErrorIs(t, s.RaiseCounter("c", 5), pins.ErrPinsNotSaved, "a later write does not clear it")
+	assert.ErrorIs(t, s.RaiseLedger("l", 1, []byte{1}), pins.ErrPinsNotSaved)
+	assert.ErrorIs(t, s.RaiseCounter("c", 2), pins.ErrPinsNotSaved, "not even for a value already pinned")
+	assert.ErrorIs(t, s.CheckCounter("c", 10), disk)
 	assert.ErrorIs(t, s.Close(), disk)
+}
+
+// The state folder removed while the pins are open: the very raise whose
+// write fails returns the error, for counters and ledger heads alike.
+func TestRemovedFolderFailsTheRaise(t *testing.T) {
+	for name, raise := range map[string]func(s *pins.Set) error{
+		"counter": func(s *pins.Set) error { return s.RaiseCounter("c", 2) },
+		"ledger":  func(s *pins.Set) error { return s.RaiseLedger("l", 2, []byte{2}) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := open(t, dir, newKey(t))
+			require.NoError(t, s.RaiseCounter("c", 1))
+			require.NoError(t, s.RaiseLedger("l", 1, []byte{1}))
+			require.NoError(t, os.RemoveAll(dir))
+			assert.ErrorIs(t, raise(s), pins.ErrPinsNotSaved)
+			assert.ErrorIs(t, s.CheckCounter("c", 10), pins.ErrPinsNotSaved)
+			assert.ErrorIs(t, s.Close(), pins.ErrPinsNotSaved)
+		})
+	}
 }
 
 // The newest copy torn (truncated, or any byte changed): Open falls back to
@@ -432,23 +457,36 @@ func TestCopiesRemovedWhileOpenAreWrittenAgain(t *testing.T) {
 	require.NoError(t, c.Close())
 }
 
-// Raises racing the last Close neither race nor panic; what they raised
-// before Close returned is on disk.
+// Raises racing the last Close neither race nor panic; every raise that
+// returned without an error is on disk, and one that could not reach the
+// disk before the files were closed says so.
 func TestRaisesRacingClose(t *testing.T) {
 	dir, key := t.TempDir(), newKey(t)
 	s, err := pins.Open(dir, "books", testID, key)
 	require.NoError(t, err)
-	s.RaiseCounter("c", 1)
+	require.NoError(t, s.RaiseCounter("c", 1))
 	var wg sync.WaitGroup
+	saved := make([]uint64, 8) // per goroutine: the highest value raised without an error
+	failed := make([]error, 8) // per goroutine: a raise error other than closed
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 50 {
-				s.RaiseCounter("c", uint64(2+g*50+i))
+				v := uint64(2 + g*50 + i)
+				switch err := s.RaiseCounter("c", v); {
+				case err == nil:
+					saved[g] = v
+				case !errors.Is(err, stores.ErrClosed) && failed[g] == nil:
+					failed[g] = err
+				}
 			}
 		})
 	}
 	require.NoError(t, s.Close())
 	wg.Wait()
 	again := open(t, dir, key)
+	for g := range 8 {
+		assert.NoError(t, failed[g])
+		assert.GreaterOrEqual(t, again.CounterPin("c"), saved[g], "goroutine %d", g)
+	}
 	assert.GreaterOrEqual(t, again.CounterPin("c"), uint64(1))
 }
