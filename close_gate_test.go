@@ -274,3 +274,23 @@ func TestReopenVaultClosedByItself(t *testing.T) {
 	require.NoError(t, db.Close())
 	assert.True(t, v3.Closed())
 }
+
+// Two DBs of one process share the pins of a vault in one state folder,
+// sealed with the key of the first opener: closing that opener leaves the
+// pins of the second working (their key is not wiped under them).
+func TestCloseKeepsSharedPinsKey(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	dir := t.TempDir()
+	v1 := openVault(t, openWithState(t, st, dir), "books")
+	v2 := openVault(t, openWithState(t, st, dir), "books")
+	require.NoError(t, v1.Close())
+	seq, err := v2.Sequence("invoice")
+	require.NoError(t, err)
+	for want := uint64(1); want <= 3; want++ {
+		n, err := seq.Next(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, want, n)
+	}
+	require.NoError(t, v2.Close())
+}

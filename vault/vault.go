@@ -26,6 +26,11 @@ type Vault struct {
 	dk     *crypto.Key
 	macer  *crypto.MACer // the ledger's chain key, wiped with dk
 	claims *crypto.MACer // the sequences' claim key, wiped with dk
+	// pinsKey is the rollback pins' key when the pins do not keep it (no
+	// state folder), wiped with dk. With a state folder the pins of the
+	// process share the key of the vault's first opener among all its
+	// openers, so they must own it: nil here.
+	pinsKey *crypto.Key
 	seal   keySealer
 	seqs   *sequence.Service
 	ledger *ledger.Ledger
@@ -147,6 +152,7 @@ func (v *Vault) Close() error {
 		errs = append(errs, v.pins.Close())
 		v.macer.Wipe()
 		v.claims.Wipe()
+		v.pinsKey.Wipe()
 		v.dk.Wipe()
 		v.closeErr = errors.Join(errs...)
 	})
