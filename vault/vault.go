@@ -31,10 +31,10 @@ type Vault struct {
 	// process share the key of the vault's first opener among all its
 	// openers, so they must own it: nil here.
 	pinsKey *crypto.Key
-	seal   keySealer
-	seqs   *sequence.Service
-	ledger *ledger.Ledger
-	pins   *pins.Set
+	seal    keySealer
+	seqs    *sequence.Service
+	ledger  *ledger.Ledger
+	pins    *pins.Set
 
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.
