@@ -294,3 +294,40 @@ func TestCloseKeepsSharedPinsKey(t *testing.T) {
 	}
 	require.NoError(t, v2.Close())
 }
+
+// A call in flight on a vault uses the DB while DB.Close waits for that
+// call: the DB refuses it with ErrClosed instead of deadlocking, and both
+// return.
+func TestDBCloseLetsCallsInFlightUseTheDB(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t, memstore.New(), "firm", "s")
+	v := openVault(t, db, "books")
+	seq, err := v.Sequence("invoice")
+	require.NoError(t, err)
+	invoices := vault.CollectionOf[Invoice](v, "invoices")
+
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		_, err := invoices.PutNumbered(ctx, "inv-1", seq, func(s sequence.Serial) (Invoice, error) {
+			once.Do(func() { close(reached) })
+			<-release
+			if _, err := db.OpenVault(ctx, "other"); err != nil {
+				return Invoice{}, err
+			}
+			return Invoice{Total: int(s.N)}, nil
+		})
+		done <- err
+	}()
+	<-reached
+	closeDone := make(chan error, 1)
+	go func() { closeDone <- db.Close() }()
+	for !v.Closed() {
+		runtime.Gosched()
+	}
+	close(release)
+	assert.ErrorIs(t, <-done, noydb.ErrClosed)
+	require.NoError(t, <-closeDone)
+	require.NoError(t, db.Close(), "idempotent")
+}

@@ -110,9 +110,10 @@ type DB struct {
 	cfg       Config
 	ownsStore bool
 
-	mu     sync.Mutex
-	vaults map[string]*vault.Vault
-	closed bool
+	mu        sync.Mutex
+	vaults    map[string]*vault.Vault
+	closed    bool
+	closeDone chan struct{} // closed once Close has closed everything
 }
 
 // Open checks cfg and returns a DB. It does no I/O: vaults are unlocked by OpenVault.
@@ -198,19 +199,35 @@ func (db *DB) dropClosedLocked(name string, v *vault.Vault) {
 }
 
 // Close closes every vault opened through db, forgets the secret, and closes
-// the store if Open created it. Close is idempotent.
+// the store if Open created it. Close is idempotent, and safe to call
+// concurrently: every caller returns once the DB is closed, the first with
+// the errors of closing.
+//
+// The vaults are closed without holding the DB, so a call in flight on one
+// of them, which its Close waits for, may still call the DB (and is
+// refused with ErrClosed) instead of deadlocking.
 func (db *DB) Close() error {
 	db.mu.Lock()
-	defer db.mu.Unlock()
 	if db.closed {
+		done := db.closeDone
+		db.mu.Unlock()
+		<-done
 		return nil
 	}
 	db.closed = true
-	var errs []error
+	db.closeDone = make(chan struct{})
+	defer close(db.closeDone)
+	vaults := make([]*vault.Vault, 0, len(db.vaults))
 	for _, v := range db.vaults {
-		errs = append(errs, v.Close())
+		vaults = append(vaults, v)
 	}
 	clear(db.cfg.Secret)
+	db.mu.Unlock()
+
+	var errs []error
+	for _, v := range vaults {
+		errs = append(errs, v.Close())
+	}
 	if db.ownsStore {
 		errs = append(errs, db.cfg.Store.Close())
 	}
