@@ -139,8 +139,8 @@ func (v *Vault) Sequence(series string, opts ...sequence.Options) (*sequence.Seq
 // Close is idempotent, and safe to call concurrently (every caller returns
 // once the vault is closed). It must not be called from inside a call on
 // the vault (a Bind or PutNumbered build function, a ledger Update, the
-// body of a range over a collection's List or over Ledger().Read): it
-// would wait for itself.
+// body of a range over a collection's List, a numbering series'
+// Assignments or Ledger().Read): it would wait for itself.
 func (v *Vault) Close() error {
 	v.closeOnce.Do(func() {
 		// The vault's own calls first: they use the sequences and the
