@@ -42,31 +42,29 @@ func CollectionOf[T any](v *Vault, name string) *Collection[T] {
 func (c *Collection[T]) Name() string { return c.name }
 
 // begin checks the call's name and id, then enters the vault (see
-// Vault.enter): a call begun must call exit when it ends.
-func (c *Collection[T]) begin(ctx context.Context, op, id string) (exit func(), err error) {
+// Vault.enter): a call begun must call c.v.exit when it ends.
+func (c *Collection[T]) begin(ctx context.Context, op, id string) error {
 	if c.err != nil {
-		return nil, fmt.Errorf("%s: %w", op, c.err)
+		return fmt.Errorf("%s: %w", op, c.err)
 	}
 	if op != "list" && op != "count" {
 		if err := CheckID(id); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", op, c.name, err)
+			return fmt.Errorf("%s %s: %w", op, c.name, err)
 		}
 	}
-	exit, err = c.v.enter(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
+	if err := c.v.enter(ctx); err != nil {
+		return fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
 	}
-	return exit, nil
+	return nil
 }
 
 // Put stores value under id, replacing any earlier revision, and records the
 // change in the ledger (atomically with the record on stores with transactions).
 func (c *Collection[T]) Put(ctx context.Context, id string, value T) error {
-	exit, err := c.begin(ctx, "put", id)
-	if err != nil {
+	if err := c.begin(ctx, "put", id); err != nil {
 		return err
 	}
-	defer exit()
+	defer c.v.exit()
 	plain, err := json.Marshal(value)
 	if err != nil {
 		return fmt.Errorf("put %s/%s: encode: %w", c.name, id, err)
@@ -81,11 +79,10 @@ func (c *Collection[T]) Put(ctx context.Context, id string, value T) error {
 // store changed or moved gives ErrTampered.
 func (c *Collection[T]) Get(ctx context.Context, id string) (T, error) {
 	var zero T
-	exit, err := c.begin(ctx, "get", id)
-	if err != nil {
+	if err := c.begin(ctx, "get", id); err != nil {
 		return zero, err
 	}
-	defer exit()
+	defer c.v.exit()
 	it, err := c.v.store.Get(ctx, c.v.recordKey(c.name, id))
 	if err != nil {
 		return zero, fmt.Errorf("get %s/%s: %w", c.name, id, err)
@@ -116,11 +113,10 @@ func (c *Collection[T]) decode(id string, sealed []byte) (Record[T], error) {
 // Delete removes the record at id and records it in the ledger. Deleting a
 // missing record returns an error wrapping ErrNotFound.
 func (c *Collection[T]) Delete(ctx context.Context, id string) error {
-	exit, err := c.begin(ctx, "delete", id)
-	if err != nil {
+	if err := c.begin(ctx, "delete", id); err != nil {
 		return err
 	}
-	defer exit()
+	defer c.v.exit()
 	if err := c.v.write(ctx, c.name, id, nil, ledger.Entry{Kind: ledger.RecordDelete}); err != nil {
 		return fmt.Errorf("delete %s/%s: %w", c.name, id, err)
 	}
@@ -132,12 +128,11 @@ func (c *Collection[T]) Delete(ctx context.Context, id string) error {
 // collection: stores.ErrMisbehaving) is yielded once and ends the sequence.
 func (c *Collection[T]) List(ctx context.Context) iter.Seq2[Record[T], error] {
 	return func(yield func(Record[T], error) bool) {
-		exit, err := c.begin(ctx, "list", "")
-		if err != nil {
+		if err := c.begin(ctx, "list", ""); err != nil {
 			yield(Record[T]{}, err)
 			return
 		}
-		defer exit()
+		defer c.v.exit()
 		prefix := c.v.recordKey(c.name, "")
 		for it, err := range c.v.store.List(ctx, prefix) {
 			if err != nil {
@@ -165,11 +160,10 @@ func (c *Collection[T]) List(ctx context.Context) iter.Seq2[Record[T], error] {
 // them. A store that lists a key outside the collection gives an error
 // wrapping stores.ErrMisbehaving, not a count.
 func (c *Collection[T]) Count(ctx context.Context) (int, error) {
-	exit, err := c.begin(ctx, "count", "")
-	if err != nil {
+	if err := c.begin(ctx, "count", ""); err != nil {
 		return 0, err
 	}
-	defer exit()
+	defer c.v.exit()
 	n := 0
 	prefix := c.v.recordKey(c.name, "")
 	for it, err := range c.v.store.List(ctx, prefix) {
@@ -203,11 +197,10 @@ func (c *Collection[T]) Count(ctx context.Context) (int, error) {
 // first (its old number then shows as orphaned in seq.Audit).
 func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequence.Sequence, build func(sequence.Serial) (T, error)) (T, error) {
 	var out T
-	exit, err := c.begin(ctx, "put numbered", id)
-	if err != nil {
+	if err := c.begin(ctx, "put numbered", id); err != nil {
 		return out, err
 	}
-	defer exit()
+	defer c.v.exit()
 	switch {
 	case seq == nil:
 		return out, fmt.Errorf("put numbered %s/%s: nil sequence: %w", c.name, id, ErrInvalidArgument)
@@ -216,7 +209,7 @@ func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequenc
 	case !strings.HasPrefix(seq.Key(), c.v.prefix):
 		return out, fmt.Errorf("put numbered %s/%s: series %q belongs to another vault: %w", c.name, id, seq.Series(), ErrInvalidArgument)
 	}
-	_, err = seq.Bind(ctx, func(tx stores.Tx, s sequence.Serial) error {
+	_, err := seq.Bind(ctx, func(tx stores.Tx, s sequence.Serial) error {
 		prev, err := c.v.readTx(tx, c.name, id, true)
 		if err != nil {
 			return err

@@ -35,7 +35,7 @@ func (v *Vault) Numbering(series string, opts numbering.Options) (*numbering.Ser
 		Prefix:  v.prefix,
 		Ledger:  v.ledger,
 		Records: records,
-		Enter:   v.enter,
+		Enter:   v.enterSeries,
 		Pins:    v.pins,
 	}, series, opts)
 }

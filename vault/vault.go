@@ -167,15 +167,26 @@ func (v *Vault) Closed() bool { return v.gate.Closed() }
 // enter admits a call of the vault, or returns ErrClosed once Close has
 // begun (or ctx's error). A call admitted must call exit when it ends.
 // Calls nest: one made from inside another enters again.
-func (v *Vault) enter(ctx context.Context) (exit func(), err error) {
+func (v *Vault) enter(ctx context.Context) error {
 	if !v.gate.Enter() {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
 		v.gate.Exit()
+		return err
+	}
+	return nil
+}
+
+// exit ends a call admitted by enter.
+func (v *Vault) exit() { v.gate.Exit() }
+
+// enterSeries is enter for a numbering series (numbering.Backend.Enter).
+func (v *Vault) enterSeries(ctx context.Context) (exit func(), err error) {
+	if err := v.enter(ctx); err != nil {
 		return nil, err
 	}
-	return v.gate.Exit, nil
+	return v.exit, nil
 }
 
 // openFailed is the error for a sealed value that did not open: ErrClosed
