@@ -117,9 +117,10 @@ type DB struct {
 	cfg       Config
 	ownsStore bool
 
-	mu     sync.Mutex
-	vaults map[string]*vault.Vault
-	closed bool
+	mu        sync.Mutex
+	vaults    map[string]*vault.Vault
+	closed    bool
+	closeDone chan struct{} // closed once Close has closed everything
 }
 
 // Open checks cfg and returns a DB. It does no I/O: vaults are unlocked by OpenVault.
@@ -155,15 +156,23 @@ func (db *DB) Store() stores.Store { return db.cfg.Store }
 
 // OpenVault unlocks the named vault, creating it on first use. Opening the
 // same name twice returns the same *vault.Vault, so its sequences share one
-// combining queue per series.
+// combining queue per series. A vault closed with its own Close is opened
+// anew (once that Close has ended): its series go on where they stopped.
 func (db *DB) OpenVault(ctx context.Context, name string) (*vault.Vault, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if db.closed {
-		return nil, fmt.Errorf("open vault %q: %w", name, ErrClosed)
-	}
-	if v, ok := db.vaults[name]; ok {
-		return v, nil
+	for {
+		if db.closed {
+			return nil, fmt.Errorf("open vault %q: %w", name, ErrClosed)
+		}
+		v, ok := db.vaults[name]
+		if !ok {
+			break
+		}
+		if !v.Closed() {
+			return v, nil
+		}
+		db.dropClosedLocked(name, v)
 	}
 	v, err := vault.Open(ctx, vault.Config{
 		Store:                db.cfg.Store,
@@ -182,20 +191,50 @@ func (db *DB) OpenVault(ctx context.Context, name string) (*vault.Vault, error) 
 	return v, nil
 }
 
+// dropClosedLocked waits for the Close of the vault v, cached under name,
+// to end (its pins written, its keys wiped), then drops it from the cache.
+// It is called with db.mu held and releases it while it waits, so that a
+// call in flight on v, which Close waits for, may use db meanwhile; the
+// caller must look at the cache again afterwards.
+func (db *DB) dropClosedLocked(name string, v *vault.Vault) {
+	db.mu.Unlock()
+	_ = v.Close() // its error went to the caller of v.Close
+	db.mu.Lock()
+	if db.vaults[name] == v {
+		delete(db.vaults, name)
+	}
+}
+
 // Close closes every vault opened through db, forgets the secret, and closes
-// the store if Open created it. Close is idempotent.
+// the store if Open created it. Close is idempotent, and safe to call
+// concurrently: every caller returns once the DB is closed, the first with
+// the errors of closing.
+//
+// The vaults are closed without holding the DB, so a call in flight on one
+// of them, which its Close waits for, may still call the DB (and is
+// refused with ErrClosed) instead of deadlocking.
 func (db *DB) Close() error {
 	db.mu.Lock()
-	defer db.mu.Unlock()
 	if db.closed {
+		done := db.closeDone
+		db.mu.Unlock()
+		<-done
 		return nil
 	}
 	db.closed = true
-	var errs []error
+	db.closeDone = make(chan struct{})
+	defer close(db.closeDone)
+	vaults := make([]*vault.Vault, 0, len(db.vaults))
 	for _, v := range db.vaults {
-		errs = append(errs, v.Close())
+		vaults = append(vaults, v)
 	}
 	clear(db.cfg.Secret)
+	db.mu.Unlock()
+
+	var errs []error
+	for _, v := range vaults {
+		errs = append(errs, v.Close())
+	}
 	if db.ownsStore {
 		errs = append(errs, db.cfg.Store.Close())
 	}
@@ -250,18 +289,26 @@ func storeType(st stores.Store) string {
 // ErrStateLost, that the vault was really deleted or re-created (the next
 // OpenVault creates or adopts it as on first use, and rollback protection
 // starts over from what the store then holds). It fails while the vault is
-// open; without a StateDir it does nothing.
+// open (a vault closed with its own Close is not); without a StateDir it
+// does nothing.
 func (db *DB) ForgetVault(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if db.closed {
-		return fmt.Errorf("forget vault %q: %w", name, ErrClosed)
-	}
-	if _, ok := db.vaults[name]; ok {
-		return fmt.Errorf("forget vault %q: it is open in this DB", name)
+	for {
+		if db.closed {
+			return fmt.Errorf("forget vault %q: %w", name, ErrClosed)
+		}
+		v, ok := db.vaults[name]
+		if !ok {
+			break
+		}
+		if !v.Closed() {
+			return fmt.Errorf("forget vault %q: it is open in this DB", name)
+		}
+		db.dropClosedLocked(name, v)
 	}
 	if db.cfg.StateDir == "" {
 		return nil

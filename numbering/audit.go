@@ -50,9 +50,11 @@ type Renumbered struct {
 // reads the whole ledger, so its cost grows with the ledger.
 func (s *Series) Audit(ctx context.Context) (AuditReport, error) {
 	rep := AuditReport{Series: s.name}
-	if err := s.check(ctx); err != nil {
+	exit, err := s.enter(ctx)
+	if err != nil {
 		return rep, s.errorf("audit", err)
 	}
+	defer exit()
 	h, _, err := s.loadHead(ctx)
 	if err != nil {
 		return rep, s.errorf("audit", err)

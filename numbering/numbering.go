@@ -146,9 +146,11 @@ type Backend struct {
 	Ledger *ledger.Ledger
 	// Records reads and stamps the numbered records.
 	Records Records
-	// Check, if set, is called first by every method; an error (a closed
-	// vault) ends the call.
-	Check func(ctx context.Context) error
+	// Enter, if set, is called first by every method; an error (a closed
+	// vault) ends the call, else the method calls exit when it returns, so
+	// that the vault's Close can wait for it. Records is called only
+	// between the two.
+	Enter func(ctx context.Context) (exit func(), err error)
 	// Pins, if set, remembers outside the store the highest head this
 	// device has seen per series, so that a store serving an older head
 	// (which would hand out numbers again) is caught.
@@ -267,11 +269,13 @@ func (s *Series) Name() string { return s.name }
 // Options returns the options the series was opened with.
 func (s *Series) Options() Options { return s.opts }
 
-func (s *Series) check(ctx context.Context) error {
-	if s.b.Check != nil {
-		return s.b.Check(ctx)
+// enter admits a call through Backend.Enter; a call admitted must call
+// exit when it ends.
+func (s *Series) enter(ctx context.Context) (exit func(), err error) {
+	if s.b.Enter == nil {
+		return func() {}, ctx.Err()
 	}
-	return ctx.Err()
+	return s.b.Enter(ctx)
 }
 
 func (s *Series) errorf(op string, err error) error {
@@ -304,9 +308,11 @@ func (s *Series) text(format string, n uint64) (string, error) {
 // the series' index and from the record itself. Enqueuing a record twice
 // is harmless: it gets one number, in the place of its first provisional id.
 func (s *Series) Enqueue(ctx context.Context, id string) (string, error) {
-	if err := s.check(ctx); err != nil {
+	exit, err := s.enter(ctx)
+	if err != nil {
 		return "", s.errorf("enqueue", err)
 	}
+	defer exit()
 	if err := checkID(id); err != nil {
 		return "", s.errorf("enqueue", err)
 	}
@@ -366,9 +372,11 @@ type Assignment struct {
 // its number (the batch is finished by the next pass, never recomputed), and
 // Lookup reports it. A record that is pending, or unknown, gives ok false.
 func (s *Series) Lookup(ctx context.Context, id string) (Assignment, bool, error) {
-	if err := s.check(ctx); err != nil {
+	exit, err := s.enter(ctx)
+	if err != nil {
 		return Assignment{}, false, s.errorf("lookup", err)
 	}
+	defer exit()
 	if err := checkID(id); err != nil {
 		return Assignment{}, false, s.errorf("lookup", err)
 	}
@@ -447,10 +455,12 @@ func (s *Series) openAssigned(key, id string, sealed []byte) (Assignment, error)
 // once and ends the sequence.
 func (s *Series) Assignments(ctx context.Context) iter.Seq2[Assignment, error] {
 	return func(yield func(Assignment, error) bool) {
-		if err := s.check(ctx); err != nil {
+		exit, err := s.enter(ctx)
+		if err != nil {
 			yield(Assignment{}, s.errorf("assignments", err))
 			return
 		}
+		defer exit()
 		prefix := s.dir + assignedDir
 		for it, err := range s.b.Store.List(ctx, prefix) {
 			if err != nil {
@@ -477,9 +487,11 @@ func (s *Series) Assignments(ctx context.Context) iter.Seq2[Assignment, error] {
 // Last returns the highest number the series has given (committed by a
 // pass's batch), 0 before the first pass.
 func (s *Series) Last(ctx context.Context) (uint64, error) {
-	if err := s.check(ctx); err != nil {
+	exit, err := s.enter(ctx)
+	if err != nil {
 		return 0, s.errorf("last", err)
 	}
+	defer exit()
 	h, _, err := s.loadHead(ctx)
 	if err != nil {
 		return 0, s.errorf("last", err)
@@ -491,9 +503,11 @@ func (s *Series) Last(ctx context.Context) (uint64, error) {
 // enqueued twice counts twice). A store that lists a key outside the
 // series' pending entries gives an error wrapping stores.ErrMisbehaving.
 func (s *Series) Pending(ctx context.Context) (int, error) {
-	if err := s.check(ctx); err != nil {
+	exit, err := s.enter(ctx)
+	if err != nil {
 		return 0, s.errorf("pending", err)
 	}
+	defer exit()
 	n := 0
 	prefix := s.dir + pendingDir
 	for it, err := range s.b.Store.List(ctx, prefix) {

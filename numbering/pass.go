@@ -84,9 +84,11 @@ type PassReport struct {
 // do writes nothing.
 func (s *Series) RunPass(ctx context.Context) (PassReport, error) {
 	var rep PassReport
-	if err := s.check(ctx); err != nil {
+	exit, err := s.enter(ctx)
+	if err != nil {
 		return rep, s.errorf("pass", err)
 	}
+	defer exit()
 	release, err := s.lock()
 	if err != nil {
 		return rep, s.errorf("pass", err)

@@ -41,17 +41,19 @@ func CollectionOf[T any](v *Vault, name string) *Collection[T] {
 // Name returns the collection's name.
 func (c *Collection[T]) Name() string { return c.name }
 
+// begin checks the call's name and id, then enters the vault (see
+// Vault.enter): a call begun must call c.v.exit when it ends.
 func (c *Collection[T]) begin(ctx context.Context, op, id string) error {
 	if c.err != nil {
 		return fmt.Errorf("%s: %w", op, c.err)
-	}
-	if err := c.v.check(ctx); err != nil {
-		return fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
 	}
 	if op != "list" && op != "count" {
 		if err := CheckID(id); err != nil {
 			return fmt.Errorf("%s %s: %w", op, c.name, err)
 		}
+	}
+	if err := c.v.enter(ctx); err != nil {
+		return fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
 	}
 	return nil
 }
@@ -62,6 +64,7 @@ func (c *Collection[T]) Put(ctx context.Context, id string, value T) error {
 	if err := c.begin(ctx, "put", id); err != nil {
 		return err
 	}
+	defer c.v.exit()
 	plain, err := json.Marshal(value)
 	if err != nil {
 		return fmt.Errorf("put %s/%s: encode: %w", c.name, id, err)
@@ -79,6 +82,7 @@ func (c *Collection[T]) Get(ctx context.Context, id string) (T, error) {
 	if err := c.begin(ctx, "get", id); err != nil {
 		return zero, err
 	}
+	defer c.v.exit()
 	it, err := c.v.store.Get(ctx, c.v.recordKey(c.name, id))
 	if err != nil {
 		return zero, fmt.Errorf("get %s/%s: %w", c.name, id, err)
@@ -112,6 +116,7 @@ func (c *Collection[T]) Delete(ctx context.Context, id string) error {
 	if err := c.begin(ctx, "delete", id); err != nil {
 		return err
 	}
+	defer c.v.exit()
 	if err := c.v.write(ctx, c.name, id, nil, ledger.Entry{Kind: ledger.RecordDelete}); err != nil {
 		return fmt.Errorf("delete %s/%s: %w", c.name, id, err)
 	}
@@ -127,6 +132,7 @@ func (c *Collection[T]) List(ctx context.Context) iter.Seq2[Record[T], error] {
 			yield(Record[T]{}, err)
 			return
 		}
+		defer c.v.exit()
 		prefix := c.v.recordKey(c.name, "")
 		for it, err := range c.v.store.List(ctx, prefix) {
 			if err != nil {
@@ -157,6 +163,7 @@ func (c *Collection[T]) Count(ctx context.Context) (int, error) {
 	if err := c.begin(ctx, "count", ""); err != nil {
 		return 0, err
 	}
+	defer c.v.exit()
 	n := 0
 	prefix := c.v.recordKey(c.name, "")
 	for it, err := range c.v.store.List(ctx, prefix) {
@@ -193,6 +200,7 @@ func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequenc
 	if err := c.begin(ctx, "put numbered", id); err != nil {
 		return out, err
 	}
+	defer c.v.exit()
 	switch {
 	case seq == nil:
 		return out, fmt.Errorf("put numbered %s/%s: nil sequence: %w", c.name, id, ErrInvalidArgument)

@@ -35,18 +35,21 @@ func (v *Vault) Numbering(series string, opts numbering.Options) (*numbering.Ser
 		Prefix:  v.prefix,
 		Ledger:  v.ledger,
 		Records: records,
-		Check:   v.check,
+		Enter:   v.enterSeries,
 		Pins:    v.pins,
 	}, series, opts)
 }
 
-// numberingRecords lets a numbering series read and stamp this vault's records.
+// numberingRecords lets a numbering series read and stamp this vault's
+// records. Its methods are called only from inside a call of the series,
+// which has entered the vault (Backend.Enter), so they do not enter it
+// again: a call admitted before Close runs to its end.
 type numberingRecords struct{ v *Vault }
 
 // Number reports whether the record is stored and which number of the
 // deferred-numbering series it carries, read from its authenticated content.
 func (r numberingRecords) Number(ctx context.Context, collection, id, series string) (uint64, bool, error) {
-	if err := r.v.check(ctx); err != nil {
+	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
 	if err := CheckID(id); err != nil {
@@ -74,7 +77,7 @@ func (r numberingRecords) Number(ctx context.Context, collection, id, series str
 // change is kept, not overwritten.
 func (r numberingRecords) Stamp(ctx context.Context, collection, id string, m numbering.Mark) (numbering.Stamp, error) {
 	v := r.v
-	if err := v.check(ctx); err != nil {
+	if err := ctx.Err(); err != nil {
 		return numbering.Stamp{}, err
 	}
 	want, err := json.Marshal(m.Value)
@@ -126,7 +129,7 @@ type numberingTxRecords struct {
 // StampBatch stamps every ids[i] with marks[i] in one transaction.
 func (r numberingTxRecords) StampBatch(ctx context.Context, collection string, ids []string, marks []numbering.Mark) ([]numbering.Stamp, []bool, error) {
 	v := r.v
-	if err := v.check(ctx); err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
 	if len(ids) != len(marks) {

@@ -7,9 +7,9 @@ import (
 	"io"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/gate"
 	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
@@ -25,12 +25,20 @@ type Vault struct {
 	prefix string
 	dk     *crypto.Key
 	macer  *crypto.MACer // the ledger's chain key, wiped with dk
-	seal   keySealer
-	seqs   *sequence.Service
-	ledger *ledger.Ledger
-	pins   *pins.Set
+	claims *crypto.MACer // the sequences' claim key, wiped with dk
+	// pinsKey is the rollback pins' key when the pins do not keep it (no
+	// state folder), wiped with dk. With a state folder the pins of the
+	// process share the key of the vault's first opener among all its
+	// openers, so they must own it: nil here.
+	pinsKey *crypto.Key
+	seal    keySealer
+	seqs    *sequence.Service
+	ledger  *ledger.Ledger
+	pins    *pins.Set
 
-	closed    atomic.Bool // set first thing by Close: new calls refuse
+	// gate admits the vault's own calls (collections, numbering series)
+	// until Close, which waits for those in flight.
+	gate      gate.Gate
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -45,7 +53,8 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 		seal:   keySealer{dk: dk, vault: cfg.Name},
 		pins:   p,
 	}
-	v.macer = crypto.NewMACer(dk.Derive("noydb ledger v1"))
+	v.macer = newMACer(dk, "noydb ledger v1")
+	v.claims = newMACer(dk, "noydb claim keys v1")
 	v.ledger = ledger.New(cfg.Store, v.seal, v.macer, prefix, ledger.Options{Actor: cfg.User, Pins: p})
 	// Sequences write their counters and ledger entries in the ledger's
 	// turn, like record writes, so that writers of this process never fail
@@ -58,9 +67,17 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 		Journal:  journal{l: v.ledger},
 		History:  history{l: v.ledger},
 		Pins:     p,
-		ClaimMAC: crypto.NewMACer(dk.Derive("noydb claim keys v1")),
+		ClaimMAC: v.claims,
 	})
 	return v
+}
+
+// newMACer returns a MACer for the subkey of dk for label. The MACer keeps
+// its own copy of the subkey, so the derived Key is wiped at once.
+func newMACer(dk *crypto.Key, label string) *crypto.MACer {
+	k := dk.Derive(label)
+	defer k.Wipe()
+	return crypto.NewMACer(k)
 }
 
 // Format implements fmt.Formatter so that no verb (%v, %+v, %#v, %s, %x,
@@ -114,35 +131,65 @@ func (v *Vault) Sequence(series string, opts ...sequence.Options) (*sequence.Seq
 
 // Close closes the vault. Every handle obtained from it, before or after
 // (collections, sequences, the ledger, numbering series), then refuses with
-// ErrClosed. Calls in flight end first: a Next waiting in a combining queue
-// either gets its number, covered by the rollback pins, before Close
-// returns, or fails; no number is taken after Close returns. Close then
-// writes the rollback pins to the state folder and wipes the data key and
-// the ledger's chain key from memory. It does not close the store.
+// ErrClosed. Calls in flight end first: a collection call or a numbering
+// call (a pass included) admitted before Close completes, with its ledger
+// entries, before Close returns; a Next waiting in a combining queue either
+// gets its number, covered by the rollback pins, before Close returns, or
+// fails; nothing is written after Close returns. Close then writes the
+// rollback pins to the state folder and wipes the data key and the keys
+// derived from it from memory. It does not close the store.
 //
 // Close is idempotent, and safe to call concurrently (every caller returns
-// once the vault is closed). It must not be called from inside a callback
-// of the vault's own calls (a Bind or PutNumbered build function, a ledger
-// Update, the body of a range over Ledger().Read): it would wait for
-// itself.
+// once the vault is closed). It must not be called from inside a call on
+// the vault (a Bind or PutNumbered build function, a ledger Update, the
+// body of a range over a collection's List, a numbering series'
+// Assignments or Ledger().Read): it would wait for itself.
 func (v *Vault) Close() error {
 	v.closeOnce.Do(func() {
-		v.closed.Store(true)
-		// Outer services first: sequences append to the ledger.
+		// The vault's own calls first: they use the sequences and the
+		// ledger. A call they nest is refused from here on, so none waits
+		// for this Close.
+		v.gate.Close()
+		// Outer services next: sequences append to the ledger.
 		errs := []error{v.seqs.Close(), v.ledger.Close()}
 		errs = append(errs, v.pins.Close())
 		v.macer.Wipe()
+		v.claims.Wipe()
+		v.pinsKey.Wipe()
 		v.dk.Wipe()
 		v.closeErr = errors.Join(errs...)
 	})
 	return v.closeErr
 }
 
-func (v *Vault) check(ctx context.Context) error {
-	if v.closed.Load() {
+// Closed reports whether Close was called on v (it may still be waiting
+// for calls in flight). A closed vault stays closed: open it again with
+// Open (noydb.DB.OpenVault does so for a vault closed this way).
+func (v *Vault) Closed() bool { return v.gate.Closed() }
+
+// enter admits a call of the vault, or returns ErrClosed once Close has
+// begun (or ctx's error). A call admitted must call exit when it ends.
+// Calls nest: one made from inside another enters again.
+func (v *Vault) enter(ctx context.Context) error {
+	if !v.gate.Enter() {
 		return ErrClosed
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		v.gate.Exit()
+		return err
+	}
+	return nil
+}
+
+// exit ends a call admitted by enter.
+func (v *Vault) exit() { v.gate.Exit() }
+
+// enterSeries is enter for a numbering series (numbering.Backend.Enter).
+func (v *Vault) enterSeries(ctx context.Context) (exit func(), err error) {
+	if err := v.enter(ctx); err != nil {
+		return nil, err
+	}
+	return v.exit, nil
 }
 
 // openFailed is the error for a sealed value that did not open: ErrClosed

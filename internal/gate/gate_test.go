@@ -11,6 +11,9 @@ import (
 	"github.com/noydb-go/noydb/internal/gate"
 )
 
+// Close waits for every admitted call, nested ones included: it returns
+// only after the last of them has called Exit. A refused Enter admits
+// nothing and needs no Exit.
 func TestCloseWaitsForCallsInFlight(t *testing.T) {
 	var g gate.Gate
 	require.True(t, g.Enter())
@@ -18,12 +21,14 @@ func TestCloseWaitsForCallsInFlight(t *testing.T) {
 	closed := make(chan bool)
 	go func() { closed <- g.Close() }()
 	// Once closing, new calls are turned away, even while two are in flight.
-	for !g.Closed() {
-		require.True(t, g.Enter())
+	for g.Enter() {
 		g.Exit()
 	}
-	assert.False(t, g.Enter())
+	assert.True(t, g.Closed())
+	assert.False(t, g.Enter(), "refused: nothing to exit")
+	assert.False(t, gate.Drained(&g), "two calls in flight")
 	g.Exit()
+	assert.False(t, gate.Drained(&g), "one call still in flight")
 	select {
 	case <-closed:
 		t.Fatal("Close returned with a call in flight")
@@ -31,6 +36,7 @@ func TestCloseWaitsForCallsInFlight(t *testing.T) {
 	}
 	g.Exit()
 	assert.True(t, <-closed)
+	assert.True(t, gate.Drained(&g))
 	assert.False(t, g.Enter())
 	assert.False(t, g.Close(), "only the first Close reports true")
 }
