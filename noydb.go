@@ -98,7 +98,8 @@ type Config struct {
 	// keeps sealed rollback pins: per vault, the highest number this device
 	// saw per series and the last ledger head it saw. A store that later
 	// serves anything older makes Next and ledger reads fail with
-	// ErrRollback. Empty keeps the pins in memory, for the life of the DB.
+	// ErrRollback. Empty keeps the pins in memory, for the life of the
+	// opened vault: a vault closed and opened again starts with none.
 	//
 	// The folder also records which vaults this device has used: a store
 	// that later loses one (wiped, or its header replaced) fails OpenVault
