@@ -71,6 +71,11 @@ var (
 	// the number it took when it took one, and so does every later call of
 	// the vault until it is reopened on a working folder.
 	ErrPinsNotSaved = vault.ErrPinsNotSaved
+	// ErrUnpinned marks, among errors matching ErrPinsNotSaved, those of a
+	// call that committed (its number taken, its record written) although the
+	// pin covering it was not saved; later calls, refused before writing, do
+	// not match it.
+	ErrUnpinned = vault.ErrUnpinned
 )
 
 // Config configures a DB. The zero value of every optional field means the
@@ -158,7 +163,7 @@ func (db *DB) Store() stores.Store { return db.cfg.Store }
 // OpenVault unlocks the named vault, creating it on first use. Opening the
 // same name twice returns the same *vault.Vault, so its sequences share one
 // combining queue per series. A vault closed with its own Close is opened
-// anew (once that Close has ended): its series go on where they stopped.
+// anew, at once: its series go on where they stopped.
 func (db *DB) OpenVault(ctx context.Context, name string) (*vault.Vault, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -173,7 +178,11 @@ func (db *DB) OpenVault(ctx context.Context, name string) (*vault.Vault, error) 
 		if !v.Closed() {
 			return v, nil
 		}
-		db.dropClosedLocked(name, v)
+		// Closed with its own Close: open it anew without waiting for that
+		// Close to end (a call in flight on it, which the Close waits for,
+		// may be the one asking). The two handles share the store as two
+		// DBs would.
+		delete(db.vaults, name)
 	}
 	v, err := vault.Open(ctx, vault.Config{
 		Store:                db.cfg.Store,
@@ -190,20 +199,6 @@ func (db *DB) OpenVault(ctx context.Context, name string) (*vault.Vault, error) 
 	}
 	db.vaults[name] = v
 	return v, nil
-}
-
-// dropClosedLocked waits for the Close of the vault v, cached under name,
-// to end (its pins written, its keys wiped), then drops it from the cache.
-// It is called with db.mu held and releases it while it waits, so that a
-// call in flight on v, which Close waits for, may use db meanwhile; the
-// caller must look at the cache again afterwards.
-func (db *DB) dropClosedLocked(name string, v *vault.Vault) {
-	db.mu.Unlock()
-	_ = v.Close() // its error went to the caller of v.Close
-	db.mu.Lock()
-	if db.vaults[name] == v {
-		delete(db.vaults, name)
-	}
 }
 
 // Close closes every vault opened through db, forgets the secret, and closes
@@ -309,7 +304,12 @@ func (db *DB) ForgetVault(ctx context.Context, name string) error {
 		if !v.Closed() {
 			return fmt.Errorf("forget vault %q: it is open in this DB", name)
 		}
-		db.dropClosedLocked(name, v)
+		if !v.CloseEnded() {
+			// Its pins may still be being written; waiting here could wait
+			// for the caller itself (a call in flight on that vault).
+			return fmt.Errorf("forget vault %q: it is still closing; try again once its Close returned", name)
+		}
+		delete(db.vaults, name)
 	}
 	if db.cfg.StateDir == "" {
 		return nil

@@ -330,6 +330,9 @@ func (c *counter) run(batch []*op) {
 			pinErr = err
 		}
 	}
+	if pinErr != nil && !errors.Is(pinErr, pins.ErrUnpinned) {
+		pinErr = fmt.Errorf("%w: %w", pins.ErrUnpinned, pinErr)
+	}
 	if pinErr != nil {
 		// The batch is committed but a pin covering it is not durable: no
 		// caller may believe its number protected. Each gets its number

@@ -27,6 +27,12 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 	if err := q.allocating(ctx, "void"); err != nil {
 		return err
 	}
+	// Admitted like the allocating calls, so Close waits for the marker's
+	// write (on a store without transactions it is not in the ledger's turn).
+	if !q.svc.gate.Enter() {
+		return q.errorf("void", stores.ErrClosed)
+	}
+	defer q.svc.gate.Exit()
 	switch {
 	case reason == "":
 		return invalid("reason", reason, "empty")

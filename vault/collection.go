@@ -242,6 +242,11 @@ func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequenc
 		}
 		return out, nil
 	}
+	if errors.Is(err, ledger.ErrUnpinned) {
+		// Committed, with its number, but the rollback pin covering it was
+		// not saved: the record comes back with the error.
+		return out, fmt.Errorf("put numbered %s/%s: %w", c.name, id, err)
+	}
 	if err != nil {
 		var zero T
 		return zero, fmt.Errorf("put numbered %s/%s: %w", c.name, id, err)

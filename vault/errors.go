@@ -29,6 +29,11 @@ var (
 	// protected against a rollback), and so does every later call of the
 	// vault, until it is reopened on a working folder.
 	ErrPinsNotSaved = pins.ErrPinsNotSaved
+	// ErrUnpinned marks, among errors matching ErrPinsNotSaved, those of a
+	// call that committed (its number taken, its record written) although the
+	// pin covering it was not saved; later calls, refused before writing, do
+	// not match it. PutNumbered returns the committed record with it.
+	ErrUnpinned = pins.ErrUnpinned
 )
 
 // Errors returned by vaults and collections. Test them with errors.Is.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/gate"
@@ -41,6 +42,7 @@ type Vault struct {
 	gate      gate.Gate
 	closeOnce sync.Once
 	closeErr  error
+	closeDone atomic.Bool // Close has finished
 }
 
 func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
@@ -158,9 +160,14 @@ func (v *Vault) Close() error {
 		v.pinsKey.Wipe()
 		v.dk.Wipe()
 		v.closeErr = errors.Join(errs...)
+		v.closeDone.Store(true)
 	})
 	return v.closeErr
 }
+
+// CloseEnded reports whether Close was called on v and has finished: its
+// calls in flight ended, its pins written and its keys wiped.
+func (v *Vault) CloseEnded() bool { return v.closeDone.Load() }
 
 // Closed reports whether Close was called on v (it may still be waiting
 // for calls in flight). A closed vault stays closed: open it again with
