@@ -15,9 +15,7 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/sequence"
-	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/badgerstore"
-	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -44,19 +42,6 @@ func busyDeadline(t testing.TB) time.Time {
 	n, err := strconv.Atoi(s)
 	require.NoError(t, err, "NOYDB_BUSY_SECONDS")
 	return time.Now().Add(time.Duration(n) * time.Second)
-}
-
-// busyStores are the stores of the busy tests: memory, and badger on disk.
-func busyStores() map[string]func(testing.TB) stores.Store {
-	return map[string]func(testing.TB) stores.Store{
-		"memstore": func(testing.TB) stores.Store { return memstore.New() },
-		"badgerstore": func(t testing.TB) stores.Store {
-			st, err := badgerstore.Open(t.TempDir(), nil)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = st.Close() })
-			return st
-		},
-	}
 }
 
 // errCounter counts the errors of a busy run and reports the first few.
@@ -93,7 +78,7 @@ func readLoop(ctx context.Context, v *vault.Vault, seq *sequence.Sequence, errs 
 // records) on one DB without a state folder: no error of any kind, and the
 // numbers taken are exactly 1..N.
 func TestBusyVerifyAuditNoFalseRollback(t *testing.T) {
-	for name, newStore := range busyStores() {
+	for name, newStore := range memAndBadger() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			v := openVault(t, openDB(t, newStore(t), "firm", "s"), "books")

@@ -18,7 +18,6 @@ import (
 	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
-	"github.com/noydb-go/noydb/stores/badgerstore"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 )
@@ -26,22 +25,6 @@ import (
 // The tests of this file check what the vault's ledger tells a sequence:
 // audits in proportion to the facts, counters and claims the store lost,
 // numbers a seed skipped.
-
-// adversaries are the stores the hostile cases run on: memstore and badger
-// on disk, each behind a faultstore.Adversary.
-func adversaries() map[string]func(t testing.TB) *faultstore.Adversary {
-	return map[string]func(t testing.TB) *faultstore.Adversary{
-		"memstore": func(t testing.TB) *faultstore.Adversary {
-			return faultstore.NewAdversary(memstore.New())
-		},
-		"badger": func(t testing.TB) *faultstore.Adversary {
-			st, err := badgerstore.Open(t.TempDir(), nil)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = st.Close() })
-			return faultstore.NewAdversary(st)
-		},
-	}
-}
 
 // openSession opens the vault "books" on st in a fresh DB (a process
 // restart), with its rollback pins in dir, or in memory when dir is "".

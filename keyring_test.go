@@ -11,24 +11,9 @@ import (
 	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
-	"github.com/noydb-go/noydb/stores/badgerstore"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 )
-
-// memAndBadger are the stores the adversarial tests run on: in memory and
-// on disk.
-func memAndBadger() map[string]func(testing.TB) stores.Store {
-	return map[string]func(testing.TB) stores.Store{
-		"memstore": func(testing.TB) stores.Store { return memstore.New() },
-		"badgerstore": func(t testing.TB) stores.Store {
-			st, err := badgerstore.Open(t.TempDir(), nil)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = st.Close() })
-			return st
-		},
-	}
-}
 
 // A store that deletes this user's keyring entry of a vault that holds data
 // must not get the vault re-keyed: opening fails with ErrNoAccess and writes

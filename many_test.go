@@ -53,7 +53,7 @@ func together[R any](t *testing.T, n int, fn func(ctx context.Context, i int) (R
 // ledger entry: no error, exactly 1..15,000, and the ledger verifies.
 func TestManyCallersOneSeries(t *testing.T) {
 	const callers = 15000
-	for name, newStore := range busyStores() {
+	for name, newStore := range memAndBadger() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			v := openVault(t, openDB(t, newStore(t), "firm", "s"), "books")

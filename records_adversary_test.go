@@ -18,24 +18,11 @@ import (
 	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
-	"github.com/noydb-go/noydb/stores/badgerstore"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 )
 
 // adversaryStores returns the inner stores the adversary tests wrap.
-func adversaryStores() map[string]func(testing.TB) stores.Store {
-	return map[string]func(testing.TB) stores.Store{
-		"memstore": func(testing.TB) stores.Store { return memstore.New() },
-		"badgerstore": func(t testing.TB) stores.Store {
-			st, err := badgerstore.Open(t.TempDir(), nil)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = st.Close() })
-			return st
-		},
-	}
-}
-
 // advVault opens vault "books" on an adversary over a fresh inner store.
 func advVault(t *testing.T, newStore func(testing.TB) stores.Store) (*faultstore.Adversary, *vault.Vault) {
 	t.Helper()
@@ -64,7 +51,7 @@ func numberInvoice(s sequence.Serial) (Invoice, error) {
 // retried with the same id, returns the number the record got and takes no
 // other: the audit shows no unbound and no orphaned number.
 func TestAdversaryPutNumberedRetryAfterAmbiguousCommit(t *testing.T) {
-	for name, newStore := range adversaryStores() {
+	for name, newStore := range memAndBadger() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			adv, v := advVault(t, newStore)
@@ -164,7 +151,7 @@ func TestPutNumberedNilArguments(t *testing.T) {
 // previous value. A store that forges the clear revision (to MaxUint64, to
 // make it wrap, or to any other value) gets ErrTampered and nothing written.
 func TestAdversaryForgedRevisionRefused(t *testing.T) {
-	for name, newStore := range adversaryStores() {
+	for name, newStore := range memAndBadger() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			adv, v := advVault(t, newStore)
@@ -204,7 +191,7 @@ func TestAdversaryForgedRevisionRefused(t *testing.T) {
 // Item 10: a List that yields keys outside the collection gives
 // stores.ErrMisbehaving from List and Count, never a panic or a count.
 func TestAdversaryListOutsideCollection(t *testing.T) {
-	for name, newStore := range adversaryStores() {
+	for name, newStore := range memAndBadger() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			for _, key := range []string{"v/b", "v/books/receipts/x"} {
@@ -258,7 +245,7 @@ func numberedReceipts(t *testing.T, v *vault.Vault) (*vault.Collection[Receipt],
 // pending (an entry the store kept or replayed) skips it. It keeps its
 // number, the ledger gets no second NumberAssigned, and Audit is clean.
 func TestAdversaryNumberingIndexDeleted(t *testing.T) {
-	for name, newStore := range adversaryStores() {
+	for name, newStore := range memAndBadger() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			adv, v := advVault(t, newStore)
@@ -307,7 +294,7 @@ func TestAdversaryNumberingIndexDeleted(t *testing.T) {
 // serves the record as it was before its stamp (an authentic older
 // revision) gets the record numbered again; Audit reports it.
 func TestAdversaryNumberingRenumberDetected(t *testing.T) {
-	for name, newStore := range adversaryStores() {
+	for name, newStore := range memAndBadger() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			adv, v := advVault(t, newStore)
@@ -345,7 +332,7 @@ func TestAdversaryNumberingRenumberDetected(t *testing.T) {
 // stores.ErrMisbehaving from Pending, Assignments and RunPass; a pass never
 // deletes a key the store listed outside its own.
 func TestAdversaryNumberingListOutsidePrefix(t *testing.T) {
-	for name, newStore := range adversaryStores() {
+	for name, newStore := range memAndBadger() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			adv, v := advVault(t, newStore)
@@ -409,7 +396,7 @@ func (h *hookStore) Update(ctx context.Context, fn func(tx stores.Tx) error) err
 // it is stamped keeps that number; the pass voids the number it meant to
 // give, with the reason, and Audit stays clean.
 func TestAdversaryNumberingStampFindsNumber(t *testing.T) {
-	for name, newStore := range adversaryStores() {
+	for name, newStore := range memAndBadger() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			adv := faultstore.NewAdversary(newStore(t))
@@ -458,7 +445,7 @@ func TestAdversaryNumberingStampFindsNumber(t *testing.T) {
 // call is still in flight) give the record one number, and every call
 // returns it.
 func TestPutNumberedConcurrentSameID(t *testing.T) {
-	for name, newStore := range adversaryStores() {
+	for name, newStore := range memAndBadger() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			_, v := advVault(t, newStore)
