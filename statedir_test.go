@@ -98,6 +98,14 @@ func TestReplacedHeaderIsVaultLost(t *testing.T) {
 			require.NoError(t, adv2.Set(ctx, "v/books/_header", it.Value))
 			_, err = openWithState(t, adv2.Store(), dir2).OpenVault(ctx, "books")
 			assert.ErrorIs(t, err, noydb.ErrVaultLost)
+
+			// Without a state folder the device has no memory of the salt:
+			// the key slot, bound to the header it was made with, no longer
+			// opens, and nothing is written.
+			before := snapshot(t, adv2.Store())
+			_, err = openWithState(t, adv2.Store(), "").OpenVault(ctx, "books")
+			assert.ErrorIs(t, err, noydb.ErrWrongSecret)
+			assert.Equal(t, before, snapshot(t, adv2.Store()))
 		})
 	}
 }
