@@ -88,36 +88,6 @@ func TestReadChecksThePinItBeganWith(t *testing.T) {
 	})
 }
 
-// hookStore runs a hook once at the start of its next transaction, after
-// the transaction began: what happens in the hook is newer than the
-// transaction's snapshot on a store that reads from one (badger).
-type hookStore struct {
-	stores.Store
-	tr stores.Transactor
-
-	mu   sync.Mutex
-	hook func()
-}
-
-func (h *hookStore) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
-	return h.tr.Update(ctx, func(tx stores.Tx) error {
-		h.mu.Lock()
-		hook := h.hook
-		h.hook = nil
-		h.mu.Unlock()
-		if hook != nil {
-			hook()
-		}
-		return fn(tx)
-	})
-}
-
-func (h *hookStore) setHook(fn func()) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.hook = fn
-}
-
 // A transaction that reads a snapshot older than a head this device saw
 // meanwhile (another ledger handle on the store appended, and a reader of
 // this device verified it) is stale, not rolled back: the append is retried
@@ -141,13 +111,13 @@ func TestStaleSnapshotIsNotRollback(t *testing.T) {
 			st, err := badgerstore.Open("", &badgerstore.Options{InMemory: true})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = st.Close() })
-			hs := &hookStore{Store: st, tr: st}
+			adv := faultstore.NewAdversary(st)
 			pins := &testPins{}
-			mine := pinnedLedger(hs, pins)
+			mine := pinnedLedger(adv.Store(), pins)
 			other := newLedger(t, st) // another DB on the same store: its own pins
 			require.NoError(t, appendOne(ctx, mine, fact(1)))
 
-			hs.setHook(func() {
+			adv.InNextTransaction(func() {
 				_, err := other.Append(ctx, fact(2))
 				require.NoError(t, err)
 				verifyClean(t, mine, 2) // this device now pins entry 2

@@ -257,30 +257,6 @@ func (p *counterPins) RaiseCounter(key string, value uint64) error {
 	return nil
 }
 
-// hookStore runs a hook once at the start of its next transaction, after the
-// transaction began: what the hook writes is newer than the snapshot the
-// transaction reads on badger.
-type hookStore struct {
-	stores.Store
-	tr stores.Transactor
-
-	mu   sync.Mutex
-	hook func()
-}
-
-func (h *hookStore) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
-	return h.tr.Update(ctx, func(tx stores.Tx) error {
-		h.mu.Lock()
-		hook := h.hook
-		h.hook = nil
-		h.mu.Unlock()
-		if hook != nil {
-			hook()
-		}
-		return fn(tx)
-	})
-}
-
 // A counter transaction whose snapshot is older than a value pinned while it
 // ran (another service sharing the pins took a number) is stale, not rolled
 // back: it is retried and takes the next number.
@@ -290,21 +266,19 @@ func TestStaleCounterSnapshotIsNotRollback(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	pins := &counterPins{}
-	hs := &hookStore{Store: st, tr: st}
+	adv := faultstore.NewAdversary(st)
 	sealer := newSealer()
-	mine := mustSequence(t, sequence.NewService(hs, sealer, "v/", sequence.Config{Journal: &journal{}, Pins: pins}), "inv")
+	mine := mustSequence(t, sequence.NewService(adv.Store(), sealer, "v/", sequence.Config{Journal: &journal{}, Pins: pins}), "inv")
 	other := mustSequence(t, sequence.NewService(st, sealer, "v/", sequence.Config{Journal: &journal{}, Pins: pins}), "inv")
 
 	n, err := mine.Next(ctx)
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), n)
-	hs.mu.Lock()
-	hs.hook = func() {
+	adv.InNextTransaction(func() {
 		n, err := other.Next(ctx)
 		require.NoError(t, err)
 		require.Equal(t, uint64(2), n)
-	}
-	hs.mu.Unlock()
+	})
 	n, err = mine.Next(ctx)
 	require.NoError(t, err, "a stale snapshot is retried, not a rollback")
 	assert.Equal(t, uint64(3), n)

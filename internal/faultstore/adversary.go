@@ -26,6 +26,7 @@ type Adversary struct {
 	mu        sync.Mutex
 	extra     map[string][]stores.Item // List prefix match -> items yielded first
 	failAfter int                      // writes left that commit and then report an error
+	inTx      func()                   // runs inside the next transaction, once
 }
 
 // NewAdversary wraps inner. Use Store for the store to hand to the SDK.
@@ -147,6 +148,16 @@ func (a *Adversary) FailAfterCommit(n int) {
 	a.failAfter = n
 }
 
+// InNextTransaction makes fn run once, inside the next transaction, after it
+// began and before its body: what fn writes through the store is newer than
+// the snapshot that transaction reads on a store that reads from one
+// (badger), the stale view a busy honest store gives.
+func (a *Adversary) InNextTransaction(fn func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.inTx = fn
+}
+
 // after turns the outcome of a committed write into an error while
 // FailAfterCommit has writes left.
 func (a *Adversary) after(op Op, key string) error {
@@ -226,9 +237,20 @@ type advTx struct {
 	tr stores.Transactor
 }
 
-// Update runs the inner transaction; see FailAfterCommit.
+// Update runs the inner transaction; see FailAfterCommit and InNextTransaction.
 func (t *advTx) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
-	if err := t.tr.Update(ctx, fn); err != nil {
+	t.mu.Lock()
+	hook := t.inTx
+	t.inTx = nil
+	t.mu.Unlock()
+	body := fn
+	if hook != nil {
+		body = func(tx stores.Tx) error {
+			hook()
+			return fn(tx)
+		}
+	}
+	if err := t.tr.Update(ctx, body); err != nil {
 		return err
 	}
 	return t.after(OpUpdate, "")

@@ -61,6 +61,14 @@ func TestAdversaryCommands(t *testing.T) {
 	_, err = st.Put(ctx, "d", []byte("v"))
 	assert.NoError(t, err, "only one write was to fail")
 
+	ran := 0
+	adv.InNextTransaction(func() { ran++ })
+	tr := st.(stores.Transactor)
+	for range 2 {
+		require.NoError(t, tr.Update(ctx, func(stores.Tx) error { return nil }))
+	}
+	assert.Equal(t, 1, ran, "the hook runs in the next transaction only")
+
 	n, err := adv.Wipe(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 4, n)
