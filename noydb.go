@@ -167,14 +167,10 @@ func (db *DB) Store() stores.Store { return db.cfg.Store }
 func (db *DB) OpenVault(ctx context.Context, name string) (*vault.Vault, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	for {
-		if db.closed {
-			return nil, fmt.Errorf("open vault %q: %w", name, ErrClosed)
-		}
-		v, ok := db.vaults[name]
-		if !ok {
-			break
-		}
+	if db.closed {
+		return nil, fmt.Errorf("open vault %q: %w", name, ErrClosed)
+	}
+	if v, ok := db.vaults[name]; ok {
 		if !v.Closed() {
 			return v, nil
 		}
@@ -293,14 +289,10 @@ func (db *DB) ForgetVault(ctx context.Context, name string) error {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	for {
-		if db.closed {
-			return fmt.Errorf("forget vault %q: %w", name, ErrClosed)
-		}
-		v, ok := db.vaults[name]
-		if !ok {
-			break
-		}
+	if db.closed {
+		return fmt.Errorf("forget vault %q: %w", name, ErrClosed)
+	}
+	if v, ok := db.vaults[name]; ok {
 		if !v.Closed() {
 			return fmt.Errorf("forget vault %q: it is open in this DB", name)
 		}

@@ -79,6 +79,7 @@ type counter struct {
 	series    string
 	partition []string
 	name      string // series and partition, for messages
+	eventBase int    // bound of an event's encoded size without its request id (see cutBatch)
 
 	mu    sync.Mutex
 	busy  bool
@@ -220,13 +221,9 @@ func (c *counter) cutBatch(queue []*op) int {
 	if len(queue) <= 1 {
 		return len(queue)
 	}
-	base := eventFixedBytes + len(c.series)
-	for _, p := range c.partition {
-		base += binary.MaxVarintLen32 + len(p)
-	}
 	size, binds := 0, 0
 	for i, o := range queue {
-		cost := base + len(o.id)
+		cost := c.eventBase + len(o.id)
 		if o.kind == opBind {
 			binds++
 		}
@@ -287,6 +284,10 @@ type work struct {
 
 func newCounter(svc *Service, key, series string, partition []string) *counter {
 	c := &counter{svc: svc, key: key, series: series, partition: partition, name: displayName(series, partition)}
+	c.eventBase = eventFixedBytes + len(series)
+	for _, p := range partition {
+		c.eventBase += binary.MaxVarintLen32 + len(p)
+	}
 	c.attemptFn = c.attempt
 	c.txFn = c.txBody
 	return c

@@ -2,6 +2,7 @@ package vault
 
 import (
 	"errors"
+	"github.com/noydb-go/noydb/sequence"
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/pins"
@@ -66,7 +67,8 @@ var (
 var (
 	// ErrInvalidArgument: an argument was rejected before anything was read
 	// or written (a nil function or sequence, a sequence of another vault).
-	ErrInvalidArgument = errors.New("invalid argument")
+	// It is sequence.ErrInvalid, so either matches.
+	ErrInvalidArgument = sequence.ErrInvalid
 	// ErrRevisionOverflow: the stored record is at the largest revision, so
 	// it cannot take another. Nothing was written.
 	ErrRevisionOverflow = errors.New("record revision cannot advance past its maximum")

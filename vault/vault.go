@@ -43,6 +43,7 @@ type Vault struct {
 	closeOnce sync.Once
 	closeErr  error
 	closeDone atomic.Bool // Close has finished
+	exitFn    func()      // v.exit, bound once: numbering calls get it without allocating
 }
 
 func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
@@ -55,6 +56,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 		seal:   keySealer{dk: dk, vault: cfg.Name},
 		pins:   p,
 	}
+	v.exitFn = v.exit
 	v.macer = newMACer(dk, "noydb ledger v1")
 	v.claims = newMACer(dk, "noydb claim keys v1")
 	v.ledger = ledger.New(cfg.Store, v.seal, v.macer, prefix, ledger.Options{Actor: cfg.User, Pins: p})
@@ -196,7 +198,7 @@ func (v *Vault) enterSeries(ctx context.Context) (exit func(), err error) {
 	if err := v.enter(ctx); err != nil {
 		return nil, err
 	}
-	return v.exit, nil
+	return v.exitFn, nil
 }
 
 // openFailed is the error for a sealed value that did not open: ErrClosed
