@@ -95,16 +95,12 @@ func (c *Collection[T]) Get(ctx context.Context, id string) (T, error) {
 }
 
 func (c *Collection[T]) decode(id string, sealed []byte) (Record[T], error) {
-	plain, rev, err := crypto.OpenRecord(c.v.dk, sealed, crypto.RecordRef{Vault: c.v.name, Collection: c.name, ID: id})
+	rec, err := c.v.openStored(c.name, id, stores.Item{Value: sealed}, true)
 	if err != nil {
-		return Record[T]{}, c.v.openFailed(err)
+		return Record[T]{}, err
 	}
-	_, body, err := splitRecord(plain)
-	if err != nil {
-		return Record[T]{}, ErrTampered
-	}
-	r := Record[T]{ID: id, Revision: rev}
-	if err := json.Unmarshal(body, &r.Value); err != nil {
+	r := Record[T]{ID: id, Revision: rec.rev}
+	if err := json.Unmarshal(rec.body, &r.Value); err != nil {
 		return Record[T]{}, fmt.Errorf("decode: %w", err)
 	}
 	return r, nil
