@@ -57,6 +57,7 @@ type op struct {
 	ctx    context.Context
 	seq    *Sequence                          // Bind: formats the Serial handed to fn
 	id     string                             // Claim
+	ckey   string                             // Claim on a transactional store: its claim record's key
 	uid    [16]byte                           // Claim on a store without transactions
 	target uint64                             // SeedTo
 	fn     func(tx stores.Tx, s Serial) error // Bind
@@ -625,7 +626,7 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 		switch o.kind {
 		case opClaim:
 			if tx != nil {
-				if err := c.putClaim(tx, o.id, n); err != nil {
+				if err := c.putClaim(tx, o.ckey, n); err != nil {
 					return false, nil, err
 				}
 			} else {
@@ -672,7 +673,7 @@ func (c *counter) findClaim(tx stores.Tx, st *state, o *op) (n uint64, found boo
 		}
 		return n, found, nil
 	}
-	key := c.svc.claimKey(c.key, o.id)
+	key := o.ckey
 	item, err := tx.Get(key)
 	if errors.Is(err, stores.ErrNotFound) {
 		if c.svc.history == nil {
@@ -688,7 +689,7 @@ func (c *counter) findClaim(tx stores.Tx, st *state, o *op) (n uint64, found boo
 		if n > c.w.start {
 			return 0, false, behind(c.w.start, n)
 		}
-		if err := c.putClaim(tx, o.id, n); err != nil {
+		if err := c.putClaim(tx, key, n); err != nil {
 			return 0, false, err
 		}
 		return n, true, nil
@@ -713,9 +714,8 @@ func (c *counter) findClaim(tx stores.Tx, st *state, o *op) (n uint64, found boo
 	return n, true, nil
 }
 
-// putClaim writes the claim record of id: the number n it got.
-func (c *counter) putClaim(tx stores.Tx, id string, n uint64) error {
-	key := c.svc.claimKey(c.key, id)
+// putClaim writes, at key, the claim record of a request: the number n it got.
+func (c *counter) putClaim(tx stores.Tx, key string, n uint64) error {
 	sealed, err := c.svc.sealer.Seal(key, encodeNumber(n))
 	if err != nil {
 		return err

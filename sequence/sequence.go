@@ -420,6 +420,9 @@ func (q *Sequence) Claim(ctx context.Context, requestID string) (uint64, error) 
 		return 0, err
 	}
 	req := op{kind: opClaim, ctx: ctx, id: requestID}
+	if q.svc.txr != nil {
+		req.ckey = q.svc.claimKey(q.c.key, requestID)
+	}
 	if q.svc.txr == nil {
 		uid, err := parseRequestID(requestID)
 		if err != nil {
