@@ -127,21 +127,19 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
 		}
-		pk := dk.Derive("noydb pins v1")
+		// Pins in memory seal nothing; pins in a state folder take their
+		// key over and wipe it when the last opener in this process closes.
+		var pk *crypto.Key
+		if cfg.StateDir != "" {
+			pk = dk.Derive("noydb pins v1")
+		}
 		p, err := pins.Open(cfg.StateDir, cfg.Name, salt[:], pk)
 		if err != nil {
 			pk.Wipe()
 			dk.Wipe()
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
 		}
-		v := newVault(cfg, prefix, dk, p)
-		if cfg.StateDir == "" {
-			// Pins in memory seal nothing: the key is the vault's to wipe.
-			// Pins in a state folder keep it, shared with the other
-			// openers of the vault in this process (see Vault.pinsKey).
-			v.pinsKey = pk
-		}
-		return v, nil
+		return newVault(cfg, prefix, dk, p), nil
 	}
 	return nil, fmt.Errorf("open vault %q: creation kept racing: %w", cfg.Name, stores.ErrConflict)
 }

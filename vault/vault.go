@@ -27,15 +27,10 @@ type Vault struct {
 	dk     *crypto.Key
 	macer  *crypto.MACer // the ledger's chain key, wiped with dk
 	claims *crypto.MACer // the sequences' claim key, wiped with dk
-	// pinsKey is the rollback pins' key when the pins do not keep it (no
-	// state folder), wiped with dk. With a state folder the pins of the
-	// process share the key of the vault's first opener among all its
-	// openers, so they must own it: nil here.
-	pinsKey *crypto.Key
-	seal    keySealer
-	seqs    *sequence.Service
-	ledger  *ledger.Ledger
-	pins    *pins.Set
+	seal   keySealer
+	seqs   *sequence.Service
+	ledger *ledger.Ledger
+	pins   *pins.Set
 
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.
@@ -159,7 +154,6 @@ func (v *Vault) Close() error {
 		errs = append(errs, v.pins.Close())
 		v.macer.Wipe()
 		v.claims.Wipe()
-		v.pinsKey.Wipe()
 		v.dk.Wipe()
 		v.closeErr = errors.Join(errs...)
 		v.closeDone.Store(true)

@@ -4,12 +4,11 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/noydb-go/noydb/internal/pins"
 )
 
 // BenchmarkRaiseDurable: one raise at a time, each waiting for its write.
 func BenchmarkRaiseDurable(b *testing.B) {
-	s, err := pins.Open(b.TempDir(), "books", testID, newKey(b))
+	s, err := openPins(b.TempDir(), "books", testID, newKey(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -23,7 +22,7 @@ func BenchmarkRaiseDurable(b *testing.B) {
 
 // BenchmarkRaiseDurableParallel64: 64 raisers sharing writes.
 func BenchmarkRaiseDurableParallel64(b *testing.B) {
-	s, err := pins.Open(b.TempDir(), "books", testID, newKey(b))
+	s, err := openPins(b.TempDir(), "books", testID, newKey(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,7 +39,7 @@ func BenchmarkRaiseDurableParallel64(b *testing.B) {
 
 // BenchmarkRaiseMemory: without a state folder a raise costs a lock.
 func BenchmarkRaiseMemory(b *testing.B) {
-	s, err := pins.Open("", "books", testID, newKey(b))
+	s, err := openPins("", "books", testID, newKey(b))
 	if err != nil {
 		b.Fatal(err)
 	}

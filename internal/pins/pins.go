@@ -110,6 +110,11 @@ func newCore() *core {
 // ErrVaultLost when dir records another identity for the name (see Lookup
 // and Forget), and with one wrapping ErrStateLost when dir records the vault
 // but none of its pins can be read.
+//
+// With a dir, a successful Open takes key over: it is wiped once no open Set
+// of the vault in this process needs it (a later opener's key, which must be
+// equal to the first's, at once). Without a dir, key is not used (it may be
+// nil) and stays the caller's.
 func Open(dir, vaultName string, id []byte, key *crypto.Key) (*Set, error) {
 	if dir == "" {
 		return &Set{c: newCore()}, nil

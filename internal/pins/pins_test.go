@@ -27,7 +27,7 @@ func newKey(t testing.TB) *crypto.Key {
 
 func open(t testing.TB, dir string, key *crypto.Key) *pins.Set {
 	t.Helper()
-	s, err := pins.Open(dir, "books", testID, key)
+	s, err := openPins(dir, "books", testID, key)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -80,7 +80,7 @@ func TestPinsMoveForwardAndPersist(t *testing.T) {
 	require.NoError(t, again.Close())
 
 	// Another key cannot read the pins: the device's memory is lost to it.
-	_, err := pins.Open(dir, "books", testID, newKey(t))
+	_, err := openPins(dir, "books", testID, newKey(t))
 	assert.ErrorIs(t, err, pins.ErrStateLost)
 	assert.ErrorIs(t, err, crypto.ErrTampered)
 }
@@ -93,13 +93,13 @@ func TestRaiseIsDurableWhenItReturns(t *testing.T) {
 	for _, n := range []uint64{1, 2, 3, 500} {
 		s.RaiseCounter("c", n)
 		crashed := copyDir(t, dir)
-		c, err := pins.Open(crashed, "books", testID, key)
+		c, err := openPins(crashed, "books", testID, key)
 		require.NoError(t, err)
 		assert.Equal(t, n, c.CounterPin("c"))
 		require.NoError(t, c.Close())
 	}
 	s.RaiseLedger("l", 7, []byte("mac-7"))
-	c, err := pins.Open(copyDir(t, dir), "books", testID, key)
+	c, err := openPins(copyDir(t, dir), "books", testID, key)
 	require.NoError(t, err)
 	seq, mac := c.LedgerPin("l")
 	assert.Equal(t, uint64(7), seq)
@@ -138,7 +138,7 @@ func TestRaisesWaitingForAWriteShareTheNext(t *testing.T) {
 	wg.Wait()
 
 	assert.Equal(t, before+2, s.Writes(), "the ten raises that waited shared one write")
-	c, err := pins.Open(copyDir(t, dir), "books", testID, key)
+	c, err := openPins(copyDir(t, dir), "books", testID, key)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(waiters+1), c.CounterPin("c"))
 	require.NoError(t, c.Close())
@@ -159,7 +159,7 @@ func TestConcurrentRaisesAreAllDurable(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	c, err := pins.Open(copyDir(t, dir), "books", testID, key)
+	c, err := openPins(copyDir(t, dir), "books", testID, key)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(320), c.CounterPin("c"))
 	seq, mac := c.LedgerPin("l")
@@ -290,7 +290,7 @@ func TestLostPinsAreAnError(t *testing.T) {
 			for _, p := range pinFiles(t, dir) {
 				require.NoError(t, fn(p))
 			}
-			_, err := pins.Open(dir, "books", testID, key)
+			_, err := openPins(dir, "books", testID, key)
 			assert.ErrorIs(t, err, pins.ErrStateLost)
 
 			// Forget is the explicit way to start over.
@@ -316,7 +316,7 @@ func TestFolderRemembersVaults(t *testing.T) {
 	assert.Error(t, pins.Forget(dir, "books"), "not while it is open")
 	require.NoError(t, s.Close())
 
-	_, err = pins.Open(dir, "books", []byte("another-identity"), key)
+	_, err = openPins(dir, "books", []byte("another-identity"), key)
 	assert.ErrorIs(t, err, pins.ErrVaultLost)
 	assert.ErrorIs(t, err, pins.ErrRollback)
 
@@ -329,7 +329,7 @@ func TestFolderRemembersVaults(t *testing.T) {
 
 	// A vault with a name no file system accepts still has its files.
 	odd := "b\\o:o*k?s\n"
-	o, err := pins.Open(dir, odd, testID, key)
+	o, err := openPins(dir, odd, testID, key)
 	require.NoError(t, err)
 	require.NoError(t, o.Close())
 	id, err = pins.Lookup(dir, odd)
@@ -352,7 +352,7 @@ func TestCopyWithoutRecordStillRemembers(t *testing.T) {
 	id, err := pins.Lookup(dir, "books")
 	require.NoError(t, err)
 	assert.Equal(t, testID, id)
-	_, err = pins.Open(dir, "books", []byte("another-identity"), key)
+	_, err = openPins(dir, "books", []byte("another-identity"), key)
 	assert.ErrorIs(t, err, pins.ErrVaultLost)
 	again := open(t, dir, key)
 	assert.Equal(t, uint64(4), again.CounterPin("c"))
@@ -369,7 +369,7 @@ func TestSetsOfOneVaultShare(t *testing.T) {
 	require.NoError(t, b.Close())
 	c := open(t, dir, key)
 	assert.Equal(t, uint64(9), c.CounterPin("c"))
-	_, err := pins.Open(dir, "books", testID, newKey(t))
+	_, err := openPins(dir, "books", testID, newKey(t))
 	assert.ErrorIs(t, err, crypto.ErrTampered, "a second opener with another key is refused")
 }
 
@@ -377,7 +377,7 @@ func TestSetsOfOneVaultShare(t *testing.T) {
 func TestClosedSetRefuses(t *testing.T) {
 	for name, dir := range map[string]string{"memory": "", "folder": t.TempDir()} {
 		t.Run(name, func(t *testing.T) {
-			s, err := pins.Open(dir, "books", testID, newKey(t))
+			s, err := openPins(dir, "books", testID, newKey(t))
 			require.NoError(t, err)
 			s.RaiseCounter("c", 3)
 			require.NoError(t, s.Close())
@@ -395,7 +395,8 @@ func TestLegacyFileIsMigrated(t *testing.T) {
 	dir, key := t.TempDir(), newKey(t)
 	// version 1 body: counters {"c": 12}, no heads
 	body := []byte{1, 1, 1, 'c', 12, 0}
-	sealed, err := crypto.Seal(key, body, crypto.KeyAD("books", "_pins"))
+	sealed, err := crypto.Seal(key.Derive("pins test"), body, crypto.KeyAD("books", "_pins")) // the key openPins gives
+
 	require.NoError(t, err)
 	legacy := filepath.Join(dir, "30313233343536373839616263646566.pins")
 	require.NoError(t, os.WriteFile(legacy, sealed, 0o600))
@@ -410,7 +411,7 @@ func TestLegacyFileIsMigrated(t *testing.T) {
 }
 
 func TestMemoryOnly(t *testing.T) {
-	s, err := pins.Open("", "books", []byte("id"), newKey(t))
+	s, err := openPins("", "books", []byte("id"), newKey(t))
 	require.NoError(t, err)
 	s.RaiseCounter("c", 3)
 	assert.ErrorIs(t, s.CheckCounter("c", 2), pins.ErrRollback)
@@ -421,9 +422,9 @@ func TestMemoryOnly(t *testing.T) {
 // the union of what all of them have seen: no process's pins are lost.
 func TestProcessesSharingAFolderMerge(t *testing.T) {
 	dir, key := t.TempDir(), newKey(t)
-	a, err := pins.OpenAsAnotherProcess(dir, "books", testID, key)
+	a, err := pins.OpenAsAnotherProcess(dir, "books", testID, key.Derive("pins test"))
 	require.NoError(t, err)
-	b, err := pins.OpenAsAnotherProcess(dir, "books", testID, key)
+	b, err := pins.OpenAsAnotherProcess(dir, "books", testID, key.Derive("pins test"))
 	require.NoError(t, err)
 	a.RaiseCounter("c", 5)
 	b.RaiseCounter("d", 7)
@@ -451,7 +452,7 @@ func TestCopiesRemovedWhileOpenAreWrittenAgain(t *testing.T) {
 		require.NoError(t, os.Remove(p))
 	}
 	s.RaiseCounter("c", 6)
-	c, err := pins.Open(copyDir(t, dir), "books", testID, key)
+	c, err := openPins(copyDir(t, dir), "books", testID, key)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(6), c.CounterPin("c"))
 	require.NoError(t, c.Close())
@@ -462,7 +463,7 @@ func TestCopiesRemovedWhileOpenAreWrittenAgain(t *testing.T) {
 // disk before the files were closed says so.
 func TestRaisesRacingClose(t *testing.T) {
 	dir, key := t.TempDir(), newKey(t)
-	s, err := pins.Open(dir, "books", testID, key)
+	s, err := openPins(dir, "books", testID, key)
 	require.NoError(t, err)
 	require.NoError(t, s.RaiseCounter("c", 1))
 	var wg sync.WaitGroup
@@ -489,4 +490,35 @@ func TestRaisesRacingClose(t *testing.T) {
 		assert.GreaterOrEqual(t, again.CounterPin("c"), saved[g], "goroutine %d", g)
 	}
 	assert.GreaterOrEqual(t, again.CounterPin("c"), uint64(1))
+}
+
+// openPins is pins.Open with a fresh key of the same bytes as key (derived
+// from it): Open takes its key over and wipes it when the last Set closes,
+// so a test that reopens needs a key of its own for each Open.
+func openPins(dir, vaultName string, id []byte, key *crypto.Key) (*pins.Set, error) {
+	return pins.Open(dir, vaultName, id, key.Derive("pins test"))
+}
+
+// The key given to Open is wiped when the last Set of the vault closes; a
+// second opener's key, joining the first, at once.
+func TestKeyWipedWithTheLastSet(t *testing.T) {
+	dir, root := t.TempDir(), newKey(t)
+	k1, k2 := root.Derive("pins"), root.Derive("pins")
+	s1, err := pins.Open(dir, "books", testID, k1)
+	require.NoError(t, err)
+	s2, err := pins.Open(dir, "books", testID, k2)
+	require.NoError(t, err)
+	assert.True(t, k2.Wiped(), "the joining opener's key")
+	assert.False(t, k1.Wiped(), "the key the pins seal with")
+	require.NoError(t, s1.RaiseCounter("c", 1))
+	require.NoError(t, s1.Close())
+	assert.False(t, k1.Wiped(), "a Set is still open")
+	require.NoError(t, s2.RaiseCounter("c", 2))
+	require.NoError(t, s2.Close())
+	assert.True(t, k1.Wiped(), "the last Set closed")
+
+	s3, err := pins.Open(dir, "books", testID, root.Derive("pins"))
+	require.NoError(t, err)
+	defer s3.Close()
+	assert.Equal(t, uint64(2), s3.CounterPin("c"), "what the wiped key sealed still opens with the same key")
 }

@@ -217,6 +217,9 @@ func openShared(dir, vaultName string, id []byte, key *crypto.Key) (*Set, error)
 		if !crypto.EqualMAC(c.file.check, keyCheck(key)) {
 			return nil, fmt.Errorf("pins of vault %q: another key: %w", vaultName, crypto.ErrTampered)
 		}
+		if key != c.file.key {
+			key.Wipe() // the core seals with the first opener's copy of it
+		}
 		c.mu.Lock()
 		c.refs++
 		c.mu.Unlock()
@@ -252,6 +255,7 @@ func (c *core) release() error {
 	}
 	c.closed = true
 	if c.file != nil {
+		c.file.key.Wipe()
 		return c.file.close()
 	}
 	return nil
