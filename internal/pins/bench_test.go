@@ -3,7 +3,6 @@ package pins_test
 import (
 	"sync/atomic"
 	"testing"
-
 )
 
 // BenchmarkRaiseDurable: one raise at a time, each waiting for its write.
