@@ -192,10 +192,7 @@ func (l *Ledger) listStored(ctx context.Context, from, last uint64) iter.Seq2[li
 	}
 	prefix := l.dir + string(lo[:n])
 	return func(yield func(listed, error) bool) {
-		for it, err := range l.store.List(ctx, prefix) {
-			if err == nil {
-				err = stores.CheckListed(prefix, it.Key)
-			}
+		for it, err := range stores.ListUnder(ctx, l.store, prefix) {
 			if err != nil {
 				yield(listed{}, fmt.Errorf("ledger: %w", err))
 				return

@@ -462,12 +462,8 @@ func (s *Series) Assignments(ctx context.Context) iter.Seq2[Assignment, error] {
 		}
 		defer exit()
 		prefix := s.dir + assignedDir
-		for it, err := range s.b.Store.List(ctx, prefix) {
+		for it, err := range stores.ListUnder(ctx, s.b.Store, prefix) {
 			if err != nil {
-				yield(Assignment{}, s.errorf("assignments", err))
-				return
-			}
-			if err := stores.CheckListed(prefix, it.Key); err != nil {
 				yield(Assignment{}, s.errorf("assignments", err))
 				return
 			}
@@ -510,10 +506,7 @@ func (s *Series) Pending(ctx context.Context) (int, error) {
 	defer exit()
 	n := 0
 	prefix := s.dir + pendingDir
-	for it, err := range s.b.Store.List(ctx, prefix) {
-		if err == nil {
-			err = stores.CheckListed(prefix, it.Key)
-		}
+	for _, err := range stores.ListUnder(ctx, s.b.Store, prefix) {
 		if err != nil {
 			return 0, s.errorf("pending", err)
 		}

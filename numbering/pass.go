@@ -158,11 +158,8 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 func (s *Series) sweepChunks(ctx context.Context) error {
 	var stale []string
 	prefix := s.dir + batchDir
-	for it, err := range s.b.Store.List(ctx, prefix) {
-		if err == nil {
-			// Never delete a key the store listed outside the chunks.
-			err = stores.CheckListed(prefix, it.Key)
-		}
+	// Never delete a key the store listed outside the chunks.
+	for it, err := range stores.ListUnder(ctx, s.b.Store, prefix) {
 		if err != nil {
 			return err
 		}
@@ -181,11 +178,8 @@ func (s *Series) sweepChunks(ctx context.Context) error {
 func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 	prefix := s.dir + pendingDir
 	var all []item
-	for it, err := range s.b.Store.List(ctx, prefix) {
+	for it, err := range stores.ListUnder(ctx, s.b.Store, prefix) {
 		if err != nil {
-			return nil, fmt.Errorf("list pending: %w", err)
-		}
-		if err := stores.CheckListed(prefix, it.Key); err != nil {
 			return nil, fmt.Errorf("list pending: %w", err)
 		}
 		rest := it.Key[len(prefix):]

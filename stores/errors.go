@@ -3,6 +3,7 @@ package stores
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors shared by every store. Stores translate their driver's errors
@@ -32,7 +33,7 @@ var (
 // by a List of prefix, starts with prefix. Callers that slice the prefix off
 // listed keys call it first, so a misbehaving store gets an error, not a panic.
 func CheckListed(prefix, key string) error {
-	if len(key) < len(prefix) || key[:len(prefix)] != prefix {
+	if !strings.HasPrefix(key, prefix) {
 		return fmt.Errorf("list %q yielded key %q: %w", prefix, key, ErrMisbehaving)
 	}
 	return nil

@@ -49,6 +49,23 @@ func TestAdversaryCommands(t *testing.T) {
 		listed = append(listed, it.Key)
 	}
 	assert.Equal(t, []string{"zz", "a/1"}, listed)
+	var under []string
+	var underErr error
+	for it, err := range stores.ListUnder(ctx, st, "a/") {
+		if err != nil {
+			underErr = err
+			continue
+		}
+		under = append(under, it.Key)
+	}
+	assert.ErrorIs(t, underErr, stores.ErrMisbehaving, "ListUnder ends on the key outside the prefix")
+	assert.Empty(t, under, "nothing after it is trusted")
+	clean := 0
+	for _, err := range stores.ListUnder(ctx, st, "b/") {
+		require.NoError(t, err)
+		clean++
+	}
+	assert.Equal(t, 1, clean)
 	assert.ErrorIs(t, stores.CheckListed("a/", "zz"), stores.ErrMisbehaving)
 	assert.NoError(t, stores.CheckListed("a/", "a/1"))
 
