@@ -68,6 +68,34 @@ func waitClosing(t *testing.T, probe func() error) {
 	}
 }
 
+// closeDuring runs call in a goroutine and, once call is in flight (it has
+// called hold), runs closeFn; hold returns once Close has begun on v, so
+// what call does after it races a Close that waits for it. It returns what
+// call and closeFn returned.
+func closeDuring(v *vault.Vault, closeFn func() error, call func(hold func()) error) (callErr, closeErr error) {
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hold := func() {
+		once.Do(func() { close(reached) })
+		<-release
+	}
+	done := make(chan error, 1)
+	go func() { done <- call(hold) }()
+	select {
+	case <-reached:
+	case err := <-done:
+		return err, nil // call failed before it was in flight
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- closeFn() }()
+	// Wait on the vault itself: the call may hold the store.
+	for !v.Closed() {
+		runtime.Gosched()
+	}
+	close(release)
+	return <-done, <-closed
+}
+
 // A Put on a store without transactions has sealed its record and is about
 // to write it when Close begins. Close waits for it: the Put completes, its
 // ledger entry included, before Close returns, and nothing reaches the
@@ -197,31 +225,18 @@ func TestCloseRefusesNestedCall(t *testing.T) {
 	require.NoError(t, err)
 	invoices := vault.CollectionOf[Invoice](v, "invoices")
 
-	reached, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	done := make(chan error, 1)
-	go func() {
+	putErr, closeErr := closeDuring(v, v.Close, func(hold func()) error {
 		_, err := invoices.PutNumbered(ctx, "inv-1", seq, func(s sequence.Serial) (Invoice, error) {
-			once.Do(func() { close(reached) })
-			<-release
+			hold()
 			if _, err := invoices.Get(ctx, "inv-0"); !errors.Is(err, stores.ErrNotFound) {
 				return Invoice{}, err
 			}
 			return Invoice{Total: int(s.N)}, nil
 		})
-		done <- err
-	}()
-	<-reached
-	closeDone := make(chan error, 1)
-	go func() { closeDone <- v.Close() }()
-	// The PutNumbered holds the store's transaction: wait on the vault
-	// itself, not on a call that reads the store.
-	for !v.Closed() {
-		runtime.Gosched()
-	}
-	close(release)
-	require.NoError(t, <-closeDone)
-	assert.ErrorIs(t, <-done, noydb.ErrClosed)
+		return err
+	})
+	require.NoError(t, closeErr)
+	assert.ErrorIs(t, putErr, noydb.ErrClosed)
 
 	v2 := openVault(t, openDB(t, st, "firm", "s"), "books")
 	_, err = vault.CollectionOf[Invoice](v2, "invoices").Get(ctx, "inv-1")
@@ -306,28 +321,17 @@ func TestDBCloseLetsCallsInFlightUseTheDB(t *testing.T) {
 	require.NoError(t, err)
 	invoices := vault.CollectionOf[Invoice](v, "invoices")
 
-	reached, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	done := make(chan error, 1)
-	go func() {
+	putErr, closeErr := closeDuring(v, db.Close, func(hold func()) error {
 		_, err := invoices.PutNumbered(ctx, "inv-1", seq, func(s sequence.Serial) (Invoice, error) {
-			once.Do(func() { close(reached) })
-			<-release
+			hold()
 			if _, err := db.OpenVault(ctx, "other"); err != nil {
 				return Invoice{}, err
 			}
 			return Invoice{Total: int(s.N)}, nil
 		})
-		done <- err
-	}()
-	<-reached
-	closeDone := make(chan error, 1)
-	go func() { closeDone <- db.Close() }()
-	for !v.Closed() {
-		runtime.Gosched()
-	}
-	close(release)
-	assert.ErrorIs(t, <-done, noydb.ErrClosed)
-	require.NoError(t, <-closeDone)
+		return err
+	})
+	assert.ErrorIs(t, putErr, noydb.ErrClosed)
+	require.NoError(t, closeErr)
 	require.NoError(t, db.Close(), "idempotent")
 }

@@ -222,13 +222,35 @@ type Receipt struct {
 	Total  int
 }
 
+// receiptSeries returns v's receipts and the deferred numbering series that
+// stamps their Number field.
+func receiptSeries(t *testing.T, v *vault.Vault) (*vault.Collection[Receipt], *numbering.Series) {
+	t.Helper()
+	series, err := v.Numbering("receipts", numbering.Options{Collection: "receipts", Field: "Number"})
+	require.NoError(t, err)
+	return vault.CollectionOf[Receipt](v, "receipts"), series
+}
+
+// numberOne puts the receipt id, numbers it with a pass, and returns the
+// store as it was before the stamp.
+func numberOne(t *testing.T, adv *faultstore.Adversary, receipts *vault.Collection[Receipt], series *numbering.Series, id string) faultstore.Snapshot {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, receipts.Put(ctx, id, Receipt{Total: 10}))
+	unstamped, err := adv.Snapshot(ctx)
+	require.NoError(t, err)
+	_, err = series.Enqueue(ctx, id)
+	require.NoError(t, err)
+	_, err = series.RunPass(ctx)
+	require.NoError(t, err)
+	return unstamped
+}
+
 // numberedReceipts puts and numbers r-1 (1) and r-2 (2) and returns the series.
 func numberedReceipts(t *testing.T, v *vault.Vault) (*vault.Collection[Receipt], *numbering.Series) {
 	t.Helper()
 	ctx := context.Background()
-	receipts := vault.CollectionOf[Receipt](v, "receipts")
-	series, err := v.Numbering("receipts", numbering.Options{Collection: "receipts", Field: "Number"})
-	require.NoError(t, err)
+	receipts, series := receiptSeries(t, v)
 	for _, id := range []string{"r-1", "r-2"} {
 		require.NoError(t, receipts.Put(ctx, id, Receipt{Total: 10}))
 		_, err := series.Enqueue(ctx, id)
@@ -249,9 +271,7 @@ func TestAdversaryNumberingIndexDeleted(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			adv, v := advVault(t, newStore)
-			receipts := vault.CollectionOf[Receipt](v, "receipts")
-			series, err := v.Numbering("receipts", numbering.Options{Collection: "receipts", Field: "Number"})
-			require.NoError(t, err)
+			receipts, series := receiptSeries(t, v)
 			for _, id := range []string{"r-1", "r-2"} {
 				require.NoError(t, receipts.Put(ctx, id, Receipt{Total: 10}))
 				_, err := series.Enqueue(ctx, id)
@@ -298,16 +318,8 @@ func TestAdversaryNumberingRenumberDetected(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			adv, v := advVault(t, newStore)
-			receipts := vault.CollectionOf[Receipt](v, "receipts")
-			series, err := v.Numbering("receipts", numbering.Options{Collection: "receipts", Field: "Number"})
-			require.NoError(t, err)
-			require.NoError(t, receipts.Put(ctx, "r-1", Receipt{Total: 10}))
-			unstamped, err := adv.Snapshot(ctx)
-			require.NoError(t, err)
-			_, err = series.Enqueue(ctx, "r-1")
-			require.NoError(t, err)
-			_, err = series.RunPass(ctx)
-			require.NoError(t, err)
+			receipts, series := receiptSeries(t, v)
+			unstamped := numberOne(t, adv, receipts, series, "r-1")
 			audit, err := series.Audit(ctx)
 			require.NoError(t, err)
 			require.Empty(t, audit.Renumbered)
@@ -402,16 +414,8 @@ func TestAdversaryNumberingStampFindsNumber(t *testing.T) {
 			adv := faultstore.NewAdversary(newStore(t))
 			hook := &hookStore{Store: adv.Store(), tr: adv.Store().(stores.Transactor), key: "v/books/_numbering/receipts/head"}
 			v := openVault(t, openDB(t, hook, "firm", "s"), "books")
-			receipts := vault.CollectionOf[Receipt](v, "receipts")
-			series, err := v.Numbering("receipts", numbering.Options{Collection: "receipts", Field: "Number"})
-			require.NoError(t, err)
-			require.NoError(t, receipts.Put(ctx, "r-1", Receipt{Total: 10}))
-			unstamped, err := adv.Snapshot(ctx)
-			require.NoError(t, err)
-			_, err = series.Enqueue(ctx, "r-1")
-			require.NoError(t, err)
-			_, err = series.RunPass(ctx)
-			require.NoError(t, err)
+			receipts, series := receiptSeries(t, v)
+			unstamped := numberOne(t, adv, receipts, series, "r-1")
 			stamped, err := adv.Snapshot(ctx)
 			require.NoError(t, err)
 

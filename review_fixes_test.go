@@ -26,37 +26,23 @@ func TestOpenVaultFromACallWhileItsVaultCloses(t *testing.T) {
 	notes := vault.CollectionOf[string](v, "notes")
 	require.NoError(t, notes.Put(ctx, "n1", "x"))
 
-	reached, release := make(chan struct{}), make(chan struct{})
-	type result struct {
-		v   *vault.Vault
-		err error
-	}
-	inside := make(chan result, 1)
-	go func() {
+	var opened *vault.Vault
+	callErr, closeErr := closeDuring(v, v.Close, func(hold func()) error {
 		for _, err := range notes.List(ctx) { // in flight for the whole range
 			if err != nil {
-				inside <- result{err: err}
-				return
+				return err
 			}
-			close(reached)
-			<-release
-			nv, err := db.OpenVault(ctx, "books")
-			inside <- result{nv, err}
-			return
+			hold()
+			opened, err = db.OpenVault(ctx, "books")
+			return err
 		}
-	}()
-	<-reached
-	closed := make(chan error, 1)
-	go func() { closed <- v.Close() }()
-	for !v.Closed() {
-		runtime.Gosched()
-	}
-	close(release)
-	r := <-inside
-	require.NoError(t, r.err)
-	require.NoError(t, <-closed)
-	require.NotSame(t, v, r.v)
-	got, err := vault.CollectionOf[string](r.v, "notes").Get(ctx, "n1")
+		return nil
+	})
+	require.NoError(t, callErr)
+	require.NoError(t, closeErr)
+	require.NotNil(t, opened)
+	require.NotSame(t, v, opened)
+	got, err := vault.CollectionOf[string](opened, "notes").Get(ctx, "n1")
 	require.NoError(t, err)
 	assert.Equal(t, "x", got)
 	require.NoError(t, db.ForgetVault(ctx, "unused"), "the DB is still usable")
@@ -72,31 +58,19 @@ func TestForgetVaultWhileItsVaultCloses(t *testing.T) {
 	notes := vault.CollectionOf[string](v, "notes")
 	require.NoError(t, notes.Put(ctx, "n1", "x"))
 
-	reached, release := make(chan struct{}), make(chan struct{})
-	inside := make(chan error, 1)
-	go func() {
+	err, closeErr := closeDuring(v, v.Close, func(hold func()) error {
 		for _, err := range notes.List(ctx) {
 			if err != nil {
-				inside <- err
-				return
+				return err
 			}
-			close(reached)
-			<-release
-			inside <- db.ForgetVault(ctx, "books")
-			return
+			hold()
+			return db.ForgetVault(ctx, "books")
 		}
-	}()
-	<-reached
-	closed := make(chan error, 1)
-	go func() { closed <- v.Close() }()
-	for !v.Closed() {
-		runtime.Gosched()
-	}
-	close(release)
-	err := <-inside
+		return nil
+	})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "still closing")
-	require.NoError(t, <-closed)
+	require.NoError(t, closeErr)
 	require.NoError(t, db.ForgetVault(ctx, "books"))
 }
 
