@@ -118,3 +118,17 @@ type Locker interface {
 	// releases it. It returns ctx's error if ctx ends first.
 	Lock(ctx context.Context, name string) (unlock func(), err error)
 }
+
+// Prefetcher is implemented by a Tx that can read several keys in one step,
+// such as pgstore's, where each read of a new key is a round trip to the
+// server. A caller that knows the keys a transaction will read calls
+// Prefetch first; the later Gets of those keys are then answered without
+// another trip. Prefetch reads (and, on a shared store, locks or claims) the
+// keys in ascending byte order whatever order they are given in, so two
+// transactions that prefetch the keys they share cannot deadlock on them.
+// Duplicate keys are allowed. An error spoils the transaction like a failed
+// Get. Stores whose reads are cheap do not implement it; callers skip it then.
+type Prefetcher interface {
+	// Prefetch reads keys into the transaction, in ascending byte order.
+	Prefetch(keys []string) error
+}
