@@ -1,15 +1,16 @@
 package ledger
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/noydb-go/noydb/internal/batch"
 	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/internal/gate"
 	"github.com/noydb-go/noydb/stores"
@@ -77,10 +78,6 @@ func (h Head) Equal(o Head) bool {
 // MaxBatchBytes bounds the encoded size of the entries of one append.
 const MaxBatchBytes = 1 << 20
 
-// groupMaxEntries bounds how many entries concurrent Append calls combine
-// into one commit.
-const groupMaxEntries = 4096
-
 // Ledger is an append-only, hash-chained audit ledger kept in a store under
 // a key prefix. Create it with New. A Ledger is safe for concurrent use.
 type Ledger struct {
@@ -95,14 +92,13 @@ type Ledger struct {
 	policy  cas.Policy
 	pins    Pins
 
+	magic   [tokenMagicLen]byte    // random prefix of this Ledger's head tokens
+	q       batch.Queue[*request] // Append, AppendFunc and Update calls
+	reqPool sync.Pool             // *request, reused
+
 	mu         sync.Mutex
-	lastSealed []byte     // the head bytes this Ledger last wrote in a transaction
-	lastHead   headState  // what lastSealed decodes to
-	inTurn     bool       // an Update is running: AppendTx notes the heads it seals
-	turnPin    Head       // the pin taken before the Update's transaction began
-	turnHeads  []turnHead // heads sealed by AppendTx during the current Update attempt
-	queue      []*request // Append calls waiting for a commit
-	leading    bool       // a goroutine is committing a group
+	lastSealed []byte    // the head bytes this Ledger last wrote in a transaction
+	lastHead   headState // what lastSealed decodes to
 
 	gate gate.Gate // calls in flight; closed by Close
 }
@@ -147,6 +143,10 @@ func New(store stores.Store, sealer Sealer, mac MACer, prefix string, opts Optio
 	if l.now == nil {
 		l.now = time.Now
 	}
+	if _, err := rand.Read(l.magic[:]); err != nil {
+		panic("ledger: no randomness: " + err.Error())
+	}
+	l.q.Run, l.q.Cut = l.runBatch, l.cut
 	return l
 }
 
@@ -189,7 +189,7 @@ func (l *Ledger) Append(ctx context.Context, entries ...Entry) (Head, error) {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
 	defer l.gate.Exit()
-	return l.group(ctx, &request{entries: entries, cost: size})
+	return l.submit(ctx, &request{entries: entries, cost: size})
 }
 
 // AppendFunc records decisions: derive computes the entries from the head
@@ -211,7 +211,7 @@ func (l *Ledger) AppendFunc(ctx context.Context, derive func(head Head) ([]Entry
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
 	defer l.gate.Exit()
-	return l.group(ctx, &request{derive: derive, cost: MaxBatchBytes})
+	return l.submit(ctx, &request{derive: derive, cost: MaxBatchBytes})
 }
 
 // AppendAfter appends entries only if the ledger's head is still expect, and
@@ -229,19 +229,19 @@ func (l *Ledger) AppendAfter(ctx context.Context, expect Head, entries ...Entry)
 	})
 }
 
-// AppendTx appends entries inside the caller's transaction on the ledger's
-// store: it reads the head through tx and writes the entries and the new
-// head through tx, so they commit or roll back with the caller's other
-// writes. It does not retry; a conflict surfaces from the caller's Update,
-// which may run again. The returned head is valid only if tx commits.
+// AppendTx appends entries inside a transaction on the ledger's store: it
+// reads the head through tx and writes the entries and the new head through
+// tx, so they commit or roll back with the transaction's other writes. It
+// does not retry; a conflict surfaces from the transaction, which may run
+// again. The returned head is valid only if tx commits.
 //
-// With Options.Pins, the head is checked against the pin taken before the
-// transaction began when AppendTx runs inside Update (so a snapshot that
-// is merely older than a head this device saw meanwhile is a conflict to
-// retry, not a rollback). In a transaction the caller began itself, the
-// pin is taken by AppendTx: on a store whose transactions read a snapshot
-// (badger), a head this process saw after that transaction began fails it
-// as a rollback. Append through Update to avoid that.
+// Inside Update (the way the SDK appends), tx holds the head as the batch
+// leaves it, checked against the pin taken before the store's transaction
+// began, and the head is written once when the batch commits. In a
+// transaction the caller began itself, AppendTx reads and checks the stored
+// head (against the pin as it is now: on a store whose transactions read a
+// snapshot, such as badger, a head this process saw after that transaction
+// began fails it as a rollback) and writes the new head itself.
 func (l *Ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (Head, error) {
 	if err := ctx.Err(); err != nil {
 		return Head{}, err
@@ -253,33 +253,57 @@ func (l *Ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 	if _, err := checkBatch(entries); err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
-	// In an Update's turn, the pin is the one taken before its transaction
-	// began (see appendTx); a transaction of the caller's own is checked
-	// against the pin as it is now.
-	l.mu.Lock()
-	inTurn, pin := l.inTurn, l.turnPin
-	l.mu.Unlock()
-	if !inTurn {
-		pin = l.pinned()
+	it, err := tx.Get(l.headKey)
+	if err == nil {
+		if h, ok := l.fromToken(it.Value); ok {
+			// In a batch of Update: append after the batch's head.
+			recs, err := l.build(h, entries)
+			if err != nil {
+				return Head{}, fmt.Errorf("ledger append: %w", err)
+			}
+			for _, r := range recs {
+				if err := l.putEntry(tx, r); err != nil {
+					return Head{}, fmt.Errorf("ledger append: %w", err)
+				}
+			}
+			nh := headOf(recs, h)
+			if err := tx.Put(l.headKey, l.token(nh)); err != nil {
+				return Head{}, fmt.Errorf("ledger append: %w", err)
+			}
+			return nh, nil
+		}
 	}
-	recs, hs, err := l.appendTx(tx, l.planOf(entries), pin)
+	recs, hs, err := l.appendTx(tx, l.planOf(entries), l.pinned())
 	if err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
 	return headOf(recs, hs), nil
 }
 
-// Update runs fn in a transaction of the ledger's store, in this Ledger's
-// turn among its appends, and retries it when it conflicts with another
-// writer (within Options.MaxAttempts, then ErrContention). fn appends with
-// AppendTx and may write other keys (a record and its entry); it may run
-// several times. An error from fn rolls the transaction back and is
-// returned unchanged. Writers that go through Update, Append and AppendFunc
-// of one Ledger never conflict with each other on the ledger's head, which
-// matters on stores whose transactions are optimistic (badger), where
-// concurrent transactions that all append would otherwise fail one another.
-// The store must implement stores.Transactor, else stores.ErrNotSupported.
+// Update runs fn in a transaction of the ledger's store, together with the
+// Append, AppendFunc and Update calls of this Ledger that are waiting when
+// it starts (one commit for all of them; see batch.go), and retries it when
+// it conflicts with another writer (within Options.MaxAttempts, then
+// ErrContention). fn appends with AppendTx and may write other keys (a
+// record and its entry); it may run several times. An error from fn drops
+// fn's writes, and only fn's, and is returned unchanged; a panic in fn
+// drops them too and panics in the caller. Writers that go through Update,
+// Append and AppendFunc of one Ledger never conflict with each other on the
+// ledger's head, which matters on stores whose transactions are optimistic
+// (badger), where concurrent transactions that all append would otherwise
+// fail one another. The store must implement stores.Transactor, else
+// stores.ErrNotSupported.
 func (l *Ledger) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+	return l.UpdateKeys(ctx, nil, fn)
+}
+
+// UpdateKeys is Update for a function that reads keys: on a store whose
+// transactions read in round trips (stores.Prefetcher, PostgreSQL), the
+// batch reads the keys of all its calls in one step before running them,
+// in sorted order, so that transactions batching different keys cannot
+// deadlock on them. Keys that fn does not read cost a read; keys it reads
+// and did not name cost a round trip each.
+func (l *Ledger) UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
 	if l.tr == nil {
 		return fmt.Errorf("ledger update: %w", stores.ErrNotSupported)
 	}
@@ -290,7 +314,7 @@ func (l *Ledger) Update(ctx context.Context, fn func(tx stores.Tx) error) error 
 		return fmt.Errorf("ledger update: %w", err)
 	}
 	defer l.gate.Exit()
-	_, err := l.group(ctx, &request{update: fn})
+	_, err := l.submit(ctx, &request{update: fn, keys: keys})
 	return err
 }
 
@@ -327,17 +351,17 @@ func checkBatch(entries []Entry) (int, error) {
 	return size, nil
 }
 
-// commit runs one append attempt after another until one commits, using the
-// store's transactions when it has them and compare-and-swap on the head
-// otherwise. It returns the appended records and the head they follow.
-func (l *Ledger) commit(ctx context.Context, plan planFunc) ([]record, Head, error) {
+// commitCAS runs one append attempt after another, by compare-and-swap of
+// the head on a store without transactions, until one commits. It returns
+// the appended records and the head they follow.
+func (l *Ledger) commitCAS(ctx context.Context, plan planFunc) ([]record, Head, error) {
 	var (
 		recs []record
 		head Head
 	)
 	// Without transactions, writers in other processes race on the head;
 	// where the store can lock for all of them, they queue instead.
-	if lk, ok := l.store.(stores.Locker); ok && l.tr == nil {
+	if lk, ok := l.store.(stores.Locker); ok {
 		unlock, err := lk.Lock(ctx, l.headKey)
 		if err != nil {
 			return nil, Head{}, fmt.Errorf("ledger append: %w", err)
@@ -346,16 +370,7 @@ func (l *Ledger) commit(ctx context.Context, plan planFunc) ([]record, Head, err
 	}
 	attempts, err := cas.Do(ctx, l.policy, func(int) error {
 		var err error
-		if l.tr != nil {
-			pin := l.pinned() // before the transaction's snapshot: see appendTx
-			err = l.tr.Update(ctx, func(tx stores.Tx) error {
-				var err error
-				recs, head, err = l.appendTx(tx, plan, pin)
-				return err
-			})
-		} else {
-			recs, head, err = l.appendCAS(ctx, plan)
-		}
+		recs, head, err = l.appendCAS(ctx, plan)
 		return err
 	})
 	switch {
@@ -368,57 +383,6 @@ func (l *Ledger) commit(ctx context.Context, plan planFunc) ([]record, Head, err
 	default:
 		return nil, Head{}, fmt.Errorf("ledger append: %w", err)
 	}
-}
-
-// turnHead is a head sealed during an Update, with the bytes it was sealed to.
-type turnHead struct {
-	sealed []byte
-	head   Head
-}
-
-// runUpdate runs fn in a store transaction, retrying conflicts.
-// Heads appended inside fn move the pins only once the transaction commits.
-func (l *Ledger) runUpdate(ctx context.Context, fn func(stores.Tx) error) error {
-	var committed Head
-	attempts, err := cas.Do(ctx, l.policy, func(int) error {
-		committed = Head{}
-		pin := l.pinned() // before the transaction's snapshot: see appendTx
-		l.mu.Lock()
-		l.inTurn, l.turnHeads, l.turnPin = true, l.turnHeads[:0], pin
-		l.mu.Unlock()
-		return l.tr.Update(ctx, func(tx stores.Tx) error {
-			if err := fn(tx); err != nil {
-				return err
-			}
-			// The head this transaction leaves is the one it will commit;
-			// recognise it among the heads appended in it (a head appended
-			// by work that fn then dropped is not it).
-			it, err := tx.Get(l.headKey)
-			if err == nil {
-				l.mu.Lock()
-				for _, th := range l.turnHeads {
-					if bytes.Equal(th.sealed, it.Value) {
-						committed = th.head
-					}
-				}
-				l.mu.Unlock()
-			}
-			return nil
-		})
-	})
-	l.mu.Lock()
-	clear(l.turnHeads) // drop references to the sealed bytes; keep the capacity
-	l.inTurn, l.turnHeads, l.turnPin = false, l.turnHeads[:0], Head{}
-	l.mu.Unlock()
-	if errors.Is(err, cas.ErrExhausted) {
-		return fmt.Errorf("ledger update: %w after %d attempts", ErrContention, attempts)
-	}
-	if err == nil {
-		if perr := l.raisePin(committed); perr != nil {
-			return perr
-		}
-	}
-	return err
 }
 
 // pinned returns the device's pin, taken before a head is read.
@@ -455,49 +419,20 @@ func (l *Ledger) raisePin(h Head) error {
 	return nil
 }
 
-// appendTx is one append attempt inside a transaction: entries and head are
-// written together. A head left with pending entries by a compare-and-swap
-// writer has them written out too.
-//
-// pin is the device's pin taken before the transaction began. A transaction
-// may read a snapshot taken when it began (badger's do), older than heads
-// that this process saw, and pinned, while it ran; a pin taken inside would
-// make such an honest, merely stale, read look like a rollback. Every head
-// pinned before the transaction began was committed before it began, so
-// its snapshot holds that head or a later one unless the store rolled back.
+// appendTx appends in a transaction the caller began itself: entries and
+// head are written together. A head left with pending entries by a
+// compare-and-swap writer has them written out too. pin is the device's pin
+// as it was before the head was read.
 func (l *Ledger) appendTx(tx stores.Tx, plan planFunc, pin Head) ([]record, Head, error) {
-	var hs headState
-	it, err := tx.Get(l.headKey)
-	switch {
-	case errors.Is(err, stores.ErrNotFound):
-	case err != nil:
+	hs, err := l.readHeadTx(tx)
+	if err != nil {
 		return nil, Head{}, err
-	default:
-		// Skip the decryption when the head is the one this Ledger wrote
-		// last (the bytes carry a random nonce, so equal bytes are that head).
-		l.mu.Lock()
-		cached := l.lastSealed != nil && bytes.Equal(it.Value, l.lastSealed)
-		hs = l.lastHead
-		l.mu.Unlock()
-		if !cached {
-			if hs, err = l.openHead(it.Value); err != nil {
-				return nil, Head{}, err
-			}
-		}
 	}
 	if err := l.checkPin(hs.Head, pin); err != nil {
 		return nil, Head{}, err
 	}
-	put := func(r record) error {
-		key := l.entryKey(r.entry.Seq)
-		sealed, err := l.sealer.Seal(key, r.plain)
-		if err != nil {
-			return fmt.Errorf("seal entry: %w", err)
-		}
-		return tx.Put(key, sealed)
-	}
 	for _, r := range hs.pending {
-		if err := put(r); err != nil {
+		if err := l.putEntry(tx, r); err != nil {
 			return nil, Head{}, err
 		}
 	}
@@ -506,24 +441,17 @@ func (l *Ledger) appendTx(tx stores.Tx, plan planFunc, pin Head) ([]record, Head
 		return nil, hs.Head, err
 	}
 	for _, r := range recs {
-		if err := put(r); err != nil {
+		if err := l.putEntry(tx, r); err != nil {
 			return nil, Head{}, err
 		}
 	}
-	newHead := headOf(recs, hs.Head)
-	sealed, err := l.sealHead(newHead, nil)
+	sealed, err := l.sealHead(headOf(recs, hs.Head), nil)
 	if err != nil {
 		return nil, Head{}, err
 	}
 	if err := tx.Put(l.headKey, sealed); err != nil {
 		return nil, Head{}, err
 	}
-	l.mu.Lock()
-	if l.inTurn {
-		l.turnHeads = append(l.turnHeads, turnHead{sealed: sealed, head: newHead})
-	}
-	l.lastSealed, l.lastHead = sealed, headState{Head: newHead}
-	l.mu.Unlock()
 	return recs, hs.Head, nil
 }
 
@@ -610,202 +538,4 @@ func (l *Ledger) build(head Head, entries []Entry) ([]record, error) {
 		prev = mac
 	}
 	return recs, nil
-}
-
-// request is one Append or AppendFunc call in the group-commit queue.
-type request struct {
-	ctx      context.Context
-	entries  []Entry                          // Append: the entries
-	derive   func(head Head) ([]Entry, error) // AppendFunc: derives them
-	update   func(tx stores.Tx) error         // Update: runs alone
-	cost     int                              // bound of the entries' encoded size
-	wake     chan struct{}                    // receives once: done, or promoted to leader
-	promoted bool                             // guarded by Ledger.mu
-
-	// Set by the leader.
-	off, n   int   // this request's records in the group's
-	seen     Head  // the head this request's entries follow
-	failed   bool  // derive failed (err) or panicked (panicked); final
-	panicked any   // what derive panicked with
-	head     Head  // the result
-	err      error // the result
-}
-
-// derived runs derive on head, turning a panic into failure.
-func (r *request) derived(head Head) (entries []Entry, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.panicked = p
-			entries, err = nil, fmt.Errorf("ledger append: derive panicked: %v", p)
-		}
-	}()
-	entries, err = r.derive(head)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := checkBatch(entries); err != nil {
-		return nil, fmt.Errorf("ledger append: %w", err)
-	}
-	return entries, nil
-}
-
-// groupBudget bounds the encoded size of one group commit (AppendFunc calls
-// count as MaxBatchBytes), so that a head carrying the group stays well
-// under stores.MaxValueLen.
-const groupBudget = 2 * MaxBatchBytes
-
-// group commits req together with concurrent Append and AppendFunc calls:
-// the first caller leads and commits what is queued (within groupBudget and
-// groupMaxEntries) in one commit, then hands the lead to the next waiting
-// caller. Each call still commits all or none of its own entries.
-func (l *Ledger) group(ctx context.Context, req *request) (Head, error) {
-	req.ctx = ctx
-	req.wake = make(chan struct{}, 1)
-	l.mu.Lock()
-	l.queue = append(l.queue, req)
-	lead := !l.leading
-	l.leading = true
-	l.mu.Unlock()
-	if !lead {
-		select {
-		case <-req.wake:
-		case <-ctx.Done():
-			l.mu.Lock()
-			if i := slices.Index(l.queue, req); i >= 0 && !req.promoted {
-				l.queue = slices.Delete(l.queue, i, i+1)
-				l.mu.Unlock()
-				return Head{}, ctx.Err()
-			}
-			l.mu.Unlock()
-			<-req.wake // in a commit already, or just promoted: see it through
-		}
-		l.mu.Lock()
-		lead = req.promoted
-		l.mu.Unlock()
-	}
-	if lead {
-		l.lead(ctx)
-	}
-	if req.panicked != nil {
-		panic(req.panicked)
-	}
-	return req.head, req.err
-}
-
-// lead commits the requests at the front of the queue (the leader's own
-// first) and then passes the lead on.
-func (l *Ledger) lead(ctx context.Context) {
-	l.mu.Lock()
-	// A group is cut to what one commit carries: the entries as built add
-	// the actor and the MAC to what checkBatch counted, and a group's head
-	// must stay under stores.MaxValueLen when it carries the entries. The
-	// first request always goes, alone if need be (it is within
-	// MaxBatchBytes), so no caller fails for being one of many.
-	perEntry := len(l.actor) + maxMAC
-	n, cost, count := 0, 0, 0
-	for n < len(l.queue) {
-		r := l.queue[n]
-		rc := r.cost + len(r.entries)*perEntry
-		if n > 0 && (r.update != nil || l.queue[0].update != nil ||
-			cost+rc > groupBudget || count+len(r.entries) > groupMaxEntries) {
-			break
-		}
-		cost += rc
-		count += len(r.entries)
-		n++
-	}
-	batch := slices.Clone(l.queue[:n])
-	l.queue = slices.Delete(l.queue, 0, n)
-	l.mu.Unlock()
-
-	// plan places the requests one after the other, deriving each fenced
-	// request's entries from the head as it stands after those before it.
-	// It runs again, from the fresh head, for every attempt.
-	plan := func(h Head) ([]record, error) {
-		var all []record
-		for _, r := range batch {
-			r.off, r.n, r.seen = len(all), 0, h
-			if r.failed {
-				continue
-			}
-			entries := r.entries
-			if r.derive != nil {
-				var err error
-				if entries, err = r.derived(h); err != nil {
-					r.failed, r.err = true, err
-					continue
-				}
-			}
-			recs, err := l.build(h, entries)
-			if err != nil {
-				return nil, err
-			}
-			r.n = len(recs)
-			all = append(all, recs...)
-			h = headOf(recs, h)
-		}
-		return all, nil
-	}
-
-	var (
-		recs     []record
-		err      error
-		panicked any
-	)
-	func() {
-		// A panic (in the sealer, say) must not strand the waiting callers
-		// or the lead: they get an error, and the panic goes on afterwards.
-		defer func() {
-			if p := recover(); p != nil {
-				panicked = p
-				err = fmt.Errorf("ledger append: panic during commit: %v", p)
-			}
-		}()
-		if u := batch[0].update; u != nil {
-			err = l.runUpdate(ctx, u)
-		} else {
-			recs, _, err = l.commit(ctx, plan)
-		}
-	}()
-	if panicked != nil {
-		defer panic(panicked)
-	}
-
-	var pinErr error // the batch committed but its pin is not durable
-	if err == nil && len(recs) > 0 {
-		pinErr = l.raisePin(headOf(recs, Head{}))
-	}
-	var retry []*request
-	for i, r := range batch {
-		switch {
-		case r.failed:
-		case err == nil:
-			r.head = headOf(recs[r.off:r.off+r.n], r.seen)
-			if pinErr != nil && r.n > 0 {
-				r.err = pinErr
-			}
-		case r.update != nil:
-			r.err = err
-		case i > 0 && ctx.Err() != nil && r.ctx.Err() == nil:
-			// The leader gave up, not this caller: queue it again.
-			retry = append(retry, r)
-			continue
-		default:
-			r.err = err
-		}
-		if i > 0 {
-			r.wake <- struct{}{}
-		}
-	}
-
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.queue = append(retry, l.queue...)
-	if len(l.queue) == 0 {
-		l.leading = false
-		return
-	}
-	next := l.queue[0]
-	next.promoted = true
-	next.wake <- struct{}{}
 }

@@ -1,0 +1,470 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/noydb-go/noydb/internal/batch"
+	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/internal/overlay"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// Batched commits.
+//
+// Append, AppendFunc and Update calls of one Ledger go through one queue
+// (internal/batch): a call that finds no commit running commits at once,
+// alone; calls that arrive meanwhile commit together in the next one. On a
+// store with transactions a batch is one store transaction, so any mix of
+// appends and Update closures shares one commit (one fsync on badger, one
+// pipelined round trip or two on PostgreSQL):
+//
+//   - The batch reads the head once (and prefetches it with the keys the
+//     Update calls named, where the store reads in round trips), checks it
+//     against the pin taken before the transaction began, then runs the
+//     calls in queue order, each after the entries of those before it.
+//   - Each Update closure of a batch of several runs against an overlay of
+//     its own: its writes reach the transaction only if it returns nil, so
+//     a closure that fails (or panics) has only its own writes dropped.
+//   - The head a closure's AppendTx produces lives on the transaction value
+//     the closure was given (as a token that stands for a head of this
+//     batch, never written to the store), so it is dropped with the
+//     closure's other writes; the batch seals and writes the head once, at
+//     the end.
+//   - A batch the store refuses as a whole (too big, or a statement that
+//     failed) is run again as two halves, down to single calls, so no call
+//     fails because of another; a conflict with another writer retries the
+//     whole batch, within the retry budget.
+//
+// On a store without transactions only appends exist, and a batch is one
+// compare-and-swap of the head (see appendCAS).
+
+// maxBatchUpdates bounds the Update calls of one batch.
+const maxBatchUpdates = 256
+
+// groupMaxEntries bounds how many entries concurrent Append calls combine
+// into one commit.
+const groupMaxEntries = 4096
+
+// groupBudget bounds the encoded size of the entries one batch appends
+// (AppendFunc calls count as MaxBatchBytes), so that a head carrying them
+// (on a store without transactions) stays well under stores.MaxValueLen.
+const groupBudget = 2 * MaxBatchBytes
+
+// request is one Append, AppendFunc or Update call in the queue.
+type request struct {
+	batch.Slot[*request]
+
+	entries []Entry                          // Append: the entries
+	derive  func(head Head) ([]Entry, error) // AppendFunc: derives them
+	update  func(tx stores.Tx) error         // Update: the closure
+	keys    []string                         // Update: keys it reads, prefetched
+	cost    int                              // bound of the entries' encoded size
+
+	// Set by the batch, per attempt.
+	seen     Head  // the head this request's entries follow
+	head     Head  // the result: the head after its entries
+	moved    bool  // it appended (its Update moved the head)
+	failed   bool  // its own function failed (err) or panicked; final for the attempt
+	panicked any   // what its function panicked with
+	err      error // the result
+}
+
+// reset clears the outcome of an earlier attempt.
+func (r *request) reset() {
+	r.seen, r.head, r.moved, r.failed, r.panicked, r.err = Head{}, Head{}, false, false, nil, nil
+}
+
+// submit runs req through the queue and returns its head and error. A
+// panic in the caller's own function goes on in the caller's goroutine.
+func (l *Ledger) submit(ctx context.Context, req *request) (Head, error) {
+	if err := l.q.Do(ctx, req); err != nil {
+		if errors.Is(err, batch.ErrAbandoned) {
+			return Head{}, fmt.Errorf("ledger: %w", err)
+		}
+		return Head{}, err
+	}
+	if req.panicked != nil {
+		panic(req.panicked)
+	}
+	return req.head, req.err
+}
+
+// cut takes the next batch from the front of queue: within groupBudget,
+// groupMaxEntries and maxBatchUpdates, and always at least one request.
+// The entries as built add the actor and the MAC to what checkBatch
+// counted.
+func (l *Ledger) cut(queue []*request) (next, rest []*request) {
+	perEntry := len(l.actor) + maxMAC
+	n, cost, count, updates := 0, 0, 0, 0
+	for n < len(queue) {
+		r := queue[n]
+		rc := r.cost + len(r.entries)*perEntry
+		u := 0
+		if r.update != nil {
+			u = 1
+		}
+		if n > 0 && (cost+rc > groupBudget || count+len(r.entries) > groupMaxEntries || updates+u > maxBatchUpdates) {
+			break
+		}
+		cost += rc
+		count += len(r.entries)
+		updates += u
+		n++
+	}
+	return queue[:n:n], queue[n:]
+}
+
+// runBatch is the queue's Run: it commits batch and leaves each request's
+// outcome in it.
+func (l *Ledger) runBatch(ctx context.Context, b []*request) {
+	if l.tr != nil {
+		l.runTx(ctx, b)
+		return
+	}
+	l.runCAS(ctx, b)
+}
+
+// runTx commits b in one store transaction; if the store refuses the batch
+// as a whole, it commits the halves apart.
+func (l *Ledger) runTx(ctx context.Context, b []*request) {
+	head, whole, err := l.commitTx(ctx, b)
+	if err != nil && !whole && len(b) > 1 {
+		half := len(b) / 2
+		l.runTx(ctx, b[:half])
+		l.runTx(ctx, b[half:])
+		return
+	}
+	if err != nil {
+		for _, r := range b {
+			if !r.failed {
+				r.err, r.head, r.moved = err, Head{}, false
+			}
+		}
+		return
+	}
+	// Committed. The pin error, if any, goes to every call that appended:
+	// its writes are in the store, but a rollback of them would go unseen.
+	pinErr := l.raisePin(head)
+	for _, r := range b {
+		if pinErr != nil && r.moved && !r.failed {
+			r.err = pinErr
+		}
+	}
+}
+
+// commitTx runs b in one store transaction, retrying conflicts, and
+// returns the head it left. whole reports an error that concerns the batch
+// as a whole (the head, a rollback, contention, the context), which running
+// its parts apart would not cure.
+func (l *Ledger) commitTx(ctx context.Context, b []*request) (head Head, whole bool, err error) {
+	var sealed []byte
+	attempts, err := cas.Do(ctx, l.policy, func(int) error {
+		for _, r := range b {
+			r.reset()
+		}
+		whole = false
+		pin := l.pinned() // before the transaction's snapshot: see appendTx
+		return l.tr.Update(ctx, func(tx stores.Tx) error {
+			var err error
+			head, sealed, whole, err = l.fill(ctx, tx, b, pin)
+			return err
+		})
+	})
+	switch {
+	case err == nil:
+		if sealed != nil {
+			l.mu.Lock()
+			l.lastSealed, l.lastHead = sealed, headState{Head: head}
+			l.mu.Unlock()
+		}
+		return head, false, nil
+	case errors.Is(err, cas.ErrExhausted):
+		return Head{}, true, fmt.Errorf("ledger: %w after %d attempts", ErrContention, attempts)
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return Head{}, true, err
+	case len(b) == 1 && b[0].update != nil:
+		return Head{}, whole, err // an Update alone: its error, unchanged
+	default:
+		return Head{}, whole, fmt.Errorf("ledger: %w", err)
+	}
+}
+
+// fill is the body of a batch's transaction: it reads the head, runs the
+// requests in order and writes the new head once. It returns the head and
+// the sealed bytes written for it (nil when the head did not move).
+func (l *Ledger) fill(ctx context.Context, tx stores.Tx, b []*request, pin Head) (head Head, sealed []byte, whole bool, err error) {
+	if p, ok := tx.(stores.Prefetcher); ok {
+		keys := []string{l.headKey}
+		for _, r := range b {
+			keys = append(keys, r.keys...)
+		}
+		if err := p.Prefetch(keys); err != nil {
+			return Head{}, nil, false, err
+		}
+	}
+	hs, err := l.readHeadTx(tx)
+	if err != nil {
+		return Head{}, nil, true, err
+	}
+	if err := l.checkPin(hs.Head, pin); err != nil {
+		return Head{}, nil, true, err
+	}
+	// A head left with pending entries by a compare-and-swap writer has
+	// them written out too.
+	for _, r := range hs.pending {
+		if err := l.putEntry(tx, r); err != nil {
+			return Head{}, nil, false, err
+		}
+	}
+	bt := &batchTx{l: l, tx: tx, head: hs.Head}
+	alone := len(b) == 1
+	for _, r := range b {
+		r.seen = bt.head
+		if r.update != nil {
+			if err := l.runUpdate(ctx, bt, r, alone); err != nil {
+				return Head{}, nil, false, err
+			}
+			continue
+		}
+		entries := r.entries
+		if r.derive != nil {
+			if entries, err = r.derived(bt.head); err != nil {
+				r.failed, r.err = true, err
+				continue
+			}
+		}
+		recs, err := l.build(bt.head, entries)
+		if err != nil {
+			return Head{}, nil, false, err
+		}
+		for _, rec := range recs {
+			if err := l.putEntry(tx, rec); err != nil {
+				return Head{}, nil, false, err
+			}
+		}
+		bt.head = headOf(recs, bt.head)
+		r.head, r.moved = bt.head, len(recs) > 0
+	}
+	if bt.head.Equal(hs.Head) {
+		return bt.head, nil, false, nil
+	}
+	if sealed, err = l.sealHead(bt.head, nil); err != nil {
+		return Head{}, nil, false, err
+	}
+	if err := tx.Put(l.headKey, sealed); err != nil {
+		return Head{}, nil, false, err
+	}
+	return bt.head, sealed, false, nil
+}
+
+// runUpdate runs the closure of r in the batch. Alone in its batch, the
+// closure writes into the batch's transaction and its error fails the
+// transaction (so a conflict it met is retried). Among others, it writes
+// into an overlay that reaches the transaction only if it succeeds; its
+// error is its own outcome.
+func (l *Ledger) runUpdate(ctx context.Context, bt *batchTx, r *request, alone bool) error {
+	start := bt.head
+	if alone {
+		if err := r.call(bt); err != nil {
+			return err
+		}
+		r.moved = !bt.head.Equal(start)
+		return nil
+	}
+	ov := overlay.New(bt, nil)
+	err := r.call(ov)
+	ov.Close()
+	if err == nil {
+		err = ov.Apply()
+		if err != nil {
+			// The transaction refused a write: the batch is spoiled.
+			return err
+		}
+		r.moved = !bt.head.Equal(start)
+		return nil
+	}
+	r.failed, r.err = true, err
+	bt.head = start
+	return nil
+}
+
+// call runs the request's Update closure on tx, turning a panic into its
+// outcome (re-raised in the caller's goroutine by submit).
+func (r *request) call(tx stores.Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.failed, r.panicked = true, p
+			err = fmt.Errorf("ledger update: function panicked: %v", p)
+		}
+	}()
+	return r.update(tx)
+}
+
+// derived runs derive on head, turning a panic into failure.
+func (r *request) derived(head Head) (entries []Entry, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.panicked = p
+			entries, err = nil, fmt.Errorf("ledger append: derive panicked: %v", p)
+		}
+	}()
+	entries, err = r.derive(head)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkBatch(entries); err != nil {
+		return nil, fmt.Errorf("ledger append: %w", err)
+	}
+	return entries, nil
+}
+
+// readHeadTx reads the head in tx, without decrypting it when its bytes are
+// the ones this Ledger wrote last (they carry a random nonce, so equal bytes
+// are that head).
+func (l *Ledger) readHeadTx(tx stores.Tx) (headState, error) {
+	it, err := tx.Get(l.headKey)
+	switch {
+	case errors.Is(err, stores.ErrNotFound):
+		return headState{}, nil
+	case err != nil:
+		return headState{}, err
+	}
+	l.mu.Lock()
+	cached := l.lastSealed != nil && bytes.Equal(it.Value, l.lastSealed)
+	hs := l.lastHead
+	l.mu.Unlock()
+	if cached {
+		return hs, nil
+	}
+	return l.openHead(it.Value)
+}
+
+// putEntry seals rec and writes it at its position in tx.
+func (l *Ledger) putEntry(tx stores.Tx, rec record) error {
+	key := l.entryKey(rec.entry.Seq)
+	sealed, err := l.sealer.Seal(key, rec.plain)
+	if err != nil {
+		return fmt.Errorf("seal entry: %w", err)
+	}
+	return tx.Put(key, sealed)
+}
+
+// batchTx is a batch's transaction as its Update closures see it: the
+// store's transaction, except at the head's key, where it holds the head as
+// the batch's writes so far leave it, as a token (see token). A closure's
+// AppendTx reads the token, appends after it and writes the next token, so
+// an overlay that is dropped takes its head with it.
+type batchTx struct {
+	l    *Ledger
+	tx   stores.Tx
+	head Head
+}
+
+func (b *batchTx) Get(key string) (stores.Item, error) {
+	if key == b.l.headKey {
+		return stores.Item{Key: key, Value: b.l.token(b.head)}, nil
+	}
+	return b.tx.Get(key)
+}
+
+func (b *batchTx) Put(key string, value []byte) error {
+	if key == b.l.headKey {
+		h, ok := b.l.fromToken(value)
+		if !ok {
+			return errHeadWrite
+		}
+		b.head = h
+		return nil
+	}
+	return b.tx.Put(key, value)
+}
+
+func (b *batchTx) Delete(key string) error {
+	if key == b.l.headKey {
+		return errHeadWrite
+	}
+	return b.tx.Delete(key)
+}
+
+var errHeadWrite = fmt.Errorf("ledger: the head is written by AppendTx only: %w", stores.ErrInvalidKey)
+
+// tokenMagicLen is the length of a Ledger's random token prefix.
+const tokenMagicLen = 16
+
+// token encodes h as the value a batch's transaction shows at the head's
+// key: this Ledger's random prefix, the position and the MAC. Tokens never
+// reach the store, and no sealed value starts with the prefix but by a
+// 2^-128 chance.
+func (l *Ledger) token(h Head) []byte {
+	b := make([]byte, 0, tokenMagicLen+8+len(h.MAC))
+	b = append(b, l.magic[:]...)
+	b = binary.BigEndian.AppendUint64(b, h.Seq)
+	return append(b, h.MAC...)
+}
+
+// fromToken decodes a token made by token.
+func (l *Ledger) fromToken(b []byte) (Head, bool) {
+	if len(b) < tokenMagicLen+8 || !bytes.Equal(b[:tokenMagicLen], l.magic[:]) {
+		return Head{}, false
+	}
+	h := Head{Seq: binary.BigEndian.Uint64(b[tokenMagicLen:])}
+	if mac := b[tokenMagicLen+8:]; len(mac) > 0 {
+		h.MAC = slices.Clone(mac)
+	}
+	return h, true
+}
+
+// runCAS commits b, appends only, with one compare-and-swap of the head on
+// a store without transactions.
+func (l *Ledger) runCAS(ctx context.Context, b []*request) {
+	// plan places the requests one after the other, deriving each fenced
+	// request's entries from the head as it stands after those before it.
+	// It runs again, from the fresh head, for every attempt.
+	type span struct{ off, n int }
+	spans := make([]span, len(b))
+	plan := func(h Head) ([]record, error) {
+		var all []record
+		for i, r := range b {
+			r.reset()
+			r.seen, spans[i] = h, span{off: len(all)}
+			entries := r.entries
+			if r.derive != nil {
+				var err error
+				if entries, err = r.derived(h); err != nil {
+					r.failed, r.err = true, err
+					continue
+				}
+			}
+			recs, err := l.build(h, entries)
+			if err != nil {
+				return nil, err
+			}
+			spans[i].n = len(recs)
+			all = append(all, recs...)
+			h = headOf(recs, h)
+		}
+		return all, nil
+	}
+	recs, _, err := l.commitCAS(ctx, plan)
+	var pinErr error // the batch committed but its pin is not durable
+	if err == nil && len(recs) > 0 {
+		pinErr = l.raisePin(headOf(recs, Head{}))
+	}
+	for i, r := range b {
+		switch {
+		case r.failed:
+		case err != nil:
+			r.err = err
+		default:
+			r.head = headOf(recs[spans[i].off:spans[i].off+spans[i].n], r.seen)
+			if pinErr != nil && spans[i].n > 0 {
+				r.err = pinErr
+			}
+		}
+	}
+}
