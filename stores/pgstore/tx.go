@@ -38,6 +38,10 @@ const (
 // taken from the pool until the first round trip; a transaction that sends
 // nothing commits without one.
 //
+// The Tx is also a stores.Prefetcher: Prefetch reads, locks or claims any
+// number of keys in one round trip, in ascending key order, so that their
+// Gets then cost none (see the package documentation).
+//
 // A statement that fails inside the transaction spoils it: the Tx's later
 // calls return the same error, and if fn returns nil anyway Update rolls back
 // and returns that error. A queued write that fails is reported by the Get
