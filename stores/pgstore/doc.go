@@ -32,13 +32,23 @@
 // the locking read and the claim are one statement. A deadlock or
 // serialization failure ends the transaction with stores.ErrConflict.
 //
+// The Tx also implements stores.Prefetcher: Prefetch(keys) locks or claims
+// all the keys it does not hold yet in one round trip, taking them one at a
+// time in ascending byte order whatever order they are given in (an INSERT of
+// claims, in key order, whose ON CONFLICT clause locks the row it finds
+// instead), and then reads them with a second statement in the same round
+// trip. Transactions that prefetch overlapping sets of keys therefore queue
+// on the first key they share instead of deadlocking, and a later Get of a
+// prefetched key costs no round trip.
+//
 // A transaction's statements are pipelined, because each round trip is made
 // while the rows it locked stay locked: Tx.Put and Tx.Delete are queued and
 // sent in one batch with the next Tx.Get that needs the server, or with the
 // commit; BEGIN travels with the first batch and COMMIT with the last. A Get
 // of a key the transaction already holds (read, claimed or written) is
 // answered without a round trip. So a transaction costs one round trip per Get
-// of a new key, plus one to commit. A queued write that fails is reported by
+// of a new key, or one per Prefetch however many keys it names, plus one to
+// commit. A queued write that fails is reported by
 // the Get that carried it, or by Update.
 //
 // # Concurrency

@@ -70,6 +70,7 @@ var (
 type queries struct {
 	get, put, insert, update, delete string
 	upsert, getOrClaim, unclaim      string
+	lockOrClaim, readMany            string
 	list, listAll                    string
 }
 
@@ -130,6 +131,22 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 			)
 			SELECT value, version FROM cur UNION ALL SELECT value, version FROM claim`),
 		unclaim: s.sql(`DELETE FROM {s}.items WHERE key = ANY($1) AND version = 0`),
+		// Tx.Prefetch, first statement: for each key in ascending byte
+		// order, one at a time, either claim it (a claim row, as
+		// getOrClaim's) or lock its row. ON CONFLICT DO UPDATE locks the
+		// conflicting row even though WHERE false updates nothing, and it
+		// settles a concurrent creator itself: it waits for the creator's
+		// transaction and then locks the committed row, or inserts if
+		// there is none. The keys come sorted and distinct; ORDER BY keeps
+		// the inserts in that order whatever the planner does.
+		lockOrClaim: s.sql(`INSERT INTO {s}.items AS i (key, value, version)
+			SELECT k, ''::bytea, 0 FROM unnest($1::bytea[]) AS k ORDER BY k
+			ON CONFLICT (key) DO UPDATE SET version = i.version WHERE false`),
+		// Tx.Prefetch, second statement, in the same round trip: read what
+		// the first one locked or claimed. It is a statement of its own so
+		// that its snapshot includes whatever a creator waited for
+		// committed; the rows cannot change any more.
+		readMany: s.sql(`SELECT key, value, version FROM {s}.items WHERE key = ANY($1) ORDER BY key`),
 		// Pages end after listPageRows rows or once the values before a row
 		// add up to listPageBytes. octet_length of a TOASTed value reads only
 		// its header.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -36,6 +37,10 @@ const (
 // lock or has written it, so the answer cannot have changed. No connection is
 // taken from the pool until the first round trip; a transaction that sends
 // nothing commits without one.
+//
+// The Tx is also a stores.Prefetcher: Prefetch reads, locks or claims any
+// number of keys in one round trip, in ascending key order, so that their
+// Gets then cost none (see the package documentation).
 //
 // A statement that fails inside the transaction spoils it: the Tx's later
 // calls return the same error, and if fn returns nil anyway Update rolls back
@@ -92,19 +97,26 @@ type knownKey struct {
 	version int64 // its committed version when read; unspecified once written
 }
 
+var _ stores.Prefetcher = (*txn)(nil)
+
 var errTxDone = errors.New("pgstore: transaction used after its Update returned")
 
 func (t *txn) usable(key string) error {
+	if err := t.ready(); err != nil {
+		return err
+	}
+	return stores.CheckKey(key)
+}
+
+// ready reports why the transaction can take no more calls, if it cannot.
+func (t *txn) ready() error {
 	switch {
 	case t.done:
 		return errTxDone
 	case t.err != nil:
 		return t.err
 	}
-	if err := t.ctx.Err(); err != nil {
-		return err
-	}
-	return stores.CheckKey(key)
+	return t.ctx.Err()
 }
 
 // fail records the first failed statement and returns it translated.
@@ -225,6 +237,93 @@ func (t *txn) Get(key string) (stores.Item, error) {
 		return stores.Item{Key: key, Value: bytes.Clone(value), Version: uint64(version)}, nil
 	}
 	return stores.Item{}, t.fail("get", stores.ErrConflict)
+}
+
+// Prefetch reads, locks or claims in one round trip every key of keys that
+// the transaction does not hold yet, so that their later Gets need none. The
+// queued writes travel in the same round trip, before the reads, as with Get.
+//
+// The keys are taken in ascending byte order, one at a time, whatever order
+// they are given in: each existing row is locked, each missing key claimed as
+// Get claims it, by one statement that inserts a claim for each key in turn
+// and, on finding the key's row, locks that row instead. So two transactions
+// that prefetch overlapping sets queue on the first key they share rather
+// than deadlock, and a key created by another transaction while the claim
+// waited for it is locked, not missed. A second statement, in the same
+// round trip, reads what the first one locked or claimed.
+//
+// Duplicates are allowed. An invalid key returns stores.ErrInvalidKey before
+// anything is sent and does not spoil the transaction; a failed round trip
+// spoils it, as a failed Get does.
+func (t *txn) Prefetch(keys []string) error {
+	if err := t.ready(); err != nil {
+		return err
+	}
+	var todo []string
+	for _, key := range keys {
+		if err := stores.CheckKey(key); err != nil {
+			return err
+		}
+		if _, ok := t.known[key]; !ok {
+			todo = append(todo, key)
+		}
+	}
+	slices.Sort(todo) // byte order, as bytea compares
+	todo = slices.Compact(todo)
+	for range maxClaimAttempts {
+		if len(todo) == 0 {
+			return nil
+		}
+		kbs := make([][]byte, len(todo))
+		for i, key := range todo {
+			kbs[i] = []byte(key)
+		}
+		var rows []prefetched
+		t.queue("prefetch", t.s.q.lockOrClaim, kbs)
+		t.queue("prefetch", t.s.q.readMany, kbs)
+		err := t.flush(func(br pgx.BatchResults) error {
+			rs, err := br.Query()
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			for rs.Next() {
+				var r prefetched
+				if err := rs.Scan(&r.key, &r.value, &r.version); err != nil {
+					return err
+				}
+				rows = append(rows, r)
+			}
+			return rs.Err()
+		})
+		if err != nil {
+			return err
+		}
+		found := make(map[string]bool, len(rows))
+		for _, r := range rows {
+			key := string(r.key)
+			found[key] = true
+			if r.version == 0 { // claimed: only this transaction sees its claims
+				t.claims = append(t.claims, r.key)
+				t.know(key, knownKey{})
+				continue
+			}
+			t.know(key, knownKey{found: true, value: r.value, version: r.version})
+		}
+		// Every key is locked or claimed by now; a key without a row is not
+		// expected, but is asked again rather than trusted as missing.
+		todo = slices.DeleteFunc(todo, func(key string) bool { return found[key] })
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	return t.fail("prefetch", stores.ErrConflict)
+}
+
+// prefetched is one row read by Prefetch.
+type prefetched struct {
+	key, value []byte
+	version    int64
 }
 
 // Put writes value at key within the transaction. The write is queued and

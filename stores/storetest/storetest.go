@@ -16,8 +16,9 @@
 // up what it created on disk, for instance with t.TempDir.
 //
 // Some subtests depend on what a store says it can do: the compare-and-swap
-// race runs only when Capabilities().CASAtomic is set, and the transaction
-// subtests only when the store implements stores.Transactor.
+// race runs only when Capabilities().CASAtomic is set, the transaction
+// subtests only when the store implements stores.Transactor, and TxPrefetch
+// only when its Tx also implements stores.Prefetcher.
 //
 // Bench measures Put and Get of 1 KiB values the same way on every store.
 package storetest
@@ -87,6 +88,7 @@ func Run(t *testing.T, newStore func(t *testing.T) stores.Store) {
 		{"TxConcurrentWriter", s.testTxConcurrentWriter},
 		{"TxIncrementRace", s.testTxIncrementRace},
 		{"TxTransferRace", s.testTxTransferRace},
+		{"TxPrefetch", s.testTxPrefetch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, tc.fn)

@@ -395,3 +395,98 @@ func (s suite) testTxTransferRace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, total, counter(t, ia.Value)+counter(t, ib.Value), "the total is unchanged")
 }
+
+// testTxPrefetch runs only when the store's Tx implements stores.Prefetcher:
+// Prefetch, in any order and with duplicates, changes nothing a Get returns;
+// missing keys stay ErrNotFound; writes made after Prefetch, or before a
+// second Prefetch of the same keys, are what Get reads and what commits; and
+// an invalid key is refused without spoiling the transaction.
+func (s suite) testTxPrefetch(t *testing.T) {
+	st, tr := s.openTx(t)
+	ctx := context.Background()
+	prefetches := false
+	require.NoError(t, tr.Update(ctx, func(tx stores.Tx) error {
+		_, prefetches = tx.(stores.Prefetcher)
+		return nil
+	}))
+	if !prefetches {
+		t.Skip("the store's Tx does not implement stores.Prefetcher")
+	}
+	put(t, st, "a", []byte("A"))
+	put(t, st, "c", []byte("C"))
+	put(t, st, "gone", []byte("to delete"))
+	keys := []string{"c", "b", "a", "gone", "a"}
+
+	type result struct {
+		item stores.Item
+		err  error
+	}
+	read := func(tx stores.Tx) []result {
+		var rs []result
+		for _, key := range keys {
+			it, err := tx.Get(key)
+			rs = append(rs, result{it, err})
+		}
+		return rs
+	}
+	var alone []result
+	require.ErrorIs(t, tr.Update(ctx, func(tx stores.Tx) error {
+		alone = read(tx)
+		return errRollback
+	}), errRollback)
+	for i, r := range alone {
+		if keys[i] == "b" {
+			assert.ErrorIs(t, r.err, stores.ErrNotFound, "Get %q alone", keys[i])
+		} else {
+			assert.NoError(t, r.err, "Get %q alone", keys[i])
+		}
+	}
+
+	err := tr.Update(ctx, func(tx stores.Tx) error {
+		p := tx.(stores.Prefetcher)
+		assert.ErrorIs(t, p.Prefetch([]string{"a", ""}), stores.ErrInvalidKey, "Prefetch with an empty key")
+		if err := p.Prefetch(keys); err != nil {
+			return err
+		}
+		got := read(tx)
+		for i, r := range got {
+			assert.Equal(t, alone[i].item, r.item, "Get %q after Prefetch", keys[i])
+			if alone[i].err != nil {
+				assert.ErrorIs(t, r.err, stores.ErrNotFound, "Get %q after Prefetch", keys[i])
+			} else {
+				assert.NoError(t, r.err, "Get %q after Prefetch", keys[i])
+			}
+		}
+		for _, step := range []error{
+			tx.Put("a", []byte("A2")),
+			tx.Put("b", []byte("B")),
+			tx.Delete("c"),
+			tx.Delete("gone"),
+			tx.Put("d", []byte("D")),
+			p.Prefetch([]string{"d", "c", "b", "a", "e"}), // keys just written, and a new one
+		} {
+			if step != nil {
+				return step
+			}
+		}
+		for key, want := range map[string]string{"a": "A2", "b": "B", "d": "D"} {
+			it, err := tx.Get(key)
+			if assert.NoError(t, err, "Get %q after Put and Prefetch", key) {
+				assert.Equal(t, want, string(it.Value), "Get %q after Put and Prefetch", key)
+			}
+		}
+		for _, key := range []string{"c", "gone", "e"} {
+			_, err := tx.Get(key)
+			assert.ErrorIs(t, err, stores.ErrNotFound, "Get %q after Delete and Prefetch", key)
+		}
+		return nil
+	})
+	require.NoError(t, err, "the refused Prefetch did not spoil the transaction")
+	checkItem(t, st, "a", []byte("A2"), 0)
+	checkItem(t, st, "b", []byte("B"), 0)
+	checkItem(t, st, "d", []byte("D"), 0)
+	checkMissing(t, st, "c")
+	checkMissing(t, st, "gone")
+	checkMissing(t, st, "e")
+	assert.Equal(t, []string{"a", "b", "d"}, keysOf(list(t, st, "")))
+}
