@@ -92,9 +92,8 @@ type Ledger struct {
 	policy  cas.Policy
 	pins    Pins
 
-	magic   [tokenMagicLen]byte    // random prefix of this Ledger's head tokens
-	q       batch.Queue[*request] // Append, AppendFunc and Update calls
-	reqPool sync.Pool             // *request, reused
+	magic [tokenMagicLen]byte   // random prefix of this Ledger's head tokens
+	q     batch.Queue[*request] // Append, AppendFunc and Update calls
 
 	mu         sync.Mutex
 	lastSealed []byte    // the head bytes this Ledger last wrote in a transaction

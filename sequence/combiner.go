@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
-	"sync/atomic"
 
+	"github.com/noydb-go/noydb/internal/batch"
 	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/internal/overlay"
 	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/stores"
 )
@@ -20,7 +20,8 @@ import (
 //
 // Every counter key has one *counter per Service, shared by all handles of
 // that key. Operations that write the counter (Next, NextSerial, Claim,
-// SeedTo, Bind) are submitted to it. If no write is in flight the submitter
+// SeedTo, Bind) are submitted to its queue (internal/batch, the one batching
+// primitive of the SDK). If no write is in flight the submitter
 // becomes the leader and writes at once, for itself alone. Submitters that
 // arrive while a write is in flight queue up; when the write ends, the leader
 // hands the queue, as one batch, to the first queued submitter, which
@@ -39,7 +40,17 @@ import (
 // is decrypted only if its bytes differ from the cached ones.
 //
 // A batch is written in a transaction when the store has them and it needs
-// one (a Journal, claim records, Bind); otherwise by compare-and-swap.
+// one (a Journal, claim records, Bind); otherwise by compare-and-swap. In a
+// vault the transaction is the ledger's Update, which batches in turn: the
+// batches of different counters (and record writes) that queue meanwhile
+// share one store transaction, so many series share one commit.
+
+// keyedTransactor is a Transactor that can be told the keys a transaction
+// will read, so that a store that reads in round trips reads them in one
+// (the vault's ledger, see ledger.Ledger.UpdateKeys).
+type keyedTransactor interface {
+	UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error
+}
 
 type opKind uint8
 
@@ -62,15 +73,15 @@ type op struct {
 	target uint64                             // SeedTo
 	fn     func(tx stores.Tx, s Serial) error // Bind
 
+	keys []string // Bind: the keys fn reads, prefetched
+
 	n        uint64
 	err      error
 	fresh    bool // n was allocated by this op (an Allocated event)
 	panicked bool
 	panicVal any
 
-	done  chan struct{} // signalled when the outcome is ready or the op must lead; buffered, reused
-	batch []*op         // set before done is signalled when the op must lead this batch
-	one   [1]*op        // the batch of an op that leads at once
+	batch.Slot[*op] // the combining queue's part; its channel is reused
 }
 
 // counter is the combining state of one counter key.
@@ -82,9 +93,7 @@ type counter struct {
 	name      string // series and partition, for messages
 	eventBase int    // bound of an event's encoded size without its request id (see cutBatch)
 
-	mu    sync.Mutex
-	busy  bool
-	queue []*op
+	q batch.Queue[*op] // the combining queue
 
 	// Owned by the current leader.
 	w            work
@@ -100,57 +109,25 @@ type counter struct {
 	view ledgerView // what the History says, read incrementally; has its own lock
 }
 
-// submit runs o through the combiner and returns once o has its outcome.
+// submit runs o through the combining queue and returns once o has its
+// outcome. An op whose context ends while it waits leaves the queue and
+// takes nothing; one already in a batch sees it through, so a number it
+// took reaches the caller.
 func (c *counter) submit(o *op) {
-	c.mu.Lock()
-	if !c.busy {
-		c.busy = true
-		c.mu.Unlock()
-		o.one[0] = o
-		c.lead(o, o.one[:])
-		return
-	}
-	c.queue = append(c.queue, o)
-	c.mu.Unlock()
-
-	if cancelled := o.ctx.Done(); cancelled == nil {
-		<-o.done // a context that cannot be cancelled: no select needed
-	} else {
-		select {
-		case <-o.done:
-		case <-cancelled:
-			c.mu.Lock()
-			if i := slices.Index(c.queue, o); i >= 0 {
-				// Not taken yet: leave the queue, take nothing.
-				c.queue = slices.Delete(c.queue, i, i+1)
-				c.mu.Unlock()
-				o.err = o.ctx.Err()
-				return
-			}
-			c.mu.Unlock()
-			// Already part of a batch: its outcome is coming, and a number it
-			// took must reach the caller.
-			<-o.done
-		}
-	}
-	if o.batch != nil {
-		batch := o.batch
-		o.batch = nil
-		c.lead(o, batch)
+	if err := c.q.Do(o.ctx, o); err != nil && !errors.Is(err, batch.ErrAbandoned) {
+		o.err = err
 	}
 }
 
-// lead writes batch, then hands the queue to its next leader and wakes the
-// other members of batch, even if the write panics. self is the op of the
-// calling goroutine.
-func (c *counter) lead(self *op, batch []*op) {
+// runBatch is the queue's Run: it writes batch, and if the write panics it
+// leaves errLeaderPanicked in the ops without a final outcome (what the
+// halves written before the panic took stays taken) before the panic goes
+// on in the leader.
+func (c *counter) runBatch(ctx context.Context, batch []*op) {
 	completed := false
 	done := 0 // batch[:done] have their final outcome
 	defer func() {
 		if !completed {
-			// A panic (in a Sealer, a Journal or the store) is on its way up
-			// this goroutine; the other callers must not wait forever. What
-			// the halves written before it took stays taken.
 			c.cacheValid, c.cacheSealed = false, nil
 			for _, o := range batch[done:] {
 				o.n, o.fresh = 0, false
@@ -159,21 +136,20 @@ func (c *counter) lead(self *op, batch []*op) {
 				}
 			}
 		}
-		c.handOff(self, batch)
 	}()
-	c.runSplit(batch, &done)
+	c.runSplit(ctx, batch, &done)
 	completed = true
 }
 
 // runSplit writes batch and, if the store refused it as too big while it
 // holds several ops, writes its halves one after the other instead. It
 // advances *done past the ops whose outcome is final.
-func (c *counter) runSplit(batch []*op, done *int) {
-	c.run(batch)
+func (c *counter) runSplit(ctx context.Context, batch []*op, done *int) {
+	c.run(ctx, batch)
 	if len(batch) > 1 && refusedAsTooBig(batch) {
 		half := len(batch) / 2
-		c.runSplit(batch[:half], done)
-		c.runSplit(batch[half:], done)
+		c.runSplit(ctx, batch[:half], done)
+		c.runSplit(ctx, batch[half:], done)
 		return
 	}
 	*done += len(batch)
@@ -214,11 +190,17 @@ const (
 	eventFixedBytes = 128
 )
 
-// cutBatch returns how many ops at the front of queue make the next batch:
+// cutBatch takes the ops at the front of queue that make the next batch:
 // at least one, and no more than the batch limits allow. An op's event is
 // estimated by the longest encoding of its fields: the series and
 // partition (the same for every op of c), the request id of a Claim.
-func (c *counter) cutBatch(queue []*op) int {
+func (c *counter) cutBatch(queue []*op) (next, rest []*op) {
+	n := c.batchLen(queue)
+	return queue[:n:n], queue[n:]
+}
+
+// batchLen is how many ops at the front of queue cutBatch takes.
+func (c *counter) batchLen(queue []*op) int {
 	if len(queue) <= 1 {
 		return len(queue)
 	}
@@ -236,33 +218,6 @@ func (c *counter) cutBatch(queue []*op) int {
 	return len(queue)
 }
 
-// handOff passes the queue, cut to one commit's worth, to its next leader
-// and wakes the other members of batch.
-func (c *counter) handOff(self *op, batch []*op) {
-	c.mu.Lock()
-	n := c.cutBatch(c.queue)
-	next := c.queue[:n:n]
-	if n == len(c.queue) {
-		c.queue = nil
-	} else {
-		c.queue = c.queue[n:]
-	}
-	if len(next) == 0 {
-		c.busy = false
-	}
-	c.mu.Unlock()
-
-	if len(next) > 0 {
-		next[0].batch = next
-		next[0].done <- struct{}{}
-	}
-	for _, o := range batch {
-		if o != self {
-			o.done <- struct{}{} // o belongs to its caller from here on
-		}
-	}
-}
-
 // work is the batch being written and the scratch space of its attempts.
 // Only the leader touches it; it lives in the counter, with the attempt
 // functions bound once, so the hot path allocates no closures. The context is
@@ -274,10 +229,11 @@ type work struct {
 	start   uint64      // the counter before the attempt
 	seeds   []seedRange // the numbers the attempt's seeds skipped
 	events  []Event
-	next    state  // the state the attempt wrote
-	sealed  []byte // the bytes the attempt wrote (or read, if it wrote nothing)
-	buf     []byte // plaintext scratch
-	pin     uint64 // the counter's pin, taken before the transaction began
+	next    state    // the state the attempt wrote
+	sealed  []byte   // the bytes the attempt wrote (or read, if it wrote nothing)
+	buf     []byte   // plaintext scratch
+	keys    []string // the keys the transaction reads (scratch)
+	pin     uint64   // the counter's pin, taken before the transaction began
 	// unpinned is the error of a transaction that committed although a
 	// pin covering it (the ledger's) was not saved (see pins.ErrUnpinned).
 	unpinned error
@@ -291,13 +247,12 @@ func newCounter(svc *Service, key, series string, partition []string) *counter {
 	}
 	c.attemptFn = c.attempt
 	c.txFn = c.txBody
+	c.q.Run, c.q.Cut = c.runBatch, c.cutBatch
 	return c
 }
 
 // run applies batch to the store, retrying lost races, and leaves each op's outcome in it.
-func (c *counter) run(batch []*op) {
-	ctx, release := batchContext(batch)
-	defer release()
+func (c *counter) run(ctx context.Context, batch []*op) {
 	c.w.ctx, c.w.batch = ctx, batch
 	defer func() { c.w.ctx, c.w.batch, c.w.events, c.w.indexed, c.w.unpinned = nil, nil, nil, false, nil }()
 
@@ -406,7 +361,7 @@ func (c *counter) attempt(int) error {
 		// Taken before the transaction's snapshot, which may be older than a
 		// value pinned while it runs (see ledger's appendTx).
 		c.w.pin = c.svc.pinOf(c.key)
-		if err := c.svc.txr.Update(c.w.ctx, c.txFn); err != nil {
+		if err := c.update(); err != nil {
 			if !errors.Is(err, pins.ErrUnpinned) {
 				return err
 			}
@@ -417,6 +372,24 @@ func (c *counter) attempt(int) error {
 		return nil
 	}
 	return c.casAttempt()
+}
+
+// update runs txBody in a store transaction, naming the keys it reads
+// where the transactor takes them.
+func (c *counter) update() error {
+	kt, ok := c.svc.txr.(keyedTransactor)
+	if !ok {
+		return c.svc.txr.Update(c.w.ctx, c.txFn)
+	}
+	keys := append(c.w.keys[:0], c.key)
+	for _, o := range c.w.batch {
+		if o.ckey != "" {
+			keys = append(keys, o.ckey)
+		}
+		keys = append(keys, o.keys...)
+	}
+	c.w.keys = keys
+	return kt.UpdateKeys(c.w.ctx, keys, c.txFn)
 }
 
 // needsTx reports whether the batch must be written in a transaction: on a
@@ -436,38 +409,6 @@ func (c *counter) needsTx() bool {
 		}
 	}
 	return false
-}
-
-// batchContext is the context a batch is written under: it carries the values
-// of the first caller's context and is cancelled only once every caller of the
-// batch has given up, so one caller's cancellation cannot fail the others.
-func batchContext(batch []*op) (context.Context, func()) {
-	if len(batch) == 1 {
-		return batch[0].ctx, func() {}
-	}
-	base := context.WithoutCancel(batch[0].ctx)
-	for _, o := range batch {
-		if o.ctx.Done() == nil {
-			return base, func() {} // one caller can never give up
-		}
-	}
-	ctx, cancel := context.WithCancel(base)
-	var left atomic.Int64
-	left.Store(int64(len(batch)))
-	stops := make([]func() bool, len(batch))
-	for i, o := range batch {
-		stops[i] = context.AfterFunc(o.ctx, func() {
-			if left.Add(-1) == 0 {
-				cancel()
-			}
-		})
-	}
-	return ctx, func() {
-		for _, stop := range stops {
-			stop()
-		}
-		cancel()
-	}
 }
 
 // txBody applies c.w.batch inside a store transaction. Its outcome reaches
@@ -638,11 +579,11 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 			}
 			served[o.id] = n
 		case opBind:
-			sub := &subTx{parent: tx, counter: c.key}
+			sub := overlay.New(tx, c.guard)
 			if !c.callBind(o, sub, Serial{N: n, Formatted: o.seq.Format(n)}) {
 				continue
 			}
-			if err := sub.apply(); err != nil {
+			if err := sub.Apply(); err != nil {
 				return false, nil, err
 			}
 		}
@@ -725,9 +666,9 @@ func (c *counter) putClaim(tx stores.Tx, key string, n uint64) error {
 
 // callBind runs a Bind fn, turning a panic into the op's outcome (re-raised in
 // the caller's goroutine). It reports whether fn succeeded.
-func (c *counter) callBind(o *op, sub *subTx, s Serial) (ok bool) {
+func (c *counter) callBind(o *op, sub *overlay.Tx, s Serial) (ok bool) {
 	defer func() {
-		sub.closed = true
+		sub.Close()
 		if r := recover(); r != nil {
 			o.panicked, o.panicVal = true, r
 			o.err = fmt.Errorf("bind fn panicked: %v", r)
@@ -741,77 +682,11 @@ func (c *counter) callBind(o *op, sub *subTx, s Serial) (ok bool) {
 	return true
 }
 
-// subTx is the transaction a Bind fn sees: reads go through to the batch's
-// transaction, writes are buffered and reach it only if fn succeeds, so a
-// failing fn in a combined batch is dropped without touching the others.
-type subTx struct {
-	parent  stores.Tx
-	counter string
-	keys    []string
-	writes  map[string][]byte // nil value: delete
-	closed  bool
-}
-
-var errSubTxClosed = errors.New("bind: transaction used after fn returned")
-
-func (s *subTx) Get(key string) (stores.Item, error) {
-	if s.closed {
-		return stores.Item{}, errSubTxClosed
-	}
-	if v, ok := s.writes[key]; ok {
-		if v == nil {
-			return stores.Item{}, stores.ErrNotFound
-		}
-		return stores.Item{Key: key, Value: slices.Clone(v)}, nil
-	}
-	return s.parent.Get(key)
-}
-
-func (s *subTx) Put(key string, value []byte) error {
-	if value == nil {
-		value = []byte{}
-	}
-	return s.write(key, slices.Clone(value))
-}
-
-func (s *subTx) Delete(key string) error { return s.write(key, nil) }
-
-func (s *subTx) write(key string, value []byte) error {
-	if s.closed {
-		return errSubTxClosed
-	}
-	if err := stores.CheckKey(key); err != nil {
-		return err
-	}
-	if err := stores.CheckValue(value); err != nil {
-		return err
-	}
-	if key == s.counter || (len(key) > len(s.counter) && key[:len(s.counter)] == s.counter && key[len(s.counter)] == '\x01') {
+// guard refuses a Bind fn's writes to the sequence's own keys: the counter
+// and its claim records.
+func (c *counter) guard(key string) error {
+	if key == c.key || (len(key) > len(c.key) && key[:len(c.key)] == c.key && key[len(c.key)] == '\x01') {
 		return fmt.Errorf("bind: fn may not write the sequence's own keys: %w", stores.ErrInvalidKey)
-	}
-	if s.writes == nil {
-		s.writes = make(map[string][]byte)
-	}
-	if _, ok := s.writes[key]; !ok {
-		s.keys = append(s.keys, key)
-	}
-	s.writes[key] = value
-	return nil
-}
-
-// apply replays the buffered writes, in first-write order, into the parent.
-func (s *subTx) apply() error {
-	for _, k := range s.keys {
-		v := s.writes[k]
-		var err error
-		if v == nil {
-			err = s.parent.Delete(k)
-		} else {
-			err = s.parent.Put(k, v)
-		}
-		if err != nil {
-			return err
-		}
 	}
 	return nil
 }

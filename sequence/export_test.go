@@ -3,7 +3,5 @@ package sequence
 // Queued reports how many calls wait for the write in flight on q's counter,
 // so tests can order events without sleeping.
 func Queued(q *Sequence) int {
-	q.c.mu.Lock()
-	defer q.c.mu.Unlock()
-	return len(q.c.queue)
+	return q.c.q.Waiting()
 }

@@ -284,7 +284,7 @@ func (q *Sequence) allocating(ctx context.Context, op string) error {
 }
 
 // ops are recycled: an op belongs to its caller again once submit returns.
-var opPool = sync.Pool{New: func() any { return &op{done: make(chan struct{}, 1)} }}
+var opPool = sync.Pool{New: func() any { return new(op) }}
 
 // do runs req through the counter's combiner and returns its outcome,
 // re-raising a panic of a Bind fn in the caller's goroutine.
@@ -294,12 +294,12 @@ func (q *Sequence) do(req op) (uint64, error) {
 	}
 	defer q.svc.gate.Exit()
 	o := opPool.Get().(*op)
-	done := o.done
+	slot := o.Slot // keeps its channel
 	*o = req
-	o.done = done
+	o.Slot = slot
 	q.c.submit(o)
 	n, err, panicked, panicVal := o.n, o.err, o.panicked, o.panicVal
-	*o = op{done: done}
+	*o = op{Slot: slot}
 	opPool.Put(o)
 	if panicked {
 		panic(panicVal)
@@ -452,6 +452,14 @@ func (q *Sequence) Claim(ctx context.Context, requestID string) (uint64, error) 
 // with stores.ErrNotSupported on a store without transactions. A panic in fn
 // is re-raised in the caller's goroutine.
 func (q *Sequence) Bind(ctx context.Context, fn func(tx stores.Tx, s Serial) error) (Serial, error) {
+	return q.BindKeys(ctx, nil, fn)
+}
+
+// BindKeys is Bind for a function that reads keys (a record it replaces):
+// on a store that reads in round trips (PostgreSQL), the keys of the Bind
+// calls that share a transaction are read in one step before the
+// functions run.
+func (q *Sequence) BindKeys(ctx context.Context, keys []string, fn func(tx stores.Tx, s Serial) error) (Serial, error) {
 	if err := q.allocating(ctx, "bind"); err != nil {
 		return Serial{}, err
 	}
@@ -461,7 +469,7 @@ func (q *Sequence) Bind(ctx context.Context, fn func(tx stores.Tx, s Serial) err
 	if fn == nil {
 		return Serial{}, invalid("bind function", "nil", "must not be nil")
 	}
-	n, err := q.do(op{kind: opBind, ctx: ctx, seq: q, fn: fn})
+	n, err := q.do(op{kind: opBind, ctx: ctx, seq: q, fn: fn, keys: keys})
 	if err != nil {
 		if n != 0 {
 			// Committed with fn's writes, but its pin or journal failed.

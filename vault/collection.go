@@ -198,7 +198,7 @@ func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequenc
 	case !strings.HasPrefix(seq.Key(), c.v.prefix):
 		return out, fmt.Errorf("put numbered %s/%s: series %q belongs to another vault: %w", c.name, id, seq.Series(), ErrInvalidArgument)
 	}
-	_, err := seq.Bind(ctx, func(tx stores.Tx, s sequence.Serial) error {
+	_, err := seq.BindKeys(ctx, []string{c.v.recordKey(c.name, id)}, func(tx stores.Tx, s sequence.Serial) error {
 		prev, err := c.v.readTx(tx, c.name, id, true)
 		if err != nil {
 			return err
@@ -271,7 +271,7 @@ func (v *Vault) write(ctx context.Context, collection, id string, plain []byte, 
 	if _, ok := v.store.(stores.Transactor); ok {
 		// In the ledger's turn, so that concurrent writers of this process
 		// do not fail one another on the ledger head.
-		return v.ledger.Update(ctx, func(tx stores.Tx) error {
+		return v.ledger.UpdateKeys(ctx, []string{v.recordKey(collection, id)}, func(tx stores.Tx) error {
 			return v.writeTx(ctx, tx, collection, id, plain, e)
 		})
 	}

@@ -111,6 +111,12 @@ func (s ledgerTurn) Update(ctx context.Context, fn func(tx stores.Tx) error) err
 	return s.l.Update(ctx, fn)
 }
 
+// UpdateKeys is Update for a function that reads keys (see
+// ledger.Ledger.UpdateKeys).
+func (s ledgerTurn) UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
+	return s.l.UpdateKeys(ctx, keys, fn)
+}
+
 // Name returns the vault's name.
 func (v *Vault) Name() string { return v.name }
 

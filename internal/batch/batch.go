@@ -146,6 +146,14 @@ func (q *Queue[T]) Do(ctx context.Context, m T) error {
 	return nil
 }
 
+// Waiting returns how many calls wait in the queue, not yet taken into a
+// batch. It is a snapshot, for tests and metrics.
+func (q *Queue[T]) Waiting() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queue)
+}
+
 // lead runs batch, whose first call is the caller's, then hands the queue
 // to its next leader and wakes the other calls of batch, even when Run
 // panics.

@@ -108,7 +108,7 @@ func newBlockingQueue() *blockingQueue {
 
 // waitQueued spins until n calls wait in q's queue.
 func waitQueued(q *batch.Queue[*call], n int) {
-	for batch.QueueLen(q) < n {
+	for q.Waiting() < n {
 		runtime.Gosched()
 	}
 }
@@ -139,7 +139,7 @@ func TestBatchIsWhatQueuedMeanwhile(t *testing.T) {
 	}
 }
 
-func (b *blockingQueue) queueLen() int { return batch.QueueLen(&b.q) }
+func (b *blockingQueue) queueLen() int { return b.q.Waiting() }
 
 func TestCancelledWhileQueuedLeavesTheQueue(t *testing.T) {
 	b := newBlockingQueue()
@@ -216,7 +216,7 @@ func TestBatchContextEndsWhenEveryCallerGaveUp(t *testing.T) {
 	require.NoError(t, <-done)
 	// The second batch was taken from the queue; cancelling one of its
 	// callers leaves it running, cancelling both ends it.
-	for batch.QueueLen(&q) != 0 {
+	for q.Waiting() != 0 {
 		runtime.Gosched()
 	}
 	cancelA()
