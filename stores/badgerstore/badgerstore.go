@@ -23,7 +23,9 @@
 // progress are committed together in one badger transaction, with one sync
 // (group commit; see commit.go), so many goroutines writing at once do not
 // each wait for their own fsync. Each call still gets its own outcome and a
-// version of its own. Update runs its own transaction.
+// version of its own. Update runs its own transaction; callers that want
+// their Updates to share commits batch them above the store (the vault's
+// ledger does).
 //
 // Only one process may open a folder: badger locks it, and a second Open,
 // from this process or another, fails with an error wrapping
@@ -71,6 +73,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/noydb-go/noydb/internal/batch"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -121,9 +124,7 @@ type Store struct {
 	pieceSize int // values above it are split; MaxValueLen on disk
 	maxPieces int // most pieces a value can have
 
-	ops     chan *writeOp // single-key writes for the committer
-	stop    chan struct{} // closed by Close to end the committer
-	stopped chan struct{} // closed by the committer when it ends
+	q batch.Queue[*writeOp] // single-key writes, committed in groups
 
 	mu     sync.RWMutex // held for reading by every call, for writing by Close
 	closed bool
@@ -173,10 +174,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
 	}
-	s.ops = make(chan *writeOp, maxBatchOps)
-	s.stop = make(chan struct{})
-	s.stopped = make(chan struct{})
-	go s.commitLoop()
+	s.q.Run, s.q.Cut = s.commitBatch, nextBatch
 	return s, nil
 }
 
@@ -389,8 +387,8 @@ func (s *Store) put(ctx context.Context, op, key string, value []byte, cas bool,
 		return 0, err
 	}
 	defer done()
-	w := &writeOp{ctx: ctx, name: op, key: key, value: value, cas: cas, expected: expected}
-	return s.submit(w)
+	w := &writeOp{name: op, key: key, value: value, cas: cas, expected: expected}
+	return s.submit(ctx, w)
 }
 
 // Delete removes key.
@@ -403,7 +401,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	defer done()
-	_, err = s.submit(&writeOp{ctx: ctx, name: "delete", key: key, del: true})
+	_, err = s.submit(ctx, &writeOp{name: "delete", key: key, del: true})
 	return err
 }
 
@@ -529,8 +527,6 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	// No write is in flight: each holds the read lock until it is done.
-	close(s.stop)
-	<-s.stopped
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("badgerstore: close: %w", err)
 	}

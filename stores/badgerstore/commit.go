@@ -6,6 +6,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/noydb-go/noydb/internal/batch"
+
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -14,11 +16,11 @@ import (
 // With SyncWrites on, badger syncs its write-ahead log once for every
 // transaction it commits, even when it writes several transactions in one
 // go, so concurrent one-key writes would each pay for a sync. Put,
-// CompareAndSwap and Delete therefore hand their write to one committer
-// goroutine, which gathers the writes waiting at that moment, on distinct
-// keys, into a single badger transaction: one commit, one sync, one
-// commit timestamp (hence distinct versions, as the keys differ). While a
-// batch commits the next one gathers, so a lone write waits for nobody.
+// CompareAndSwap and Delete therefore go through one queue (internal/batch,
+// the SDK's batching primitive): a write that finds no commit running
+// commits at once, alone; the writes that queue meanwhile, on distinct
+// keys, commit together in the next badger transaction: one commit, one
+// sync, one commit timestamp (hence distinct versions, as the keys differ).
 //
 // A compare-and-swap in a batch reads its key in the batch's transaction,
 // so badger's conflict detection still covers it. If the batch as a whole
@@ -33,9 +35,10 @@ const (
 	maxBatchBytes = 4 << 20
 )
 
-// writeOp is one Put, CompareAndSwap or Delete waiting for the committer.
+// writeOp is one Put, CompareAndSwap or Delete in the queue.
 type writeOp struct {
-	ctx      context.Context
+	batch.Slot[*writeOp]
+
 	name     string // operation, for error messages
 	key      string
 	value    []byte
@@ -47,92 +50,49 @@ type writeOp struct {
 	version uint64
 	err     error
 	settled bool
-	done    chan struct{}
 }
 
-// submit hands w to the committer and waits for its outcome. The caller
-// holds the store's read lock, so the committer is running.
-func (s *Store) submit(w *writeOp) (uint64, error) {
-	w.done = make(chan struct{})
-	s.ops <- w
-	<-w.done
+// submit runs w through the queue and returns its outcome. The caller
+// holds the store's read lock, so Close waits for it.
+func (s *Store) submit(ctx context.Context, w *writeOp) (uint64, error) {
+	if err := s.q.Do(ctx, w); err != nil {
+		return 0, err // ctx ended while w waited: nothing was written
+	}
 	return w.version, w.err
 }
 
-// settle records the outcome of w; its caller is released by finish.
+// settle records the outcome of w.
 func (w *writeOp) settle(version uint64, err error) {
 	w.version, w.err, w.settled = version, err, true
-}
-
-// commitLoop is the committer goroutine.
-func (s *Store) commitLoop() {
-	defer close(s.stopped)
-	var queue []*writeOp
-	for {
-		if len(queue) == 0 {
-			select {
-			case w := <-s.ops:
-				queue = append(queue, w)
-			case <-s.stop:
-				return
-			}
-		}
-	gather:
-		for len(queue) < 4*maxBatchOps {
-			select {
-			case w := <-s.ops:
-				queue = append(queue, w)
-			default:
-				break gather
-			}
-		}
-		var batch []*writeOp
-		batch, queue = nextBatch(queue)
-		s.commitBatch(batch)
-	}
 }
 
 // nextBatch takes from queue the writes of the next batch: in arrival order,
 // at most one per key (a later write of the same key, and every write of
 // that key after it, waits for a later batch), within the batch limits.
-func nextBatch(queue []*writeOp) (batch, rest []*writeOp) {
+func nextBatch(queue []*writeOp) (next, rest []*writeOp) {
 	keys := make(map[string]bool, len(queue))
 	size := 0
 	for _, w := range queue {
-		fits := len(batch) == 0 || (len(batch) < maxBatchOps && size+len(w.value) <= maxBatchBytes)
+		fits := len(next) == 0 || (len(next) < maxBatchOps && size+len(w.value) <= maxBatchBytes)
 		if keys[w.key] || !fits {
 			keys[w.key] = true // keep the order of writes to one key
 			rest = append(rest, w)
 			continue
 		}
 		keys[w.key] = true
-		batch = append(batch, w)
+		next = append(next, w)
 		size += len(w.value)
 	}
-	return batch, rest
+	return next, rest
 }
 
-// commitBatch commits batch and releases its callers.
-func (s *Store) commitBatch(batch []*writeOp) {
-	live := batch[:0:0]
-	for _, w := range batch {
-		// A caller whose context ended while it waited gets its error and
-		// nothing is written for it.
-		if err := w.ctx.Err(); err != nil {
-			w.settle(0, err)
-			close(w.done)
-			continue
-		}
-		live = append(live, w)
-	}
-	if len(live) > 0 && !s.commitOps(live) {
-		for _, w := range live {
+// commitBatch is the queue's Run: it commits batch and settles each write.
+func (s *Store) commitBatch(_ context.Context, b []*writeOp) {
+	if !s.commitOps(b) {
+		for _, w := range b {
 			w.settled = false
 			s.commitOps([]*writeOp{w})
 		}
-	}
-	for _, w := range live {
-		close(w.done)
 	}
 }
 
