@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
-	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/ledger"
@@ -577,40 +577,24 @@ func (s *Series) append(ctx context.Context, entries []ledger.Entry) error {
 }
 
 // parallel runs fn for 0 … n-1 on up to workers goroutines and returns the
-// first error (the others stop taking work), or ctx's error if it ended
-// before every fn ran.
+// first error (no further fn starts), or ctx's error if it ended before
+// every fn started.
 func parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
-	if n == 0 {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(workers, 1))
+	started := 0
+	for i := range n {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return fn(gctx, i) })
+		started++
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if started < n || n == 0 {
 		return ctx.Err()
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		next  atomic.Int64
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
-	for range min(workers, n) {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := fn(ctx, i); err != nil {
-					once.Do(func() { first = err; cancel() })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if first != nil {
-		return first
-	}
-	if next.Load() < int64(n) {
-		return context.Cause(ctx)
 	}
 	return nil
 }
