@@ -21,9 +21,9 @@
 // on the head it gave to the derive function, and when another writer gets
 // there first it derives again from the new head rather than re-posting the
 // old result. AppendAfter is the one-shot fence (ErrStaleHead). AppendTx
-// writes inside a caller's store transaction, so a record or a counter and
-// its ledger entry commit together; Update runs such a transaction in the
-// Ledger's turn.
+// writes inside a store transaction, so a record or a counter and its
+// ledger entry commit together; Update (and UpdateKeys) runs such a
+// transaction for the caller, batched with the other writes of the Ledger.
 //
 // # Storage
 //
@@ -41,11 +41,14 @@
 //
 // # Concurrency
 //
-// A Ledger is safe for concurrent use. Concurrent Append and AppendFunc
-// calls on one Ledger are combined into one commit (each call still all or
-// none, each derive function seeing the head its entries follow), and Update
-// runs a caller's transaction in the same turn-taking, so writers in one
-// process do not conflict with each other on the head. Keep one Ledger per
+// A Ledger is safe for concurrent use. Its Append, AppendFunc and Update
+// calls go through one batching queue: those that arrive while a commit is
+// in flight share the next one, a single store transaction on a store with
+// transactions (each call still all or none, each derive function seeing
+// the head its entries follow, each Update function against its own view
+// of the transaction, so one that fails drops only its own writes). So
+// writers in one process share commits instead of conflicting with each
+// other on the head. Keep one Ledger per
 // ledger in a process: several Ledgers on the same store and prefix contend
 // through the store like separate processes, whose retries are bounded by
 // Options.MaxAttempts (then ErrContention). AppendTx called inside a

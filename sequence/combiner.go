@@ -414,6 +414,12 @@ func (c *counter) needsTx() bool {
 // txBody applies c.w.batch inside a store transaction. Its outcome reaches
 // the cache only if the transaction commits.
 func (c *counter) txBody(tx stores.Tx) error {
+	// The ledger runs this again when its batch's transaction conflicts:
+	// start from a clean outcome each time.
+	for _, o := range c.w.batch {
+		o.n, o.err, o.fresh, o.panicked, o.panicVal = 0, nil, false, false, nil
+	}
+	c.w.events = nil
 	pin := c.w.pin
 	item, err := tx.Get(c.key)
 	var st state

@@ -28,7 +28,7 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 		return err
 	}
 	// Admitted like the allocating calls, so Close waits for the marker's
-	// write (on a store without transactions it is not in the ledger's turn).
+	// write (on a store without transactions it is not in a ledger batch).
 	if !q.svc.gate.Enter() {
 		return q.errorf("void", stores.ErrClosed)
 	}

@@ -269,8 +269,8 @@ func (v *Vault) recordKey(collection, id string) string {
 // content only.
 func (v *Vault) write(ctx context.Context, collection, id string, plain []byte, e ledger.Entry) error {
 	if _, ok := v.store.(stores.Transactor); ok {
-		// In the ledger's turn, so that concurrent writers of this process
-		// do not fail one another on the ledger head.
+		// Batched by the ledger: concurrent writers of this process share
+		// commits instead of failing one another on the ledger head.
 		return v.ledger.UpdateKeys(ctx, []string{v.recordKey(collection, id)}, func(tx stores.Tx) error {
 			return v.writeTx(ctx, tx, collection, id, plain, e)
 		})

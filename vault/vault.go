@@ -60,7 +60,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	// one another on the ledger head.
 	var seqStore stores.Store = cfg.Store
 	if _, ok := cfg.Store.(stores.Transactor); ok {
-		seqStore = ledgerTurn{Store: cfg.Store, l: v.ledger}
+		seqStore = ledgerBatch{Store: cfg.Store, l: v.ledger}
 	}
 	v.seqs = sequence.NewService(seqStore, v.seal, prefix, sequence.Config{
 		Journal:  journal{l: v.ledger},
@@ -97,23 +97,24 @@ func (v *Vault) String() string {
 // GoString is String, so %#v does not print the keys either.
 func (v *Vault) GoString() string { return v.String() }
 
-// ledgerTurn is the vault's store as its sequences see it: transactions run
-// in the ledger's turn.
-type ledgerTurn struct {
+// ledgerBatch is the vault's store as its sequences see it: transactions
+// run through the ledger's batches, sharing commits with the vault's other
+// writes.
+type ledgerBatch struct {
 	stores.Store
 	l *ledger.Ledger
 }
 
-// Update runs fn in the ledger's turn. A transaction that committed but
+// Update runs fn in a batch of the ledger. A transaction that committed but
 // whose ledger pin was not saved fails with ledger.ErrUnpinned, which the
 // sequences take for a commit (the numbers come with the error).
-func (s ledgerTurn) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+func (s ledgerBatch) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 	return s.l.Update(ctx, fn)
 }
 
 // UpdateKeys is Update for a function that reads keys (see
 // ledger.Ledger.UpdateKeys).
-func (s ledgerTurn) UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
+func (s ledgerBatch) UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
 	return s.l.UpdateKeys(ctx, keys, fn)
 }
 
