@@ -374,13 +374,17 @@ func (c *counter) attempt(int) error {
 	return c.casAttempt()
 }
 
-// update runs txBody in a store transaction, naming the keys it reads
-// where the transactor takes them.
-func (c *counter) update() error {
-	kt, ok := c.svc.txr.(keyedTransactor)
-	if !ok {
-		return c.svc.txr.Update(c.w.ctx, c.txFn)
+// update runs fn in a store transaction, naming the keys it reads where
+// the transactor takes them.
+func (s *Service) update(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
+	if kt, ok := s.txr.(keyedTransactor); ok {
+		return kt.UpdateKeys(ctx, keys, fn)
 	}
+	return s.txr.Update(ctx, fn)
+}
+
+// update runs txBody in a store transaction, naming the keys it reads.
+func (c *counter) update() error {
 	keys := append(c.w.keys[:0], c.key)
 	for _, o := range c.w.batch {
 		if o.ckey != "" {
@@ -389,7 +393,7 @@ func (c *counter) update() error {
 		keys = append(keys, o.keys...)
 	}
 	c.w.keys = keys
-	return kt.UpdateKeys(c.w.ctx, keys, c.txFn)
+	return c.svc.update(c.w.ctx, keys, c.txFn)
 }
 
 // needsTx reports whether the batch must be written in a transaction: on a

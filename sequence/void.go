@@ -75,7 +75,7 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 	}
 	if q.svc.txr != nil {
 		attempts, err := cas.Do(ctx, q.svc.policy, func(int) error {
-			return q.svc.txr.Update(ctx, func(tx stores.Tx) error {
+			return q.svc.update(ctx, []string{key}, func(tx stores.Tx) error {
 				if _, err := tx.Get(key); err == nil {
 					return fmt.Errorf("number %d: %w", n, ErrAlreadyVoided)
 				} else if !errors.Is(err, stores.ErrNotFound) {

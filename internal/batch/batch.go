@@ -102,9 +102,6 @@ type Queue[T Member[T]] struct {
 // ErrAbandoned when the batch that held m panicked.
 func (q *Queue[T]) Do(ctx context.Context, m T) error {
 	s := m.slot()
-	if s.done == nil {
-		s.done = make(chan struct{}, 1)
-	}
 	s.ctx, s.abandoned = ctx, false
 	defer func() { s.ctx = nil }()
 
@@ -115,6 +112,9 @@ func (q *Queue[T]) Do(ctx context.Context, m T) error {
 		s.one[0] = m
 		q.lead(s.one[:])
 		return nil
+	}
+	if s.done == nil {
+		s.done = make(chan struct{}, 1) // only a call that waits needs one
 	}
 	q.queue = append(q.queue, m)
 	q.mu.Unlock()
