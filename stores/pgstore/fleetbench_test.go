@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -20,47 +21,58 @@ import (
 
 // BenchmarkFleet compares noydb's numbering on PostgreSQL with the raw
 // counter-row pattern of seed 000, on the same server in the same run, with
-// durable commits. Each sub-benchmark reports numbers/s and, after
-// seed-pattern-64 has run, its ratio to it (x-seed). The vault benchmarks also
-// report how their transactions look: numbers/tx (how many numbers one
-// transaction carried), stmts/number (statements sent to the server per
-// number, begin and commit included) and trips/number (round trips per number;
-// pgstore pipelines a transaction's statements, so a round trip carries
-// several). Round trips are where the time goes: each is made while the
-// counter's row lock is held.
+// durable commits. Each sub-benchmark reports numbers/s, and its ratio to the
+// baselines it is compared with, which run before it: x-seed (to
+// seed-pattern-64), x-seed-series (to seed-pattern-64-series) and x-hot (to
+// next-64). The vault benchmarks also report how their transactions look:
+// numbers/tx (how many numbers one transaction carried), stmts/number
+// (statements sent to the server per number, begin and commit included) and
+// trips/number (round trips per number; pgstore pipelines a transaction's
+// statements, so a round trip carries several). Round trips are where the
+// time goes: each is made while the counter's row lock is held.
 //
-//	seed-pattern-64   64 callers, one pgx transaction per number (update-returning, insert, commit)
-//	next-64           64 callers of Sequence.Next on one series of a vault
-//	putnumbered-64    64 callers of Collection.PutNumbered on one series
-//	next-1            one caller of Next: ns/op is the latency of one Next
-//	next-64-series    64 callers of Next, each on a series of its own
+//	seed-pattern-64         64 callers, one pgx transaction per number (update-returning, insert, commit) on one stream row
+//	next-64                 64 callers of Sequence.Next on one series of a vault (x-seed)
+//	putnumbered-64          64 callers of Collection.PutNumbered on one series (x-seed)
+//	next-1                  one caller of Next: ns/op is the latency of one Next
+//	seed-pattern-64-series  the seed pattern with 64 callers, each on a stream row of its own
+//	next-64-series          64 callers of Next, each on a series of its own (x-seed-series, x-hot)
+//
+// After each run the heads are checked: every series (and stream row) is at
+// exactly the count of numbers taken from it.
 //
 // Run it with:
 //
 //	scripts/with-postgres go test -run '^$' -bench BenchmarkFleet -benchtime 5s ./stores/pgstore/
+//
+// scripts/bench-writepath runs it with the root package's write-path
+// benchmarks and prints the table of issue 11.
 func BenchmarkFleet(b *testing.B) {
-	var base float64 // numbers/s of seed-pattern-64
-	bench := func(name string, callers int, setup func(b *testing.B) func(ctx context.Context, caller int) error) {
+	rates := map[string]float64{} // numbers/s of each sub-benchmark that has run
+	// ratio names a baseline of a sub-benchmark and the unit its ratio is
+	// reported in.
+	type ratio struct{ base, unit string }
+	bench := func(name string, callers int, setup func(b *testing.B) func(ctx context.Context, caller int) error, ratios ...ratio) {
 		b.Run(name, func(b *testing.B) {
 			take := setup(b)
 			rate := benchCallersRate(b, callers, take)
-			if name == "seed-pattern-64" {
-				base = rate
-			} else if base > 0 {
-				b.ReportMetric(rate/base, "x-seed")
+			rates[name] = rate
+			for _, r := range ratios {
+				if base := rates[r.base]; base > 0 {
+					b.ReportMetric(rate/base, r.unit)
+				}
 			}
 		})
 	}
+	toSeed := ratio{"seed-pattern-64", "x-seed"}
 
-	bench("seed-pattern-64", benchCallers, seedPattern)
+	bench("seed-pattern-64", benchCallers, func(b *testing.B) func(context.Context, int) error {
+		return seedPatternStreams(b, 1)
+	})
 	bench("next-64", benchCallers, func(b *testing.B) func(context.Context, int) error {
 		_, seq := benchVault(b, 1)
-		b.Cleanup(func() { checkHead(b, seq[0], uint64(b.N)) })
-		return func(ctx context.Context, _ int) error {
-			_, err := seq[0].Next(ctx)
-			return err
-		}
-	})
+		return nextOn(b, seq)
+	}, toSeed)
 	bench("putnumbered-64", benchCallers, func(b *testing.B) func(context.Context, int) error {
 		v, seq := benchVault(b, 1)
 		b.Cleanup(func() { checkHead(b, seq[0], uint64(b.N)) })
@@ -73,22 +85,42 @@ func BenchmarkFleet(b *testing.B) {
 			})
 			return err
 		}
-	})
+	}, toSeed)
 	bench("next-1", 1, func(b *testing.B) func(context.Context, int) error {
 		_, seq := benchVault(b, 1)
-		b.Cleanup(func() { checkHead(b, seq[0], uint64(b.N)) })
-		return func(ctx context.Context, _ int) error {
-			_, err := seq[0].Next(ctx)
-			return err
-		}
+		return nextOn(b, seq)
+	})
+	bench("seed-pattern-64-series", benchCallers, func(b *testing.B) func(context.Context, int) error {
+		return seedPatternStreams(b, benchCallers)
 	})
 	bench("next-64-series", benchCallers, func(b *testing.B) func(context.Context, int) error {
 		_, seqs := benchVault(b, benchCallers)
-		return func(ctx context.Context, caller int) error {
-			_, err := seqs[caller].Next(ctx)
-			return err
+		return nextOn(b, seqs)
+	}, ratio{"seed-pattern-64-series", "x-seed-series"}, ratio{"next-64", "x-hot"})
+}
+
+// nextOn returns a take function calling Next, caller i on
+// seqs[i % len(seqs)], and checks when b ends that each series is at exactly
+// the count of numbers taken from it.
+func nextOn(b *testing.B, seqs []*sequence.Sequence) func(context.Context, int) error {
+	b.Helper()
+	byCaller := make([]uint64, benchCallers) // each caller counts its own
+	b.Cleanup(func() {
+		taken := make([]uint64, len(seqs))
+		for c, n := range byCaller {
+			taken[c%len(seqs)] += n
+		}
+		for i, seq := range seqs {
+			checkHead(b, seq, taken[i])
 		}
 	})
+	return func(ctx context.Context, caller int) error {
+		if _, err := seqs[caller%len(seqs)].Next(ctx); err != nil {
+			return err
+		}
+		byCaller[caller]++
+		return nil
+	}
 }
 
 // benchCallersRate hands b.N numbers to callers goroutines, each calling take
@@ -166,11 +198,18 @@ func checkHead(b *testing.B, seq *sequence.Sequence, want uint64) {
 }
 
 // seedPattern is the code of BenchmarkSeedPattern64 as a take function: the
-// counter-row pattern of seed 000 through pgx, one durable transaction per
-// number that increments the stream's head row and inserts the event
-// carrying the number. At the end it checks that every number from 1 to b.N
-// was taken exactly once.
+// counter-row pattern of seed 000 on one stream row (see seedPatternStreams).
 func seedPattern(b *testing.B) func(context.Context, int) error {
+	return seedPatternStreams(b, 1)
+}
+
+// seedPatternStreams returns a take function running the counter-row pattern
+// of seed 000 through pgx on streams stream rows, caller i on row i % streams:
+// one durable transaction per number that increments the stream's head row
+// and inserts the event carrying the number. When b ends it checks that every
+// stream's head, event count and highest event number are the same, and that
+// the streams' events add up to b.N.
+func seedPatternStreams(b *testing.B, streams int) func(context.Context, int) error {
 	dbURL := pgtest.URL(b)
 	schema := `"` + pgtest.Schema(b) + `"`
 	ctx := context.Background()
@@ -191,7 +230,7 @@ func seedPattern(b *testing.B) func(context.Context, int) error {
 			stream_id text NOT NULL REFERENCES ` + schema + `.streams (id),
 			seq bigint NOT NULL, type text NOT NULL, data jsonb NOT NULL,
 			PRIMARY KEY (stream_id, seq))`,
-		`INSERT INTO ` + schema + `.streams (id) VALUES ('bench')`,
+		`INSERT INTO ` + schema + `.streams (id) SELECT 's' || i FROM generate_series(0, ` + strconv.Itoa(streams-1) + `) AS i`,
 	} {
 		if _, err := pool.Exec(ctx, stmt); err != nil {
 			b.Fatal(err)
@@ -199,29 +238,47 @@ func seedPattern(b *testing.B) func(context.Context, int) error {
 	}
 	next := `UPDATE ` + schema + `.streams SET head = head + 1 WHERE id = $1 RETURNING head`
 	event := `INSERT INTO ` + schema + `.stream_events (stream_id, seq, type, data) VALUES ($1, $2, $3, $4)`
+	ids := make([]string, streams)
+	for i := range ids {
+		ids[i] = "s" + strconv.Itoa(i)
+	}
 
 	b.Cleanup(func() {
 		if b.Failed() {
 			return
 		}
-		var head, count, maxSeq int64
-		if err := pool.QueryRow(ctx, `SELECT head FROM `+schema+`.streams WHERE id = 'bench'`).Scan(&head); err != nil {
+		rows, err := pool.Query(ctx, `SELECT s.id, s.head, count(e.seq), coalesce(max(e.seq), 0)
+			FROM `+schema+`.streams s LEFT JOIN `+schema+`.stream_events e ON e.stream_id = s.id
+			GROUP BY s.id, s.head`)
+		if err != nil {
 			b.Fatal(err)
 		}
-		if err := pool.QueryRow(ctx, `SELECT count(*), coalesce(max(seq), 0) FROM `+schema+`.stream_events`).Scan(&count, &maxSeq); err != nil {
+		var id string
+		var head, count, maxSeq, total int64
+		found := 0
+		_, err = pgx.ForEachRow(rows, []any{&id, &head, &count, &maxSeq}, func() error {
+			found++
+			total += count
+			if head != count || maxSeq != count {
+				return fmt.Errorf("stream %s: head %d, %d events up to %d, want all three the same", id, head, count, maxSeq)
+			}
+			return nil
+		})
+		if err != nil {
 			b.Fatal(err)
 		}
-		if head != int64(b.N) || count != int64(b.N) || maxSeq != int64(b.N) {
-			b.Fatalf("head %d, %d events up to %d, want all three %d", head, count, maxSeq, b.N)
+		if found != streams || total != int64(b.N) {
+			b.Fatalf("%d events on %d streams after %d numbers on %d", total, found, b.N, streams)
 		}
 	})
-	return func(ctx context.Context, _ int) error {
+	return func(ctx context.Context, caller int) error {
+		stream := ids[caller%streams]
 		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			var head int64
-			if err := tx.QueryRow(ctx, next, "bench").Scan(&head); err != nil {
+			if err := tx.QueryRow(ctx, next, stream).Scan(&head); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, event, "bench", head, "allocated", `{"by":"bench"}`)
+			_, err := tx.Exec(ctx, event, stream, head, "allocated", `{"by":"bench"}`)
 			return err
 		})
 	}
