@@ -273,7 +273,11 @@ func runBatchCrashChild(t *testing.T, dir string, round, killAfter, selfKill int
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
-	guard := time.AfterFunc(crashGuard, func() { _ = cmd.Process.Kill() })
+	var hung atomic.Bool
+	guard := time.AfterFunc(crashGuard, func() {
+		hung.Store(true)
+		_ = cmd.Process.Kill()
+	})
 	defer guard.Stop()
 	var lines []string
 	sc := bufio.NewScanner(stdout)
@@ -285,6 +289,7 @@ func runBatchCrashChild(t *testing.T, dir string, round, killAfter, selfKill int
 	}
 	require.NoError(t, sc.Err())
 	err = cmd.Wait()
+	require.False(t, hung.Load(), "round %d: the child ran for %v without being killed; stderr:\n%s", round, crashGuard, stderr.String())
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "round %d: the child must die of SIGKILL; it printed:\n%s\nstderr:\n%s",
 		round, strings.Join(lines, "\n"), stderr.String())

@@ -256,9 +256,15 @@ func runManySeries(t *testing.T, st stores.Store, l manySeriesLoad) {
 			}
 		}
 	}
-	n, err := records.Count(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, l.writers*(l.recordsPer/2), n, "records left")
+	left := 0
+	for r, err := range records.List(ctx) {
+		require.NoError(t, err, "list records")
+		left++
+		assert.Equal(t, fmt.Sprintf("w%d-%d", r.Value.Writer, r.Value.I), r.ID, "record %s", r.ID)
+		assert.Equal(t, 1, r.Value.I%2, "record %s was deleted", r.ID)
+		assert.Equal(t, uint64(2), r.Revision, "record %s: put twice", r.ID)
+	}
+	assert.Equal(t, l.writers*(l.recordsPer/2), left, "records left")
 	for s := range l.numbered {
 		for num, id := range numberedBy[s] {
 			inv, err := numberedRecs.Get(ctx, id)
