@@ -235,9 +235,9 @@ func TestBatchedWritesSurviveKill(t *testing.T) {
 		// killAfter acknowledgements, wherever its writes then are. Odd
 		// rounds: the child kills itself just after a commit, before the
 		// writes in it are acknowledged.
-		killAfter, selfKill := 5+rng.IntN(150), 0
+		killAfter, selfKill := 5+rng.IntN(120), 0
 		if round%2 == 1 {
-			killAfter, selfKill = 0, 10+rng.IntN(60)
+			killAfter, selfKill = 0, 5+rng.IntN(40)
 		}
 		lines := runBatchCrashChild(t, dir, round, killAfter, selfKill)
 		require.GreaterOrEqual(t, len(lines), killAfter, "round %d: acknowledgements before the kill", round)
