@@ -289,3 +289,35 @@ func TestQueuedUpdateCancelledTakesNothing(t *testing.T) {
 	assert.False(t, ran.Load(), "a call cancelled while queued never runs")
 	verifyClean(t, l, 0)
 }
+
+func TestLeaderGivingUpDoesNotFailTheOthers(t *testing.T) {
+	st := newTxCounter(memstore.New())
+	l := newLedger(t, st)
+	release, held := holdQueue(t, l)
+
+	// The first queued call leads the next batch; it gives up while the
+	// batch runs (its context ends inside its own function).
+	leaderCtx, cancel := context.WithCancel(context.Background())
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		errs[0] = l.Update(leaderCtx, func(tx stores.Tx) error {
+			cancel()
+			_, err := l.AppendTx(leaderCtx, tx, fact(1))
+			return err
+		})
+	})
+	waitQueued(l, 1)
+	for i := 1; i < 4; i++ {
+		wg.Go(func() { errs[i] = l.Update(context.Background(), writeFact(l, fmt.Sprintf("k%d", i), i+1, nil)) })
+	}
+	waitQueued(l, 4)
+	release()
+	require.NoError(t, <-held)
+	wg.Wait()
+	assert.ErrorIs(t, errs[0], context.Canceled, "the caller that gave up gets its context's error")
+	for i := 1; i < 4; i++ {
+		assert.NoError(t, errs[i], "call %d is not failed by the leader giving up", i)
+	}
+	verifyClean(t, l, 3)
+}
