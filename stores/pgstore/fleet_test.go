@@ -183,15 +183,23 @@ type fleetChild struct {
 // called (from the reading goroutine) after every acknowledged number.
 func startChild(t testing.TB, ctx context.Context, mode, dbURL, schema string, index, per int, onAck func(*fleetChild)) *fleetChild {
 	t.Helper()
-	c := &fleetChild{index: index, read: make(chan struct{})}
-	c.cmd = osexec.CommandContext(ctx, os.Args[0], "-test.run=^TestFleetHelperProcess$", "-test.count=1")
-	c.cmd.Env = append(os.Environ(),
+	return startFleetProcess(t, ctx, "TestFleetHelperProcess", index, onAck,
 		envFleetMode+"="+mode,
 		envFleetURL+"="+dbURL,
 		envFleetSchema+"="+schema,
 		envFleetChild+"="+strconv.Itoa(index),
 		envFleetPer+"="+strconv.Itoa(per),
 	)
+}
+
+// startFleetProcess starts this test binary running test run with env
+// added, and reads the numbers it acknowledges ("n NUMBER [ID]" lines).
+// onAck, if not nil, is called (from the reading goroutine) after each.
+func startFleetProcess(t testing.TB, ctx context.Context, run string, index int, onAck func(*fleetChild), env ...string) *fleetChild {
+	t.Helper()
+	c := &fleetChild{index: index, read: make(chan struct{})}
+	c.cmd = osexec.CommandContext(ctx, os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
+	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stderr = &c.stderr
 	out, err := c.cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -684,39 +692,6 @@ func TestFleetManySeriesHelperProcess(t *testing.T) {
 	wg.Wait()
 }
 
-// startFleetProcess starts this test binary running test run with env
-// added, reading the numbers it acknowledges ("n NUMBER [ID]" lines) as
-// startChild does.
-func startFleetProcess(t testing.TB, ctx context.Context, run string, index int, env ...string) *fleetChild {
-	t.Helper()
-	c := &fleetChild{index: index, read: make(chan struct{})}
-	c.cmd = osexec.CommandContext(ctx, os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
-	c.cmd.Env = append(os.Environ(), env...)
-	c.cmd.Stderr = &c.stderr
-	out, err := c.cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, c.cmd.Start())
-	go func() {
-		defer close(c.read)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			line := sc.Text()
-			a, ok := parseAck(line)
-			c.mu.Lock()
-			if ok {
-				c.acks = append(c.acks, a)
-			} else if line != "PASS" {
-				c.other = append(c.other, line)
-			}
-			c.mu.Unlock()
-			if ok {
-				c.acked.Add(1)
-			}
-		}
-	}()
-	return c
-}
-
 // TestFleetManySeries: manyProcs processes, each with its own DB and pool,
 // take numbers of manySeries series all at once, manyPerProc of each
 // series per process. Every series ends with exactly 1..manyPerSeries, the
@@ -732,7 +707,7 @@ func TestFleetManySeries(t *testing.T) {
 	began := time.Now()
 	children := make([]*fleetChild, manyProcs)
 	for i := range children {
-		children[i] = startFleetProcess(t, ctx, "TestFleetManySeriesHelperProcess", i,
+		children[i] = startFleetProcess(t, ctx, "TestFleetManySeriesHelperProcess", i, nil,
 			envFleetMany+"="+strconv.Itoa(manyPerProc),
 			envFleetURL+"="+dbURL,
 			envFleetSchema+"="+schema)
