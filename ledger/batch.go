@@ -163,18 +163,26 @@ func (l *Ledger) runTx(ctx context.Context, b []*request) {
 // its parts apart would not cure.
 func (l *Ledger) commitTx(ctx context.Context, b []*request) (head Head, whole bool, err error) {
 	var sealed []byte
+	filled := false // the last attempt's body succeeded: an error is the commit's
 	attempts, err := cas.Do(ctx, l.policy, func(int) error {
 		for _, r := range b {
 			r.reset()
 		}
-		whole = false
+		whole, filled = false, false
 		pin := l.pinned() // before the transaction's snapshot: see appendTx
 		return l.tr.Update(ctx, func(tx stores.Tx) error {
 			var err error
 			head, sealed, whole, err = l.fill(ctx, tx, b, pin)
+			filled = err == nil
 			return err
 		})
 	})
+	if err != nil && filled && !errors.Is(err, stores.ErrTooLarge) {
+		// The commit failed after the body ran: the store may have applied
+		// it (a connection lost at COMMIT). Running the batch again, in
+		// halves, could append its entries twice.
+		whole = true
+	}
 	switch {
 	case err == nil:
 		if sealed != nil {
