@@ -258,6 +258,15 @@ func (l *Ledger) fill(ctx context.Context, tx stores.Tx, b []*request, pin Head)
 		bt.head = headOf(recs, bt.head)
 		r.head, r.moved = bt.head, len(recs) > 0
 	}
+	if !alone && slices.ContainsFunc(b, func(r *request) bool { return r.failed }) {
+		// A closure failed: perhaps because another one spoiled the
+		// transaction (a statement that failed on PostgreSQL fails every
+		// later call). Ask the transaction, so that a spoiled one fails
+		// here, before its commit, and the batch is run again in halves.
+		if _, err := tx.Get(l.headKey); err != nil && !errors.Is(err, stores.ErrNotFound) {
+			return Head{}, nil, false, err
+		}
+	}
 	if bt.head.Equal(hs.Head) {
 		return bt.head, nil, false, nil
 	}

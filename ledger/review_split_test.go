@@ -2,6 +2,8 @@ package ledger_test
 
 import (
 	"context"
+	"errors"
+	"github.com/noydb-go/noydb/stores"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,4 +58,84 @@ func TestReviewAmbiguousCommitIsNotSplit(t *testing.T) {
 	rep, err := l.Verify(ctx)
 	require.NoError(t, err)
 	assert.True(t, rep.OK())
+}
+
+// spoilingStore's transactions behave like PostgreSQL's: a read of the key
+// "spoil" fails on the server, and then every later call of the
+// transaction fails with that error, and Update returns it without
+// committing.
+type spoilingStore struct {
+	stores.Store
+	tr stores.Transactor
+}
+
+var errSpoiled = errors.New("statement failed: transaction aborted")
+
+func (s spoilingStore) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+	st := &spoilingTx{}
+	return s.tr.Update(ctx, func(tx stores.Tx) error {
+		st.Tx = tx
+		if err := fn(st); err != nil {
+			return err
+		}
+		return st.err
+	})
+}
+
+type spoilingTx struct {
+	stores.Tx
+	err error
+}
+
+func (t *spoilingTx) Get(key string) (stores.Item, error) {
+	if t.err == nil && key == "spoil" {
+		t.err = errSpoiled
+	}
+	if t.err != nil {
+		return stores.Item{}, t.err
+	}
+	return t.Tx.Get(key)
+}
+
+func (t *spoilingTx) Put(key string, value []byte) error {
+	if t.err != nil {
+		return t.err
+	}
+	return t.Tx.Put(key, value)
+}
+
+// A closure whose read spoils the batch's transaction fails alone: the
+// closures after it, whose reads failed only because of it, are run again
+// without it and succeed. (Guards the fix of the ambiguous commit: a batch
+// refused before its commit is still split.)
+func TestReviewSpoiledBatchIsStillSplit(t *testing.T) {
+	mem := memstore.New()
+	l := newLedger(t, spoilingStore{Store: mem, tr: mem})
+	ctx := context.Background()
+	release, held := holdQueue(t, l)
+
+	var wg sync.WaitGroup
+	var errSpoiler, errReader error
+	wg.Go(func() {
+		errSpoiler = l.Update(ctx, func(tx stores.Tx) error {
+			_, err := tx.Get("spoil")
+			return err
+		})
+	})
+	waitQueued(l, 1)
+	wg.Go(func() {
+		errReader = l.Update(ctx, func(tx stores.Tx) error {
+			_, err := tx.Get("other")
+			if errors.Is(err, stores.ErrNotFound) {
+				return nil
+			}
+			return err
+		})
+	})
+	waitQueued(l, 2)
+	release()
+	require.NoError(t, <-held)
+	wg.Wait()
+	assert.ErrorIs(t, errSpoiler, errSpoiled)
+	assert.NoError(t, errReader, "a closure is not failed by another closure's failed statement")
 }
