@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 	"sync"
 	"sync/atomic"
@@ -138,4 +139,67 @@ func TestReviewSpoiledBatchIsStillSplit(t *testing.T) {
 	wg.Wait()
 	assert.ErrorIs(t, errSpoiler, errSpoiled)
 	assert.NoError(t, errReader, "a closure is not failed by another closure's failed statement")
+}
+
+// The same ambiguous commit with closures that take numbers the way a
+// sequence counter does (read the counter, write it one higher, append an
+// allocation): run again in halves, each closure takes a second number,
+// and the first one, committed with its allocation entry, is given to
+// nobody: a number skipped.
+func TestReviewAmbiguousCommitSkipsNoNumber(t *testing.T) {
+	var updates atomic.Int64
+	st := faultstore.New(memstore.New(), faultstore.Options{
+		After: func(op faultstore.Op, _ string) error {
+			if op == faultstore.OpUpdate && updates.Add(1) == 2 {
+				return faultstore.ErrInjectedAfter
+			}
+			return nil
+		},
+	})
+	l := newLedger(t, st)
+	ctx := context.Background()
+	take := func(counter string, got *uint64) func(tx stores.Tx) error {
+		return func(tx stores.Tx) error {
+			var n uint64
+			if it, err := tx.Get(counter); err == nil {
+				n = uint64(it.Value[0])
+			} else if !errors.Is(err, stores.ErrNotFound) {
+				return err
+			}
+			n++
+			if err := tx.Put(counter, []byte{byte(n)}); err != nil {
+				return err
+			}
+			if _, err := l.AppendTx(ctx, tx, ledger.Entry{Kind: ledger.NumberAllocated, Series: counter, Number: n}); err != nil {
+				return err
+			}
+			*got = n
+			return nil
+		}
+	}
+	release, held := holdQueue(t, l)
+	counters := []string{"a", "b"}
+	got := make([]uint64, len(counters))
+	errs := make([]error, len(counters))
+	var wg sync.WaitGroup
+	for i, c := range counters {
+		wg.Go(func() { errs[i] = l.Update(ctx, take(c, &got[i])) })
+	}
+	waitQueued(l, len(counters))
+	release()
+	require.NoError(t, <-held)
+	wg.Wait()
+
+	allocated := map[string][]uint64{}
+	for _, e := range readAll(t, l, 1) {
+		if e.Kind == ledger.NumberAllocated {
+			allocated[e.Series] = append(allocated[e.Series], e.Number)
+		}
+	}
+	for i, c := range counters {
+		if errs[i] != nil {
+			continue // the ambiguous outcome, reported: the caller knows
+		}
+		assert.Equal(t, []uint64{got[i]}, allocated[c], "series %s: the one number its caller got, and no other", c)
+	}
 }
