@@ -155,6 +155,16 @@ func (l *Ledger) runTx(ctx context.Context, b []*request) {
 			r.err = pinErr
 		}
 	}
+	// A closure of a batch of several that reported a conflict is run
+	// again alone, where its conflicts are retried, as they are for a
+	// closure that had no company.
+	if len(b) > 1 {
+		for _, r := range b {
+			if r.update != nil && r.failed && r.panicked == nil && errors.Is(r.err, stores.ErrConflict) {
+				l.runTx(ctx, []*request{r})
+			}
+		}
+	}
 }
 
 // commitTx runs b in one store transaction, retrying conflicts, and
