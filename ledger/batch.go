@@ -222,7 +222,10 @@ func (l *Ledger) fill(ctx context.Context, tx stores.Tx, b []*request, pin Head)
 			keys = append(keys, r.keys...)
 		}
 		if err := p.Prefetch(keys); err != nil {
-			return Head{}, nil, false, err
+			// A key a caller named may be invalid: its batch runs apart,
+			// down to that caller. Any other failure (the server) is the
+			// whole batch's.
+			return Head{}, nil, !errors.Is(err, stores.ErrInvalidKey), err
 		}
 	}
 	hs, err := l.readHeadTx(tx)
