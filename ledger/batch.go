@@ -155,6 +155,16 @@ func (l *Ledger) runTx(ctx context.Context, b []*request) {
 			r.err = pinErr
 		}
 	}
+	// A closure of a batch of several that reported a conflict is run
+	// again alone, where its conflicts are retried, as they are for a
+	// closure that had no company.
+	if len(b) > 1 {
+		for _, r := range b {
+			if r.update != nil && r.failed && r.panicked == nil && errors.Is(r.err, stores.ErrConflict) {
+				l.runTx(ctx, []*request{r})
+			}
+		}
+	}
 }
 
 // commitTx runs b in one store transaction, retrying conflicts, and
@@ -163,18 +173,26 @@ func (l *Ledger) runTx(ctx context.Context, b []*request) {
 // its parts apart would not cure.
 func (l *Ledger) commitTx(ctx context.Context, b []*request) (head Head, whole bool, err error) {
 	var sealed []byte
+	filled := false // the last attempt's body succeeded: an error is the commit's
 	attempts, err := cas.Do(ctx, l.policy, func(int) error {
 		for _, r := range b {
 			r.reset()
 		}
-		whole = false
+		whole, filled = false, false
 		pin := l.pinned() // before the transaction's snapshot: see appendTx
 		return l.tr.Update(ctx, func(tx stores.Tx) error {
 			var err error
 			head, sealed, whole, err = l.fill(ctx, tx, b, pin)
+			filled = err == nil
 			return err
 		})
 	})
+	if err != nil && filled && !errors.Is(err, stores.ErrTooLarge) {
+		// The commit failed after the body ran: the store may have applied
+		// it (a connection lost at COMMIT). Running the batch again, in
+		// halves, could append its entries twice.
+		whole = true
+	}
 	switch {
 	case err == nil:
 		if sealed != nil {
@@ -204,7 +222,10 @@ func (l *Ledger) fill(ctx context.Context, tx stores.Tx, b []*request, pin Head)
 			keys = append(keys, r.keys...)
 		}
 		if err := p.Prefetch(keys); err != nil {
-			return Head{}, nil, false, err
+			// A key a caller named may be invalid: its batch runs apart,
+			// down to that caller. Any other failure (the server) is the
+			// whole batch's.
+			return Head{}, nil, !errors.Is(err, stores.ErrInvalidKey), err
 		}
 	}
 	hs, err := l.readHeadTx(tx)
@@ -249,6 +270,15 @@ func (l *Ledger) fill(ctx context.Context, tx stores.Tx, b []*request, pin Head)
 		}
 		bt.head = headOf(recs, bt.head)
 		r.head, r.moved = bt.head, len(recs) > 0
+	}
+	if !alone && slices.ContainsFunc(b, func(r *request) bool { return r.failed }) {
+		// A closure failed: perhaps because another one spoiled the
+		// transaction (a statement that failed on PostgreSQL fails every
+		// later call). Ask the transaction, so that a spoiled one fails
+		// here, before its commit, and the batch is run again in halves.
+		if _, err := tx.Get(l.headKey); err != nil && !errors.Is(err, stores.ErrNotFound) {
+			return Head{}, nil, false, err
+		}
 	}
 	if bt.head.Equal(hs.Head) {
 		return bt.head, nil, false, nil
