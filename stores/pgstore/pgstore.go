@@ -69,7 +69,8 @@ var (
 // queries holds the statements, with the schema name filled in.
 type queries struct {
 	get, put, insert, update, delete string
-	upsert, getOrClaim, unclaim      string
+	putMany, deleteMany              string
+	getOrClaim, unclaim              string
 	lockOrClaim, readMany            string
 	list, listAll                    string
 }
@@ -110,9 +111,16 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		update: s.sql(`UPDATE {s}.items SET value = $3, version = {next}
 			WHERE key = $1 AND version = $2 RETURNING version`),
 		delete: s.sql(`DELETE FROM {s}.items WHERE key = $1`),
-		// Tx.Put: put without the result, so it can be queued.
-		upsert: s.sql(`INSERT INTO {s}.items (key, value, version) VALUES ($1, $2, {next})
+		// Tx.Put and Tx.Delete: a transaction's pending writes, at most one
+		// of each per round trip. putMany upserts any number of distinct keys,
+		// each with a new version of its own, in ascending key order, so the
+		// row locks it takes (or waits for) come in that order; ORDER BY
+		// keeps the inserts in it whatever the planner does. deleteMany
+		// removes any number of keys, which Tx sends sorted too.
+		putMany: s.sql(`INSERT INTO {s}.items (key, value, version)
+			SELECT k, v, {next} FROM unnest($1::bytea[], $2::bytea[]) AS w(k, v) ORDER BY k
 			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.version`),
+		deleteMany: s.sql(`DELETE FROM {s}.items WHERE key = ANY($1::bytea[])`),
 		// Tx.Get, in one statement: lock the key's row and return it, or,
 		// if there is none, claim the key and return the claim (version 0).
 		// A claim is a row that Update deletes before commit: no other
