@@ -47,8 +47,8 @@ const (
 //
 // A statement that fails inside the transaction spoils it: the Tx's later
 // calls return the same error, and if fn returns nil anyway Update rolls back
-// and returns that error. A queued write that fails is reported by the Get
-// whose round trip carried it, or else by Update.
+// and returns that error. A recorded write that fails is reported by the Get
+// or Prefetch whose round trip carried it, or else by Update.
 func (s *Store) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 	if err := s.check(ctx); err != nil {
 		return err
