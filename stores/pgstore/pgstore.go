@@ -40,6 +40,18 @@ const (
 	listPageBytes = 4 << 20
 )
 
+// planCacheMode is the server setting that decides whether a prepared
+// statement is planned for its parameters at each execution. Open sets it to
+// force_custom_plan unless the connection string sets it. pgx prepares every
+// statement once per connection, and under the server's default (auto) a
+// statement is soon given a generic plan, chosen once from the table's size
+// at that moment: on a new, small items table that plan scans the whole
+// table, and it stays in use while the table grows (until autovacuum analyzes
+// it), so every statement on items costs more with every row written. A
+// custom plan looks the keys up in the index whatever the table's size, and
+// planning these statements costs microseconds.
+const planCacheMode = "plan_cache_mode"
+
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // Store is a stores.Store and stores.Transactor on PostgreSQL. Create it with
@@ -99,6 +111,9 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	}
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams[planCacheMode]; !set {
+		cfg.ConnConfig.RuntimeParams[planCacheMode] = "force_custom_plan"
 	}
 	s := &Store{schema: o.Schema, secret: cfg.ConnConfig.Password}
 	s.q = queries{
