@@ -35,11 +35,11 @@ const (
 // most two statements, one upsert of every key put and one delete of every key
 // deleted, the last write of each key winning. So a transaction costs one
 // round trip per such Get plus one for the commit, BEGIN included, and a few
-// statements per round trip however many keys it writes. A Get of a key the transaction has already read, claimed or
-// written is answered without a round trip: the transaction holds that key's
-// lock or has written it, so the answer cannot have changed. No connection is
-// taken from the pool until the first round trip; a transaction that sends
-// nothing commits without one.
+// statements per round trip however many keys it writes. A Get of a key the
+// transaction has already read, claimed or written is answered without a
+// round trip: the transaction holds that key's lock or has written it, so the
+// answer cannot have changed. No connection is taken from the pool until the
+// first round trip; a transaction that sends nothing commits without one.
 //
 // The Tx is also a stores.Prefetcher: Prefetch reads, locks or claims any
 // number of keys in one round trip, in ascending key order, so that their
