@@ -42,14 +42,28 @@
 // prefetched key costs no round trip.
 //
 // A transaction's statements are pipelined, because each round trip is made
-// while the rows it locked stay locked: Tx.Put and Tx.Delete are queued and
-// sent in one batch with the next Tx.Get that needs the server, or with the
-// commit; BEGIN travels with the first batch and COMMIT with the last. A Get
-// of a key the transaction already holds (read, claimed or written) is
+// while the rows it locked stay locked. Tx.Put and Tx.Delete send nothing:
+// they record the write, the last write of a key replacing any earlier one.
+// The next round trip, that of a Tx.Get that needs the server, of a Prefetch
+// or of the commit, carries the recorded writes first, as at most two
+// statements whatever their number: one upsert of every key put (each row
+// with a new version of its own, the rows locked in ascending key order) and
+// one delete of every key deleted. BEGIN travels with the first round trip
+// and COMMIT with the last, after the removal of the transaction's claims. A
+// Get of a key the transaction already holds (read, claimed or written) is
 // answered without a round trip. So a transaction costs one round trip per Get
 // of a new key, or one per Prefetch however many keys it names, plus one to
-// commit. A queued write that fails is reported by
-// the Get that carried it, or by Update.
+// commit, and a few statements per round trip rather than one per key
+// written. A write that fails is reported by the Get or Prefetch whose round
+// trip carried it, or by Update, and spoils the transaction.
+//
+// Every statement is prepared once per connection and planned for its
+// parameters at each execution: Open sets the server's plan_cache_mode to
+// force_custom_plan unless the connection string sets it. Under the server's
+// default a prepared statement soon keeps one generic plan, chosen from the
+// table's size at that moment; chosen while the table is small, it scans the
+// table whole, and every write made it slower until autovacuum analyzed the
+// table (a fresh vault under load lost four fifths of its throughput).
 //
 // # Concurrency
 //

@@ -40,6 +40,18 @@ const (
 	listPageBytes = 4 << 20
 )
 
+// planCacheMode is the server setting that decides whether a prepared
+// statement is planned for its parameters at each execution. Open sets it to
+// force_custom_plan unless the connection string sets it. pgx prepares every
+// statement once per connection, and under the server's default (auto) a
+// statement is soon given a generic plan, chosen once from the table's size
+// at that moment: on a new, small items table that plan scans the whole
+// table, and it stays in use while the table grows (until autovacuum analyzes
+// it), so every statement on items costs more with every row written. A
+// custom plan looks the keys up in the index whatever the table's size, and
+// planning these statements costs microseconds.
+const planCacheMode = "plan_cache_mode"
+
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // Store is a stores.Store and stores.Transactor on PostgreSQL. Create it with
@@ -69,7 +81,8 @@ var (
 // queries holds the statements, with the schema name filled in.
 type queries struct {
 	get, put, insert, update, delete string
-	upsert, getOrClaim, unclaim      string
+	putMany, deleteMany              string
+	getOrClaim, unclaim              string
 	lockOrClaim, readMany            string
 	list, listAll                    string
 }
@@ -99,6 +112,9 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
+	if _, set := cfg.ConnConfig.RuntimeParams[planCacheMode]; !set {
+		cfg.ConnConfig.RuntimeParams[planCacheMode] = "force_custom_plan"
+	}
 	s := &Store{schema: o.Schema, secret: cfg.ConnConfig.Password}
 	s.q = queries{
 		get: s.sql(`SELECT value, version FROM {s}.items WHERE key = $1`),
@@ -110,9 +126,16 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		update: s.sql(`UPDATE {s}.items SET value = $3, version = {next}
 			WHERE key = $1 AND version = $2 RETURNING version`),
 		delete: s.sql(`DELETE FROM {s}.items WHERE key = $1`),
-		// Tx.Put: put without the result, so it can be queued.
-		upsert: s.sql(`INSERT INTO {s}.items (key, value, version) VALUES ($1, $2, {next})
+		// Tx.Put and Tx.Delete: a transaction's pending writes, at most one
+		// of each per round trip. putMany upserts any number of distinct keys,
+		// each with a new version of its own, in ascending key order, so the
+		// row locks it takes (or waits for) come in that order; ORDER BY
+		// keeps the inserts in it whatever the planner does. deleteMany
+		// removes any number of keys, which Tx sends sorted too.
+		putMany: s.sql(`INSERT INTO {s}.items (key, value, version)
+			SELECT k, v, {next} FROM unnest($1::bytea[], $2::bytea[]) AS w(k, v) ORDER BY k
 			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.version`),
+		deleteMany: s.sql(`DELETE FROM {s}.items WHERE key = ANY($1::bytea[])`),
 		// Tx.Get, in one statement: lock the key's row and return it, or,
 		// if there is none, claim the key and return the claim (version 0).
 		// A claim is a row that Update deletes before commit: no other

@@ -29,14 +29,17 @@ const (
 // transactions on the same keys queue rather than conflict; a deadlock between
 // them returns stores.ErrConflict, and nothing is written.
 //
-// Statements are pipelined: Tx.Put and Tx.Delete are queued and sent in one
-// batch with the next Tx.Get that needs the server, or with the commit, so a
-// transaction costs one round trip per such Get plus one for the commit, BEGIN
-// included. A Get of a key the transaction has already read, claimed or
-// written is answered without a round trip: the transaction holds that key's
-// lock or has written it, so the answer cannot have changed. No connection is
-// taken from the pool until the first round trip; a transaction that sends
-// nothing commits without one.
+// Statements are pipelined: Tx.Put and Tx.Delete only record the write, and
+// the writes recorded since the last round trip are sent at the head of the
+// next one (a Tx.Get or Prefetch that needs the server, or the commit) as at
+// most two statements, one upsert of every key put and one delete of every key
+// deleted, the last write of each key winning. So a transaction costs one
+// round trip per such Get plus one for the commit, BEGIN included, and a few
+// statements per round trip however many keys it writes. A Get of a key the
+// transaction has already read, claimed or written is answered without a
+// round trip: the transaction holds that key's lock or has written it, so the
+// answer cannot have changed. No connection is taken from the pool until the
+// first round trip; a transaction that sends nothing commits without one.
 //
 // The Tx is also a stores.Prefetcher: Prefetch reads, locks or claims any
 // number of keys in one round trip, in ascending key order, so that their
@@ -44,8 +47,8 @@ const (
 //
 // A statement that fails inside the transaction spoils it: the Tx's later
 // calls return the same error, and if fn returns nil anyway Update rolls back
-// and returns that error. A queued write that fails is reported by the Get
-// whose round trip carried it, or else by Update.
+// and returns that error. A recorded write that fails is reported by the Get
+// or Prefetch whose round trip carried it, or else by Update.
 func (s *Store) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 	if err := s.check(ctx); err != nil {
 		return err
@@ -83,18 +86,29 @@ type txn struct {
 	known  map[string]knownKey
 	claims [][]byte // keys claimed while missing, whose claim rows go before commit
 
+	// writes holds the writes not sent yet, the last one of each key: they
+	// go at the head of the next batch (see queueWrites).
+	writes map[string]pendingWrite
+
 	err  error // the first failed statement; the transaction is spoiled
 	done bool
 
 	statements, roundTrips int64 // what was sent, for the counters of tests
 }
 
-// knownKey is a key the transaction holds. value is shared with the queued
+// knownKey is a key the transaction holds. value is shared with the pending
 // write, if any: it is never modified, and Get hands out copies.
 type knownKey struct {
 	found   bool
 	value   []byte
 	version int64 // its committed version when read; unspecified once written
+}
+
+// pendingWrite is the last write of a key that is not sent yet: a put of
+// value, or a delete.
+type pendingWrite struct {
+	value   []byte // shared with known; never modified
+	deleted bool
 }
 
 var _ stores.Prefetcher = (*txn)(nil)
@@ -136,15 +150,60 @@ func (t *txn) know(key string, k knownKey) {
 }
 
 // queue adds a statement to the next batch, after BEGIN if the transaction
-// has not begun yet.
+// has not begun yet and after the pending writes, so that the statement sees
+// every write made before it.
 func (t *txn) queue(op, sql string, args ...any) {
 	if !t.began {
 		t.began = true
-		t.batch.Queue(beginSQL)
-		t.ops = append(t.ops, "update")
+		t.add("update", beginSQL)
 	}
+	t.queueWrites()
+	t.add(op, sql, args...)
+}
+
+func (t *txn) add(op, sql string, args ...any) {
 	t.batch.Queue(sql, args...)
 	t.ops = append(t.ops, op)
+}
+
+// queueWrites turns the pending writes into at most two statements of the
+// next batch: one upsert of the keys put and one delete of the keys deleted,
+// each with its keys in ascending byte order. A key is in one of them at
+// most, so their order does not matter.
+func (t *txn) queueWrites() {
+	if len(t.writes) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(t.writes))
+	for key := range t.writes {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys) // byte order, as bytea compares
+	var putKeys, values, deleted [][]byte
+	for _, key := range keys {
+		w := t.writes[key]
+		if w.deleted {
+			deleted = append(deleted, []byte(key))
+			continue
+		}
+		putKeys = append(putKeys, []byte(key))
+		values = append(values, w.value)
+	}
+	clear(t.writes)
+	if len(putKeys) > 0 {
+		t.add("put", t.s.q.putMany, putKeys, values)
+	}
+	if len(deleted) > 0 {
+		t.add("delete", t.s.q.deleteMany, deleted)
+	}
+}
+
+// write records the last write of key, to be sent with the next batch.
+func (t *txn) write(key string, w pendingWrite) {
+	if t.writes == nil {
+		t.writes = make(map[string]pendingWrite)
+	}
+	t.writes[key] = w
 }
 
 // flush sends the queued statements in one batch, one round trip, and reads
@@ -187,7 +246,7 @@ func (t *txn) flush(last func(br pgx.BatchResults) error) error {
 
 // Get returns the item at key and locks its row until the transaction ends.
 // A missing key is claimed instead, so a concurrent transaction that reads or
-// creates the same key waits for this one. The queued writes travel in the
+// creates the same key waits for this one. The pending writes travel in the
 // same round trip, before the read.
 func (t *txn) Get(key string) (stores.Item, error) {
 	if err := t.usable(key); err != nil {
@@ -241,7 +300,7 @@ func (t *txn) Get(key string) (stores.Item, error) {
 
 // Prefetch reads, locks or claims in one round trip every key of keys that
 // the transaction does not hold yet, so that their later Gets need none. The
-// queued writes travel in the same round trip, before the reads, as with Get.
+// pending writes travel in the same round trip, before the reads, as with Get.
 //
 // The keys are taken in ascending byte order, one at a time, whatever order
 // they are given in: each existing row is locked, each missing key claimed as
@@ -326,8 +385,9 @@ type prefetched struct {
 	version    int64
 }
 
-// Put writes value at key within the transaction. The write is queued and
-// sent with the transaction's next round trip; its failure is reported there.
+// Put writes value at key within the transaction. The write is recorded and
+// sent with the transaction's next round trip, unless a later write of the
+// same key replaces it first; its failure is reported there.
 func (t *txn) Put(key string, value []byte) error {
 	if err := t.usable(key); err != nil {
 		return err
@@ -336,21 +396,23 @@ func (t *txn) Put(key string, value []byte) error {
 		return err
 	}
 	v := append([]byte{}, value...) // the caller may reuse value; never nil
-	t.queue("put", t.s.q.upsert, []byte(key), v)
+	t.write(key, pendingWrite{value: v})
 	t.know(key, knownKey{found: true, value: v, version: t.known[key].version})
 	return nil
 }
 
 // Delete removes key within the transaction; a missing key is not an error.
-// Like Put, it is queued.
+// Like Put, it is recorded and sent with the next round trip.
 func (t *txn) Delete(key string) error {
 	if err := t.usable(key); err != nil {
 		return err
 	}
-	t.queue("delete", t.s.q.delete, []byte(key))
+	t.write(key, pendingWrite{deleted: true})
 	if _, ok := t.known[key]; ok {
-		// The key stays this transaction's: its deleted row keeps other
-		// writers waiting, as a claim would.
+		// The key stays this transaction's. If it was read or claimed, its
+		// deleted row keeps other writers waiting, as a claim would; if it
+		// was only written, Get answers from the transaction's own writes,
+		// which no other writer can change.
 		t.know(key, knownKey{})
 	}
 	// Otherwise the key may not have existed, and then nothing holds it:
@@ -358,10 +420,11 @@ func (t *txn) Delete(key string) error {
 	return nil
 }
 
-// commit sends the queued writes, the removal of the claim rows and COMMIT in
-// one batch. A transaction that never queued anything has nothing to commit.
+// commit sends the pending writes, the removal of the claim rows and COMMIT
+// in one batch. A transaction that never sent or wrote anything has nothing
+// to commit.
 func (t *txn) commit() error {
-	if !t.began {
+	if !t.began && len(t.writes) == 0 {
 		return nil
 	}
 	if len(t.claims) > 0 {
