@@ -57,13 +57,12 @@
 // written. A write that fails is reported by the Get or Prefetch whose round
 // trip carried it, or by Update, and spoils the transaction.
 //
-// Every statement is prepared once per connection and planned for its
-// parameters at each execution: Open sets the server's plan_cache_mode to
-// force_custom_plan unless the connection string sets it. Under the server's
-// default a prepared statement soon keeps one generic plan, chosen from the
-// table's size at that moment; chosen while the table is small, it scans the
-// table whole, and every write made it slower until autovacuum analyzed the
-// table (a fresh vault under load lost four fifths of its throughput).
+// Every statement is prepared once per connection, and the server soon keeps
+// one generic plan for it. Open turns the server's enable_seqscan off unless
+// the connection string sets it: every statement finds its rows through the
+// items table's primary key, and a plan chosen while the table is tiny would
+// otherwise scan it whole ever after (until autovacuum analyzed it), so that
+// a fresh vault under load lost four fifths of its throughput as it grew.
 //
 // # Concurrency
 //

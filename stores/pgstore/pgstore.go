@@ -40,17 +40,17 @@ const (
 	listPageBytes = 4 << 20
 )
 
-// planCacheMode is the server setting that decides whether a prepared
-// statement is planned for its parameters at each execution. Open sets it to
-// force_custom_plan unless the connection string sets it. pgx prepares every
-// statement once per connection, and under the server's default (auto) a
-// statement is soon given a generic plan, chosen once from the table's size
-// at that moment: on a new, small items table that plan scans the whole
-// table, and it stays in use while the table grows (until autovacuum analyzes
-// it), so every statement on items costs more with every row written. A
-// custom plan looks the keys up in the index whatever the table's size, and
-// planning these statements costs microseconds.
-const planCacheMode = "plan_cache_mode"
+// seqScanSetting is the server setting that lets the planner scan a table
+// whole. Open turns it off unless the connection string sets it. Every
+// statement of the store looks keys up, or reads a range of keys, through
+// the items table's primary key; a whole-table scan is only ever chosen for
+// them while the table is tiny. pgx prepares each statement once per
+// connection and the server soon keeps one generic plan for it, chosen from
+// the table's size at that moment: chosen on a new vault, a scan would stay
+// in use while the table grew (until autovacuum analyzed it), and every
+// write would make the next slower. With scans off the kept plan uses the
+// index whatever the table's size, and no statement is planned twice.
+const seqScanSetting = "enable_seqscan"
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
@@ -112,8 +112,8 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
-	if _, set := cfg.ConnConfig.RuntimeParams[planCacheMode]; !set {
-		cfg.ConnConfig.RuntimeParams[planCacheMode] = "force_custom_plan"
+	if _, set := cfg.ConnConfig.RuntimeParams[seqScanSetting]; !set {
+		cfg.ConnConfig.RuntimeParams[seqScanSetting] = "off"
 	}
 	s := &Store{schema: o.Schema, secret: cfg.ConnConfig.Password}
 	s.q = queries{

@@ -365,23 +365,23 @@ func TestTxWritesLockOrder(t *testing.T) {
 	assert.Equal(t, values[0], values[keys-1], "every key holds the last transaction's value: %v", got)
 }
 
-// TestPlanCacheMode: the store's connections plan each statement for its
-// parameters (a generic plan chosen while the items table is small would scan
-// it whole ever after), unless the connection string says otherwise.
-func TestPlanCacheMode(t *testing.T) {
+// TestSeqScanOff: the store's connections never plan a whole-table scan (a
+// generic plan chosen while the items table is small would scan it whole ever
+// after), unless the connection string says otherwise.
+func TestSeqScanOff(t *testing.T) {
 	ctx := guardCtx(t)
 	s := pgtest.Open(t, &pgstore.Options{MaxConns: 1})
-	mode, err := pgstore.Setting(ctx, s, "plan_cache_mode")
+	mode, err := pgstore.Setting(ctx, s, "enable_seqscan")
 	require.NoError(t, err)
-	assert.Equal(t, "force_custom_plan", mode)
+	assert.Equal(t, "off", mode)
 
 	u, err := url.Parse(pgtest.URL(t))
 	require.NoError(t, err)
 	q := u.Query()
-	q.Set("plan_cache_mode", "auto")
+	q.Set("enable_seqscan", "on")
 	u.RawQuery = q.Encode()
 	s = pgtest.OpenURL(t, u.String(), &pgstore.Options{MaxConns: 1})
-	mode, err = pgstore.Setting(ctx, s, "plan_cache_mode")
+	mode, err = pgstore.Setting(ctx, s, "enable_seqscan")
 	require.NoError(t, err)
-	assert.Equal(t, "auto", mode, "the connection string's setting is kept")
+	assert.Equal(t, "on", mode, "the connection string's setting is kept")
 }
