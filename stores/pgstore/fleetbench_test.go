@@ -27,9 +27,11 @@ import (
 // next-64). The vault benchmarks also report how their transactions look:
 // numbers/tx (how many numbers one transaction carried), stmts/number
 // (statements sent to the server per number, begin and commit included) and
-// trips/number (round trips per number; pgstore pipelines a transaction's
-// statements, so a round trip carries several). Round trips are where the
-// time goes: each is made while the counter's row lock is held.
+// trips/number (round trips per number). A vault's writes that queue while a
+// commit is in flight share the next transaction, whatever their series;
+// pgstore reads the keys such a transaction names in one round trip and
+// sends its writes as one multi-row statement each for puts and deletes, so
+// a transaction of many numbers costs two round trips and a few statements.
 //
 //	seed-pattern-64         64 callers, one pgx transaction per number (update-returning, insert, commit) on one stream row
 //	next-64                 64 callers of Sequence.Next on one series of a vault (x-seed)
