@@ -57,6 +57,12 @@
 //
 // A Tx reports version 0 for a key it has itself written: the version is
 // only known at commit.
+//
+// A group commit is led by one of its callers, which returns as soon as it
+// has handed the queue on, before the callers it woke have run. Goroutines
+// of one process that loop on CompareAndSwap of one hot key can therefore
+// lose many races in a row to the one that just won: combine such writers
+// instead (the sequence package does), or retry without a small bound.
 package badgerstore
 
 import (
