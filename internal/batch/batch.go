@@ -60,17 +60,14 @@ var ErrAbandoned = errors.New("batch abandoned: a panic in the goroutine running
 // by the call's pointer type, in the call's struct; a call may be reused for
 // another Do once its Do has returned.
 type Slot[T any] struct {
-	done      chan struct{} // one signal per Do: the outcome is ready, or lead
-	lead      []T           // set before done is signalled when the call must lead it
-	one       [1]T          // the batch of a call that runs at once, alone
-	ctx       context.Context
+	done      chan struct{}   // one signal per Do: the outcome is ready, or lead
+	lead      []T             // set before done is signalled when the call must lead it
+	one       [1]T            // the batch of a call that runs at once, alone
+	ctx       context.Context // the context of the call's Do, while it runs
 	abandoned bool
 }
 
 func (s *Slot[T]) slot() *Slot[T] { return s }
-
-// Context returns the context of the call's Do (nil outside a Do).
-func (s *Slot[T]) Context() context.Context { return s.ctx }
 
 // Member is the constraint of Queue's type parameter: a pointer to a struct
 // that embeds Slot[T].

@@ -139,8 +139,6 @@ func TestBatchIsWhatQueuedMeanwhile(t *testing.T) {
 	}
 }
 
-func (b *blockingQueue) queueLen() int { return b.q.Waiting() }
-
 func TestCancelledWhileQueuedLeavesTheQueue(t *testing.T) {
 	b := newBlockingQueue()
 	done := make(chan error, 4)
@@ -153,7 +151,7 @@ func TestCancelledWhileQueuedLeavesTheQueue(t *testing.T) {
 	waitQueued(&b.q, 1)
 	cancel()
 	assert.ErrorIs(t, <-done, context.Canceled, "a call cancelled in the queue gets its context's error")
-	assert.Equal(t, 0, b.queueLen(), "and leaves the queue")
+	assert.Equal(t, 0, b.q.Waiting(), "and leaves the queue")
 	b.release <- struct{}{}
 	require.NoError(t, <-done)
 	assert.Zero(t, gone.out, "nothing was done for it")

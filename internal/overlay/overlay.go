@@ -99,9 +99,6 @@ func (t *Tx) write(key string, value []byte) error {
 // Close makes later uses of t fail with ErrDone. Apply still works.
 func (t *Tx) Close() { t.done = true }
 
-// Written reports whether t holds any write.
-func (t *Tx) Written() bool { return len(t.keys) > 0 }
-
 // Apply replays the buffered writes into the parent, in first-write order,
 // each key with its last value.
 func (t *Tx) Apply() error {
