@@ -43,17 +43,19 @@ import (
 // On a store without transactions only appends exist, and a batch is one
 // compare-and-swap of the head (see appendCAS).
 
-// maxBatchUpdates bounds the Update calls of one batch.
-const maxBatchUpdates = 256
-
-// groupMaxEntries bounds how many entries concurrent Append calls combine
-// into one commit.
-const groupMaxEntries = 4096
-
-// groupBudget bounds the encoded size of the entries one batch appends
-// (AppendFunc calls count as MaxBatchBytes), so that a head carrying them
-// (on a store without transactions) stays well under stores.MaxValueLen.
-const groupBudget = 2 * MaxBatchBytes
+// Batch limits: what one commit carries.
+const (
+	// maxBatchUpdates bounds the Update calls of one batch.
+	maxBatchUpdates = 256
+	// maxBatchEntries bounds the entries the Append calls of one batch
+	// bring.
+	maxBatchEntries = 4096
+	// batchBudget bounds the encoded size of the entries one batch appends
+	// (AppendFunc calls count as MaxBatchBytes), so that a head carrying
+	// them (on a store without transactions) stays well under
+	// stores.MaxValueLen.
+	batchBudget = 2 * MaxBatchBytes
+)
 
 // request is one Append, AppendFunc or Update call in the queue.
 type request struct {
@@ -94,8 +96,8 @@ func (l *Ledger) submit(ctx context.Context, req *request) (Head, error) {
 	return req.head, req.err
 }
 
-// cut takes the next batch from the front of queue: within groupBudget,
-// groupMaxEntries and maxBatchUpdates, and always at least one request.
+// cut takes the next batch from the front of queue: within batchBudget,
+// maxBatchEntries and maxBatchUpdates, and always at least one request.
 // The entries as built add the actor and the MAC to what checkBatch
 // counted.
 func (l *Ledger) cut(queue []*request) (next, rest []*request) {
@@ -108,7 +110,7 @@ func (l *Ledger) cut(queue []*request) (next, rest []*request) {
 		if r.update != nil {
 			u = 1
 		}
-		if n > 0 && (cost+rc > groupBudget || count+len(r.entries) > groupMaxEntries || updates+u > maxBatchUpdates) {
+		if n > 0 && (cost+rc > batchBudget || count+len(r.entries) > maxBatchEntries || updates+u > maxBatchUpdates) {
 			break
 		}
 		cost += rc
