@@ -181,7 +181,7 @@ func (l *Ledger) commitTx(ctx context.Context, b []*request) (head Head, whole b
 			r.reset()
 		}
 		whole, filled = false, false
-		pin := l.pinned() // before the transaction's snapshot: see appendTx
+		pin := l.pinned() // before the transaction's snapshot: see pinned
 		return l.tr.Update(ctx, func(tx stores.Tx) error {
 			var err error
 			head, sealed, whole, err = l.fill(ctx, tx, b, pin)

@@ -385,6 +385,14 @@ func (l *Ledger) commitCAS(ctx context.Context, plan planFunc) ([]record, Head, 
 }
 
 // pinned returns the device's pin, taken before a head is read.
+//
+// In a transaction the pin is taken before the transaction begins. A
+// transaction may read a snapshot taken when it began (badger's), older
+// than heads that this process saw, and pinned, while it ran; a pin taken
+// inside would make such an honest, merely stale, read look like a
+// rollback. Every head pinned before the transaction began was committed
+// before it began, so its snapshot holds that head or a later one unless
+// the store rolled back.
 func (l *Ledger) pinned() Head {
 	if l.pins == nil {
 		return Head{}

@@ -359,7 +359,7 @@ func (c *counter) attempt(int) error {
 	c.w.events, c.w.unpinned = nil, nil
 	if c.needsTx() {
 		// Taken before the transaction's snapshot, which may be older than a
-		// value pinned while it runs (see ledger's appendTx).
+		// value pinned while it runs (see ledger's pinned).
 		c.w.pin = c.svc.pinOf(c.key)
 		if err := c.update(); err != nil {
 			if !errors.Is(err, pins.ErrUnpinned) {
