@@ -20,8 +20,8 @@ import (
 // (internal/batch): a call that finds no commit running commits at once,
 // alone; calls that arrive meanwhile commit together in the next one. On a
 // store with transactions a batch is one store transaction, so any mix of
-// appends and Update closures shares one commit (one fsync on badger, one
-// pipelined round trip or two on PostgreSQL):
+// appends and Update closures shares one commit (one fsync on badger, two
+// pipelined round trips on PostgreSQL):
 //
 //   - The batch reads the head once (and prefetches it with the keys the
 //     Update calls named, where the store reads in round trips), checks it

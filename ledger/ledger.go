@@ -103,9 +103,9 @@ type Ledger struct {
 }
 
 // Close makes l refuse new calls (appends, updates, reads, Head) with
-// stores.ErrClosed and waits for the calls in flight to end: an append
-// already queued for a group commit is committed (and the pins raised)
-// before Close returns, or fails. It does not close the store; it is
+// stores.ErrClosed and waits for the calls in flight to end: a call
+// already queued for a batch is committed (and the pins raised) before
+// Close returns, or fails. It does not close the store; it is
 // idempotent and must not be called from inside an Update or AppendFunc
 // function, nor from the body of a range over Read.
 func (l *Ledger) Close() error {
