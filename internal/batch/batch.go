@@ -57,8 +57,9 @@ import (
 var ErrAbandoned = errors.New("batch abandoned: a panic in the goroutine running it")
 
 // Slot is the part of a call that the queue uses. Embed it, parameterised
-// by the call's pointer type, in the call's struct; a call may be reused for
-// another Do once its Do has returned.
+// by the call's pointer type, in the call's struct; its zero value is ready.
+// A call is in one Do at a time, and may be reused for another Do once its
+// Do has returned.
 type Slot[T any] struct {
 	done      chan struct{}   // one signal per Do: the outcome is ready, or lead
 	lead      []T             // set before done is signalled when the call must lead it
@@ -77,7 +78,8 @@ type Member[T any] interface {
 }
 
 // Queue batches calls of type T. Set Run (and Cut, if a batch has limits)
-// before the first Do, and do not change them afterwards.
+// before the first Do, and do not change them afterwards. A Queue is safe
+// for concurrent use.
 type Queue[T Member[T]] struct {
 	// Run runs batch and leaves each call's outcome in it. ctx is cancelled
 	// only once every caller in batch has given up. batch[0] is the call of

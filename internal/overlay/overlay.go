@@ -28,7 +28,8 @@ import (
 var ErrDone = errors.New("transaction used after its function returned")
 
 // Tx is a stores.Tx whose writes are buffered until Apply. Reads see the
-// Tx's own writes first, then the parent's.
+// Tx's own writes first, then the parent's. A Tx is not safe for concurrent
+// use.
 type Tx struct {
 	parent stores.Tx
 	guard  func(key string) error
