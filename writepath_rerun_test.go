@@ -42,7 +42,7 @@ func (s *lateConflicts) Update(ctx context.Context, fn func(tx stores.Tx) error)
 // and deleted) on a store whose batches conflict after their closures ran:
 // every number exactly once, the ledger exactly the calls' entries, every
 // audit clean.
-func TestReviewBatchRerunAfterLateConflict(t *testing.T) {
+func TestManySeriesRerunAfterLateConflict(t *testing.T) {
 	runManySeries(t, &lateConflicts{Store: memstore.New()}, manySeriesLoad{
 		series: 8, perSeries: 300, nextCallers: 3,
 		numbered: 2, numberedPer: 30,

@@ -49,7 +49,7 @@ func (t prefetchTx) Prefetch([]string) error {
 // A batch whose first read fails (the server is unreachable) fails as a
 // whole: running its halves, down to single calls, cannot cure it and
 // costs 2n-1 attempts to reach the server instead of one.
-func TestReviewUnreachableStoreIsNotSplit(t *testing.T) {
+func TestUnreachableStoreIsNotSplit(t *testing.T) {
 	mem := memstore.New()
 	st := &downStore{Store: mem, tr: mem}
 	l := newLedger(t, st)

@@ -29,7 +29,7 @@ func reportsConflictOnce(l *ledger.Ledger, i int, runs *atomic.Int64) func(tx st
 
 // Update retries a closure that reports a conflict, alone or in a batch:
 // the outcome must not depend on whether other calls were waiting.
-func TestReviewConflictingClosureIsRetriedInABatch(t *testing.T) {
+func TestConflictingClosureIsRetriedInABatch(t *testing.T) {
 	ctx := context.Background()
 	t.Run("alone", func(t *testing.T) {
 		l := newLedger(t, memstore.New())
