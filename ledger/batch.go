@@ -68,7 +68,7 @@ type request struct {
 	cost    int                              // bound of the entries' encoded size
 
 	// Set by the batch, per attempt.
-	seen     Head  // the head this request's entries follow
+	seen     Head  // the head this request's entries follow (runCAS)
 	head     Head  // the result: the head after its entries
 	moved    bool  // it appended (its Update moved the head)
 	failed   bool  // its own function failed (err) or panicked; final for the attempt
@@ -184,7 +184,7 @@ func (l *Ledger) commitTx(ctx context.Context, b []*request) (head Head, whole b
 		pin := l.pinned() // before the transaction's snapshot: see pinned
 		return l.tr.Update(ctx, func(tx stores.Tx) error {
 			var err error
-			head, sealed, whole, err = l.fill(ctx, tx, b, pin)
+			head, sealed, whole, err = l.fill(tx, b, pin)
 			filled = err == nil
 			return err
 		})
@@ -217,7 +217,7 @@ func (l *Ledger) commitTx(ctx context.Context, b []*request) (head Head, whole b
 // fill is the body of a batch's transaction: it reads the head, runs the
 // requests in order and writes the new head once. It returns the head and
 // the sealed bytes written for it (nil when the head did not move).
-func (l *Ledger) fill(ctx context.Context, tx stores.Tx, b []*request, pin Head) (head Head, sealed []byte, whole bool, err error) {
+func (l *Ledger) fill(tx stores.Tx, b []*request, pin Head) (head Head, sealed []byte, whole bool, err error) {
 	if p, ok := tx.(stores.Prefetcher); ok {
 		keys := []string{l.headKey}
 		for _, r := range b {
@@ -247,9 +247,8 @@ func (l *Ledger) fill(ctx context.Context, tx stores.Tx, b []*request, pin Head)
 	bt := &batchTx{l: l, tx: tx, head: hs.Head}
 	alone := len(b) == 1
 	for _, r := range b {
-		r.seen = bt.head
 		if r.update != nil {
-			if err := l.runUpdate(ctx, bt, r, alone); err != nil {
+			if err := l.runUpdate(bt, r, alone); err != nil {
 				return Head{}, nil, false, err
 			}
 			continue
@@ -299,7 +298,7 @@ func (l *Ledger) fill(ctx context.Context, tx stores.Tx, b []*request, pin Head)
 // transaction (so a conflict it met is retried). Among others, it writes
 // into an overlay that reaches the transaction only if it succeeds; its
 // error is its own outcome.
-func (l *Ledger) runUpdate(ctx context.Context, bt *batchTx, r *request, alone bool) error {
+func (l *Ledger) runUpdate(bt *batchTx, r *request, alone bool) error {
 	start := bt.head
 	if alone {
 		if err := r.call(bt); err != nil {
