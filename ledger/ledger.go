@@ -168,8 +168,8 @@ func (l *Ledger) Head(ctx context.Context) (Head, error) {
 // Seq is assigned and a zero Time or empty Actor filled in; the caller's
 // slice is not modified.
 //
-// Concurrent Append and AppendFunc calls on one Ledger are combined into one
-// commit, so they do not race each other; a commit that loses to another
+// Concurrent Append, AppendFunc and Update calls on one Ledger are combined
+// into one commit, so they do not race each other; a commit that loses to another
 // writer (another Ledger on the same store) is retried, within
 // Options.MaxAttempts, and then fails with ErrContention. Append without
 // entries returns the head.
@@ -199,7 +199,8 @@ func (l *Ledger) Append(ctx context.Context, entries ...Entry) (Head, error) {
 // derive ends the append and is returned unchanged (a panic in derive
 // panics in the caller); no entries from derive means nothing is written,
 // and the head derive saw is returned. Like Append calls, concurrent
-// AppendFunc calls on one Ledger share commits and do not race each other:
+// AppendFunc calls on one Ledger share commits (with Append and Update
+// calls) and do not race each other:
 // each derive sees the head as it stands after the entries placed before
 // its own.
 func (l *Ledger) AppendFunc(ctx context.Context, derive func(head Head) ([]Entry, error)) (Head, error) {
