@@ -260,17 +260,10 @@ func (l *Ledger) fill(tx stores.Tx, b []*request, pin Head) (head Head, sealed [
 				continue
 			}
 		}
-		recs, err := l.build(bt.head, entries)
-		if err != nil {
+		if bt.head, err = l.putEntries(tx, bt.head, entries); err != nil {
 			return Head{}, nil, false, err
 		}
-		for _, rec := range recs {
-			if err := l.putEntry(tx, rec); err != nil {
-				return Head{}, nil, false, err
-			}
-		}
-		bt.head = headOf(recs, bt.head)
-		r.head, r.moved = bt.head, len(recs) > 0
+		r.head, r.moved = bt.head, len(entries) > 0
 	}
 	if !alone && slices.ContainsFunc(b, func(r *request) bool { return r.failed }) {
 		// A closure failed: perhaps because another one spoiled the
@@ -373,6 +366,21 @@ func (l *Ledger) readHeadTx(tx stores.Tx) (headState, error) {
 		return hs, nil
 	}
 	return l.openHead(it.Value)
+}
+
+// putEntries builds entries to follow head and writes them in tx, and
+// returns the head after them (head itself when entries is empty).
+func (l *Ledger) putEntries(tx stores.Tx, head Head, entries []Entry) (Head, error) {
+	recs, err := l.build(head, entries)
+	if err != nil {
+		return Head{}, err
+	}
+	for _, rec := range recs {
+		if err := l.putEntry(tx, rec); err != nil {
+			return Head{}, err
+		}
+	}
+	return headOf(recs, head), nil
 }
 
 // putEntry seals rec and writes it at its position in tx.

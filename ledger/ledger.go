@@ -257,16 +257,10 @@ func (l *Ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 	if err == nil {
 		if h, ok := l.fromToken(it.Value); ok {
 			// In a batch of Update: append after the batch's head.
-			recs, err := l.build(h, entries)
+			nh, err := l.putEntries(tx, h, entries)
 			if err != nil {
 				return Head{}, fmt.Errorf("ledger append: %w", err)
 			}
-			for _, r := range recs {
-				if err := l.putEntry(tx, r); err != nil {
-					return Head{}, fmt.Errorf("ledger append: %w", err)
-				}
-			}
-			nh := headOf(recs, h)
 			if err := tx.Put(l.headKey, l.token(nh)); err != nil {
 				return Head{}, fmt.Errorf("ledger append: %w", err)
 			}
