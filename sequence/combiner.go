@@ -41,7 +41,7 @@ import (
 //
 // A batch is written in a transaction when the store has them and it needs
 // one (a Journal, claim records, Bind); otherwise by compare-and-swap. In a
-// vault the transaction is the ledger's Update, which batches in turn: the
+// vault the transaction is the ledger's UpdateKeys, which batches too: the
 // batches of different counters (and record writes) that queue meanwhile
 // share one store transaction, so many series share one commit.
 
