@@ -32,18 +32,12 @@ func TestAmbiguousCommitIsNotSplit(t *testing.T) {
 	})
 	l := newLedger(t, st)
 	ctx := context.Background()
-	release, held := holdQueue(t, l) // update 1
 
 	const n = 4
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { _, errs[i] = l.Append(ctx, fact(i+1)) })
-	}
-	waitQueued(l, n)
-	release()
-	require.NoError(t, <-held)
-	wg.Wait()
+	errs := runTogether(t, l, n, nil, func(i int) error { // its hold is update 1
+		_, err := l.Append(ctx, fact(i+1))
+		return err
+	})
 
 	seen := map[string]int{}
 	for _, e := range readAll(t, l, 1) {
@@ -177,18 +171,11 @@ func TestAmbiguousCommitSkipsNoNumber(t *testing.T) {
 			return nil
 		}
 	}
-	release, held := holdQueue(t, l)
 	counters := []string{"a", "b"}
 	got := make([]uint64, len(counters))
-	errs := make([]error, len(counters))
-	var wg sync.WaitGroup
-	for i, c := range counters {
-		wg.Go(func() { errs[i] = l.Update(ctx, take(c, &got[i])) })
-	}
-	waitQueued(l, len(counters))
-	release()
-	require.NoError(t, <-held)
-	wg.Wait()
+	errs := runTogether(t, l, len(counters), nil, func(i int) error { // its hold is update 1
+		return l.Update(ctx, take(counters[i], &got[i]))
+	})
 
 	allocated := map[string][]uint64{}
 	for _, e := range readAll(t, l, 1) {
