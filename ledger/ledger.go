@@ -296,7 +296,8 @@ func (l *Ledger) Update(ctx context.Context, fn func(tx stores.Tx) error) error 
 // batch reads the keys of all its calls in one step before running them,
 // in sorted order, so that transactions batching different keys cannot
 // deadlock on them. Keys that fn does not read cost a read; keys it reads
-// and did not name cost a round trip each.
+// and did not name cost a round trip each. On any other store UpdateKeys is
+// Update.
 func (l *Ledger) UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
 	if l.tr == nil {
 		return fmt.Errorf("ledger update: %w", stores.ErrNotSupported)
