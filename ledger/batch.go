@@ -20,8 +20,8 @@ import (
 // (internal/batch): a call that finds no commit running commits at once,
 // alone; calls that arrive meanwhile commit together in the next one. On a
 // store with transactions a batch is one store transaction, so any mix of
-// appends and Update closures shares one commit (one fsync on badger, one
-// pipelined round trip or two on PostgreSQL):
+// appends and Update closures shares one commit (one fsync on badger, two
+// pipelined round trips on PostgreSQL):
 //
 //   - The batch reads the head once (and prefetches it with the keys the
 //     Update calls named, where the store reads in round trips), checks it
@@ -43,17 +43,19 @@ import (
 // On a store without transactions only appends exist, and a batch is one
 // compare-and-swap of the head (see appendCAS).
 
-// maxBatchUpdates bounds the Update calls of one batch.
-const maxBatchUpdates = 256
-
-// groupMaxEntries bounds how many entries concurrent Append calls combine
-// into one commit.
-const groupMaxEntries = 4096
-
-// groupBudget bounds the encoded size of the entries one batch appends
-// (AppendFunc calls count as MaxBatchBytes), so that a head carrying them
-// (on a store without transactions) stays well under stores.MaxValueLen.
-const groupBudget = 2 * MaxBatchBytes
+// Batch limits: what one commit carries.
+const (
+	// maxBatchUpdates bounds the Update calls of one batch.
+	maxBatchUpdates = 256
+	// maxBatchEntries bounds the entries the Append calls of one batch
+	// bring.
+	maxBatchEntries = 4096
+	// batchBudget bounds the encoded size of the entries one batch appends
+	// (AppendFunc calls count as MaxBatchBytes), so that a head carrying
+	// them (on a store without transactions) stays well under
+	// stores.MaxValueLen.
+	batchBudget = 2 * MaxBatchBytes
+)
 
 // request is one Append, AppendFunc or Update call in the queue.
 type request struct {
@@ -66,7 +68,7 @@ type request struct {
 	cost    int                              // bound of the entries' encoded size
 
 	// Set by the batch, per attempt.
-	seen     Head  // the head this request's entries follow
+	seen     Head  // the head this request's entries follow (runCAS)
 	head     Head  // the result: the head after its entries
 	moved    bool  // it appended (its Update moved the head)
 	failed   bool  // its own function failed (err) or panicked; final for the attempt
@@ -94,8 +96,8 @@ func (l *Ledger) submit(ctx context.Context, req *request) (Head, error) {
 	return req.head, req.err
 }
 
-// cut takes the next batch from the front of queue: within groupBudget,
-// groupMaxEntries and maxBatchUpdates, and always at least one request.
+// cut takes the next batch from the front of queue: within batchBudget,
+// maxBatchEntries and maxBatchUpdates, and always at least one request.
 // The entries as built add the actor and the MAC to what checkBatch
 // counted.
 func (l *Ledger) cut(queue []*request) (next, rest []*request) {
@@ -108,7 +110,7 @@ func (l *Ledger) cut(queue []*request) (next, rest []*request) {
 		if r.update != nil {
 			u = 1
 		}
-		if n > 0 && (cost+rc > groupBudget || count+len(r.entries) > groupMaxEntries || updates+u > maxBatchUpdates) {
+		if n > 0 && (cost+rc > batchBudget || count+len(r.entries) > maxBatchEntries || updates+u > maxBatchUpdates) {
 			break
 		}
 		cost += rc
@@ -179,10 +181,10 @@ func (l *Ledger) commitTx(ctx context.Context, b []*request) (head Head, whole b
 			r.reset()
 		}
 		whole, filled = false, false
-		pin := l.pinned() // before the transaction's snapshot: see appendTx
+		pin := l.pinned() // before the transaction's snapshot: see pinned
 		return l.tr.Update(ctx, func(tx stores.Tx) error {
 			var err error
-			head, sealed, whole, err = l.fill(ctx, tx, b, pin)
+			head, sealed, whole, err = l.fill(tx, b, pin)
 			filled = err == nil
 			return err
 		})
@@ -215,7 +217,7 @@ func (l *Ledger) commitTx(ctx context.Context, b []*request) (head Head, whole b
 // fill is the body of a batch's transaction: it reads the head, runs the
 // requests in order and writes the new head once. It returns the head and
 // the sealed bytes written for it (nil when the head did not move).
-func (l *Ledger) fill(ctx context.Context, tx stores.Tx, b []*request, pin Head) (head Head, sealed []byte, whole bool, err error) {
+func (l *Ledger) fill(tx stores.Tx, b []*request, pin Head) (head Head, sealed []byte, whole bool, err error) {
 	if p, ok := tx.(stores.Prefetcher); ok {
 		keys := []string{l.headKey}
 		for _, r := range b {
@@ -245,9 +247,8 @@ func (l *Ledger) fill(ctx context.Context, tx stores.Tx, b []*request, pin Head)
 	bt := &batchTx{l: l, tx: tx, head: hs.Head}
 	alone := len(b) == 1
 	for _, r := range b {
-		r.seen = bt.head
 		if r.update != nil {
-			if err := l.runUpdate(ctx, bt, r, alone); err != nil {
+			if err := l.runUpdate(bt, r, alone); err != nil {
 				return Head{}, nil, false, err
 			}
 			continue
@@ -259,17 +260,10 @@ func (l *Ledger) fill(ctx context.Context, tx stores.Tx, b []*request, pin Head)
 				continue
 			}
 		}
-		recs, err := l.build(bt.head, entries)
-		if err != nil {
+		if bt.head, err = l.putEntries(tx, bt.head, entries); err != nil {
 			return Head{}, nil, false, err
 		}
-		for _, rec := range recs {
-			if err := l.putEntry(tx, rec); err != nil {
-				return Head{}, nil, false, err
-			}
-		}
-		bt.head = headOf(recs, bt.head)
-		r.head, r.moved = bt.head, len(recs) > 0
+		r.head, r.moved = bt.head, len(entries) > 0
 	}
 	if !alone && slices.ContainsFunc(b, func(r *request) bool { return r.failed }) {
 		// A closure failed: perhaps because another one spoiled the
@@ -297,7 +291,7 @@ func (l *Ledger) fill(ctx context.Context, tx stores.Tx, b []*request, pin Head)
 // transaction (so a conflict it met is retried). Among others, it writes
 // into an overlay that reaches the transaction only if it succeeds; its
 // error is its own outcome.
-func (l *Ledger) runUpdate(ctx context.Context, bt *batchTx, r *request, alone bool) error {
+func (l *Ledger) runUpdate(bt *batchTx, r *request, alone bool) error {
 	start := bt.head
 	if alone {
 		if err := r.call(bt); err != nil {
@@ -372,6 +366,21 @@ func (l *Ledger) readHeadTx(tx stores.Tx) (headState, error) {
 		return hs, nil
 	}
 	return l.openHead(it.Value)
+}
+
+// putEntries builds entries to follow head and writes them in tx, and
+// returns the head after them (head itself when entries is empty).
+func (l *Ledger) putEntries(tx stores.Tx, head Head, entries []Entry) (Head, error) {
+	recs, err := l.build(head, entries)
+	if err != nil {
+		return Head{}, err
+	}
+	for _, rec := range recs {
+		if err := l.putEntry(tx, rec); err != nil {
+			return Head{}, err
+		}
+	}
+	return headOf(recs, head), nil
 }
 
 // putEntry seals rec and writes it at its position in tx.

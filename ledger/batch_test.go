@@ -64,6 +64,29 @@ func holdQueue(t *testing.T, l *ledger.Ledger) (release func(), done <-chan erro
 	return func() { close(gate) }, errc
 }
 
+// runTogether holds l's queue with an Update of its own, starts call(i)
+// for each i of 0..n-1 in a goroutine of its own, and once all n wait in
+// the queue runs queued (if not nil) and releases the hold, so that the n
+// calls commit together (in the batches the queue cuts, in the order they
+// queued). It returns their errors once every call has returned.
+func runTogether(t *testing.T, l *ledger.Ledger, n int, queued func(), call func(i int) error) []error {
+	t.Helper()
+	release, held := holdQueue(t, l)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = call(i) })
+	}
+	waitQueued(l, n)
+	if queued != nil {
+		queued()
+	}
+	release()
+	require.NoError(t, <-held)
+	wg.Wait()
+	return errs
+}
+
 // waitQueued spins until n calls wait in l's queue.
 func waitQueued(l *ledger.Ledger, n int) {
 	for ledger.Waiting(l) < n {
@@ -89,24 +112,17 @@ func TestBatchedUpdatesShareOneCommit(t *testing.T) {
 	st := newTxCounter(memstore.New())
 	l := newLedger(t, st)
 	ctx := context.Background()
-	release, held := holdQueue(t, l)
 
 	const n = 20
 	errFn := errors.New("this closure fails")
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
+	var before int64
+	errs := runTogether(t, l, n, func() { before = st.updates.Load() }, func(i int) error {
 		var fail error
 		if i%4 == 1 {
 			fail = errFn
 		}
-		wg.Go(func() { errs[i] = l.Update(ctx, writeFact(l, fmt.Sprintf("k%02d", i), i+1, fail)) })
-	}
-	waitQueued(l, n)
-	before := st.updates.Load()
-	release()
-	require.NoError(t, <-held)
-	wg.Wait()
+		return l.Update(ctx, writeFact(l, fmt.Sprintf("k%02d", i), i+1, fail))
+	})
 	assert.Equal(t, int64(1), st.updates.Load()-before, "the queued Updates share one store transaction")
 
 	var want []string
@@ -136,33 +152,24 @@ func TestPanicInBatchedUpdateIsItsCallers(t *testing.T) {
 	st := memstore.New()
 	l := newLedger(t, st)
 	ctx := context.Background()
-	release, held := holdQueue(t, l)
 
-	var wg sync.WaitGroup
 	var panicked atomic.Value
-	errs := make([]error, 3)
-	for i := range 3 {
-		wg.Go(func() {
-			defer func() {
-				if p := recover(); p != nil {
-					panicked.Store(p)
-				}
-			}()
-			errs[i] = l.Update(ctx, func(tx stores.Tx) error {
-				if err := writeFact(l, fmt.Sprintf("k%d", i), i+1, nil)(tx); err != nil {
-					return err
-				}
-				if i == 1 {
-					panic("closure 1 panics")
-				}
-				return nil
-			})
+	errs := runTogether(t, l, 3, nil, func(i int) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				panicked.Store(p)
+			}
+		}()
+		return l.Update(ctx, func(tx stores.Tx) error {
+			if err := writeFact(l, fmt.Sprintf("k%d", i), i+1, nil)(tx); err != nil {
+				return err
+			}
+			if i == 1 {
+				panic("closure 1 panics")
+			}
+			return nil
 		})
-	}
-	waitQueued(l, 3)
-	release()
-	require.NoError(t, <-held)
-	wg.Wait()
+	})
 	assert.Equal(t, "closure 1 panics", panicked.Load(), "the panic goes on in its caller's goroutine")
 	assert.NoError(t, errs[0])
 	assert.NoError(t, errs[2])
@@ -175,22 +182,15 @@ func TestBatchRefusedAsAWholeRunsApart(t *testing.T) {
 	st := newTxCounter(memstore.New())
 	l := newLedger(t, st)
 	ctx := context.Background()
-	release, held := holdQueue(t, l)
 
 	const n = 9
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
+	errs := runTogether(t, l, n, nil, func(i int) error {
 		key := fmt.Sprintf("k%d", i)
 		if i == 4 {
 			key = "poison" // the store refuses this one's write, spoiling the batch
 		}
-		wg.Go(func() { errs[i] = l.Update(ctx, writeFact(l, key, i+1, nil)) })
-	}
-	waitQueued(l, n)
-	release()
-	require.NoError(t, <-held)
-	wg.Wait()
+		return l.Update(ctx, writeFact(l, key, i+1, nil))
+	})
 	for i := range n {
 		if i == 4 {
 			assert.ErrorIs(t, errs[i], errPoison, "the refused write fails its own call")
@@ -210,29 +210,21 @@ func TestAppendsAndUpdatesInOneBatchChainInOrder(t *testing.T) {
 		}
 		l := newLedger(t, st)
 		ctx := context.Background()
-		release, held := holdQueue(t, l)
 		const n = 30
 		heads := make([]ledger.Head, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				switch i % 3 {
-				case 0:
-					heads[i], errs[i] = l.Append(ctx, fact(i+1), fact(1000+i))
-				case 1:
-					heads[i], errs[i] = l.AppendFunc(ctx, func(h ledger.Head) ([]ledger.Entry, error) {
-						return []ledger.Entry{fact(i + 1)}, nil
-					})
-				default:
-					errs[i] = l.Update(ctx, writeFact(l, fmt.Sprintf("k%d", i), i+1, nil))
-				}
-			})
-		}
-		waitQueued(l, n)
-		release()
-		require.NoError(t, <-held)
-		wg.Wait()
+		errs := runTogether(t, l, n, nil, func(i int) (err error) {
+			switch i % 3 {
+			case 0:
+				heads[i], err = l.Append(ctx, fact(i+1), fact(1000+i))
+			case 1:
+				heads[i], err = l.AppendFunc(ctx, func(h ledger.Head) ([]ledger.Entry, error) {
+					return []ledger.Entry{fact(i + 1)}, nil
+				})
+			default:
+				err = l.Update(ctx, writeFact(l, fmt.Sprintf("k%d", i), i+1, nil))
+			}
+			return err
+		})
 		total := uint64(0)
 		for i := range n {
 			require.NoError(t, errs[i])

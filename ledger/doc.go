@@ -48,13 +48,13 @@
 // the head its entries follow, each Update function against its own view
 // of the transaction, so one that fails drops only its own writes). So
 // writers in one process share commits instead of conflicting with each
-// other on the head. Keep one Ledger per
-// ledger in a process: several Ledgers on the same store and prefix contend
-// through the store like separate processes, whose retries are bounded by
-// Options.MaxAttempts (then ErrContention). AppendTx called inside a
-// transaction the caller runs itself takes no turn: on a store whose
-// transactions are optimistic, concurrent ones that append fail each other
-// and must be retried; Update avoids that.
+// other on the head. Keep one Ledger per ledger in a process: several
+// Ledgers on the same store and prefix contend through the store like
+// separate processes, whose retries are bounded by Options.MaxAttempts
+// (then ErrContention). AppendTx called inside a transaction the caller
+// runs itself bypasses the queue: on a store whose transactions are
+// optimistic, concurrent ones that append fail each other and must be
+// retried; Update avoids that.
 //
 // Processes sharing a store contend through its transactions or
 // compare-and-swap, which must then be atomic

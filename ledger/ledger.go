@@ -103,9 +103,9 @@ type Ledger struct {
 }
 
 // Close makes l refuse new calls (appends, updates, reads, Head) with
-// stores.ErrClosed and waits for the calls in flight to end: an append
-// already queued for a group commit is committed (and the pins raised)
-// before Close returns, or fails. It does not close the store; it is
+// stores.ErrClosed and waits for the calls in flight to end: a call
+// already queued for a batch is committed (and the pins raised) before
+// Close returns, or fails. It does not close the store; it is
 // idempotent and must not be called from inside an Update or AppendFunc
 // function, nor from the body of a range over Read.
 func (l *Ledger) Close() error {
@@ -168,8 +168,8 @@ func (l *Ledger) Head(ctx context.Context) (Head, error) {
 // Seq is assigned and a zero Time or empty Actor filled in; the caller's
 // slice is not modified.
 //
-// Concurrent Append and AppendFunc calls on one Ledger are combined into one
-// commit, so they do not race each other; a commit that loses to another
+// Concurrent Append, AppendFunc and Update calls on one Ledger are combined
+// into one commit, so they do not race each other; a commit that loses to another
 // writer (another Ledger on the same store) is retried, within
 // Options.MaxAttempts, and then fails with ErrContention. Append without
 // entries returns the head.
@@ -199,7 +199,8 @@ func (l *Ledger) Append(ctx context.Context, entries ...Entry) (Head, error) {
 // derive ends the append and is returned unchanged (a panic in derive
 // panics in the caller); no entries from derive means nothing is written,
 // and the head derive saw is returned. Like Append calls, concurrent
-// AppendFunc calls on one Ledger share commits and do not race each other:
+// AppendFunc calls on one Ledger share commits (with Append and Update
+// calls) and do not race each other:
 // each derive sees the head as it stands after the entries placed before
 // its own.
 func (l *Ledger) AppendFunc(ctx context.Context, derive func(head Head) ([]Entry, error)) (Head, error) {
@@ -256,16 +257,10 @@ func (l *Ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 	if err == nil {
 		if h, ok := l.fromToken(it.Value); ok {
 			// In a batch of Update: append after the batch's head.
-			recs, err := l.build(h, entries)
+			nh, err := l.putEntries(tx, h, entries)
 			if err != nil {
 				return Head{}, fmt.Errorf("ledger append: %w", err)
 			}
-			for _, r := range recs {
-				if err := l.putEntry(tx, r); err != nil {
-					return Head{}, fmt.Errorf("ledger append: %w", err)
-				}
-			}
-			nh := headOf(recs, h)
 			if err := tx.Put(l.headKey, l.token(nh)); err != nil {
 				return Head{}, fmt.Errorf("ledger append: %w", err)
 			}
@@ -301,7 +296,8 @@ func (l *Ledger) Update(ctx context.Context, fn func(tx stores.Tx) error) error 
 // batch reads the keys of all its calls in one step before running them,
 // in sorted order, so that transactions batching different keys cannot
 // deadlock on them. Keys that fn does not read cost a read; keys it reads
-// and did not name cost a round trip each.
+// and did not name cost a round trip each. On any other store UpdateKeys is
+// Update.
 func (l *Ledger) UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
 	if l.tr == nil {
 		return fmt.Errorf("ledger update: %w", stores.ErrNotSupported)
@@ -385,6 +381,14 @@ func (l *Ledger) commitCAS(ctx context.Context, plan planFunc) ([]record, Head, 
 }
 
 // pinned returns the device's pin, taken before a head is read.
+//
+// In a transaction the pin is taken before the transaction begins. A
+// transaction may read a snapshot taken when it began (badger's), older
+// than heads that this process saw, and pinned, while it ran; a pin taken
+// inside would make such an honest, merely stale, read look like a
+// rollback. Every head pinned before the transaction began was committed
+// before it began, so its snapshot holds that head or a later one unless
+// the store rolled back.
 func (l *Ledger) pinned() Head {
 	if l.pins == nil {
 		return Head{}

@@ -20,8 +20,8 @@ import (
 //
 // Every counter key has one *counter per Service, shared by all handles of
 // that key. Operations that write the counter (Next, NextSerial, Claim,
-// SeedTo, Bind) are submitted to its queue (internal/batch, the one batching
-// primitive of the SDK). If no write is in flight the submitter
+// SeedTo, Bind) are submitted to its queue (internal/batch, the one
+// batching primitive of the SDK). If no write is in flight the submitter
 // becomes the leader and writes at once, for itself alone. Submitters that
 // arrive while a write is in flight queue up; when the write ends, the leader
 // hands the queue, as one batch, to the first queued submitter, which
@@ -41,7 +41,7 @@ import (
 //
 // A batch is written in a transaction when the store has them and it needs
 // one (a Journal, claim records, Bind); otherwise by compare-and-swap. In a
-// vault the transaction is the ledger's Update, which batches in turn: the
+// vault the transaction is the ledger's UpdateKeys, which batches too: the
 // batches of different counters (and record writes) that queue meanwhile
 // share one store transaction, so many series share one commit.
 
@@ -61,8 +61,9 @@ const (
 	opBind
 )
 
-// op is one submitted operation: its request, its outcome, and the hand-off
-// signal. The context is the caller's, carried for the duration of the call.
+// op is one submitted operation: its request, its outcome, and its place in
+// the queue. The context is the caller's, carried for the duration of the
+// call.
 type op struct {
 	kind   opKind
 	ctx    context.Context
@@ -81,7 +82,7 @@ type op struct {
 	panicked bool
 	panicVal any
 
-	batch.Slot[*op] // the combining queue's part; its channel is reused
+	batch.Slot[*op] // the combining queue's part; kept when the op is recycled
 }
 
 // counter is the combining state of one counter key.
@@ -359,7 +360,7 @@ func (c *counter) attempt(int) error {
 	c.w.events, c.w.unpinned = nil, nil
 	if c.needsTx() {
 		// Taken before the transaction's snapshot, which may be older than a
-		// value pinned while it runs (see ledger's appendTx).
+		// value pinned while it runs (see ledger's pinned).
 		c.w.pin = c.svc.pinOf(c.key)
 		if err := c.update(); err != nil {
 			if !errors.Is(err, pins.ErrUnpinned) {

@@ -206,7 +206,7 @@ func TestVoidedAfterClose(t *testing.T) {
 }
 
 // unpinnedStore commits every transaction and then, once told to, reports
-// it as committed with a pin not saved (as the vault's ledger turn does).
+// it as committed with a pin not saved (as the vault's ledger batch does).
 type unpinnedStore struct {
 	stores.Store
 	tr   stores.Transactor

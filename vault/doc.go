@@ -18,9 +18,14 @@
 //
 // # Concurrency
 //
-// A Vault and its collections are safe for concurrent use. Several Vault
-// values (in this process or others) may share one vault on a store with
-// atomic compare-and-swap; writes to one record are serialized by the store.
+// A Vault and its collections are safe for concurrent use. On a store with
+// transactions, the writes of one Vault that arrive while a commit is in
+// flight (record puts and deletes, PutNumbered, numbers of any series) share
+// the next store transaction, each with its ledger entries, so many callers
+// pay for one commit; one call that fails does not fail the others. Several
+// Vault values (in this process or others) may share one vault on a store
+// with atomic compare-and-swap; writes to one record are serialized by the
+// store.
 //
 // # Compatibility
 //

@@ -55,9 +55,9 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	v.macer = newMACer(dk, "noydb ledger v1")
 	v.claims = newMACer(dk, "noydb claim keys v1")
 	v.ledger = ledger.New(cfg.Store, v.seal, v.macer, prefix, ledger.Options{Actor: cfg.User, Pins: p})
-	// Sequences write their counters and ledger entries in the ledger's
-	// turn, like record writes, so that writers of this process never fail
-	// one another on the ledger head.
+	// Sequences write their counters and ledger entries through the
+	// ledger's batches, like record writes, so that writers of this process
+	// share commits and never fail one another on the ledger head.
 	var seqStore stores.Store = cfg.Store
 	if _, ok := cfg.Store.(stores.Transactor); ok {
 		seqStore = ledgerBatch{Store: cfg.Store, l: v.ledger}

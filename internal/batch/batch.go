@@ -57,20 +57,18 @@ import (
 var ErrAbandoned = errors.New("batch abandoned: a panic in the goroutine running it")
 
 // Slot is the part of a call that the queue uses. Embed it, parameterised
-// by the call's pointer type, in the call's struct; a call may be reused for
-// another Do once its Do has returned.
+// by the call's pointer type, in the call's struct; its zero value is ready.
+// A call is in one Do at a time, and may be reused for another Do once its
+// Do has returned.
 type Slot[T any] struct {
-	done      chan struct{} // one signal per Do: the outcome is ready, or lead
-	lead      []T           // set before done is signalled when the call must lead it
-	one       [1]T          // the batch of a call that runs at once, alone
-	ctx       context.Context
+	done      chan struct{}   // one signal per Do: the outcome is ready, or lead
+	lead      []T             // set before done is signalled when the call must lead it
+	one       [1]T            // the batch of a call that runs at once, alone
+	ctx       context.Context // the context of the call's Do, while it runs
 	abandoned bool
 }
 
 func (s *Slot[T]) slot() *Slot[T] { return s }
-
-// Context returns the context of the call's Do (nil outside a Do).
-func (s *Slot[T]) Context() context.Context { return s.ctx }
 
 // Member is the constraint of Queue's type parameter: a pointer to a struct
 // that embeds Slot[T].
@@ -80,7 +78,8 @@ type Member[T any] interface {
 }
 
 // Queue batches calls of type T. Set Run (and Cut, if a batch has limits)
-// before the first Do, and do not change them afterwards.
+// before the first Do, and do not change them afterwards. A Queue is safe
+// for concurrent use.
 type Queue[T Member[T]] struct {
 	// Run runs batch and leaves each call's outcome in it. ctx is cancelled
 	// only once every caller in batch has given up. batch[0] is the call of

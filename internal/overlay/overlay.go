@@ -28,7 +28,8 @@ import (
 var ErrDone = errors.New("transaction used after its function returned")
 
 // Tx is a stores.Tx whose writes are buffered until Apply. Reads see the
-// Tx's own writes first, then the parent's.
+// Tx's own writes first, then the parent's. A Tx is not safe for concurrent
+// use.
 type Tx struct {
 	parent stores.Tx
 	guard  func(key string) error
@@ -98,9 +99,6 @@ func (t *Tx) write(key string, value []byte) error {
 
 // Close makes later uses of t fail with ErrDone. Apply still works.
 func (t *Tx) Close() { t.done = true }
-
-// Written reports whether t holds any write.
-func (t *Tx) Written() bool { return len(t.keys) > 0 }
 
 // Apply replays the buffered writes into the parent, in first-write order,
 // each key with its last value.

@@ -56,7 +56,10 @@ type writeOp struct {
 // holds the store's read lock, so Close waits for it.
 func (s *Store) submit(ctx context.Context, w *writeOp) (uint64, error) {
 	if err := s.q.Do(ctx, w); err != nil {
-		return 0, err // ctx ended while w waited: nothing was written
+		// ctx ended while w waited, and nothing was written; or the
+		// batch's leader panicked (batch.ErrAbandoned), and w may or may
+		// not have been committed.
+		return 0, err
 	}
 	return w.version, w.err
 }

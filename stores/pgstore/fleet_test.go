@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	osexec "os/exec"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/race"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
@@ -757,7 +757,7 @@ func TestFleetManySeries(t *testing.T) {
 	// ledger's allocations of every series are checked exactly above
 	// either way.
 	auditStep := 1
-	if raceBuild() {
+	if race.Enabled {
 		auditStep = 8
 	}
 	seqs := make([]*sequence.Sequence, manySeries)
@@ -793,18 +793,4 @@ func TestFleetManySeries(t *testing.T) {
 		assert.Equal(t, manyPerSeries, a.Unbound, "Audit of %s: every number issued by Next", name)
 		assert.Zero(t, a.Bound+a.Missing+a.Voided+a.Seeded+a.Orphaned, "Audit of %s: bound, missing, voided, seeded or orphaned", name)
 	}
-}
-
-// raceBuild reports whether the test binary was built with -race.
-func raceBuild() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
 }

@@ -3,7 +3,6 @@ package ledger_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -29,7 +28,7 @@ func reportsConflictOnce(l *ledger.Ledger, i int, runs *atomic.Int64) func(tx st
 
 // Update retries a closure that reports a conflict, alone or in a batch:
 // the outcome must not depend on whether other calls were waiting.
-func TestReviewConflictingClosureIsRetriedInABatch(t *testing.T) {
+func TestConflictingClosureIsRetriedInABatch(t *testing.T) {
 	ctx := context.Background()
 	t.Run("alone", func(t *testing.T) {
 		l := newLedger(t, memstore.New())
@@ -39,18 +38,11 @@ func TestReviewConflictingClosureIsRetriedInABatch(t *testing.T) {
 	})
 	t.Run("batched", func(t *testing.T) {
 		l := newLedger(t, memstore.New())
-		release, held := holdQueue(t, l)
 		const n = 4
-		errs := make([]error, n)
 		runs := make([]atomic.Int64, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() { errs[i] = l.Update(ctx, reportsConflictOnce(l, i+1, &runs[i])) })
-		}
-		waitQueued(l, n)
-		release()
-		require.NoError(t, <-held)
-		wg.Wait()
+		errs := runTogether(t, l, n, nil, func(i int) error {
+			return l.Update(ctx, reportsConflictOnce(l, i+1, &runs[i]))
+		})
 		for i := range n {
 			assert.NoError(t, errs[i], "closure %d: a conflict is retried, as it is alone", i+1)
 		}

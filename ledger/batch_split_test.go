@@ -3,8 +3,6 @@ package ledger_test
 import (
 	"context"
 	"errors"
-	"github.com/noydb-go/noydb/ledger"
-	"github.com/noydb-go/noydb/stores"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 )
 
@@ -20,7 +20,7 @@ import (
 // ambiguous outcome: a connection lost during COMMIT) must not be run
 // again in halves: the halves append the same entries a second time, and
 // their callers are told that their one append succeeded.
-func TestReviewAmbiguousCommitIsNotSplit(t *testing.T) {
+func TestAmbiguousCommitIsNotSplit(t *testing.T) {
 	var updates atomic.Int64
 	st := faultstore.New(memstore.New(), faultstore.Options{
 		After: func(op faultstore.Op, _ string) error {
@@ -32,18 +32,12 @@ func TestReviewAmbiguousCommitIsNotSplit(t *testing.T) {
 	})
 	l := newLedger(t, st)
 	ctx := context.Background()
-	release, held := holdQueue(t, l) // update 1
 
 	const n = 4
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { _, errs[i] = l.Append(ctx, fact(i+1)) })
-	}
-	waitQueued(l, n)
-	release()
-	require.NoError(t, <-held)
-	wg.Wait()
+	errs := runTogether(t, l, n, nil, func(i int) error { // its hold is update 1
+		_, err := l.Append(ctx, fact(i+1))
+		return err
+	})
 
 	seen := map[string]int{}
 	for _, e := range readAll(t, l, 1) {
@@ -107,9 +101,9 @@ func (t *spoilingTx) Put(key string, value []byte) error {
 
 // A closure whose read spoils the batch's transaction fails alone: the
 // closures after it, whose reads failed only because of it, are run again
-// without it and succeed. (Guards the fix of the ambiguous commit: a batch
-// refused before its commit is still split.)
-func TestReviewSpoiledBatchIsStillSplit(t *testing.T) {
+// without it and succeed. (The counterpart of TestAmbiguousCommitIsNotSplit:
+// a batch refused before its commit is still split.)
+func TestSpoiledBatchIsStillSplit(t *testing.T) {
 	mem := memstore.New()
 	l := newLedger(t, spoilingStore{Store: mem, tr: mem})
 	ctx := context.Background()
@@ -146,7 +140,7 @@ func TestReviewSpoiledBatchIsStillSplit(t *testing.T) {
 // allocation): run again in halves, each closure takes a second number,
 // and the first one, committed with its allocation entry, is given to
 // nobody: a number skipped.
-func TestReviewAmbiguousCommitSkipsNoNumber(t *testing.T) {
+func TestAmbiguousCommitSkipsNoNumber(t *testing.T) {
 	var updates atomic.Int64
 	st := faultstore.New(memstore.New(), faultstore.Options{
 		After: func(op faultstore.Op, _ string) error {
@@ -177,18 +171,11 @@ func TestReviewAmbiguousCommitSkipsNoNumber(t *testing.T) {
 			return nil
 		}
 	}
-	release, held := holdQueue(t, l)
 	counters := []string{"a", "b"}
 	got := make([]uint64, len(counters))
-	errs := make([]error, len(counters))
-	var wg sync.WaitGroup
-	for i, c := range counters {
-		wg.Go(func() { errs[i] = l.Update(ctx, take(c, &got[i])) })
-	}
-	waitQueued(l, len(counters))
-	release()
-	require.NoError(t, <-held)
-	wg.Wait()
+	errs := runTogether(t, l, len(counters), nil, func(i int) error { // its hold is update 1
+		return l.Update(ctx, take(counters[i], &got[i]))
+	})
 
 	allocated := map[string][]uint64{}
 	for _, e := range readAll(t, l, 1) {
@@ -197,6 +184,7 @@ func TestReviewAmbiguousCommitSkipsNoNumber(t *testing.T) {
 		}
 	}
 	for i, c := range counters {
+		assert.LessOrEqual(t, len(allocated[c]), 1, "series %s: one closure took its numbers %v", c, allocated[c])
 		if errs[i] != nil {
 			continue // the ambiguous outcome, reported: the caller knows
 		}

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -49,24 +47,16 @@ func (t prefetchTx) Prefetch([]string) error {
 // A batch whose first read fails (the server is unreachable) fails as a
 // whole: running its halves, down to single calls, cannot cure it and
 // costs 2n-1 attempts to reach the server instead of one.
-func TestReviewUnreachableStoreIsNotSplit(t *testing.T) {
+func TestUnreachableStoreIsNotSplit(t *testing.T) {
 	mem := memstore.New()
 	st := &downStore{Store: mem, tr: mem}
 	l := newLedger(t, st)
 	ctx := context.Background()
-	release, held := holdQueue(t, l)
 
 	const n = 16
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { errs[i] = l.Update(ctx, writeFact(l, fmt.Sprintf("k%02d", i), i+1, nil)) })
-	}
-	waitQueued(l, n)
-	st.down.Store(true)
-	release()
-	require.NoError(t, <-held)
-	wg.Wait()
+	errs := runTogether(t, l, n, func() { st.down.Store(true) }, func(i int) error {
+		return l.Update(ctx, writeFact(l, fmt.Sprintf("k%02d", i), i+1, nil))
+	})
 	for i := range n {
 		assert.ErrorIs(t, errs[i], errServerGone, "call %d", i)
 	}

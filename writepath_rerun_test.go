@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 )
@@ -17,7 +19,8 @@ import (
 // from its first run must not survive.
 type lateConflicts struct {
 	*memstore.Store
-	n atomic.Int64
+	n        atomic.Int64
+	injected atomic.Int64
 }
 
 var errLate = errors.New("roll back: injected late conflict")
@@ -28,6 +31,7 @@ func (s *lateConflicts) Update(ctx context.Context, fn func(tx stores.Tx) error)
 			return err
 		}
 		if s.n.Add(1)%3 == 0 {
+			s.injected.Add(1)
 			return errLate
 		}
 		return nil
@@ -42,10 +46,12 @@ func (s *lateConflicts) Update(ctx context.Context, fn func(tx stores.Tx) error)
 // and deleted) on a store whose batches conflict after their closures ran:
 // every number exactly once, the ledger exactly the calls' entries, every
 // audit clean.
-func TestReviewBatchRerunAfterLateConflict(t *testing.T) {
-	runManySeries(t, &lateConflicts{Store: memstore.New()}, manySeriesLoad{
+func TestManySeriesRerunAfterLateConflict(t *testing.T) {
+	st := &lateConflicts{Store: memstore.New()}
+	runManySeries(t, st, manySeriesLoad{
 		series: 8, perSeries: 300, nextCallers: 3,
 		numbered: 2, numberedPer: 30,
 		writers: 3, recordsPer: 20,
 	})
+	assert.Positive(t, st.injected.Load(), "late conflicts injected")
 }
