@@ -375,13 +375,25 @@ func (c *counter) attempt(int) error {
 	return c.casAttempt()
 }
 
-// update runs fn in a store transaction, naming the keys it reads where
-// the transactor takes them.
+// update runs fn in a store transaction that reads keys first in one step:
+// through the transactor when it takes them (the vault's ledger, which
+// reads the keys of its whole batch at once), else through the store's
+// transaction when it is a stores.Prefetcher (pgstore).
 func (s *Service) update(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
 	if kt, ok := s.txr.(keyedTransactor); ok {
 		return kt.UpdateKeys(ctx, keys, fn)
 	}
-	return s.txr.Update(ctx, fn)
+	if len(keys) < 2 {
+		return s.txr.Update(ctx, fn) // one key: its Get costs the same
+	}
+	return s.txr.Update(ctx, func(tx stores.Tx) error {
+		if p, ok := tx.(stores.Prefetcher); ok {
+			if err := p.Prefetch(keys); err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
 }
 
 // update runs txBody in a store transaction, naming the keys it reads.

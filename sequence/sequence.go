@@ -455,13 +455,11 @@ func (q *Sequence) Bind(ctx context.Context, fn func(tx stores.Tx, s Serial) err
 	return q.BindKeys(ctx, nil, fn)
 }
 
-// BindKeys is Bind for a function that reads keys (a record it replaces).
-// When the Service's store can be told the keys a transaction will read (it
-// has a method UpdateKeys(ctx, keys, fn), as the store of a vault's
-// sequences has: the vault's ledger), the keys of the Bind calls that share
-// a transaction are read in one step before the functions run, one round
-// trip on PostgreSQL instead of one per key. On any other store BindKeys is
-// Bind.
+// BindKeys is Bind for a function that reads keys (a record it replaces):
+// on a store whose reads are round trips (PostgreSQL), the keys are read in
+// one step before the function runs, and in a vault the keys of every call
+// sharing the transaction are, so a batch of Bind calls costs one round
+// trip for its reads instead of one per key. Elsewhere BindKeys is Bind.
 func (q *Sequence) BindKeys(ctx context.Context, keys []string, fn func(tx stores.Tx, s Serial) error) (Serial, error) {
 	if err := q.allocating(ctx, "bind"); err != nil {
 		return Serial{}, err
