@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -23,7 +24,7 @@ func TestReview2TxWritesOverOneMessage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 1 GiB to the server; CI runs it")
 	}
-	s := pgtest.Open(t, nil)
+	s, schema := openIn(t, nil)
 	ctx := guardCtx(t)
 	const n = 257 // 257 × 4 MiB > the 1 GiB a protocol message may hold
 	key := func(i int) string { return fmt.Sprintf("big/%03d", i) }
@@ -39,14 +40,32 @@ func TestReview2TxWritesOverOneMessage(t *testing.T) {
 	})
 	require.NoError(t, err, "a transaction of %d values of MaxValueLen", n)
 
-	versions := map[uint64]bool{}
-	for i := range n {
-		it, err := s.Get(ctx, key(i))
-		require.NoError(t, err, key(i))
-		if assert.Len(t, it.Value, stores.MaxValueLen, key(i)) {
-			assert.Equal(t, []byte{byte(i), byte(i >> 8)}, []byte{it.Value[0], it.Value[len(it.Value)-1]}, key(i))
-		}
-		assert.False(t, versions[it.Version], "%s: version %d given twice", key(i), it.Version)
-		versions[it.Version] = true
+	// Read back on the server: 1 GiB need not travel again.
+	conn, err := pgx.Connect(ctx, pgtest.URL(t))
+	require.NoError(t, err)
+	defer func() { _ = conn.Close(ctx) }()
+	rows, err := conn.Query(ctx, fmt.Sprintf(`SELECT convert_from(key, 'UTF8'), octet_length(value),
+		get_byte(value, 0), get_byte(value, octet_length(value) - 1), version
+		FROM %q.items WHERE key >= 'big/' AND key < 'big0' ORDER BY key`, schema))
+	require.NoError(t, err)
+	type row struct {
+		key         string
+		length      int
+		first, last int
+		version     int64
+	}
+	var got []row
+	for rows.Next() {
+		var r row
+		require.NoError(t, rows.Scan(&r.key, &r.length, &r.first, &r.last, &r.version))
+		got = append(got, r)
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, got, n)
+	versions := map[int64]bool{}
+	for i, r := range got {
+		assert.Equal(t, row{key(i), stores.MaxValueLen, i & 0xFF, i >> 8, r.version}, r)
+		assert.False(t, versions[r.version], "%s: version %d given twice", r.key, r.version)
+		versions[r.version] = true
 	}
 }

@@ -31,9 +31,10 @@ const (
 //
 // Statements are pipelined: Tx.Put and Tx.Delete only record the write, and
 // the writes recorded since the last round trip are sent at the head of the
-// next one (a Tx.Get or Prefetch that needs the server, or the commit) as at
-// most two statements, one upsert of every key put and one delete of every key
-// deleted, the last write of each key winning. So a transaction costs one
+// next one (a Tx.Get or Prefetch that needs the server, or the commit) as
+// two statements, one upsert of every key put and one delete of every key
+// deleted (more when they carry over 64 MiB), the last write of each key
+// winning. So a transaction costs one
 // round trip per such Get plus one for the commit, BEGIN included, and a few
 // statements per round trip however many keys it writes. A Get of a key the
 // transaction has already read, claimed or written is answered without a
@@ -166,10 +167,18 @@ func (t *txn) add(op, sql string, args ...any) {
 	t.ops = append(t.ops, op)
 }
 
-// queueWrites turns the pending writes into at most two statements of the
-// next batch: one upsert of the keys put and one delete of the keys deleted,
-// each with its keys in ascending byte order. A key is in one of them at
-// most, so their order does not matter.
+// maxWriteBytes bounds the keys and values one upsert or delete of pending
+// writes carries. A statement's parameters travel in one protocol message,
+// which may hold at most 1 GiB, and a transaction may write any number of
+// values of stores.MaxValueLen; above the bound the writes go as several
+// statements, still in ascending key order.
+const maxWriteBytes = 64 << 20
+
+// queueWrites turns the pending writes into statements of the next batch:
+// upserts of the keys put and deletes of the keys deleted, each with its
+// keys in ascending byte order, one of each unless they carry more than
+// maxWriteBytes. A key is in one of them at most, so the order of the
+// upserts relative to the deletes does not matter.
 func (t *txn) queueWrites() {
 	if len(t.writes) == 0 {
 		return
@@ -180,14 +189,25 @@ func (t *txn) queueWrites() {
 	}
 	slices.Sort(keys) // byte order, as bytea compares
 	var putKeys, values, deleted [][]byte
+	putBytes, deletedBytes := 0, 0
 	for _, key := range keys {
 		w := t.writes[key]
 		if w.deleted {
+			if len(deleted) > 0 && deletedBytes+len(key) > maxWriteBytes {
+				t.add("delete", t.s.q.deleteMany, deleted)
+				deleted, deletedBytes = nil, 0
+			}
 			deleted = append(deleted, []byte(key))
+			deletedBytes += len(key)
 			continue
+		}
+		if size := len(key) + len(w.value); len(putKeys) > 0 && putBytes+size > maxWriteBytes {
+			t.add("put", t.s.q.putMany, putKeys, values)
+			putKeys, values, putBytes = nil, nil, 0
 		}
 		putKeys = append(putKeys, []byte(key))
 		values = append(values, w.value)
+		putBytes += len(key) + len(w.value)
 	}
 	clear(t.writes)
 	if len(putKeys) > 0 {
