@@ -112,7 +112,10 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
-	if _, set := cfg.ConnConfig.RuntimeParams[seqScanSetting]; !set {
+	// The setting may also come in options ("-c enable_seqscan=on"), which
+	// the server applies before the other startup parameters.
+	_, set := cfg.ConnConfig.RuntimeParams[seqScanSetting]
+	if !set && !strings.Contains(cfg.ConnConfig.RuntimeParams["options"], seqScanSetting) {
 		cfg.ConnConfig.RuntimeParams[seqScanSetting] = "off"
 	}
 	s := &Store{schema: o.Schema, secret: cfg.ConnConfig.Password}
