@@ -33,7 +33,8 @@ const (
 // the writes recorded since the last round trip are sent at the head of the
 // next one (a Tx.Get or Prefetch that needs the server, or the commit) as
 // two statements, one upsert of every key put and one delete of every key
-// deleted (more when they carry over 64 MiB), the last write of each key
+// deleted (after a third that locks the rows of both in key order when there
+// are both, and more when they carry over 64 MiB), the last write of each key
 // winning. So a transaction costs one
 // round trip per such Get plus one for the commit, BEGIN included, and a few
 // statements per round trip however many keys it writes. A Get of a key the
@@ -177,8 +178,11 @@ const maxWriteBytes = 64 << 20
 // queueWrites turns the pending writes into statements of the next batch:
 // upserts of the keys put and deletes of the keys deleted, each with its
 // keys in ascending byte order, one of each unless they carry more than
-// maxWriteBytes. A key is in one of them at most, so the order of the
-// upserts relative to the deletes does not matter.
+// maxWriteBytes. A key is in one of them at most. When there are both, a
+// statement locks the existing rows of all of them first, in ascending key
+// order: the upserts and deletes would otherwise take the rows in two runs
+// (b put before a deleted), and two transactions writing the same keys
+// crosswise would deadlock.
 func (t *txn) queueWrites() {
 	if len(t.writes) == 0 {
 		return
@@ -188,33 +192,38 @@ func (t *txn) queueWrites() {
 		keys = append(keys, key)
 	}
 	slices.Sort(keys) // byte order, as bytea compares
-	var putKeys, values, deleted [][]byte
-	putBytes, deletedBytes := 0, 0
+	var all, putKeys, values, deleted [][]byte
 	for _, key := range keys {
-		w := t.writes[key]
-		if w.deleted {
-			if len(deleted) > 0 && deletedBytes+len(key) > maxWriteBytes {
-				t.add("delete", t.s.q.deleteMany, deleted)
-				deleted, deletedBytes = nil, 0
-			}
-			deleted = append(deleted, []byte(key))
-			deletedBytes += len(key)
-			continue
+		kb := []byte(key)
+		all = append(all, kb)
+		if w := t.writes[key]; w.deleted {
+			deleted = append(deleted, kb)
+		} else {
+			putKeys = append(putKeys, kb)
+			values = append(values, w.value)
 		}
-		if size := len(key) + len(w.value); len(putKeys) > 0 && putBytes+size > maxWriteBytes {
-			t.add("put", t.s.q.putMany, putKeys, values)
-			putKeys, values, putBytes = nil, nil, 0
-		}
-		putKeys = append(putKeys, []byte(key))
-		values = append(values, w.value)
-		putBytes += len(key) + len(w.value)
 	}
 	clear(t.writes)
-	if len(putKeys) > 0 {
-		t.add("put", t.s.q.putMany, putKeys, values)
+	if len(putKeys) > 0 && len(deleted) > 0 {
+		t.add("put", t.s.q.lockMany, all)
 	}
-	if len(deleted) > 0 {
-		t.add("delete", t.s.q.deleteMany, deleted)
+	for len(putKeys) > 0 {
+		n, size := 0, 0
+		for n < len(putKeys) && (n == 0 || size+len(putKeys[n])+len(values[n]) <= maxWriteBytes) {
+			size += len(putKeys[n]) + len(values[n])
+			n++
+		}
+		t.add("put", t.s.q.putMany, putKeys[:n], values[:n])
+		putKeys, values = putKeys[n:], values[n:]
+	}
+	for len(deleted) > 0 {
+		n, size := 0, 0
+		for n < len(deleted) && (n == 0 || size+len(deleted[n]) <= maxWriteBytes) {
+			size += len(deleted[n])
+			n++
+		}
+		t.add("delete", t.s.q.deleteMany, deleted[:n])
+		deleted = deleted[n:]
 	}
 }
 
