@@ -10,6 +10,8 @@ package pgstore_test
 // made the second wait for the first.
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -67,4 +69,49 @@ func TestReview2PutsAndDeletesLockInKeyOrder(t *testing.T) {
 		{"a": "put by the writer of a"}, // the writer of b first
 		{"b": "put by the writer of b"}, // the writer of a first
 	}, got, "the outcome of the writers one after the other")
+}
+
+// The lock taken before crosswise writes covers the keys that do not exist
+// yet too, in the same key order: a writer that locked only the existing
+// rows first (b, to delete) and then waited to create a, claimed by a
+// reader that goes on to read b, would deadlock with that reader.
+func TestReview2WritesTakeMissingKeysInOrder(t *testing.T) {
+	s, schema := openIn(t, nil)
+	ctx := guardCtx(t)
+	_, err := s.Put(ctx, "b", []byte("old"))
+	require.NoError(t, err)
+
+	claimed, release := make(chan struct{}), make(chan struct{})
+	errReader := make(chan error, 1)
+	go func() {
+		errReader <- s.Update(ctx, func(tx stores.Tx) error {
+			if _, err := tx.Get("a"); !errors.Is(err, stores.ErrNotFound) { // claims a
+				return fmt.Errorf("get a: %w", err)
+			}
+			close(claimed)
+			<-release
+			if _, err := tx.Get("b"); err != nil {
+				return err
+			}
+			if err := tx.Put("a", []byte("reader")); err != nil {
+				return err
+			}
+			return tx.Put("b", []byte("reader"))
+		})
+	}()
+	<-claimed
+	errWriter := make(chan error, 1)
+	go func() {
+		errWriter <- s.Update(ctx, func(tx stores.Tx) error {
+			if err := tx.Put("a", []byte("writer")); err != nil {
+				return err
+			}
+			return tx.Delete("b")
+		})
+	}()
+	waitLockWaiters(t, schema, 1) // the writer waits for a
+	close(release)
+	assert.NoError(t, <-errReader, "reader")
+	assert.NoError(t, <-errWriter, "writer")
+	assert.Equal(t, map[string]string{"a": "writer"}, contents(t, s, ""), "the reader, then the writer")
 }
