@@ -48,8 +48,8 @@
 // or of the commit, carries the recorded writes first, as two statements
 // whatever their number: one upsert of every key put (each row with a new
 // version of its own, the rows locked in ascending key order) and one delete
-// of every key deleted, after a statement that locks the rows of both in
-// ascending key order when there are both; writes carrying over 64 MiB are
+// of every key deleted, after a statement that locks or claims them all in
+// ascending key order, as Prefetch does, when there are both; writes carrying over 64 MiB are
 // cut into several such statements, in key order, as one protocol message
 // holds 1 GiB at most. BEGIN travels with the first round trip
 // and COMMIT with the last, after the removal of the transaction's claims. A

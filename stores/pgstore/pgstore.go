@@ -81,7 +81,7 @@ var (
 // queries holds the statements, with the schema name filled in.
 type queries struct {
 	get, put, insert, update, delete string
-	putMany, deleteMany, lockMany    string
+	putMany, deleteMany              string
 	getOrClaim, unclaim              string
 	lockOrClaim, readMany            string
 	list, listAll                    string
@@ -139,11 +139,6 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 			SELECT k, v, {next} FROM unnest($1::bytea[], $2::bytea[]) AS w(k, v) ORDER BY k
 			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.version`),
 		deleteMany: s.sql(`DELETE FROM {s}.items WHERE key = ANY($1::bytea[])`),
-		// Before a putMany and a deleteMany sent together: lock the
-		// existing rows of both, in ascending key order (FOR UPDATE locks
-		// each row as the ordered scan returns it), so that the two
-		// statements, each ordered on its own, take no row out of order.
-		lockMany: s.sql(`SELECT FROM {s}.items WHERE key = ANY($1::bytea[]) ORDER BY key FOR UPDATE`),
 		// Tx.Get, in one statement: lock the key's row and return it, or,
 		// if there is none, claim the key and return the claim (version 0).
 		// A claim is a row that Update deletes before commit: no other
@@ -169,7 +164,8 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		// settles a concurrent creator itself: it waits for the creator's
 		// transaction and then locks the committed row, or inserts if
 		// there is none. The keys come sorted and distinct; ORDER BY keeps
-		// the inserts in that order whatever the planner does.
+		// the inserts in that order whatever the planner does. Tx also
+		// sends it before a putMany and a deleteMany that go together.
 		lockOrClaim: s.sql(`INSERT INTO {s}.items AS i (key, value, version)
 			SELECT k, ''::bytea, 0 FROM unnest($1::bytea[]) AS k ORDER BY k
 			ON CONFLICT (key) DO UPDATE SET version = i.version WHERE false`),

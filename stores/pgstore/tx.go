@@ -33,9 +33,9 @@ const (
 // the writes recorded since the last round trip are sent at the head of the
 // next one (a Tx.Get or Prefetch that needs the server, or the commit) as
 // two statements, one upsert of every key put and one delete of every key
-// deleted (after a third that locks the rows of both in key order when there
-// are both, and more when they carry over 64 MiB), the last write of each key
-// winning. So a transaction costs one
+// deleted (after a third that locks or claims them all in key order when
+// there are both, and more when they carry over 64 MiB), the last write of
+// each key winning. So a transaction costs one
 // round trip per such Get plus one for the commit, BEGIN included, and a few
 // statements per round trip however many keys it writes. A Get of a key the
 // transaction has already read, claimed or written is answered without a
@@ -178,11 +178,12 @@ const maxWriteBytes = 64 << 20
 // queueWrites turns the pending writes into statements of the next batch:
 // upserts of the keys put and deletes of the keys deleted, each with its
 // keys in ascending byte order, one of each unless they carry more than
-// maxWriteBytes. A key is in one of them at most. When there are both, a
-// statement locks the existing rows of all of them first, in ascending key
-// order: the upserts and deletes would otherwise take the rows in two runs
-// (b put before a deleted), and two transactions writing the same keys
-// crosswise would deadlock.
+// maxWriteBytes. A key is in one of them at most. When there are both, the
+// statement of Prefetch first locks or claims all of them, in ascending key
+// order, missing keys included: the upserts and deletes would otherwise take
+// the keys in two runs (b put before a deleted), and two transactions writing
+// the same keys crosswise would deadlock. Each key claimed there is then put,
+// which turns its claim into a row, or deleted, which removes it.
 func (t *txn) queueWrites() {
 	if len(t.writes) == 0 {
 		return
@@ -205,7 +206,7 @@ func (t *txn) queueWrites() {
 	}
 	clear(t.writes)
 	if len(putKeys) > 0 && len(deleted) > 0 {
-		t.add("put", t.s.q.lockMany, all)
+		t.add("put", t.s.q.lockOrClaim, all)
 	}
 	for len(putKeys) > 0 {
 		n, size := 0, 0

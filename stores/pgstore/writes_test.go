@@ -2,8 +2,8 @@ package pgstore_test
 
 // A transaction's writes are kept until its next round trip and then sent as
 // at most three statements, one upsert of the keys put and one delete of the
-// keys deleted (after one that locks them all in key order when there are
-// both), the last write of each key winning. These tests check that
+// keys deleted (after one that locks or claims them all in key order when
+// there are both), the last write of each key winning. These tests check that
 // the outcome is the same as writing one key at a time (against memstore, on
 // random scripts), that the writes cost a fixed number of statements, that
 // each key written gets a new version of its own, and that a refused write
@@ -200,7 +200,7 @@ func TestTxWritesStatements(t *testing.T) {
 		}
 		return nil
 	})
-	check("64 puts and 16 deletes", 5, func(tx stores.Tx) error { // BEGIN, the lock of both in key order, the upsert, the delete, COMMIT
+	check("64 puts and 16 deletes", 5, func(tx stores.Tx) error { // BEGIN, the lock or claim of all in key order, the upsert, the delete, COMMIT
 		for _, i := range perm {
 			if err := tx.Delete(fmt.Sprintf("d%02d", i%16)); err != nil {
 				return err
