@@ -45,10 +45,13 @@
 // while the rows it locked stay locked. Tx.Put and Tx.Delete send nothing:
 // they record the write, the last write of a key replacing any earlier one.
 // The next round trip, that of a Tx.Get that needs the server, of a Prefetch
-// or of the commit, carries the recorded writes first, as at most two
-// statements whatever their number: one upsert of every key put (each row
-// with a new version of its own, the rows locked in ascending key order) and
-// one delete of every key deleted. BEGIN travels with the first round trip
+// or of the commit, carries the recorded writes first, as two statements
+// whatever their number: one upsert of every key put (each row with a new
+// version of its own, the rows locked in ascending key order) and one delete
+// of every key deleted, after a statement that locks or claims them all in
+// ascending key order, as Prefetch does, when there are both; writes carrying over 64 MiB are
+// cut into several such statements, in key order, as one protocol message
+// holds 1 GiB at most. BEGIN travels with the first round trip
 // and COMMIT with the last, after the removal of the transaction's claims. A
 // Get of a key the transaction already holds (read, claimed or written) is
 // answered without a round trip. So a transaction costs one round trip per Get

@@ -112,7 +112,10 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
-	if _, set := cfg.ConnConfig.RuntimeParams[seqScanSetting]; !set {
+	// The setting may also come in options ("-c enable_seqscan=on"), which
+	// the server applies before the other startup parameters.
+	_, set := cfg.ConnConfig.RuntimeParams[seqScanSetting]
+	if !set && !strings.Contains(cfg.ConnConfig.RuntimeParams["options"], seqScanSetting) {
 		cfg.ConnConfig.RuntimeParams[seqScanSetting] = "off"
 	}
 	s := &Store{schema: o.Schema, secret: cfg.ConnConfig.Password}
@@ -161,7 +164,8 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		// settles a concurrent creator itself: it waits for the creator's
 		// transaction and then locks the committed row, or inserts if
 		// there is none. The keys come sorted and distinct; ORDER BY keeps
-		// the inserts in that order whatever the planner does.
+		// the inserts in that order whatever the planner does. Tx also
+		// sends it before a putMany and a deleteMany that go together.
 		lockOrClaim: s.sql(`INSERT INTO {s}.items AS i (key, value, version)
 			SELECT k, ''::bytea, 0 FROM unnest($1::bytea[]) AS k ORDER BY k
 			ON CONFLICT (key) DO UPDATE SET version = i.version WHERE false`),

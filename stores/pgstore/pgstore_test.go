@@ -466,7 +466,7 @@ func TestTxRoundTrips(t *testing.T) {
 	}
 
 	check("nothing sent", 0, 0, func(stores.Tx) error { return nil })
-	check("writes only", 4, 1, func(tx stores.Tx) error { // BEGIN, the Puts, the Delete, COMMIT
+	check("writes only", 5, 1, func(tx stores.Tx) error { // BEGIN, the lock or claim of all in key order, the Puts, the Delete, COMMIT
 		require.NoError(t, tx.Put("w1", []byte("1")))
 		require.NoError(t, tx.Put("w2", []byte("2")))
 		return tx.Delete("never-was")

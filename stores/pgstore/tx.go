@@ -31,9 +31,11 @@ const (
 //
 // Statements are pipelined: Tx.Put and Tx.Delete only record the write, and
 // the writes recorded since the last round trip are sent at the head of the
-// next one (a Tx.Get or Prefetch that needs the server, or the commit) as at
-// most two statements, one upsert of every key put and one delete of every key
-// deleted, the last write of each key winning. So a transaction costs one
+// next one (a Tx.Get or Prefetch that needs the server, or the commit) as
+// two statements, one upsert of every key put and one delete of every key
+// deleted (after a third that locks or claims them all in key order when
+// there are both, and more when they carry over 64 MiB), the last write of
+// each key winning. So a transaction costs one
 // round trip per such Get plus one for the commit, BEGIN included, and a few
 // statements per round trip however many keys it writes. A Get of a key the
 // transaction has already read, claimed or written is answered without a
@@ -166,10 +168,22 @@ func (t *txn) add(op, sql string, args ...any) {
 	t.ops = append(t.ops, op)
 }
 
-// queueWrites turns the pending writes into at most two statements of the
-// next batch: one upsert of the keys put and one delete of the keys deleted,
-// each with its keys in ascending byte order. A key is in one of them at
-// most, so their order does not matter.
+// maxWriteBytes bounds the keys and values one upsert or delete of pending
+// writes carries. A statement's parameters travel in one protocol message,
+// which may hold at most 1 GiB, and a transaction may write any number of
+// values of stores.MaxValueLen; above the bound the writes go as several
+// statements, still in ascending key order.
+const maxWriteBytes = 64 << 20
+
+// queueWrites turns the pending writes into statements of the next batch:
+// upserts of the keys put and deletes of the keys deleted, each with its
+// keys in ascending byte order, one of each unless they carry more than
+// maxWriteBytes. A key is in one of them at most. When there are both, the
+// statement of Prefetch first locks or claims all of them, in ascending key
+// order, missing keys included: the upserts and deletes would otherwise take
+// the keys in two runs (b put before a deleted), and two transactions writing
+// the same keys crosswise would deadlock. Each key claimed there is then put,
+// which turns its claim into a row, or deleted, which removes it.
 func (t *txn) queueWrites() {
 	if len(t.writes) == 0 {
 		return
@@ -179,22 +193,38 @@ func (t *txn) queueWrites() {
 		keys = append(keys, key)
 	}
 	slices.Sort(keys) // byte order, as bytea compares
-	var putKeys, values, deleted [][]byte
+	var all, putKeys, values, deleted [][]byte
 	for _, key := range keys {
-		w := t.writes[key]
-		if w.deleted {
-			deleted = append(deleted, []byte(key))
-			continue
+		kb := []byte(key)
+		all = append(all, kb)
+		if w := t.writes[key]; w.deleted {
+			deleted = append(deleted, kb)
+		} else {
+			putKeys = append(putKeys, kb)
+			values = append(values, w.value)
 		}
-		putKeys = append(putKeys, []byte(key))
-		values = append(values, w.value)
 	}
 	clear(t.writes)
-	if len(putKeys) > 0 {
-		t.add("put", t.s.q.putMany, putKeys, values)
+	if len(putKeys) > 0 && len(deleted) > 0 {
+		t.add("put", t.s.q.lockOrClaim, all)
 	}
-	if len(deleted) > 0 {
-		t.add("delete", t.s.q.deleteMany, deleted)
+	for len(putKeys) > 0 {
+		n, size := 0, 0
+		for n < len(putKeys) && (n == 0 || size+len(putKeys[n])+len(values[n]) <= maxWriteBytes) {
+			size += len(putKeys[n]) + len(values[n])
+			n++
+		}
+		t.add("put", t.s.q.putMany, putKeys[:n], values[:n])
+		putKeys, values = putKeys[n:], values[n:]
+	}
+	for len(deleted) > 0 {
+		n, size := 0, 0
+		for n < len(deleted) && (n == 0 || size+len(deleted[n]) <= maxWriteBytes) {
+			size += len(deleted[n])
+			n++
+		}
+		t.add("delete", t.s.q.deleteMany, deleted[:n])
+		deleted = deleted[n:]
 	}
 }
 
