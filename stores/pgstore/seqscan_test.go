@@ -1,11 +1,5 @@
 package pgstore_test
 
-// Review (issue 11): Open turns enable_seqscan off "unless the connection
-// string sets it". A connection string may set it the usual way for any
-// server setting, in options (-c enable_seqscan=on); Open's own startup
-// parameter is applied after options by the server, so it overrode the
-// user's choice.
-
 import (
 	"context"
 	"net/url"
@@ -19,7 +13,11 @@ import (
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 )
 
-func TestReview2SeqScanSetInOptions(t *testing.T) {
+// TestSeqScanSetInOptions: Open turns enable_seqscan off unless the
+// connection string sets it, also the usual way for any server setting, in
+// options (-c enable_seqscan=on), which the server applies before Open's own
+// startup parameters.
+func TestSeqScanSetInOptions(t *testing.T) {
 	u, err := url.Parse(pgtest.URL(t))
 	require.NoError(t, err)
 	q := u.Query()

@@ -1,14 +1,5 @@
 package pgstore_test
 
-// Review (issue 11): a transaction's pending writes are sent as one upsert
-// of the keys put, then one delete of the keys deleted, each in ascending
-// key order; but the two together are not: a transaction that puts b and
-// deletes a locks b before a. Two transactions writing the same two keys
-// blindly, one putting b and deleting a, the other putting a and deleting b,
-// then deadlock, and one fails with stores.ErrConflict (after the server's
-// deadlock_timeout), where taking the rows in one key order would only have
-// made the second wait for the first.
-
 import (
 	"errors"
 	"fmt"
@@ -20,7 +11,12 @@ import (
 	"github.com/noydb-go/noydb/stores"
 )
 
-func TestReview2PutsAndDeletesLockInKeyOrder(t *testing.T) {
+// TestPutsAndDeletesLockInKeyOrder: a round trip's puts and deletes take
+// their rows in one key order, together: two transactions writing the same
+// two keys blindly, one putting b and deleting a, the other putting a and
+// deleting b, queue instead of deadlocking (which would fail one with
+// stores.ErrConflict after the server's deadlock_timeout).
+func TestPutsAndDeletesLockInKeyOrder(t *testing.T) {
 	s, schema := openIn(t, nil)
 	ctx := guardCtx(t)
 	for _, k := range []string{"a", "b"} {
@@ -71,11 +67,11 @@ func TestReview2PutsAndDeletesLockInKeyOrder(t *testing.T) {
 	}, got, "the outcome of the writers one after the other")
 }
 
-// The lock taken before crosswise writes covers the keys that do not exist
-// yet too, in the same key order: a writer that locked only the existing
+// TestWritesTakeMissingKeysInOrder: the lock taken before crosswise writes
+// covers the keys that do not exist yet too, in the same key order: a writer that locked only the existing
 // rows first (b, to delete) and then waited to create a, claimed by a
 // reader that goes on to read b, would deadlock with that reader.
-func TestReview2WritesTakeMissingKeysInOrder(t *testing.T) {
+func TestWritesTakeMissingKeysInOrder(t *testing.T) {
 	s, schema := openIn(t, nil)
 	ctx := guardCtx(t)
 	_, err := s.Put(ctx, "b", []byte("old"))
