@@ -124,6 +124,21 @@ func (l *Ledger) cut(queue []*request) (next, rest []*request) {
 // runBatch is the queue's Run: it commits batch and leaves each request's
 // outcome in it.
 func (l *Ledger) runBatch(ctx context.Context, b []*request) {
+	// Writers that would race by the store's optimistic transactions or
+	// compare-and-swap (other processes on a file store, other Ledgers of
+	// this process on one badger store) take turns where the store can
+	// lock for all of them, instead of spending their retry budgets.
+	if lk, ok := l.store.(stores.Locker); ok {
+		unlock, err := lk.Lock(ctx, l.headKey)
+		if err != nil {
+			for _, r := range b {
+				r.reset()
+				r.err = fmt.Errorf("ledger: %w", err)
+			}
+			return
+		}
+		defer unlock()
+	}
 	if l.tr != nil {
 		l.runTx(ctx, b)
 		return

@@ -354,15 +354,8 @@ func (l *Ledger) commitCAS(ctx context.Context, plan planFunc) ([]record, Head, 
 		recs []record
 		head Head
 	)
-	// Without transactions, writers in other processes race on the head;
-	// where the store can lock for all of them, they queue instead.
-	if lk, ok := l.store.(stores.Locker); ok {
-		unlock, err := lk.Lock(ctx, l.headKey)
-		if err != nil {
-			return nil, Head{}, fmt.Errorf("ledger append: %w", err)
-		}
-		defer unlock()
-	}
+	// Writers in other processes race on the head; where the store can
+	// lock for all of them, runBatch holds that lock.
 	attempts, err := cas.Do(ctx, l.policy, func(int) error {
 		var err error
 		recs, head, err = l.appendCAS(ctx, plan)

@@ -271,8 +271,20 @@ func (v *Vault) write(ctx context.Context, collection, id string, plain []byte, 
 	if _, ok := v.store.(stores.Transactor); ok {
 		// Batched by the ledger: concurrent writers of this process share
 		// commits instead of failing one another on the ledger head.
+		// The first revision of a new record is sealed here, by the caller,
+		// while other callers' writes commit: the batch then only stores it
+		// (most writes of many callers at once are of new records). A record
+		// that exists is sealed in the batch, after the one it follows.
+		var first *sealedRecord
+		if plain != nil {
+			sealed, _, err := v.sealNext(collection, id, joinRecord(nil, plain), 0)
+			if err != nil {
+				return err
+			}
+			first = &sealedRecord{sealed: sealed, hash: cipherHash(sealed)}
+		}
 		return v.ledger.UpdateKeys(ctx, []string{v.recordKey(collection, id)}, func(tx stores.Tx) error {
-			return v.writeTx(ctx, tx, collection, id, plain, e)
+			return v.writeTx(ctx, tx, collection, id, plain, first, e)
 		})
 	}
 	key := v.recordKey(collection, id)
@@ -309,16 +321,27 @@ func (v *Vault) write(ctx context.Context, collection, id string, plain []byte, 
 	return err
 }
 
-// writeTx is write inside the caller's transaction.
-func (v *Vault) writeTx(ctx context.Context, tx stores.Tx, collection, id string, plain []byte, e ledger.Entry) error {
+// sealedRecord is a record sealed ahead of its transaction: its first
+// revision, and the hash of the ciphertext for its ledger entry.
+type sealedRecord struct {
+	sealed []byte
+	hash   []byte
+}
+
+// writeTx is write inside the caller's transaction. first, if not nil, is
+// plain sealed as the first revision, used when the record does not exist.
+func (v *Vault) writeTx(ctx context.Context, tx stores.Tx, collection, id string, plain []byte, first *sealedRecord, e ledger.Entry) error {
 	prev, err := v.readTx(tx, collection, id, plain != nil)
 	if err != nil {
 		return err
 	}
-	if plain != nil {
-		plain = joinRecord(prev.marks, plain)
+	if plain == nil {
+		return v.applyTx(ctx, tx, collection, id, prev, nil, e)
 	}
-	return v.applyTx(ctx, tx, collection, id, prev, plain, e)
+	if prev.rev == 0 && first != nil {
+		return v.putSealedTx(ctx, tx, collection, id, first.sealed, 1, first.hash, e)
+	}
+	return v.applyTx(ctx, tx, collection, id, prev, joinRecord(prev.marks, plain), e)
 }
 
 // readTx reads and opens the stored record in tx. A missing record is the
@@ -343,16 +366,24 @@ func (v *Vault) applyTx(ctx context.Context, tx stores.Tx, collection, id string
 			return err
 		}
 		e.Revision = prev.rev
-	} else {
-		sealed, rev, err := v.sealNext(collection, id, plain, prev.rev)
-		if err != nil {
-			return err
-		}
-		if err := tx.Put(key, sealed); err != nil {
-			return err
-		}
-		e.Revision, e.CipherHash = rev, cipherHash(sealed)
+		e.Collection, e.ID = collection, id
+		_, err := v.ledger.AppendTx(ctx, tx, e)
+		return err
 	}
+	sealed, rev, err := v.sealNext(collection, id, plain, prev.rev)
+	if err != nil {
+		return err
+	}
+	return v.putSealedTx(ctx, tx, collection, id, sealed, rev, cipherHash(sealed), e)
+}
+
+// putSealedTx writes, in tx, a sealed record at revision rev, whose
+// ciphertext hashes to hash, and appends e for it.
+func (v *Vault) putSealedTx(ctx context.Context, tx stores.Tx, collection, id string, sealed []byte, rev uint64, hash []byte, e ledger.Entry) error {
+	if err := tx.Put(v.recordKey(collection, id), sealed); err != nil {
+		return err
+	}
+	e.Revision, e.CipherHash = rev, hash
 	e.Collection, e.ID = collection, id
 	_, err := v.ledger.AppendTx(ctx, tx, e)
 	return err

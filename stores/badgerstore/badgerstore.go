@@ -27,6 +27,10 @@
 // their Updates to share commits batch them above the store (the vault's
 // ledger does).
 //
+// Lock gives named locks held against every user of the Store (the vault's
+// ledger uses it, so that two DBs of one process over one Store take turns
+// on a ledger rather than fail each other's transactions).
+//
 // Only one process may open a folder: badger locks it, and a second Open,
 // from this process or another, fails with an error wrapping
 // stores.ErrLocked.
@@ -130,7 +134,8 @@ type Store struct {
 	pieceSize int // values above it are split; MaxValueLen on disk
 	maxPieces int // most pieces a value can have
 
-	q batch.Queue[*writeOp] // single-key writes, committed in groups
+	q     batch.Queue[*writeOp] // single-key writes, committed in groups
+	locks locks                 // named locks (Lock)
 
 	mu     sync.RWMutex // held for reading by every call, for writing by Close
 	closed bool
