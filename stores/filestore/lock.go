@@ -23,8 +23,11 @@ func (s *Store) Lock(ctx context.Context, name string) (unlock func(), err error
 		return nil, err
 	}
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+	closed := s.closed
+	// Not held while waiting: the lock's holder may need the Store (and
+	// so get past a Close queued behind this waiter) before it unlocks.
+	s.mu.RUnlock()
+	if closed {
 		return nil, stores.ErrClosed
 	}
 	sum := sha256.Sum256([]byte(name))
