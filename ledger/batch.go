@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/noydb-go/noydb/internal/batch"
 	"github.com/noydb-go/noydb/internal/cas"
@@ -55,6 +56,9 @@ const (
 	// them (on a store without transactions) stays well under
 	// stores.MaxValueLen.
 	batchBudget = 2 * MaxBatchBytes
+	// lockPatience bounds the wait of a batch for the store's lock (see
+	// runBatch).
+	lockPatience = time.Second
 )
 
 // request is one Append, AppendFunc or Update call in the queue.
@@ -128,16 +132,25 @@ func (l *Ledger) runBatch(ctx context.Context, b []*request) {
 	// compare-and-swap (other processes on a file store, other Ledgers of
 	// this process on one badger store) take turns where the store can
 	// lock for all of them, instead of spending their retry budgets.
+	// The lock only spares retries, so a batch that waited lockPatience
+	// for it goes on without: its holder may be waiting for this batch (a
+	// closure of another Ledger's batch that writes through this one).
 	if lk, ok := l.store.(stores.Locker); ok {
-		unlock, err := lk.Lock(ctx, l.headKey)
-		if err != nil {
+		lctx, cancel := context.WithTimeout(ctx, lockPatience)
+		unlock, err := lk.Lock(lctx, l.headKey)
+		cancel()
+		switch {
+		case err == nil:
+			defer unlock()
+		case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+			// Waited long enough: race on the head, within the retry budget.
+		default:
 			for _, r := range b {
 				r.reset()
 				r.err = fmt.Errorf("ledger: %w", err)
 			}
 			return
 		}
-		defer unlock()
 	}
 	if l.tr != nil {
 		l.runTx(ctx, b)
