@@ -52,6 +52,23 @@ const (
 // index whatever the table's size, and no statement is planned twice.
 const seqScanSetting = "enable_seqscan"
 
+// setsSeqScan reports whether the startup parameters of a connection
+// string set seqScanSetting: as a parameter of its own, in any case (the
+// server's names are), or in options ("-c enable_seqscan=on", or
+// "--enable-seqscan=on", whose dashes the server reads as underscores),
+// which the server applies before the other startup parameters. A second
+// parameter of the same name would leave the value to the order the
+// parameters are sent in.
+func setsSeqScan(params map[string]string) bool {
+	for k := range params {
+		if strings.EqualFold(k, seqScanSetting) {
+			return true
+		}
+	}
+	opts := strings.ReplaceAll(strings.ToLower(params["options"]), "-", "_")
+	return strings.Contains(opts, seqScanSetting)
+}
+
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // Store is a stores.Store and stores.Transactor on PostgreSQL. Create it with
@@ -112,10 +129,7 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
-	// The setting may also come in options ("-c enable_seqscan=on"), which
-	// the server applies before the other startup parameters.
-	_, set := cfg.ConnConfig.RuntimeParams[seqScanSetting]
-	if !set && !strings.Contains(cfg.ConnConfig.RuntimeParams["options"], seqScanSetting) {
+	if !setsSeqScan(cfg.ConnConfig.RuntimeParams) {
 		cfg.ConnConfig.RuntimeParams[seqScanSetting] = "off"
 	}
 	s := &Store{schema: o.Schema, secret: cfg.ConnConfig.Password}
