@@ -109,10 +109,12 @@ type Tx interface {
 }
 
 // Locker is implemented by stores that can hold a named exclusive lock for
-// every process using the store (for filestore: every process on this
-// machine). Writers that would otherwise race by compare-and-swap, such as a
-// ledger on a store without transactions, take turns under it instead of
-// spending a retry budget.
+// every user of the store (filestore: every process on this machine;
+// badgerstore, which one process opens at a time: every user in that
+// process). Writers that would otherwise race by compare-and-swap or
+// optimistic transactions, such as the ledgers of two DBs on one store, take
+// turns under it instead of spending a retry budget. The lock only spares
+// retries: correctness never depends on it.
 type Locker interface {
 	// Lock waits for the lock called name and returns the function that
 	// releases it. It returns ctx's error if ctx ends first.

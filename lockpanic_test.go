@@ -17,7 +17,7 @@ import (
 // A closure that panics inside a batch releases the store's lock with the
 // batch: the next write of either DB over the Store goes through, without
 // waiting out the ledger's patience for the lock.
-func TestReview3PanicReleasesStoreLock(t *testing.T) {
+func TestPanicReleasesStoreLock(t *testing.T) {
 	ctx := context.Background()
 	st, err := badgerstore.Open(t.TempDir(), nil)
 	require.NoError(t, err)

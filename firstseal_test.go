@@ -21,7 +21,7 @@ import (
 // the one before it (revision 1 after a delete or at the start, else one
 // more), the last entry's hash is the stored ciphertext's, the record keeps
 // its number, and the ledger verifies.
-func TestReview3FirstSealRevisionsInBatches(t *testing.T) {
+func TestFirstSealRevisionsInBatches(t *testing.T) {
 	for name, mk := range memAndBadger() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()

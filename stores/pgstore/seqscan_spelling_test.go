@@ -17,7 +17,7 @@ import (
 // underscores: so spelt, the connection string's enable_seqscan is kept, on
 // every connection (a second parameter of Open's would win or lose by the
 // order pgx sends them in, which is a map's).
-func TestReview3SeqScanOtherSpellingsKept(t *testing.T) {
+func TestSeqScanOtherSpellingsKept(t *testing.T) {
 	for name, set := range map[string][2]string{
 		"upper case":      {"ENABLE_SEQSCAN", "on"},
 		"dashed option":   {"options", "--enable-seqscan=on"},

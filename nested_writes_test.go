@@ -18,7 +18,7 @@ import (
 // store's lock was held for every batch, the inner write committed and the
 // outer batch retried past it; with the lock held, the inner batch waits
 // for the outer one, which waits for it.
-func TestReview3NestedWriteAcrossTwoDBs(t *testing.T) {
+func TestNestedWriteAcrossTwoDBs(t *testing.T) {
 	ctx := context.Background()
 	st, err := badgerstore.Open(t.TempDir(), nil)
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 // in options: a connection string that sets enable_seqscan so is kept, and
 // Open adds no second enable_seqscan parameter (which one the server kept
 // would then depend on the order pgx sends them in).
-func TestReview3SeqScanSetAnySpelling(t *testing.T) {
+func TestSeqScanSetAnySpelling(t *testing.T) {
 	for conn, sets := range map[string]bool{
 		"postgres://u@h/db":                                      false,
 		"postgres://u@h/db?enable_seqscan=on":                    true,

@@ -32,7 +32,7 @@ func (c *waitingCtx) Done() <-chan struct{} {
 // fix the waiter kept the Store's read lock while it waited, Close queued
 // for the write lock behind it, and the holder's next call queued behind
 // Close: all three waited for ever.
-func TestReview3LockWaiterDoesNotHoldOffClose(t *testing.T) {
+func TestLockWaiterDoesNotHoldOffClose(t *testing.T) {
 	s, err := Open(t.TempDir(), nil)
 	require.NoError(t, err)
 	ctx := context.Background()
