@@ -76,8 +76,10 @@ type app struct {
 	vaultName  string
 	user       string
 	secretFile string
-	stateRoot  string
-	json       bool
+	// insecureSecretFile accepts a --secret-file open to group or others.
+	insecureSecretFile bool
+	stateRoot          string
+	json               bool
 
 	// fixedSecret, when set, is used instead of asking for one (the demo's
 	// own secret, a throwaway for a benchmark in memory).
@@ -160,7 +162,9 @@ re-created, 'noydb forget' erases what this device knew of the vault.
 
 The secret is read from $NOYDB_SECRET, from the file named by --secret-file,
 or from a prompt (no echo) when standard input is a terminal. It is never
-taken from a flag value and never printed.
+taken from a flag value and never printed. A --secret-file that group or
+others may read or write is refused (chmod 600 it), as ssh refuses such
+keys, unless --insecure-secret-file is given.
 
 Read commands accept --json for scripts. Exit status: 0 on success, 1 on
 failure, 2 on a usage error.
@@ -199,6 +203,7 @@ cheap key-derivation cost. Never set it for real data.`,
 	pf.StringVar(&a.vaultName, "vault", vaultDefault, "vault name ($"+envVault+")")
 	pf.StringVar(&a.user, "user", user, "user whose key opens the vault ($"+envUser+", then $USER)")
 	pf.StringVar(&a.secretFile, "secret-file", "", "read the secret from this file (else $"+envSecret+", else a prompt)")
+	pf.BoolVar(&a.insecureSecretFile, "insecure-secret-file", false, "accept a --secret-file that group or others may read or write")
 	pf.StringVar(&a.stateRoot, "state-dir", a.env(envStateDir), "root of this device's state folders (rollback pins), one per store ($"+envStateDir+"; default noydb/state in the user config folder)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON (read commands)")
 
@@ -301,6 +306,9 @@ func (a *app) openStore(ctx context.Context, mustExist bool) (stores.Store, erro
 func (a *app) openVault(ctx context.Context, create bool) (*vault.Vault, error) {
 	if err := vault.CheckVaultName(a.vaultName); err != nil {
 		return nil, usagef("--vault: %v", err)
+	}
+	if err := a.checkSecretFile(); err != nil {
+		return nil, err
 	}
 	stateDir, err := a.stateDir()
 	if err != nil {

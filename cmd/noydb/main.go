@@ -21,7 +21,8 @@
 // stores keep none. 'noydb forget' erases what the device knows of a vault.
 //
 // The secret comes from $NOYDB_SECRET, from --secret-file, or from a no-echo
-// prompt when standard input is a terminal; never from a flag value.
+// prompt when standard input is a terminal; never from a flag value. A secret
+// file open to group or others is refused unless --insecure-secret-file.
 //
 // Exit status: 0 on success, 1 on failure (including a ledger that does not
 // verify), 2 on a usage error.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"runtime"
 )
 
 // maxSecretFile bounds what --secret-file reads.
@@ -20,7 +22,7 @@ func (a *app) secret(vaultName string, creating bool) ([]byte, error) {
 		return append([]byte(nil), a.fixedSecret...), nil
 	}
 	if a.secretFile != "" {
-		return readSecretFile(a.secretFile)
+		return readSecretFile(a.secretFile, a.insecureSecretFile)
 	}
 	if s := a.env(envSecret); s != "" {
 		return []byte(s), nil
@@ -65,14 +67,49 @@ func (a *app) ask(prompt string) ([]byte, error) {
 	return s, nil
 }
 
+// checkSecretFile refuses --secret-file before anything is opened or
+// created when the file is missing or open to group or others; the same
+// check runs again on the opened file in readSecretFile.
+func (a *app) checkSecretFile() error {
+	if a.secretFile == "" || a.fixedSecret != nil {
+		return nil
+	}
+	fi, err := os.Stat(a.secretFile)
+	if err != nil {
+		return fmt.Errorf("--secret-file: %w", err)
+	}
+	return secretFileMode(a.secretFile, fi.Mode(), a.insecureSecretFile)
+}
+
+// secretFileMode refuses, on Unix, a secret file that group or others may
+// read or write, as ssh does with private keys, unless insecure is set.
+func secretFileMode(path string, mode fs.FileMode, insecure bool) error {
+	if insecure || runtime.GOOS == "windows" || runtime.GOOS == "plan9" {
+		return nil
+	}
+	if mode.Perm()&0o077 != 0 {
+		return fmt.Errorf("--secret-file %s is open to group or others (mode %04o): run 'chmod 600 %s', or pass --insecure-secret-file to use it anyway; nothing was opened",
+			path, mode.Perm(), path)
+	}
+	return nil
+}
+
 // readSecretFile reads a secret file, dropping one trailing newline (as
-// 'echo secret > file' leaves).
-func readSecretFile(path string) ([]byte, error) {
+// 'echo secret > file' leaves). Unless insecure, a file open to group or
+// others is refused.
+func readSecretFile(path string, insecure bool) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("--secret-file: %w", err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("--secret-file %s: %w", path, err)
+	}
+	if err := secretFileMode(path, fi.Mode(), insecure); err != nil {
+		return nil, err
+	}
 	s, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("--secret-file %s: %w", path, err)

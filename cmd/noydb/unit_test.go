@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io/fs"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -112,4 +114,19 @@ func TestProgressBar(t *testing.T) {
 	var off progressBar
 	off.set(1)
 	off.done()
+}
+
+func TestSecretFileMode(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" {
+		t.Skip("file modes are not checked on " + runtime.GOOS)
+	}
+	for _, ok := range []fs.FileMode{0o600, 0o400, 0o700, 0o200} {
+		assert.NoError(t, secretFileMode("s", ok, false), "%04o", ok)
+	}
+	for _, open := range []fs.FileMode{0o640, 0o604, 0o620, 0o602, 0o610, 0o601, 0o644, 0o666, 0o777} {
+		err := secretFileMode("s", open, false)
+		require.Error(t, err, "%04o", open)
+		assert.Contains(t, err.Error(), "chmod 600 s", "%04o", open)
+		assert.NoError(t, secretFileMode("s", open, true), "--insecure-secret-file accepts %04o", open)
+	}
 }
