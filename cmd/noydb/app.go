@@ -229,11 +229,38 @@ cheap key-derivation cost. Never set it for real data.`,
 	return root
 }
 
+// version is what --version prints after "noydb version ".
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown: built without module support)"
 	}
-	return "devel"
+	return buildVersion(bi)
+}
+
+// buildVersion renders the main module's version ("(devel)" when built from
+// a checkout) and the VCS revision the build was stamped with, if any.
+func buildVersion(bi *debug.BuildInfo) string {
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev != "" {
+		v += ", revision " + rev
+		if modified == "true" {
+			v += " with local changes"
+		}
+	}
+	return v
 }
 
 // groupRun runs a command that only groups subcommands: with no arguments it

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io/fs"
 	"runtime"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +130,27 @@ func TestSecretFileMode(t *testing.T) {
 		require.Error(t, err, "%04o", open)
 		assert.Contains(t, err.Error(), "chmod 600 s", "%04o", open)
 		assert.NoError(t, secretFileMode("s", open, true), "--insecure-secret-file accepts %04o", open)
+	}
+}
+
+func TestBuildVersion(t *testing.T) {
+	rev := []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"}}
+	dirty := append(slices.Clone(rev), debug.BuildSetting{Key: "vcs.modified", Value: "true"})
+	clean := append(slices.Clone(rev), debug.BuildSetting{Key: "vcs.modified", Value: "false"})
+	for _, tc := range []struct {
+		name     string
+		version  string
+		settings []debug.BuildSetting
+		want     string
+	}{
+		{"release", "v1.2.3", nil, "v1.2.3"},
+		{"checkout", "(devel)", nil, "(devel)"},
+		{"no version", "", nil, "(devel)"},
+		{"checkout with revision", "(devel)", clean, "(devel), revision 0123456789abcdef0123456789abcdef01234567"},
+		{"local changes", "(devel)", dirty, "(devel), revision 0123456789abcdef0123456789abcdef01234567 with local changes"},
+		{"pseudo-version", "v0.0.0-20261130120000-0123456789ab", clean, "v0.0.0-20261130120000-0123456789ab, revision 0123456789abcdef0123456789abcdef01234567"},
+	} {
+		bi := &debug.BuildInfo{Main: debug.Module{Path: "github.com/noydb-go/noydb", Version: tc.version}, Settings: tc.settings}
+		assert.Equal(t, tc.want, buildVersion(bi), tc.name)
 	}
 }
