@@ -23,6 +23,9 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	// exitInterrupt is 128+SIGINT, what a shell reports for a command an
+	// interrupt ended.
+	exitInterrupt = 130
 )
 
 // Environment variables the command reads.
@@ -121,6 +124,16 @@ func run(ctx context.Context, args []string, sio stdio) int {
 	if err == nil {
 		return exitOK
 	}
+	// ctx ends only on an interrupt (main cancels it on the first SIGINT):
+	// a command that failed after one was stopped by it.
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		msg := "interrupted"
+		if !errors.Is(err, context.Canceled) {
+			msg += ": " + a.explain(err)
+		}
+		fmt.Fprintf(sio.err, "noydb: %s\n", oneLine(msg))
+		return exitInterrupt
+	}
 	if isUsage(err) {
 		fmt.Fprintf(sio.err, "%s: %s (see '%s --help')\n", cmd.CommandPath(), oneLine(err.Error()), cmd.CommandPath())
 		return exitUsage
@@ -167,7 +180,7 @@ others may read or write is refused (chmod 600 it), as ssh refuses such
 keys, unless --insecure-secret-file is given.
 
 Read commands accept --json for scripts. Exit status: 0 on success, 1 on
-failure, 2 on a usage error.
+failure, 2 on a usage error, 130 when an interrupt (Ctrl-C) stopped it.
 
 For tests only: NOYDB_INSECURE_TEST_KDF=1 creates and accepts vaults with a
 cheap key-derivation cost. Never set it for real data.`,
@@ -224,6 +237,7 @@ cheap key-derivation cost. Never set it for real data.`,
 		c.GroupID = "tools"
 		root.AddCommand(c)
 	}
+	root.SetHelpCommand(a.helpCmd())
 	root.SetHelpCommandGroupID("tools")
 	root.SetCompletionCommandGroupID("tools")
 	return root
@@ -261,6 +275,30 @@ func buildVersion(bi *debug.BuildInfo) string {
 		}
 	}
 	return v
+}
+
+// helpCmd is cobra's help command, except that a topic which names no
+// command is a usage error (exit 2) rather than the top-level help.
+func (a *app) helpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Print the help of any command: noydb help seq next.",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil {
+				return &usageError{msg: err.Error()}
+			}
+			if len(rest) > 0 {
+				if err := a.noArgs(cmd, rest); err != nil {
+					return err
+				}
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		},
+	}
 }
 
 // groupRun runs a command that only groups subcommands: with no arguments it

@@ -25,7 +25,7 @@
 // file open to group or others is refused unless --insecure-secret-file.
 //
 // Exit status: 0 on success, 1 on failure (including a ledger that does not
-// verify), 2 on a usage error.
+// verify), 2 on a usage error, 130 when an interrupt (SIGINT) stopped it.
 //
 // # Testing
 //

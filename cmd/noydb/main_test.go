@@ -20,7 +20,13 @@ import (
 
 // TestMain makes the test binary double as the noydb command, so scripts run
 // "noydb …" as a real process with its own exit status.
+//
+// With $NOYDB_TEST_RUN_MAIN=1 the test binary runs noydb's own main, signal
+// handling included (see TestInterruptExits130).
 func TestMain(m *testing.M) {
+	if os.Getenv(envRunMain) == "1" {
+		main()
+	}
 	testscript.Main(m, map[string]func(){
 		"noydb": func() { os.Exit(run(context.Background(), os.Args[1:], osStdio())) },
 	})
