@@ -194,7 +194,7 @@ cheap key-derivation cost. Never set it for real data.`,
 	// A command with subcommands runs only to report a usage error, so its
 	// usage shows "noydb seq [command]", not "noydb seq [flags]".
 	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+	root.SetFlagErrorFunc(a.flagError)
 
 	user := a.env(envUser)
 	if user == "" {

@@ -2,13 +2,18 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/vault"
+)
+
+// What the positional number of seed and void is, in their messages.
+const (
+	seedWhat = "the number to seed to"
+	voidWhat = "the number to void"
 )
 
 // seqFlags are the flags that pick a counter and how it renders.
@@ -143,7 +148,7 @@ importing records that already carry numbers up to N. It never moves a series
 back: at N or beyond it does nothing.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := parseNumber(args[1])
+			n, err := parseNumber(seedWhat, args[1])
 			if err != nil {
 				return err
 			}
@@ -159,6 +164,7 @@ back: at N or beyond it does nothing.`,
 		},
 	}
 	sf.add(seed)
+	describeNumber(seed, seedWhat)
 
 	var vf seqFlags
 	var reason string
@@ -170,7 +176,7 @@ ticket), so an audit tells it from a missing one. The number stays taken.`,
 		Example: `  noydb seq void fatture 7 --partition 2026 --reason "cancelled by the customer"`,
 		Args:    exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := parseNumber(args[1])
+			n, err := parseNumber(voidWhat, args[1])
 			if err != nil {
 				return err
 			}
@@ -189,16 +195,9 @@ ticket), so an audit tells it from a missing one. The number stays taken.`,
 		},
 	}
 	vf.add(void)
+	describeNumber(void, voidWhat)
 	void.Flags().StringVar(&reason, "reason", "", "why the number is void (required)")
 
 	seq.AddCommand(next, peek, seed, void, a.auditCmd())
 	return seq
-}
-
-func parseNumber(s string) (uint64, error) {
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, usagef("%q is not a number", s)
-	}
-	return n, nil
 }
