@@ -179,7 +179,8 @@ taken from a flag value and never printed. A --secret-file that group or
 others may read or write is refused (chmod 600 it), as ssh refuses such
 keys, unless --insecure-secret-file is given.
 
-Read commands accept --json for scripts. Exit status: 0 on success, 1 on
+Commands accept --json for scripts; every write confirms what it did in
+one line, or one JSON object with --json. Exit status: 0 on success, 1 on
 failure, 2 on a usage error, 130 when an interrupt (Ctrl-C) stopped it.
 
 For tests only: NOYDB_INSECURE_TEST_KDF=1 creates and accepts vaults with a
@@ -218,7 +219,7 @@ cheap key-derivation cost. Never set it for real data.`,
 	pf.StringVar(&a.secretFile, "secret-file", "", "read the secret from this file (else $"+envSecret+", else a prompt)")
 	pf.BoolVar(&a.insecureSecretFile, "insecure-secret-file", false, "accept a --secret-file that group or others may read or write")
 	pf.StringVar(&a.stateRoot, "state-dir", a.env(envStateDir), "root of this device's state folders (rollback pins), one per store ($"+envStateDir+"; default noydb/state in the user config folder)")
-	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON (read commands)")
+	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")
 
 	root.AddGroup(
 		&cobra.Group{ID: "records", Title: "Records:"},

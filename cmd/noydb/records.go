@@ -34,7 +34,10 @@ in the vault's ledger. The vault is created on first use.
 With --seq SERIES the record takes the next number of SERIES in the same
 commit (so a failed write takes no number): the number goes into the
 record's --field (a JSON number, or the formatted text with --format), and
-is printed. The record must be a JSON object without that field.`,
+is printed. The record must be a JSON object without that field.
+
+Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
+{"collection", "id", "revision"}.`,
 		Example: `  noydb put invoices inv-1 '{"customer":"ACME","total":120}'
   jq -c . invoice.json | noydb put invoices inv-2 -
   noydb put invoices inv-3 '{"total":99}' --seq fatture --partition 2026 --format '{partition.0}/{seq:04}'`,
@@ -63,7 +66,22 @@ is printed. The record must be a JSON object without that field.`,
 				if err != nil {
 					return err
 				}
-				return records(v, args[0]).Put(cmd.Context(), args[1], json.RawMessage(value))
+				before, err := v.Ledger().Head(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if err := records(v, args[0]).Put(cmd.Context(), args[1], json.RawMessage(value)); err != nil {
+					return err
+				}
+				rev, err := putRevision(cmd.Context(), v, before, args[0], args[1])
+				if err != nil {
+					return err
+				}
+				if a.json {
+					return a.printJSON(putJSON{args[0], args[1], rev})
+				}
+				_, err = fmt.Fprintf(a.io.out, "put %s/%s (revision %d)\n", args[0], args[1], rev)
+				return err
 			}
 			if err := canCarry(value, field); err != nil {
 				return usagef("put %s/%s --seq: %v", args[0], args[1], err)
@@ -180,14 +198,33 @@ and the record's JSON. With --json it prints an array of
 	del := &cobra.Command{
 		Use:   "delete COLLECTION ID",
 		Short: "Delete a record",
-		Long:  `Delete the record ID of COLLECTION and record the deletion in the ledger.`,
+		Long: `Delete the record ID of COLLECTION and record the deletion in the ledger.
+It prints "deleted COLLECTION/ID", or "COLLECTION/ID did not exist" when there
+was no such record (which is no failure). With --json it prints
+{"collection", "id", "deleted"}.`,
 		Args:  exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVault(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
-			return notFound("delete", args, records(v, args[0]).Delete(cmd.Context(), args[1]))
+			err = records(v, args[0]).Delete(cmd.Context(), args[1])
+			deleted := err == nil
+			if errors.Is(err, vault.ErrNotFound) {
+				err = nil
+			}
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(deleteJSON{args[0], args[1], deleted})
+			}
+			if deleted {
+				_, err = fmt.Fprintf(a.io.out, "deleted %s/%s\n", args[0], args[1])
+			} else {
+				_, err = fmt.Fprintf(a.io.out, "%s/%s did not exist\n", args[0], args[1])
+			}
+			return err
 		},
 	}
 

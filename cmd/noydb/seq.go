@@ -145,7 +145,9 @@ It never writes and works on every store.`,
 		Short: "Move a series forward so the next number is N+1",
 		Long: `Move SERIES forward so that its next number is N+1, for example after
 importing records that already carry numbers up to N. It never moves a series
-back: at N or beyond it does nothing.`,
+back: at N or beyond it does nothing, and says so ("SERIES is already at M:
+nothing to do"). It prints "SERIES: next number is N+1", or with --json
+{"series", "partition", "seeded", "head", "next"}.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := parseNumber(seedWhat, args[1])
@@ -160,7 +162,28 @@ back: at N or beyond it does nothing.`,
 			if err != nil {
 				return err
 			}
-			return s.SeedTo(cmd.Context(), n)
+			// SeedTo says nothing of what it did: the head read first tells
+			// a seed that moves the series from one that would not.
+			head, err := s.Peek(cmd.Context())
+			if err != nil {
+				return err
+			}
+			seeded := head < n
+			if seeded {
+				if err := s.SeedTo(cmd.Context(), n); err != nil {
+					return err
+				}
+				head = n
+			}
+			if a.json {
+				return a.printJSON(seedJSON{s.Series(), s.Partition(), seeded, head, head + 1})
+			}
+			if seeded {
+				_, err = fmt.Fprintf(a.io.out, "%s: next number is %d\n", seriesLabel(s), n+1)
+			} else {
+				_, err = fmt.Fprintf(a.io.out, "%s is already at %d: nothing to do\n", seriesLabel(s), head)
+			}
+			return err
 		},
 	}
 	sf.add(seed)
@@ -172,7 +195,9 @@ back: at N or beyond it does nothing.`,
 		Use:   "void SERIES N --reason TEXT",
 		Short: "Mark an issued number as void, with a reason",
 		Long: `Mark the issued number N of SERIES as void (a cancelled invoice, a spoiled
-ticket), so an audit tells it from a missing one. The number stays taken.`,
+ticket), so an audit tells it from a missing one. The number stays taken.
+It prints "voided SERIES N", or with --json {"series", "partition", "number",
+"formatted", "reason"}.`,
 		Example: `  noydb seq void fatture 7 --partition 2026 --reason "cancelled by the customer"`,
 		Args:    exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -191,7 +216,14 @@ ticket), so an audit tells it from a missing one. The number stays taken.`,
 			if err != nil {
 				return err
 			}
-			return s.Void(cmd.Context(), n, reason)
+			if err := s.Void(cmd.Context(), n, reason); err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(voidJSON{s.Series(), s.Partition(), n, s.Format(n), reason})
+			}
+			_, err = fmt.Fprintf(a.io.out, "voided %s %s\n", seriesLabel(s), s.Format(n))
+			return err
 		},
 	}
 	vf.add(void)
