@@ -202,7 +202,7 @@ and the record's JSON. With --json it prints an array of
 It prints "deleted COLLECTION/ID", or "COLLECTION/ID did not exist" when there
 was no such record (which is no failure). With --json it prints
 {"collection", "id", "deleted"}.`,
-		Args:  exactArgs(2),
+		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVault(cmd.Context(), false)
 			if err != nil {
