@@ -83,6 +83,9 @@ type app struct {
 	insecureSecretFile bool
 	stateRoot          string
 	json               bool
+	// create lets the command create a vault that does not exist (--create;
+	// init sets it); created says that openVault did.
+	create, created bool
 
 	// fixedSecret, when set, is used instead of asking for one (the demo's
 	// own secret, a throwaway for a benchmark in memory).
@@ -219,6 +222,7 @@ cheap key-derivation cost. Never set it for real data.`,
 	pf.StringVar(&a.secretFile, "secret-file", "", "read the secret from this file (else $"+envSecret+", else a prompt)")
 	pf.BoolVar(&a.insecureSecretFile, "insecure-secret-file", false, "accept a --secret-file that group or others may read or write")
 	pf.StringVar(&a.stateRoot, "state-dir", a.env(envStateDir), "root of this device's state folders (rollback pins), one per store ($"+envStateDir+"; default noydb/state in the user config folder)")
+	pf.BoolVar(&a.create, "create", false, "create the vault if it does not exist (else only 'noydb init' does)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")
 
 	root.AddGroup(
@@ -226,6 +230,9 @@ cheap key-derivation cost. Never set it for real data.`,
 		&cobra.Group{ID: "numbers", Title: "Numbering and audit:"},
 		&cobra.Group{ID: "tools", Title: "Tools:"},
 	)
+	initCmd := a.initCmd()
+	initCmd.GroupID = "records"
+	root.AddCommand(initCmd)
 	for _, c := range a.recordCmds() {
 		c.GroupID = "records"
 		root.AddCommand(c)
@@ -367,9 +374,11 @@ func (a *app) openStore(ctx context.Context, mustExist bool) (stores.Store, erro
 	return st, nil
 }
 
-// openVault opens --vault on --store as --user. Without create, a vault that
-// does not exist yet is an error rather than created.
-func (a *app) openVault(ctx context.Context, create bool) (*vault.Vault, error) {
+// openVault opens --vault on --store as --user. Without --create (a.create),
+// a vault that does not exist yet is an error naming the vaults the store
+// holds, and nothing is created.
+func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
+	create := a.create
 	if err := vault.CheckVaultName(a.vaultName); err != nil {
 		return nil, usagef("--vault: %v", err)
 	}
@@ -395,12 +404,17 @@ func (a *app) openVault(ctx context.Context, create bool) (*vault.Vault, error) 
 		}
 		return nil, err
 	}
+	if a.spec.kind == "mem" {
+		// A mem: store starts empty in every command: refusing its vault
+		// would only make it unusable.
+		create = true
+	}
 	exists, err := vaultExists(ctx, st, a.vaultName)
 	if err != nil {
 		return nil, err
 	}
 	if !exists && !create {
-		return nil, lost(fmt.Errorf("vault %q does not exist on %s: check --vault and --store", a.vaultName, a.spec))
+		return nil, lost(missingVault(ctx, st, a.spec, a.vaultName))
 	}
 	if !exists && a.spec.kind == "mem" && !a.quietMem {
 		fmt.Fprintf(a.io.err, "note: %s keeps nothing after this command ends\n", a.spec)
@@ -421,6 +435,7 @@ func (a *app) openVault(ctx context.Context, create bool) (*vault.Vault, error) 
 	a.db = db
 	v, err := db.OpenVault(ctx, a.vaultName)
 	if err == nil {
+		a.created = !exists
 		a.noteStore(stateDir)
 	}
 	return v, err

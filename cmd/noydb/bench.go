@@ -72,7 +72,8 @@ needed.`,
 			if spec, err := parseStoreSpec(a.storeSpec); err == nil && spec.kind == "mem" {
 				a.fixedSecret, a.quietMem = []byte("noydb-bench-throwaway"), true
 			}
-			v, err := a.openVault(ctx, true)
+			a.create = true // a throwaway vault of its own
+			v, err := a.openVault(ctx)
 			if err != nil {
 				return err
 			}

@@ -73,7 +73,8 @@ func (a *app) demo(ctx context.Context) error {
 
 	step(out, 1, "A vault")
 	start := time.Now()
-	v, err := a.openVault(ctx, true)
+	a.create = true // a throwaway vault of its own
+	v, err := a.openVault(ctx)
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ number, so it works on every store, offline, from many devices at once. The
 record must exist and not be numbered yet; enqueuing twice is harmless.`,
 		Args: rangeArgs(2, 1<<20),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context(), false)
+			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -122,7 +122,7 @@ progress bar follows long passes.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			v, err := a.openVault(ctx, false)
+			v, err := a.openVault(ctx)
 			if err != nil {
 				return err
 			}
@@ -170,7 +170,7 @@ progress bar follows long passes.`,
 it), or say that it has none yet: it is pending, or was never enqueued.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context(), false)
+			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -205,7 +205,7 @@ it), or say that it has none yet: it is pending, or was never enqueued.`,
 		Short: "Print the last number given and how many records wait",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context(), false)
+			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -29,7 +29,7 @@ func (a *app) recordCmds() []*cobra.Command {
 		Long: `Store a JSON record under ID in COLLECTION, replacing any earlier revision.
 The value is the JSON argument, or standard input when it is '-' or missing.
 The record is sealed before it reaches the store and the change is recorded
-in the vault's ledger. The vault is created on first use.
+in the vault's ledger. The vault must exist ('noydb init', or --create).
 
 With --seq SERIES the record takes the next number of SERIES in the same
 commit (so a failed write takes no number): the number goes into the
@@ -62,7 +62,7 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 				if numbered.partition != "" || numbered.format != "" {
 					return usagef("--partition and --format need --seq")
 				}
-				v, err := a.openVault(cmd.Context(), true)
+				v, err := a.openVault(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -86,7 +86,7 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 			if err := canCarry(value, field); err != nil {
 				return usagef("put %s/%s --seq: %v", args[0], args[1], err)
 			}
-			v, err := a.openVault(cmd.Context(), true)
+			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -125,7 +125,7 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 authentication instead of being printed.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context(), false)
+			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -153,7 +153,7 @@ and the record's JSON. With --json it prints an array of
 {"id", "revision", "value"}.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context(), false)
+			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -204,7 +204,7 @@ was no such record (which is no failure). With --json it prints
 {"collection", "id", "deleted"}.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context(), false)
+			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -234,7 +234,7 @@ was no such record (which is no failure). With --json it prints
 		Long:  `Print how many records COLLECTION holds, without decrypting them.`,
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context(), false)
+			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -81,7 +81,7 @@ A new series starts at 1. The allocation is recorded in the ledger.`,
   noydb seq next tickets --json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context(), true)
+			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -110,7 +110,7 @@ A new series starts at 1. The allocation is recorded in the ledger.`,
 It never writes and works on every store.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context(), false)
+			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -154,7 +154,7 @@ nothing to do"). It prints "SERIES: next number is N+1", or with --json
 			if err != nil {
 				return err
 			}
-			v, err := a.openVault(cmd.Context(), true)
+			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -208,7 +208,7 @@ It prints "voided SERIES N", or with --json {"series", "partition", "number",
 			if reason == "" {
 				return usagef("--reason is required: say why the number is void")
 			}
-			v, err := a.openVault(cmd.Context(), false)
+			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}

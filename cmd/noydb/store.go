@@ -114,7 +114,7 @@ func (s storeSpec) open(ctx context.Context, mustExist bool) (stores.Store, erro
 type missingStoreError struct{ spec storeSpec }
 
 func (e *missingStoreError) Error() string {
-	return fmt.Sprintf("store %s does not exist: check --store (or write something first)", e.spec)
+	return fmt.Sprintf("store %s does not exist: check --store, or create a vault there with 'noydb init'", e.spec)
 }
 
 // scrub keeps a driver's error from echoing a connection URL's password.

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/noydb-go/noydb/stores"
+)
+
+// initCmd creates a vault: the one command that does so without --create.
+func (a *app) initCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "init",
+		Short: "Create a vault",
+		Long: `Create the vault named by --vault on --store (creating the store too), with
+--user as its first user and the secret as that user's. Every other command
+refuses a vault that does not exist, unless --create is given, so a misspelt
+--vault or a wrong --store never silently starts a new series from 1.
+
+It prints "created vault NAME on STORE", or, when the vault exists and the
+secret opens it, that there is nothing to do. With --json it prints
+{"vault", "store", "created"}.`,
+		Example: `  noydb init --vault books
+  noydb --vault books seq next invoices`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.create = true
+			v, err := a.openVault(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(struct {
+					Vault   string `json:"vault"`
+					Store   string `json:"store"`
+					Created bool   `json:"created"`
+				}{v.Name(), a.spec.String(), a.created})
+			}
+			if a.created {
+				_, err = fmt.Fprintf(a.io.out, "created vault %s on %s\n", v.Name(), a.spec)
+			} else {
+				_, err = fmt.Fprintf(a.io.out, "vault %s already exists on %s: nothing to do\n", v.Name(), a.spec)
+			}
+			return err
+		},
+	}
+}
+
+// vaultNames lists the vaults of st, by their header keys ("v/<name>/_header").
+// The library has no listing of vaults, so it lists every key under "v/":
+// it runs only when a command names a vault that does not exist.
+func vaultNames(ctx context.Context, st stores.Store) ([]string, error) {
+	var names []string
+	for it, err := range stores.ListUnder(ctx, st, "v/") {
+		if err != nil {
+			return nil, err
+		}
+		name, ok := strings.CutSuffix(it.Key[len("v/"):], "/_header")
+		if ok && name != "" && !strings.Contains(name, "/") {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// missingVault is the error for a vault that does not exist on a store that
+// holds others: it names them, closest to the name asked for first.
+func missingVault(ctx context.Context, st stores.Store, spec storeSpec, name string) error {
+	names, err := vaultNames(ctx, st)
+	if err != nil {
+		return err
+	}
+	hint := "the store has no vault yet: create one with 'noydb init --vault " + name + "'"
+	if len(names) > 0 {
+		sort.SliceStable(names, func(i, j int) bool {
+			di, dj := editDistance(name, names[i]), editDistance(name, names[j])
+			if di != dj {
+				return di < dj
+			}
+			return names[i] < names[j]
+		})
+		hint = "vaults there: " + strings.Join(names, ", ") + " (check --vault, or create it with 'noydb init' or --create)"
+	}
+	return fmt.Errorf("vault %q does not exist on %s; %s", name, spec, hint)
+}
+
+// editDistance is the Levenshtein distance between a and b, in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
