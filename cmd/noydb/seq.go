@@ -55,7 +55,7 @@ type serialJSON struct {
 func (a *app) seqCmd() *cobra.Command {
 	seq := &cobra.Command{
 		Use:   "seq",
-		Short: "Gap-free numbered series: next, peek, seed, void, audit",
+		Short: "Gap-free numbered series: next, peek, seed, void, audit, list",
 		Long: `Gap-free numbered series. Each SERIES (optionally scoped by --partition)
 counts 1, 2, 3 … with no number skipped or issued twice, even with many
 callers at once. --format renders numbers: '{partition.0}/{seq:04}' gives
@@ -230,6 +230,6 @@ It prints "voided SERIES N", or with --json {"series", "partition", "number",
 	describeNumber(void, voidWhat)
 	void.Flags().StringVar(&reason, "reason", "", "why the number is void (required)")
 
-	seq.AddCommand(next, peek, seed, void, a.auditCmd())
+	seq.AddCommand(next, peek, seed, void, a.auditCmd(), a.seqListCmd())
 	return seq
 }
