@@ -67,6 +67,9 @@ func vaultNames(ctx context.Context, st stores.Store) ([]string, error) {
 	return names, nil
 }
 
+// maxVaultHint is how many vault names the hint of missingVault shows.
+const maxVaultHint = 5
+
 // missingVault is the error for a vault that does not exist on a store that
 // holds others: it names them, closest to the name asked for first.
 func missingVault(ctx context.Context, st stores.Store, spec storeSpec, name string) error {
@@ -83,7 +86,11 @@ func missingVault(ctx context.Context, st stores.Store, spec storeSpec, name str
 			}
 			return names[i] < names[j]
 		})
-		hint = "vaults there: " + strings.Join(names, ", ") + " (check --vault, or create it with 'noydb init' or --create)"
+		shown := names
+		if len(shown) > maxVaultHint {
+			shown = append(shown[:maxVaultHint:maxVaultHint], fmt.Sprintf("and %d more", len(names)-maxVaultHint))
+		}
+		hint = "vaults there: " + strings.Join(shown, ", ") + " (check --vault, or create it with 'noydb init' or --create)"
 	}
 	return fmt.Errorf("vault %q does not exist on %s; %s", name, spec, hint)
 }

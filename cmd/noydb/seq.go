@@ -173,13 +173,16 @@ nothing to do"). It prints "SERIES: next number is N+1", or with --json
 				if err := s.SeedTo(cmd.Context(), n); err != nil {
 					return err
 				}
-				head = n
+				// Read back: another writer may have moved it further since.
+				if head, err = s.Peek(cmd.Context()); err != nil {
+					return err
+				}
 			}
 			if a.json {
 				return a.printJSON(seedJSON{s.Series(), s.Partition(), seeded, head, head + 1})
 			}
 			if seeded {
-				_, err = fmt.Fprintf(a.io.out, "%s: next number is %d\n", seriesLabel(s), n+1)
+				_, err = fmt.Fprintf(a.io.out, "%s: next number is %d\n", seriesLabel(s), head+1)
 			} else {
 				_, err = fmt.Fprintf(a.io.out, "%s is already at %d: nothing to do\n", seriesLabel(s), head)
 			}

@@ -154,3 +154,21 @@ func TestBuildVersion(t *testing.T) {
 		assert.Equal(t, tc.want, buildVersion(bi), tc.name)
 	}
 }
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"books", "books", 0},
+		{"bokos", "books", 2},
+		{"bookz", "books", 1},
+		{"", "abc", 3},
+		{"fattura", "fatture", 1},
+		{"città", "citta", 1},
+	} {
+		assert.Equal(t, tc.want, editDistance(tc.a, tc.b), "%q %q", tc.a, tc.b)
+		assert.Equal(t, tc.want, editDistance(tc.b, tc.a), "%q %q", tc.b, tc.a)
+	}
+}
