@@ -157,7 +157,10 @@ func (a *app) rootCmd() *cobra.Command {
 numbered series (1, 2, 3 … never a number skipped or issued twice), and a
 hash-chained audit ledger that can be verified.
 
-Start with 'noydb demo': it needs no setup.
+Start with 'noydb demo': it needs no setup. 'noydb init' creates a vault;
+every other command refuses a vault that does not exist (naming the vaults
+the store holds) unless --create is given, so a misspelt --vault never
+starts a series again from 1.
 
 Where the data is (--store, or $NOYDB_STORE):
   badger:DIR         BadgerDB on disk, one process at a time (default: badger:` + defaultDir + `)
