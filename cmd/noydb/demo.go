@@ -196,6 +196,7 @@ func (a *app) demo(ctx context.Context) error {
 		fmt.Fprintln(out, "   Into this process's memory: it is gone now that the demo ends.")
 		fmt.Fprintln(out, "   To keep a vault on disk (badger:"+defaultDir+" by default):")
 		fmt.Fprintln(out, "     export NOYDB_SECRET='choose a long secret'")
+		fmt.Fprintln(out, "     noydb init")
 		fmt.Fprintln(out, `     noydb put invoices inv-1 '{"customer":"ACME","total":120}'`)
 		fmt.Fprintln(out, "     noydb seq next fatture --partition 2026 --format '{partition.0}/{seq:04}'")
 		fmt.Fprintln(out, "     noydb ledger verify")
