@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 
@@ -36,7 +37,6 @@ const (
 	envUser     = "NOYDB_USER"
 	envTestKDF  = "NOYDB_INSECURE_TEST_KDF"
 	envStateDir = "NOYDB_STATE_DIR"
-	defaultDir  = "./noydb-data"
 	defaultUser = "owner"
 )
 
@@ -55,6 +55,9 @@ type stdio struct {
 	// userConfigDir is the per-user configuration folder, under which the
 	// state folders live by default (os.UserConfigDir).
 	userConfigDir func() (string, error)
+	// userDataDir is the per-user data folder, under which the default
+	// store lives (see userDataDir).
+	userDataDir func() (string, error)
 }
 
 func osStdio() stdio {
@@ -68,6 +71,7 @@ func osStdio() stdio {
 		readPassword:  func() ([]byte, error) { return term.ReadPassword(inFD) },
 		lookupEnv:     os.LookupEnv,
 		userConfigDir: os.UserConfigDir,
+		userDataDir:   func() (string, error) { return userDataDir(runtime.GOOS, os.LookupEnv, os.UserHomeDir) },
 	}
 }
 
@@ -75,10 +79,13 @@ func osStdio() stdio {
 type app struct {
 	io stdio
 
-	storeSpec  string
-	vaultName  string
-	user       string
-	secretFile string
+	storeSpec string
+	// noDefaultStore says why there is no default store, when --store and
+	// $NOYDB_STORE are both unset and the user has no data folder.
+	noDefaultStore error
+	vaultName      string
+	user           string
+	secretFile     string
 	// insecureSecretFile accepts a --secret-file open to group or others.
 	insecureSecretFile bool
 	stateRoot          string
@@ -163,7 +170,11 @@ the store holds) unless --create is given, so a misspelt --vault never
 starts a series again from 1.
 
 Where the data is (--store, or $NOYDB_STORE):
-  badger:DIR         BadgerDB on disk, one process at a time (default: badger:` + defaultDir + `)
+  badger:DIR         BadgerDB on disk, one process at a time; the default is
+                     badger:<user data folder>/noydb/store, one store per
+                     person whatever the working folder ($XDG_DATA_HOME or
+                     ~/.local/share on Linux, ~/Library/Application Support
+                     on macOS, %LocalAppData% on Windows)
   file:DIR           one file per record, safe in a synced folder; no atomic
                      compare-and-swap, so numbers come from 'noydb number'
   mem:               in memory, gone when the command ends (for bench and demo)
@@ -212,14 +223,14 @@ cheap key-derivation cost. Never set it for real data.`,
 	}
 	storeDefault := a.env(envStore)
 	if storeDefault == "" {
-		storeDefault = "badger:" + defaultDir
+		storeDefault, a.noDefaultStore = a.defaultStore()
 	}
 	vaultDefault := a.env(envVault)
 	if vaultDefault == "" {
 		vaultDefault = "default"
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.storeSpec, "store", storeDefault, "where the data is: badger:DIR, file:DIR, mem: or a postgres:// URL ($"+envStore+")")
+	pf.StringVar(&a.storeSpec, "store", storeDefault, "where the data is: badger:DIR, file:DIR, mem: or a postgres:// URL ($"+envStore+"; default a badger store in the user data folder)")
 	pf.StringVar(&a.vaultName, "vault", vaultDefault, "vault name ($"+envVault+")")
 	pf.StringVar(&a.user, "user", user, "user whose key opens the vault ($"+envUser+", then $USER)")
 	pf.StringVar(&a.secretFile, "secret-file", "", "read the secret from this file (else $"+envSecret+", else a prompt)")
@@ -364,7 +375,7 @@ func (a *app) openStore(ctx context.Context, mustExist bool) (stores.Store, erro
 	if a.store != nil {
 		return a.store, nil
 	}
-	spec, err := parseStoreSpec(a.storeSpec)
+	spec, err := a.parsedStore()
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ needed.`,
 			if !cmd.Flags().Changed("vault") {
 				a.vaultName = "bench"
 			}
-			if spec, err := parseStoreSpec(a.storeSpec); err == nil && spec.kind == "mem" {
+			if spec, err := a.parsedStore(); err == nil && spec.kind == "mem" {
 				a.fixedSecret, a.quietMem = []byte("noydb-bench-throwaway"), true
 			}
 			a.create = true // a throwaway vault of its own

@@ -59,7 +59,7 @@ there, in the vault "demo".`,
 
 func (a *app) demo(ctx context.Context) error {
 	out := a.io.out
-	spec, err := parseStoreSpec(a.storeSpec)
+	spec, err := a.parsedStore()
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,12 @@ func (a *app) demo(ctx context.Context) error {
 	switch spec.kind {
 	case "mem":
 		fmt.Fprintln(out, "   Into this process's memory: it is gone now that the demo ends.")
-		fmt.Fprintln(out, "   To keep a vault on disk (badger:"+defaultDir+" by default):")
+		where := "in your data folder"
+		if d, err := a.defaultStore(); err == nil {
+			where = d
+		}
+		fmt.Fprintf(out, "   To keep a vault on disk (by default %s, one store per person\n", where)
+		fmt.Fprintln(out, "   whatever the working folder; --store or $"+envStore+" picks another):")
 		fmt.Fprintln(out, "     export NOYDB_SECRET='choose a long secret'")
 		fmt.Fprintln(out, "     noydb init")
 		fmt.Fprintln(out, `     noydb put invoices inv-1 '{"customer":"ACME","total":120}'`)

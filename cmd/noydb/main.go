@@ -6,13 +6,16 @@
 //
 //	noydb demo                                    # the walkthrough, in memory, no setup
 //	export NOYDB_SECRET=…                         # or --secret-file, or a prompt on a terminal
-//	noydb put invoices inv-1 '{"total":120}'      # on badger:./noydb-data, vault "default"
+//	noydb put invoices inv-1 '{"total":120}'      # in your data folder, vault "default"
 //	noydb seq next fatture --partition 2026 --format '{partition.0}/{seq:04}'
 //	noydb ledger verify
 //	noydb --help                                  # every command; each has its own --help
 //
-// Where the data is: --store badger:DIR (the default, ./noydb-data), file:DIR,
-// mem: or a postgres:// URL (or $NOYDB_STORE); which vault: --vault (default
+// Where the data is: --store badger:DIR, file:DIR, mem: or a postgres:// URL,
+// else $NOYDB_STORE, else badger:<user data folder>/noydb/store, one store per
+// person whatever the working folder ($XDG_DATA_HOME or ~/.local/share on
+// Linux, ~/Library/Application Support on macOS, %LocalAppData% on Windows);
+// which vault: --vault (default
 // "default"); as whom: --user (default $NOYDB_USER, then $USER, then "owner").
 //
 // This device's state (rollback pins, and which vaults it has used) is kept

@@ -60,6 +60,12 @@ func scriptParams(dir string, env map[string]string) testscript.Params {
 			// This device's state folders stay in the script's own folder,
 			// never in the real user's configuration folder.
 			e.Setenv(envStateDir, e.WorkDir+"/.noydb-state")
+			// The scripts name their store in the working folder, as they
+			// did before the default moved to the user's data folder;
+			// default.txtar unsets it to test that default, in a data
+			// folder of its own.
+			e.Setenv(envStore, "badger:./noydb-data")
+			e.Setenv("XDG_DATA_HOME", e.WorkDir+"/.local/share")
 			// A race-enabled binary sleeps a second at exit by default; the
 			// scripts run noydb a few hundred times.
 			e.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))

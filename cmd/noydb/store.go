@@ -56,11 +56,66 @@ func parseStoreSpec(s string) (storeSpec, error) {
 	kind, dir, ok := strings.Cut(s, ":")
 	if ok && (kind == "badger" || kind == "file") {
 		if dir == "" {
-			return storeSpec{}, usagef("--store %s: needs a folder, as in %s:./noydb-data", s, kind)
+			return storeSpec{}, usagef("--store %s: needs a folder, as in %s:./data", s, kind)
 		}
 		return storeSpec{kind: kind, dir: dir}, nil
 	}
 	return storeSpec{}, usagef("--store %q: want badger:DIR, file:DIR, mem: or a postgres:// URL", redactURL(s))
+}
+
+// defaultStore is the store of commands without --store or $NOYDB_STORE:
+// badger:<user data folder>/noydb/store, the same from every working folder.
+func (a *app) defaultStore() (string, error) {
+	if a.io.userDataDir == nil {
+		return "", errors.New("no default store: pass --store or set $" + envStore)
+	}
+	dir, err := a.io.userDataDir()
+	if err != nil {
+		return "", fmt.Errorf("no default store (%v): pass --store or set $%s", err, envStore)
+	}
+	return "badger:" + filepath.Join(dir, "noydb", "store"), nil
+}
+
+// userDataDir is the per-user data folder of the operating system goos:
+// $XDG_DATA_HOME (when absolute) or ~/.local/share on Linux and other
+// Unix systems, ~/Library/Application Support on macOS, %LocalAppData% on
+// Windows. Go's standard library has no such function.
+func userDataDir(goos string, lookupEnv func(string) (string, bool), home func() (string, error)) (string, error) {
+	switch goos {
+	case "windows":
+		if d, _ := lookupEnv("LocalAppData"); d != "" {
+			return d, nil
+		}
+		return "", errors.New("%LocalAppData% is not set")
+	case "darwin", "ios":
+		h, err := home()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(h, "Library", "Application Support"), nil
+	case "plan9":
+		h, err := home()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(h, "lib"), nil
+	}
+	if d, _ := lookupEnv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+		return d, nil
+	}
+	h, err := home()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(h, ".local", "share"), nil
+}
+
+// parsedStore parses --store, or says why there is no default store.
+func (a *app) parsedStore() (storeSpec, error) {
+	if a.storeSpec == "" && a.noDefaultStore != nil {
+		return storeSpec{}, a.noDefaultStore
+	}
+	return parseStoreSpec(a.storeSpec)
 }
 
 // String returns the spec as the user wrote it, without a password.
@@ -172,7 +227,7 @@ func (s storeSpec) location() (string, error) {
 // folder) joined with a hash of the store's location, so each store has its
 // own. mem: stores get none.
 func (a *app) stateDir() (string, error) {
-	spec, err := parseStoreSpec(a.storeSpec)
+	spec, err := a.parsedStore()
 	if err != nil {
 		return "", err
 	}
@@ -198,7 +253,7 @@ func (a *app) stateDir() (string, error) {
 // noteStore leaves in the state folder, once, the location of its store,
 // for people who look into it (never a password).
 func (a *app) noteStore(dir string) {
-	spec, err := parseStoreSpec(a.storeSpec)
+	spec, err := a.parsedStore()
 	if err != nil || dir == "" {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -171,4 +172,35 @@ func TestEditDistance(t *testing.T) {
 		assert.Equal(t, tc.want, editDistance(tc.a, tc.b), "%q %q", tc.a, tc.b)
 		assert.Equal(t, tc.want, editDistance(tc.b, tc.a), "%q %q", tc.b, tc.a)
 	}
+}
+
+// userDataDir follows each system's convention, and a relative
+// $XDG_DATA_HOME is ignored as the XDG specification asks.
+func TestUserDataDir(t *testing.T) {
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	home := func() (string, error) { return "/h", nil }
+	noHome := func() (string, error) { return "", errors.New("$HOME is not defined") }
+	for _, tc := range []struct {
+		goos string
+		env  map[string]string
+		home func() (string, error)
+		want string
+	}{
+		{"linux", nil, home, filepath.Join("/h", ".local", "share")},
+		{"linux", map[string]string{"XDG_DATA_HOME": "/x"}, noHome, "/x"},
+		{"linux", map[string]string{"XDG_DATA_HOME": "rel"}, home, filepath.Join("/h", ".local", "share")},
+		{"freebsd", nil, home, filepath.Join("/h", ".local", "share")},
+		{"darwin", map[string]string{"XDG_DATA_HOME": "/x"}, home, filepath.Join("/h", "Library", "Application Support")},
+		{"windows", map[string]string{"LocalAppData": `C:\Users\u\AppData\Local`}, noHome, `C:\Users\u\AppData\Local`},
+	} {
+		got, err := userDataDir(tc.goos, env(tc.env), tc.home)
+		require.NoError(t, err, tc.goos)
+		assert.Equal(t, tc.want, got, "%s %v", tc.goos, tc.env)
+	}
+	_, err := userDataDir("linux", env(nil), noHome)
+	assert.ErrorContains(t, err, "$HOME")
+	_, err = userDataDir("windows", env(nil), home)
+	assert.ErrorContains(t, err, "LocalAppData")
 }
