@@ -8,9 +8,11 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/noydb-go/noydb"
@@ -84,8 +86,11 @@ type app struct {
 	// $NOYDB_STORE are both unset and the user has no data folder.
 	noDefaultStore error
 	vaultName      string
-	user           string
-	secretFile     string
+	// user is --user, else $NOYDB_USER; "" until pickUser settles it.
+	user string
+	// flags are the global flags, to tell a --user '' from none.
+	flags      *pflag.FlagSet
+	secretFile string
 	// insecureSecretFile accepts a --secret-file open to group or others.
 	insecureSecretFile bool
 	stateRoot          string
@@ -214,13 +219,6 @@ cheap key-derivation cost. Never set it for real data.`,
 	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
 	root.SetFlagErrorFunc(a.flagError)
 
-	user := a.env(envUser)
-	if user == "" {
-		user = a.env("USER")
-	}
-	if user == "" {
-		user = defaultUser
-	}
 	storeDefault := a.env(envStore)
 	if storeDefault == "" {
 		storeDefault, a.noDefaultStore = a.defaultStore()
@@ -232,7 +230,8 @@ cheap key-derivation cost. Never set it for real data.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeSpec, "store", storeDefault, "where the data is: badger:DIR, file:DIR, mem: or a postgres:// URL ($"+envStore+"; default a badger store in the user data folder)")
 	pf.StringVar(&a.vaultName, "vault", vaultDefault, "vault name ($"+envVault+")")
-	pf.StringVar(&a.user, "user", user, "user whose key opens the vault ($"+envUser+", then $USER)")
+	pf.StringVar(&a.user, "user", a.env(envUser), "user whose key opens the vault ($"+envUser+"; default the vault's only user, and $USER for a new vault)")
+	a.flags = pf
 	pf.StringVar(&a.secretFile, "secret-file", "", "read the secret from this file (else $"+envSecret+", else a prompt)")
 	pf.BoolVar(&a.insecureSecretFile, "insecure-secret-file", false, "accept a --secret-file that group or others may read or write")
 	pf.StringVar(&a.stateRoot, "state-dir", a.env(envStateDir), "root of this device's state folders (rollback pins), one per store ($"+envStateDir+"; default noydb/state in the user config folder)")
@@ -433,6 +432,9 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 	if !exists && a.spec.kind == "mem" && !a.quietMem {
 		fmt.Fprintf(a.io.err, "note: %s keeps nothing after this command ends\n", a.spec)
 	}
+	if err := a.pickUser(ctx, st, exists); err != nil {
+		return nil, err
+	}
 	secret, err := a.secret(a.vaultName, !exists)
 	if err != nil {
 		return nil, err
@@ -453,6 +455,62 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 		a.noteStore(stateDir)
 	}
 	return v, err
+}
+
+// pickUser settles a.user when neither --user nor $NOYDB_USER gave one: the
+// vault's only user; for a new vault (or one whose creator left no key
+// slot) $USER, then "owner". A vault with several users needs --user, and
+// the error names them.
+func (a *app) pickUser(ctx context.Context, st stores.Store, exists bool) error {
+	if a.flags != nil && a.flags.Changed("user") && a.user == "" {
+		return usagef("--user is empty: name a user, or leave --user out to use the vault's only user")
+	}
+	if a.user != "" {
+		if err := vault.CheckCollectionName(a.user); err != nil {
+			return usagef("--user %q: %v", a.user, err)
+		}
+		return nil
+	}
+	var users []string
+	if exists {
+		var err error
+		if users, err = vaultUsers(ctx, st, a.vaultName); err != nil {
+			return err
+		}
+	}
+	switch len(users) {
+	case 0:
+		a.user = a.env("USER")
+		if a.user == "" || vault.CheckCollectionName(a.user) != nil {
+			a.user = defaultUser
+		}
+		return nil
+	case 1:
+		a.user = users[0]
+		return nil
+	}
+	shown := users
+	if len(shown) > maxVaultHint {
+		shown = append(shown[:maxVaultHint:maxVaultHint], fmt.Sprintf("and %d more", len(users)-maxVaultHint))
+	}
+	return usagef("vault %q has %d users (%s): pass --user or set $%s", a.vaultName, len(users), strings.Join(shown, ", "), envUser)
+}
+
+// vaultUsers lists the users with a key slot in the vault, by the keys the
+// vault package documents ("v/<name>/_keyring/<user>"), sorted.
+func vaultUsers(ctx context.Context, st stores.Store, name string) ([]string, error) {
+	prefix := "v/" + name + "/_keyring/"
+	var users []string
+	for it, err := range stores.ListUnder(ctx, st, prefix) {
+		if err != nil {
+			return nil, err
+		}
+		if u := it.Key[len(prefix):]; u != "" && !strings.Contains(u, "/") {
+			users = append(users, u)
+		}
+	}
+	sort.Strings(users)
+	return users, nil
 }
 
 // vaultExists reports whether the vault has a header, at the key the vault

@@ -15,8 +15,9 @@
 // else $NOYDB_STORE, else badger:<user data folder>/noydb/store, one store per
 // person whatever the working folder ($XDG_DATA_HOME or ~/.local/share on
 // Linux, ~/Library/Application Support on macOS, %LocalAppData% on Windows);
-// which vault: --vault (default
-// "default"); as whom: --user (default $NOYDB_USER, then $USER, then "owner").
+// which vault: --vault (default "default"); as whom: --user (default
+// $NOYDB_USER, then the vault's only user; a new vault's first user is $USER,
+// then "owner").
 //
 // This device's state (rollback pins, and which vaults it has used) is kept
 // per store in <root>/<hash of the store's location>, the root being
