@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -40,6 +41,9 @@ const (
 	envTestKDF  = "NOYDB_INSECURE_TEST_KDF"
 	envStateDir = "NOYDB_STATE_DIR"
 	defaultUser = "owner"
+	// defaultWait is --wait's default: long enough for another command's
+	// write to finish, short enough to tell a stuck store.
+	defaultWait = 5 * time.Second
 )
 
 // testKDF is the cost NOYDB_INSECURE_TEST_KDF selects: cheap enough for a
@@ -95,6 +99,10 @@ type app struct {
 	insecureSecretFile bool
 	stateRoot          string
 	json               bool
+	// wait is how long a command waits for a store another process holds
+	// (--wait); waited says that it waited that long in vain.
+	wait   time.Duration
+	waited bool
 	// create lets the command create a vault that does not exist (--create;
 	// init sets it); created says that openVault did.
 	create, created bool
@@ -175,7 +183,8 @@ the store holds) unless --create is given, so a misspelt --vault never
 starts a series again from 1.
 
 Where the data is (--store, or $NOYDB_STORE):
-  badger:DIR         BadgerDB on disk, one process at a time; the default is
+  badger:DIR         BadgerDB on disk, one process at a time (another waits
+                     up to --wait, 5s by default, for it); the default is
                      badger:<user data folder>/noydb/store, one store per
                      person whatever the working folder ($XDG_DATA_HOME or
                      ~/.local/share on Linux, ~/Library/Application Support
@@ -237,6 +246,7 @@ cheap key-derivation cost. Never set it for real data.`,
 	pf.StringVar(&a.stateRoot, "state-dir", a.env(envStateDir), "root of this device's state folders (rollback pins), one per store ($"+envStateDir+"; default noydb/state in the user config folder)")
 	pf.BoolVar(&a.create, "create", false, "create the vault if it does not exist (else only 'noydb init' does)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")
+	pf.DurationVar(&a.wait, "wait", defaultWait, "how long to wait for a store another process is using (badger: serves one process at a time); 0 fails at once")
 
 	root.AddGroup(
 		&cobra.Group{ID: "records", Title: "Records:"},
@@ -379,12 +389,45 @@ func (a *app) openStore(ctx context.Context, mustExist bool) (stores.Store, erro
 		return nil, err
 	}
 	a.spec = spec
-	st, err := spec.open(ctx, mustExist)
+	st, err := a.openWaiting(ctx, spec, mustExist)
 	if err != nil {
 		return nil, err
 	}
 	a.store = st
 	return st, nil
+}
+
+// lockRetry is how often a command waiting for a busy store tries again.
+const lockRetry = 25 * time.Millisecond
+
+// openWaiting opens spec; while another process holds it (a badger folder,
+// stores.ErrLocked) it tries again until --wait has passed, saying once on
+// standard error that it waits. An interrupt stops the wait.
+func (a *app) openWaiting(ctx context.Context, spec storeSpec, mustExist bool) (stores.Store, error) {
+	deadline := time.Now().Add(a.wait)
+	said := false
+	for {
+		st, err := spec.open(ctx, mustExist)
+		if err == nil || !errors.Is(err, stores.ErrLocked) || a.wait <= 0 {
+			return st, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			a.waited = true
+			return nil, err
+		}
+		if !said {
+			fmt.Fprintf(a.io.err, "store %s is in use by another process; waiting up to %s\n", spec, a.wait)
+			said = true
+		}
+		t := time.NewTimer(min(lockRetry, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // openVault opens --vault on --store as --user. Without --create (a.create),

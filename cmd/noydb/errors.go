@@ -55,6 +55,9 @@ func (a *app) explain(err error) string {
 	case errors.Is(err, vault.ErrTampered), errors.Is(err, ledger.ErrTampered):
 		return fmt.Sprintf("%v: stored data was changed outside noydb; run `noydb ledger verify` and restore from a backup", err)
 	case errors.Is(err, stores.ErrLocked):
+		if a.waited {
+			return fmt.Sprintf("store %s is still in use by another process after waiting %s: wait for it to finish (a longer --wait) or use another --store", a.spec, a.wait)
+		}
 		return fmt.Sprintf("store %s is in use by another process: wait for it to finish or use another --store", a.spec)
 	case errors.Is(err, stores.ErrClosed):
 		return fmt.Sprintf("%v", err)

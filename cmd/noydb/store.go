@@ -158,7 +158,7 @@ func (s storeSpec) open(ctx context.Context, mustExist bool) (stores.Store, erro
 	st, err := open(ctx, s)
 	if err != nil {
 		if errors.Is(err, stores.ErrLocked) {
-			return nil, fmt.Errorf("store %s is in use by another process: wait for it to finish or use another --store", s)
+			return nil, fmt.Errorf("store %s is in use by another process: %w", s, stores.ErrLocked)
 		}
 		return nil, fmt.Errorf("open store %s: %w", s, scrub(err, s.url))
 	}
