@@ -264,7 +264,7 @@ cheap key-derivation cost. Never set it for real data.`,
 		c.GroupID = "numbers"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.benchCmd(), a.demoCmd(), a.forgetCmd()} {
+	for _, c := range []*cobra.Command{a.benchCmd(), a.demoCmd(), a.configCmd(), a.forgetCmd()} {
 		c.GroupID = "tools"
 		root.AddCommand(c)
 	}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+// setting is one line of 'noydb config': a value and where it came from.
+type setting struct {
+	Name   string `json:"-"`
+	Value  string `json:"value"`
+	Source string `json:"source"`
+}
+
+// configCmd shows the settings a command would use, without opening
+// anything: no secret is needed.
+func (a *app) configCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "config",
+		Short: "Show the store, vault, user and state folder commands use, and why",
+		Long: `Config prints the settings the other commands would use with the same flags
+and environment, and where each came from: a flag, an environment variable,
+or the default. It opens nothing and needs no secret.
+
+The user shown as "the vault's only user" is settled when a command opens
+the vault; a new vault's first user is $USER.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store := setting{"store", a.storeSpec, a.source("store", envStore, "default: the user data folder")}
+			if spec, err := a.parsedStore(); err != nil {
+				store.Value = "(none: " + err.Error() + ")"
+			} else {
+				store.Value = spec.String()
+			}
+			user := setting{"user", a.user, a.source("user", envUser, "")}
+			if a.user == "" {
+				user.Value, user.Source = "the vault's only user", "default; a new vault's first user is $USER"
+			}
+			state := setting{"state-dir", "", a.source("state-dir", envStateDir, "default: the user config folder")}
+			if dir, err := a.stateDir(); err != nil {
+				state.Value = "(none: " + err.Error() + ")"
+			} else if dir == "" {
+				state.Value = "(none: this store keeps no state)"
+			} else {
+				state.Value = dir
+			}
+			all := []setting{
+				store,
+				{"vault", a.vaultName, a.source("vault", envVault, "default")},
+				user,
+				state,
+				{"wait", a.wait.String(), a.source("wait", "", "default")},
+			}
+			if a.json {
+				obj := make(map[string]setting, len(all))
+				for _, s := range all {
+					obj[s.Name] = s
+				}
+				return a.printJSON(obj)
+			}
+			tw := tabwriter.NewWriter(a.io.out, 0, 0, 2, ' ', 0)
+			for _, s := range all {
+				fmt.Fprintf(tw, "%s\t%s\t(%s)\n", s.Name, s.Value, s.Source)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// source says where a global flag's value came from: the flag, its
+// environment variable, or the default.
+func (a *app) source(flag, env, def string) string {
+	if a.flags != nil && a.flags.Changed(flag) {
+		return "--" + flag
+	}
+	if env != "" && a.env(env) != "" {
+		return "$" + env
+	}
+	if def == "" {
+		return "default"
+	}
+	return def
+}
