@@ -123,10 +123,26 @@ type DB struct {
 	cfg       Config
 	ownsStore bool
 
+	// closing ends when Close starts; opens in flight run under it, so Close
+	// does not wait for a key derivation that has not started yet.
+	closing     context.Context
+	startClose  context.CancelFunc
+	openersDone sync.WaitGroup
+
 	mu        sync.Mutex
 	vaults    map[string]*vault.Vault
+	opening   map[string]*opening // opens in flight, by name
 	closed    bool
 	closeDone chan struct{} // closed once Close has closed everything
+}
+
+// opening is one OpenVault in flight: callers asking for the same name while
+// it runs wait for it instead of unlocking the vault a second time.
+type opening struct {
+	done    chan struct{} // closed when v and err are set
+	v       *vault.Vault
+	err     error
+	waiting int // callers waiting for it (under DB.mu; for tests)
 }
 
 // Open checks cfg and returns a DB. It does no I/O: vaults are unlocked by OpenVault.
@@ -148,7 +164,8 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 			return nil, fmt.Errorf("open: Config.KDF: %w: %w", ErrWeakKDF, err)
 		}
 	}
-	db := &DB{cfg: cfg, vaults: make(map[string]*vault.Vault)}
+	db := &DB{cfg: cfg, vaults: make(map[string]*vault.Vault), opening: make(map[string]*opening)}
+	db.closing, db.startClose = context.WithCancel(context.Background())
 	db.cfg.Secret = append([]byte(nil), cfg.Secret...)
 	if db.cfg.Store == nil {
 		db.cfg.Store = memstore.New()
@@ -162,25 +179,70 @@ func (db *DB) Store() stores.Store { return db.cfg.Store }
 
 // OpenVault unlocks the named vault, creating it on first use. Opening the
 // same name twice returns the same *vault.Vault, so its sequences share one
-// combining queue per series. A vault closed with its own Close is opened
-// anew, at once: its series go on where they stopped.
+// combining queue per series; callers asking for a name while it is being
+// opened wait for that one unlock (or for their ctx) and share its result.
+// Opens of different names run in parallel: the DB is not held during the
+// key derivation. A vault closed with its own Close leaves the DB: the next
+// OpenVault of its name opens it anew, at once (its series go on where they
+// stopped), and OpenVault never returns a closed vault.
 func (db *DB) OpenVault(ctx context.Context, name string) (*vault.Vault, error) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.closed {
-		return nil, fmt.Errorf("open vault %q: %w", name, ErrClosed)
-	}
-	if v, ok := db.vaults[name]; ok {
-		if !v.Closed() {
-			return v, nil
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		// Closed with its own Close: open it anew without waiting for that
-		// Close to end (a call in flight on it, which the Close waits for,
-		// may be the one asking). The two handles share the store as two
-		// DBs would.
-		delete(db.vaults, name)
+		db.mu.Lock()
+		if db.closed {
+			db.mu.Unlock()
+			return nil, fmt.Errorf("open vault %q: %w", name, ErrClosed)
+		}
+		db.dropClosedLocked()
+		if v, ok := db.vaults[name]; ok {
+			if !v.Closed() {
+				db.mu.Unlock()
+				return v, nil
+			}
+			// Closed with its own Close, which is still ending: open it anew
+			// without waiting (a call in flight on it, which that Close
+			// waits for, may be the one asking). The two handles share the
+			// store as two DBs would.
+			delete(db.vaults, name)
+		}
+		if op, ok := db.opening[name]; ok {
+			op.waiting++
+			db.mu.Unlock()
+			select {
+			case <-op.done:
+			case <-ctx.Done():
+				db.mu.Lock()
+				op.waiting--
+				db.mu.Unlock()
+				return nil, ctx.Err()
+			}
+			if op.err == nil || !isContextErr(op.err) {
+				if op.err == nil && op.v.Closed() {
+					continue // closed already: open it anew
+				}
+				return op.v, op.err
+			}
+			// The caller that led the open gave up; try again with ours.
+			continue
+		}
+		op := &opening{done: make(chan struct{})}
+		db.opening[name] = op
+		db.openersDone.Add(1)
+		db.mu.Unlock()
+		db.lead(ctx, name, op)
+		return op.v, op.err
 	}
-	v, err := vault.Open(ctx, vault.Config{
+}
+
+// lead unlocks the vault for op and publishes the result to the callers
+// waiting for it.
+func (db *DB) lead(ctx context.Context, name string, op *opening) {
+	defer db.openersDone.Done()
+	openCtx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(db.closing, cancel)
+	v, err := vault.Open(openCtx, vault.Config{
 		Store:                db.cfg.Store,
 		Name:                 name,
 		User:                 db.cfg.User,
@@ -190,11 +252,41 @@ func (db *DB) OpenVault(ctx context.Context, name string) (*vault.Vault, error) 
 		InsecureAllowWeakKDF: db.cfg.InsecureAllowWeakKDF,
 		StateDir:             db.cfg.StateDir,
 	})
-	if err != nil {
-		return nil, err
+	stop()
+	cancel()
+
+	db.mu.Lock()
+	delete(db.opening, name)
+	closed := db.closed
+	if err == nil && !closed {
+		db.vaults[name] = v
 	}
-	db.vaults[name] = v
-	return v, nil
+	db.mu.Unlock()
+	if closed {
+		// Close started meanwhile: it does not see this vault, so close it
+		// here (Close waits for this call) and report the DB closed.
+		if err == nil {
+			_ = v.Close()
+		}
+		v, err = nil, fmt.Errorf("open vault %q: %w", name, ErrClosed)
+	}
+	op.v, op.err = v, err
+	close(op.done)
+}
+
+// dropClosedLocked forgets the vaults whose own Close has ended, so the DB
+// does not keep them. The caller holds db.mu.
+func (db *DB) dropClosedLocked() {
+	for name, v := range db.vaults {
+		if v.CloseEnded() {
+			delete(db.vaults, name)
+		}
+	}
+}
+
+// isContextErr reports whether err is a context's cancellation or deadline.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // Close closes every vault opened through db, forgets the secret, and closes
@@ -202,9 +294,11 @@ func (db *DB) OpenVault(ctx context.Context, name string) (*vault.Vault, error) 
 // concurrently: every caller returns once the DB is closed, the first with
 // the errors of closing.
 //
-// The vaults are closed without holding the DB, so a call in flight on one
-// of them, which its Close waits for, may still call the DB (and is
-// refused with ErrClosed) instead of deadlocking.
+// Opens in flight are cancelled (their callers get ErrClosed) and Close
+// waits for them, at most one key derivation. The vaults are closed without
+// holding the DB, so a call in flight on one of them, which its Close waits
+// for, may still call the DB (and is refused with ErrClosed) instead of
+// deadlocking.
 func (db *DB) Close() error {
 	db.mu.Lock()
 	if db.closed {
@@ -220,6 +314,10 @@ func (db *DB) Close() error {
 	for _, v := range db.vaults {
 		vaults = append(vaults, v)
 	}
+	db.mu.Unlock()
+	db.startClose()
+	db.openersDone.Wait()
+	db.mu.Lock()
 	clear(db.cfg.Secret)
 	db.mu.Unlock()
 
@@ -291,6 +389,9 @@ func (db *DB) ForgetVault(ctx context.Context, name string) error {
 	defer db.mu.Unlock()
 	if db.closed {
 		return fmt.Errorf("forget vault %q: %w", name, ErrClosed)
+	}
+	if _, ok := db.opening[name]; ok {
+		return fmt.Errorf("forget vault %q: it is being opened in this DB", name)
 	}
 	if v, ok := db.vaults[name]; ok {
 		if !v.Closed() {
