@@ -106,6 +106,9 @@ type app struct {
 	// create lets the command create a vault that does not exist (--create;
 	// init sets it); created says that openVault did.
 	create, created bool
+	// readOnly: the command only reads (openVaultToRead sets it), so the
+	// store is opened read-only where the kind allows.
+	readOnly bool
 
 	// fixedSecret, when set, is used instead of asking for one (the demo's
 	// own secret, a throwaway for a benchmark in memory).
@@ -388,6 +391,7 @@ func (a *app) openStore(ctx context.Context, mustExist bool) (stores.Store, erro
 	if err != nil {
 		return nil, err
 	}
+	spec.readOnly = a.readOnly
 	a.spec = spec
 	st, err := a.openWaiting(ctx, spec, mustExist)
 	if err != nil {
@@ -428,6 +432,14 @@ func (a *app) openWaiting(ctx context.Context, spec storeSpec, mustExist bool) (
 		case <-t.C:
 		}
 	}
+}
+
+// openVaultToRead is openVault for a command that only reads: the store is
+// opened read-only (a badger folder then works where the user may not
+// write), and the vault must exist.
+func (a *app) openVaultToRead(ctx context.Context) (*vault.Vault, error) {
+	a.readOnly, a.create = true, false
+	return a.openVault(ctx)
 }
 
 // openVault opens --vault on --store as --user. Without --create (a.create),

@@ -56,7 +56,7 @@ The answer comes from the vault's ledger, which is verified on the way: a
 tampered ledger fails the audit. Exit status 1 when a number is missing.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context())
+			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -56,7 +56,7 @@ bad position and why.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			v, err := a.openVault(ctx)
+			v, err := a.openVaultToRead(ctx)
 			if err != nil {
 				return err
 			}
@@ -194,7 +194,7 @@ an array of entries.`,
 			if lines < 0 {
 				return usagef("-n must not be negative")
 			}
-			v, err := a.openVault(ctx)
+			v, err := a.openVaultToRead(ctx)
 			if err != nil {
 				return err
 			}

@@ -110,7 +110,7 @@ A new series starts at 1. The allocation is recorded in the ledger.`,
 It never writes and works on every store.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context())
+			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -31,7 +31,7 @@ prints an array of {"series", "partition", "head"}. It lists the series that
 'noydb number' passes are not listed.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context())
+			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,10 @@ type storeSpec struct {
 	url    string // postgres, as given (with its password)
 	conn   string // postgres, without the schema parameter, for the driver
 	schema string // postgres: the schema parameter, "" for pgstore's default
+	// readOnly asks for a store that only reads, for commands that only
+	// read: it works on a folder the user may not write and does not wait
+	// for other readers (badger).
+	readOnly bool
 }
 
 // storeOpener opens one kind of store.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/badgerstore"
@@ -9,6 +10,13 @@ import (
 
 func init() {
 	storeOpeners["badger"] = func(_ context.Context, spec storeSpec) (stores.Store, error) {
+		if spec.readOnly {
+			st, err := badgerstore.Open(spec.dir, &badgerstore.Options{ReadOnly: true})
+			if !errors.Is(err, badgerstore.ErrRecoveryNeeded) {
+				return st, err
+			}
+			// A crash left writes only a writer recovers: open it as one.
+		}
 		return badgerstore.Open(spec.dir, nil)
 	}
 }

@@ -98,7 +98,17 @@ type Options struct {
 	NoSync bool
 	// Logger receives badger's log messages. nil means silence.
 	Logger badger.Logger
+	// ReadOnly opens the folder for reading only: it works on a folder the
+	// process may not write, shares the folder with other read-only opens
+	// (not with a writer), and every write fails with stores.ErrReadOnly.
+	// A folder left by a crash whose last writes a writer has not yet
+	// recovered fails to open with ErrRecoveryNeeded.
+	ReadOnly bool
 }
+
+// ErrRecoveryNeeded: a read-only open found writes a crash left half done,
+// which only a writer can recover; open the folder once without ReadOnly.
+var ErrRecoveryNeeded = errors.New("badgerstore: the folder needs recovery by a writer (it was not closed cleanly)")
 
 // Key layout inside badger. User keys live under dataPrefix, so List never
 // meets the store's own keys.
@@ -133,6 +143,7 @@ type Store struct {
 	caps      stores.Capabilities
 	pieceSize int // values above it are split; MaxValueLen on disk
 	maxPieces int // most pieces a value can have
+	readOnly  bool
 
 	q     batch.Queue[*writeOp] // single-key writes, committed in groups
 	locks locks                 // named locks (Lock)
@@ -164,9 +175,13 @@ func Open(dir string, opts *Options) (*Store, error) {
 		bo = badger.DefaultOptions(dir)
 	}
 	// A nil Logger makes badger silent.
-	bo = bo.WithSyncWrites(!o.NoSync).WithLogger(o.Logger)
+	bo = bo.WithSyncWrites(!o.NoSync).WithLogger(o.Logger).WithReadOnly(o.ReadOnly && !o.InMemory)
 	db, err := badger.Open(bo)
 	if err != nil {
+		// badger flattens the cause into text, as for the lock error.
+		if errors.Is(err, badger.ErrTruncateNeeded) || strings.Contains(err.Error(), badger.ErrTruncateNeeded.Error()) {
+			return nil, fmt.Errorf("badgerstore: open %s: %w", dir, ErrRecoveryNeeded)
+		}
 		if isLockError(err) {
 			return nil, fmt.Errorf("badgerstore: open: badger folder %s is in use by another process: %w", dir, stores.ErrLocked)
 		}
@@ -176,6 +191,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		db:        db,
 		caps:      stores.Capabilities{CASAtomic: true, Transactions: true, Durable: !o.InMemory && !o.NoSync},
 		pieceSize: stores.MaxValueLen,
+		readOnly:  o.ReadOnly && !o.InMemory,
 	}
 	if o.InMemory {
 		s.pieceSize = memPieceSize
@@ -200,9 +216,16 @@ func isLockError(err error) bool {
 // checkFormat records the key layout in a new database and refuses a
 // database written with another one.
 func (s *Store) checkFormat() error {
-	return s.db.Update(func(txn *badger.Txn) error {
+	check := s.db.Update
+	if s.readOnly {
+		check = s.db.View
+	}
+	return check(func(txn *badger.Txn) error {
 		item, err := txn.Get(formatKey)
 		if errors.Is(err, badger.ErrKeyNotFound) {
+			if s.readOnly {
+				return nil // an empty folder: nothing to check
+			}
 			return txn.Set(formatKey, formatVersion)
 		}
 		if err != nil {
@@ -233,6 +256,14 @@ func (s *Store) begin(ctx context.Context) (func(), error) {
 		return nil, stores.ErrClosed
 	}
 	return s.mu.RUnlock, nil
+}
+
+// beginWrite is begin for a call that writes: a read-only store refuses it.
+func (s *Store) beginWrite(ctx context.Context) (func(), error) {
+	if s.readOnly {
+		return nil, fmt.Errorf("badgerstore: %w", stores.ErrReadOnly)
+	}
+	return s.begin(ctx)
 }
 
 func dataKey(key string) []byte {
@@ -393,7 +424,7 @@ func (s *Store) put(ctx context.Context, op, key string, value []byte, cas bool,
 	if err := stores.CheckValue(value); err != nil {
 		return 0, err
 	}
-	done, err := s.begin(ctx)
+	done, err := s.beginWrite(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -407,7 +438,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := stores.CheckKey(key); err != nil {
 		return err
 	}
-	done, err := s.begin(ctx)
+	done, err := s.beginWrite(ctx)
 	if err != nil {
 		return err
 	}
@@ -492,7 +523,7 @@ func (s *Store) page(ctx context.Context, prefix string, from []byte) ([]stores.
 // and writes nothing. Keys only written, not read, are not checked; the
 // later commit wins, which is a valid serial order.
 func (s *Store) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
-	done, err := s.begin(ctx)
+	done, err := s.beginWrite(ctx)
 	if err != nil {
 		return err
 	}
