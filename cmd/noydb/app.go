@@ -58,9 +58,12 @@ type stdio struct {
 	errTerminal  bool // standard error is a terminal (progress bars)
 	readPassword func() ([]byte, error)
 	lookupEnv    func(string) (string, bool)
-	// userConfigDir is the per-user configuration folder, under which the
-	// state folders live by default (os.UserConfigDir).
+	// userConfigDir is the per-user configuration folder, which holds the
+	// config file (os.UserConfigDir).
 	userConfigDir func() (string, error)
+	// userStateDir is the per-user state folder, under which the state
+	// folders (rollback pins) live by default (see userStateDir).
+	userStateDir func() (string, error)
 	// userDataDir is the per-user data folder, under which the default
 	// store lives (see userDataDir).
 	userDataDir func() (string, error)
@@ -78,6 +81,7 @@ func osStdio() stdio {
 		lookupEnv:     os.LookupEnv,
 		userConfigDir: os.UserConfigDir,
 		userDataDir:   func() (string, error) { return userDataDir(runtime.GOOS, os.LookupEnv, os.UserHomeDir) },
+		userStateDir:  func() (string, error) { return userStateDir(runtime.GOOS, os.LookupEnv, os.UserHomeDir) },
 	}
 }
 
@@ -115,6 +119,11 @@ type app struct {
 	fixedSecret []byte
 	// quietMem drops the note that mem: keeps nothing (the demo says it itself).
 	quietMem bool
+
+	// config is the config file's settings; configErr says why it could
+	// not be read (every command but config then fails with it).
+	config    configFile
+	configErr error
 
 	store stores.Store
 	spec  storeSpec
@@ -203,8 +212,8 @@ series, the ledger head, and which vaults it has used, in a state folder
 outside the store: a store restored from an old backup, wiped, or with a
 vault replaced is then refused instead of issuing numbers again. The folder
 is <state root>/<hash of the store's location>; the root is --state-dir, or
-$NOYDB_STATE_DIR, or noydb/state in the user's configuration folder
-(~/.config on Linux). mem: stores keep no state. After a store was really deleted or
+$NOYDB_STATE_DIR, or noydb in the user's state folder ($XDG_STATE_HOME or
+~/.local/state on Linux; the data folder elsewhere). mem: stores keep no state. After a store was really deleted or
 re-created, 'noydb forget' erases what this device knew of the vault.
 
 The secret is read from $NOYDB_SECRET, from the file named by --secret-file,
@@ -212,6 +221,12 @@ or from a prompt (no echo) when standard input is a terminal. It is never
 taken from a flag value and never printed. A --secret-file that group or
 others may read or write is refused (chmod 600 it), as ssh refuses such
 keys, unless --insecure-secret-file is given.
+
+Defaults for --store, --vault, --user, --state-dir and --wait may be kept in
+a config file, noydb/config in the user's configuration folder (~/.config
+on Linux) or the file $NOYDB_CONFIG names: 'noydb config set store
+badger:/srv/books' writes it, 'noydb config' shows what is used and why.
+A flag beats its environment variable, which beats the config file.
 
 Commands accept --json for scripts; every write confirms what it did in
 one line, or one JSON object with --json. Exit status: 0 on success, 1 on
@@ -231,25 +246,44 @@ cheap key-derivation cost. Never set it for real data.`,
 	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
 	root.SetFlagErrorFunc(a.flagError)
 
-	storeDefault := a.env(envStore)
+	a.config, a.configErr = a.loadConfig()
+	// setting is a global flag's default: its environment variable, else the
+	// config file's value, else def.
+	setting := func(env, key, def string) string {
+		if v := a.env(env); env != "" && v != "" {
+			return v
+		}
+		if v := a.config.values[key]; v != "" {
+			return v
+		}
+		return def
+	}
+	storeDefault := setting(envStore, "store", "")
 	if storeDefault == "" {
 		storeDefault, a.noDefaultStore = a.defaultStore()
 	}
-	vaultDefault := a.env(envVault)
-	if vaultDefault == "" {
-		vaultDefault = "default"
+	vaultDefault := setting(envVault, "vault", "default")
+	waitDefault := defaultWait
+	if w := a.config.values["wait"]; w != "" {
+		waitDefault, _ = time.ParseDuration(w) // checked by loadConfig
+	}
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if a.configErr != nil && cmd.Name() != "config" && (cmd.Parent() == nil || cmd.Parent().Name() != "config") {
+			return a.configErr
+		}
+		return nil
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeSpec, "store", storeDefault, "where the data is: badger:DIR, file:DIR, mem: or a postgres:// URL ($"+envStore+"; default a badger store in the user data folder)")
 	pf.StringVar(&a.vaultName, "vault", vaultDefault, "vault name ($"+envVault+")")
-	pf.StringVar(&a.user, "user", a.env(envUser), "user whose key opens the vault ($"+envUser+"; default the vault's only user, and $USER for a new vault)")
+	pf.StringVar(&a.user, "user", setting(envUser, "user", ""), "user whose key opens the vault ($"+envUser+"; default the vault's only user, and $USER for a new vault)")
 	a.flags = pf
 	pf.StringVar(&a.secretFile, "secret-file", "", "read the secret from this file (else $"+envSecret+", else a prompt)")
 	pf.BoolVar(&a.insecureSecretFile, "insecure-secret-file", false, "accept a --secret-file that group or others may read or write")
-	pf.StringVar(&a.stateRoot, "state-dir", a.env(envStateDir), "root of this device's state folders (rollback pins), one per store ($"+envStateDir+"; default noydb/state in the user config folder)")
+	pf.StringVar(&a.stateRoot, "state-dir", setting(envStateDir, "state-dir", ""), "root of this device's state folders (rollback pins), one per store ($"+envStateDir+"; default noydb in the user state folder)")
 	pf.BoolVar(&a.create, "create", false, "create the vault if it does not exist (else only 'noydb init' does)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")
-	pf.DurationVar(&a.wait, "wait", defaultWait, "how long to wait for a store another process is using (badger: serves one process at a time); 0 fails at once")
+	pf.DurationVar(&a.wait, "wait", waitDefault, "how long to wait for a store another process is using (badger: serves one process at a time); 0 fails at once")
 
 	root.AddGroup(
 		&cobra.Group{ID: "records", Title: "Records:"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -17,17 +18,22 @@ type setting struct {
 // configCmd shows the settings a command would use, without opening
 // anything: no secret is needed.
 func (a *app) configCmd() *cobra.Command {
-	return &cobra.Command{
+	show := &cobra.Command{
 		Use:   "config",
 		Short: "Show the store, vault, user and state folder commands use, and why",
 		Long: `Config prints the settings the other commands would use with the same flags
 and environment, and where each came from: a flag, an environment variable,
-or the default. It opens nothing and needs no secret.
+the config file, or the default. It opens nothing and needs no secret.
+'noydb config set KEY VALUE' and 'noydb config unset KEY' change the config
+file (keys: store, vault, user, state-dir, wait).
 
 The user shown as "the vault's only user" is settled when a command opens
 the vault; a new vault's first user is $USER.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if a.configErr != nil {
+				return a.configErr
+			}
 			store := setting{"store", a.storeSpec, a.source("store", envStore, "default: the user data folder")}
 			if spec, err := a.parsedStore(); err != nil {
 				store.Value = "(none: " + err.Error() + ")"
@@ -38,7 +44,7 @@ the vault; a new vault's first user is $USER.`,
 			if a.user == "" {
 				user.Value, user.Source = "the vault's only user", "default; a new vault's first user is $USER"
 			}
-			state := setting{"state-dir", "", a.source("state-dir", envStateDir, "default: the user config folder")}
+			state := setting{"state-dir", "", a.source("state-dir", envStateDir, "default: the user state folder")}
 			if dir, err := a.stateDir(); err != nil {
 				state.Value = "(none: " + err.Error() + ")"
 			} else if dir == "" {
@@ -67,6 +73,51 @@ the vault; a new vault's first user is $USER.`,
 			return tw.Flush()
 		},
 	}
+	set := &cobra.Command{
+		Use:   "set KEY VALUE",
+		Short: "Keep a default for a global flag in the config file",
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.setConfig(args[0], args[1])
+		},
+	}
+	unset := &cobra.Command{
+		Use:   "unset KEY",
+		Short: "Remove a default from the config file",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.setConfig(args[0], "")
+		},
+	}
+	show.AddCommand(set, unset)
+	return show
+}
+
+// setConfig sets (or, with an empty value, removes) key in the config file
+// and confirms it in one line.
+func (a *app) setConfig(key, value string) error {
+	if value != "" || !slices.Contains(configKeys, key) {
+		if err := checkSetting(key, value); err != nil {
+			return usagef("%v", err)
+		}
+	}
+	path, err := a.configPath()
+	if err != nil {
+		return fmt.Errorf("no config file: %w (set $%s)", err, envConfig)
+	}
+	cf := configFile{path: path}
+	if err := cf.set(key, value); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	if a.json {
+		return a.printJSON(map[string]string{"file": path, "key": key, "value": value})
+	}
+	if value == "" {
+		_, err = fmt.Fprintf(a.io.out, "removed %s from %s\n", key, path)
+	} else {
+		_, err = fmt.Fprintf(a.io.out, "set %s = %s in %s\n", key, value, path)
+	}
+	return err
 }
 
 // source says where a global flag's value came from: the flag, its
@@ -77,6 +128,9 @@ func (a *app) source(flag, env, def string) string {
 	}
 	if env != "" && a.env(env) != "" {
 		return "$" + env
+	}
+	if a.config.values[flag] != "" {
+		return "config file " + a.config.path
 	}
 	if def == "" {
 		return "default"

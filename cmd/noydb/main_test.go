@@ -66,6 +66,9 @@ func scriptParams(dir string, env map[string]string) testscript.Params {
 			// folder of its own.
 			e.Setenv(envStore, "badger:./noydb-data")
 			e.Setenv("XDG_DATA_HOME", e.WorkDir+"/.local/share")
+			e.Setenv("XDG_STATE_HOME", e.WorkDir+"/.local/state")
+			// Never the real user's config file.
+			e.Setenv(envConfig, e.WorkDir+"/.config/noydb/config")
 			// A race-enabled binary sleeps a second at exit by default; the
 			// scripts run noydb a few hundred times.
 			e.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))

@@ -10,14 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// stateApp is an app whose per-user configuration folder is a temporary one.
+// stateApp is an app whose per-user state and configuration folders are
+// temporary ones; it returns the state folder.
 func stateApp(t *testing.T, store, root string) (*app, string) {
 	t.Helper()
-	cfg := t.TempDir()
+	cfg, state := t.TempDir(), t.TempDir()
 	return &app{storeSpec: store, stateRoot: root, io: stdio{
 		lookupEnv:     func(string) (string, bool) { return "", false },
 		userConfigDir: func() (string, error) { return cfg, nil },
-	}}, cfg
+		userStateDir:  func() (string, error) { return state, nil },
+	}}, state
 }
 
 func TestStateDirPerStore(t *testing.T) {
@@ -28,7 +30,7 @@ func TestStateDirPerStore(t *testing.T) {
 	a, cfg := stateApp(t, "badger:./data", "")
 	dir, err := a.stateDir()
 	require.NoError(t, err)
-	assert.Equal(t, filepath.Join(cfg, "noydb", "state"), filepath.Dir(dir), "under the user's configuration folder")
+	assert.Equal(t, filepath.Join(cfg, "noydb"), filepath.Dir(dir), "under the user's state folder")
 
 	// The same store however it is written: the same folder.
 	a.storeSpec = "badger:" + filepath.Join(wd, "data")
@@ -74,7 +76,30 @@ func TestStateDirRoot(t *testing.T) {
 
 	// No user folder and no --state-dir: a clear error, not the current folder.
 	a, _ = stateApp(t, "badger:/x/data", "")
-	a.io.userConfigDir = func() (string, error) { return "", errors.New("$HOME is not defined") }
+	a.io.userStateDir = func() (string, error) { return "", errors.New("$HOME is not defined") }
 	_, err = a.stateDir()
 	assert.ErrorContains(t, err, "--state-dir")
+}
+
+// A store whose state an earlier release kept in the configuration folder
+// keeps it there: moving would forget the pins and the vaults it used.
+func TestStateDirLegacyKept(t *testing.T) {
+	a, state := stateApp(t, "badger:/x/data", "")
+	dir, err := a.stateDir()
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(state, "noydb"), filepath.Dir(dir))
+
+	cfg, err := a.io.userConfigDir()
+	require.NoError(t, err)
+	legacy := filepath.Join(cfg, "noydb", "state", filepath.Base(dir))
+	require.NoError(t, os.MkdirAll(legacy, 0o700))
+	got, err := a.stateDir()
+	require.NoError(t, err)
+	assert.Equal(t, legacy, got)
+
+	// Another store has no legacy folder: the new place.
+	a.storeSpec = "badger:/x/other"
+	got, err = a.stateDir()
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(state, "noydb"), filepath.Dir(got))
 }

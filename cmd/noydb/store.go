@@ -114,6 +114,25 @@ func userDataDir(goos string, lookupEnv func(string) (string, bool), home func()
 	return filepath.Join(h, ".local", "share"), nil
 }
 
+// userStateDir is the per-user folder for state an application keeps
+// between runs: $XDG_STATE_HOME (when absolute) or ~/.local/state on Linux
+// and other Unix systems; elsewhere the data folder (userDataDir), as those
+// systems have no separate one.
+func userStateDir(goos string, lookupEnv func(string) (string, bool), home func() (string, error)) (string, error) {
+	switch goos {
+	case "windows", "darwin", "ios", "plan9":
+		return userDataDir(goos, lookupEnv, home)
+	}
+	if d, _ := lookupEnv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return d, nil
+	}
+	h, err := home()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(h, ".local", "state"), nil
+}
+
 // parsedStore parses --store, or says why there is no default store.
 func (a *app) parsedStore() (storeSpec, error) {
 	if a.storeSpec == "" && a.noDefaultStore != nil {
@@ -227,9 +246,11 @@ func (s storeSpec) location() (string, error) {
 }
 
 // stateDir returns this device's state folder for the store: the root
-// (--state-dir, $NOYDB_STATE_DIR, or noydb/state in the user's configuration
-// folder) joined with a hash of the store's location, so each store has its
-// own. mem: stores get none.
+// (--state-dir, $NOYDB_STATE_DIR, the config file's state-dir, or noydb in
+// the user's state folder) joined with a hash of the store's location, so
+// each store has its own. A store whose state an earlier release kept under
+// noydb/state in the user's configuration folder keeps it there. mem:
+// stores get none.
 func (a *app) stateDir() (string, error) {
 	spec, err := a.parsedStore()
 	if err != nil {
@@ -239,19 +260,27 @@ func (a *app) stateDir() (string, error) {
 	if err != nil || loc == "" {
 		return "", err
 	}
-	root := a.stateRoot
-	if root == "" {
-		if a.io.userConfigDir == nil {
-			return "", errors.New("no state folder: pass --state-dir")
-		}
-		cfg, err := a.io.userConfigDir()
-		if err != nil {
-			return "", fmt.Errorf("no per-user folder for this device's state (%v): pass --state-dir or set $%s", err, envStateDir)
-		}
-		root = filepath.Join(cfg, "noydb", "state")
-	}
 	sum := sha256.Sum256([]byte(loc))
-	return filepath.Join(root, hex.EncodeToString(sum[:12])), nil
+	leaf := hex.EncodeToString(sum[:12])
+	if a.stateRoot != "" {
+		return filepath.Join(a.stateRoot, leaf), nil
+	}
+	if a.io.userConfigDir != nil {
+		if cfg, err := a.io.userConfigDir(); err == nil {
+			legacy := filepath.Join(cfg, "noydb", "state", leaf)
+			if _, err := os.Stat(legacy); err == nil {
+				return legacy, nil
+			}
+		}
+	}
+	if a.io.userStateDir == nil {
+		return "", errors.New("no state folder: pass --state-dir")
+	}
+	root, err := a.io.userStateDir()
+	if err != nil {
+		return "", fmt.Errorf("no per-user folder for this device's state (%v): pass --state-dir or set $%s", err, envStateDir)
+	}
+	return filepath.Join(root, "noydb", leaf), nil
 }
 
 // noteStore leaves in the state folder, once, the location of its store,

@@ -204,3 +204,27 @@ func TestUserDataDir(t *testing.T) {
 	_, err = userDataDir("windows", env(nil), home)
 	assert.ErrorContains(t, err, "LocalAppData")
 }
+
+// userStateDir is $XDG_STATE_HOME or ~/.local/state on Unix systems and the
+// data folder where the system has no separate state folder.
+func TestUserStateDir(t *testing.T) {
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	home := func() (string, error) { return "/h", nil }
+	for _, tc := range []struct {
+		goos string
+		env  map[string]string
+		want string
+	}{
+		{"linux", nil, filepath.Join("/h", ".local", "state")},
+		{"linux", map[string]string{"XDG_STATE_HOME": "/s"}, "/s"},
+		{"linux", map[string]string{"XDG_STATE_HOME": "rel"}, filepath.Join("/h", ".local", "state")},
+		{"darwin", map[string]string{"XDG_STATE_HOME": "/s"}, filepath.Join("/h", "Library", "Application Support")},
+		{"windows", map[string]string{"LocalAppData": `C:\L`}, `C:\L`},
+	} {
+		got, err := userStateDir(tc.goos, env(tc.env), home)
+		require.NoError(t, err, tc.goos)
+		assert.Equal(t, tc.want, got, "%s %v", tc.goos, tc.env)
+	}
+}

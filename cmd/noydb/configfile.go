@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/noydb-go/noydb/vault"
+)
+
+// envConfig names the config file instead of the default one.
+const envConfig = "NOYDB_CONFIG"
+
+// configKeys are the settings a config file may hold, in the order
+// 'noydb config' shows them: the global flags' defaults.
+var configKeys = []string{"store", "vault", "user", "state-dir", "wait"}
+
+// configFile is what a config file holds: settings by key, and where it is.
+type configFile struct {
+	path   string
+	values map[string]string
+}
+
+// configPath is the config file: $NOYDB_CONFIG, or noydb/config in the
+// user's configuration folder.
+func (a *app) configPath() (string, error) {
+	if p := a.env(envConfig); p != "" {
+		return p, nil
+	}
+	if a.io.userConfigDir == nil {
+		return "", errors.New("no per-user configuration folder")
+	}
+	dir, err := a.io.userConfigDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "noydb", "config"), nil
+}
+
+// loadConfig reads the config file; a missing one holds nothing. Lines are
+// "key = value"; blank lines and lines starting with '#' are skipped.
+func (a *app) loadConfig() (configFile, error) {
+	path, err := a.configPath()
+	if err != nil {
+		return configFile{}, nil // no folder: no file to read
+	}
+	cf := configFile{path: path, values: map[string]string{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return cf, nil
+	}
+	if err != nil {
+		return cf, fmt.Errorf("config file %s: %w", path, err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, value, ok := strings.Cut(line, "=")
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		if !ok {
+			return cf, fmt.Errorf("config file %s, line %d: want key = value", path, n)
+		}
+		if err := checkSetting(key, value); err != nil {
+			return cf, fmt.Errorf("config file %s, line %d: %w", path, n, err)
+		}
+		cf.values[key] = value
+	}
+	return cf, sc.Err()
+}
+
+// checkSetting reports whether value is a valid value for the config key.
+func checkSetting(key, value string) error {
+	switch key {
+	case "store":
+		_, err := parseStoreSpec(value)
+		return err
+	case "vault":
+		return vault.CheckVaultName(value)
+	case "user":
+		if value == "" {
+			return errors.New("user: empty")
+		}
+	case "state-dir":
+		if !filepath.IsAbs(value) {
+			return fmt.Errorf("state-dir %q: want an absolute folder", value)
+		}
+	case "wait":
+		d, err := time.ParseDuration(value)
+		if err != nil || d < 0 {
+			return fmt.Errorf("wait %q: want a duration such as 5s or 1m", value)
+		}
+	default:
+		return fmt.Errorf("unknown setting %q (known: %s)", key, strings.Join(configKeys, ", "))
+	}
+	return nil
+}
+
+// set writes key = value into the config file, replacing an earlier value
+// of key and keeping the other lines; an empty value removes the key.
+func (cf configFile) set(key, value string) error {
+	data, err := os.ReadFile(cf.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	var lines []string
+	done := false
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimRight(line, "\r\n")
+		k, _, ok := strings.Cut(line, "=")
+		if ok && strings.TrimSpace(k) == key && !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			if !done && value != "" {
+				lines = append(lines, key+" = "+value)
+			}
+			done = true
+			continue
+		}
+		lines = append(lines, line)
+	}
+	if !done && value != "" {
+		lines = append(lines, key+" = "+value)
+	}
+	if err := os.MkdirAll(filepath.Dir(cf.path), 0o700); err != nil {
+		return err
+	}
+	tmp := cf.path + ".tmp"
+	out := strings.Join(lines, "\n")
+	if out != "" {
+		out += "\n"
+	}
+	if err := os.WriteFile(tmp, []byte(out), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, cf.path)
+}
