@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -93,7 +94,7 @@ needed.`,
 			var levels []benchLevel
 			failed := false
 			for _, c := range callers {
-				lv, err := benchOne(ctx, v, fmt.Sprintf("bench-%s-c%d", stamp, c), c, d)
+				lv, err := a.benchLevel(ctx, v, fmt.Sprintf("bench-%s-c%d", stamp, c), c, d)
 				if err != nil {
 					return err
 				}
@@ -142,9 +143,42 @@ func parseCallers(s string) ([]int, error) {
 	return out, nil
 }
 
+// benchLevel is benchOne with a progress bar on a terminal: the level's
+// time as the bar, the numbers taken so far after it.
+func (a *app) benchLevel(ctx context.Context, v *vault.Vault, series string, callers int, d time.Duration) (benchLevel, error) {
+	if !a.io.errTerminal || a.json {
+		return benchOne(ctx, v, series, callers, d, nil)
+	}
+	var taken atomic.Uint64
+	bar := a.progress(fmt.Sprintf("%d callers", callers), uint64(d.Milliseconds()))
+	bar.counts = func(uint64, uint64) string { return fmt.Sprintf("%d numbers", taken.Load()) }
+	stop := make(chan struct{})
+	drawn := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(drawn)
+		t := time.NewTicker(redrawEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				bar.done()
+				return
+			case <-t.C:
+				bar.set(uint64(time.Since(start).Milliseconds()))
+			}
+		}
+	}()
+	lv, err := benchOne(ctx, v, series, callers, d, &taken)
+	close(stop)
+	<-drawn
+	return lv, err
+}
+
 // benchOne runs callers goroutines calling Next on a fresh series for d and
-// checks that what they got is exactly 1..N.
-func benchOne(ctx context.Context, v *vault.Vault, series string, callers int, d time.Duration) (benchLevel, error) {
+// checks that what they got is exactly 1..N. taken, when set, counts the
+// numbers as they come.
+func benchOne(ctx context.Context, v *vault.Vault, series string, callers int, d time.Duration, taken *atomic.Uint64) (benchLevel, error) {
 	s, err := v.Sequence(series)
 	if err != nil {
 		return benchLevel{}, err
@@ -170,6 +204,9 @@ func benchOne(ctx context.Context, v *vault.Vault, series string, callers int, d
 				if n > 0 { // a number taken is counted, even when an error came with it
 					w.nums = append(w.nums, n)
 					w.lat = append(w.lat, lat)
+					if taken != nil {
+						taken.Add(1)
+					}
 				}
 				switch {
 				case err == nil:

@@ -25,7 +25,11 @@ type progressBar struct {
 	start time.Time
 	drawn time.Time
 	shown bool
+	width int // longest line drawn
 	now   func() time.Time
+	// counts, when set, renders what follows the percentage instead of
+	// "n/total" (a bar measuring time shows what was done meanwhile).
+	counts func(n, total uint64) string
 }
 
 // progress returns a bar for total steps, drawing only when standard error
@@ -51,7 +55,11 @@ func (p *progressBar) set(n uint64) {
 		return
 	}
 	p.drawn, p.shown = t, true
-	fmt.Fprint(p.w, "\r"+p.line(n))
+	line := p.line(n)
+	// Pad over a longer line drawn before (a count can shrink).
+	pad := max(p.width-len(line), 0)
+	p.width = max(p.width, len(line))
+	fmt.Fprint(p.w, "\r"+line+strings.Repeat(" ", pad))
 }
 
 // line renders the bar for n steps done.
@@ -66,7 +74,11 @@ func (p *progressBar) line(n uint64) string {
 	if fill < barWidth {
 		bar += ">" + strings.Repeat(" ", barWidth-fill-1)
 	}
-	return fmt.Sprintf("%s [%s] %3d%%  %d/%d", p.label, bar, int(frac*100), n, total)
+	counts := fmt.Sprintf("%d/%d", n, total)
+	if p.counts != nil {
+		counts = p.counts(n, total)
+	}
+	return fmt.Sprintf("%s [%s] %3d%%  %s", p.label, bar, int(frac*100), counts)
 }
 
 // done erases the bar.
@@ -74,6 +86,6 @@ func (p *progressBar) done() {
 	if p.w == nil || !p.shown {
 		return
 	}
-	fmt.Fprint(p.w, "\r"+strings.Repeat(" ", len(p.line(p.total)))+"\r")
+	fmt.Fprint(p.w, "\r"+strings.Repeat(" ", p.width)+"\r")
 	p.shown = false
 }

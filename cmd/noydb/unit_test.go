@@ -117,6 +117,25 @@ func TestProgressBar(t *testing.T) {
 	var off progressBar
 	off.set(1)
 	off.done()
+
+	// A bar measuring time shows its own counts, and a shorter line
+	// overwrites a longer one completely.
+	buf.Reset()
+	now = time.Unix(0, 0)
+	taken := "123456 numbers"
+	q := newProgressBar(&buf, "8 callers", 1000, clock)
+	q.counts = func(uint64, uint64) string { return taken }
+	now = now.Add(time.Second)
+	q.set(500)
+	assert.Equal(t, "\r8 callers [===============>              ]  50%  123456 numbers", buf.String())
+	buf.Reset()
+	taken = "9 numbers"
+	now = now.Add(time.Second)
+	q.set(600)
+	assert.Equal(t, "\r8 callers [==================>           ]  60%  9 numbers     ", buf.String())
+	buf.Reset()
+	q.done()
+	assert.Equal(t, "\r"+strings.Repeat(" ", len("8 callers [===============>              ]  50%  123456 numbers"))+"\r", buf.String())
 }
 
 func TestSecretFileMode(t *testing.T) {
