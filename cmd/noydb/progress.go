@@ -55,7 +55,7 @@ func (p *progressBar) set(n uint64) {
 		return
 	}
 	p.drawn, p.shown = t, true
-	line := p.line(n)
+	line := p.line(n) + p.eta(n, t)
 	// Pad over a longer line drawn before (a count can shrink).
 	pad := max(p.width-len(line), 0)
 	p.width = max(p.width, len(line))
@@ -79,6 +79,17 @@ func (p *progressBar) line(n uint64) string {
 		counts = p.counts(n, total)
 	}
 	return fmt.Sprintf("%s [%s] %3d%%  %s", p.label, bar, int(frac*100), counts)
+}
+
+// eta estimates the time left from the pace so far: "  ETA 1m05s", or ""
+// before any step is done or once all are.
+func (p *progressBar) eta(n uint64, t time.Time) string {
+	if n == 0 || n >= p.total {
+		return ""
+	}
+	elapsed := t.Sub(p.start)
+	left := time.Duration(float64(elapsed) * float64(p.total-n) / float64(n))
+	return "  ETA " + left.Round(time.Second).String()
 }
 
 // done erases the bar.

@@ -105,7 +105,7 @@ func TestProgressBar(t *testing.T) {
 	assert.Empty(t, buf.String(), "nothing is drawn for work that ends quickly")
 	now = now.Add(time.Second)
 	p.set(100)
-	assert.Equal(t, "\rverifying [===============>              ]  50%  100/200", buf.String())
+	assert.Equal(t, "\rverifying [===============>              ]  50%  100/200  ETA 1s", buf.String())
 	p.set(150)
 	assert.NotContains(t, buf.String(), "150/200", "redraws are throttled")
 	now = now.Add(time.Second)
@@ -127,15 +127,15 @@ func TestProgressBar(t *testing.T) {
 	q.counts = func(uint64, uint64) string { return taken }
 	now = now.Add(time.Second)
 	q.set(500)
-	assert.Equal(t, "\r8 callers [===============>              ]  50%  123456 numbers", buf.String())
+	assert.Equal(t, "\r8 callers [===============>              ]  50%  123456 numbers  ETA 1s", buf.String())
 	buf.Reset()
 	taken = "9 numbers"
 	now = now.Add(time.Second)
 	q.set(600)
-	assert.Equal(t, "\r8 callers [==================>           ]  60%  9 numbers     ", buf.String())
+	assert.Equal(t, "\r8 callers [==================>           ]  60%  9 numbers  ETA 1s     ", buf.String())
 	buf.Reset()
 	q.done()
-	assert.Equal(t, "\r"+strings.Repeat(" ", len("8 callers [===============>              ]  50%  123456 numbers"))+"\r", buf.String())
+	assert.Equal(t, "\r"+strings.Repeat(" ", len("8 callers [===============>              ]  50%  123456 numbers  ETA 1s"))+"\r", buf.String())
 }
 
 func TestSecretFileMode(t *testing.T) {
