@@ -115,13 +115,13 @@ func TestBatchCrashChild(t *testing.T) {
 	}
 	var next []*sequence.Sequence
 	for _, name := range crashNextSeries {
-		q, err := v.Sequence(name)
+		q, err := v.Sequence(name, sequence.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		next = append(next, q)
 	}
-	pseq, err := v.Sequence(crashNumberSeries)
+	pseq, err := v.Sequence(crashNumberSeries, sequence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ func TestBusyVerifyAuditNoFalseRollback(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			v := openVault(t, openDB(t, newStore(t), "firm", "s"), "books")
-			seq, err := v.Sequence("inv")
+			seq, err := v.Sequence("inv", sequence.Options{})
 			require.NoError(t, err)
 			invoices := vault.CollectionOf[Invoice](v, "invoices")
 			errs := &errCounter{t: t}
@@ -145,7 +145,7 @@ func TestTwoDBsOneStoreNoFalseRollback(t *testing.T) {
 	var vaults []*vault.Vault
 	for _, db := range dbs {
 		v := openVault(t, db, "books")
-		seq, err := v.Sequence("inv")
+		seq, err := v.Sequence("inv", sequence.Options{})
 		require.NoError(t, err)
 		vaults, seqs = append(vaults, v), append(seqs, seq)
 	}

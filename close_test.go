@@ -45,7 +45,7 @@ func TestHandlesRefuseAfterClose(t *testing.T) {
 				db := openWithState(t, adv.Store(), dir)
 				v := openVault(t, db, "books")
 
-				seq, err := v.Sequence("invoice")
+				seq, err := v.Sequence("invoice", sequence.Options{})
 				require.NoError(t, err)
 				part, err := v.Sequence("receipt", sequence.Options{Partition: []any{2026}, Format: "R-{seq}"})
 				require.NoError(t, err)
@@ -71,7 +71,7 @@ func TestHandlesRefuseAfterClose(t *testing.T) {
 				before, err := adv.Snapshot(ctx)
 				require.NoError(t, err)
 
-				late, err := v.Sequence("late") // a handle obtained after Close
+				late, err := v.Sequence("late", sequence.Options{}) // a handle obtained after Close
 				require.NoError(t, err)
 				lateC := vault.CollectionOf[Invoice](v, "late")
 
@@ -154,7 +154,7 @@ func TestHandlesRefuseAfterClose(t *testing.T) {
 
 				// A new DB on the same store and state folder goes on at 4.
 				db2 := openWithState(t, adv.Store(), dir)
-				seq2, err := openVault(t, db2, "books").Sequence("invoice")
+				seq2, err := openVault(t, db2, "books").Sequence("invoice", sequence.Options{})
 				require.NoError(t, err)
 				n2, err := seq2.Next(ctx)
 				require.NoError(t, err)
@@ -178,7 +178,7 @@ func TestCloseRacesNext(t *testing.T) {
 				dir := t.TempDir()
 				db := openWithState(t, adv.Store(), dir)
 				v := openVault(t, db, "books")
-				seq, err := v.Sequence("invoice")
+				seq, err := v.Sequence("invoice", sequence.Options{})
 				require.NoError(t, err)
 				n, err := seq.Next(ctx)
 				require.NoError(t, err)
@@ -252,7 +252,7 @@ func TestCloseRacesNext(t *testing.T) {
 
 				// No number was taken that was not returned: the counter is at M.
 				db2 := openWithState(t, adv.Store(), dir)
-				seq2, err := openVault(t, db2, "books").Sequence("invoice")
+				seq2, err := openVault(t, db2, "books").Sequence("invoice", sequence.Options{})
 				require.NoError(t, err)
 				peek, err := seq2.Peek(ctx)
 				require.NoError(t, err)
@@ -264,7 +264,7 @@ func TestCloseRacesNext(t *testing.T) {
 				older := latestBelow(t, adv, stored, m)
 				require.NoError(t, adv.Set(ctx, key, older))
 				db3 := openWithState(t, adv.Store(), dir)
-				seq3, err := openVault(t, db3, "books").Sequence("invoice")
+				seq3, err := openVault(t, db3, "books").Sequence("invoice", sequence.Options{})
 				require.NoError(t, err)
 				_, err = seq3.Next(ctx)
 				assert.ErrorIs(t, err, noydb.ErrRollback)
@@ -289,7 +289,7 @@ func latestBelow(t *testing.T, adv *faultstore.Adversary, stored [][]byte, m uin
 				require.NoError(t, err)
 			}
 		}
-		seq, err := openVault(t, openDB(t, probe, "firm", "s"), "books").Sequence("invoice")
+		seq, err := openVault(t, openDB(t, probe, "firm", "s"), "books").Sequence("invoice", sequence.Options{})
 		require.NoError(t, err)
 		_, err = probe.Put(ctx, seq.Key(), stored[i])
 		require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
@@ -24,7 +25,7 @@ func TestDeletedKeyringEntryIsNoAccess(t *testing.T) {
 			require.NoError(t, vault.CollectionOf[Invoice](v, "invoices").Put(context.Background(), "inv-1", Invoice{Total: 7}))
 		},
 		"sequence": func(t testing.TB, v *vault.Vault) {
-			seq, err := v.Sequence("invoice")
+			seq, err := v.Sequence("invoice", sequence.Options{})
 			require.NoError(t, err)
 			_, err = seq.Next(context.Background())
 			require.NoError(t, err)

@@ -57,7 +57,7 @@ func TestManyCallersOneSeries(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			v := openVault(t, openDB(t, newStore(t), "firm", "s"), "books")
-			seq, err := v.Sequence("inv")
+			seq, err := v.Sequence("inv", sequence.Options{})
 			require.NoError(t, err)
 			got := together(t, callers, func(ctx context.Context, _ int) (uint64, error) { return seq.Next(ctx) })
 			requireDense(t, got)
@@ -100,7 +100,7 @@ func TestManyLargePutNumbered(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	v := openVault(t, openDB(t, st, "firm", "s"), "books")
-	seq, err := v.Sequence("inv")
+	seq, err := v.Sequence("inv", sequence.Options{})
 	require.NoError(t, err)
 	invoices := vault.CollectionOf[Invoice](v, "invoices")
 	// Under badger's value threshold (1 MiB), so the records count in full

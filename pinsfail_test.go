@@ -29,7 +29,7 @@ func TestSharedStateDirIsNotRollback(t *testing.T) {
 			dir := t.TempDir()
 			var seqs []*sequence.Sequence
 			for range 2 {
-				seq, err := openVault(t, openWithState(t, st, dir), "books").Sequence("inv")
+				seq, err := openVault(t, openWithState(t, st, dir), "books").Sequence("inv", sequence.Options{})
 				require.NoError(t, err)
 				seqs = append(seqs, seq)
 			}
@@ -69,7 +69,7 @@ func TestUnsavedPinFailsTheCall(t *testing.T) {
 	}
 	t.Run("next", func(t *testing.T) {
 		v, dir := open(t)
-		q, err := v.Sequence("inv")
+		q, err := v.Sequence("inv", sequence.Options{})
 		require.NoError(t, err)
 		n, err := q.Next(ctx)
 		require.NoError(t, err)
@@ -85,7 +85,7 @@ func TestUnsavedPinFailsTheCall(t *testing.T) {
 	})
 	t.Run("void", func(t *testing.T) {
 		v, dir := open(t)
-		q, err := v.Sequence("inv")
+		q, err := v.Sequence("inv", sequence.Options{})
 		require.NoError(t, err)
 		_, err = q.Next(ctx)
 		require.NoError(t, err)
@@ -94,7 +94,7 @@ func TestUnsavedPinFailsTheCall(t *testing.T) {
 	})
 	t.Run("claim", func(t *testing.T) {
 		v, dir := open(t)
-		q, err := v.Sequence("inv")
+		q, err := v.Sequence("inv", sequence.Options{})
 		require.NoError(t, err)
 		require.NoError(t, os.RemoveAll(dir))
 		n, err := q.Claim(ctx, sequence.NewRequestID())

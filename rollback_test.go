@@ -50,7 +50,7 @@ func TestSnapshotRestoreIsRollback(t *testing.T) {
 	st, dir := memstore.New(), t.TempDir()
 	db := openWithState(t, st, dir)
 	v := openVault(t, db, "books")
-	seq, err := v.Sequence("invoice")
+	seq, err := v.Sequence("invoice", sequence.Options{})
 	require.NoError(t, err)
 	var snap map[string]string
 	issued := map[uint64]bool{}
@@ -74,7 +74,7 @@ func TestSnapshotRestoreIsRollback(t *testing.T) {
 	// A new process on the same device still knows.
 	db2 := openWithState(t, st, dir)
 	v2 := openVault(t, db2, "books")
-	seq2, err := v2.Sequence("invoice")
+	seq2, err := v2.Sequence("invoice", sequence.Options{})
 	require.NoError(t, err)
 	for range 5 {
 		n, err := seq2.Next(ctx)
@@ -131,7 +131,7 @@ func TestConcurrentReadsAreNotRollbacks(t *testing.T) {
 			var seq *sequence.Sequence
 			if v.Store().Capabilities().CASAtomic {
 				var err error
-				seq, err = v.Sequence("inv")
+				seq, err = v.Sequence("inv", sequence.Options{})
 				require.NoError(t, err)
 			}
 			var wg sync.WaitGroup

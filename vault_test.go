@@ -76,7 +76,7 @@ func TestEndToEnd(t *testing.T) {
 		assert.NotContains(t, val, "Rossi", "key %q", k)
 	}
 
-	seq, err := v.Sequence("invoice-2026")
+	seq, err := v.Sequence("invoice-2026", sequence.Options{})
 	require.NoError(t, err)
 	for want := uint64(1); want <= 3; want++ {
 		inv, err := invoices.PutNumbered(ctx, fmt.Sprintf("n-%d", want), seq, func(s sequence.Serial) (Invoice, error) {

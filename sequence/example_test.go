@@ -48,7 +48,7 @@ func ExampleSequence_Next() {
 	ctx := context.Background()
 	svc := sequence.NewService(memstore.New(), newSealer(), "", sequence.Config{})
 
-	invoices, err := svc.Sequence("invoice-2026")
+	invoices, err := svc.Sequence("invoice-2026", sequence.Options{})
 	if err != nil {
 		panic(err)
 	}
@@ -90,7 +90,7 @@ func ExampleSequence_NextSerial() {
 func ExampleSequence_Claim() {
 	ctx := context.Background()
 	svc := sequence.NewService(memstore.New(), newSealer(), "", sequence.Config{})
-	receipts, _ := svc.Sequence("receipts")
+	receipts, _ := svc.Sequence("receipts", sequence.Options{})
 
 	id := sequence.NewRequestID()
 	n, _ := receipts.Claim(ctx, id)

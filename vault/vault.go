@@ -28,7 +28,7 @@ type Vault struct {
 	macer  *crypto.MACer // the ledger's chain key, wiped with dk
 	claims *crypto.MACer // the sequences' claim key, wiped with dk
 	seal   keySealer
-	seqs   *sequence.Service
+	seqs   sequences
 	ledger *ledger.Ledger
 	pins   *pins.Set
 
@@ -54,7 +54,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	v.exitFn = v.exit
 	v.macer = newMACer(dk, "noydb ledger v1")
 	v.claims = newMACer(dk, "noydb claim keys v1")
-	v.ledger = ledger.New(cfg.Store, v.seal, v.macer, prefix, ledger.Options{Actor: cfg.User, Pins: p})
+	v.ledger = newLedger()(cfg.Store, v.seal, v.macer, prefix, ledger.Options{Actor: cfg.User, Pins: p})
 	// Sequences write their counters and ledger entries through the
 	// ledger's batches, like record writes, so that writers of this process
 	// share commits and never fail one another on the ledger head.
@@ -62,7 +62,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	if _, ok := cfg.Store.(stores.Transactor); ok {
 		seqStore = ledgerBatch{Store: cfg.Store, l: v.ledger}
 	}
-	v.seqs = sequence.NewService(seqStore, v.seal, prefix, sequence.Config{
+	v.seqs = newSequences()(seqStore, v.seal, prefix, sequenceConfig{
 		Journal:  journal{l: v.ledger},
 		History:  history{l: v.ledger},
 		Pins:     p,
@@ -127,12 +127,14 @@ func (v *Vault) Store() stores.Store { return v.store }
 // Ledger returns the vault's audit ledger.
 func (v *Vault) Ledger() *ledger.Ledger { return v.ledger }
 
-// Sequence returns a handle on a gap-free numbered series of this vault.
-// Handles for the same series and partition share one counter and, within
-// this process, one combining queue. The error is a *sequence.ValidationError
-// for an invalid name, partition or format.
-func (v *Vault) Sequence(series string, opts ...sequence.Options) (*sequence.Sequence, error) {
-	return v.seqs.Sequence(series, opts...)
+// Sequence returns a handle on a gap-free numbered series of this vault,
+// scoped to opts.Partition and rendering with opts.Format (the zero Options:
+// one counter, plain decimal). Handles for the same series and partition
+// share one counter and, within this process, one combining queue. The
+// error is a *sequence.ValidationError for an invalid name, partition or
+// format.
+func (v *Vault) Sequence(series string, opts sequence.Options) (*sequence.Sequence, error) {
+	return v.seqs.Sequence(series, opts)
 }
 
 // Close closes the vault. Every handle obtained from it, before or after

@@ -145,7 +145,7 @@ func parseCallers(s string) ([]int, error) {
 // benchOne runs callers goroutines calling Next on a fresh series for d and
 // checks that what they got is exactly 1..N.
 func benchOne(ctx context.Context, v *vault.Vault, series string, callers int, d time.Duration) (benchLevel, error) {
-	s, err := v.Sequence(series)
+	s, err := v.Sequence(series, sequence.Options{})
 	if err != nil {
 		return benchLevel{}, err
 	}

@@ -124,7 +124,7 @@ func run(ctx context.Context) error {
 	}
 	defer till2.close()
 
-	seq, err := till1.vault.Sequence("receipts")
+	seq, err := till1.vault.Sequence("receipts", sequence.Options{})
 	if err != nil {
 		return err
 	}

@@ -99,7 +99,7 @@ func fleetVaultOn(t testing.TB, s stores.Store) (*vault.Vault, *sequence.Sequenc
 	db, v, err := openFleetVault(context.Background(), s)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	seq, err := v.Sequence(fleetSeries)
+	seq, err := v.Sequence(fleetSeries, sequence.Options{})
 	require.NoError(t, err)
 	return v, seq
 }
@@ -665,7 +665,7 @@ func TestFleetManySeriesHelperProcess(t *testing.T) {
 	v, _ := fleetVaultOn(t, s)
 	seqs := make([]*sequence.Sequence, manySeries)
 	for i := range seqs {
-		seqs[i], err = v.Sequence(manySeriesName(i))
+		seqs[i], err = v.Sequence(manySeriesName(i), sequence.Options{})
 		require.NoError(t, err)
 	}
 	start := make(chan struct{})
@@ -765,7 +765,7 @@ func TestFleetManySeries(t *testing.T) {
 		name := manySeriesName(s)
 		assertDense(t, got[name], manyPerSeries, "numbers the children got of "+name)
 		assertDense(t, allocated[name], manyPerSeries, "ledger allocations of "+name)
-		seqs[s], err = v.Sequence(name)
+		seqs[s], err = v.Sequence(name, sequence.Options{})
 		require.NoError(t, err)
 		head, err := seqs[s].Peek(ctx)
 		require.NoError(t, err)
