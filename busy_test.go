@@ -65,7 +65,7 @@ func (c *errCounter) add(who string, err error) bool {
 func readLoop(ctx context.Context, v *vault.Vault, seq *sequence.Sequence, errs *errCounter, stop func(rounds int) bool) int {
 	rounds := 0
 	for !stop(rounds) {
-		_, err := v.Ledger().Verify(ctx)
+		_, err := v.Audit().Verify(ctx)
 		errs.add("verify", err)
 		_, err = seq.Audit(ctx)
 		errs.add("audit", err)
@@ -125,7 +125,7 @@ func TestBusyVerifyAuditNoFalseRollback(t *testing.T) {
 			t.Logf("%s: %d Verify+Audit rounds, %d numbers, %d puts, %d errors", name, rounds, len(all), puts.Load(), errs.n.Load())
 			require.Zero(t, errs.n.Load(), "errors of any kind")
 			requireDense(t, all)
-			rep, err := v.Ledger().Verify(ctx)
+			rep, err := v.Audit().Verify(ctx)
 			require.NoError(t, err)
 			assert.True(t, rep.OK())
 		})

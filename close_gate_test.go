@@ -131,7 +131,7 @@ func TestCloseWaitsForRecordWrite(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "hello", got)
 			var puts []uint64
-			for e, err := range v2.Ledger().Read(ctx, 1) {
+			for e, err := range v2.Audit().Read(ctx, 1) {
 				require.NoError(t, err)
 				if e.Collection == "notes" && e.ID == "n1" {
 					puts = append(puts, e.Revision)

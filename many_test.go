@@ -62,7 +62,7 @@ func TestManyCallersOneSeries(t *testing.T) {
 			got := together(t, callers, func(ctx context.Context, _ int) (uint64, error) { return seq.Next(ctx) })
 			requireDense(t, got)
 			require.Len(t, got, callers)
-			rep, err := v.Ledger().Verify(ctx)
+			rep, err := v.Audit().Verify(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, uint64(callers), rep.Entries)
 		})
@@ -85,7 +85,7 @@ func TestManyLongClaimsOneSeries(t *testing.T) {
 		return seq.Claim(ctx, id)
 	})
 	requireDense(t, got)
-	rep, err := v.Ledger().Verify(ctx)
+	rep, err := v.Audit().Verify(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(callers), rep.Entries)
 }

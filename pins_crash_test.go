@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb"
-	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores/badgerstore"
 )
@@ -155,15 +154,7 @@ func TestPinsSurviveKill(t *testing.T) {
 		n, err = rs.Peek(ctx)
 		require.NoError(t, err)
 		require.Equal(t, highest-1, n)
-		for h := uint64(0); h < 2*highest+100; {
-			batch := make([]ledger.Entry, 100)
-			for i := range batch {
-				batch[i] = ledgerEntry(i + 1)
-			}
-			head, err := rv.Ledger().Append(ctx, batch...)
-			require.NoError(t, err)
-			h = head.Seq
-		}
+		growLedger(t, rv, 2*highest+100)
 		require.NoError(t, rogue.Close())
 
 		// The device's state as the kill left it refuses to issue from it.

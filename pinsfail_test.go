@@ -10,7 +10,6 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/internal/faultstore"
-	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -112,7 +111,7 @@ func TestUnsavedPinFailsTheCall(t *testing.T) {
 	t.Run("ledger", func(t *testing.T) {
 		v, dir := open(t)
 		require.NoError(t, os.RemoveAll(dir))
-		h, err := v.Ledger().Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Collection: "c", ID: "x"})
+		h, err := v.Record(ctx, "note", []byte("x"))
 		assert.ErrorIs(t, err, noydb.ErrPinsNotSaved)
 		assert.NotZero(t, h.Seq, "the committed head comes with the error")
 	})

@@ -34,7 +34,7 @@ func advVault(t *testing.T, newStore func(testing.TB) stores.Store) (*faultstore
 func ledgerEntries(t *testing.T, v *vault.Vault, kind ledger.Kind, collection, id string) []ledger.Entry {
 	t.Helper()
 	var out []ledger.Entry
-	for e, err := range v.Ledger().Read(context.Background(), 1) {
+	for e, err := range v.Audit().Read(context.Background(), 1) {
 		require.NoError(t, err)
 		if e.Kind == kind && e.Collection == collection && e.ID == id {
 			out = append(out, e)

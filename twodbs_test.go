@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/badgerstore"
 	"github.com/noydb-go/noydb/vault"
@@ -28,7 +29,7 @@ func twoDBsOnBadger(t *testing.T) (*badgerstore.Store, *vault.Vault, *vault.Vaul
 }
 
 // Two DBs of one process over one badger Store: a write of one DB made from
-// inside a ledger Update of the other, on the same vault. Before the
+// inside a ledger batch of the other (a Bind), on the same vault. Before the
 // store's lock was held for every batch, the inner write committed and the
 // outer batch retried past it; with the lock held, the inner batch waits
 // for the outer one, which waits for it.
@@ -37,8 +38,10 @@ func TestNestedWriteAcrossTwoDBs(t *testing.T) {
 	_, v1, v2 := twoDBsOnBadger(t)
 	c2 := vault.CollectionOf[string](v2, "notes")
 
+	seq, err := v1.Sequence("inv", sequence.Options{})
+	require.NoError(t, err)
 	var inner error
-	err := v1.Ledger().Update(ctx, func(stores.Tx) error {
+	_, err = seq.Bind(ctx, func(stores.Tx, sequence.Serial) error {
 		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		inner = c2.Put(ictx, "n", "written from inside the other DB's batch")
@@ -63,8 +66,10 @@ func TestPanicReleasesStoreLock(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, head)
+	seq, err := v1.Sequence("inv", sequence.Options{})
+	require.NoError(t, err)
 	assert.PanicsWithValue(t, "boom", func() {
-		_ = v1.Ledger().Update(ctx, func(stores.Tx) error { panic("boom") })
+		_, _ = seq.Bind(ctx, func(stores.Tx, sequence.Serial) error { panic("boom") })
 	})
 	// The head's lock is free (a lock left held fails the take when the
 	// bound ends).

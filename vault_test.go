@@ -101,7 +101,7 @@ func TestEndToEnd(t *testing.T) {
 	assert.ErrorIs(t, err, vault.ErrNotFound)
 	assert.ErrorIs(t, invoices.Delete(ctx, "inv-1"), vault.ErrNotFound)
 
-	rep, err := v.Ledger().Verify(ctx)
+	rep, err := v.Audit().Verify(ctx)
 	require.NoError(t, err)
 	assert.NoError(t, rep.Problem)
 	// 1 put + 3 numbered puts with 3 allocations + 1 delete.

@@ -399,5 +399,7 @@ func TestKindString(t *testing.T) {
 	assert.Equal(t, "record-put", ledger.RecordPut.String())
 	assert.Equal(t, "number-assigned", ledger.NumberAssigned.String())
 	assert.Equal(t, "kind(0)", ledger.Kind(0).String())
-	assert.False(t, ledger.Kind(7).Valid())
+	assert.Equal(t, "app-event", ledger.AppEvent.String())
+	assert.True(t, ledger.AppEvent.Valid())
+	assert.False(t, ledger.Kind(8).Valid())
 }

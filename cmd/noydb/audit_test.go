@@ -204,8 +204,8 @@ func TestVerifyOnTerminal(t *testing.T) {
 	a := &app{io: stdio{err: &bar, errTerminal: true}}
 	check := func() {
 		t.Helper()
-		want, wantErr := v.Ledger().Verify(ctx)
-		got, gotErr := a.verify(ctx, v.Ledger())
+		want, wantErr := v.Audit().Verify(ctx)
+		got, gotErr := a.verify(ctx, v.Audit())
 		assert.Equal(t, want.Entries, got.Entries)
 		assert.Equal(t, want.Head, got.Head)
 		assert.Equal(t, want.FirstBad, got.FirstBad)

@@ -363,7 +363,7 @@ type audit struct {
 func auditLedger(t testing.TB, ctx context.Context, v *vault.Vault, series string) audit {
 	t.Helper()
 	a := audit{putBy: make(map[uint64]string)}
-	for e, err := range v.Ledger().Read(ctx, 1) {
+	for e, err := range v.Audit().Read(ctx, 1) {
 		require.NoError(t, err, "read the ledger")
 		a.entries++
 		if e.Series != series {
@@ -379,7 +379,7 @@ func auditLedger(t testing.TB, ctx context.Context, v *vault.Vault, series strin
 			a.putBy[e.Number] = e.ID
 		}
 	}
-	rep, err := v.Ledger().Verify(ctx)
+	rep, err := v.Audit().Verify(ctx)
 	require.NoError(t, err, "verify the ledger")
 	assert.True(t, rep.OK(), "ledger problem: %v", rep.Problem)
 	assert.Equal(t, a.entries, rep.Entries, "Verify saw the entries Read did")
@@ -734,7 +734,7 @@ func TestFleetManySeries(t *testing.T) {
 	// The ledger, read once: dense, one allocation per number given.
 	allocated := make(map[string][]uint64, manySeries)
 	var entries uint64
-	for e, err := range v.Ledger().Read(ctx, 1) {
+	for e, err := range v.Audit().Read(ctx, 1) {
 		require.NoError(t, err, "read the ledger")
 		entries++
 		require.Equal(t, entries, e.Seq, "ledger positions are dense")
@@ -742,7 +742,7 @@ func TestFleetManySeries(t *testing.T) {
 			allocated[e.Series] = append(allocated[e.Series], e.Number)
 		}
 	}
-	rep, err := v.Ledger().Verify(ctx)
+	rep, err := v.Audit().Verify(ctx)
 	require.NoError(t, err, "verify the ledger")
 	assert.True(t, rep.OK(), "ledger problem: %v", rep.Problem)
 	assert.Equal(t, uint64(manySeries*manyPerSeries), rep.Entries, "Verify: entries")
