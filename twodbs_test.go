@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/badgerstore"
 	"github.com/noydb-go/noydb/vault"
@@ -28,8 +29,14 @@ func twoDBsOnBadger(t *testing.T) (*badgerstore.Store, *vault.Vault, *vault.Vaul
 	return st, openVault(t, openDB(t, st, "firm", "s"), "books"), openVault(t, openDB(t, st, "firm", "s"), "books")
 }
 
+// vaultLedger is the writable ledger of v, which the vault's API does not
+// hand out (Audit is read-only), reached through internal/wire.
+func vaultLedger(v *vault.Vault) *ledger.Ledger {
+	return wire.Hook[func(*vault.Vault) *ledger.Ledger]("VaultLedger", wire.VaultLedger)(v)
+}
+
 // Two DBs of one process over one badger Store: a write of one DB made from
-// inside a ledger batch of the other (a Bind), on the same vault. Before the
+// inside a ledger Update of the other, on the same vault. Before the
 // store's lock was held for every batch, the inner write committed and the
 // outer batch retried past it; with the lock held, the inner batch waits
 // for the outer one, which waits for it.
@@ -38,10 +45,8 @@ func TestNestedWriteAcrossTwoDBs(t *testing.T) {
 	_, v1, v2 := twoDBsOnBadger(t)
 	c2 := vault.CollectionOf[string](v2, "notes")
 
-	seq, err := v1.Sequence("inv", sequence.Options{})
-	require.NoError(t, err)
 	var inner error
-	_, err = seq.Bind(ctx, func(stores.Tx, sequence.Serial) error {
+	err := vaultLedger(v1).Update(ctx, func(stores.Tx) error {
 		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		inner = c2.Put(ictx, "n", "written from inside the other DB's batch")
@@ -66,10 +71,8 @@ func TestPanicReleasesStoreLock(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, head)
-	seq, err := v1.Sequence("inv", sequence.Options{})
-	require.NoError(t, err)
 	assert.PanicsWithValue(t, "boom", func() {
-		_, _ = seq.Bind(ctx, func(stores.Tx, sequence.Serial) error { panic("boom") })
+		_ = vaultLedger(v1).Update(ctx, func(stores.Tx) error { panic("boom") })
 	})
 	// The head's lock is free (a lock left held fails the take when the
 	// bound ends).

@@ -22,6 +22,10 @@ type (
 	sequences      = wire.Sequences[*sequence.Sequence, sequence.Options]
 )
 
+func init() {
+	wire.VaultLedger = func(v *Vault) *ledger.Ledger { return v.ledger }
+}
+
 // newLedger returns package ledger's constructor.
 func newLedger() ledgerFunc { return wire.Hook[ledgerFunc]("NewLedger", wire.NewLedger) }
 

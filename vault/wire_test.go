@@ -28,6 +28,8 @@ func TestWireHooksAreSet(t *testing.T) {
 	check("NewLedger", wire.NewLedger, ok)
 	_, ok = wire.NewSequences.(sequencesFunc)
 	check("NewSequences", wire.NewSequences, ok)
+	_, ok = wire.VaultLedger.(func(*Vault) *ledger.Ledger)
+	check("VaultLedger", wire.VaultLedger, ok)
 	for name, h := range hooks {
 		require.NotNil(t, h.hook, "wire.%s is not set", name)
 		assert.True(t, h.ok, "wire.%s is a %T", name, h.hook)
