@@ -108,7 +108,7 @@ func TestPutNumberedFailureTakesNoNumber(t *testing.T) {
 	st := memstore.New()
 	v := openVault(t, openDB(t, st, "firm", "s"), "books")
 	invoices := vault.CollectionOf[Invoice](v, "invoices")
-	seq, err := v.Sequence("inv")
+	seq, err := v.Sequence("inv", sequence.Options{})
 	require.NoError(t, err)
 	_, err = invoices.PutNumbered(ctx, "a", seq, func(s sequence.Serial) (Invoice, error) {
 		return Invoice{Number: s.Formatted}, nil
@@ -135,7 +135,7 @@ func TestPutNumberedRefusedOnFilestore(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	v := openVault(t, openDB(t, st, "firm", "s"), "books")
-	seq, err := v.Sequence("inv")
+	seq, err := v.Sequence("inv", sequence.Options{})
 	require.NoError(t, err)
 	_, err = vault.CollectionOf[Invoice](v, "invoices").PutNumbered(ctx, "a", seq, func(s sequence.Serial) (Invoice, error) {
 		return Invoice{Number: s.Formatted}, nil

@@ -115,13 +115,13 @@ func TestBatchCrashChild(t *testing.T) {
 	}
 	var next []*sequence.Sequence
 	for _, name := range crashNextSeries {
-		q, err := v.Sequence(name)
+		q, err := v.Sequence(name, sequence.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		next = append(next, q)
 	}
-	pseq, err := v.Sequence(crashNumberSeries)
+	pseq, err := v.Sequence(crashNumberSeries, sequence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +448,7 @@ func (m *crashModel) check(t *testing.T, round int, v *vault.Vault, a crashAcks)
 	allocated := map[string][]uint64{}
 	boundBy := map[uint64]string{}
 	var entries uint64
-	for e, err := range v.Ledger().Read(ctx, 1) {
+	for e, err := range v.Audit().Read(ctx, 1) {
 		require.NoError(t, err, "round %d: read the ledger", round)
 		entries++
 		require.Equal(t, entries, e.Seq, "round %d: ledger positions are dense", round)
@@ -471,7 +471,7 @@ func (m *crashModel) check(t *testing.T, round int, v *vault.Vault, a crashAcks)
 			t.Errorf("round %d: entry %d: unexpected %v", round, e.Seq, e.Kind)
 		}
 	}
-	rep, err := v.Ledger().Verify(ctx)
+	rep, err := v.Audit().Verify(ctx)
 	require.NoError(t, err, "round %d: verify", round)
 	assert.True(t, rep.OK(), "round %d: ledger: %v", round, rep.Problem)
 	assert.Equal(t, entries, rep.Entries, "round %d: Verify saw the entries Read did", round)

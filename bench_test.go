@@ -131,7 +131,7 @@ func rate(b *testing.B, n int64) {
 // BenchmarkVaultNext: one goroutine calling Next on memstore, each number
 // with its ledger entry in the same commit.
 func BenchmarkVaultNext(b *testing.B) {
-	seq, err := benchVault(b, memstore.New()).Sequence("bench")
+	seq, err := benchVault(b, memstore.New()).Sequence("bench", sequence.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func parallelNext(b *testing.B, callers int, next func(context.Context) error) {
 
 // BenchmarkVaultNextParallel256: about 256 callers on one series in memstore.
 func BenchmarkVaultNextParallel256(b *testing.B) {
-	seq, err := benchVault(b, memstore.New()).Sequence("bench")
+	seq, err := benchVault(b, memstore.New()).Sequence("bench", sequence.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func BenchmarkBadgerDurable64(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = st.Close() })
-		seq, err := benchVault(b, st).Sequence("bench")
+		seq, err := benchVault(b, st).Sequence("bench", sequence.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

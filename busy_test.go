@@ -65,7 +65,7 @@ func (c *errCounter) add(who string, err error) bool {
 func readLoop(ctx context.Context, v *vault.Vault, seq *sequence.Sequence, errs *errCounter, stop func(rounds int) bool) int {
 	rounds := 0
 	for !stop(rounds) {
-		_, err := v.Ledger().Verify(ctx)
+		_, err := v.Audit().Verify(ctx)
 		errs.add("verify", err)
 		_, err = seq.Audit(ctx)
 		errs.add("audit", err)
@@ -82,7 +82,7 @@ func TestBusyVerifyAuditNoFalseRollback(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			v := openVault(t, openDB(t, newStore(t), "firm", "s"), "books")
-			seq, err := v.Sequence("inv")
+			seq, err := v.Sequence("inv", sequence.Options{})
 			require.NoError(t, err)
 			invoices := vault.CollectionOf[Invoice](v, "invoices")
 			errs := &errCounter{t: t}
@@ -125,7 +125,7 @@ func TestBusyVerifyAuditNoFalseRollback(t *testing.T) {
 			t.Logf("%s: %d Verify+Audit rounds, %d numbers, %d puts, %d errors", name, rounds, len(all), puts.Load(), errs.n.Load())
 			require.Zero(t, errs.n.Load(), "errors of any kind")
 			requireDense(t, all)
-			rep, err := v.Ledger().Verify(ctx)
+			rep, err := v.Audit().Verify(ctx)
 			require.NoError(t, err)
 			assert.True(t, rep.OK())
 		})
@@ -145,7 +145,7 @@ func TestTwoDBsOneStoreNoFalseRollback(t *testing.T) {
 	var vaults []*vault.Vault
 	for _, db := range dbs {
 		v := openVault(t, db, "books")
-		seq, err := v.Sequence("inv")
+		seq, err := v.Sequence("inv", sequence.Options{})
 		require.NoError(t, err)
 		vaults, seqs = append(vaults, v), append(seqs, seq)
 	}

@@ -131,7 +131,7 @@ func TestCloseWaitsForRecordWrite(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "hello", got)
 			var puts []uint64
-			for e, err := range v2.Ledger().Read(ctx, 1) {
+			for e, err := range v2.Audit().Read(ctx, 1) {
 				require.NoError(t, err)
 				if e.Collection == "notes" && e.ID == "n1" {
 					puts = append(puts, e.Revision)
@@ -221,7 +221,7 @@ func TestCloseRefusesNestedCall(t *testing.T) {
 	st := memstore.New()
 	db := openDB(t, st, "firm", "s")
 	v := openVault(t, db, "books")
-	seq, err := v.Sequence("invoice")
+	seq, err := v.Sequence("invoice", sequence.Options{})
 	require.NoError(t, err)
 	invoices := vault.CollectionOf[Invoice](v, "invoices")
 
@@ -241,7 +241,7 @@ func TestCloseRefusesNestedCall(t *testing.T) {
 	v2 := openVault(t, openDB(t, st, "firm", "s"), "books")
 	_, err = vault.CollectionOf[Invoice](v2, "invoices").Get(ctx, "inv-1")
 	assert.ErrorIs(t, err, stores.ErrNotFound)
-	seq2, err := v2.Sequence("invoice")
+	seq2, err := v2.Sequence("invoice", sequence.Options{})
 	require.NoError(t, err)
 	n, err := seq2.Next(ctx)
 	require.NoError(t, err)
@@ -255,7 +255,7 @@ func TestReopenVaultClosedByItself(t *testing.T) {
 	dir := t.TempDir()
 	db := openWithState(t, memstore.New(), dir)
 	v := openVault(t, db, "books")
-	seq, err := v.Sequence("invoice")
+	seq, err := v.Sequence("invoice", sequence.Options{})
 	require.NoError(t, err)
 	n, err := seq.Next(ctx)
 	require.NoError(t, err)
@@ -265,7 +265,7 @@ func TestReopenVaultClosedByItself(t *testing.T) {
 	v2 := openVault(t, db, "books")
 	assert.NotSame(t, v, v2)
 	assert.False(t, v2.Closed())
-	seq2, err := v2.Sequence("invoice")
+	seq2, err := v2.Sequence("invoice", sequence.Options{})
 	require.NoError(t, err)
 	n, err = seq2.Next(ctx)
 	require.NoError(t, err)
@@ -281,7 +281,7 @@ func TestReopenVaultClosedByItself(t *testing.T) {
 	assert.False(t, used)
 
 	v3 := openVault(t, db, "books")
-	seq3, err := v3.Sequence("invoice")
+	seq3, err := v3.Sequence("invoice", sequence.Options{})
 	require.NoError(t, err)
 	n, err = seq3.Next(ctx)
 	require.NoError(t, err)
@@ -300,7 +300,7 @@ func TestCloseKeepsSharedPinsKey(t *testing.T) {
 	v1 := openVault(t, openWithState(t, st, dir), "books")
 	v2 := openVault(t, openWithState(t, st, dir), "books")
 	require.NoError(t, v1.Close())
-	seq, err := v2.Sequence("invoice")
+	seq, err := v2.Sequence("invoice", sequence.Options{})
 	require.NoError(t, err)
 	for want := uint64(1); want <= 3; want++ {
 		n, err := seq.Next(ctx)
@@ -317,7 +317,7 @@ func TestDBCloseLetsCallsInFlightUseTheDB(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t, memstore.New(), "firm", "s")
 	v := openVault(t, db, "books")
-	seq, err := v.Sequence("invoice")
+	seq, err := v.Sequence("invoice", sequence.Options{})
 	require.NoError(t, err)
 	invoices := vault.CollectionOf[Invoice](v, "invoices")
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/internal/faultstore"
-	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
@@ -45,7 +44,7 @@ func TestHandlesRefuseAfterClose(t *testing.T) {
 				db := openWithState(t, adv.Store(), dir)
 				v := openVault(t, db, "books")
 
-				seq, err := v.Sequence("invoice")
+				seq, err := v.Sequence("invoice", sequence.Options{})
 				require.NoError(t, err)
 				part, err := v.Sequence("receipt", sequence.Options{Partition: []any{2026}, Format: "R-{seq}"})
 				require.NoError(t, err)
@@ -57,7 +56,7 @@ func TestHandlesRefuseAfterClose(t *testing.T) {
 				require.NoError(t, seq.Void(ctx, 2, "cancelled"))
 				_, err = part.Next(ctx)
 				require.NoError(t, err)
-				l := v.Ledger()
+				l := v.Audit()
 				invoices := vault.CollectionOf[Invoice](v, "invoices")
 				require.NoError(t, invoices.Put(ctx, "inv-1", Invoice{Total: 1}))
 				tickets := vault.CollectionOf[Ticket](v, "tickets")
@@ -71,7 +70,7 @@ func TestHandlesRefuseAfterClose(t *testing.T) {
 				before, err := adv.Snapshot(ctx)
 				require.NoError(t, err)
 
-				late, err := v.Sequence("late") // a handle obtained after Close
+				late, err := v.Sequence("late", sequence.Options{}) // a handle obtained after Close
 				require.NoError(t, err)
 				lateC := vault.CollectionOf[Invoice](v, "late")
 
@@ -100,13 +99,8 @@ func TestHandlesRefuseAfterClose(t *testing.T) {
 				_, _, err = seq.Voided(ctx, 2)
 				closed("Voided", err)
 
-				_, err = l.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Collection: "c", ID: "x"})
-				closed("Append", err)
-				_, err = l.AppendFunc(ctx, func(ledger.Head) ([]ledger.Entry, error) { return nil, nil })
-				closed("AppendFunc", err)
-				_, err = l.AppendAfter(ctx, ledger.Head{}, ledger.Entry{Kind: ledger.RecordPut, Collection: "c", ID: "x"})
-				closed("AppendAfter", err)
-				closed("Update", l.Update(ctx, func(stores.Tx) error { return nil }))
+				_, err = v.Record(ctx, "late", []byte("x"))
+				closed("Record", err)
 				_, err = l.Head(ctx)
 				closed("Head", err)
 				_, err = l.Verify(ctx)
@@ -154,7 +148,7 @@ func TestHandlesRefuseAfterClose(t *testing.T) {
 
 				// A new DB on the same store and state folder goes on at 4.
 				db2 := openWithState(t, adv.Store(), dir)
-				seq2, err := openVault(t, db2, "books").Sequence("invoice")
+				seq2, err := openVault(t, db2, "books").Sequence("invoice", sequence.Options{})
 				require.NoError(t, err)
 				n2, err := seq2.Next(ctx)
 				require.NoError(t, err)
@@ -178,7 +172,7 @@ func TestCloseRacesNext(t *testing.T) {
 				dir := t.TempDir()
 				db := openWithState(t, adv.Store(), dir)
 				v := openVault(t, db, "books")
-				seq, err := v.Sequence("invoice")
+				seq, err := v.Sequence("invoice", sequence.Options{})
 				require.NoError(t, err)
 				n, err := seq.Next(ctx)
 				require.NoError(t, err)
@@ -252,7 +246,7 @@ func TestCloseRacesNext(t *testing.T) {
 
 				// No number was taken that was not returned: the counter is at M.
 				db2 := openWithState(t, adv.Store(), dir)
-				seq2, err := openVault(t, db2, "books").Sequence("invoice")
+				seq2, err := openVault(t, db2, "books").Sequence("invoice", sequence.Options{})
 				require.NoError(t, err)
 				peek, err := seq2.Peek(ctx)
 				require.NoError(t, err)
@@ -264,7 +258,7 @@ func TestCloseRacesNext(t *testing.T) {
 				older := latestBelow(t, adv, stored, m)
 				require.NoError(t, adv.Set(ctx, key, older))
 				db3 := openWithState(t, adv.Store(), dir)
-				seq3, err := openVault(t, db3, "books").Sequence("invoice")
+				seq3, err := openVault(t, db3, "books").Sequence("invoice", sequence.Options{})
 				require.NoError(t, err)
 				_, err = seq3.Next(ctx)
 				assert.ErrorIs(t, err, noydb.ErrRollback)
@@ -289,7 +283,7 @@ func latestBelow(t *testing.T, adv *faultstore.Adversary, stored [][]byte, m uin
 				require.NoError(t, err)
 			}
 		}
-		seq, err := openVault(t, openDB(t, probe, "firm", "s"), "books").Sequence("invoice")
+		seq, err := openVault(t, openDB(t, probe, "firm", "s"), "books").Sequence("invoice", sequence.Options{})
 		require.NoError(t, err)
 		_, err = probe.Put(ctx, seq.Key(), stored[i])
 		require.NoError(t, err)
@@ -304,9 +298,10 @@ func latestBelow(t *testing.T, adv *faultstore.Adversary, stored [][]byte, m uin
 	return nil
 }
 
-// Callers loop Ledger().Append while the vault closes: every append that
-// returned success is in the ledger, every call that starts after Close
-// returned gets ErrClosed, and the ledger verifies. Run with -race.
+// Callers loop Record (an append to the ledger) while the vault closes:
+// every event that returned success is in the ledger, every call that
+// starts after Close returned gets ErrClosed, and the ledger verifies. Run
+// with -race.
 func TestCloseRacesLedgerAppend(t *testing.T) {
 	const callers = 16
 	for storeName, newStore := range memAndBadger() {
@@ -316,7 +311,7 @@ func TestCloseRacesLedgerAppend(t *testing.T) {
 			dir := t.TempDir()
 			db := openWithState(t, st, dir)
 			v := openVault(t, db, "books")
-			l := v.Ledger()
+			l := v.Audit()
 			var (
 				closeDone atomic.Bool
 				appended  atomic.Int64
@@ -326,7 +321,7 @@ func TestCloseRacesLedgerAppend(t *testing.T) {
 				wg.Go(func() {
 					for j := 0; ; j++ {
 						wasClosed := closeDone.Load()
-						_, err := l.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Collection: "c", ID: fmt.Sprintf("%d-%d", i, j)})
+						_, err := v.Record(ctx, "tick", fmt.Appendf(nil, "%d-%d", i, j))
 						if err != nil {
 							assert.ErrorIs(t, err, noydb.ErrClosed)
 							return
@@ -345,7 +340,7 @@ func TestCloseRacesLedgerAppend(t *testing.T) {
 			wg.Wait()
 
 			db2 := openWithState(t, st, dir)
-			rep, err := openVault(t, db2, "books").Ledger().Verify(ctx)
+			rep, err := openVault(t, db2, "books").Audit().Verify(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, uint64(appended.Load()), rep.Entries)
 			assert.Equal(t, rep.Entries, rep.Head.Seq)
@@ -385,7 +380,7 @@ func TestCloseRacesReaders(t *testing.T) {
 			return nil
 		},
 		"Verify": func() error {
-			_, err := v.Ledger().Verify(ctx)
+			_, err := v.Audit().Verify(ctx)
 			return err
 		},
 	}

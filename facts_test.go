@@ -41,7 +41,7 @@ func openSession(t testing.TB, st stores.Store, dir string) (*noydb.DB, *vault.V
 
 func mustSeq(t testing.TB, v *vault.Vault, series string) *sequence.Sequence {
 	t.Helper()
-	q, err := v.Sequence(series)
+	q, err := v.Sequence(series, sequence.Options{})
 	require.NoError(t, err)
 	return q
 }

@@ -63,7 +63,7 @@ func TestFirstSealRevisionsInBatches(t *testing.T) {
 			}
 			last := map[string]ledger.Entry{}
 			numbered := map[string]bool{}
-			for e, err := range v.Ledger().Read(ctx, 1) {
+			for e, err := range v.Audit().Read(ctx, 1) {
 				require.NoError(t, err)
 				if e.Collection != "inv" {
 					continue
@@ -104,7 +104,7 @@ func TestFirstSealRevisionsInBatches(t *testing.T) {
 					assert.NoError(t, err)
 				}
 			}
-			rep, err := v.Ledger().Verify(ctx)
+			rep, err := v.Audit().Verify(ctx)
 			require.NoError(t, err)
 			assert.Positive(t, rep.Entries)
 		})

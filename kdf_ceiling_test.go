@@ -10,6 +10,7 @@ import (
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/vault"
 )
@@ -45,7 +46,7 @@ func TestInflatedHeaderIsRefused(t *testing.T) {
 				ctx := context.Background()
 				adv := faultstore.NewAdversary(newStore(t))
 				db := openDB(t, adv.Store(), "firm", "s")
-				seq, err := openVault(t, db, "books").Sequence("invoice")
+				seq, err := openVault(t, db, "books").Sequence("invoice", sequence.Options{})
 				require.NoError(t, err)
 				_, err = seq.Next(ctx)
 				require.NoError(t, err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/internal/faultstore"
-	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
@@ -24,13 +24,13 @@ func TestDeletedKeyringEntryIsNoAccess(t *testing.T) {
 			require.NoError(t, vault.CollectionOf[Invoice](v, "invoices").Put(context.Background(), "inv-1", Invoice{Total: 7}))
 		},
 		"sequence": func(t testing.TB, v *vault.Vault) {
-			seq, err := v.Sequence("invoice")
+			seq, err := v.Sequence("invoice", sequence.Options{})
 			require.NoError(t, err)
 			_, err = seq.Next(context.Background())
 			require.NoError(t, err)
 		},
 		"ledger only": func(t testing.TB, v *vault.Vault) {
-			_, err := v.Ledger().Append(context.Background(), ledger.Entry{Kind: ledger.RecordPut, Collection: "c", ID: "x"})
+			_, err := v.Record(context.Background(), "note", []byte("x"))
 			require.NoError(t, err)
 		},
 		"another user": func(t testing.TB, v *vault.Vault) {}, // the key slot of "clerk" is added below
@@ -70,7 +70,7 @@ func TestDeletedKeyringEntryIsNoAccess(t *testing.T) {
 				require.NoError(t, adv.Set(ctx, "v/books/_keyring/firm", slot))
 				db3 := openDB(t, adv.Store(), "firm", "firm-secret")
 				v3 := openVault(t, db3, "books")
-				rep, err := v3.Ledger().Verify(ctx)
+				rep, err := v3.Audit().Verify(ctx)
 				require.NoError(t, err)
 				assert.True(t, rep.OK())
 			})

@@ -57,12 +57,12 @@ func TestManyCallersOneSeries(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			v := openVault(t, openDB(t, newStore(t), "firm", "s"), "books")
-			seq, err := v.Sequence("inv")
+			seq, err := v.Sequence("inv", sequence.Options{})
 			require.NoError(t, err)
 			got := together(t, callers, func(ctx context.Context, _ int) (uint64, error) { return seq.Next(ctx) })
 			requireDense(t, got)
 			require.Len(t, got, callers)
-			rep, err := v.Ledger().Verify(ctx)
+			rep, err := v.Audit().Verify(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, uint64(callers), rep.Entries)
 		})
@@ -85,7 +85,7 @@ func TestManyLongClaimsOneSeries(t *testing.T) {
 		return seq.Claim(ctx, id)
 	})
 	requireDense(t, got)
-	rep, err := v.Ledger().Verify(ctx)
+	rep, err := v.Audit().Verify(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(callers), rep.Entries)
 }
@@ -100,7 +100,7 @@ func TestManyLargePutNumbered(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	v := openVault(t, openDB(t, st, "firm", "s"), "books")
-	seq, err := v.Sequence("inv")
+	seq, err := v.Sequence("inv", sequence.Options{})
 	require.NoError(t, err)
 	invoices := vault.CollectionOf[Invoice](v, "invoices")
 	// Under badger's value threshold (1 MiB), so the records count in full

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb"
-	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores/badgerstore"
 )
 
@@ -57,7 +57,7 @@ func TestPinsCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq, err := v.Sequence("inv")
+	seq, err := v.Sequence("inv", sequence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestPinsSurviveKill(t *testing.T) {
 		// The folders as the kill left them: no alarm, numbers go on above.
 		st := openBadger(t, storeDir)
 		db := openWithState(t, st, stateDir)
-		seq, err := openVault(t, db, "books").Sequence("inv")
+		seq, err := openVault(t, db, "books").Sequence("inv", sequence.Options{})
 		require.NoError(t, err)
 		n, err := seq.Next(ctx)
 		require.NoError(t, err, "round %d", round)
@@ -148,28 +148,20 @@ func TestPinsSurviveKill(t *testing.T) {
 		// that its head alone does not look rolled back.
 		rogue := openWithState(t, st, "")
 		rv := openVault(t, rogue, "books")
-		rs, err := rv.Sequence("inv")
+		rs, err := rv.Sequence("inv", sequence.Options{})
 		require.NoError(t, err)
 		require.NoError(t, rs.SeedTo(ctx, highest-1))
 		n, err = rs.Peek(ctx)
 		require.NoError(t, err)
 		require.Equal(t, highest-1, n)
-		for h := uint64(0); h < 2*highest+100; {
-			batch := make([]ledger.Entry, 100)
-			for i := range batch {
-				batch[i] = ledgerEntry(i + 1)
-			}
-			head, err := rv.Ledger().Append(ctx, batch...)
-			require.NoError(t, err)
-			h = head.Seq
-		}
+		growLedger(t, rv, 2*highest+100)
 		require.NoError(t, rogue.Close())
 
 		// The device's state as the kill left it refuses to issue from it.
 		db = openWithState(t, st, killedState)
 		v, err := db.OpenVault(ctx, "books")
 		if err == nil {
-			seq, err = v.Sequence("inv")
+			seq, err = v.Sequence("inv", sequence.Options{})
 			require.NoError(t, err)
 			n, err = seq.Next(ctx)
 			assert.False(t, seen[n], "round %d: number %d printed by the child issued again", round, n)

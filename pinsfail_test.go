@@ -10,7 +10,6 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/internal/faultstore"
-	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -29,7 +28,7 @@ func TestSharedStateDirIsNotRollback(t *testing.T) {
 			dir := t.TempDir()
 			var seqs []*sequence.Sequence
 			for range 2 {
-				seq, err := openVault(t, openWithState(t, st, dir), "books").Sequence("inv")
+				seq, err := openVault(t, openWithState(t, st, dir), "books").Sequence("inv", sequence.Options{})
 				require.NoError(t, err)
 				seqs = append(seqs, seq)
 			}
@@ -69,7 +68,7 @@ func TestUnsavedPinFailsTheCall(t *testing.T) {
 	}
 	t.Run("next", func(t *testing.T) {
 		v, dir := open(t)
-		q, err := v.Sequence("inv")
+		q, err := v.Sequence("inv", sequence.Options{})
 		require.NoError(t, err)
 		n, err := q.Next(ctx)
 		require.NoError(t, err)
@@ -85,7 +84,7 @@ func TestUnsavedPinFailsTheCall(t *testing.T) {
 	})
 	t.Run("void", func(t *testing.T) {
 		v, dir := open(t)
-		q, err := v.Sequence("inv")
+		q, err := v.Sequence("inv", sequence.Options{})
 		require.NoError(t, err)
 		_, err = q.Next(ctx)
 		require.NoError(t, err)
@@ -94,7 +93,7 @@ func TestUnsavedPinFailsTheCall(t *testing.T) {
 	})
 	t.Run("claim", func(t *testing.T) {
 		v, dir := open(t)
-		q, err := v.Sequence("inv")
+		q, err := v.Sequence("inv", sequence.Options{})
 		require.NoError(t, err)
 		require.NoError(t, os.RemoveAll(dir))
 		n, err := q.Claim(ctx, sequence.NewRequestID())
@@ -112,7 +111,7 @@ func TestUnsavedPinFailsTheCall(t *testing.T) {
 	t.Run("ledger", func(t *testing.T) {
 		v, dir := open(t)
 		require.NoError(t, os.RemoveAll(dir))
-		h, err := v.Ledger().Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Collection: "c", ID: "x"})
+		h, err := v.Record(ctx, "note", []byte("x"))
 		assert.ErrorIs(t, err, noydb.ErrPinsNotSaved)
 		assert.NotZero(t, h.Seq, "the committed head comes with the error")
 	})

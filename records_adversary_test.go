@@ -34,7 +34,7 @@ func advVault(t *testing.T, newStore func(testing.TB) stores.Store) (*faultstore
 func ledgerEntries(t *testing.T, v *vault.Vault, kind ledger.Kind, collection, id string) []ledger.Entry {
 	t.Helper()
 	var out []ledger.Entry
-	for e, err := range v.Ledger().Read(context.Background(), 1) {
+	for e, err := range v.Audit().Read(context.Background(), 1) {
 		require.NoError(t, err)
 		if e.Kind == kind && e.Collection == collection && e.ID == id {
 			out = append(out, e)
@@ -56,7 +56,7 @@ func TestAdversaryPutNumberedRetryAfterAmbiguousCommit(t *testing.T) {
 			ctx := context.Background()
 			adv, v := advVault(t, newStore)
 			invoices := vault.CollectionOf[Invoice](v, "invoices")
-			seq, err := v.Sequence("inv")
+			seq, err := v.Sequence("inv", sequence.Options{})
 			require.NoError(t, err)
 
 			adv.FailAfterCommit(1)
@@ -93,7 +93,7 @@ func TestPutNumberedKeepsNumberAcrossPut(t *testing.T) {
 	ctx := context.Background()
 	v := openVault(t, openDB(t, memstore.New(), "firm", "s"), "books")
 	invoices := vault.CollectionOf[Invoice](v, "invoices")
-	seq, err := v.Sequence("inv")
+	seq, err := v.Sequence("inv", sequence.Options{})
 	require.NoError(t, err)
 
 	_, err = invoices.PutNumbered(ctx, "a", seq, numberInvoice)
@@ -107,7 +107,7 @@ func TestPutNumberedKeepsNumberAcrossPut(t *testing.T) {
 	assert.Equal(t, Invoice{Number: "1", Customer: "Rossi", Total: 70}, inv, "the stored record")
 
 	// Another series numbers the same record independently.
-	other, err := v.Sequence("delivery")
+	other, err := v.Sequence("delivery", sequence.Options{})
 	require.NoError(t, err)
 	_, err = invoices.PutNumbered(ctx, "a", other, func(s sequence.Serial) (Invoice, error) {
 		return Invoice{Number: "1", Customer: "Rossi", Total: 70, Notes: "delivery " + s.Formatted}, nil
@@ -133,7 +133,7 @@ func TestPutNumberedNilArguments(t *testing.T) {
 	st := memstore.New()
 	v := openVault(t, openDB(t, st, "firm", "s"), "books")
 	invoices := vault.CollectionOf[Invoice](v, "invoices")
-	seq, err := v.Sequence("inv")
+	seq, err := v.Sequence("inv", sequence.Options{})
 	require.NoError(t, err)
 	before := snapshot(t, st)
 
@@ -454,7 +454,7 @@ func TestPutNumberedConcurrentSameID(t *testing.T) {
 			ctx := context.Background()
 			_, v := advVault(t, newStore)
 			invoices := vault.CollectionOf[Invoice](v, "invoices")
-			seq, err := v.Sequence("inv")
+			seq, err := v.Sequence("inv", sequence.Options{})
 			require.NoError(t, err)
 			const callers = 16
 			got := make([]string, callers)

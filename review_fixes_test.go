@@ -82,7 +82,7 @@ func TestPutNumberedUnpinnedReturnsTheRecord(t *testing.T) {
 	dir := t.TempDir()
 	st := memstore.New()
 	v := openVault(t, openWithState(t, st, dir), "books")
-	seq, err := v.Sequence("inv")
+	seq, err := v.Sequence("inv", sequence.Options{})
 	require.NoError(t, err)
 	invoices := vault.CollectionOf[Invoice](v, "invoices")
 	build := func(total int) func(sequence.Serial) (Invoice, error) {
@@ -118,7 +118,7 @@ func TestCloseWaitsForVoid(t *testing.T) {
 	hs := newHoldStore(raw, "/_sequences/inv\x01") // the void marker sits under the counter's key
 	db := openDB(t, hs, "firm", "s")
 	v := openVault(t, db, "books")
-	q, err := v.Sequence("inv")
+	q, err := v.Sequence("inv", sequence.Options{})
 	require.NoError(t, err)
 	_, err = q.Next(ctx)
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/vault"
 )
 
 // restore makes st hold exactly snap, as a store restored from a backup would.
@@ -50,7 +51,7 @@ func TestSnapshotRestoreIsRollback(t *testing.T) {
 	st, dir := memstore.New(), t.TempDir()
 	db := openWithState(t, st, dir)
 	v := openVault(t, db, "books")
-	seq, err := v.Sequence("invoice")
+	seq, err := v.Sequence("invoice", sequence.Options{})
 	require.NoError(t, err)
 	var snap map[string]string
 	issued := map[uint64]bool{}
@@ -67,14 +68,14 @@ func TestSnapshotRestoreIsRollback(t *testing.T) {
 	n, err := seq.Next(ctx)
 	assert.ErrorIs(t, err, noydb.ErrRollback)
 	assert.Zero(t, n)
-	_, err = v.Ledger().Verify(ctx)
+	_, err = v.Audit().Verify(ctx)
 	assert.ErrorIs(t, err, noydb.ErrRollback)
 	require.NoError(t, db.Close())
 
 	// A new process on the same device still knows.
 	db2 := openWithState(t, st, dir)
 	v2 := openVault(t, db2, "books")
-	seq2, err := v2.Sequence("invoice")
+	seq2, err := v2.Sequence("invoice", sequence.Options{})
 	require.NoError(t, err)
 	for range 5 {
 		n, err := seq2.Next(ctx)
@@ -97,16 +98,16 @@ func TestDroppedLedgerTailIsRollback(t *testing.T) {
 			const total = 60
 			snaps := map[int]map[string]string{}
 			for i := 1; i <= total; i++ {
-				_, err := v.Ledger().Append(ctx, ledgerEntry(i))
+				_, err := v.Record(ctx, "test", []byte(fmt.Sprint(i)))
 				require.NoError(t, err)
 				snaps[i] = maps.Clone(snapshot(t, st))
 			}
-			rep, err := v.Ledger().Verify(ctx)
+			rep, err := v.Audit().Verify(ctx)
 			require.NoError(t, err)
 			require.Equal(t, uint64(total), rep.Entries)
 
 			restore(t, st, snaps[total-k])
-			for _, err := range v.Ledger().Read(ctx, 1) {
+			for _, err := range v.Audit().Read(ctx, 1) {
 				if err != nil {
 					assert.ErrorIs(t, err, noydb.ErrRollback)
 					return
@@ -117,8 +118,35 @@ func TestDroppedLedgerTailIsRollback(t *testing.T) {
 	}
 }
 
-func ledgerEntry(i int) ledger.Entry {
-	return ledger.Entry{Kind: ledger.RecordPut, Collection: "c", ID: fmt.Sprint(i), Revision: 1}
+// growLedger appends at least n application events to v's ledger, 100 at a
+// time (concurrent Records share commits), and returns the head after them.
+func growLedger(t testing.TB, v *vault.Vault, n uint64) ledger.Head {
+	t.Helper()
+	var head ledger.Head
+	for head.Seq < n {
+		var (
+			wg sync.WaitGroup
+			mu sync.Mutex
+		)
+		for i := range 100 {
+			wg.Go(func() {
+				h, err := v.Record(context.Background(), "test", []byte(fmt.Sprint(i)))
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if h.Seq > head.Seq {
+					head = h
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	return head
 }
 
 // Readers racing this process's own writers are not rollbacks: a pin raised
@@ -131,7 +159,7 @@ func TestConcurrentReadsAreNotRollbacks(t *testing.T) {
 			var seq *sequence.Sequence
 			if v.Store().Capabilities().CASAtomic {
 				var err error
-				seq, err = v.Sequence("inv")
+				seq, err = v.Sequence("inv", sequence.Options{})
 				require.NoError(t, err)
 			}
 			var wg sync.WaitGroup
@@ -144,7 +172,7 @@ func TestConcurrentReadsAreNotRollbacks(t *testing.T) {
 							return
 						default:
 						}
-						_, err := v.Ledger().Head(ctx)
+						_, err := v.Audit().Head(ctx)
 						if !assert.NoError(t, err) {
 							return
 						}
@@ -162,7 +190,7 @@ func TestConcurrentReadsAreNotRollbacks(t *testing.T) {
 					_, err := seq.Next(ctx)
 					require.NoError(t, err)
 				}
-				_, err := v.Ledger().Append(ctx, ledgerEntry(i+1))
+				_, err := v.Record(ctx, "test", []byte(fmt.Sprint(i+1)))
 				require.NoError(t, err)
 			}
 			close(stop)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/noydb-go/noydb"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores/badgerstore"
 )
 
@@ -37,7 +38,7 @@ func BenchmarkBadgerDurable64StateDir(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			seq, err := v.Sequence("bench")
+			seq, err := v.Sequence("bench", sequence.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 )
@@ -20,7 +21,7 @@ func takeN(t testing.TB, st stores.Store, dir string, n int) {
 	t.Helper()
 	ctx := context.Background()
 	db := openWithState(t, st, dir)
-	seq, err := openVault(t, db, "books").Sequence("inv")
+	seq, err := openVault(t, db, "books").Sequence("inv", sequence.Options{})
 	require.NoError(t, err)
 	for range n {
 		_, err := seq.Next(ctx)
@@ -60,7 +61,7 @@ func TestWipedVaultIsNotRecreated(t *testing.T) {
 
 			// Explicitly: forget, then the vault starts over at 1.
 			require.NoError(t, db.ForgetVault(ctx, "books"))
-			seq, err := openVault(t, db, "books").Sequence("inv")
+			seq, err := openVault(t, db, "books").Sequence("inv", sequence.Options{})
 			require.NoError(t, err)
 			n, err := seq.Next(ctx)
 			require.NoError(t, err)
@@ -133,7 +134,7 @@ func TestDeletedPinsAreStateLost(t *testing.T) {
 			assert.ErrorIs(t, err, noydb.ErrStateLost)
 
 			require.NoError(t, db.ForgetVault(ctx, "books"))
-			seq, err := openVault(t, db, "books").Sequence("inv")
+			seq, err := openVault(t, db, "books").Sequence("inv", sequence.Options{})
 			require.NoError(t, err)
 			n, err := seq.Next(ctx)
 			require.NoError(t, err)
@@ -162,7 +163,7 @@ func TestWipeWithoutStateDirStartsOver(t *testing.T) {
 	takeN(t, adv.Store(), "", 3)
 	_, err := adv.Wipe(ctx)
 	require.NoError(t, err)
-	seq, err := openVault(t, openWithState(t, adv.Store(), ""), "books").Sequence("inv")
+	seq, err := openVault(t, openWithState(t, adv.Store(), ""), "books").Sequence("inv", sequence.Options{})
 	require.NoError(t, err)
 	n, err := seq.Next(ctx)
 	require.NoError(t, err)

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/badgerstore"
 	"github.com/noydb-go/noydb/vault"
@@ -27,6 +29,12 @@ func twoDBsOnBadger(t *testing.T) (*badgerstore.Store, *vault.Vault, *vault.Vaul
 	return st, openVault(t, openDB(t, st, "firm", "s"), "books"), openVault(t, openDB(t, st, "firm", "s"), "books")
 }
 
+// vaultLedger is the writable ledger of v, which the vault's API does not
+// hand out (Audit is read-only), reached through internal/wire.
+func vaultLedger(v *vault.Vault) *ledger.Ledger {
+	return wire.Hook[func(*vault.Vault) *ledger.Ledger]("VaultLedger", wire.VaultLedger)(v)
+}
+
 // Two DBs of one process over one badger Store: a write of one DB made from
 // inside a ledger Update of the other, on the same vault. Before the
 // store's lock was held for every batch, the inner write committed and the
@@ -38,7 +46,7 @@ func TestNestedWriteAcrossTwoDBs(t *testing.T) {
 	c2 := vault.CollectionOf[string](v2, "notes")
 
 	var inner error
-	err := v1.Ledger().Update(ctx, func(stores.Tx) error {
+	err := vaultLedger(v1).Update(ctx, func(stores.Tx) error {
 		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		inner = c2.Put(ictx, "n", "written from inside the other DB's batch")
@@ -64,7 +72,7 @@ func TestPanicReleasesStoreLock(t *testing.T) {
 	}
 	require.NotEmpty(t, head)
 	assert.PanicsWithValue(t, "boom", func() {
-		_ = v1.Ledger().Update(ctx, func(stores.Tx) error { panic("boom") })
+		_ = vaultLedger(v1).Update(ctx, func(stores.Tx) error { panic("boom") })
 	})
 	// The head's lock is free (a lock left held fails the take when the
 	// bound ends).

@@ -76,7 +76,7 @@ func TestEndToEnd(t *testing.T) {
 		assert.NotContains(t, val, "Rossi", "key %q", k)
 	}
 
-	seq, err := v.Sequence("invoice-2026")
+	seq, err := v.Sequence("invoice-2026", sequence.Options{})
 	require.NoError(t, err)
 	for want := uint64(1); want <= 3; want++ {
 		inv, err := invoices.PutNumbered(ctx, fmt.Sprintf("n-%d", want), seq, func(s sequence.Serial) (Invoice, error) {
@@ -101,7 +101,7 @@ func TestEndToEnd(t *testing.T) {
 	assert.ErrorIs(t, err, vault.ErrNotFound)
 	assert.ErrorIs(t, invoices.Delete(ctx, "inv-1"), vault.ErrNotFound)
 
-	rep, err := v.Ledger().Verify(ctx)
+	rep, err := v.Audit().Verify(ctx)
 	require.NoError(t, err)
 	assert.NoError(t, rep.Problem)
 	// 1 put + 3 numbered puts with 3 allocations + 1 delete.

@@ -229,7 +229,7 @@ func openSeries(b *testing.B, v *vault.Vault, n int) []*sequence.Sequence {
 	out := make([]*sequence.Sequence, n)
 	for i := range out {
 		var err error
-		if out[i], err = v.Sequence("s" + strconv.Itoa(i)); err != nil {
+		if out[i], err = v.Sequence("s"+strconv.Itoa(i), sequence.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -184,7 +184,7 @@ func runManySeries(t *testing.T, st stores.Store, l manySeriesLoad) {
 					return
 				}
 			}
-			rep, err := v.Ledger().Verify(ctx)
+			rep, err := v.Audit().Verify(ctx)
 			assert.NoError(t, err, "Verify next to the writers")
 			assert.True(t, rep.OK(), "Verify next to the writers: %v", rep.Problem)
 			assert.LessOrEqual(t, rep.Entries, l.entries(), "Verify next to the writers")
@@ -270,7 +270,7 @@ func runManySeries(t *testing.T, st stores.Store, l manySeriesLoad) {
 	for s := range boundBy {
 		boundBy[s] = map[uint64]string{}
 	}
-	for e, err := range v.Ledger().Read(ctx, 1) {
+	for e, err := range v.Audit().Read(ctx, 1) {
 		require.NoError(t, err, "read the ledger")
 		entries++
 		require.Equal(t, entries, e.Seq, "ledger positions are dense")
@@ -298,7 +298,7 @@ func runManySeries(t *testing.T, st stores.Store, l manySeriesLoad) {
 	assert.Equal(t, l.entries(), entries, "ledger entries read")
 	assert.Equal(t, 2*l.writers*l.recordsPer, plain[ledger.RecordPut], "RecordPut entries of plain records")
 	assert.Equal(t, l.writers*((l.recordsPer+1)/2), plain[ledger.RecordDelete], "RecordDelete entries")
-	rep, err := v.Ledger().Verify(ctx)
+	rep, err := v.Audit().Verify(ctx)
 	require.NoError(t, err)
 	assert.True(t, rep.OK(), "ledger: %v", rep.Problem)
 	assert.Equal(t, l.entries(), rep.Entries, "Verify: entries")

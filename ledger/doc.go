@@ -6,24 +6,29 @@
 // never before, so a reader that has seen position n has seen everything
 // below it. Each entry stores MAC(previous MAC, Seq, entry encoding) under a
 // key the store does not have, so a store cannot drop, reorder, duplicate or
-// re-chain entries unnoticed. Entries and the head record are sealed by a
-// Sealer that binds each value to its key.
+// re-chain entries unnoticed. Entries and the head record are sealed with
+// the vault's data key, each value bound to the store key it lives at.
 //
 // # Usage
 //
-//	l := ledger.New(store, sealer, macKey, "v/books/", ledger.Options{Actor: "ann"})
-//	head, err := l.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Collection: "invoices", ID: "inv-1"})
-//	for e, err := range l.Read(ctx, 1) { … }
-//	report, err := l.Verify(ctx)
+// A vault keeps its ledger and writes its entries itself: record writes and
+// deletes, numbers allocated, seeded, voided and assigned. Applications
+// read it through the vault's read-only view, and add their own events
+// with Vault.Record, as entries of kind AppEvent that the SDK never takes
+// for one of its own:
 //
-// Append records facts: its entries go wherever the head is at commit.
-// AppendFunc records decisions derived from the ledger's state: it is fenced
-// on the head it gave to the derive function, and when another writer gets
-// there first it derives again from the new head rather than re-posting the
-// old result. AppendAfter is the one-shot fence (ErrStaleHead). AppendTx
-// writes inside a store transaction, so a record or a counter and its
-// ledger entry commit together; Update (and UpdateKeys) runs such a
-// transaction for the caller, batched with the other writes of the Ledger.
+//	_, err := v.Record(ctx, "exported", []byte("invoices.csv"))
+//	for e, err := range v.Audit().Read(ctx, 1) { … }
+//	report, err := v.Audit().Verify(ctx)
+//
+// This package documents what is read: Entry and its Kind, Head, the
+// Report of Verify and the errors a damaged ledger yields (GapError,
+// ChainError, TamperError).
+//
+// Inside the vault, appends are fenced and batched: an append records
+// facts wherever the head is at commit, or decisions derived from the
+// ledger's state, fenced on the head they were derived from; and a record
+// or a counter commits in the same store transaction as its entry.
 //
 // # Storage
 //
@@ -41,9 +46,8 @@
 //
 // # Concurrency
 //
-// A Ledger is safe for concurrent use. Its Append, AppendFunc and Update
-// calls go through one batching queue: those that arrive while a commit is
-// in flight share the next one, a single store transaction on a store with
+// A Ledger is safe for concurrent use. Its appends go through one batching
+// queue: those that arrive while a commit is in flight share the next one, a single store transaction on a store with
 // transactions (each call still all or none, each derive function seeing
 // the head its entries follow, each Update function against its own view
 // of the transaction, so one that fails drops only its own writes). So

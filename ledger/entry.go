@@ -28,6 +28,11 @@ const (
 	// NumberAssigned: deferred numbering gave a provisionally stored record its
 	// number (Collection, ID, Series, Partition, Number).
 	NumberAssigned Kind = 6
+	// AppEvent: an application's own event, recorded with vault.Vault.Record
+	// (its name in Reason, its data in CipherHash; read them with
+	// Entry.Event). No other field is set, and the SDK never reads it as one
+	// of its own entries.
+	AppEvent Kind = 7
 )
 
 var kindNames = [...]string{
@@ -37,10 +42,11 @@ var kindNames = [...]string{
 	SeriesSeeded:    "series-seeded",
 	NumberVoided:    "number-voided",
 	NumberAssigned:  "number-assigned",
+	AppEvent:        "app-event",
 }
 
 // Valid reports whether k is one of the defined kinds.
-func (k Kind) Valid() bool { return k >= RecordPut && k <= NumberAssigned }
+func (k Kind) Valid() bool { return k >= RecordPut && k <= AppEvent }
 
 // String returns the kind's name, e.g. "record-put".
 func (k Kind) String() string {

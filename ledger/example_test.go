@@ -2,85 +2,81 @@ package ledger_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/vault"
 )
 
-// The vault passes its own sealer (XChaCha20-Poly1305 bound to the store
-// key) and a MAC key derived from its data key; the examples use the test
-// stand-ins of helpers_test.go, which do the same.
-func Example() {
-	ctx := context.Background()
-	st := memstore.New()
-	l := ledger.New(st, newSealer(nil), macer{macKey}, "v/books/", ledger.Options{Actor: "ann"})
-
-	// Facts: two record changes, committed together.
-	h, err := l.Append(ctx,
-		ledger.Entry{Kind: ledger.RecordPut, Collection: "invoices", ID: "inv-1", Revision: 1},
-		ledger.Entry{Kind: ledger.RecordPut, Collection: "invoices", ID: "inv-2", Revision: 1},
-	)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println("head after the batch:", h.Seq)
-
-	for e, err := range l.Read(ctx, 1) {
-		if err != nil {
-			panic(err)
-		}
-		fmt.Println(e.Seq, e.Kind, e.Collection+"/"+e.ID, "by", e.Actor)
-	}
-
-	rep, err := l.Verify(ctx)
-	fmt.Println("intact:", rep.OK(), "entries:", rep.Entries, "err:", err)
-	// Output:
-	// head after the batch: 2
-	// 1 record-put invoices/inv-1 by ann
-	// 2 record-put invoices/inv-2 by ann
-	// intact: true entries: 2 err: <nil>
-}
-
-// A decision derived from the ledger's state is fenced on the head it was
-// derived from: if another writer got there first, derive runs again.
-func ExampleLedger_AppendFunc() {
-	ctx := context.Background()
-	l := ledger.New(memstore.New(), newSealer(nil), macer{macKey}, "v/books/", ledger.Options{})
-	_, _ = l.Append(ctx, ledger.Entry{Kind: ledger.NumberAllocated, Series: "invoice", Number: 1})
-
-	h, err := l.AppendFunc(ctx, func(head ledger.Head) ([]ledger.Entry, error) {
-		return []ledger.Entry{{Kind: ledger.NumberVoided, Series: "invoice", Number: 1,
-			Reason: fmt.Sprintf("voided after entry %d", head.Seq)}}, nil
+// openExampleVault opens a vault on st, with a key-derivation cost fit for
+// an example (never for real secrets). A vault keeps its ledger; read it
+// with Vault.Audit.
+func openExampleVault(st stores.Store) *vault.Vault {
+	v, err := vault.Open(context.Background(), vault.Config{
+		Store: st, Name: "books", User: "ann", Secret: []byte("s"),
+		KDF: crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}, InsecureAllowWeakKDF: true,
 	})
 	if err != nil {
 		panic(err)
 	}
-	for e, err := range l.Read(ctx, h.Seq) {
+	return v
+}
+
+// Every record write, number and application event of a vault is an entry
+// of its ledger, read back and checked with Read and Verify.
+func Example() {
+	ctx := context.Background()
+	v := openExampleVault(memstore.New())
+	defer v.Close()
+
+	invoices := vault.CollectionOf[map[string]int](v, "invoices")
+	_ = invoices.Put(ctx, "inv-1", map[string]int{"total": 120})
+	_ = invoices.Put(ctx, "inv-2", map[string]int{"total": 80})
+	_, _ = v.Record(ctx, "exported", []byte("invoices.csv"))
+
+	for e, err := range v.Audit().Read(ctx, 1) {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Println(e.Seq, e.Kind, e.Reason)
+		if name, data, ok := e.Event(); ok {
+			fmt.Println(e.Seq, e.Kind, name, string(data), "by", e.Actor)
+			continue
+		}
+		fmt.Println(e.Seq, e.Kind, e.Collection+"/"+e.ID, "rev", e.Revision, "by", e.Actor)
 	}
+
+	rep, err := v.Audit().Verify(ctx)
+	fmt.Println("intact:", rep.OK(), "entries:", rep.Entries, "err:", err)
 	// Output:
-	// 2 number-voided voided after entry 1
+	// 1 record-put invoices/inv-1 rev 1 by ann
+	// 2 record-put invoices/inv-2 rev 1 by ann
+	// 3 app-event exported invoices.csv by ann
+	// intact: true entries: 3 err: <nil>
 }
 
-// Verify names the first position at fault.
-func ExampleLedger_Verify() {
+// Verify names the first position at fault: here the store lost an entry.
+func Example_verify() {
 	ctx := context.Background()
 	st := memstore.New()
-	l := ledger.New(st, newSealer(nil), macer{macKey}, "v/books/", ledger.Options{})
+	v := openExampleVault(st)
+	defer v.Close()
 	for i := 1; i <= 5; i++ {
-		_, _ = l.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Collection: "invoices", ID: fmt.Sprint("inv-", i)})
+		_, _ = v.Record(ctx, "tick", []byte(fmt.Sprint(i)))
 	}
 
 	_ = st.Delete(ctx, "v/books/_ledger/00000000000000000003") // the store loses an entry
 
-	rep, err := l.Verify(ctx)
+	rep, err := v.Audit().Verify(ctx)
 	fmt.Println(err)
 	fmt.Println("first bad:", rep.FirstBad, "intact before it:", rep.Entries, "head:", rep.Head.Seq)
+	var gap *ledger.GapError
+	fmt.Println("a gap:", errors.As(err, &gap))
 	// Output:
 	// ledger: entry 3 missing (found 4 next)
 	// first bad: 3 intact before it: 2 head: 5
+	// a gap: true
 }

@@ -13,25 +13,11 @@ import (
 	"github.com/noydb-go/noydb/internal/batch"
 	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/internal/gate"
+	"github.com/noydb-go/noydb/internal/pins"
+	"github.com/noydb-go/noydb/internal/seal"
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/stores"
 )
-
-// Sealer encrypts and authenticates the ledger's stored values, binding each
-// to the store key it lives at, so that a value copied to another key fails
-// to open. Open must fail for any value Seal did not make for that key.
-type Sealer interface {
-	// Seal encrypts plaintext for storage at key.
-	Seal(key string, plaintext []byte) ([]byte, error)
-	// Open authenticates and decrypts a value stored at key.
-	Open(key string, sealed []byte) ([]byte, error)
-}
-
-// MACer computes the keyed MAC that chains the entries. It must encode its
-// parts unambiguously (as crypto.Key.MAC does) and return at most 255 bytes.
-type MACer interface {
-	// MAC returns the MAC of parts.
-	MAC(parts ...[]byte) []byte
-}
 
 // Options configures a Ledger. The zero value means the documented defaults.
 type Options struct {
@@ -44,21 +30,8 @@ type Options struct {
 	MaxAttempts int
 	// Pins, if set, remembers outside the store the furthest head this
 	// device has seen, so that a store serving an older ledger is caught.
-	Pins Pins
-}
-
-// Pins is the device-local memory of the furthest ledger head seen, keyed
-// by the ledger's key prefix. CheckLedger returns an error (one that the
-// caller recognises as a rollback) when a head at seq with mac cannot follow
-// the pinned one: a lower seq, or the pinned seq with another MAC.
-//
-// RaiseLedger moves the pin up to the head at seq with mac and returns an
-// error when it could not make the pin durable: the appends (and updates)
-// it covers are committed, and their callers get that error with the head.
-type Pins interface {
-	LedgerPin(key string) (seq uint64, mac []byte)
-	CheckLedger(key string, seq uint64, mac []byte) error
-	RaiseLedger(key string, seq uint64, mac []byte) error
+	// The vault sets it to its rollback pins.
+	Pins pins.Ledger
 }
 
 // Head is the ledger's last position and the MAC of the entry there. The
@@ -79,18 +52,19 @@ func (h Head) Equal(o Head) bool {
 const MaxBatchBytes = 1 << 20
 
 // Ledger is an append-only, hash-chained audit ledger kept in a store under
-// a key prefix. Create it with New. A Ledger is safe for concurrent use.
+// a key prefix. A vault makes its own (see vault.Vault.Audit to read it);
+// a Ledger is safe for concurrent use.
 type Ledger struct {
 	store   stores.Store
 	tr      stores.Transactor // nil when the store has no transactions
-	sealer  Sealer
-	mac     MACer
+	sealer  seal.Sealer
+	mac     seal.MACer
 	dir     string // prefix + "_ledger/"
 	headKey string
 	actor   string
 	now     func() time.Time
 	policy  cas.Policy
-	pins    Pins
+	pins    pins.Ledger
 
 	magic [tokenMagicLen]byte   // random prefix of this Ledger's head tokens
 	q     batch.Queue[*request] // Append, AppendFunc and Update calls
@@ -121,10 +95,15 @@ func (l *Ledger) enter() error {
 	return nil
 }
 
-// New returns the ledger stored in store under prefix+"_ledger/". It does no
-// I/O. sealer protects the stored values and mac chains the entries; both
-// must stay the same for the life of the ledger.
-func New(store stores.Store, sealer Sealer, mac MACer, prefix string, opts Options) *Ledger {
+func init() {
+	wire.NewLedger = newLedger
+}
+
+// newLedger returns the ledger stored in store under prefix+"_ledger/". It
+// does no I/O. sealer protects the stored values and mac chains the
+// entries; both must stay the same for the life of the ledger. The vault
+// reaches it through wire.NewLedger.
+func newLedger(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix string, opts Options) *Ledger {
 	l := &Ledger{
 		store:   store,
 		sealer:  sealer,

@@ -202,7 +202,7 @@ func checkNumbered(tb testing.TB, d *device, ids []string) map[string]numbering.
 func checkLedger(tb testing.TB, d *device, got map[string]numbering.Assignment) {
 	tb.Helper()
 	ctx := context.Background()
-	rep, err := d.v.Ledger().Verify(ctx)
+	rep, err := d.v.Audit().Verify(ctx)
 	require.NoError(tb, err)
 	require.True(tb, rep.OK())
 	byNumber := map[uint64]string{}
@@ -210,7 +210,7 @@ func checkLedger(tb testing.TB, d *device, got map[string]numbering.Assignment) 
 		byNumber[a.Number] = id
 	}
 	seen := map[uint64]int{}
-	for e, err := range d.v.Ledger().Read(ctx, 1) {
+	for e, err := range d.v.Audit().Read(ctx, 1) {
 		require.NoError(tb, err)
 		switch e.Kind {
 		case ledger.NumberAssigned:

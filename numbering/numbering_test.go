@@ -251,7 +251,7 @@ func TestDeletedRecords(t *testing.T) {
 				assert.Equal(t, id == "gone-after", a.Voided, id)
 			}
 			var voided, assigned []uint64
-			for e, err := range d.v.Ledger().Read(ctx, 1) {
+			for e, err := range d.v.Audit().Read(ctx, 1) {
 				require.NoError(t, err)
 				switch e.Kind {
 				case ledger.NumberVoided:

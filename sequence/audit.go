@@ -10,23 +10,10 @@ import (
 	"sync"
 )
 
-// History gives a sequence the recorded facts about its numbers (the vault's
-// audit ledger): for Audit, for the check that a counter is not behind what
-// the history recorded, for Claim when a claim record has gone, and for Void.
-type History interface {
-	// Facts calls fn, in the order they were recorded, for every fact about
-	// the numbers of series and partition recorded after position after (0:
-	// from the start) up to the end of the history as it was when the walk
-	// began, and returns the position of that end (after itself when nothing
-	// was recorded since). Positions are those of Fact.Seq. An error from fn
-	// stops the walk and is returned.
-	Facts(ctx context.Context, series string, partition []string, after uint64, fn func(Fact) error) (through uint64, err error)
-}
-
 // FactKind says what a Fact records.
 type FactKind uint8
 
-// The facts a History reports.
+// The facts of a history (the vault's audit ledger) about a series.
 const (
 	// FactAllocated: the number was issued (RequestID set for a Claim).
 	FactAllocated FactKind = iota + 1
@@ -37,7 +24,7 @@ const (
 	// FactSeeded: the counter was moved forward from From to Number by SeedTo.
 	FactSeeded
 	// FactRecordDeleted: a record was deleted (Collection, ID; Number unused).
-	// A History may report deletions of any record; Audit keeps those of
+	// The history reports deletions of any record; Audit keeps those of
 	// records that carried one of the series' numbers.
 	FactRecordDeleted
 )
@@ -157,7 +144,7 @@ func (r AuditReport) Numbers() iter.Seq[NumberAudit] {
 	}
 }
 
-// ErrNoHistory: the sequence was made without a History, so it cannot be audited.
+// ErrNoHistory: the sequence has no history (audit ledger) to account for its numbers, so it cannot be audited.
 var ErrNoHistory = errors.New("sequence has no history to audit")
 
 // numberFacts is what the history says about one number that it mentions.

@@ -105,7 +105,7 @@ func TestTwoServicesBadger(t *testing.T) {
 // series of a durable badger store: combined, one commit serves many calls.
 func BenchmarkNextBadgerDurable64(b *testing.B) {
 	store := openBadger(b)
-	q, err := sequence.NewService(store, newSealer(), "", sequence.Config{}).Sequence("bench")
+	q, err := sequence.NewService(store, newSealer(), "", sequence.Config{}).Sequence("bench", sequence.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

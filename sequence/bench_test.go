@@ -20,7 +20,7 @@ func reportRate(b *testing.B, n int64) {
 
 func benchNext(b *testing.B, store stores.Store) {
 	svc := sequence.NewService(store, newSealer(), "", sequence.Config{})
-	q, err := svc.Sequence("bench")
+	q, err := svc.Sequence("bench", sequence.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func nextOf(q *sequence.Sequence) func(context.Context) error {
 // BenchmarkNextParallel256 is about 256 goroutines calling Next on one series in memstore.
 func BenchmarkNextParallel256(b *testing.B) {
 	svc := sequence.NewService(memstore.New(), newSealer(), "", sequence.Config{})
-	q, err := svc.Sequence("bench")
+	q, err := svc.Sequence("bench", sequence.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

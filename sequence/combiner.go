@@ -87,7 +87,7 @@ type op struct {
 
 // counter is the combining state of one counter key.
 type counter struct {
-	svc       *Service
+	svc       *service
 	key       string
 	series    string
 	partition []string
@@ -240,7 +240,7 @@ type work struct {
 	unpinned error
 }
 
-func newCounter(svc *Service, key, series string, partition []string) *counter {
+func newCounter(svc *service, key, series string, partition []string) *counter {
 	c := &counter{svc: svc, key: key, series: series, partition: partition, name: displayName(series, partition)}
 	c.eventBase = eventFixedBytes + len(series)
 	for _, p := range partition {
@@ -379,7 +379,7 @@ func (c *counter) attempt(int) error {
 // through the transactor when it takes them (the vault's ledger, which
 // reads the keys of its whole batch at once), else through the store's
 // transaction when it is a stores.Prefetcher (pgstore).
-func (s *Service) update(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
+func (s *service) update(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
 	if kt, ok := s.txr.(keyedTransactor); ok {
 		return kt.UpdateKeys(ctx, keys, fn)
 	}

@@ -4,11 +4,12 @@
 //
 // # Usage
 //
-// A Service holds the counters of one vault; a Sequence is a handle on one
-// series, optionally scoped to a partition and rendered through a format:
+// Sequences belong to a vault, which keeps their counters sealed in its
+// store and records every number in its audit ledger. A Sequence is a
+// handle on one series, optionally scoped to a partition and rendered
+// through a format:
 //
-//	svc := sequence.NewService(store, sealer, "", sequence.Config{})
-//	invoices, err := svc.Sequence("fatture", sequence.Options{
+//	invoices, err := v.Sequence("fatture", sequence.Options{
 //		Partition: []any{2026, "EU"},
 //		Format:    "{partition.0}/{partition.1}/{seq:04}",
 //	})
@@ -19,18 +20,17 @@
 // transaction as the record that carries it, and Void marks an issued number
 // as void.
 //
-// Each counter is a small sealed record at prefix+"_sequences/<series>" (with
+// Each counter is a small sealed record at the vault's prefix+"_sequences/<series>" (with
 // "\x00<partition>" appended for a partitioned series); claim records and
 // void markers live next to it. Stores see only sealed bytes.
 //
 // # Concurrency
 //
-// Service and Sequence are safe for concurrent use. Calls on one counter in
-// one Service never race each other: they are combined, so one store write
-// serves every call that arrived while the previous write was in flight.
-// Only writers elsewhere (another process, another Service) cause
-// compare-and-swap retries, bounded by Config.MaxAttempts, after which a call
-// fails with a *ContentionError and takes nothing.
+// A Sequence is safe for concurrent use. Calls on one counter in one vault
+// never race each other: they are combined, so one store write serves every
+// call that arrived while the previous write was in flight. Only writers
+// elsewhere (another process) cause compare-and-swap retries, bounded, after
+// which a call fails with a *ContentionError and takes nothing.
 //
 // # Caveats
 //
@@ -40,5 +40,5 @@
 //   - Gap-free is about the counter. A number that Next returned and the
 //     caller then dropped is a gap in usage; Bind avoids it on transactional
 //     stores, Claim makes retries safe.
-//   - A Service keeps a little state per counter it has seen, for its lifetime.
+//   - A vault keeps a little state per counter it has seen, while it is open.
 package sequence

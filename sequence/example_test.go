@@ -9,12 +9,14 @@ import (
 
 	"golang.org/x/crypto/chacha20poly1305"
 
+	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/vault"
 )
 
-// aeadSealer is a real sequence.Sealer: XChaCha20-Poly1305 with a random
+// aeadSealer is a real sealer, for the tests: XChaCha20-Poly1305 with a random
 // nonce, and the store key as associated data, so a sealed value moved to
 // another key no longer opens.
 type aeadSealer struct{ aead cipher.AEAD }
@@ -44,11 +46,26 @@ func (s aeadSealer) Open(key string, sealed []byte) ([]byte, error) {
 	return s.aead.Open(nil, sealed[:n], sealed[n:], []byte(key))
 }
 
+// exampleVault opens a vault on a fresh memory store, with a key-derivation
+// cost fit for an example (never for real secrets). Sequences are a vault's:
+// Vault.Sequence returns them.
+func exampleVault() *vault.Vault {
+	v, err := vault.Open(context.Background(), vault.Config{
+		Store: memstore.New(), Name: "books", User: "firm", Secret: []byte("s"),
+		KDF: crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}, InsecureAllowWeakKDF: true,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
 func ExampleSequence_Next() {
 	ctx := context.Background()
-	svc := sequence.NewService(memstore.New(), newSealer(), "", sequence.Config{})
+	v := exampleVault()
+	defer v.Close()
 
-	invoices, err := svc.Sequence("invoice-2026")
+	invoices, err := v.Sequence("invoice-2026", sequence.Options{})
 	if err != nil {
 		panic(err)
 	}
@@ -61,16 +78,17 @@ func ExampleSequence_Next() {
 
 func ExampleSequence_NextSerial() {
 	ctx := context.Background()
-	svc := sequence.NewService(memstore.New(), newSealer(), "", sequence.Config{})
+	v := exampleVault()
+	defer v.Close()
 
-	eu, err := svc.Sequence("fatture", sequence.Options{
+	eu, err := v.Sequence("fatture", sequence.Options{
 		Partition: []any{2026, "EU"},
 		Format:    "{partition.0}/{partition.1}/{seq:04}",
 	})
 	if err != nil {
 		panic(err)
 	}
-	us, _ := svc.Sequence("fatture", sequence.Options{
+	us, _ := v.Sequence("fatture", sequence.Options{
 		Partition: []any{2026, "US"},
 		Format:    "{partition.0}/{partition.1}/{seq:04}",
 	})
@@ -89,8 +107,9 @@ func ExampleSequence_NextSerial() {
 
 func ExampleSequence_Claim() {
 	ctx := context.Background()
-	svc := sequence.NewService(memstore.New(), newSealer(), "", sequence.Config{})
-	receipts, _ := svc.Sequence("receipts")
+	v := exampleVault()
+	defer v.Close()
+	receipts, _ := v.Sequence("receipts", sequence.Options{})
 
 	id := sequence.NewRequestID()
 	n, _ := receipts.Claim(ctx, id)
@@ -101,13 +120,14 @@ func ExampleSequence_Claim() {
 
 func ExampleSequence_Bind() {
 	ctx := context.Background()
-	store := memstore.New()
-	svc := sequence.NewService(store, newSealer(), "", sequence.Config{})
-	invoices, _ := svc.Sequence("invoices", sequence.Options{Format: "INV-{seq:04}"})
+	v := exampleVault()
+	defer v.Close()
+	invoices, _ := v.Sequence("invoices", sequence.Options{Format: "INV-{seq:04}"})
 
-	// The record and the number commit together, or not at all.
+	// The record and the number commit together, or not at all. (A vault's
+	// collections do this for you: see vault.Collection.PutNumbered.)
 	s, err := invoices.Bind(ctx, func(tx stores.Tx, s sequence.Serial) error {
-		return tx.Put("invoices/"+s.Formatted, []byte("total: 120.00"))
+		return tx.Put("drafts/"+s.Formatted, []byte("total: 120.00"))
 	})
 	if err != nil {
 		panic(err)

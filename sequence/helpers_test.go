@@ -38,7 +38,11 @@ func newService(tb testing.TB, store stores.Store, cfg sequence.Config) *sequenc
 
 func mustSequence(tb testing.TB, svc *sequence.Service, series string, opts ...sequence.Options) *sequence.Sequence {
 	tb.Helper()
-	q, err := svc.Sequence(series, opts...)
+	var o sequence.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	q, err := svc.Sequence(series, o)
 	require.NoError(tb, err)
 	return q
 }

@@ -1,30 +1,5 @@
 package sequence
 
-import (
-	"context"
-
-	"github.com/noydb-go/noydb/stores"
-)
-
-// Sealer seals and opens the values a sequence stores; each sealed value is bound to its store key.
-// Implementations must be safe for concurrent use.
-type Sealer interface {
-	Seal(key string, plaintext []byte) ([]byte, error)
-	Open(key string, sealed []byte) ([]byte, error)
-}
-
-// Journal records what a sequence does, for the audit ledger. When the store has transactions, Record is called
-// inside the same transaction that writes the counter (tx non-nil) and an error aborts the allocation; otherwise it is
-// called after the CAS commits with tx == nil.
-//
-// Record may be called again with the same events when the transaction is
-// retried after a conflict; only the events of the attempt that commits are
-// real. It must not keep tx or modify events, and must be safe for concurrent
-// use (it is called for different series at once).
-type Journal interface {
-	Record(ctx context.Context, tx stores.Tx, events []Event) error
-}
-
 // EventKind says what happened to a series.
 type EventKind uint8
 
@@ -51,7 +26,8 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
-// Event is one thing a sequence did, as told to the Journal.
+// Event is one thing a sequence did, as the vault records it in its audit
+// ledger (a number allocated, a series seeded, a number voided).
 type Event struct {
 	Kind EventKind
 	// Series and Partition name the counter (Partition in canonical text form,

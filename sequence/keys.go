@@ -44,13 +44,6 @@ const (
 	voidTag      = "\x01v\x00"
 )
 
-// MACer computes a keyed MAC, for Config.ClaimMAC. It must encode its parts
-// unambiguously (as crypto.MACer does), return at least 16 bytes, and be safe
-// for concurrent use.
-type MACer interface {
-	MAC(parts ...[]byte) []byte
-}
-
 // claimMACLen is how many bytes of the MAC name a claim record: 128 bits,
 // so two request ids of one counter do not collide.
 const claimMACLen = 16
@@ -174,7 +167,7 @@ func counterKey(prefix, series string, partition []string) (string, error) {
 // id, so the store never sees request ids (they are often order numbers or
 // other business data). The ledger, sealed, still holds the id: a vault whose
 // claim records were keyed by the id before finds them there (see findClaim).
-func (s *Service) claimKey(counter, requestID string) string {
+func (s *service) claimKey(counter, requestID string) string {
 	if s.claimMAC == nil {
 		return counter + claimTag + requestID
 	}
@@ -189,7 +182,7 @@ func voidKey(counter string, n uint64) string {
 // indexKey is how the in-memory index of claims read from the History keys
 // a request id: the MAC of claimKey when the Service has a ClaimMAC (16
 // bytes, whatever the id's length), the id itself otherwise.
-func (s *Service) indexKey(requestID string) string {
+func (s *service) indexKey(requestID string) string {
 	if s.claimMAC == nil {
 		return requestID
 	}

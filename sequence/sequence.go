@@ -10,48 +10,18 @@ import (
 
 	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/internal/gate"
+	"github.com/noydb-go/noydb/internal/pins"
+	"github.com/noydb-go/noydb/internal/seal"
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/stores"
 )
 
 // DefaultClaimWindow is how many recent request ids a counter remembers on a
-// store without transactions when Config.ClaimWindow is 0.
+// store without transactions (see Sequence.Claim).
 const DefaultClaimWindow = 1024
 
-// Config tunes a Service. The zero value means the documented defaults.
-type Config struct {
-	// Journal, if set, is told about every allocation, seed and void (nil = none).
-	Journal Journal
-	// MaxAttempts bounds the writes tried for one batch before giving up with
-	// a *ContentionError; 0 means 16.
-	MaxAttempts int
-	// ClaimWindow is how many recent request ids each counter remembers on a
-	// store without transactions; 0 means DefaultClaimWindow. Claims with an id
-	// older than the window fail with ErrRequestExpired.
-	ClaimWindow int
-	// History, if set, lets Sequence.Audit account for every number.
-	History History
-	// Pins, if set, remembers outside the store the highest value this device
-	// has seen per counter, so that a store serving an older counter (a
-	// restored snapshot) fails allocation instead of re-issuing numbers.
-	Pins Pins
-	// ClaimMAC, if set, keys claim records by a keyed MAC of the request id
-	// instead of the id, so the store does not see request ids. It must stay
-	// the same for the life of the counters (the vault derives it from its
-	// data key).
-	ClaimMAC MACer
-}
-
-// Pins is the device-local memory of the highest value seen per counter key.
-// CounterPin reads the pin; CheckCounter returns an error (one the caller
-// recognises as a rollback) when value is below the pin of key. RaiseCounter
-// moves the pin up to value and returns an error when it could not make the
-// pin durable: the numbers of the write it covers are then returned with
-// that error.
-type Pins interface {
-	CounterPin(key string) uint64
-	CheckCounter(key string, value uint64) error
-	RaiseCounter(key string, value uint64) error
-}
+// config tunes a service; the vault fills it in (see wire.SequenceConfig).
+type config = wire.SequenceConfig[Event, Fact]
 
 // Options selects a partition and a format for a Sequence.
 type Options struct {
@@ -73,20 +43,20 @@ type Serial struct {
 	Formatted string
 }
 
-// Service owns the in-process combining state for every series of one vault. Safe for concurrent use.
+// service owns the in-process combining state for every series of one vault. Safe for concurrent use.
 //
-// Use one Service per store and prefix in a process: two Services over the
+// Use one service per store and prefix in a process: two services over the
 // same counters still allocate correctly, but they race each other through
 // compare-and-swap retries instead of combining.
-type Service struct {
+type service struct {
 	store    stores.Store
 	txr      stores.Transactor // nil when the store has no transactions
-	sealer   Sealer
+	sealer   seal.Sealer
 	prefix   string
-	journal  Journal
-	pins     Pins
-	history  History
-	claimMAC MACer
+	journal  wire.Journal[Event]
+	pins     pins.Counter
+	history  wire.History[Fact]
+	claimMAC seal.MACer
 	policy   cas.Policy
 	window   int
 	online   bool
@@ -103,21 +73,27 @@ type Service struct {
 // number taken and its pins raised) before Close returns, or fails. So no
 // number is taken once Close has returned. Close does not close the store;
 // it is idempotent and must not be called from inside a Bind function.
-func (s *Service) Close() error {
+func (s *service) Close() error {
 	s.gate.Close()
 	return nil
 }
 
-// NewService returns a Service that keeps its counters in store under prefix
-// (for example a vault's key prefix; the counters live at
-// prefix+"_sequences/…"), sealing every value with sealer. It panics if store
-// or sealer is nil.
-func NewService(store stores.Store, sealer Sealer, prefix string, cfg Config) *Service {
+func init() {
+	wire.NewSequences = func(store stores.Store, sealer seal.Sealer, prefix string, cfg config) wire.Sequences[*Sequence, Options] {
+		return newService(store, sealer, prefix, cfg)
+	}
+}
+
+// newService returns a service that keeps its counters in store under prefix
+// (a vault's key prefix; the counters live at prefix+"_sequences/…"),
+// sealing every value with sealer. It panics if store or sealer is nil. The
+// vault reaches it through wire.NewSequences.
+func newService(store stores.Store, sealer seal.Sealer, prefix string, cfg config) *service {
 	if store == nil || sealer == nil {
-		panic("sequence: NewService needs a store and a sealer")
+		panic("sequence: newService needs a store and a sealer")
 	}
 	caps := store.Capabilities()
-	s := &Service{
+	s := &service{
 		store:    store,
 		sealer:   sealer,
 		prefix:   prefix,
@@ -139,17 +115,13 @@ func NewService(store stores.Store, sealer Sealer, prefix string, cfg Config) *S
 	return s
 }
 
-// Sequence returns a handle on series, scoped to opts.Partition and rendering
-// with opts.Format (only the first Options counts). It validates everything
-// up front and returns a *ValidationError for an invalid series name (empty,
-// longer than MaxSeriesLen, not UTF-8, or holding a NUL or other control
-// character), partition or format. Handles on the same series and partition
-// share one counter.
-func (s *Service) Sequence(series string, opts ...Options) (*Sequence, error) {
-	var o Options
-	if len(opts) > 0 {
-		o = opts[0]
-	}
+// Sequence returns a handle on series, scoped to o.Partition and rendering
+// with o.Format. It validates everything up front and returns a
+// *ValidationError for an invalid series name (empty, longer than
+// MaxSeriesLen, not UTF-8, or holding a NUL or other control character),
+// partition or format. Handles on the same series and partition share one
+// counter.
+func (s *service) Sequence(series string, o Options) (*Sequence, error) {
 	if err := checkSeries(series); err != nil {
 		return nil, err
 	}
@@ -190,7 +162,7 @@ func displayName(series string, partition []string) string {
 	return strconv.Quote(series) + "[" + strings.Join(quoted, ", ") + "]"
 }
 
-func (s *Service) openState(key string, sealed []byte) (state, error) {
+func (s *service) openState(key string, sealed []byte) (state, error) {
 	pt, err := s.sealer.Open(key, sealed)
 	if err != nil {
 		return state{}, fmt.Errorf("open counter: %w", err)
@@ -204,7 +176,7 @@ func (s *Service) openState(key string, sealed []byte) (state, error) {
 
 // Sequence is a handle on one counter: a series, optionally scoped to a
 // partition, with an optional format. Safe for concurrent use; handles are
-// cheap, and all handles of one counter in a Service share its combining state.
+// cheap, and all handles of one counter in a vault share its combining state.
 //
 // # Allocation
 //
@@ -215,10 +187,10 @@ func (s *Service) openState(key string, sealed []byte) (state, error) {
 // next write, which advances the counter by the number of calls and hands
 // them consecutive numbers in arrival order. A failed write takes no number.
 //
-// With a History, the first write of a counter in a Service reads it once
-// (later writes read only what other writers recorded, and only when they
-// need to) and every write fails with an error wrapping ErrRollback, taking
-// nothing, while the counter is below the highest number the History
+// In a vault, the first write of a counter reads the vault's audit ledger
+// once (later writes read only what other writers recorded, and only when
+// they need to) and every write fails with an error wrapping ErrRollback,
+// taking nothing, while the counter is below the highest number the ledger
 // records for it: a counter the store deleted or replayed to an older value.
 //
 // A caller whose context is done while it waits for its turn leaves the queue
@@ -227,7 +199,7 @@ func (s *Service) openState(key string, sealed []byte) (state, error) {
 // done meanwhile: a number taken is always returned. The write runs under a
 // context that is done only when the contexts of all the calls it serves are.
 type Sequence struct {
-	svc       *Service
+	svc       *service
 	c         *counter
 	series    string
 	partition []string
@@ -311,8 +283,9 @@ func (q *Sequence) do(req op) (uint64, error) {
 // Sequence for the concurrency and cancellation rules. It fails with
 // ErrOffline on a store without atomic compare-and-swap and with a
 // *ContentionError when other processes kept winning the race for the
-// counter. On a store without transactions, if the Journal fails after the
-// counter was written, Next returns the taken number together with the error.
+// counter. On a store without transactions, if recording the number in the
+// ledger fails after the counter was written, Next returns the taken number
+// together with the error.
 func (q *Sequence) Next(ctx context.Context) (uint64, error) {
 	if err := q.allocating(ctx, "next"); err != nil {
 		return 0, err
@@ -362,7 +335,7 @@ func (q *Sequence) Peek(ctx context.Context) (uint64, error) {
 }
 
 // pinOf returns the device's pin of the counter at key, taken before a read.
-func (s *Service) pinOf(key string) uint64 {
+func (s *service) pinOf(key string) uint64 {
 	if s.pins == nil {
 		return 0
 	}
@@ -372,7 +345,7 @@ func (s *Service) pinOf(key string) uint64 {
 // checkPin fails when value, read after the pin was taken, is below it. A
 // pin raised after the read (by this process's own allocations) is not held
 // against it.
-func (s *Service) checkPin(key string, value, pin uint64) error {
+func (s *service) checkPin(key string, value, pin uint64) error {
 	if s.pins == nil || value >= pin {
 		return nil
 	}
@@ -404,12 +377,12 @@ func (q *Sequence) SeedTo(ctx context.Context, n uint64) error {
 // On a transactional store each claim is recorded under its own key, written
 // in the same transaction as the counter, and remembered for good; any
 // non-empty id without NUL of at most MaxRequestIDLen bytes is accepted.
-// With Config.ClaimMAC the key holds a MAC of the id, not the id. With a
-// History, a claim record the store lost is not taken for a new request:
+// In a vault the key holds a keyed MAC of the id, not the id, and a claim
+// record the store lost is not taken for a new request:
 // the allocation's history entry carries the id, so the claim gets the
 // number it got then and its record is written again. On a
 // store without transactions the counter remembers the last
-// Config.ClaimWindow ids; ids must then be UUIDv7 (see NewRequestID), and a
+// DefaultClaimWindow ids; ids must then be UUIDv7 (see NewRequestID), and a
 // Claim whose id is older than every id the window still holds fails with
 // ErrRequestExpired rather than risk a second number.
 func (q *Sequence) Claim(ctx context.Context, requestID string) (uint64, error) {

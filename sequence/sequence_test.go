@@ -99,17 +99,17 @@ func TestKeysAndPrefix(t *testing.T) {
 func TestSeriesNames(t *testing.T) {
 	svc := newService(t, newMem(), sequence.Config{})
 	for _, name := range []string{"", "a\x00b", "\x00", "tab\there", "bell\x01", strings.Repeat("x", sequence.MaxSeriesLen+1), "bad\xff"} {
-		_, err := svc.Sequence(name)
+		_, err := svc.Sequence(name, sequence.Options{})
 		var ve *sequence.ValidationError
 		require.ErrorAs(t, err, &ve, "%q", name)
 		assert.Equal(t, "series", ve.Field)
 		assert.ErrorIs(t, err, sequence.ErrInvalid)
 	}
 	for _, name := range []string{"x", "invoice-2026", "fatture/2026", "номер", strings.Repeat("x", sequence.MaxSeriesLen)} {
-		_, err := svc.Sequence(name)
+		_, err := svc.Sequence(name, sequence.Options{})
 		assert.NoError(t, err, "%q", name)
 	}
-	_, err := svc.Sequence("a\x00b")
+	_, err := svc.Sequence("a\x00b", sequence.Options{})
 	assert.EqualError(t, err, `sequence: invalid series "a\x00b": contains a NUL byte`)
 }
 

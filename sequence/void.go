@@ -17,12 +17,11 @@ import (
 //
 // It fails with ErrNotIssued when n is 0 or above the counter, with
 // ErrSkipped (which also matches ErrNotIssued) when n is one of the numbers a
-// SeedTo skipped over (known from the History; without one this is not
-// checked), with ErrAlreadyVoided when n was voided before, with a *ValidationError for an
+// SeedTo skipped over (known from the vault's audit ledger), with ErrAlreadyVoided when n was voided before, with a *ValidationError for an
 // empty reason or one longer than MaxReasonLen, and with ErrOffline on a
-// store without atomic compare-and-swap. The Journal gets a Voided event: in
-// the transaction that writes the marker, or after it on a store without
-// transactions.
+// store without atomic compare-and-swap. The audit ledger gets a
+// number-voided entry: in the transaction that writes the marker, or after
+// it on a store without transactions.
 func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 	if err := q.allocating(ctx, "void"); err != nil {
 		return err

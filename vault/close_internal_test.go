@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores/memstore"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestCloseWipesDerivedKeys(t *testing.T) {
 	ctx := context.Background()
 	v := openTestVault(t, memstore.New())
-	seq, err := v.Sequence("invoice")
+	seq, err := v.Sequence("invoice", sequence.Options{})
 	require.NoError(t, err)
 	_, err = seq.Next(ctx)
 	require.NoError(t, err)

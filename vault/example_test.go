@@ -42,8 +42,10 @@ func ExampleCollectionOf() {
 	// Output: ACME S.p.A. 1
 }
 
-// Every change is in the vault's ledger, which Verify checks end to end.
-func ExampleVault_Ledger() {
+// Every change is in the vault's audit ledger, which Verify checks end to
+// end; an application adds its own events with Record, which read back as
+// entries of kind ledger.AppEvent.
+func ExampleVault_Audit() {
 	ctx := context.Background()
 	v, err := vault.Open(ctx, vault.Config{
 		Store: memstore.New(), Name: "books", User: "firm", Secret: []byte("s"),
@@ -54,11 +56,29 @@ func ExampleVault_Ledger() {
 	}
 	customers := vault.CollectionOf[Customer](v, "customers")
 	_ = customers.Put(ctx, "acme", Customer{Name: "ACME"})
+	if _, err := v.Record(ctx, "exported", []byte("customers.csv")); err != nil {
+		log.Fatal(err)
+	}
 	_ = customers.Delete(ctx, "acme")
-	rep, err := v.Ledger().Verify(ctx)
+
+	for e, err := range v.Audit().Read(ctx, 1) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		if name, data, ok := e.Event(); ok {
+			fmt.Println(e.Seq, e.Kind, name, string(data), "by", e.Actor)
+			continue
+		}
+		fmt.Println(e.Seq, e.Kind, e.Collection+"/"+e.ID, "by", e.Actor)
+	}
+	rep, err := v.Audit().Verify(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(rep.Entries, rep.OK())
-	// Output: 2 true
+	// Output:
+	// 1 record-put customers/acme by firm
+	// 2 app-event exported customers.csv by firm
+	// 3 record-delete customers/acme by firm
+	// 3 true
 }

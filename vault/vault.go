@@ -17,7 +17,7 @@ import (
 	"github.com/noydb-go/noydb/stores"
 )
 
-// Vault is an unlocked vault: its collections, sequences and ledger. It is
+// Vault is an unlocked vault: its collections, sequences and audit ledger. It is
 // safe for concurrent use. Obtain one with Open (or noydb.DB.OpenVault).
 type Vault struct {
 	name   string
@@ -28,8 +28,9 @@ type Vault struct {
 	macer  *crypto.MACer // the ledger's chain key, wiped with dk
 	claims *crypto.MACer // the sequences' claim key, wiped with dk
 	seal   keySealer
-	seqs   *sequence.Service
+	seqs   sequences
 	ledger *ledger.Ledger
+	audit  *Audit // the read-only view of ledger
 	pins   *pins.Set
 
 	// gate admits the vault's own calls (collections, numbering series)
@@ -54,7 +55,8 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	v.exitFn = v.exit
 	v.macer = newMACer(dk, "noydb ledger v1")
 	v.claims = newMACer(dk, "noydb claim keys v1")
-	v.ledger = ledger.New(cfg.Store, v.seal, v.macer, prefix, ledger.Options{Actor: cfg.User, Pins: p})
+	v.ledger = newLedger()(cfg.Store, v.seal, v.macer, prefix, ledger.Options{Actor: cfg.User, Pins: p})
+	v.audit = &Audit{l: v.ledger}
 	// Sequences write their counters and ledger entries through the
 	// ledger's batches, like record writes, so that writers of this process
 	// share commits and never fail one another on the ledger head.
@@ -62,7 +64,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	if _, ok := cfg.Store.(stores.Transactor); ok {
 		seqStore = ledgerBatch{Store: cfg.Store, l: v.ledger}
 	}
-	v.seqs = sequence.NewService(seqStore, v.seal, prefix, sequence.Config{
+	v.seqs = newSequences()(seqStore, v.seal, prefix, sequenceConfig{
 		Journal:  journal{l: v.ledger},
 		History:  history{l: v.ledger},
 		Pins:     p,
@@ -124,19 +126,18 @@ func (v *Vault) Name() string { return v.name }
 // Store returns the store the vault lives on.
 func (v *Vault) Store() stores.Store { return v.store }
 
-// Ledger returns the vault's audit ledger.
-func (v *Vault) Ledger() *ledger.Ledger { return v.ledger }
-
-// Sequence returns a handle on a gap-free numbered series of this vault.
-// Handles for the same series and partition share one counter and, within
-// this process, one combining queue. The error is a *sequence.ValidationError
-// for an invalid name, partition or format.
-func (v *Vault) Sequence(series string, opts ...sequence.Options) (*sequence.Sequence, error) {
-	return v.seqs.Sequence(series, opts...)
+// Sequence returns a handle on a gap-free numbered series of this vault,
+// scoped to opts.Partition and rendering with opts.Format (the zero Options:
+// one counter, plain decimal). Handles for the same series and partition
+// share one counter and, within this process, one combining queue. The
+// error is a *sequence.ValidationError for an invalid name, partition or
+// format.
+func (v *Vault) Sequence(series string, opts sequence.Options) (*sequence.Sequence, error) {
+	return v.seqs.Sequence(series, opts)
 }
 
 // Close closes the vault. Every handle obtained from it, before or after
-// (collections, sequences, the ledger, numbering series), then refuses with
+// (collections, sequences, the audit view, numbering series), then refuses with
 // ErrClosed. Calls in flight end first: a collection call or a numbering
 // call (a pass included) admitted before Close completes, with its ledger
 // entries, before Close returns; a Next waiting in a combining queue either
@@ -147,9 +148,9 @@ func (v *Vault) Sequence(series string, opts ...sequence.Options) (*sequence.Seq
 //
 // Close is idempotent, and safe to call concurrently (every caller returns
 // once the vault is closed). It must not be called from inside a call on
-// the vault (a Bind or PutNumbered build function, a ledger Update, the
-// body of a range over a collection's List, a numbering series'
-// Assignments or Ledger().Read): it would wait for itself.
+// the vault (a Bind or PutNumbered build function, the body of a range
+// over a collection's List, a numbering series' Assignments or
+// Audit().Read): it would wait for itself.
 func (v *Vault) Close() error {
 	v.closeOnce.Do(func() {
 		// The vault's own calls first: they use the sequences and the

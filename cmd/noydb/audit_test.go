@@ -77,7 +77,7 @@ func TestAudit(t *testing.T) {
 	require.NoError(t, err)
 	_, err = other.Next(ctx)
 	require.NoError(t, err)
-	plain, err := v.Sequence("tickets")
+	plain, err := v.Sequence("tickets", sequence.Options{})
 	require.NoError(t, err)
 	_, err = plain.Next(ctx)
 	require.NoError(t, err)
@@ -145,7 +145,7 @@ func TestAuditMissing(t *testing.T) {
 		},
 	})
 	v := openTestVault(t, st)
-	seq, err := v.Sequence("tickets")
+	seq, err := v.Sequence("tickets", sequence.Options{})
 	require.NoError(t, err)
 	_, err = seq.Next(ctx) // 1
 	require.NoError(t, err)
@@ -172,7 +172,7 @@ func TestAuditTamperedLedger(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
 	v := openTestVault(t, st)
-	seq, err := v.Sequence("tickets")
+	seq, err := v.Sequence("tickets", sequence.Options{})
 	require.NoError(t, err)
 	for range 3 {
 		_, err = seq.Next(ctx)
@@ -194,7 +194,7 @@ func TestVerifyOnTerminal(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
 	v := openTestVault(t, st)
-	seq, err := v.Sequence("tickets")
+	seq, err := v.Sequence("tickets", sequence.Options{})
 	require.NoError(t, err)
 	for range 5 {
 		_, err = seq.Next(ctx)
@@ -204,8 +204,8 @@ func TestVerifyOnTerminal(t *testing.T) {
 	a := &app{io: stdio{err: &bar, errTerminal: true}}
 	check := func() {
 		t.Helper()
-		want, wantErr := v.Ledger().Verify(ctx)
-		got, gotErr := a.verify(ctx, v.Ledger())
+		want, wantErr := v.Audit().Verify(ctx)
+		got, gotErr := a.verify(ctx, v.Audit())
 		assert.Equal(t, want.Entries, got.Entries)
 		assert.Equal(t, want.Head, got.Head)
 		assert.Equal(t, want.FirstBad, got.FirstBad)

@@ -179,7 +179,7 @@ func (a *app) benchLevel(ctx context.Context, v *vault.Vault, series string, cal
 // checks that what they got is exactly 1..N. taken, when set, counts the
 // numbers as they come.
 func benchOne(ctx context.Context, v *vault.Vault, series string, callers int, d time.Duration, taken *atomic.Uint64) (benchLevel, error) {
-	s, err := v.Sequence(series)
+	s, err := v.Sequence(series, sequence.Options{})
 	if err != nil {
 		return benchLevel{}, err
 	}

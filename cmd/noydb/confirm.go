@@ -61,7 +61,7 @@ func seriesLabel(s *sequence.Sequence) string {
 func putRevision(ctx context.Context, v *vault.Vault, before ledger.Head, collection, id string) (uint64, error) {
 	var rev uint64
 	found := false
-	for e, err := range v.Ledger().Read(ctx, before.Seq+1) {
+	for e, err := range v.Audit().Read(ctx, before.Seq+1) {
 		if err != nil {
 			return 0, err
 		}

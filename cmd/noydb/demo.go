@@ -175,7 +175,7 @@ func (a *app) demo(ctx context.Context) error {
 	step(out, 6, "The ledger, verified")
 	n := 0
 	var lines []string
-	for e, err := range v.Ledger().Read(ctx, 1) {
+	for e, err := range v.Audit().Read(ctx, 1) {
 		if err != nil {
 			return err
 		}
@@ -185,7 +185,7 @@ func (a *app) demo(ctx context.Context) error {
 	for _, l := range lines[max(0, len(lines)-6):] {
 		fmt.Fprintln(out, l)
 	}
-	if _, err := v.Ledger().Verify(ctx); err != nil {
+	if _, err := v.Audit().Verify(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "   %d entries (the last %d above): positions dense, hash chain intact.\n", n, min(n, 6))

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/vault"
 )
 
 func (a *app) ledgerCmd() *cobra.Command {
@@ -60,7 +61,7 @@ bad position and why.`,
 			if err != nil {
 				return err
 			}
-			report, err := a.verify(ctx, v.Ledger())
+			report, err := a.verify(ctx, v.Audit())
 			if err != nil && report.Problem == nil {
 				return err
 			}
@@ -92,7 +93,7 @@ bad position and why.`,
 // verify is ledger.Verify, with a progress bar on a terminal. The bar needs
 // to see each entry go by, so there the ledger is walked with Read, which
 // checks exactly what Verify checks, and the report is built the same way.
-func (a *app) verify(ctx context.Context, l *ledger.Ledger) (ledger.Report, error) {
+func (a *app) verify(ctx context.Context, l *vault.Audit) (ledger.Report, error) {
 	if !a.io.errTerminal {
 		return l.Verify(ctx)
 	}
@@ -198,7 +199,7 @@ an array of entries.`,
 			if err != nil {
 				return err
 			}
-			l := v.Ledger()
+			l := v.Audit()
 			if !cmd.Flags().Changed("from") {
 				head, err := l.Head(ctx)
 				if err != nil {
@@ -288,6 +289,9 @@ func describe(e ledger.Entry) string {
 		return fmt.Sprintf("%s #%d: %s", series, e.Number, strconv.Quote(e.Reason))
 	case ledger.NumberAssigned:
 		return fmt.Sprintf("%s gets %s #%d", record, series, e.Number)
+	case ledger.AppEvent:
+		name, data, _ := e.Event()
+		return fmt.Sprintf("%s (%d bytes)", strconv.Quote(name), len(data))
 	}
 	return ""
 }

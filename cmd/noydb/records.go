@@ -66,7 +66,7 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 				if err != nil {
 					return err
 				}
-				before, err := v.Ledger().Head(cmd.Context())
+				before, err := v.Audit().Head(cmd.Context())
 				if err != nil {
 					return err
 				}

@@ -124,7 +124,7 @@ func run(ctx context.Context) error {
 	}
 	defer till2.close()
 
-	seq, err := till1.vault.Sequence("receipts")
+	seq, err := till1.vault.Sequence("receipts", sequence.Options{})
 	if err != nil {
 		return err
 	}
@@ -174,12 +174,12 @@ func run(ctx context.Context) error {
 	}
 	fmt.Printf("  till-2 looks up t2-0004: numbered %t, %s\n", ok, a.Formatted)
 
-	rep, err := office.vault.Ledger().Verify(ctx)
+	rep, err := office.vault.Audit().Verify(ctx)
 	if err != nil {
 		return err
 	}
 	assigned := 0
-	for e, err := range office.vault.Ledger().Read(ctx, 1) {
+	for e, err := range office.vault.Audit().Read(ctx, 1) {
 		if err != nil {
 			return err
 		}

@@ -99,7 +99,7 @@ func fleetVaultOn(t testing.TB, s stores.Store) (*vault.Vault, *sequence.Sequenc
 	db, v, err := openFleetVault(context.Background(), s)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	seq, err := v.Sequence(fleetSeries)
+	seq, err := v.Sequence(fleetSeries, sequence.Options{})
 	require.NoError(t, err)
 	return v, seq
 }
@@ -363,7 +363,7 @@ type audit struct {
 func auditLedger(t testing.TB, ctx context.Context, v *vault.Vault, series string) audit {
 	t.Helper()
 	a := audit{putBy: make(map[uint64]string)}
-	for e, err := range v.Ledger().Read(ctx, 1) {
+	for e, err := range v.Audit().Read(ctx, 1) {
 		require.NoError(t, err, "read the ledger")
 		a.entries++
 		if e.Series != series {
@@ -379,7 +379,7 @@ func auditLedger(t testing.TB, ctx context.Context, v *vault.Vault, series strin
 			a.putBy[e.Number] = e.ID
 		}
 	}
-	rep, err := v.Ledger().Verify(ctx)
+	rep, err := v.Audit().Verify(ctx)
 	require.NoError(t, err, "verify the ledger")
 	assert.True(t, rep.OK(), "ledger problem: %v", rep.Problem)
 	assert.Equal(t, a.entries, rep.Entries, "Verify saw the entries Read did")
@@ -665,7 +665,7 @@ func TestFleetManySeriesHelperProcess(t *testing.T) {
 	v, _ := fleetVaultOn(t, s)
 	seqs := make([]*sequence.Sequence, manySeries)
 	for i := range seqs {
-		seqs[i], err = v.Sequence(manySeriesName(i))
+		seqs[i], err = v.Sequence(manySeriesName(i), sequence.Options{})
 		require.NoError(t, err)
 	}
 	start := make(chan struct{})
@@ -734,7 +734,7 @@ func TestFleetManySeries(t *testing.T) {
 	// The ledger, read once: dense, one allocation per number given.
 	allocated := make(map[string][]uint64, manySeries)
 	var entries uint64
-	for e, err := range v.Ledger().Read(ctx, 1) {
+	for e, err := range v.Audit().Read(ctx, 1) {
 		require.NoError(t, err, "read the ledger")
 		entries++
 		require.Equal(t, entries, e.Seq, "ledger positions are dense")
@@ -742,7 +742,7 @@ func TestFleetManySeries(t *testing.T) {
 			allocated[e.Series] = append(allocated[e.Series], e.Number)
 		}
 	}
-	rep, err := v.Ledger().Verify(ctx)
+	rep, err := v.Audit().Verify(ctx)
 	require.NoError(t, err, "verify the ledger")
 	assert.True(t, rep.OK(), "ledger problem: %v", rep.Problem)
 	assert.Equal(t, uint64(manySeries*manyPerSeries), rep.Entries, "Verify: entries")
@@ -765,7 +765,7 @@ func TestFleetManySeries(t *testing.T) {
 		name := manySeriesName(s)
 		assertDense(t, got[name], manyPerSeries, "numbers the children got of "+name)
 		assertDense(t, allocated[name], manyPerSeries, "ledger allocations of "+name)
-		seqs[s], err = v.Sequence(name)
+		seqs[s], err = v.Sequence(name, sequence.Options{})
 		require.NoError(t, err)
 		head, err := seqs[s].Peek(ctx)
 		require.NoError(t, err)

@@ -177,7 +177,7 @@ func benchVault(b *testing.B, n int) (*vault.Vault, []*sequence.Sequence) {
 	seqs := make([]*sequence.Sequence, n)
 	for i := range seqs {
 		var err error
-		if seqs[i], err = v.Sequence("s" + strconv.Itoa(i)); err != nil {
+		if seqs[i], err = v.Sequence("s"+strconv.Itoa(i), sequence.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -10,14 +10,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/seal"
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/pgstore"
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 )
 
-// keySealer binds a value to its key without encrypting it: enough for a
-// sequence.Service in a test of the store.
+// keySealer binds a value to its key without encrypting it: enough for the
+// sequences of a test of the store.
 type keySealer struct{}
 
 func (keySealer) Seal(key string, plaintext []byte) ([]byte, error) {
@@ -32,13 +34,17 @@ func (keySealer) Open(key string, sealed []byte) ([]byte, error) {
 	return rest, nil
 }
 
-// TestBareServiceClaimsAndBinds: a sequence.Service straight on pgstore
-// (no vault) reads the claim records and the records its Bind calls name in
+// newSequences is the vault's way to make the sequences of a vault.
+var newSequences = wire.Hook[func(stores.Store, seal.Sealer, string, wire.SequenceConfig[sequence.Event, sequence.Fact]) wire.Sequences[*sequence.Sequence, sequence.Options]](
+	"NewSequences", wire.NewSequences)
+
+// TestBareServiceClaimsAndBinds: the sequences of a vault straight on pgstore
+// (no vault around them) reads the claim records and the records its Bind calls name in
 // one round trip per transaction, and numbers stay exact.
 func TestBareServiceClaimsAndBinds(t *testing.T) {
 	ctx := guardCtx(t)
 	s := pgtest.Open(t, &pgstore.Options{MaxConns: 8})
-	q, err := sequence.NewService(s, keySealer{}, "v/bare/", sequence.Config{}).Sequence("claims")
+	q, err := newSequences(s, keySealer{}, "v/bare/", wire.SequenceConfig[sequence.Event, sequence.Fact]{}).Sequence("claims", sequence.Options{})
 	require.NoError(t, err)
 
 	const callers = 24

@@ -1,0 +1,83 @@
+package wire
+
+import (
+	"context"
+
+	"github.com/noydb-go/noydb/internal/pins"
+	"github.com/noydb-go/noydb/internal/seal"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// NewSequences is set by package sequence to its constructor, of type
+//
+//	func(store stores.Store, sealer seal.Sealer, prefix string,
+//		cfg wire.SequenceConfig[sequence.Event, sequence.Fact]) wire.Sequences[*sequence.Sequence, sequence.Options]
+//
+// which returns the sequences of one vault, whose counters live in store
+// under prefix+"_sequences/…", every value sealed with sealer. It panics if
+// store or sealer is nil.
+var NewSequences any
+
+// SequenceConfig tunes the sequences of a vault. E is sequence.Event and F
+// sequence.Fact (type parameters, because this package cannot import
+// sequence). The zero value means the documented defaults.
+type SequenceConfig[E, F any] struct {
+	// Journal, if set, is told about every allocation, seed and void (nil = none).
+	Journal Journal[E]
+	// MaxAttempts bounds the writes tried for one batch before giving up with
+	// a *sequence.ContentionError; 0 means 16.
+	MaxAttempts int
+	// ClaimWindow is how many recent request ids each counter remembers on a
+	// store without transactions; 0 means sequence.DefaultClaimWindow. Claims
+	// with an id older than the window fail with sequence.ErrRequestExpired.
+	ClaimWindow int
+	// History, if set, lets Sequence.Audit account for every number.
+	History History[F]
+	// Pins, if set, remembers outside the store the highest value this device
+	// has seen per counter, so that a store serving an older counter (a
+	// restored snapshot) fails allocation instead of re-issuing numbers.
+	Pins pins.Counter
+	// ClaimMAC, if set, keys claim records by a keyed MAC of the request id
+	// instead of the id, so the store does not see request ids. It must stay
+	// the same for the life of the counters (the vault derives it from its
+	// data key).
+	ClaimMAC seal.MACer
+}
+
+// Journal records what the sequences do, for the audit ledger (E is
+// sequence.Event). When the store has transactions, Record is called inside
+// the same transaction that writes the counter (tx non-nil) and an error
+// aborts the allocation; otherwise it is called after the compare-and-swap
+// commits, with tx nil.
+//
+// Record may be called again with the same events when the transaction is
+// retried after a conflict; only the events of the attempt that commits are
+// real. It must not keep tx or modify events, and must be safe for
+// concurrent use (it is called for different series at once).
+type Journal[E any] interface {
+	Record(ctx context.Context, tx stores.Tx, events []E) error
+}
+
+// History gives the sequences the recorded facts about their numbers (F is
+// sequence.Fact; the vault's audit ledger): for Audit, for the check that a
+// counter is not behind what the history recorded, for Claim when a claim
+// record has gone, and for Void.
+type History[F any] interface {
+	// Facts calls fn, in the order they were recorded, for every fact about
+	// the numbers of series and partition recorded after position after (0:
+	// from the start) up to the end of the history as it was when the walk
+	// began, and returns the position of that end (after itself when nothing
+	// was recorded since). Positions are those of Fact.Seq. An error from fn
+	// stops the walk and is returned.
+	Facts(ctx context.Context, series string, partition []string, after uint64, fn func(F) error) (through uint64, err error)
+}
+
+// Sequences is what the vault asks of its sequences (Q is *sequence.Sequence
+// and O sequence.Options): handles on series, and Close.
+type Sequences[Q, O any] interface {
+	// Sequence returns a handle on series with opts (a partition and a
+	// format); handles on one series and partition share one counter.
+	Sequence(series string, opts O) (Q, error)
+	// Close makes every handle refuse new calls and waits for those in flight.
+	Close() error
+}
