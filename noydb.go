@@ -7,7 +7,7 @@
 //	db, err := noydb.Open(ctx, noydb.Config{User: "firm", Secret: secret})
 //	v, err := db.OpenVault(ctx, "books")
 //	invoices := vault.CollectionOf[Invoice](v, "invoices")
-//	seq, err := v.Sequence("invoice-2026")
+//	seq, err := v.Sequence("invoice-2026", sequence.Options{})
 //	inv, err := invoices.PutNumbered(ctx, "inv-7", seq, build)
 //
 // A nil Config.Store gives a fresh in-memory store. For data that must
