@@ -19,6 +19,8 @@ var (
 	ErrNotSupported = errors.New("not supported by this store")
 	// ErrLocked: the store's files are held by another process.
 	ErrLocked = errors.New("store is locked by another process")
+	// ErrLockHeld: Locker.TryLock found the lock held by another holder.
+	ErrLockHeld = errors.New("lock is held by another holder")
 	// ErrInvalidKey: the key is empty or longer than MaxKeyLen.
 	ErrInvalidKey = errors.New("invalid key")
 	// ErrTooLarge: the value is longer than MaxValueLen.
