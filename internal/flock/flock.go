@@ -29,6 +29,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/noydb-go/noydb/internal/poll"
 )
 
 // ErrHeld is returned by TryLock when another File holds the lock.
@@ -101,30 +103,18 @@ func (l *File) Lock(ctx context.Context) error {
 		l.held = true
 		return nil
 	}
-	delay := 50 * time.Microsecond
-	var t *time.Timer
-	for {
+	err := poll.Until(ctx, 50*time.Microsecond, 5*time.Millisecond, func() (bool, error) {
 		ok, err := l.try()
 		if err != nil {
-			return fmt.Errorf("flock: lock %s: %w", l.path, err)
+			return false, fmt.Errorf("flock: lock %s: %w", l.path, err)
 		}
-		if ok {
-			l.held = true
-			return nil
-		}
-		if t == nil {
-			t = time.NewTimer(delay)
-			defer t.Stop()
-		} else {
-			t.Reset(delay)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-		delay = min(2*delay, 5*time.Millisecond)
+		return ok, nil
+	})
+	if err != nil {
+		return err
 	}
+	l.held = true
+	return nil
 }
 
 // Unlock releases the lock. Unlocking a File that does not hold it does

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/noydb-go/noydb/internal/poll"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -53,26 +54,18 @@ const unlockTimeout = 10 * time.Second
 // committing over another by compare-and-swap. Close waits for the held
 // locks to be released, as it waits for every connection in use.
 func (s *Store) Lock(ctx context.Context, name string) (unlock func(), err error) {
-	delay := lockBackoffMin
-	var t *time.Timer
-	for {
-		unlock, err := s.TryLock(ctx, name)
-		if !errors.Is(err, stores.ErrLockHeld) {
-			return unlock, err
+	err = poll.Until(ctx, lockBackoffMin, lockBackoffMax, func() (bool, error) {
+		u, err := s.TryLock(ctx, name)
+		if errors.Is(err, stores.ErrLockHeld) {
+			return false, nil
 		}
-		if t == nil {
-			t = time.NewTimer(delay)
-			defer t.Stop()
-		} else {
-			t.Reset(delay)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-		delay = min(2*delay, lockBackoffMax)
+		unlock = u
+		return err == nil, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return unlock, nil
 }
 
 // TryLock is Lock without waiting: it returns stores.ErrLockHeld when
