@@ -296,3 +296,17 @@ func TestPassExclusiveAcrossProcesses(t *testing.T) {
 	}
 	assert.Len(t, seen, raceRecords, "numbers 1..N, each once")
 }
+
+// BenchmarkTryLock is the cost of an uncontended TryLock and its unlock:
+// two round trips on a pooled connection.
+func BenchmarkTryLock(b *testing.B) {
+	s := pgtest.Open(b, nil)
+	ctx := context.Background()
+	for b.Loop() {
+		unlock, err := s.TryLock(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		unlock()
+	}
+}
