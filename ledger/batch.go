@@ -135,7 +135,10 @@ func (l *Ledger) runBatch(ctx context.Context, b []*request) {
 	// The lock only spares retries, so a batch that waited lockPatience
 	// for it goes on without: its holder may be waiting for this batch (a
 	// closure of another Ledger's batch that writes through this one).
-	if lk, ok := l.store.(stores.Locker); ok {
+	// A shared store with transactions (PostgreSQL) arbitrates them on its
+	// server, where they queue on row locks instead of failing: there the
+	// lock would spare no retry, only add round trips and a connection.
+	if lk, ok := l.store.(stores.Locker); ok && !(l.tr != nil && l.store.Capabilities().Shared) {
 		lctx, cancel := context.WithTimeout(ctx, lockPatience)
 		unlock, err := lk.Lock(lctx, l.headKey)
 		cancel()

@@ -65,12 +65,16 @@
 // run anywhere at any time, on any number of devices (DB instances or
 // processes sharing one folder). Only one pass runs at a time per series: a
 // second RunPass fails at once with ErrPassRunning and numbers nothing. The
-// lock is an flock(2) (LockFileEx on Windows) on a file in Options.LockDir,
-// by default the store's directory when the store reports one (it
-// implements interface{ Dir() string }; for the file store, set LockDir to
-// its folder), so it holds across processes on one machine and is released
-// when a process dies. Without a lock directory (memory, Badger,
-// PostgreSQL) passes are locked within the process only: run the passes of a series from one process there. The
+// lock is the store's, when the store implements stores.Locker, try-locked
+// under the series' name, so it holds for whoever the store's locks hold
+// for and is released when its holder dies: on the file store, every
+// process on this machine using the folder (a file lock in the folder);
+// on PostgreSQL (pgstore), every process on every machine using the
+// database (an advisory lock), so one pass runs at a time across a fleet;
+// on Badger, every user of the one process that opens it. On a store
+// without a Locker (the memory store, a wrapper that hides it) passes are
+// locked within the process only: run the passes of a series from one
+// process there. Options.LockDir is ignored. The
 // head is always written by compare-and-swap on the version the pass read,
 // so on a store with atomic compare-and-swap a pass from another process
 // that slips past the lock fails with ErrPassRunning at its next head write

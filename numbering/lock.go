@@ -1,65 +1,54 @@
 package numbering
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"os"
-	"path/filepath"
+	"context"
+	"errors"
 	"reflect"
 	"sync"
+
+	"github.com/noydb-go/noydb/stores"
 )
 
-// procLocks holds one mutex per lock identity, so passes in one process
-// are kept apart before (and, without a lock directory, instead of) the
-// file lock.
-var procLocks sync.Map // string → *sync.Mutex
+// procLocks holds the pass locks of series on stores that are not a
+// stores.Locker: one mutex per store and series.
+var procLocks sync.Map // procKey → *sync.Mutex
 
-// lockPath is the lock file of the series in s.lockDir: one per vault and
-// series, named by a hash so that any series name makes a valid file name.
-func (s *Series) lockPath() string {
-	sum := sha256.Sum256([]byte(s.dir))
-	return filepath.Join(s.lockDir, ".noydb-numbering-"+hex.EncodeToString(sum[:16])+".lock")
-}
-
-// lockID names the lock of the series: its lock file, or, without a lock
-// directory, the store and the series' key prefix.
-func (s *Series) lockID() string {
-	if s.lockDir != "" {
-		if abs, err := filepath.Abs(s.lockPath()); err == nil {
-			return "file\x00" + abs
-		}
-		return "file\x00" + s.lockPath()
-	}
-	store := fmt.Sprintf("%T", s.b.Store)
-	if v := reflect.ValueOf(s.b.Store); v.Kind() == reflect.Pointer {
-		store += fmt.Sprintf("@%x", v.Pointer())
-	}
-	return "store\x00" + store + "\x00" + s.dir
+// procKey names the pass lock of a series on a store without a Locker.
+type procKey struct {
+	store stores.Store
+	dir   string
 }
 
 // lock takes the series' exclusive pass lock without waiting, or fails
 // with ErrPassRunning. The returned function releases it.
-func (s *Series) lock() (func(), error) {
-	m, _ := procLocks.LoadOrStore(s.lockID(), new(sync.Mutex))
+//
+// On a store that implements stores.Locker the lock is the store's lock
+// named by the series' key prefix, so it covers whoever the store's locks
+// cover (filestore: the processes of this machine; pgstore: every process
+// using the database). On another store it is a mutex of this process,
+// shared by the handles of the series on that store value: passes in other
+// processes are not kept out.
+func (s *Series) lock(ctx context.Context) (func(), error) {
+	if lk, ok := s.b.Store.(stores.Locker); ok {
+		unlock, err := lk.TryLock(ctx, s.dir)
+		if errors.Is(err, stores.ErrLockHeld) {
+			return nil, ErrPassRunning
+		}
+		if err != nil {
+			return nil, err
+		}
+		return unlock, nil
+	}
+	key := procKey{s.b.Store, s.dir}
+	if !reflect.TypeOf(s.b.Store).Comparable() {
+		// A store value that cannot be a map key: the series of every
+		// such store share one lock, which only over-serializes.
+		key.store = nil
+	}
+	m, _ := procLocks.LoadOrStore(key, new(sync.Mutex))
 	mu := m.(*sync.Mutex)
 	if !mu.TryLock() {
 		return nil, ErrPassRunning
 	}
-	if s.lockDir == "" {
-		return mu.Unlock, nil
-	}
-	if err := os.MkdirAll(s.lockDir, 0o700); err != nil {
-		mu.Unlock()
-		return nil, fmt.Errorf("lock: %w", err)
-	}
-	f, err := lockFile(s.lockPath())
-	if err != nil {
-		mu.Unlock()
-		return nil, err
-	}
-	return func() {
-		unlockFile(f)
-		mu.Unlock()
-	}, nil
+	return mu.Unlock, nil
 }

@@ -45,12 +45,9 @@ type Options struct {
 	// the formatted string. Empty means the field gets the bare number as a
 	// JSON number. A batch keeps the format it was recorded with.
 	Format string
-	// LockDir is the directory of the lock file (".noydb-numbering-<hash>.lock",
-	// which the file store ignores) that keeps passes of one series apart
-	// across processes on this machine: for the file store, its folder.
-	// Empty means the store's own directory when the store reports one (it
-	// implements interface{ Dir() string }); without one, passes are kept
-	// apart only within this process.
+	// LockDir is ignored: the pass lock is the store's (see RunPass).
+	//
+	// Deprecated: passes take the store's stores.Locker, whatever LockDir says.
 	LockDir string
 	// Workers bounds how many records a pass reads or stamps at once;
 	// 0 means DefaultWorkers.
@@ -182,7 +179,6 @@ type Series struct {
 	opts    Options
 	format  *sequence.Formatter // nil: plain decimal
 	dir     string              // Prefix + "_numbering/" + name + "/"
-	lockDir string
 	workers int
 
 	// Tuning and hooks, changed only by tests (export_test.go).
@@ -227,10 +223,6 @@ func New(b Backend, name string, opts Options) (*Series, error) {
 	}
 	if s.workers == 0 {
 		s.workers = DefaultWorkers
-	}
-	s.lockDir = opts.LockDir
-	if d, ok := b.Store.(interface{ Dir() string }); ok && s.lockDir == "" {
-		s.lockDir = d.Dir()
 	}
 	return s, nil
 }

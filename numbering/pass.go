@@ -64,8 +64,9 @@ type PassReport struct {
 }
 
 // RunPass numbers every pending record of the series. Run it on one
-// authority: it takes the series' exclusive lock (see Options.LockDir) and
-// fails at once with ErrPassRunning when another pass holds it.
+// authority: it try-locks the series with the store's stores.Locker (see
+// the package's Concurrency) and fails at once with ErrPassRunning when
+// another pass holds the lock.
 //
 // A pass first finishes a batch an interrupted pass left in the head, from
 // what that batch recorded. It then lists the pending entries once, in key
@@ -89,7 +90,7 @@ func (s *Series) RunPass(ctx context.Context) (PassReport, error) {
 		return rep, s.errorf("pass", err)
 	}
 	defer exit()
-	release, err := s.lock()
+	release, err := s.lock(ctx)
 	if err != nil {
 		return rep, s.errorf("pass", err)
 	}

@@ -21,6 +21,8 @@ var (
 	ErrLocked = errors.New("store is locked by another process")
 	// ErrReadOnly: the store was opened read-only, so it refuses writes.
 	ErrReadOnly = errors.New("store is open read-only")
+	// ErrLockHeld: Locker.TryLock found the lock held by another holder.
+	ErrLockHeld = errors.New("lock is held by another holder")
 	// ErrInvalidKey: the key is empty or longer than MaxKeyLen.
 	ErrInvalidKey = errors.New("invalid key")
 	// ErrTooLarge: the value is longer than MaxValueLen.

@@ -111,14 +111,25 @@ type Tx interface {
 // Locker is implemented by stores that can hold a named exclusive lock for
 // every user of the store (filestore: every process on this machine;
 // badgerstore, which one process opens at a time: every user in that
-// process). Writers that would otherwise race by compare-and-swap or
-// optimistic transactions, such as the ledgers of two DBs on one store, take
-// turns under it instead of spending a retry budget. The lock only spares
-// retries: correctness never depends on it.
+// process; pgstore: every process on every machine using the database).
+// A lock is released by its unlock function, or when its holder dies (its
+// process ends, or, on pgstore, its connection to the server breaks).
+//
+// Writers that would otherwise race by compare-and-swap or optimistic
+// transactions, such as the ledgers of two DBs on one store, take turns
+// under it instead of spending a retry budget: for them the lock only
+// spares retries, and correctness never depends on it. A deferred-numbering
+// pass try-locks its series with it, so that one pass runs at a time across
+// every user the lock covers.
 type Locker interface {
 	// Lock waits for the lock called name and returns the function that
-	// releases it. It returns ctx's error if ctx ends first.
+	// releases it (calling it again does nothing). It returns ctx's error if
+	// ctx ends first.
 	Lock(ctx context.Context, name string) (unlock func(), err error)
+	// TryLock takes the lock called name if it is free, without waiting for
+	// another holder, and returns the function that releases it; it returns
+	// ErrLockHeld when another holder has the lock.
+	TryLock(ctx context.Context, name string) (unlock func(), err error)
 }
 
 // Prefetcher is implemented by a Tx that can read several keys in one step,

@@ -13,7 +13,8 @@
 //
 // A Set is safe for concurrent use. Sets opened in one process for the same
 // vault and folder share one memory and one writer. Processes sharing a
-// folder take turns under a file lock (flock; not on Windows, where one
+// folder take turns under a file lock (internal/flock: flock(2), LockFileEx
+// on Windows; on other systems only within one process, so there one
 // process at a time should use a folder) and each write holds the union of
 // the pins all of them have seen.
 package pins

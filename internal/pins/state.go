@@ -2,6 +2,7 @@ package pins
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/flock"
 )
 
 // A state folder holds, for each vault name N the device has used (h is the
@@ -59,7 +61,7 @@ type stateFile struct {
 	exists    [2]bool
 	fh        [2]*os.File // open copies, for in-place writes
 	seq       uint64      // write count of the newest copy on disk
-	lockFH    *os.File    // the folder lock file, while open
+	lockFH    *flock.File // the folder lock file, while open
 }
 
 // keyCheck is a fingerprint of a pins key, safe to keep and compare.
@@ -111,19 +113,19 @@ func (f *stateFile) write(seq uint64, body []byte) error {
 }
 
 // lock takes the folder lock of the vault's files (h.lock), shared with
-// other processes; unlock releases it.
+// other processes, waiting for it; unlock releases it.
 func (f *stateFile) lock() error {
 	if f.lockFH == nil {
-		fh, err := os.OpenFile(f.base+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+		fh, err := flock.Open(f.base + ".lock")
 		if err != nil {
 			return err
 		}
 		f.lockFH = fh
 	}
-	return lockFile(f.lockFH)
+	return f.lockFH.Lock(context.Background())
 }
 
-func (f *stateFile) unlock() error { return unlockFile(f.lockFH) }
+func (f *stateFile) unlock() error { return f.lockFH.Unlock() }
 
 // close closes the open copies and the lock file.
 func (f *stateFile) close() error {

@@ -71,7 +71,6 @@ func open(ctx context.Context, dir, name string) (*node, error) {
 		Collection: "receipts",
 		Field:      "Number",
 		Format:     "R-{seq:05}",
-		LockDir:    dir, // the pass lock lives next to the data
 	})
 	if err != nil {
 		db.Close()

@@ -24,6 +24,16 @@ type locks struct {
 // transactions. It returns ctx's error if ctx ends first, and
 // stores.ErrClosed on a closed Store.
 func (s *Store) Lock(ctx context.Context, name string) (func(), error) {
+	return s.takeLock(ctx, name, true)
+}
+
+// TryLock is Lock without waiting: it returns stores.ErrLockHeld when
+// another user of the Store holds the lock.
+func (s *Store) TryLock(ctx context.Context, name string) (func(), error) {
+	return s.takeLock(ctx, name, false)
+}
+
+func (s *Store) takeLock(ctx context.Context, name string, wait bool) (func(), error) {
 	done, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -39,10 +49,19 @@ func (s *Store) Lock(ctx context.Context, name string) (func(), error) {
 		s.locks.byName[name] = ch
 	}
 	s.locks.mu.Unlock()
+	var once sync.Once
+	unlock := func() { once.Do(func() { <-ch }) }
+	if !wait {
+		select {
+		case ch <- struct{}{}:
+			return unlock, nil
+		default:
+			return nil, stores.ErrLockHeld
+		}
+	}
 	select {
 	case ch <- struct{}{}:
-		var once sync.Once
-		return func() { once.Do(func() { <-ch }) }, nil
+		return unlock, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -48,3 +48,38 @@ func ExampleOpen() {
 	// invoices/2026-0001: sealed record, v2
 	// atomic compare-and-swap: false
 }
+
+// Two Stores on one folder (or two processes) share its named locks:
+// TryLock fails with stores.ErrLockHeld while another holds the lock.
+func ExampleStore_TryLock() {
+	dir, err := os.MkdirTemp("", "filestore-lock-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	a, err := filestore.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Close()
+	b, err := filestore.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+
+	ctx := context.Background()
+	unlock, err := a.TryLock(ctx, "nightly report")
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = b.TryLock(ctx, "nightly report")
+	fmt.Println("held by a:", errors.Is(err, stores.ErrLockHeld))
+	unlock()
+	unlockB, err := b.TryLock(ctx, "nightly report")
+	fmt.Println("b after a's unlock:", err)
+	unlockB()
+	// Output:
+	// held by a: true
+	// b after a's unlock: <nil>
+}

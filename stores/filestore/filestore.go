@@ -19,8 +19,15 @@
 // fsyncs the folder, so a reader or a crash sees the old file or the new
 // one, never a mix. Files that are not record files (temporary files, copies
 // a sync tool makes on conflicts, anything else) are ignored; temporary files
-// older than an hour, left by a crash, are removed by Open. No lock file is
-// used.
+// older than an hour, left by a crash, are removed by Open.
+//
+// Two kinds of lock file live in the folder too, are never removed and hold
+// no data: ".noydb-cas.lock", which CompareAndSwap locks (see Concurrency),
+// and one ".noydb-lock-<hash>" per name given to Lock or TryLock (the
+// ledger's head, a numbering series' pass). They are locked with
+// internal/flock (flock(2); LockFileEx on Windows), so a lock is released
+// when its process dies, even by SIGKILL. A sync tool may copy them; their
+// content is empty and ignored.
 //
 // # Versions
 //
@@ -34,9 +41,11 @@
 // # Concurrency
 //
 // A Store is safe for concurrent use. Writes to one key are serialized
-// inside the Store, and on Unix-like systems CompareAndSwap holds an
-// exclusive flock(2) on the folder's lock file (".noydb-cas.lock"), so it is
-// atomic against every Store and process on this machine using the folder.
+// inside the Store, and CompareAndSwap holds the exclusive file lock of the
+// folder's ".noydb-cas.lock", so it is atomic against every Store and
+// process on this machine using the folder (on systems without file locks,
+// other than Unix-like ones and Windows, against the Stores of this process
+// only).
 // It is NOT atomic against devices that share the folder through a sync
 // service, whose writes arrive as plain file replacements: two such writers
 // racing on one key can both succeed. Capabilities therefore reports
@@ -74,6 +83,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/noydb-go/noydb/internal/flock"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -105,9 +115,9 @@ type Store struct {
 	closed bool
 	dirf   *os.File // the folder, kept open to fsync it
 
-	named   sync.Map   // lock file path -> *sync.Mutex, for Lock
-	casMu   sync.Mutex // one compare-and-swap at a time in this Store
-	casFile *os.File   // the folder's lock file; its flock serializes processes
+	named   sync.Map    // lock file path -> chan struct{} (full while held), for Lock
+	casMu   sync.Mutex  // one compare-and-swap at a time in this Store
+	casFile *flock.File // the folder's lock file; its lock serializes processes
 }
 
 // casLockName is the folder's compare-and-swap lock file. It is not a record
@@ -138,7 +148,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("filestore: open %q: %w", dir, err)
 	}
-	casFile, err := os.OpenFile(filepath.Join(dir, casLockName), os.O_CREATE|os.O_RDWR, 0o600)
+	casFile, err := flock.Open(filepath.Join(dir, casLockName))
 	if err != nil {
 		dirf.Close()
 		return nil, fmt.Errorf("filestore: open %q: %w", dir, err)
@@ -148,8 +158,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	return s, nil
 }
 
-// Dir returns the store's folder (the deferred-numbering pass keeps its lock
-// file there).
+// Dir returns the store's folder.
 func (s *Store) Dir() string {
 	return s.dir
 }
@@ -300,10 +309,10 @@ func (s *Store) write(ctx context.Context, op, key string, value []byte, cas boo
 		// folder from elsewhere are not covered: CASAtomic stays false.
 		s.casMu.Lock()
 		defer s.casMu.Unlock()
-		if err := lockFolder(s.casFile); err != nil {
+		if err := s.casFile.Lock(context.Background()); err != nil {
 			return 0, fmt.Errorf("filestore: %s: lock folder: %w", op, err)
 		}
-		defer unlockFolder(s.casFile)
+		defer func() { _ = s.casFile.Unlock() }()
 	}
 	var old uint64
 	if cas {

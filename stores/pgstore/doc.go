@@ -74,6 +74,17 @@
 // connection while the loop body runs, so the body may use the store, and
 // stopping early leaks nothing; it is not a snapshot across pages.
 //
+// The Store is a stores.Locker: Lock and TryLock take a named exclusive
+// lock shared by every process on every machine using the schema, a
+// session-level advisory lock on a 64-bit hash of the schema and the name,
+// held by a pooled connection until it is released or its holder dies.
+// A deferred-numbering pass try-locks its series with it, so one pass runs
+// at a time across a fleet. Two names whose hashes collide share one lock,
+// which can only over-serialize, never let two holders of one name in. A
+// waiter polls (pg_try_advisory_lock, backing off up to 50 ms) and holds
+// no connection while it waits. The vault's ledger does not take these
+// locks: its transactions already queue on row locks.
+//
 // # Caveats
 //
 // Errors never contain the connection string's password: Open reports an

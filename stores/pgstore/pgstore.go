@@ -71,8 +71,8 @@ func setsSeqScan(params map[string]string) bool {
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
-// Store is a stores.Store and stores.Transactor on PostgreSQL. Create it with
-// Open. It is safe for concurrent use.
+// Store is a stores.Store, stores.Transactor and stores.Locker on
+// PostgreSQL. Create it with Open. It is safe for concurrent use.
 type Store struct {
 	pool   *pgxpool.Pool
 	schema string

@@ -17,8 +17,11 @@
 //
 // Some subtests depend on what a store says it can do: the compare-and-swap
 // race runs only when Capabilities().CASAtomic is set, the transaction
-// subtests only when the store implements stores.Transactor, and TxPrefetch
-// only when its Tx also implements stores.Prefetcher.
+// subtests only when the store implements stores.Transactor, TxPrefetch
+// only when its Tx also implements stores.Prefetcher, and the Lock subtests
+// only when the store implements stores.Locker. RunLockerDeath checks that a
+// Locker's lock is released when its holder dies: the store's tests call it
+// with a Holder in another process.
 //
 // Bench measures Put and Get of 1 KiB values the same way on every store.
 package storetest
@@ -89,6 +92,11 @@ func Run(t *testing.T, newStore func(t *testing.T) stores.Store) {
 		{"TxIncrementRace", s.testTxIncrementRace},
 		{"TxTransferRace", s.testTxTransferRace},
 		{"TxPrefetch", s.testTxPrefetch},
+		{"LockExclusion", s.testLockExclusion},
+		{"LockUnlock", s.testLockUnlock},
+		{"LockWaits", s.testLockWaits},
+		{"LockCancelWhileWaiting", s.testLockCancel},
+		{"LockClosed", s.testLockClosed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, tc.fn)
