@@ -99,7 +99,7 @@ func TestBatchCrashChild(t *testing.T) {
 		var commits atomic.Int64
 		st = faultstore.New(bst, faultstore.Options{After: func(op faultstore.Op, _ string) error {
 			if op == faultstore.OpUpdate && commits.Add(1) == k {
-				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				killSelf()
 			}
 			return nil
 		}})
@@ -585,4 +585,12 @@ func (m *crashModel) check(t *testing.T, round int, v *vault.Vault, a crashAcks)
 		m.numbered[id] = n
 	}
 	return landed, unacked
+}
+
+// killSelf ends this process at once, as kill -9 would (Process.Kill sends
+// SIGKILL on Unix and terminates the process on Windows).
+func killSelf() {
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		_ = p.Kill()
+	}
 }

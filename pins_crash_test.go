@@ -83,7 +83,7 @@ func TestPinsCrashChild(t *testing.T) {
 				_ = out.Flush()
 				if printed == want {
 					// Crash right after Next returned, other calls in flight.
-					_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+					killSelf()
 				}
 				mu.Unlock()
 				if err != nil {

@@ -62,7 +62,7 @@ func crashChild(spec string) int {
 		die := func(op faultstore.Op, _ string) error {
 			if op.IsWrite() {
 				if writes++; writes == n {
-					_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+					killSelf()
 					select {} // wait for the signal
 				}
 			}
@@ -194,4 +194,12 @@ func crashOnce(t *testing.T, kind, dir, spec string, killAfter int) map[uint64]s
 	ws, ok := exit.Sys().(syscall.WaitStatus)
 	require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "child was not killed: %v; stderr: %s", err, stderr.String())
 	return acks
+}
+
+// killSelf ends this process at once, as kill -9 would (Process.Kill sends
+// SIGKILL on Unix and terminates the process on Windows).
+func killSelf() {
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		_ = p.Kill()
+	}
 }
