@@ -214,9 +214,9 @@ func (s *Series) text(format string, n uint64) (string, error) {
 // the series' index and from the record itself. Enqueuing a record twice
 // is harmless: it gets one number, in the place of its first provisional id.
 //
-// Deprecated: write records through vault.NumberingOf's handle, whose Put
-// hands the record off to the series in the same call (and numbers it at
-// once on a store with atomic compare-and-swap).
+// Records written through vault.NumberingOf's handle need no Enqueue: its
+// Put hands the record off in the same call. Enqueue is for records written
+// otherwise (an import, a plain collection Put).
 func (s *Series) Enqueue(ctx context.Context, id string) (string, error) {
 	exit, err := s.enter(ctx)
 	if err != nil {
