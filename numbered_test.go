@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
@@ -325,4 +327,57 @@ func TestNumberedOfflineRefusalNamesHandle(t *testing.T) {
 	assert.ErrorIs(t, err, sequence.ErrOffline)
 	assert.ErrorIs(t, q.SeedTo(ctx, 5), sequence.ErrOffline)
 	assert.False(t, errors.Is(err, vault.ErrInvalidArgument))
+}
+
+// A Put that dies between its handoff entry and its record (here: the
+// record write fails) leaves an entry no pass numbers or drops: the record
+// is clearly not numbered (it does not exist), and the next Put of the id
+// hands it off afresh, after which the pass drops the old entry and numbers
+// the record once. A pending record deleted through the handle takes its
+// entry with it.
+func TestNumberedHandoffWithoutRecord(t *testing.T) {
+	ctx := context.Background()
+	var failRecord atomic.Bool
+	st := faultstore.New(openFileStore(t, t.TempDir()), faultstore.Options{
+		Before: func(op faultstore.Op, key string) error {
+			if op == faultstore.OpCompareAndSwap && strings.Contains(key, "/stubs/") && failRecord.Load() {
+				return faultstore.ErrInjected
+			}
+			return nil
+		},
+	})
+	v := openVault(t, openDB(t, st, "alice", "s3cret"), "books")
+	c := vault.CollectionOf[Stub](v, "stubs")
+	h, err := vault.NumberingOf(c, "stub", sequence.Options{Format: ticketFormat}, setStub)
+	require.NoError(t, err)
+	require.False(t, h.Online())
+
+	failRecord.Store(true)
+	_, err = h.Put(ctx, "a", Stub{Total: 1})
+	require.ErrorIs(t, err, faultstore.ErrInjected)
+	failRecord.Store(false)
+	rep, err := h.Settle(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, numbering.PassReport{Waiting: 1}, rep, "the entry waits for its record")
+	_, err = h.Get(ctx, "a")
+	assert.ErrorIs(t, err, vault.ErrNotFound)
+
+	r, err := h.Put(ctx, "a", Stub{Total: 2})
+	require.NoError(t, err)
+	require.True(t, r.Pending)
+	_, err = h.Put(ctx, "b", Stub{Total: 3})
+	require.NoError(t, err)
+	require.NoError(t, h.Delete(ctx, "b"))
+	rep, err = h.Settle(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, numbering.PassReport{Batch: 1, First: 1, Last: 1, Assigned: 1, Skipped: 1}, rep,
+		"a numbered once, its first entry dropped; b's entry went with it")
+	pending, err := h.Series().Pending(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, pending)
+	a, ok, err := h.Lookup(ctx, r.Provisional)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, "a", a.RecordID)
+	checkStubs(t, v, c, h, []string{"a"})
 }

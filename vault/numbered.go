@@ -448,6 +448,36 @@ func (n *Numbered[T]) write(ctx context.Context, id string, before *sealedEntry,
 	return err
 }
 
+// Delete removes the record id (recording it in the ledger) and, when it
+// was pending, its handoff entry, so no pass keeps waiting for it. A record
+// a pass already numbered keeps its number in the ledger: the pass or
+// Audit shows it voided or orphaned, as for Collection.Delete. A missing
+// record is an error wrapping ErrNotFound.
+func (n *Numbered[T]) Delete(ctx context.Context, id string) error {
+	c := n.c
+	if err := c.begin(ctx, "delete numbered", id); err != nil {
+		return err
+	}
+	defer c.v.exit()
+	prev, err := n.read(ctx, id)
+	if err != nil {
+		return fmt.Errorf("delete numbered %s/%s: %w", c.name, id, err)
+	}
+	if err := c.v.write(ctx, c.name, id, nil, ledger.Entry{Kind: ledger.RecordDelete}); err != nil {
+		return fmt.Errorf("delete numbered %s/%s: %w", c.name, id, err)
+	}
+	if p := pendingOf(prev.marks, n.series); p != "" {
+		key, _, err := n.hooks.Handoff(p, id)
+		if err == nil {
+			err = c.v.store.Delete(ctx, key)
+		}
+		if err != nil && !errors.Is(err, stores.ErrNotFound) {
+			return fmt.Errorf("delete numbered %s/%s: remove its handoff entry: %w", c.name, id, err)
+		}
+	}
+	return nil
+}
+
 // Get returns the record id with its number set by the setter (from the
 // number it carries in its sealed metadata, so a number is shown even if a
 // write through the plain collection dropped it from the content), or
