@@ -381,3 +381,13 @@ func TestNumberedHandoffWithoutRecord(t *testing.T) {
 	assert.Equal(t, "a", a.RecordID)
 	checkStubs(t, v, c, h, []string{"a"})
 }
+
+// ticketNumbering returns the deferred-numbering series that numbers the
+// tickets of v (their No field), for the tests of Close and pins.
+func ticketNumbering(t testing.TB, v *vault.Vault) *numbering.Series {
+	t.Helper()
+	h, err := vault.NumberingOf(vault.CollectionOf[Ticket](v, "tickets"), "ticket", sequence.Options{},
+		func(tk *Ticket, s sequence.Serial) { tk.No = s.N })
+	require.NoError(t, err)
+	return h.Series()
+}
