@@ -391,3 +391,21 @@ func ticketNumbering(t testing.TB, v *vault.Vault) *numbering.Series {
 	require.NoError(t, err)
 	return h.Series()
 }
+
+// A record numbered at write time cannot get a second number from a pass
+// of the same series.
+func TestNumberedOnlineRecordRefusesDeferredNumber(t *testing.T) {
+	ctx := context.Background()
+	v := openVault(t, openDB(t, memstore.New(), "alice", "s3cret"), "books")
+	c, h := stubsOf(t, v)
+	require.True(t, h.Online())
+	r, err := h.Put(ctx, "a", Stub{Total: 1})
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), r.Serial.N)
+	_, err = h.Series().Enqueue(ctx, "a")
+	assert.ErrorIs(t, err, numbering.ErrAlreadyNumbered)
+	rep, err := h.Settle(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, numbering.PassReport{}, rep)
+	checkStubs(t, v, c, h, []string{"a"})
+}

@@ -107,7 +107,12 @@ func (r stampRecords) Number(ctx context.Context, collection, id, series string)
 	if err != nil {
 		return 0, "", false, fmt.Errorf("record %s/%s: %w", collection, id, err)
 	}
-	n, _ := findMark(rec.marks, markNumbering, series, nil)
+	n, ok := findMark(rec.marks, markNumbering, series, nil)
+	if !ok {
+		// Numbered at write time by the series' sequence (NumberingOf on a
+		// store with atomic compare-and-swap): numbered all the same.
+		n, _ = findMark(rec.marks, markSequence, series, nil)
+	}
 	return n, pendingOf(rec.marks, series), true, nil
 }
 
@@ -224,6 +229,11 @@ func (r stampRecords) stampItem(collection, id string, m deferred.Mark, it store
 		if n != m.N {
 			current.Carries = n
 		}
+		return nil, current, nil
+	}
+	if n, marked := findMark(rec.marks, markSequence, m.Series, nil); marked {
+		// Numbered at write time by the series' sequence: m.N is not its.
+		current.Carries = n
 		return nil, current, nil
 	}
 	next, err := r.apply(rec.body, sequence.Serial{N: m.N, Formatted: m.Formatted})
