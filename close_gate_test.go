@@ -15,7 +15,6 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/internal/faultstore"
-	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -156,9 +155,7 @@ func TestCloseWaitsForNumberingPass(t *testing.T) {
 	db := openWithState(t, hs, dir)
 	v := openVault(t, db, "books")
 	tickets := vault.CollectionOf[Ticket](v, "tickets")
-	opts := numbering.Options{Collection: "tickets", Field: "no"}
-	ns, err := v.Numbering("ticket", opts)
-	require.NoError(t, err)
+	ns := ticketNumbering(t, v)
 	for i, id := range []string{"t-1", "t-2", "t-3"} {
 		require.NoError(t, tickets.Put(ctx, id, Ticket{Subject: id}))
 		_, err := ns.Enqueue(ctx, id)
@@ -188,8 +185,7 @@ func TestCloseWaitsForNumberingPass(t *testing.T) {
 
 	db2 := openWithState(t, raw, dir)
 	v2 := openVault(t, db2, "books")
-	ns2, err := v2.Numbering("ticket", opts)
-	require.NoError(t, err)
+	ns2 := ticketNumbering(t, v2)
 	last, err := ns2.Last(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3), last)
@@ -206,8 +202,7 @@ func TestCloseWaitsForNumberingPass(t *testing.T) {
 	// returned: the head from before the pass is a rollback.
 	require.NoError(t, adv.Restore(ctx, before, "v/books/_numbering/"))
 	v3 := openVault(t, openWithState(t, raw, dir), "books")
-	ns3, err := v3.Numbering("ticket", opts)
-	require.NoError(t, err)
+	ns3 := ticketNumbering(t, v3)
 	_, err = ns3.Last(ctx)
 	assert.ErrorIs(t, err, noydb.ErrRollback)
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/internal/faultstore"
-	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -61,8 +60,7 @@ func TestHandlesRefuseAfterClose(t *testing.T) {
 				require.NoError(t, invoices.Put(ctx, "inv-1", Invoice{Total: 1}))
 				tickets := vault.CollectionOf[Ticket](v, "tickets")
 				require.NoError(t, tickets.Put(ctx, "t-1", Ticket{Subject: "a"}))
-				ns, err := v.Numbering("ticket", numbering.Options{Collection: "tickets", Field: "no"})
-				require.NoError(t, err)
+				ns := ticketNumbering(t, v)
 				_, err = ns.Enqueue(ctx, "t-1")
 				require.NoError(t, err)
 

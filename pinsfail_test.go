@@ -10,7 +10,6 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/internal/faultstore"
-	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
@@ -119,9 +118,8 @@ func TestUnsavedPinFailsTheCall(t *testing.T) {
 		v, dir := open(t)
 		tickets := vault.CollectionOf[Ticket](v, "tickets")
 		require.NoError(t, tickets.Put(ctx, "t-1", Ticket{Subject: "a"}))
-		ns, err := v.Numbering("ticket", numbering.Options{Collection: "tickets", Field: "no"})
-		require.NoError(t, err)
-		_, err = ns.Enqueue(ctx, "t-1")
+		ns := ticketNumbering(t, v)
+		_, err := ns.Enqueue(ctx, "t-1")
 		require.NoError(t, err)
 		require.NoError(t, os.RemoveAll(dir))
 		_, err = ns.RunPass(ctx)

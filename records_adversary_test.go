@@ -226,9 +226,10 @@ type Receipt struct {
 // stamps their Number field.
 func receiptSeries(t *testing.T, v *vault.Vault) (*vault.Collection[Receipt], *numbering.Series) {
 	t.Helper()
-	series, err := v.Numbering("receipts", numbering.Options{Collection: "receipts", Field: "Number"})
+	receipts := vault.CollectionOf[Receipt](v, "receipts")
+	h, err := vault.NumberingOf(receipts, "receipts", sequence.Options{}, func(r *Receipt, s sequence.Serial) { r.Number = s.N })
 	require.NoError(t, err)
-	return vault.CollectionOf[Receipt](v, "receipts"), series
+	return receipts, h.Series()
 }
 
 // numberOne puts the receipt id, numbers it with a pass, and returns the

@@ -2,27 +2,56 @@
 // number can be taken safely at write time: on a device that is offline, or
 // on a store without atomic compare-and-swap (the file store, a synced
 // folder), where sequence.Sequence.Next refuses with sequence.ErrOffline.
-// Records are written first and enqueued with a provisional id; later a
-// pass on one authority numbers them 1, 2, 3 … in provisional order.
+// Records are written first, pending, with a provisional id; later a pass
+// on one authority numbers them 1, 2, 3 … in provisional order.
+//
+// Applications write numbered records through vault.NumberingOf, one handle
+// on every store: it numbers a record in the commit that writes it where the
+// store allows, and hands it off to a Series (this package) where it does
+// not. The Series is what the handle's Series method returns: its passes,
+// Lookup, Last, Pending, Assignments and Audit.
 //
 // # Usage
 //
-//	receipts := vault.CollectionOf[Receipt](v, "receipts")
-//	series, err := v.Numbering("receipts", numbering.Options{
-//		Collection: "receipts", Field: "Number", Format: "R-{seq:05}",
-//	})
-//	err = receipts.Put(ctx, "r-7", Receipt{Total: 120}) // on any device, offline
-//	provisional, err := series.Enqueue(ctx, "r-7")
+//	receipts, err := vault.NumberingOf(vault.CollectionOf[Receipt](v, "receipts"), "receipts",
+//		sequence.Options{Format: "R-{seq:05}"},
+//		func(r *Receipt, s sequence.Serial) { r.Number = s.Formatted })
+//	r, err := receipts.Put(ctx, "r-7", Receipt{Total: 120}) // on any device, offline: r.Pending
 //	…
-//	report, err := series.RunPass(ctx) // on the authority
-//	a, ok, err := series.Lookup(ctx, "r-7") // a.Formatted == "R-00001"
+//	report, err := receipts.Settle(ctx)                   // on the authority: a pass
+//	a, ok, err := receipts.Lookup(ctx, r.Provisional)     // a.Formatted == "R-00001"
 //
-// # How a pass works
+// # The series' format
 //
-// Enqueue writes one sealed pending entry at
+// The first handoff or pass stores the series' collection and format at
+// "_numbering/<series>/config", so every process, device and the command
+// line number the same way; a handle asking for another format gets
+// ErrMismatch, and one asking for none uses the stored one.
+//
+// # Handing a record off
+//
+// On a store without atomic compare-and-swap, vault.Numbered.Put writes two
+// keys: first a sealed handoff entry at
 // "_numbering/<series>/pending/<provisional>/<id>", a key nobody else
-// writes, so it needs no lock and no compare-and-swap. The provisional id
-// is a UUIDv7: pending keys sort by provisional time, then record id.
+// writes, so it needs no lock and no compare-and-swap; then the record,
+// carrying in its sealed metadata a pending mark with the same provisional
+// id (in one transaction where the store has them). The provisional id is a
+// UUIDv7: pending keys sort by provisional time, then record id.
+//
+// A Put killed between the two writes leaves an entry whose record is not
+// in the store: no pass numbers it or drops it (PassReport.Waiting counts
+// it), since the pass cannot tell it from a writer still between its writes
+// or a record still on its way through a synced folder; a record that does
+// arrive later is numbered by a later pass. The record is clearly not
+// numbered (it does not exist), and a later Put of the same id hands it off
+// afresh, which makes the pass drop the old entry (the record carries
+// another provisional id). A Put killed after both writes is pending and
+// numbered by the next pass. A record never reaches the store without its
+// entry, so no record is left pending by a crash.
+//
+// Enqueue is the older way in, for records written otherwise: it writes an
+// entry after the record, and a pass drops an Enqueue entry whose record is
+// gone (deleted before its number).
 //
 // RunPass takes the series' exclusive lock, finishes any batch an earlier
 // pass left unfinished, then lists the pending entries once in key order
@@ -30,20 +59,26 @@
 // stores.ErrMisbehaving; nothing is deleted on its word).
 // It drops entries whose record was deleted (those take no number) or
 // already has its number (by the series' index or by the record itself, see
-// below), and records the rest as one batch: their ids, in
+// below), keeps the handoff entries whose record is not there yet, and
+// records the rest as one batch: their ids, in
 // chunks of at most 10,000 under "_numbering/<series>/batch/", then the
 // series head at "_numbering/<series>/head", advanced past the batch's
 // numbers. Writing the head is the commit point. Only then are the records
-// stamped (their Options.Field set, as a new revision), the numbers
+// stamped (the handle's setter applied, the pending mark replaced by the
+// number's mark, as a new revision), the numbers
 // recorded in the vault's ledger (one ledger.NumberAssigned entry each,
 // carrying the stamped revision and ciphertext hash, or ledger.NumberVoided
 // when the record was deleted after the batch was recorded), indexed under
-// "_numbering/<series>/assigned/<id>" for Lookup, and their pending entries
-// removed; progress is saved in the head every 1,000 numbers.
+// "_numbering/<series>/assigned/<id>" for Lookup (and by provisional id
+// under "_numbering/<series>/provisional/<provisional>" for LookupProvisional),
+// and their pending entries removed; progress is saved in the head every
+// 1,000 numbers.
 //
-// A stamped record carries its number twice: in its field, for the
-// application, and in a mark inside its sealed value, which the store can
-// neither remove nor forge. Enqueue and the pass read the mark, so a record
+// A stamped record carries its number twice: in its content, put there by
+// the setter, for the application, and in a mark inside its sealed value,
+// which the store can neither remove nor forge. vault.Numbered.Put of a copy
+// read before the stamp applies the setter again from the mark, and
+// vault.Numbered.Get always shows the number from it. Enqueue and the pass read the mark, so a record
 // whose index entry the store deleted is still refused a second number; a
 // pass that finds, when stamping, that the record already carries another
 // number of the series leaves it as it is and voids the number it meant to
@@ -93,16 +128,20 @@
 //   - A pending entry whose record is not in the store when the pass reads
 //     it is dropped as deleted. On a synced folder, let the records arrive
 //     before the pending entries (or run the pass once syncing is done).
-//   - The record type must have the field, and writers must not overwrite
-//     a numbered record with a copy read before it was stamped (the number
-//     would be lost from the field; the record's mark, Lookup and the
-//     ledger still have it, and the record is never numbered again).
+//   - A numbered record overwritten around the handle (a plain collection
+//     Put of a copy read before its stamp) loses the number from its
+//     content only: its mark, Get through the handle, Lookup and the ledger
+//     still have it, the next Put through the handle restores it, and the
+//     record is never numbered again.
 //   - A record is stamped before its ledger entry is appended; a crash in
 //     between leaves a stamped record whose entry the next pass appends.
 //   - The vault ledger takes one writer at a time on a store without atomic
 //     compare-and-swap, and a pass appends to it: on a shared folder, do not
 //     write records from other DBs while a pass runs (enqueuing is fine).
 //   - A pass fails loudly, and stays stuck until the cause is fixed, on a
-//     tampered pending entry or record, a record that is not a JSON object,
-//     or (when resuming) a ledger that does not verify.
+//     tampered pending entry or record, a record its setter cannot decode
+//     (for the deprecated vault.Vault.Numbering: one that is not a JSON
+//     object), or (when resuming) a ledger that does not verify.
+//   - Partitions are not supported on this path yet (vault.NumberingOf
+//     refuses them).
 package numbering

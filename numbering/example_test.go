@@ -7,13 +7,13 @@ import (
 	"os"
 
 	"github.com/noydb-go/noydb"
-	"github.com/noydb-go/noydb/numbering"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores/filestore"
 	"github.com/noydb-go/noydb/vault"
 )
 
 // Receipts written on a file store, where no number can be taken at write
-// time, are enqueued and numbered later by one pass.
+// time, are handed off pending and numbered later by one pass.
 func Example() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "noydb-numbering-example-")
@@ -28,26 +28,27 @@ func Example() {
 	v, err := db.OpenVault(ctx, "shop")
 	check(err)
 
-	receipts := vault.CollectionOf[Receipt](v, "receipts")
-	series, err := v.Numbering("receipts", numbering.Options{
-		Collection: "receipts", Field: "Number", Format: "R-{seq:05}",
-	})
+	receipts, err := vault.NumberingOf(vault.CollectionOf[Receipt](v, "receipts"), "receipts",
+		sequence.Options{Format: "R-{seq:05}"},
+		func(r *Receipt, s sequence.Serial) { r.Number = s.Formatted })
 	check(err)
 	for _, id := range []string{"till-2/17", "till-1/40", "till-2/18"} {
-		check(receipts.Put(ctx, id, Receipt{Total: 120}))
-		_, err := series.Enqueue(ctx, id)
+		r, err := receipts.Put(ctx, id, Receipt{Total: 120}) // handed off: pending
 		check(err)
+		if !r.Pending {
+			log.Fatalf("%s: numbered at write time on a file store", id)
+		}
 	}
 
-	rep, err := series.RunPass(ctx) // on the authority
+	rep, err := receipts.Settle(ctx) // a pass, on the authority
 	check(err)
 	fmt.Printf("batch %d: numbers %d to %d\n", rep.Batch, rep.First, rep.Last)
 	for _, id := range []string{"till-2/17", "till-1/40", "till-2/18"} {
 		r, err := receipts.Get(ctx, id)
 		check(err)
-		fmt.Println(id, r.Number)
+		fmt.Println(id, r.Value.Number)
 	}
-	a, ok, err := series.Lookup(ctx, "till-1/40")
+	a, ok, err := receipts.Series().Lookup(ctx, "till-1/40")
 	check(err)
 	fmt.Println("lookup till-1/40:", ok, a.Number, a.Formatted)
 	// Output:

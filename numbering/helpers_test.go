@@ -57,6 +57,7 @@ func openDevice(tb testing.TB, name string, st stores.Store, opts numbering.Opti
 	tb.Cleanup(func() { _ = db.Close() })
 	v, err := db.OpenVault(context.Background(), vaultName)
 	require.NoError(tb, err)
+	//lint:ignore SA1019 these tests cover the deprecated JSON-field API too
 	series, err := v.Numbering("receipts", opts)
 	require.NoError(tb, err)
 	return &device{name: name, db: db, v: v, receipts: vault.CollectionOf[Receipt](v, "receipts"), series: series}

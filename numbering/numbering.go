@@ -7,12 +7,14 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 
-	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/internal/deferred"
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 )
@@ -31,19 +33,23 @@ const (
 // Options.Workers is 0.
 const DefaultWorkers = 8
 
-// Options configures a Series. Collection and Field are required; the zero
-// value of every other field means its documented default.
+// Options configures a Series opened with the deprecated Vault.Numbering.
+// Collection and Field are required there; vault.NumberingOf fills in
+// Collection and Format itself and ignores Field. The zero value of every
+// other field means its documented default.
 type Options struct {
 	// Collection is the collection whose records the series numbers.
 	Collection string
-	// Field is the JSON key of the record that receives the number: a Go
-	// struct field's name, or its json tag name. The record type must have
-	// that field, or the next Put of the record drops the number.
+	// Field is, for the deprecated Vault.Numbering only, the JSON key of the
+	// record that receives the number. vault.NumberingOf sets the number
+	// through a typed setter instead.
 	Field string
 	// Format renders the number in the sequence package's grammar ({seq},
-	// {seq:0N}, literal text; see sequence.ParseFormat), and the field gets
-	// the formatted string. Empty means the field gets the bare number as a
-	// JSON number. A batch keeps the format it was recorded with.
+	// {seq:0N}, literal text; see sequence.ParseFormat). It is stored with
+	// the series by its first pass or handoff, so that every process uses
+	// the same one: empty means the stored format (plain decimal for a new
+	// series), and a format that differs from the stored one is refused
+	// with ErrMismatch. A batch keeps the format it was recorded with.
 	Format string
 	// LockDir is ignored: the pass lock is the store's (see RunPass).
 	//
@@ -54,127 +60,13 @@ type Options struct {
 	Workers int
 }
 
-// Sealer seals and opens the values a Series stores, binding each to its
-// store key: Open must fail for a value Seal did not make for that key. It
-// must be safe for concurrent use.
-type Sealer interface {
-	// Seal encrypts plaintext for storage at key.
-	Seal(key string, plaintext []byte) ([]byte, error)
-	// Open authenticates and decrypts a value stored at key.
-	Open(key string, sealed []byte) ([]byte, error)
-}
-
-// Records reads and stamps the records a series numbers. vault.Vault
-// provides it; implementations must be safe for concurrent use.
-//
-// A stamped record carries its number twice: in its JSON field, for the
-// application, and in an authenticated mark of the series, which the store
-// cannot remove without the record failing to open. The mark, not the
-// series' index, is what stops a record from being numbered twice.
-type Records interface {
-	// Number reports whether collection holds a record with id and, read
-	// from the record's authenticated content, the number of series it
-	// carries (0: none). A record that fails authentication is an error
-	// wrapping ErrTampered.
-	Number(ctx context.Context, collection, id, series string) (n uint64, found bool, err error)
-	// Stamp sets m.Field of the record collection/id to m.Value and marks
-	// the record as carrying number m.N of m.Series, as the record's next
-	// revision, unless it already does. A record that carries another
-	// number of m.Series is left as it is, and the returned Stamp says which
-	// in Carries. It returns the record's revision and the SHA-256 of its
-	// stored ciphertext after the call, and whether it wrote; an error
-	// wrapping ErrNotFound when the record does not exist. It records
-	// nothing in the ledger: the pass does, with a NumberAssigned entry
-	// carrying that revision and hash.
-	Stamp(ctx context.Context, collection, id string, m Mark) (Stamp, error)
-}
-
-// Mark is a number of a series as a pass stamps it on a record.
-type Mark struct {
-	// Series is the numbering series' name.
-	Series string
-	// N is the number.
-	N uint64
-	// Field is the JSON key of the record that receives Value.
-	Field string
-	// Value is N, or its formatted text.
-	Value any
-}
-
-// BatchStamper is implemented by Records that can stamp many records of a
-// collection in one store transaction, as vault.Vault does on stores with
-// transactions. A pass then stamps each step of a batch in one commit.
-type BatchStamper interface {
-	// StampBatch does what Stamp does for ids[i] and marks[i], for every i,
-	// in one transaction. found[i] is false for a record that does not
-	// exist (its stamps[i] is zero). An error wrapping stores.ErrConflict
-	// (the transaction kept losing to other writers) or stores.ErrTooLarge
-	// (more than the store takes at once) makes the pass stamp the records
-	// one by one; any other error fails the pass.
-	StampBatch(ctx context.Context, collection string, ids []string, marks []Mark) (stamps []Stamp, found []bool, err error)
-}
-
-// Stamp is the outcome of Records.Stamp.
-type Stamp struct {
-	// Stamped is true when the call wrote a new revision, false when the
-	// record already carried the number (or carries another, see Carries).
-	Stamped bool
-	// Revision is the record's revision after the call.
-	Revision uint64
-	// CipherHash is the SHA-256 of the record's stored ciphertext after the call.
-	CipherHash []byte
-	// Carries is, when not 0, the other number of the series that the
-	// record already carries: the call wrote nothing, and the pass voids
-	// the number it meant to stamp.
-	Carries uint64
-}
-
-// Backend is what a Series works on: the vault's store, sealer, key prefix,
-// ledger and records. vault.Vault.Numbering fills it in.
-type Backend struct {
-	// Store holds the series' values (and the records).
-	Store stores.Store
-	// Sealer seals every value the series stores.
-	Sealer Sealer
-	// Prefix is the vault's key prefix; series values live under
-	// Prefix+"_numbering/".
-	Prefix string
-	// Ledger receives the NumberAssigned and NumberVoided entries.
-	Ledger *ledger.Ledger
-	// Records reads and stamps the numbered records.
-	Records Records
-	// Enter, if set, is called first by every method; an error (a closed
-	// vault) ends the call, else the method calls exit when it returns, so
-	// that the vault's Close can wait for it. Records is called only
-	// between the two.
-	Enter func(ctx context.Context) (exit func(), err error)
-	// Pins, if set, remembers outside the store the highest head this
-	// device has seen per series, so that a store serving an older head
-	// (which would hand out numbers again) is caught.
-	Pins Pins
-}
-
-// Pins is the device-local memory of the highest value seen per key (the
-// vault's rollback pins). It must be safe for concurrent use.
-type Pins interface {
-	// CounterPin returns the pin of key; readers take it before they read.
-	CounterPin(key string) uint64
-	// CheckCounter returns an error (noydb.ErrRollback) when value is below
-	// the pin of key.
-	CheckCounter(key string, value uint64) error
-	// RaiseCounter moves the pin of key up to value. It returns an error
-	// when it could not make the pin durable: the head it covers is then
-	// written (or read) but not protected, and the call fails with it.
-	RaiseCounter(key string, value uint64) error
-}
-
 // Series is a deferred-numbering series: records are enqueued with a
 // provisional id wherever they are written, and a pass on one authority
-// gives them dense numbers 1, 2, 3 … . Create it with New (or
-// vault.Vault.Numbering). It is safe for concurrent use; handles on the same
+// gives them dense numbers 1, 2, 3 … . Obtain it from vault.Numbered.Series
+// (or the deprecated vault.Vault.Numbering). It is safe for concurrent use; handles on the same
 // series share its store data and its lock.
 type Series struct {
-	b       Backend
+	b       deferred.Backend
 	name    string
 	opts    Options
 	format  *sequence.Formatter // nil: plain decimal
@@ -185,14 +77,28 @@ type Series struct {
 	stepSize   int
 	chunkItems int
 	afterLock  func()
+
+	cfgMu     sync.Mutex
+	cfg       seriesConfig // the stored config, once cfgLoaded
+	cfgLoaded bool
 }
 
-// New returns a handle on the series name of the vault that b describes. It
-// does no I/O. It validates the name (non-empty, at most MaxSeriesLen bytes
-// of UTF-8, without '/' or control characters) and the options, and returns
-// an error matching ErrInvalid (for a bad Format, also a
-// *sequence.ValidationError) when they are wrong.
-func New(b Backend, name string, opts Options) (*Series, error) {
+func init() {
+	wire.NewNumbering = func(b deferred.Backend, name string, opts Options) (*Series, deferred.Hooks, error) {
+		s, err := newSeries(b, name, opts)
+		if err != nil {
+			return nil, deferred.Hooks{}, err
+		}
+		return s, deferred.Hooks{Handoff: s.handoff, Format: s.storedFormat}, nil
+	}
+}
+
+// newSeries returns a handle on the series name of the vault that b
+// describes. It does no I/O. It validates the name (non-empty, at most
+// MaxSeriesLen bytes of UTF-8, without '/' or control characters) and the
+// options, and returns an error matching ErrInvalid (for a bad Format, also
+// a *sequence.ValidationError) when they are wrong.
+func newSeries(b deferred.Backend, name string, opts Options) (*Series, error) {
 	bad := func(what string, err error) (*Series, error) {
 		return nil, fmt.Errorf("numbering %q: %w: %w", name, ErrInvalid, fmt.Errorf("%s: %w", what, err))
 	}
@@ -205,8 +111,8 @@ func New(b Backend, name string, opts Options) (*Series, error) {
 	switch {
 	case opts.Collection == "":
 		return bad("options", errors.New("empty collection"))
-	case opts.Field == "" || len(opts.Field) > MaxFieldLen || !utf8.ValidString(opts.Field):
-		return bad("options", fmt.Errorf("field %q: want 1 to %d bytes of UTF-8", opts.Field, MaxFieldLen))
+	case len(opts.Field) > MaxFieldLen || !utf8.ValidString(opts.Field):
+		return bad("options", fmt.Errorf("field %q: want at most %d bytes of UTF-8", opts.Field, MaxFieldLen))
 	case opts.Workers < 0:
 		return bad("options", fmt.Errorf("negative workers %d", opts.Workers))
 	}
@@ -299,6 +205,10 @@ func (s *Series) text(format string, n uint64) (string, error) {
 // have its number yet (else ErrAlreadyNumbered), which Enqueue reads from
 // the series' index and from the record itself. Enqueuing a record twice
 // is harmless: it gets one number, in the place of its first provisional id.
+//
+// Records written through vault.NumberingOf's handle need no Enqueue: its
+// Put hands the record off in the same call. Enqueue is for records written
+// otherwise (an import, a plain collection Put).
 func (s *Series) Enqueue(ctx context.Context, id string) (string, error) {
 	exit, err := s.enter(ctx)
 	if err != nil {
@@ -315,7 +225,7 @@ func (s *Series) Enqueue(ctx context.Context, id string) (string, error) {
 	}
 	// The index can be lost (a store deleting keys); the record itself says
 	// whether it has its number.
-	n, ok, err := s.b.Records.Number(ctx, s.opts.Collection, id, s.name)
+	n, _, ok, err := s.b.Records.Number(ctx, s.opts.Collection, id, s.name)
 	if err != nil {
 		return "", s.errorf("enqueue "+id, err)
 	}

@@ -180,9 +180,11 @@ func TestValidation(t *testing.T) {
 		{"ok", numbering.Options{Collection: "receipts", Field: "Number", Format: "no token"}},
 		{"ok", numbering.Options{Collection: "receipts", Field: "Number", Workers: -1}},
 	} {
+		//lint:ignore SA1019 these tests cover the deprecated JSON-field API too
 		_, err := d.v.Numbering(tc.series, tc.opts)
 		assert.ErrorIs(t, err, numbering.ErrInvalid, "%q %+v", tc.series, tc.opts)
 	}
+	//lint:ignore SA1019 these tests cover the deprecated JSON-field API too
 	_, err := d.v.Numbering("ok", numbering.Options{Collection: "receipts", Field: "Number", Format: "{seq"})
 	var ve *sequence.ValidationError
 	assert.ErrorAs(t, err, &ve)
@@ -194,6 +196,7 @@ func TestMismatchedCollection(t *testing.T) {
 	d.write(t, "a", 1)
 	_, err := d.series.RunPass(ctx)
 	require.NoError(t, err)
+	//lint:ignore SA1019 these tests cover the deprecated JSON-field API too
 	other, err := d.v.Numbering("receipts", numbering.Options{Collection: "invoices", Field: "Number"})
 	require.NoError(t, err)
 	_, err = other.RunPass(ctx)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/internal/deferred"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
@@ -59,8 +60,14 @@ type PassReport struct {
 	// Resumed is how many numbers of an interrupted earlier batch this pass finished.
 	Resumed int
 	// Skipped is how many pending entries were dropped without a number: the
-	// record was deleted, already numbered, or enqueued twice.
+	// record was deleted, already numbered, enqueued twice, or handed off
+	// again under another provisional id.
 	Skipped int
+	// Waiting is how many handoff entries (vault.Numbered.Put) were left in
+	// line because their record is not in the store: a writer between its
+	// two writes, one killed between them, or a record still on its way
+	// through a synced folder. They take no number until the record is there.
+	Waiting int
 }
 
 // RunPass numbers every pending record of the series. Run it on one
@@ -117,6 +124,10 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 	if h.collection != "" && h.collection != s.opts.Collection {
 		return fmt.Errorf("%w: it numbers %q, not %q", ErrMismatch, h.collection, s.opts.Collection)
 	}
+	format, err := s.configFormat(ctx, s.opts.Format)
+	if err != nil {
+		return err
+	}
 	taken, err := s.plan(ctx, rep)
 	if err != nil || len(taken) == 0 {
 		return err
@@ -131,7 +142,7 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 		last:       h.last + uint64(len(taken)),
 		collection: s.opts.Collection,
 		field:      s.opts.Field,
-		format:     s.opts.Format,
+		format:     format,
 	}
 	_, _ = rand.Read(b.token)
 	b.done = b.first - 1
@@ -179,6 +190,7 @@ func (s *Series) sweepChunks(ctx context.Context) error {
 func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 	prefix := s.dir + pendingDir
 	var all []item
+	var handoffs []bool
 	for it, err := range stores.ListUnder(ctx, s.b.Store, prefix) {
 		if err != nil {
 			return nil, fmt.Errorf("list pending: %w", err)
@@ -192,28 +204,20 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pending %s: %w", id, ErrTampered)
 		}
-		if got, err := decodePending(plain); err != nil || got != id {
+		got, handoff, err := decodeEntry(plain)
+		if err != nil || got != id {
 			return nil, fmt.Errorf("pending %s: %w", id, ErrTampered)
 		}
 		all = append(all, item{provisional: p, id: id})
+		handoffs = append(handoffs, handoff)
 	}
 	const (
 		take uint8 = iota
 		drop
+		wait
 	)
 	status := make([]uint8, len(all))
-	seen := make(map[string]struct{}, len(all))
-	for i, it := range all {
-		if _, dup := seen[it.id]; dup {
-			status[i] = drop // enqueued twice: it keeps its first place
-			continue
-		}
-		seen[it.id] = struct{}{}
-	}
 	err := parallel(ctx, len(all), s.workers, func(ctx context.Context, i int) error {
-		if status[i] != take {
-			return nil
-		}
 		id := all[i].id
 		_, err := s.b.Store.Get(ctx, s.assignedKey(id))
 		switch {
@@ -223,13 +227,22 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 		case !errors.Is(err, stores.ErrNotFound):
 			return err
 		}
-		n, ok, err := s.b.Records.Number(ctx, s.opts.Collection, id, s.name)
+		n, p, ok, err := s.b.Records.Number(ctx, s.opts.Collection, id, s.name)
 		if err != nil {
 			return fmt.Errorf("%s: %w", id, err)
 		}
-		if !ok || n != 0 {
+		switch {
+		case !ok && handoffs[i]:
+			// A handoff entry is written before its record: the record
+			// may still come (see PassReport.Waiting).
+			status[i] = wait
+		case !ok || n != 0:
 			// Deleted before its batch was recorded: no number. Or it
 			// carries its number, and only the index of it was lost.
+			status[i] = drop
+		case p != "" && p != all[i].provisional:
+			// Handed off again under another provisional id (its first
+			// handoff never wrote the record): that entry is its place.
 			status[i] = drop
 		}
 		return nil
@@ -237,11 +250,25 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
+	seen := make(map[string]struct{}, len(all))
+	for i, it := range all {
+		if status[i] != take {
+			continue
+		}
+		if _, dup := seen[it.id]; dup {
+			status[i] = drop // enqueued twice: it keeps its first place
+			continue
+		}
+		seen[it.id] = struct{}{}
+	}
 	var taken, dropped []item
 	for i, it := range all {
-		if status[i] == take {
+		switch status[i] {
+		case take:
 			taken = append(taken, it)
-		} else {
+		case wait:
+			rep.Waiting++
+		default:
 			dropped = append(dropped, it)
 		}
 	}
@@ -401,17 +428,15 @@ func (s *Series) recorded(ctx context.Context, b *batch) (map[uint64]bool, error
 // them and removes their pending entries. Every part is idempotent.
 func (s *Series) step(ctx context.Context, b *batch, f *sequence.Formatter, first uint64, seg []item, recorded map[uint64]bool, rep *PassReport) error {
 	texts := make([]string, len(seg))
-	marks := make([]Mark, len(seg))
+	marks := make([]deferred.Mark, len(seg))
 	for i := range seg {
 		n := first + uint64(i)
-		marks[i] = Mark{Series: s.name, N: n, Field: b.field}
 		if f != nil {
 			texts[i] = f.Format(n)
-			marks[i].Value = texts[i]
 		} else {
 			texts[i] = strconv.FormatUint(n, 10)
-			marks[i].Value = n
 		}
+		marks[i] = deferred.Mark{Series: s.name, N: n, Formatted: texts[i]}
 	}
 	stamps, gone, err := s.stamp(ctx, b, seg, marks, texts)
 	if err != nil {
@@ -451,8 +476,9 @@ func (s *Series) step(ctx context.Context, b *batch, f *sequence.Formatter, firs
 // and removes their pending entries: in one transaction where the store has
 // them, else key by key. A record that carries another number keeps its
 // index entry (or its lack of one): the number voided here is not its own.
-func (s *Series) index(ctx context.Context, b *batch, first uint64, seg []item, gone []bool, stamps []Stamp, texts []string) error {
+func (s *Series) index(ctx context.Context, b *batch, first uint64, seg []item, gone []bool, stamps []deferred.Stamp, texts []string) error {
 	sealed := make([][]byte, len(seg))
+	byProv := make([][]byte, len(seg))
 	for i, it := range seg {
 		if stamps[i].Carries != 0 {
 			continue
@@ -462,6 +488,9 @@ func (s *Series) index(ctx context.Context, b *batch, first uint64, seg []item, 
 		if sealed[i], err = s.b.Sealer.Seal(s.assignedKey(it.id), a.encode()); err != nil {
 			return err
 		}
+		if byProv[i], err = s.b.Sealer.Seal(s.provisionalKey(it.provisional), encodeProvisional(it.id)); err != nil {
+			return err
+		}
 	}
 	if tr, ok := s.b.Store.(stores.Transactor); ok && s.b.Store.Capabilities().Transactions {
 		_, err := cas.Do(ctx, cas.Policy{}, func(int) error {
@@ -469,6 +498,9 @@ func (s *Series) index(ctx context.Context, b *batch, first uint64, seg []item, 
 				for i, it := range seg {
 					if sealed[i] != nil {
 						if err := tx.Put(s.assignedKey(it.id), sealed[i]); err != nil {
+							return err
+						}
+						if err := tx.Put(s.provisionalKey(it.provisional), byProv[i]); err != nil {
 							return err
 						}
 					}
@@ -490,6 +522,9 @@ func (s *Series) index(ctx context.Context, b *batch, first uint64, seg []item, 
 			if _, err := s.b.Store.Put(ctx, s.assignedKey(it.id), sealed[i]); err != nil {
 				return fmt.Errorf("index %s: %w", it.id, err)
 			}
+			if _, err := s.b.Store.Put(ctx, s.provisionalKey(it.provisional), byProv[i]); err != nil {
+				return fmt.Errorf("index %s: %w", it.id, err)
+			}
 		}
 		if err := s.b.Store.Delete(ctx, s.pendingKey(it.provisional, it.id)); err != nil {
 			return fmt.Errorf("remove pending %s: %w", it.id, err)
@@ -501,8 +536,8 @@ func (s *Series) index(ctx context.Context, b *batch, first uint64, seg []item, 
 // stamp stamps the records of seg with marks: all in one transaction when
 // the Records can (BatchStamper), else one by one on up to s.workers
 // goroutines. It reports which records are gone.
-func (s *Series) stamp(ctx context.Context, b *batch, seg []item, marks []Mark, texts []string) ([]Stamp, []bool, error) {
-	if bs, ok := s.b.Records.(BatchStamper); ok && len(seg) > 1 {
+func (s *Series) stamp(ctx context.Context, b *batch, seg []item, marks []deferred.Mark, texts []string) ([]deferred.Stamp, []bool, error) {
+	if bs, ok := s.b.Records.(deferred.BatchStamper); ok && len(seg) > 1 {
 		ids := make([]string, len(seg))
 		for i, it := range seg {
 			ids[i] = it.id
@@ -521,7 +556,7 @@ func (s *Series) stamp(ctx context.Context, b *batch, seg []item, marks []Mark, 
 			return nil, nil, fmt.Errorf("stamp %s/%s to %s: %w", b.collection, seg[0].id, seg[len(seg)-1].id, err)
 		}
 	}
-	stamps := make([]Stamp, len(seg))
+	stamps := make([]deferred.Stamp, len(seg))
 	gone := make([]bool, len(seg))
 	err := parallel(ctx, len(seg), s.workers, func(ctx context.Context, i int) error {
 		st, err := s.b.Records.Stamp(ctx, b.collection, seg[i].id, marks[i])

@@ -14,7 +14,7 @@ var (
 	// (Capabilities().CASAtomic is false), so no number can be allocated on it
 	// without risking a duplicate. Nothing was written. Deferred numbering is
 	// the path on such stores.
-	ErrOffline = errors.New("store has no atomic compare-and-swap (offline); use deferred numbering")
+	ErrOffline = errors.New("store has no atomic compare-and-swap (offline): no bare number can be taken; write numbered records through vault.NumberingOf, which numbers them in a pass")
 	// ErrRequestExpired: a claim's request id is older than the window of
 	// request ids a store without transactions remembers, so whether it was
 	// already served cannot be verified. Nothing was allocated; the caller must

@@ -8,28 +8,64 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/internal/deferred"
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/numbering"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 )
 
 // Numbering returns the deferred-numbering series of this vault named
-// series, which numbers the records of opts.Collection by setting their
-// opts.Field: records are enqueued wherever they are written (any store,
-// offline, many devices), and a pass on one authority numbers them. See
-// package numbering. The error matches numbering.ErrInvalid for an invalid
-// series name or options (an invalid or reserved collection name included).
+// series, which numbers the records of opts.Collection by setting their JSON
+// member opts.Field: to a JSON number for a series without a format, else to
+// the formatted text. Records are enqueued with numbering.Series.Enqueue
+// after they are written, and a pass on one authority numbers them. The
+// error matches numbering.ErrInvalid for an invalid series name or options
+// (an invalid or reserved collection name included).
+//
+// Deprecated: use NumberingOf, which sets the number through a typed
+// setter, hands a record off to the series in the same call that writes it,
+// and numbers it at once on a store with atomic compare-and-swap. Numbering
+// stays for the callers that number raw JSON records by field name.
 func (v *Vault) Numbering(series string, opts numbering.Options) (*numbering.Series, error) {
 	if err := CheckCollectionName(opts.Collection); err != nil {
 		return nil, fmt.Errorf("numbering %q: %w: %w", series, numbering.ErrInvalid, err)
 	}
-	var records numbering.Records = numberingRecords{v}
-	if tr, ok := v.store.(stores.Transactor); ok {
-		records = numberingTxRecords{numberingRecords{v}, tr}
+	if opts.Field == "" {
+		return nil, fmt.Errorf("numbering %q: %w: options: empty field", series, numbering.ErrInvalid)
 	}
-	return numbering.New(numbering.Backend{
+	field := opts.Field
+	ns, _, err := v.numberingSeries(series, opts, func(body []byte, s sequence.Serial) ([]byte, error) {
+		out, _, err := setField(body, field, jsonNumber(s))
+		return out, err
+	})
+	return ns, err
+}
+
+// jsonNumber is the JSON value a record stamped by field name (the
+// deprecated Numbering, the command line) gets: the bare number when the
+// series has no format (its text is the number in decimal), else the text.
+func jsonNumber(s sequence.Serial) []byte {
+	if s.Formatted == strconv.FormatUint(s.N, 10) {
+		return []byte(s.Formatted)
+	}
+	b, _ := json.Marshal(s.Formatted)
+	return b
+}
+
+// numberingSeries opens the deferred-numbering series of the vault whose
+// pass stamps a record's body with apply.
+func (v *Vault) numberingSeries(series string, opts numbering.Options, apply func(body []byte, s sequence.Serial) ([]byte, error)) (*numbering.Series, deferred.Hooks, error) {
+	var records deferred.Records = stampRecords{v: v, apply: apply}
+	if tr, ok := v.store.(stores.Transactor); ok {
+		records = stampTxRecords{stampRecords{v: v, apply: apply}, tr}
+	}
+	newSeries := wire.NewNumbering.(func(deferred.Backend, string, numbering.Options) (*numbering.Series, deferred.Hooks, error))
+	return newSeries(deferred.Backend{
 		Store:   v.store,
 		Sealer:  v.seal,
 		Prefix:  v.prefix,
@@ -40,52 +76,59 @@ func (v *Vault) Numbering(series string, opts numbering.Options) (*numbering.Ser
 	}, series, opts)
 }
 
-// numberingRecords lets a numbering series read and stamp this vault's
-// records. Its methods are called only from inside a call of the series,
-// which has entered the vault (Backend.Enter), so they do not enter it
-// again: a call admitted before Close runs to its end.
-type numberingRecords struct{ v *Vault }
+// stampRecords lets a numbering series read and stamp this vault's records,
+// setting the number into a record's body with apply. Its methods are
+// called only from inside a call of the series, which has entered the vault
+// (Backend.Enter), so they do not enter it again: a call admitted before
+// Close runs to its end.
+type stampRecords struct {
+	v     *Vault
+	apply func(body []byte, s sequence.Serial) ([]byte, error)
+}
 
-// Number reports whether the record is stored and which number of the
-// deferred-numbering series it carries, read from its authenticated content.
-func (r numberingRecords) Number(ctx context.Context, collection, id, series string) (uint64, bool, error) {
+// Number reports whether the record is stored, which number of the
+// deferred-numbering series it carries, and else the provisional id it was
+// handed off with, read from its authenticated content.
+func (r stampRecords) Number(ctx context.Context, collection, id, series string) (uint64, string, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, false, err
+		return 0, "", false, err
 	}
 	if err := CheckID(id); err != nil {
-		return 0, false, err
+		return 0, "", false, err
 	}
 	it, err := r.v.store.Get(ctx, r.v.recordKey(collection, id))
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
-		return 0, false, nil
+		return 0, "", false, nil
 	case err != nil:
-		return 0, false, err
+		return 0, "", false, err
 	}
 	rec, err := r.v.openStored(collection, id, it, true)
 	if err != nil {
-		return 0, false, fmt.Errorf("record %s/%s: %w", collection, id, err)
+		return 0, "", false, fmt.Errorf("record %s/%s: %w", collection, id, err)
 	}
-	n, _ := findMark(rec.marks, markNumbering, series, nil)
-	return n, true, nil
+	n, ok := findMark(rec.marks, markNumbering, series, nil)
+	if !ok {
+		// Numbered at write time by the series' sequence (NumberingOf on a
+		// store with atomic compare-and-swap): numbered all the same.
+		n, _ = findMark(rec.marks, markSequence, series, nil)
+	}
+	return n, pendingOf(rec.marks, series), true, nil
 }
 
-// Stamp sets m.Field of the record to m.Value and marks it as carrying
-// m.N, as its next revision, unless it already does: in a transaction where
+// Stamp gives the record number m.N of m.Series as its next revision,
+// unless it carries a number of the series already: in a transaction where
 // the store has them, else by compare-and-swap on the record's version,
 // retried when a writer changed the record in between, so a concurrent
 // change is kept, not overwritten.
-func (r numberingRecords) Stamp(ctx context.Context, collection, id string, m numbering.Mark) (numbering.Stamp, error) {
+func (r stampRecords) Stamp(ctx context.Context, collection, id string, m deferred.Mark) (deferred.Stamp, error) {
 	v := r.v
 	if err := ctx.Err(); err != nil {
-		return numbering.Stamp{}, err
-	}
-	want, err := json.Marshal(m.Value)
-	if err != nil {
-		return numbering.Stamp{}, fmt.Errorf("stamp: encode: %w", err)
+		return deferred.Stamp{}, err
 	}
 	key := v.recordKey(collection, id)
-	var out numbering.Stamp
+	var out deferred.Stamp
+	var err error
 	if tr, ok := v.store.(stores.Transactor); ok {
 		_, err = cas.Do(ctx, cas.Policy{}, func(int) error {
 			return tr.Update(ctx, func(tx stores.Tx) error {
@@ -94,7 +137,7 @@ func (r numberingRecords) Stamp(ctx context.Context, collection, id string, m nu
 					return err
 				}
 				var sealed []byte
-				if sealed, out, err = v.stampItem(collection, id, m, want, it); err != nil || sealed == nil {
+				if sealed, out, err = r.stampItem(collection, id, m, it); err != nil || sealed == nil {
 					return err
 				}
 				return tx.Put(key, sealed)
@@ -107,7 +150,7 @@ func (r numberingRecords) Stamp(ctx context.Context, collection, id string, m nu
 				return err
 			}
 			var sealed []byte
-			if sealed, out, err = v.stampItem(collection, id, m, want, it); err != nil || sealed == nil {
+			if sealed, out, err = r.stampItem(collection, id, m, it); err != nil || sealed == nil {
 				return err
 			}
 			_, err = v.store.CompareAndSwap(ctx, key, it.Version, sealed)
@@ -115,19 +158,19 @@ func (r numberingRecords) Stamp(ctx context.Context, collection, id string, m nu
 		})
 	}
 	if err != nil {
-		return numbering.Stamp{}, err
+		return deferred.Stamp{}, err
 	}
 	return out, nil
 }
 
-// numberingTxRecords also stamps many records in one transaction.
-type numberingTxRecords struct {
-	numberingRecords
+// stampTxRecords also stamps many records in one transaction.
+type stampTxRecords struct {
+	stampRecords
 	tr stores.Transactor
 }
 
 // StampBatch stamps every ids[i] with marks[i] in one transaction.
-func (r numberingTxRecords) StampBatch(ctx context.Context, collection string, ids []string, marks []numbering.Mark) ([]numbering.Stamp, []bool, error) {
+func (r stampTxRecords) StampBatch(ctx context.Context, collection string, ids []string, marks []deferred.Mark) ([]deferred.Stamp, []bool, error) {
 	v := r.v
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -135,14 +178,7 @@ func (r numberingTxRecords) StampBatch(ctx context.Context, collection string, i
 	if len(ids) != len(marks) {
 		return nil, nil, fmt.Errorf("stamp batch: %d ids, %d marks", len(ids), len(marks))
 	}
-	wants := make([][]byte, len(marks))
-	for i, m := range marks {
-		var err error
-		if wants[i], err = json.Marshal(m.Value); err != nil {
-			return nil, nil, fmt.Errorf("stamp %s/%s: encode: %w", collection, ids[i], err)
-		}
-	}
-	stamps := make([]numbering.Stamp, len(ids))
+	stamps := make([]deferred.Stamp, len(ids))
 	found := make([]bool, len(ids))
 	_, err := cas.Do(ctx, cas.Policy{}, func(int) error {
 		return r.tr.Update(ctx, func(tx stores.Tx) error {
@@ -150,14 +186,14 @@ func (r numberingTxRecords) StampBatch(ctx context.Context, collection string, i
 				key := v.recordKey(collection, id)
 				it, err := tx.Get(key)
 				if errors.Is(err, stores.ErrNotFound) {
-					stamps[i], found[i] = numbering.Stamp{}, false
+					stamps[i], found[i] = deferred.Stamp{}, false
 					continue
 				}
 				if err != nil {
 					return err
 				}
 				found[i] = true
-				sealed, st, err := v.stampItem(collection, id, marks[i], wants[i], it)
+				sealed, st, err := r.stampItem(collection, id, marks[i], it)
 				if err != nil {
 					return fmt.Errorf("stamp %s/%s: %w", collection, id, err)
 				}
@@ -179,32 +215,37 @@ func (r numberingTxRecords) StampBatch(ctx context.Context, collection string, i
 
 // stampItem computes the stamped revision of the stored record it: the
 // sealed new revision and its Stamp, or nil and the current revision's
-// Stamp when the record already carries m.N with its field holding want,
-// or carries another number of m.Series (Stamp.Carries).
-func (v *Vault) stampItem(collection, id string, m numbering.Mark, want []byte, it stores.Item) ([]byte, numbering.Stamp, error) {
+// Stamp when the record already carries a number of m.Series (m.N, or
+// another: Stamp.Carries). The new revision has its body passed through
+// apply, the series' pending mark replaced by its number mark.
+func (r stampRecords) stampItem(collection, id string, m deferred.Mark, it stores.Item) ([]byte, deferred.Stamp, error) {
+	v := r.v
 	rec, err := v.openStored(collection, id, it, true)
 	if err != nil {
-		return nil, numbering.Stamp{}, err
+		return nil, deferred.Stamp{}, err
 	}
-	current := numbering.Stamp{Revision: rec.rev, CipherHash: cipherHash(it.Value)}
-	n, marked := findMark(rec.marks, markNumbering, m.Series, nil)
-	if marked && n != m.N {
+	current := deferred.Stamp{Revision: rec.rev, CipherHash: cipherHash(it.Value)}
+	if n, marked := findMark(rec.marks, markNumbering, m.Series, nil); marked {
+		if n != m.N {
+			current.Carries = n
+		}
+		return nil, current, nil
+	}
+	if n, marked := findMark(rec.marks, markSequence, m.Series, nil); marked {
+		// Numbered at write time by the series' sequence: m.N is not its.
 		current.Carries = n
 		return nil, current, nil
 	}
-	next, changed, err := setField(rec.body, m.Field, want)
+	next, err := r.apply(rec.body, sequence.Serial{N: m.N, Formatted: m.Formatted})
 	if err != nil {
-		return nil, numbering.Stamp{}, err
+		return nil, deferred.Stamp{}, err
 	}
-	if !changed && marked {
-		return nil, current, nil
-	}
-	marks := withMark(rec.marks, mark{kind: markNumbering, series: m.Series, n: m.N})
+	marks := withMark(withoutPending(rec.marks, m.Series), mark{kind: markNumbering, series: m.Series, n: m.N})
 	sealed, rev, err := v.sealNext(collection, id, joinRecord(marks, next), rec.rev)
 	if err != nil {
-		return nil, numbering.Stamp{}, err
+		return nil, deferred.Stamp{}, err
 	}
-	return sealed, numbering.Stamp{Stamped: true, Revision: rev, CipherHash: cipherHash(sealed)}, nil
+	return sealed, deferred.Stamp{Stamped: true, Revision: rev, CipherHash: cipherHash(sealed)}, nil
 }
 
 // setField sets the JSON object member field of plain to want (a JSON

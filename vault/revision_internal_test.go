@@ -14,7 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/crypto"
-	"github.com/noydb-go/noydb/numbering"
+	"github.com/noydb-go/noydb/internal/deferred"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/badgerstore"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -80,7 +81,7 @@ func TestRevisionOverflowRefused(t *testing.T) {
 			err = receipts.Put(ctx, "r-1", receipt{Total: 11})
 			assert.ErrorIs(t, err, ErrRevisionOverflow)
 
-			_, err = numberingRecords{v}.Stamp(ctx, "receipts", "r-1", numbering.Mark{Series: "receipts", N: 1, Field: "Number", Value: 1})
+			_, err = jsonRecords(v, "Number").Stamp(ctx, "receipts", "r-1", deferred.Mark{Series: "receipts", N: 1, Formatted: "1"})
 			assert.ErrorIs(t, err, ErrRevisionOverflow)
 			assert.Equal(t, before, storeKeys(t, st), "nothing written")
 
@@ -130,30 +131,38 @@ func TestStampRefusesSecondNumber(t *testing.T) {
 	v := openTestVault(t, st)
 	receipts := CollectionOf[receipt](v, "receipts")
 	require.NoError(t, receipts.Put(ctx, "r-1", receipt{Total: 10}))
-	recs := numberingRecords{v}
-	st1, err := recs.Stamp(ctx, "receipts", "r-1", numbering.Mark{Series: "receipts", N: 1, Field: "Number", Value: uint64(1)})
+	recs := jsonRecords(v, "Number")
+	st1, err := recs.Stamp(ctx, "receipts", "r-1", deferred.Mark{Series: "receipts", N: 1, Formatted: "1"})
 	require.NoError(t, err)
 	assert.True(t, st1.Stamped)
 	before := storeKeys(t, st)
 
-	again, err := recs.Stamp(ctx, "receipts", "r-1", numbering.Mark{Series: "receipts", N: 1, Field: "Number", Value: uint64(1)})
+	again, err := recs.Stamp(ctx, "receipts", "r-1", deferred.Mark{Series: "receipts", N: 1, Formatted: "1"})
 	require.NoError(t, err)
-	assert.Equal(t, numbering.Stamp{Revision: st1.Revision, CipherHash: st1.CipherHash}, again, "idempotent")
-	second, err := recs.Stamp(ctx, "receipts", "r-1", numbering.Mark{Series: "receipts", N: 3, Field: "Number", Value: uint64(3)})
+	assert.Equal(t, deferred.Stamp{Revision: st1.Revision, CipherHash: st1.CipherHash}, again, "idempotent")
+	second, err := recs.Stamp(ctx, "receipts", "r-1", deferred.Mark{Series: "receipts", N: 3, Formatted: "3"})
 	require.NoError(t, err)
-	assert.Equal(t, numbering.Stamp{Revision: st1.Revision, CipherHash: st1.CipherHash, Carries: 1}, second)
-	stamps, found, err := numberingTxRecords{recs, st}.StampBatch(ctx, "receipts", []string{"r-1"},
-		[]numbering.Mark{{Series: "receipts", N: 3, Field: "Number", Value: uint64(3)}})
+	assert.Equal(t, deferred.Stamp{Revision: st1.Revision, CipherHash: st1.CipherHash, Carries: 1}, second)
+	stamps, found, err := stampTxRecords{recs, st}.StampBatch(ctx, "receipts", []string{"r-1"},
+		[]deferred.Mark{{Series: "receipts", N: 3, Formatted: "3"}})
 	require.NoError(t, err)
 	assert.Equal(t, []bool{true}, found)
 	assert.Equal(t, uint64(1), stamps[0].Carries)
 	assert.Equal(t, before, storeKeys(t, st), "nothing written")
 
-	n, ok, err := recs.Number(ctx, "receipts", "r-1", "receipts")
+	n, _, ok, err := recs.Number(ctx, "receipts", "r-1", "receipts")
 	require.NoError(t, err)
 	assert.True(t, ok)
 	assert.Equal(t, uint64(1), n)
 	r, err := receipts.Get(ctx, "r-1")
 	require.NoError(t, err)
 	assert.Equal(t, receipt{Number: 1, Total: 10}, r)
+}
+
+// jsonRecords stamps the JSON member field, as the deprecated Numbering does.
+func jsonRecords(v *Vault, field string) stampRecords {
+	return stampRecords{v: v, apply: func(body []byte, s sequence.Serial) ([]byte, error) {
+		out, _, err := setField(body, field, jsonNumber(s))
+		return out, err
+	}}
 }

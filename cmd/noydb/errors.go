@@ -43,7 +43,7 @@ func (a *app) explain(err error) string {
 	case errors.Is(err, vault.ErrRollback):
 		return fmt.Sprintf("%v: the store serves older data than this device has seen (restored from an old backup?); nothing was issued", err)
 	case errors.Is(err, sequence.ErrOffline):
-		return fmt.Sprintf("store %s has no atomic compare-and-swap: use `noydb number enqueue`", a.spec)
+		return fmt.Sprintf("store %s has no atomic compare-and-swap: write numbered records with `noydb put --seq`, numbered by `noydb number pass`", a.spec)
 	case errors.Is(err, numbering.ErrAlreadyNumbered):
 		return fmt.Sprintf("%v: see `noydb number lookup`", err)
 	case errors.Is(err, numbering.ErrPassRunning):

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/noydb-go/noydb/numbering"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -24,16 +28,66 @@ func (f *numberFlags) add(cmd *cobra.Command, stamping bool) {
 	cmd.Flags().StringVar(&f.collection, "collection", "", "collection whose records the series numbers (default: the series name)")
 	if stamping {
 		cmd.Flags().StringVar(&f.field, "field", "number", "JSON field of each record that receives its number")
-		cmd.Flags().StringVar(&f.format, "format", "", "render numbers with a format, e.g. 'R-{seq:05}' (default: a bare JSON number)")
+		cmd.Flags().StringVar(&f.format, "format", "", "render numbers with a format, e.g. 'R-{seq:05}', stored with a new series (default: the series' stored format; a bare JSON number for a new series)")
 	}
 }
 
-func (f *numberFlags) series(v *vault.Vault, name string) (*numbering.Series, error) {
+// handle returns the numbered handle of series name over the flags'
+// collection (default: the series name).
+func (f *numberFlags) handle(v *vault.Vault, name string) (*vault.Numbered[json.RawMessage], error) {
 	coll := f.collection
 	if coll == "" {
 		coll = name
 	}
-	return v.Numbering(name, numbering.Options{Collection: coll, Field: f.field, Format: f.format})
+	return cliNumbering(v, coll, name, f.format, f.field)
+}
+
+func (f *numberFlags) series(v *vault.Vault, name string) (*numbering.Series, error) {
+	h, err := f.handle(v, name)
+	if err != nil {
+		return nil, err
+	}
+	return h.Series(), nil
+}
+
+// cliNumbering returns the numbered handle the command line writes and
+// numbers JSON records with: the number goes into the object's member
+// field ("number" unless --field says otherwise), as a JSON number for a
+// series without a format and as the formatted text otherwise.
+func cliNumbering(v *vault.Vault, collection, series, format, field string) (*vault.Numbered[json.RawMessage], error) {
+	return vault.NumberingOf(records(v, collection), series, sequence.Options{Format: format}, setJSONField(field))
+}
+
+// setJSONField returns the setter of cliNumbering. A value that is not a
+// JSON object is left as it is ('put --seq' refuses those).
+func setJSONField(field string) func(*json.RawMessage, sequence.Serial) {
+	return func(r *json.RawMessage, s sequence.Serial) {
+		var val any = s.Formatted
+		if s.Formatted == strconv.FormatUint(s.N, 10) {
+			val = s.N
+		}
+		obj := []byte(*r)
+		var m map[string]json.RawMessage
+		if json.Unmarshal(obj, &m) != nil || m == nil {
+			return
+		}
+		if _, ok := m[field]; ok {
+			delete(m, field)
+			var err error
+			if obj, err = json.Marshal(m); err != nil {
+				return
+			}
+		} else {
+			var compact bytes.Buffer
+			if json.Compact(&compact, obj) != nil {
+				return
+			}
+			obj = compact.Bytes()
+		}
+		if out, err := withField(obj, field, val); err == nil {
+			*r = out
+		}
+	}
 }
 
 // assignmentJSON is a lookup as --json prints it.
@@ -55,16 +109,20 @@ func (a *app) numberCmd() *cobra.Command {
 at write time: on a file: store (a synced folder, no atomic compare-and-swap)
 or on a device that is offline.
 
-  1. put the record as usual          noydb put receipts r-7 '{"total":120}'
-  2. enqueue it, anywhere, any time   noydb number enqueue receipts r-7
-  3. on one machine, run a pass       noydb number pass receipts --format 'R-{seq:05}'
-  4. the record now carries its number in its "number" field:
+  1. put the record with --seq        noydb put receipts r-7 '{"total":120}' --seq receipts --format 'R-{seq:05}'
+     (on a store with atomic compare-and-swap it is numbered at once;
+     elsewhere it prints "pending: numbered by the next pass")
+  2. on one machine, run a pass       noydb number pass receipts
+  3. the record now carries its number in its "number" field:
+                                      noydb get receipts r-7 --seq receipts
                                       noydb number lookup receipts r-7
 
+A record put without --seq can be put in line with 'noydb number enqueue'.
 A pass numbers the pending records 1, 2, 3 … in the order they were
-enqueued, stamps each record, and records the numbers in the ledger. A pass
-that is killed is finished by the next one; a record never gets two numbers.
-Only one pass of a series runs at a time.`,
+handed off, stamps each record, and records the numbers in the ledger. The
+series' format is stored with it by its first use, so later commands need
+no --format. A pass that is killed is finished by the next one; a record
+never gets two numbers. Only one pass of a series runs at a time.`,
 		Args: a.noArgs,
 		RunE: a.groupRun,
 	}
@@ -114,9 +172,10 @@ record must exist and not be numbered yet; enqueuing twice is harmless.`,
 	pass := &cobra.Command{
 		Use:   "pass SERIES",
 		Short: "Number every pending record of a series",
-		Long: `Number every pending record of SERIES, in the order they were enqueued:
-record the batch, stamp each record's --field with its number (rendered with
---format), and record each number in the ledger. Run it on one machine: a
+		Long: `Number every pending record of SERIES, in the order they were handed off
+or enqueued: record the batch, stamp each record's --field with its number
+(rendered in the series' stored format, or --format for a new series), and
+record each number in the ledger. Run it on one machine: a
 second pass of the same series fails at once while one runs. On a terminal a
 progress bar follows long passes.`,
 		Args: exactArgs(1),
@@ -126,12 +185,12 @@ progress bar follows long passes.`,
 			if err != nil {
 				return err
 			}
-			s, err := pf.series(v, args[0])
+			h, err := pf.handle(v, args[0])
 			if err != nil {
 				return err
 			}
-			stop := a.passProgress(ctx, s)
-			rep, err := s.RunPass(ctx)
+			stop := a.passProgress(ctx, h.Series())
+			rep, err := h.Settle(ctx)
 			stop()
 			if err != nil {
 				return err
@@ -146,7 +205,8 @@ progress bar follows long passes.`,
 					Voided   int    `json:"voided"`
 					Resumed  int    `json:"resumed"`
 					Skipped  int    `json:"skipped"`
-				}{args[0], rep.Batch, rep.First, rep.Last, rep.Assigned, rep.Voided, rep.Resumed, rep.Skipped})
+					Waiting  int    `json:"waiting"`
+				}{args[0], rep.Batch, rep.First, rep.Last, rep.Assigned, rep.Voided, rep.Resumed, rep.Skipped, rep.Waiting})
 			}
 			switch {
 			case rep.Batch == 0 && rep.Resumed == 0:
@@ -157,6 +217,9 @@ progress bar follows long passes.`,
 				fmt.Fprintf(a.io.out, "series %q: batch %d gave numbers %d to %d", args[0], rep.Batch, rep.First, rep.Last)
 			}
 			fmt.Fprintf(a.io.out, " (%d stamped, %d voided, %d resumed, %d skipped)\n", rep.Assigned, rep.Voided, rep.Resumed, rep.Skipped)
+			if rep.Waiting > 0 {
+				fmt.Fprintf(a.io.out, "%d handed-off records are not in the store (yet): they wait for a later pass\n", rep.Waiting)
+			}
 			return nil
 		},
 	}

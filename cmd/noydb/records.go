@@ -31,10 +31,15 @@ The value is the JSON argument, or standard input when it is '-' or missing.
 The record is sealed before it reaches the store and the change is recorded
 in the vault's ledger. The vault must exist ('noydb init', or --create).
 
-With --seq SERIES the record takes the next number of SERIES in the same
-commit (so a failed write takes no number): the number goes into the
-record's --field (a JSON number, or the formatted text with --format), and
-is printed. The record must be a JSON object without that field.
+With --seq SERIES the record is numbered by SERIES: the number goes into the
+record's --field ("number": a JSON number, or the formatted text when the
+series has a format, set with --format by its first use and stored with
+it). On a store with atomic compare-and-swap it takes the next number in
+the same commit (so a failed write takes no number) and prints it; on a
+file: store it is written pending, handed off to the series, and prints
+"pending: numbered by the next pass" with its provisional id: run
+'noydb number pass SERIES' (with --collection when the collection is not
+named SERIES). The record must be a JSON object without that field.
 
 Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 {"collection", "id", "revision"}.`,
@@ -90,6 +95,10 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 			if err != nil {
 				return err
 			}
+			if numbered.partition == "" {
+				return a.putHandedOff(cmd, v, args[0], args[1], series, numbered.format, field, value)
+			}
+			// A partitioned series: numbered at write time only.
 			s, err := numbered.sequence(v, series)
 			if err != nil {
 				return err
@@ -113,21 +122,30 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 			return err
 		},
 	}
-	put.Flags().StringVar(&series, "seq", "", "number the record from this series, in the same commit")
+	put.Flags().StringVar(&series, "seq", "", "number the record from this series: in the same commit, or by the next pass on a file: store")
 	put.Flags().StringVar(&field, "field", "number", "with --seq: the JSON field that receives the number")
 	numbered.add(put)
 
+	var getSeq, getField string
 	get := &cobra.Command{
 		Use:   "get COLLECTION ID",
 		Short: "Print a record's JSON",
 		Long: `Print the JSON of the record ID in COLLECTION. With --json it prints
 {"collection", "id", "value"}. A record the store changed or moved fails
-authentication instead of being printed.`,
+authentication instead of being printed.
+
+With --seq SERIES it prints the record with the number of SERIES it
+carries in its --field, or, for a record waiting for a pass, a second line
+"pending: numbered by the next pass" with its provisional id (with --json:
+"number", "formatted", "pending", "provisional").`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
+			}
+			if getSeq != "" {
+				return a.getNumbered(cmd, v, args[0], args[1], getSeq, getField)
 			}
 			val, err := records(v, args[0]).Get(cmd.Context(), args[1])
 			if err != nil {
@@ -144,6 +162,9 @@ authentication instead of being printed.`,
 			return err
 		},
 	}
+
+	get.Flags().StringVar(&getSeq, "seq", "", "show the number of this series (or that the record is pending)")
+	get.Flags().StringVar(&getField, "field", "number", "with --seq: the JSON field that receives the number")
 
 	list := &cobra.Command{
 		Use:   "list COLLECTION",
@@ -295,4 +316,69 @@ func withField(obj []byte, field string, value any) (json.RawMessage, error) {
 		out = append(out, '}')
 	}
 	return out, nil
+}
+
+// putHandedOff writes the JSON object value as collection/id through the
+// numbered handle of series and prints its number, or that it is pending.
+func (a *app) putHandedOff(cmd *cobra.Command, v *vault.Vault, collection, id, series, format, field string, value []byte) error {
+	h, err := cliNumbering(v, collection, series, format, field)
+	if err != nil {
+		return err
+	}
+	r, err := h.Put(cmd.Context(), id, json.RawMessage(value))
+	if err != nil {
+		return err
+	}
+	if a.json {
+		if r.Pending {
+			return a.printJSON(pendingJSON{series, collection, id, true, r.Provisional})
+		}
+		return a.printJSON(serialJSON{series, nil, r.Serial.N, r.Serial.Formatted})
+	}
+	if r.Pending {
+		_, err = fmt.Fprintf(a.io.out, "pending: numbered by the next pass (provisional id %s)\n", r.Provisional)
+		return err
+	}
+	_, err = fmt.Fprintln(a.io.out, r.Serial.Formatted)
+	return err
+}
+
+// pendingJSON is a record handed off to a series, as --json prints it.
+type pendingJSON struct {
+	Series      string `json:"series"`
+	Collection  string `json:"collection"`
+	ID          string `json:"id"`
+	Pending     bool   `json:"pending"`
+	Provisional string `json:"provisional"`
+}
+
+// getNumbered prints collection/id with the number of series, or says it
+// is pending.
+func (a *app) getNumbered(cmd *cobra.Command, v *vault.Vault, collection, id, series, field string) error {
+	h, err := cliNumbering(v, collection, series, "", field)
+	if err != nil {
+		return err
+	}
+	r, err := h.Get(cmd.Context(), id)
+	if err != nil {
+		return notFound("get", []string{collection, id}, err)
+	}
+	if a.json {
+		return a.printJSON(struct {
+			Collection  string          `json:"collection"`
+			ID          string          `json:"id"`
+			Value       json.RawMessage `json:"value"`
+			Number      uint64          `json:"number,omitempty"`
+			Formatted   string          `json:"formatted,omitempty"`
+			Pending     bool            `json:"pending"`
+			Provisional string          `json:"provisional,omitempty"`
+		}{collection, id, unescapeHTML(r.Value), r.Serial.N, r.Serial.Formatted, r.Pending, r.Provisional})
+	}
+	if _, err := fmt.Fprintf(a.io.out, "%s\n", unescapeHTML(r.Value)); err != nil {
+		return err
+	}
+	if r.Pending {
+		_, err = fmt.Fprintf(a.io.out, "pending: numbered by the next pass (provisional id %s)\n", r.Provisional)
+	}
+	return err
 }

@@ -1,0 +1,110 @@
+// Package deferred holds what the vault hands a deferred-numbering series
+// (package numbering) and what the series hands back: the store, sealer,
+// ledger and pins it works on, and the records it reads and stamps. Only the
+// vault builds these; users call vault.NumberingOf.
+package deferred
+
+import (
+	"context"
+
+	"github.com/noydb-go/noydb/internal/pins"
+	"github.com/noydb-go/noydb/internal/seal"
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// Sealer seals the values a series stores (the vault's one sealer).
+type Sealer = seal.Sealer
+
+// Pins is the device-local memory of the highest value seen per key (the
+// vault's rollback pins).
+type Pins = pins.Counter
+
+// Backend is what a series works on.
+type Backend struct {
+	// Store holds the series' values (and the records).
+	Store stores.Store
+	// Sealer seals every value the series stores.
+	Sealer Sealer
+	// Prefix is the vault's key prefix; series values live under
+	// Prefix+"_numbering/".
+	Prefix string
+	// Ledger receives the NumberAssigned and NumberVoided entries.
+	Ledger *ledger.Ledger
+	// Records reads and stamps the numbered records.
+	Records Records
+	// Enter, if set, is called first by every method of the series; an
+	// error (a closed vault) ends the call, else the method calls exit when
+	// it returns. Records is called only between the two.
+	Enter func(ctx context.Context) (exit func(), err error)
+	// Pins, if set, catches a store serving an older head.
+	Pins Pins
+}
+
+// Records reads and stamps the records a series numbers. Implementations
+// must be safe for concurrent use.
+//
+// A stamped record carries its number in an authenticated mark of the
+// series, which the store cannot remove without the record failing to
+// open, and in its content, put there by the application's setter.
+type Records interface {
+	// Number reports whether collection holds a record with id, the number
+	// of series it carries (0: none) and, when it has none, the provisional
+	// id it was handed off with ("" when it was written without one). A
+	// record that fails authentication is an error wrapping ErrTampered.
+	Number(ctx context.Context, collection, id, series string) (n uint64, provisional string, found bool, err error)
+	// Stamp gives the record collection/id number m.N of m.Series as its
+	// next revision (the setter applied, the mark added), unless it already
+	// carries it. A record that carries another number of m.Series is left
+	// as it is, and the returned Stamp says which in Carries. An error
+	// wrapping stores.ErrNotFound when the record does not exist. It records
+	// nothing in the ledger: the pass does.
+	Stamp(ctx context.Context, collection, id string, m Mark) (Stamp, error)
+}
+
+// BatchStamper is implemented by Records that can stamp many records of a
+// collection in one store transaction.
+type BatchStamper interface {
+	// StampBatch does what Stamp does for ids[i] and marks[i], for every i,
+	// in one transaction. found[i] is false for a record that does not
+	// exist. An error wrapping stores.ErrConflict or stores.ErrTooLarge
+	// makes the pass stamp the records one by one.
+	StampBatch(ctx context.Context, collection string, ids []string, marks []Mark) (stamps []Stamp, found []bool, err error)
+}
+
+// Mark is a number of a series as a pass stamps it on a record.
+type Mark struct {
+	// Series is the numbering series' name.
+	Series string
+	// N is the number.
+	N uint64
+	// Formatted is N rendered in the format of the batch that gave it.
+	Formatted string
+}
+
+// Stamp is the outcome of Records.Stamp.
+type Stamp struct {
+	// Stamped is true when the call wrote a new revision.
+	Stamped bool
+	// Revision is the record's revision after the call.
+	Revision uint64
+	// CipherHash is the SHA-256 of the record's stored ciphertext after the call.
+	CipherHash []byte
+	// Carries is, when not 0, the other number of the series that the
+	// record already carries: the call wrote nothing.
+	Carries uint64
+}
+
+// Hooks are the calls of a series that only the vault makes.
+type Hooks struct {
+	// Handoff returns the key and sealed value of the handoff entry that
+	// puts record id in line under provisional (a UUIDv7): a pass numbers it
+	// once the record is in the store carrying that provisional id. The
+	// vault writes it before the record, or in the record's transaction.
+	// Writing it again is harmless.
+	Handoff func(provisional, id string) (key string, value []byte, err error)
+	// Format returns the series' stored format, storing want first when the
+	// series has none yet. A want that is not empty and differs from the
+	// stored one is an error wrapping numbering.ErrMismatch.
+	Format func(ctx context.Context, want string) (string, error)
+}

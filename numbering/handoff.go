@@ -1,0 +1,77 @@
+package numbering
+
+// Stored layouts added for typed deferred numbering (vault.NumberingOf),
+// relative to the series' folder "_numbering/<series>/". Every value is
+// sealed, bound to its key.
+//
+//	config                      the series' collection and format, stored by its first user
+//	pending/<provisional>/<id>  a handoff entry (the same key as an Enqueue entry)
+//	provisional/<provisional>   the record id a provisional id was given to, once numbered
+//
+// Plaintexts:
+//
+//	config:      [1] 1, str collection, str format
+//	handoff:     [1] 2, str id       (an Enqueue entry is [1] 1, str id)
+//	provisional: [1] 1, str id
+//
+// A handoff entry is written before its record, by vault.Numbered.Put on a
+// store without atomic compare-and-swap: the record is written second,
+// carrying the same provisional id in its sealed marks. An Enqueue entry is
+// written after its record.
+const (
+	configName     = "config"
+	provisionalDir = "provisional/"
+	handoffVersion = 2
+)
+
+func (s *Series) configKey() string { return s.dir + configName }
+func (s *Series) provisionalKey(p string) string {
+	return s.dir + provisionalDir + p
+}
+
+// seriesConfig is the decoded series config.
+type seriesConfig struct {
+	collection string
+	format     string
+}
+
+func (c seriesConfig) encode() []byte {
+	b := appendStr([]byte{formatVersion}, c.collection)
+	return appendStr(b, c.format)
+}
+
+func decodeConfig(p []byte) (seriesConfig, error) {
+	r := reader{b: p}
+	r.version()
+	var c seriesConfig
+	c.collection = r.str()
+	c.format = r.str()
+	return c, r.end()
+}
+
+func encodeHandoff(id string) []byte {
+	return appendStr([]byte{handoffVersion}, id)
+}
+
+// decodeEntry decodes a pending entry of either kind: an Enqueue entry
+// (handoff false) or a handoff entry.
+func decodeEntry(p []byte) (id string, handoff bool, err error) {
+	if len(p) > 0 && p[0] == handoffVersion {
+		r := reader{b: p, off: 1}
+		id = r.str()
+		return id, true, r.end()
+	}
+	id, err = decodePending(p)
+	return id, false, err
+}
+
+func encodeProvisional(id string) []byte {
+	return appendStr([]byte{formatVersion}, id)
+}
+
+func decodeProvisional(p []byte) (string, error) {
+	r := reader{b: p}
+	r.version()
+	id := r.str()
+	return id, r.end()
+}

@@ -1,0 +1,157 @@
+package numbering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/noydb-go/noydb/stores"
+)
+
+// handoff seals the handoff entry of record id under provisional (see
+// deferred.Hooks.Handoff). It does no I/O.
+func (s *Series) handoff(provisional, id string) (string, []byte, error) {
+	if err := checkID(id); err != nil {
+		return "", nil, s.errorf("handoff", err)
+	}
+	if u, err := uuid.Parse(provisional); err != nil || u.String() != provisional || u.Version() != 7 {
+		return "", nil, s.errorf("handoff "+id, fmt.Errorf("provisional id %q is not a canonical UUIDv7: %w", provisional, ErrInvalid))
+	}
+	key := s.pendingKey(provisional, id)
+	sealed, err := s.b.Sealer.Seal(key, encodeHandoff(id))
+	if err != nil {
+		return "", nil, s.errorf("handoff "+id, err)
+	}
+	return key, sealed, nil
+}
+
+// storedFormat returns the series' stored format, storing want (with the
+// series' collection) first when the series has no config yet. A want that
+// is not empty and differs from the stored format, or a config of another
+// collection, is ErrMismatch. Once read, the config is kept: it never
+// changes.
+func (s *Series) storedFormat(ctx context.Context, want string) (string, error) {
+	f, err := s.configFormat(ctx, want)
+	if err != nil {
+		return "", s.errorf("config", err)
+	}
+	return f, nil
+}
+
+// configFormat is storedFormat with its errors unwrapped.
+func (s *Series) configFormat(ctx context.Context, want string) (string, error) {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	if !s.cfgLoaded {
+		c, err := s.loadConfig(ctx, want)
+		if err != nil {
+			return "", fmt.Errorf("config: %w", err)
+		}
+		s.cfg, s.cfgLoaded = c, true
+	}
+	switch {
+	case s.cfg.collection != s.opts.Collection:
+		return "", fmt.Errorf("%w: it numbers %q, not %q", ErrMismatch, s.cfg.collection, s.opts.Collection)
+	case want != "" && want != s.cfg.format:
+		return "", fmt.Errorf("%w: its format is %q, not %q", ErrMismatch, s.cfg.format, want)
+	}
+	return s.cfg.format, nil
+}
+
+func (s *Series) loadConfig(ctx context.Context, want string) (seriesConfig, error) {
+	key := s.configKey()
+	for range 3 {
+		it, err := s.b.Store.Get(ctx, key)
+		if err == nil {
+			p, err := s.b.Sealer.Open(key, it.Value)
+			if err != nil {
+				return seriesConfig{}, ErrTampered
+			}
+			return decodeConfig(p)
+		}
+		if !errors.Is(err, stores.ErrNotFound) {
+			return seriesConfig{}, err
+		}
+		c := seriesConfig{collection: s.opts.Collection, format: want}
+		sealed, err := s.b.Sealer.Seal(key, c.encode())
+		if err != nil {
+			return seriesConfig{}, err
+		}
+		_, err = s.b.Store.CompareAndSwap(ctx, key, 0, sealed)
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, stores.ErrConflict) {
+			return seriesConfig{}, err
+		}
+		// Another handle stored it first: read theirs.
+	}
+	return seriesConfig{}, ErrPassRunning
+}
+
+// LookupProvisional tells which record the provisional id (returned by
+// vault.Numbered.Put on a store without atomic compare-and-swap) was given
+// to and which number it got: ok is false while the record waits for a pass
+// (or for an unknown provisional id). A record in a batch that is recorded
+// but not yet fully stamped already has its number, as with Lookup.
+func (s *Series) LookupProvisional(ctx context.Context, provisional string) (Assignment, bool, error) {
+	exit, err := s.enter(ctx)
+	if err != nil {
+		return Assignment{}, false, s.errorf("lookup", err)
+	}
+	defer exit()
+	if len(provisional) != provisionalLen {
+		return Assignment{}, false, s.errorf("lookup", fmt.Errorf("provisional id %q: %w", provisional, ErrInvalid))
+	}
+	key := s.provisionalKey(provisional)
+	it, err := s.b.Store.Get(ctx, key)
+	switch {
+	case err == nil:
+		p, err := s.b.Sealer.Open(key, it.Value)
+		if err != nil {
+			return Assignment{}, false, s.errorf("lookup "+provisional, ErrTampered)
+		}
+		id, err := decodeProvisional(p)
+		if err != nil {
+			return Assignment{}, false, s.errorf("lookup "+provisional, err)
+		}
+		a, ok, err := s.readAssigned(ctx, id)
+		if err != nil {
+			return Assignment{}, false, s.errorf("lookup "+provisional, err)
+		}
+		return a, ok, nil
+	case !errors.Is(err, stores.ErrNotFound):
+		return Assignment{}, false, s.errorf("lookup "+provisional, err)
+	}
+	// Not indexed yet: it may be in the batch in flight.
+	for range 3 {
+		h, _, err := s.loadHead(ctx)
+		if err != nil {
+			return Assignment{}, false, s.errorf("lookup "+provisional, err)
+		}
+		if h.batch == nil {
+			return Assignment{}, false, nil
+		}
+		items, err := s.loadBatch(ctx, h.batch)
+		if errors.Is(err, errStaleBatch) {
+			continue
+		}
+		if err != nil {
+			return Assignment{}, false, s.errorf("lookup "+provisional, err)
+		}
+		for i, it := range items {
+			if it.provisional == provisional {
+				n := h.batch.first + uint64(i)
+				text, err := s.text(h.batch.format, n)
+				if err != nil {
+					return Assignment{}, false, s.errorf("lookup "+provisional, err)
+				}
+				return Assignment{RecordID: it.id, Number: n, Formatted: text, Provisional: provisional, Batch: h.batch.id}, true, nil
+			}
+		}
+		return Assignment{}, false, nil
+	}
+	return Assignment{}, false, s.errorf("lookup "+provisional, ErrPassRunning)
+}

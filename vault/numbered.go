@@ -1,0 +1,594 @@
+package vault
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/internal/deferred"
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/numbering"
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// markPending is the kind of the mark of a record handed off to a
+// deferred-numbering series and not numbered yet. Its single partition part
+// is the provisional id; its number is 0. A pass replaces it with the
+// series' markNumbering mark.
+const markPending byte = 3
+
+// pendingOf returns the provisional id of the pending mark of series, or "".
+func pendingOf(marks []mark, series string) string {
+	for _, m := range marks {
+		if m.kind == markPending && m.series == series && len(m.partition) == 1 {
+			return m.partition[0]
+		}
+	}
+	return ""
+}
+
+// withoutPending returns marks without the pending mark of series. marks is
+// not changed.
+func withoutPending(marks []mark, series string) []mark {
+	out := make([]mark, 0, len(marks))
+	for _, m := range marks {
+		if m.kind != markPending || m.series != series {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Numbered writes the records of a collection with gap-free numbers of one
+// series, the same way on every store. Obtain it with NumberingOf. It is
+// safe for concurrent use.
+//
+// On a store with atomic compare-and-swap and transactions (memory, Badger,
+// PostgreSQL) Put numbers the record in the same commit that writes it, as
+// Collection.PutNumbered does. On any other store (a file store, a device
+// away from its hub) Put writes the record marked pending with a
+// provisional id and hands it off to the series, and a later pass (Settle,
+// or 'noydb number pass') numbers the pending records in provisional order.
+// Either way the number reaches the record through the setter given to
+// NumberingOf, in the series' stored format, and the record carries it in
+// its sealed metadata too, so a Put of a copy read before the number came
+// keeps it (the setter is applied again), and Get always shows it.
+type Numbered[T any] struct {
+	c      *Collection[T]
+	series string
+	opts   sequence.Options
+	set    func(*T, sequence.Serial)
+	online bool
+	ns     *numbering.Series
+	hooks  deferred.Hooks
+
+	mu     sync.Mutex // guards the fields below, set once by prepare
+	ready  bool
+	format *sequence.Formatter // nil: plain decimal
+	seq    *sequence.Sequence  // online only
+}
+
+// NumberedRecord is a record as Numbered's Put and Get return it.
+type NumberedRecord[T any] struct {
+	// ID is the record's id.
+	ID string
+	// Value is the record, its number set by the setter when it has one.
+	Value T
+	// Serial is the record's number (N == 0 while it has none).
+	Serial sequence.Serial
+	// Pending is true when the record waits for a pass to number it.
+	Pending bool
+	// Provisional is the provisional id the record was handed off with: set
+	// while it is pending, and, for a record a pass numbered, the key of
+	// Numbered.Lookup. Empty for a record numbered at write time.
+	Provisional string
+}
+
+// NumberingOf returns the handle that writes the records of c numbered by
+// the series named series. set puts a number into a record: it is called
+// with the number, formatted with the series' format, on the copy of the
+// record that is written (at Put, or by the pass that numbers it) and on
+// every record Get returns. It should only assign: it may run more than once.
+//
+// opts.Format is the series' format (see sequence.Options; a partition is
+// not supported yet). The first Put or Settle stores it with the series, so
+// every process numbers the same way: an empty Format means the stored one
+// (plain decimal for a new series), and a Format that differs from the
+// stored one makes Put and Settle fail with numbering.ErrMismatch.
+//
+// NumberingOf does no I/O. A nil c or set, an invalid collection or series
+// name, a partition or a bad format give an error wrapping
+// ErrInvalidArgument.
+func NumberingOf[T any](c *Collection[T], series string, opts sequence.Options, set func(*T, sequence.Serial)) (*Numbered[T], error) {
+	bad := func(err error) (*Numbered[T], error) {
+		return nil, fmt.Errorf("numbering %q: %w: %w", series, ErrInvalidArgument, err)
+	}
+	switch {
+	case c == nil:
+		return bad(errors.New("nil collection"))
+	case set == nil:
+		return bad(errors.New("nil setter"))
+	case c.err != nil:
+		return bad(c.err)
+	case len(opts.Partition) != 0:
+		return bad(errors.New("partitions are not supported by NumberingOf yet"))
+	}
+	if opts.Format != "" {
+		if _, err := sequence.ParseFormat(opts.Format); err != nil {
+			return bad(err)
+		}
+	}
+	v := c.v
+	n := &Numbered[T]{c: c, series: series, opts: opts, set: set}
+	caps := v.store.Capabilities()
+	if _, ok := v.store.(stores.Transactor); ok && caps.CASAtomic && caps.Transactions {
+		n.online = true
+	}
+	ns, hooks, err := v.numberingSeries(series, numbering.Options{Collection: c.name, Format: opts.Format}, n.apply)
+	if err != nil {
+		return bad(err)
+	}
+	if n.online {
+		// Validates the name the sequence way too; the format is set once
+		// the stored one is known (prepare).
+		if _, err := v.Sequence(series, sequence.Options{}); err != nil {
+			return bad(err)
+		}
+	}
+	n.ns, n.hooks = ns, hooks
+	return n, nil
+}
+
+// apply decodes a record's JSON body, sets s with the setter and encodes it.
+func (n *Numbered[T]) apply(body []byte, s sequence.Serial) ([]byte, error) {
+	var val T
+	if err := json.Unmarshal(body, &val); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	n.set(&val, s)
+	out, err := json.Marshal(val)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	return out, nil
+}
+
+// Series returns the deferred-numbering series behind the handle: its
+// passes, Lookup by record id, Last, Pending, Assignments.
+func (n *Numbered[T]) Series() *numbering.Series { return n.ns }
+
+// Online reports whether Put numbers records at write time (the store has
+// atomic compare-and-swap and transactions), else it hands them off to a
+// pass.
+func (n *Numbered[T]) Online() bool { return n.online }
+
+// prepare reads (or stores) the series' format once.
+func (n *Numbered[T]) prepare(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ready {
+		return nil
+	}
+	format, err := n.hooks.Format(ctx, n.opts.Format)
+	if err != nil {
+		return err
+	}
+	if format != "" {
+		if n.format, err = sequence.ParseFormat(format); err != nil {
+			return fmt.Errorf("numbering %q: stored format: %w: %w", n.series, numbering.ErrCorrupt, err)
+		}
+	}
+	if n.online {
+		if n.seq, err = n.c.v.Sequence(n.series, sequence.Options{Format: format}); err != nil {
+			return err
+		}
+	}
+	n.ready = true
+	return nil
+}
+
+// serial is n with its text in the series' stored format.
+func (n *Numbered[T]) serial(num uint64) sequence.Serial {
+	if n.format == nil {
+		return sequence.Serial{N: num, Formatted: strconv.FormatUint(num, 10)}
+	}
+	return sequence.Serial{N: num, Formatted: n.format.Format(num)}
+}
+
+// errRestart: the record changed under a Put in a way that changes what it
+// writes (it got its number, or was handed off by another writer); the Put
+// reads it again.
+var errRestart = errors.New("record changed: read it again")
+
+// putRounds bounds the rounds of a Put whose record keeps changing under it.
+const putRounds = 8
+
+// Put writes value under id with the series' next number (PutDeferred).
+//
+// On a store with atomic compare-and-swap and transactions the number is
+// taken in the same commit that writes the record and its ledger entry: a
+// failed Put takes no number. On any other store the record is written
+// without a number, marked pending with a provisional id (a UUIDv7), and
+// handed off to the series; the result has Pending set, and its error is
+// nil. The handoff entry is written first and the record second (in one
+// transaction where the store has them): a Put killed in between leaves an
+// entry whose record is not in the store, which no pass numbers (it waits,
+// numbering.PassReport.Waiting) and which the next Put of the id replaces.
+//
+// A record that already carries its number (an earlier Put or a pass gave
+// it) keeps it: value is written with the number set again, and no number
+// is taken. A pending record keeps its provisional id and place in line.
+// So Put is idempotent per id: retrying a Put whose outcome is unknown
+// never takes a second number. To give an id a new number, Delete it first.
+func (n *Numbered[T]) Put(ctx context.Context, id string, value T) (NumberedRecord[T], error) {
+	c := n.c
+	if err := c.begin(ctx, "put numbered", id); err != nil {
+		return NumberedRecord[T]{}, err
+	}
+	defer c.v.exit()
+	fail := func(err error) (NumberedRecord[T], error) {
+		return NumberedRecord[T]{}, fmt.Errorf("put numbered %s/%s: %w", c.name, id, err)
+	}
+	if err := n.prepare(ctx); err != nil {
+		return fail(err)
+	}
+	for range putRounds {
+		prev, err := n.read(ctx, id)
+		if err != nil {
+			return fail(err)
+		}
+		var out NumberedRecord[T]
+		if num, ok := n.numberOf(prev.marks); ok {
+			out, err = n.rewrite(ctx, id, value, num)
+		} else if n.online {
+			out, err = n.putOnline(ctx, id, value)
+		} else {
+			out, err = n.handoff(ctx, id, value, pendingOf(prev.marks, n.series))
+		}
+		if errors.Is(err, errRestart) {
+			continue
+		}
+		if err != nil && !(errors.Is(err, ledger.ErrUnpinned) && out.ID != "") {
+			return fail(err)
+		}
+		if err != nil {
+			// Written, but the rollback pin covering it was not saved: the
+			// record comes back with the error.
+			return out, fmt.Errorf("put numbered %s/%s: %w", c.name, id, err)
+		}
+		return out, nil
+	}
+	return fail(fmt.Errorf("%w: the record kept changing", stores.ErrConflict))
+}
+
+// numberOf returns the number of the series that marks carry, from either path.
+func (n *Numbered[T]) numberOf(marks []mark) (uint64, bool) {
+	if num, ok := findMark(marks, markSequence, n.series, nil); ok {
+		return num, true
+	}
+	return findMark(marks, markNumbering, n.series, nil)
+}
+
+// read reads and opens the stored record id (the zero stored when there is none).
+func (n *Numbered[T]) read(ctx context.Context, id string) (stored, error) {
+	it, err := n.c.v.store.Get(ctx, n.c.v.recordKey(n.c.name, id))
+	if errors.Is(err, stores.ErrNotFound) {
+		return stored{}, nil
+	}
+	if err != nil {
+		return stored{}, err
+	}
+	return n.c.v.openStored(n.c.name, id, it, true)
+}
+
+// putOnline takes the next number of the series in the commit that writes
+// the record (Collection.PutNumbered), or fails with errRestart when the
+// record got a number meanwhile.
+func (n *Numbered[T]) putOnline(ctx context.Context, id string, value T) (NumberedRecord[T], error) {
+	c, v := n.c, n.c.v
+	out := NumberedRecord[T]{ID: id}
+	_, err := n.seq.BindKeys(ctx, []string{v.recordKey(c.name, id)}, func(tx stores.Tx, s sequence.Serial) error {
+		prev, err := v.readTx(tx, c.name, id, true)
+		if err != nil {
+			return err
+		}
+		if _, ok := n.numberOf(prev.marks); ok {
+			return errRestart // takes no number
+		}
+		val := value
+		n.set(&val, s)
+		plain, err := json.Marshal(val)
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		marks := withMark(withoutPending(prev.marks, n.series), mark{kind: markSequence, series: n.series, n: s.N})
+		e := ledger.Entry{Kind: ledger.RecordPut, Series: n.series, Number: s.N}
+		if err := v.applyTx(ctx, tx, c.name, id, prev, joinRecord(marks, plain), e); err != nil {
+			return err
+		}
+		out.Value, out.Serial = val, s
+		return nil
+	})
+	if err != nil && !errors.Is(err, ledger.ErrUnpinned) {
+		return NumberedRecord[T]{}, err
+	}
+	return out, err
+}
+
+// rewrite writes value over the record id, which carries number num of the
+// series, with num set again, or fails with errRestart when the record no
+// longer carries it (deleted meanwhile).
+func (n *Numbered[T]) rewrite(ctx context.Context, id string, value T, num uint64) (NumberedRecord[T], error) {
+	s := n.serial(num)
+	val := value
+	n.set(&val, s)
+	plain, err := json.Marshal(val)
+	if err != nil {
+		return NumberedRecord[T]{}, fmt.Errorf("encode: %w", err)
+	}
+	err = n.write(ctx, id, nil, func(prev stored) ([]mark, []byte, error) {
+		if got, ok := n.numberOf(prev.marks); !ok || got != num {
+			return nil, nil, errRestart
+		}
+		return prev.marks, plain, nil
+	})
+	out := NumberedRecord[T]{ID: id, Value: val, Serial: s}
+	if err != nil && !errors.Is(err, ledger.ErrUnpinned) {
+		return NumberedRecord[T]{}, err
+	}
+	return out, err
+}
+
+// handoff writes the record id marked pending under provisional (a new one
+// when empty) after its handoff entry, or fails with errRestart when the
+// record got a number, or another provisional id, meanwhile.
+func (n *Numbered[T]) handoff(ctx context.Context, id string, value T, provisional string) (NumberedRecord[T], error) {
+	if provisional == "" {
+		u, err := uuid.NewV7()
+		if err != nil {
+			return NumberedRecord[T]{}, err
+		}
+		provisional = u.String()
+	}
+	plain, err := json.Marshal(value)
+	if err != nil {
+		return NumberedRecord[T]{}, fmt.Errorf("encode: %w", err)
+	}
+	entryKey, entry, err := n.hooks.Handoff(provisional, id)
+	if err != nil {
+		return NumberedRecord[T]{}, err
+	}
+	err = n.write(ctx, id, &sealedEntry{key: entryKey, value: entry}, func(prev stored) ([]mark, []byte, error) {
+		if _, ok := n.numberOf(prev.marks); ok {
+			return nil, nil, errRestart
+		}
+		if p := pendingOf(prev.marks, n.series); p != "" && p != provisional {
+			return nil, nil, errRestart
+		}
+		marks := withMark(withoutPending(prev.marks, n.series), mark{kind: markPending, series: n.series, partition: []string{provisional}})
+		return marks, plain, nil
+	})
+	out := NumberedRecord[T]{ID: id, Value: value, Pending: true, Provisional: provisional}
+	if err != nil && !errors.Is(err, ledger.ErrUnpinned) {
+		return NumberedRecord[T]{}, err
+	}
+	return out, err
+}
+
+// sealedEntry is a sealed value written with a record: before it, or in its
+// transaction.
+type sealedEntry struct {
+	key   string
+	value []byte
+}
+
+// write writes the next revision of record id, whose marks and JSON body
+// next computes from the stored revision, and its RecordPut ledger entry:
+// in one transaction (with before) where the store has them, else before
+// first, then the record by compare-and-swap on its version (retried when
+// another writer changed it), then the ledger entry. An error of next ends
+// the write, writing nothing more.
+func (n *Numbered[T]) write(ctx context.Context, id string, before *sealedEntry, next func(prev stored) ([]mark, []byte, error)) error {
+	c, v := n.c, n.c.v
+	key := v.recordKey(c.name, id)
+	if _, ok := v.store.(stores.Transactor); ok && v.store.Capabilities().Transactions {
+		return v.ledger.UpdateKeys(ctx, []string{key}, func(tx stores.Tx) error {
+			prev, err := v.readTx(tx, c.name, id, true)
+			if err != nil {
+				return err
+			}
+			marks, body, err := next(prev)
+			if err != nil {
+				return err
+			}
+			if before != nil {
+				if err := tx.Put(before.key, before.value); err != nil {
+					return err
+				}
+			}
+			return v.applyTx(ctx, tx, c.name, id, prev, joinRecord(marks, body), ledger.Entry{Kind: ledger.RecordPut})
+		})
+	}
+	if before != nil {
+		if _, err := v.store.Put(ctx, before.key, before.value); err != nil {
+			return err
+		}
+	}
+	_, err := cas.Do(ctx, cas.Policy{}, func(int) error {
+		it, err := v.store.Get(ctx, key)
+		found := err == nil
+		if err != nil && !errors.Is(err, stores.ErrNotFound) {
+			return err
+		}
+		prev, err := v.openStored(c.name, id, it, found)
+		if err != nil {
+			return err
+		}
+		marks, body, err := next(prev)
+		if err != nil {
+			return err
+		}
+		sealed, rev, err := v.sealNext(c.name, id, joinRecord(marks, body), prev.rev)
+		if err != nil {
+			return err
+		}
+		if _, err := v.store.CompareAndSwap(ctx, key, it.Version, sealed); err != nil {
+			return err
+		}
+		_, err = v.ledger.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Collection: c.name, ID: id, Revision: rev, CipherHash: cipherHash(sealed)})
+		return err
+	})
+	return err
+}
+
+// Delete removes the record id (recording it in the ledger) and, when it
+// was pending, its handoff entry, so no pass keeps waiting for it. A record
+// a pass already numbered keeps its number in the ledger: the pass or
+// Audit shows it voided or orphaned, as for Collection.Delete. A missing
+// record is an error wrapping ErrNotFound.
+func (n *Numbered[T]) Delete(ctx context.Context, id string) error {
+	c := n.c
+	if err := c.begin(ctx, "delete numbered", id); err != nil {
+		return err
+	}
+	defer c.v.exit()
+	prev, err := n.read(ctx, id)
+	if err != nil {
+		return fmt.Errorf("delete numbered %s/%s: %w", c.name, id, err)
+	}
+	if err := c.v.write(ctx, c.name, id, nil, ledger.Entry{Kind: ledger.RecordDelete}); err != nil {
+		return fmt.Errorf("delete numbered %s/%s: %w", c.name, id, err)
+	}
+	if p := pendingOf(prev.marks, n.series); p != "" {
+		key, _, err := n.hooks.Handoff(p, id)
+		if err == nil {
+			err = c.v.store.Delete(ctx, key)
+		}
+		if err != nil && !errors.Is(err, stores.ErrNotFound) {
+			return fmt.Errorf("delete numbered %s/%s: remove its handoff entry: %w", c.name, id, err)
+		}
+	}
+	return nil
+}
+
+// Get returns the record id with its number set by the setter (from the
+// number it carries in its sealed metadata, so a number is shown even if a
+// write through the plain collection dropped it from the content), or
+// marked Pending with its provisional id. A record written without the
+// handle and never numbered has neither. A missing record is an error
+// wrapping ErrNotFound.
+func (n *Numbered[T]) Get(ctx context.Context, id string) (NumberedRecord[T], error) {
+	c := n.c
+	if err := c.begin(ctx, "get numbered", id); err != nil {
+		return NumberedRecord[T]{}, err
+	}
+	defer c.v.exit()
+	fail := func(err error) (NumberedRecord[T], error) {
+		return NumberedRecord[T]{}, fmt.Errorf("get numbered %s/%s: %w", c.name, id, err)
+	}
+	if err := n.prepare(ctx); err != nil {
+		return fail(err)
+	}
+	it, err := c.v.store.Get(ctx, c.v.recordKey(c.name, id))
+	if err != nil {
+		return fail(err)
+	}
+	rec, err := c.v.openStored(c.name, id, it, true)
+	if err != nil {
+		return fail(err)
+	}
+	out := NumberedRecord[T]{ID: id}
+	if err := json.Unmarshal(rec.body, &out.Value); err != nil {
+		return fail(fmt.Errorf("decode: %w", err))
+	}
+	if num, ok := n.numberOf(rec.marks); ok {
+		out.Serial = n.serial(num)
+		n.set(&out.Value, out.Serial)
+		if num, ok := findMark(rec.marks, markNumbering, n.series, nil); ok {
+			// Numbered by a pass: its provisional id is in the series' index.
+			if a, ok, err := n.ns.Lookup(ctx, id); err == nil && ok && a.Number == num {
+				out.Provisional = a.Provisional
+			}
+		}
+		return out, nil
+	}
+	if p := pendingOf(rec.marks, n.series); p != "" {
+		out.Pending, out.Provisional = true, p
+	}
+	return out, nil
+}
+
+// Settle runs a pass of the series: it numbers every pending record, in
+// provisional order, through the setter, in the series' stored format (see
+// numbering.Series.RunPass for how, and its locking). On a store where Put
+// numbers at write time there is normally nothing to do.
+func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) {
+	if err := n.c.v.enter(ctx); err != nil {
+		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass: %w", n.series, err)
+	}
+	defer n.c.v.exit()
+	if err := n.prepare(ctx); err != nil {
+		return numbering.PassReport{}, err
+	}
+	return n.ns.RunPass(ctx)
+}
+
+// Lookup tells which record the provisional id (from Put) went to and which
+// number a pass gave it; ok is false while the record is pending.
+func (n *Numbered[T]) Lookup(ctx context.Context, provisional string) (numbering.Assignment, bool, error) {
+	return n.ns.LookupProvisional(ctx, provisional)
+}
+
+// NumberedAudit accounts for the numbers of a series on both paths: taken
+// at write time (Online, from the sequence's history) and given by passes
+// (Deferred).
+type NumberedAudit struct {
+	// Series is the series name.
+	Series string
+	// Online is the audit of the numbers taken at write time.
+	Online sequence.AuditReport
+	// Deferred is the audit of the numbers given by passes.
+	Deferred numbering.AuditReport
+}
+
+// Numbered is how many records carry a number of the series, on either path.
+func (a NumberedAudit) Numbered() int { return a.Online.Bound + a.Deferred.Assigned }
+
+// Clean reports whether every number of both paths is accounted for:
+// carried by a record or voided, none missing, none given twice.
+func (a NumberedAudit) Clean() bool {
+	o, d := a.Online, a.Deferred
+	return o.Unbound == 0 && o.Missing == 0 && o.Orphaned == 0 &&
+		d.Missing == 0 && len(d.Renumbered) == 0 && len(d.Reused) == 0
+}
+
+// Audit reads the vault's ledger once per path and accounts for every
+// number of the series in one report. An error wrapping
+// numbering.ErrDuplicate comes with the full report.
+func (n *Numbered[T]) Audit(ctx context.Context) (NumberedAudit, error) {
+	rep := NumberedAudit{Series: n.series}
+	if err := n.c.v.enter(ctx); err != nil {
+		return rep, fmt.Errorf("numbering %q: audit: %w", n.series, err)
+	}
+	defer n.c.v.exit()
+	seq := n.seq
+	if seq == nil {
+		var err error
+		if seq, err = n.c.v.Sequence(n.series, sequence.Options{}); err != nil {
+			return rep, err
+		}
+	}
+	var err error
+	if rep.Online, err = seq.Audit(ctx); err != nil {
+		return rep, err
+	}
+	rep.Deferred, err = n.ns.Audit(ctx)
+	return rep, err
+}
