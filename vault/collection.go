@@ -438,11 +438,19 @@ func (v *Vault) openStored(collection, id string, it stores.Item, found bool) (s
 // record), written now by the vault's user (see meta.go). A record at the
 // largest revision cannot take another: ErrRevisionOverflow.
 func (v *Vault) sealNext(collection, id string, plain []byte, rev uint64) ([]byte, uint64, error) {
+	return v.sealMeta(collection, id, plain, rev, v.meta())
+}
+
+// meta is the metadata of a revision the vault's user writes now.
+func (v *Vault) meta() meta { return meta{modified: time.Now().UTC(), author: v.user} }
+
+// sealMeta is sealNext with the revision's metadata m.
+func (v *Vault) sealMeta(collection, id string, plain []byte, rev uint64, m meta) ([]byte, uint64, error) {
 	if rev == math.MaxUint64 {
 		return nil, 0, ErrRevisionOverflow
 	}
 	rev++
-	plain = joinMeta(meta{modified: time.Now(), author: v.user}, plain)
+	plain = joinMeta(m, plain)
 	sealed, err := crypto.SealRecord(v.dk, plain, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id, Revision: rev})
 	return sealed, rev, err
 }
