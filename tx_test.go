@@ -287,3 +287,69 @@ func TestTxConcurrentExact(t *testing.T) {
 		})
 	}
 }
+
+// Two DBs of one process on one store (two writers that share no batch):
+// Updates of one record from both, and numbers taken from both in
+// transactions and by Next, mixed. The count is exact, every number from 1
+// to N is taken exactly once, and the ledger verifies.
+func TestUpdateAndTxAcrossTwoDBs(t *testing.T) {
+	const workers, each = 8, 25
+	for name, newStore := range txStores() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st := newStore(t)
+			w1 := newTxWorld(t, st)
+			w2 := newTxWorld(t, st)
+			counters := []*vault.Collection[counterRec]{
+				vault.CollectionOf[counterRec](w1.v, "counters"),
+				vault.CollectionOf[counterRec](w2.v, "counters"),
+			}
+			require.NoError(t, counters[0].Put(ctx, "c", counterRec{}))
+
+			var mu sync.Mutex
+			taken := map[uint64]int{}
+			var wg sync.WaitGroup
+			for g := range workers {
+				w := []txWorld{w1, w2}[g%2]
+				wg.Go(func() {
+					for i := range each {
+						_, err := counters[g%2].Update(ctx, "c", func(r *counterRec) error { r.Count++; return nil })
+						assert.NoError(t, err)
+						var n uint64
+						if i%2 == 0 {
+							err = w.v.Update(ctx, func(tx *vault.Tx) error {
+								s, err := tx.Next(w.seq)
+								n = s.N
+								return err
+							})
+						} else {
+							n, err = w.seq.Next(ctx)
+						}
+						if assert.NoError(t, err) {
+							mu.Lock()
+							taken[n]++
+							mu.Unlock()
+						}
+					}
+				})
+			}
+			wg.Wait()
+			r, err := counters[1].GetRecord(ctx, "c")
+			require.NoError(t, err)
+			assert.Equal(t, workers*each, r.Value.Count)
+			require.Len(t, taken, workers*each)
+			for n := uint64(1); n <= workers*each; n++ {
+				assert.Equal(t, 1, taken[n], "number %d", n)
+			}
+			peek, err := w2.seq.Peek(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(workers*each), peek)
+			rep, err := w1.v.Ledger().Verify(ctx)
+			require.NoError(t, err)
+			assert.True(t, rep.OK())
+			audit, err := w1.seq.Audit(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(workers*each), audit.Head)
+		})
+	}
+}
