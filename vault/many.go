@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 )
@@ -73,33 +74,40 @@ func (c *Collection[T]) GetMany(ctx context.Context, ids []string) (map[string]R
 		return out, nil
 	}
 	tr := c.v.store.(stores.Transactor) // checked by beginMany
-	err := tr.Update(ctx, func(tx stores.Tx) error {
-		clear(out)
-		if p, ok := tx.(stores.Prefetcher); ok && len(ids) > 1 {
-			if err := p.Prefetch(c.keys(ids)); err != nil {
-				return err
-			}
-		}
-		for _, id := range ids {
-			it, err := tx.Get(c.v.recordKey(c.name, id))
-			if errors.Is(err, stores.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			r, err := c.decode(id, it.Value)
-			if err != nil {
-				return fmt.Errorf("%s: %w", id, err)
-			}
-			out[id] = r
-		}
-		return nil
+	_, err := cas.Do(ctx, cas.Policy{}, func(int) error {
+		return tr.Update(ctx, func(tx stores.Tx) error {
+			return c.readMany(tx, ids, out)
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("get many %s: %w", c.name, err)
 	}
 	return out, nil
+}
+
+// readMany reads the records at ids in tx into out.
+func (c *Collection[T]) readMany(tx stores.Tx, ids []string, out map[string]Record[T]) error {
+	clear(out)
+	if p, ok := tx.(stores.Prefetcher); ok && len(ids) > 1 {
+		if err := p.Prefetch(c.keys(ids)); err != nil {
+			return err
+		}
+	}
+	for _, id := range ids {
+		it, err := tx.Get(c.v.recordKey(c.name, id))
+		if errors.Is(err, stores.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		r, err := c.decode(id, it.Value)
+		if err != nil {
+			return fmt.Errorf("%s: %w", id, err)
+		}
+		out[id] = r
+	}
+	return nil
 }
 
 // DeleteMany removes the records at ids in one commit with their ledger
