@@ -11,6 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/filestore"
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
@@ -448,6 +451,62 @@ func TestManyRecords(t *testing.T) {
 			require.NoError(t, err)
 			assert.True(t, rep.OK())
 			assert.Equal(t, uint64(52), rep.Entries, "50 puts, 2 deletes")
+		})
+	}
+}
+
+// When every attempt of the retry budget loses to another writer, Update
+// fails with a *ConflictError matching ErrConflict (and the exhausted
+// budget's own error) and writes nothing: on a store with transactions
+// (every commit conflicts) and on one without (every compare-and-swap
+// loses).
+func TestUpdateBudgetExhausted(t *testing.T) {
+	newFile := func(t testing.TB) stores.Store {
+		st, err := filestore.Open(t.TempDir(), nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	cases := map[string]struct {
+		newStore func(testing.TB) stores.Store
+		op       faultstore.Op
+		also     error
+	}{
+		"transactions":     {memAndBadger()["memstore"], faultstore.OpUpdate, ledger.ErrContention},
+		"compare-and-swap": {newFile, faultstore.OpCompareAndSwap, cas.ErrExhausted},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			inner := tc.newStore(t)
+			var armed atomic.Bool
+			st := faultstore.New(inner, faultstore.Options{Before: func(op faultstore.Op, _ string) error {
+				if op == tc.op && armed.Load() {
+					return stores.ErrConflict
+				}
+				return nil
+			}})
+			v := openVault(t, openDB(t, st, "firm", "s"), "books")
+			invoices := vault.CollectionOf[Invoice](v, "invoices")
+			require.NoError(t, invoices.Put(ctx, "i-1", Invoice{Total: 1}))
+			before := snapshot(t, inner)
+
+			armed.Store(true)
+			runs := 0
+			_, err := invoices.Update(ctx, "i-1", func(i *Invoice) error { runs++; i.Total++; return nil })
+			armed.Store(false)
+			var ce *vault.ConflictError
+			require.ErrorAs(t, err, &ce)
+			assert.ErrorIs(t, err, vault.ErrConflict)
+			assert.ErrorIs(t, err, tc.also)
+			assert.NotErrorIs(t, err, vault.ErrNotFound)
+			assert.Equal(t, "invoices", ce.Collection)
+			assert.Equal(t, "i-1", ce.ID)
+			if tc.op == faultstore.OpCompareAndSwap {
+				assert.Equal(t, 16, ce.Attempts)
+				assert.Equal(t, 16, runs, "fn ran once per attempt")
+			}
+			assert.Equal(t, before, snapshot(t, inner), "nothing written")
 		})
 	}
 }
