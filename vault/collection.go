@@ -423,7 +423,7 @@ func (v *Vault) openStored(collection, id string, it stores.Item, found bool) (s
 	if err != nil {
 		return stored{}, v.openFailed(err)
 	}
-	m, rest, err := splitMeta(plain)
+	m, rest, err := splitMeta(plain, v.user)
 	if err != nil {
 		return stored{}, ErrTampered
 	}
@@ -450,8 +450,14 @@ func (v *Vault) sealMeta(collection, id string, plain []byte, rev uint64, m meta
 		return nil, 0, ErrRevisionOverflow
 	}
 	rev++
-	plain = joinMeta(m, plain)
-	sealed, err := crypto.SealRecord(v.dk, plain, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id, Revision: rev})
+	bp := plainBufs.Get().(*[]byte)
+	buf := appendMeta((*bp)[:0], m, plain)
+	sealed, err := crypto.SealRecord(v.dk, buf, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id, Revision: rev})
+	if cap(buf) <= maxPooledPlain {
+		clear(buf) // plaintext: not left behind in a pooled buffer
+		*bp = buf
+		plainBufs.Put(bp)
+	}
 	return sealed, rev, err
 }
 

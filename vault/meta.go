@@ -3,6 +3,7 @@ package vault
 import (
 	"encoding/binary"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -39,7 +40,11 @@ type meta struct {
 
 // joinMeta returns rest preceded by the metadata header of m.
 func joinMeta(m meta, rest []byte) []byte {
-	out := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(m.author)+len(rest))
+	return appendMeta(make([]byte, 0, 1+2*binary.MaxVarintLen64+len(m.author)+len(rest)), m, rest)
+}
+
+// appendMeta appends rest, preceded by the metadata header of m, to out.
+func appendMeta(out []byte, m meta, rest []byte) []byte {
 	out = append(out, metaRecord)
 	out = binary.AppendVarint(out, m.modified.UnixNano())
 	out = binary.AppendUvarint(out, uint64(len(m.author)))
@@ -47,9 +52,17 @@ func joinMeta(m meta, rest []byte) []byte {
 	return append(out, rest...)
 }
 
+// plainBufs recycles the buffers plaintexts are assembled in before they
+// are sealed (the sealed copy is what is kept).
+var plainBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledPlain bounds the buffers kept in plainBufs.
+const maxPooledPlain = 64 << 10
+
 // splitMeta returns the metadata of a record plaintext and the rest of it
-// (aliasing plain). A plaintext without the header has zero metadata.
-func splitMeta(plain []byte) (meta, []byte, error) {
+// (aliasing plain). A plaintext without the header has zero metadata. An
+// author equal to known (the vault's user) shares its string.
+func splitMeta(plain []byte, known string) (meta, []byte, error) {
 	if len(plain) == 0 || plain[0] != metaRecord {
 		return meta{}, plain, nil
 	}
@@ -64,6 +77,9 @@ func splitMeta(plain []byte) (meta, []byte, error) {
 		return meta{}, nil, errBadMeta
 	}
 	b = b[n:]
-	m := meta{modified: time.Unix(0, ns).UTC(), author: string(b[:l])}
+	m := meta{modified: time.Unix(0, ns).UTC(), author: known}
+	if string(b[:l]) != known {
+		m.author = string(b[:l])
+	}
 	return m, b[l:], nil
 }

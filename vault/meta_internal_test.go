@@ -58,20 +58,20 @@ func TestRecordMetaLayout(t *testing.T) {
 	rest := joinRecord([]mark{{kind: markSequence, series: "inv", n: 9}}, []byte(`{"A":1}`))
 	plain := joinMeta(m, rest)
 	assert.Equal(t, byte(metaRecord), plain[0])
-	got, gotRest, err := splitMeta(plain)
+	got, gotRest, err := splitMeta(plain, "")
 	require.NoError(t, err)
 	assert.Equal(t, m, got)
 	assert.Equal(t, rest, gotRest)
 
 	for _, old := range [][]byte{[]byte(`{"A":1}`), rest, {}} {
-		got, gotRest, err := splitMeta(old)
+		got, gotRest, err := splitMeta(old, "firm")
 		require.NoError(t, err)
 		assert.Equal(t, meta{}, got)
 		assert.Equal(t, old, gotRest)
 	}
 	header := len(plain) - len(rest)
 	for i := 1; i < header; i++ {
-		_, _, err := splitMeta(plain[:i])
+		_, _, err := splitMeta(plain[:i], "")
 		assert.ErrorIs(t, err, errBadMeta, "truncated at %d", i)
 	}
 
@@ -80,4 +80,12 @@ func TestRecordMetaLayout(t *testing.T) {
 	require.NoError(t, err)
 	_, err = v.openStored("receipts", "r", stores.Item{Value: sealed}, true)
 	assert.ErrorIs(t, err, ErrTampered)
+}
+
+// The functions package sequence hands the vault through internal/wire
+// are set and of the types the vault asserts (the assertion runs when the
+// package initialises; this names the dependency).
+func TestWireSequenceHooks(t *testing.T) {
+	assert.NotNil(t, seqNextTx)
+	assert.NotNil(t, seqCheck)
 }
