@@ -27,7 +27,8 @@ const maxTxChecks = 8
 // Vault.Update. Read and write records through Collection.In(tx) and take
 // numbers with Next: everything commits together, with its ledger entries,
 // or not at all. A Tx is valid only during the function's run and is not
-// safe for concurrent use.
+// safe for concurrent use. Like database/sql.Tx it keeps the context of
+// the Update that made it, so that its methods need none.
 type Tx struct {
 	v     *Vault
 	ctx   context.Context
@@ -58,8 +59,9 @@ var errTxEnded = fmt.Errorf("transaction has ended: %w", ErrInvalidArgument)
 // a transaction of this vault (it is checked against its history outside
 // the transaction, then fn runs again). Only the last run counts, so fn
 // should only read, compute and write through tx. After the ledger's retry
-// budget (16 attempts) Update fails with ledger.ErrContention. fn runs
-// while the vault's other writers wait: keep it short, and do not call the
+// budget (16 attempts) Update fails with ledger.ErrContention. fn runs,
+// possibly on another goroutine (the one committing the batch), while the
+// vault's other writers wait: keep it short, and do not call the
 // vault from it other than through tx (a Put, Next or Update of the vault
 // would wait for fn forever).
 func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {

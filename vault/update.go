@@ -112,8 +112,9 @@ func (c *Collection[T]) DeleteIf(ctx context.Context, id string, rev uint64) err
 // fn may run more than once (after a lost race, on a fresh copy of the
 // record) and only its last run counts: it should only compute from the
 // value it is given. On a store with transactions it runs inside the
-// store's transaction, while other writers of the vault wait: keep it
-// short, and do not call the vault from it. When every attempt of the
+// store's transaction, possibly on another goroutine (the one committing
+// the batch), while other writers of the vault wait: keep it short, and do
+// not write to the vault from it. When every attempt of the
 // retry budget (16) lost to another writer, Update fails with a
 // *ConflictError (errors.Is ErrConflict) and writes nothing. The ledger
 // entry is the one Put writes, and the record keeps the numbers it carries.
