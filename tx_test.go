@@ -353,3 +353,37 @@ func TestUpdateAndTxAcrossTwoDBs(t *testing.T) {
 		})
 	}
 }
+
+// One transaction may take several numbers of several sequences: they
+// follow each other per sequence, and all commit together.
+func TestTxSeveralNumbers(t *testing.T) {
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			w := newTxWorld(t, newStore(t))
+			other := mustSeq(t, w.v, "credit-notes")
+			var got []uint64
+			require.NoError(t, w.v.Update(ctx, func(tx *vault.Tx) error {
+				got = got[:0]
+				for _, q := range []*sequence.Sequence{w.seq, other, w.seq, w.seq} {
+					s, err := tx.Next(q)
+					if err != nil {
+						return err
+					}
+					got = append(got, s.N)
+				}
+				return nil
+			}))
+			assert.Equal(t, []uint64{1, 1, 2, 3}, got)
+			n, err := w.seq.Peek(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(3), n)
+			n, err = other.Peek(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(1), n)
+			audit, err := w.seq.Audit(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(3), audit.Head)
+		})
+	}
+}

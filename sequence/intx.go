@@ -75,6 +75,12 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx) (Serial, bool, err
 		return Serial{}, false, q.errorf("next", stores.ErrClosed)
 	}
 	defer q.svc.gate.Exit()
+	// The pin is taken inside the transaction, not before it as the
+	// combiner takes it: in a vault every transaction of this Service runs
+	// through the ledger's batches, one at a time, so no commit of this
+	// process raises the pin while this one reads. A pin raised meanwhile
+	// by another DB sharing the state folder could be held against a
+	// snapshot older than it (badger), failing this number as a rollback.
 	pin := q.svc.pinOf(c.key)
 	var st state
 	item, err := tx.Get(c.key)
