@@ -108,6 +108,7 @@ type counter struct {
 	floor        uint64 // the highest number the History recorded at that check
 
 	view ledgerView // what the History says, read incrementally; has its own lock
+	tx   txFloor    // the floor for numbers taken in a caller's transaction (see intx.go)
 }
 
 // submit runs o through the combining queue and returns once o has its

@@ -9,6 +9,7 @@ import (
 	"iter"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/cas"
@@ -25,11 +26,24 @@ type Collection[T any] struct {
 	err  error // a bad name, reported by every call
 }
 
-// Record is one decrypted record of a collection, as List yields it.
+// Record is one decrypted record of a collection with what the vault knows
+// about it, as GetRecord, GetMany and List return it.
 type Record[T any] struct {
-	ID       string
+	// ID is the record's id.
+	ID string
+	// Revision counts the writes of the record: 1 for its first, one more
+	// for each write since. PutIf and DeleteIf take it as the revision the
+	// caller read.
 	Revision uint64
-	Value    T
+	// Value is the decrypted record.
+	Value T
+	// Modified is when the revision was written, by the writer's clock,
+	// in UTC. It is zero for a record written by a release that did not
+	// record it.
+	Modified time.Time
+	// Author is the vault user that wrote the revision, empty for a record
+	// written by a release that did not record it.
+	Author string
 }
 
 // CollectionOf returns the collection name of v, holding records of type T.
@@ -99,7 +113,7 @@ func (c *Collection[T]) decode(id string, sealed []byte) (Record[T], error) {
 	if err != nil {
 		return Record[T]{}, err
 	}
-	r := Record[T]{ID: id, Revision: rec.rev}
+	r := Record[T]{ID: id, Revision: rec.rev, Modified: rec.meta.modified, Author: rec.meta.author}
 	if err := json.Unmarshal(rec.body, &r.Value); err != nil {
 		return Record[T]{}, fmt.Errorf("decode: %w", err)
 	}
@@ -390,9 +404,10 @@ func (v *Vault) putSealedTx(ctx context.Context, tx stores.Tx, collection, id st
 }
 
 // stored is an authenticated stored record: its revision (0 when there is
-// none), the numbers it carries and its JSON body.
+// none), who wrote it when, the numbers it carries and its JSON body.
 type stored struct {
 	rev   uint64
+	meta  meta
 	marks []mark
 	body  []byte
 }
@@ -408,21 +423,41 @@ func (v *Vault) openStored(collection, id string, it stores.Item, found bool) (s
 	if err != nil {
 		return stored{}, v.openFailed(err)
 	}
-	marks, body, err := splitRecord(plain)
+	m, rest, err := splitMeta(plain, v.user)
 	if err != nil {
 		return stored{}, ErrTampered
 	}
-	return stored{rev: rev, marks: marks, body: body}, nil
+	marks, body, err := splitRecord(rest)
+	if err != nil {
+		return stored{}, ErrTampered
+	}
+	return stored{rev: rev, meta: m, marks: marks, body: body}, nil
 }
 
-// sealNext seals plain as the revision after rev (0: a new record). A record
-// at the largest revision cannot take another: ErrRevisionOverflow.
+// sealNext seals plain (marks and body) as the revision after rev (0: a new
+// record), written now by the vault's user (see meta.go). A record at the
+// largest revision cannot take another: ErrRevisionOverflow.
 func (v *Vault) sealNext(collection, id string, plain []byte, rev uint64) ([]byte, uint64, error) {
+	return v.sealMeta(collection, id, plain, rev, v.meta())
+}
+
+// meta is the metadata of a revision the vault's user writes now.
+func (v *Vault) meta() meta { return meta{modified: time.Now().UTC(), author: v.user} }
+
+// sealMeta is sealNext with the revision's metadata m.
+func (v *Vault) sealMeta(collection, id string, plain []byte, rev uint64, m meta) ([]byte, uint64, error) {
 	if rev == math.MaxUint64 {
 		return nil, 0, ErrRevisionOverflow
 	}
 	rev++
-	sealed, err := crypto.SealRecord(v.dk, plain, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id, Revision: rev})
+	bp := plainBufs.Get().(*[]byte)
+	buf := appendMeta((*bp)[:0], m, plain)
+	sealed, err := crypto.SealRecord(v.dk, buf, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id, Revision: rev})
+	if cap(buf) <= maxPooledPlain {
+		clear(buf) // plaintext: not left behind in a pooled buffer
+		*bp = buf
+		plainBufs.Put(bp)
+	}
 	return sealed, rev, err
 }
 

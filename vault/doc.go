@@ -16,6 +16,22 @@
 //	err = invoices.Put(ctx, "inv-1", Invoice{Total: 120})
 //	inv, err := invoices.Get(ctx, "inv-1")
 //
+// # Read-modify-write and transactions
+//
+// Get drops the revision; GetRecord returns it with the time and author of
+// the write. PutIf and DeleteIf write only if the record is still at the
+// revision read (else a *ConflictError, errors.Is ErrConflict). Update
+// reads, changes and writes one record in one step, retrying by itself, so
+// concurrent Updates never lose one another's changes:
+//
+//	r, err := accounts.Update(ctx, "acme", func(a *Account) error { a.Balance -= 30; return nil })
+//
+// Vault.Update runs a function over several collections and sequences in
+// one commit, on a store with transactions: records written through
+// Collection.In(tx), numbers taken with tx.Next, and their ledger entries
+// commit together, or nothing does. PutMany, GetMany and DeleteMany act on
+// several records of a collection in one commit.
+//
 // # Concurrency
 //
 // A Vault and its collections are safe for concurrent use. On a store with
@@ -33,5 +49,9 @@
 // starts with its envelope version. A later release reads every format an
 // earlier release wrote; a format change adds a version rather than changing
 // an existing one, and data written by a newer format is refused by older
-// releases with a clear error rather than misread.
+// releases with a clear error rather than misread. Record revisions carry
+// their write time and author inside the sealed value since they were added
+// (a header before the record's numbers and JSON); records written before
+// read with a zero time and an empty author, and releases before it refuse
+// records that carry one.
 package vault

@@ -2,6 +2,7 @@ package vault
 
 import (
 	"errors"
+	"fmt"
 	"github.com/noydb-go/noydb/sequence"
 
 	"github.com/noydb-go/noydb/crypto"
@@ -73,3 +74,56 @@ var (
 	// it cannot take another. Nothing was written.
 	ErrRevisionOverflow = errors.New("record revision cannot advance past its maximum")
 )
+
+// ErrConflict: a conditional write (PutIf, DeleteIf) found the record at
+// another revision than the one it was given, or an Update lost the race
+// for it more often than its retry budget allows. Nothing was written. The
+// error is a *ConflictError. It does not match stores.ErrConflict, so a
+// retry loop around a store transaction does not retry it.
+var ErrConflict = errors.New("record changed: revision conflict")
+
+// ConflictError is the error of a conditional write whose record is not at
+// the expected revision, or of an Update that ran out of attempts. It
+// matches ErrConflict, and also ErrNotFound when the record does not exist
+// (Got == 0).
+type ConflictError struct {
+	// Collection and ID name the record.
+	Collection, ID string
+	// Want is the revision the caller expected (0: the record must not
+	// exist); Got is the revision found (0: there is no record).
+	Want, Got uint64
+	// Attempts is how many times an Update tried before giving up, 0 for
+	// a single conditional write.
+	Attempts int
+	// Err is the cause when the retry budget ran out (the last contention
+	// error), else nil.
+	Err error
+}
+
+func (e *ConflictError) Error() string {
+	if e.Attempts > 0 || e.Err != nil {
+		msg := fmt.Sprintf("%s/%s: still changing after %d attempts", e.Collection, e.ID, e.Attempts)
+		if e.Attempts == 0 {
+			msg = fmt.Sprintf("%s/%s: kept changing under the update", e.Collection, e.ID)
+		}
+		if e.Err != nil {
+			msg += ": " + e.Err.Error()
+		}
+		return ErrConflict.Error() + ": " + msg
+	}
+	switch {
+	case e.Got == 0:
+		return fmt.Sprintf("%s: %s/%s: expected revision %d, the record does not exist", ErrConflict, e.Collection, e.ID, e.Want)
+	case e.Want == 0:
+		return fmt.Sprintf("%s: %s/%s: expected no record, found revision %d", ErrConflict, e.Collection, e.ID, e.Got)
+	}
+	return fmt.Sprintf("%s: %s/%s: expected revision %d, found %d", ErrConflict, e.Collection, e.ID, e.Want, e.Got)
+}
+
+// Is matches ErrConflict, and ErrNotFound when there is no record.
+func (e *ConflictError) Is(target error) bool {
+	return target == ErrConflict || (target == ErrNotFound && e.Got == 0 && e.Attempts == 0 && e.Err == nil)
+}
+
+// Unwrap returns the cause of an exhausted retry budget.
+func (e *ConflictError) Unwrap() error { return e.Err }

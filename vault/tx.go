@@ -1,0 +1,276 @@
+package vault
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// The functions package sequence gives the vault through internal/wire.
+var (
+	seqNextTx = wire.SequenceNextTx.(func(context.Context, *sequence.Sequence, stores.Tx) (sequence.Serial, bool, error))
+	seqCheck  = wire.SequenceCheck.(func(context.Context, *sequence.Sequence) error)
+)
+
+// maxTxChecks bounds the runs of an Update's function that end because a
+// sequence it used had to be checked against its history first (once per
+// sequence and vault).
+const maxTxChecks = 8
+
+// Tx is a multi-record transaction of a vault, handed to the function of
+// Vault.Update. Read and write records through Collection.In(tx) and take
+// numbers with Next: everything commits together, with its ledger entries,
+// or not at all. A Tx is valid only during the function's run and is not
+// safe for concurrent use. Like database/sql.Tx it keeps the context of
+// the Update that made it, so that its methods need none.
+type Tx struct {
+	v     *Vault
+	ctx   context.Context
+	tx    stores.Tx
+	ended bool
+	taken map[*sequence.Sequence]uint64 // numbers taken: the last per sequence
+	check []*sequence.Sequence          // sequences to check before running again
+}
+
+// errTxCheck ends a run of an Update's function that used a sequence not
+// yet checked against its history: Update checks it and runs fn again.
+var errTxCheck = errors.New("sequence must be checked before the transaction")
+
+// errTxEnded: a Tx used after its function returned.
+var errTxEnded = fmt.Errorf("transaction has ended: %w", ErrInvalidArgument)
+
+// Update runs fn in one transaction of the vault's store: the records fn
+// writes through Collection.In(tx), the numbers it takes with tx.Next, and
+// the ledger entries of both commit together when fn returns nil. If fn
+// returns an error (returned as it is) or panics (the panic goes on in the
+// caller), nothing is written and no number is taken. A nil fn gives
+// ErrInvalidArgument; a store without transactions,
+// stores.ErrNotSupported.
+//
+// fn may run more than once: when the transaction conflicts with another
+// writer (another process; writers of this vault in this process are
+// serialised, never conflicting), and the first time a sequence is used in
+// a transaction of this vault (it is checked against its history outside
+// the transaction, then fn runs again). Only the last run counts, so fn
+// should only read, compute and write through tx. After the ledger's retry
+// budget (16 attempts) Update fails with ledger.ErrContention. fn runs,
+// possibly on another goroutine (the one committing the batch), while the
+// vault's other writers wait: keep it short, and do not call the
+// vault from it other than through tx (a Put, Next or Update of the vault
+// would wait for fn forever).
+func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	if fn == nil {
+		return fmt.Errorf("vault update: nil function: %w", ErrInvalidArgument)
+	}
+	if err := v.enter(ctx); err != nil {
+		return fmt.Errorf("vault update: %w", err)
+	}
+	defer v.exit()
+	if _, ok := v.store.(stores.Transactor); !ok {
+		return fmt.Errorf("vault update: %w", stores.ErrNotSupported)
+	}
+	for range maxTxChecks {
+		var last *Tx
+		err := v.ledger.Update(ctx, func(stx stores.Tx) error {
+			tx := &Tx{v: v, ctx: ctx, tx: stx}
+			last = tx
+			defer func() { tx.ended = true }()
+			err := fn(tx)
+			if len(tx.check) > 0 {
+				return errTxCheck
+			}
+			return err
+		})
+		if errors.Is(err, errTxCheck) {
+			for _, q := range last.check {
+				if err := seqCheck(ctx, q); err != nil {
+					return fmt.Errorf("vault update: %w", err)
+				}
+			}
+			continue
+		}
+		if err == nil || errors.Is(err, ErrUnpinned) {
+			// Committed: raise the rollback pins of the counters moved.
+			var perr error
+			for q, n := range last.taken {
+				perr = errors.Join(perr, v.pins.RaiseCounter(q.Key(), n))
+			}
+			if perr != nil && err == nil {
+				err = fmt.Errorf("%w: %w", ErrUnpinned, perr)
+			}
+		}
+		return err
+	}
+	return fmt.Errorf("vault update: sequences still unchecked after %d runs: %w", maxTxChecks, ErrInvalidArgument)
+}
+
+// use checks that tx may still be used.
+func (tx *Tx) use() error {
+	if tx == nil {
+		return fmt.Errorf("nil transaction: %w", ErrInvalidArgument)
+	}
+	if tx.ended {
+		return errTxEnded
+	}
+	if len(tx.check) > 0 {
+		return errTxCheck
+	}
+	return tx.ctx.Err()
+}
+
+// Next takes the next number of seq in the transaction: the number is
+// taken if, and only if, the transaction commits. Numbers taken in one
+// transaction follow each other. seq must belong to the transaction's vault
+// (else ErrInvalidArgument).
+func (tx *Tx) Next(seq *sequence.Sequence) (sequence.Serial, error) {
+	if err := tx.use(); err != nil {
+		return sequence.Serial{}, fmt.Errorf("next: %w", err)
+	}
+	switch {
+	case seq == nil:
+		return sequence.Serial{}, fmt.Errorf("next: nil sequence: %w", ErrInvalidArgument)
+	case !strings.HasPrefix(seq.Key(), tx.v.prefix):
+		return sequence.Serial{}, fmt.Errorf("next: series %q belongs to another vault: %w", seq.Series(), ErrInvalidArgument)
+	}
+	s, check, err := seqNextTx(tx.ctx, seq, tx.tx)
+	if check {
+		tx.check = append(tx.check, seq)
+		return sequence.Serial{}, fmt.Errorf("next: %w", errTxCheck)
+	}
+	if err != nil {
+		return sequence.Serial{}, err
+	}
+	if tx.taken == nil {
+		tx.taken = map[*sequence.Sequence]uint64{}
+	}
+	tx.taken[seq] = s.N
+	return s, nil
+}
+
+// TxCollection is a collection bound to a transaction: its reads see the
+// transaction's writes, and its writes commit with the transaction. Obtain
+// one with Collection.In; it is valid while its Tx is, and not safe for
+// concurrent use.
+type TxCollection[T any] struct {
+	c  *Collection[T]
+	tx *Tx
+}
+
+// In binds c to tx, a transaction of c's vault (else every call fails with
+// ErrInvalidArgument).
+func (c *Collection[T]) In(tx *Tx) *TxCollection[T] {
+	return &TxCollection[T]{c: c, tx: tx}
+}
+
+// begin checks a call: the transaction, the collection's name and vault,
+// and id.
+func (b *TxCollection[T]) begin(op, id string) error {
+	c := b.c
+	if err := b.tx.use(); err != nil {
+		return fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
+	}
+	if c.err != nil {
+		return fmt.Errorf("%s: %w", op, c.err)
+	}
+	if c.v != b.tx.v {
+		return fmt.Errorf("%s %s/%s: collection of another vault: %w", op, c.name, id, ErrInvalidArgument)
+	}
+	if err := CheckID(id); err != nil {
+		return fmt.Errorf("%s %s: %w", op, c.name, err)
+	}
+	return nil
+}
+
+// GetRecord returns the record at id as the transaction sees it, or an
+// error wrapping ErrNotFound.
+func (b *TxCollection[T]) GetRecord(id string) (Record[T], error) {
+	if err := b.begin("get", id); err != nil {
+		return Record[T]{}, err
+	}
+	c := b.c
+	prev, err := c.v.readTx(b.tx.tx, c.name, id, false)
+	if err != nil {
+		return Record[T]{}, fmt.Errorf("get %s/%s: %w", c.name, id, err)
+	}
+	r := Record[T]{ID: id, Revision: prev.rev, Modified: prev.meta.modified, Author: prev.meta.author}
+	if err := json.Unmarshal(prev.body, &r.Value); err != nil {
+		return Record[T]{}, fmt.Errorf("get %s/%s: decode: %w", c.name, id, err)
+	}
+	return r, nil
+}
+
+// Get returns the value of the record at id as the transaction sees it, or
+// an error wrapping ErrNotFound.
+func (b *TxCollection[T]) Get(id string) (T, error) {
+	r, err := b.GetRecord(id)
+	return r.Value, err
+}
+
+// Put writes value under id in the transaction, with its ledger entry.
+func (b *TxCollection[T]) Put(id string, value T) error {
+	return b.put("put", id, value, nil)
+}
+
+// PutIf is Put on the condition that the record is at revision rev (0: that
+// there is none), as Collection.PutIf. A mismatch gives a *ConflictError;
+// the transaction goes on, without this write, unless fn returns it.
+func (b *TxCollection[T]) PutIf(id string, value T, rev uint64) error {
+	return b.put("put", id, value, &rev)
+}
+
+func (b *TxCollection[T]) put(op, id string, value T, rev *uint64) error {
+	if err := b.begin(op, id); err != nil {
+		return err
+	}
+	c := b.c
+	plain, err := json.Marshal(value)
+	if err != nil {
+		return fmt.Errorf("%s %s/%s: encode: %w", op, c.name, id, err)
+	}
+	if _, err := c.v.modifyTx(b.tx.ctx, b.tx.tx, c.name, id, func(prev stored) (change, error) {
+		if rev != nil && prev.rev != *rev {
+			return change{}, &ConflictError{Collection: c.name, ID: id, Want: *rev, Got: prev.rev}
+		}
+		return change{body: plain}, nil
+	}); err != nil {
+		return fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
+	}
+	return nil
+}
+
+// Delete removes the record at id in the transaction, with its ledger
+// entry; a missing record gives an error wrapping ErrNotFound.
+func (b *TxCollection[T]) Delete(id string) error {
+	return b.del(id, nil)
+}
+
+// DeleteIf is Delete on the condition that the record is at revision rev,
+// as Collection.DeleteIf.
+func (b *TxCollection[T]) DeleteIf(id string, rev uint64) error {
+	if rev == 0 {
+		return fmt.Errorf("delete %s/%s: revision 0: %w", b.c.name, id, ErrInvalidArgument)
+	}
+	return b.del(id, &rev)
+}
+
+func (b *TxCollection[T]) del(id string, rev *uint64) error {
+	if err := b.begin("delete", id); err != nil {
+		return err
+	}
+	c := b.c
+	if _, err := c.v.modifyTx(b.tx.ctx, b.tx.tx, c.name, id, func(prev stored) (change, error) {
+		if rev != nil && prev.rev != *rev {
+			return change{}, &ConflictError{Collection: c.name, ID: id, Want: *rev, Got: prev.rev}
+		}
+		return change{del: true}, nil
+	}); err != nil {
+		return fmt.Errorf("delete %s/%s: %w", c.name, id, err)
+	}
+	return nil
+}
