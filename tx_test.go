@@ -117,11 +117,11 @@ func TestTxCommits(t *testing.T) {
 			assert.Equal(t, customer{Name: "acme", Invoices: 2}, c.Value)
 			assert.Equal(t, uint64(2), c.Revision)
 
-			rep, err := w.v.Ledger().Verify(ctx)
+			rep, err := w.v.Audit().Verify(ctx)
 			require.NoError(t, err)
 			assert.True(t, rep.OK())
 			var kinds []string
-			for e, err := range w.v.Ledger().Read(ctx, 1) {
+			for e, err := range w.v.Audit().Read(ctx, 1) {
 				require.NoError(t, err)
 				kinds = append(kinds, e.Kind.String()+" "+e.Collection+e.ID)
 			}
@@ -152,7 +152,7 @@ func TestTxFailsHalfway(t *testing.T) {
 			w := newTxWorld(t, st)
 			nextN(t, w.seq, 3)
 			require.NoError(t, w.v.Update(ctx, func(tx *vault.Tx) error { return w.invoice(tx, "i-0", "acme", 1) }))
-			head, err := w.v.Ledger().Head(ctx)
+			head, err := w.v.Audit().Head(ctx)
 			require.NoError(t, err)
 			before := snapshot(t, inner)
 
@@ -197,7 +197,7 @@ func TestTxFailsHalfway(t *testing.T) {
 			n, err := w.seq.Peek(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, uint64(4), n, "no number taken")
-			got, err := w.v.Ledger().Head(ctx)
+			got, err := w.v.Audit().Head(ctx)
 			require.NoError(t, err)
 			assert.True(t, head.Equal(got), "ledger head unchanged")
 			assert.Equal(t, before, snapshot(t, inner), "nothing written")
@@ -207,7 +207,7 @@ func TestTxFailsHalfway(t *testing.T) {
 			z, err := w.invoices.Get(ctx, "i-z")
 			require.NoError(t, err)
 			assert.Equal(t, "5", z.Number)
-			rep, err := w.v.Ledger().Verify(ctx)
+			rep, err := w.v.Audit().Verify(ctx)
 			require.NoError(t, err)
 			assert.True(t, rep.OK())
 		})
@@ -281,7 +281,7 @@ func TestTxConcurrentExact(t *testing.T) {
 				total += r.Invoices
 			}
 			assert.Equal(t, workers*each, total)
-			rep, err := w.v.Ledger().Verify(ctx)
+			rep, err := w.v.Audit().Verify(ctx)
 			require.NoError(t, err)
 			assert.True(t, rep.OK())
 		})
@@ -344,7 +344,7 @@ func TestUpdateAndTxAcrossTwoDBs(t *testing.T) {
 			peek, err := w2.seq.Peek(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, uint64(workers*each), peek)
-			rep, err := w1.v.Ledger().Verify(ctx)
+			rep, err := w1.v.Audit().Verify(ctx)
 			require.NoError(t, err)
 			assert.True(t, rep.OK())
 			audit, err := w1.seq.Audit(ctx)

@@ -59,7 +59,7 @@ func TestUpdateCounterExact(t *testing.T) {
 			go func() {
 				defer close(verifyErr)
 				for {
-					rep, err := v.Ledger().Verify(ctx)
+					rep, err := v.Audit().Verify(ctx)
 					if err == nil && !rep.OK() {
 						err = fmt.Errorf("verify at %d: %w", rep.FirstBad, rep.Problem)
 					}
@@ -106,11 +106,11 @@ func TestUpdateCounterExact(t *testing.T) {
 			assert.Equal(t, uint64(workers*each+1), got.Revision)
 			assert.Equal(t, "firm", got.Author)
 
-			rep, err := v.Ledger().Verify(ctx)
+			rep, err := v.Audit().Verify(ctx)
 			require.NoError(t, err)
 			assert.True(t, rep.OK(), "ledger verifies: %v", rep.Problem)
 			var revs []uint64
-			for e, err := range v.Ledger().Read(ctx, 1) {
+			for e, err := range v.Audit().Read(ctx, 1) {
 				require.NoError(t, err)
 				if e.Collection == "counters" && e.ID == "c" {
 					revs = append(revs, e.Revision)
@@ -207,7 +207,7 @@ func TestConditionalWrites(t *testing.T) {
 			_, err = invoices.Get(ctx, "i-1")
 			assert.ErrorIs(t, err, vault.ErrNotFound)
 
-			rep, err := v.Ledger().Verify(ctx)
+			rep, err := v.Audit().Verify(ctx)
 			require.NoError(t, err)
 			assert.True(t, rep.OK())
 			assert.Equal(t, uint64(3), rep.Entries, "put, put, delete")
@@ -406,7 +406,7 @@ func TestRecordsWithoutTransactions(t *testing.T) {
 	assert.ErrorIs(t, v.Update(ctx, func(*vault.Tx) error { ran = true; return nil }), stores.ErrNotSupported)
 	assert.False(t, ran)
 	assert.Equal(t, before, snapshot(t, st))
-	rep, err := v.Ledger().Verify(ctx)
+	rep, err := v.Audit().Verify(ctx)
 	require.NoError(t, err)
 	assert.True(t, rep.OK())
 }
@@ -447,7 +447,7 @@ func TestManyRecords(t *testing.T) {
 			require.NoError(t, err)
 			assert.Len(t, got, 1)
 
-			rep, err := v.Ledger().Verify(ctx)
+			rep, err := v.Audit().Verify(ctx)
 			require.NoError(t, err)
 			assert.True(t, rep.OK())
 			assert.Equal(t, uint64(52), rep.Entries, "50 puts, 2 deletes")

@@ -7,6 +7,7 @@ import (
 	"log"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 )
@@ -93,7 +94,7 @@ func ExampleVault_Update() {
 	v := openExample(ctx)
 	invoices := vault.CollectionOf[Invoice](v, "invoices")
 	accounts := vault.CollectionOf[Account](v, "accounts")
-	seq, err := v.Sequence("invoices")
+	seq, err := v.Sequence("invoices", sequence.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

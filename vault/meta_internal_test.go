@@ -40,7 +40,7 @@ func TestRecordWithoutMetaReads(t *testing.T) {
 		assert.Equal(t, uint64(4), u.Revision)
 		assert.Equal(t, "firm", u.Author)
 		assert.False(t, u.Modified.IsZero())
-		n, ok, err := numberingRecords{v}.Number(ctx, "receipts", id, "receipts")
+		n, _, ok, err := stampRecords{v: v}.Number(ctx, "receipts", id, "receipts")
 		require.NoError(t, err)
 		assert.True(t, ok)
 		if id == "marked" {
