@@ -130,6 +130,15 @@ func decodeRecord(plain []byte, skim bool) (record, error) {
 
 // sealHead seals the head record for head with the given pending entries.
 func (l *Ledger) sealHead(head Head, pending []record) ([]byte, error) {
+	sealed, err := l.sealer.Seal(l.headKey, encodeHead(head, pending))
+	if err != nil {
+		return nil, fmt.Errorf("seal head: %w", err)
+	}
+	return sealed, nil
+}
+
+// encodeHead returns the head record's plaintext.
+func encodeHead(head Head, pending []record) []byte {
 	n := 1 + 2*binary.MaxVarintLen64 + len(head.MAC) + binary.MaxVarintLen64
 	for _, r := range pending {
 		n += binary.MaxVarintLen64 + len(r.plain)
@@ -144,11 +153,7 @@ func (l *Ledger) sealHead(head Head, pending []record) ([]byte, error) {
 		b = binary.AppendUvarint(b, uint64(len(r.plain)))
 		b = append(b, r.plain...)
 	}
-	sealed, err := l.sealer.Seal(l.headKey, b)
-	if err != nil {
-		return nil, fmt.Errorf("seal head: %w", err)
-	}
-	return sealed, nil
+	return b
 }
 
 // openHead authenticates and decodes the head record.

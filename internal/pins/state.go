@@ -80,9 +80,7 @@ func (f *stateFile) write(seq uint64, body []byte) error {
 	if err != nil {
 		return err
 	}
-	b := append([]byte(slotMagic), formatV)
-	b = appendBytes(b, f.id)
-	b = appendBytes(b, sealed)
+	b := encodeSlot(f.id, sealed)
 	slot := 0
 	if f.newest == 0 {
 		slot = 1
@@ -277,20 +275,35 @@ func readSlot(path string) (slotCopy, error) {
 		return slotCopy{}, fmt.Errorf("pins: %w", err)
 	}
 	s := slotCopy{exists: true}
+	s.id, s.sealed = decodeSlot(b)
+	return s, nil
+}
+
+// encodeSlot returns a pins copy: the identity in clear, then the sealed
+// write count and body.
+func encodeSlot(id, sealed []byte) []byte {
+	b := append([]byte(slotMagic), formatV)
+	b = appendBytes(b, id)
+	return appendBytes(b, sealed)
+}
+
+// decodeSlot returns the identity and sealed part of a pins copy, or nils
+// for a torn or foreign file. Bytes after the sealed part are ignored: a
+// copy is overwritten in place without truncating the file.
+func decodeSlot(b []byte) (id, sealed []byte) {
 	if len(b) < len(slotMagic)+1 || string(b[:len(slotMagic)]) != slotMagic || b[len(slotMagic)] != formatV {
-		return s, nil // torn or foreign: not a copy
+		return nil, nil // torn or foreign: not a copy
 	}
 	r := reader{b: b[len(slotMagic)+1:]}
-	id := r.bytes()
+	id = r.bytes()
 	if r.err != nil || len(id) == 0 {
-		return s, nil
+		return nil, nil
 	}
-	sealed := r.bytes()
+	sealed = r.bytes()
 	if r.err != nil {
-		return s, nil
+		return nil, nil
 	}
-	s.id, s.sealed = bytes.Clone(id), sealed
-	return s, nil
+	return bytes.Clone(id), sealed
 }
 
 // readRecord returns the identity recorded for the vault, or nil.
@@ -302,16 +315,25 @@ func readRecord(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vault record: %w", err)
 	}
+	id, _, err := decodeRecord(b)
+	if err != nil {
+		return nil, fmt.Errorf("vault record %s: %w", path, err)
+	}
+	return id, nil
+}
+
+// decodeRecord decodes a vault record: the vault's identity and name.
+func decodeRecord(b []byte) (id []byte, vaultName string, err error) {
 	if len(b) < len(recordMagic)+1 || string(b[:len(recordMagic)]) != recordMagic || b[len(recordMagic)] != formatV {
-		return nil, fmt.Errorf("vault record %s: %w", path, errMalformed)
+		return nil, "", errMalformed
 	}
 	r := reader{b: b[len(recordMagic)+1:]}
-	id := r.bytes()
-	r.bytes() // the vault name, for people reading the folder
+	id = r.bytes()
+	name := r.bytes() // the vault name, for people reading the folder
 	if r.err != nil || len(id) == 0 || len(r.b) != 0 {
-		return nil, fmt.Errorf("vault record %s: %w", path, errMalformed)
+		return nil, "", errMalformed
 	}
-	return bytes.Clone(id), nil
+	return bytes.Clone(id), string(name), nil
 }
 
 func encodeRecord(vaultName string, id []byte) []byte {
