@@ -31,6 +31,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/noydb-go/noydb/internal/errs"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -45,8 +46,9 @@ const (
 )
 
 // ErrExhausted is returned (wrapping the last conflict) when every attempt of
-// the budget lost a compare-and-swap race.
-var ErrExhausted = errors.New("retry budget exhausted")
+// the budget lost a compare-and-swap race. It is the one contention error
+// (sequence.ErrContention, ledger.ErrContention are the same value).
+var ErrExhausted = errs.ErrContention
 
 // Policy bounds a retry loop. The zero value means the documented defaults.
 type Policy struct {
