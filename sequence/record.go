@@ -71,6 +71,10 @@ func decodeState(b []byte) (state, error) {
 		copy(s.watermark[:], r.Fixed(16))
 		// A claim is a 16-byte id and a uvarint.
 		n := r.Count(maxWindow, 17)
+		if r.Err() == nil && n == 0 && s.watermark == [16]byte{} {
+			// appendTo writes no window then: refuse a second encoding.
+			r.Fail("empty window")
+		}
 		if r.Err() == nil {
 			s.window = make([]claim, n)
 		}

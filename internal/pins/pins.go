@@ -339,14 +339,23 @@ var errMalformed = errs.ErrCorrupt
 func (c *core) decode(b []byte) error {
 	r := codec.NewReader(b)
 	r.Version(bodyVersion)
-	n := r.Count(math.MaxInt, 2) // a key (at least its length) and a uvarint
-	for i := 0; i < n && r.Err() == nil; i++ {
+	// Keys are written in ascending order, once each: refuse anything else,
+	// so that a body has one encoding.
+	key := func(i int, prev string) string {
 		k := r.String(maxField)
+		if i > 0 && r.Err() == nil && k <= prev {
+			r.Fail("keys out of order")
+		}
+		return k
+	}
+	n := r.Count(math.MaxInt, 2) // a key (at least its length) and a uvarint
+	for i, k := 0, ""; i < n && r.Err() == nil; i++ {
+		k = key(i, k)
 		c.counters[k] = r.Uvarint()
 	}
 	n = r.Count(math.MaxInt, 3) // a key, a uvarint and a MAC
-	for i := 0; i < n && r.Err() == nil; i++ {
-		k := r.String(maxField)
+	for i, k := 0, ""; i < n && r.Err() == nil; i++ {
+		k = key(i, k)
 		seq := r.Uvarint()
 		c.heads[k] = head{seq: seq, mac: bytes.Clone(r.Bytes(maxField))}
 	}

@@ -138,3 +138,54 @@ func writeSorted(t *testing.T, path string, m map[string]string) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, b, 0o644))
 }
+
+// Layout is a layout's decoder and encoder, for Fuzz.
+type Layout struct {
+	// Seeds is the vector file whose cases named Prefix+"..." seed the corpus.
+	Seeds, Prefix string
+	// Decode decodes b into a value; Encode encodes such a value.
+	Decode func(b []byte) (any, error)
+	Encode func(v any) ([]byte, error)
+	// Err is the error every refusal must match, when set.
+	Err error
+	// TrailingIgnored says Decode ignores bytes after the encoding, so
+	// re-encoding an accepted input gives a prefix of it.
+	TrailingIgnored bool
+}
+
+// Fuzz runs the fuzz target of a layout: Decode never panics, refuses with
+// Err, and an accepted input is canonical: encoding what it decodes to gives
+// the input back (or a prefix of it), which decodes to the same value.
+func Fuzz(f *testing.F, l Layout) {
+	b, err := os.ReadFile(l.Seeds)
+	require.NoError(f, err)
+	var vs map[string]string
+	require.NoError(f, json.Unmarshal(b, &vs))
+	for name, h := range vs {
+		if len(name) >= len(l.Prefix) && name[:len(l.Prefix)] == l.Prefix {
+			enc, err := hex.DecodeString(h)
+			require.NoError(f, err)
+			f.Add(enc)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := l.Decode(b)
+		if err != nil {
+			if l.Err != nil {
+				require.ErrorIs(t, err, l.Err)
+			}
+			return
+		}
+		out, err := l.Encode(v)
+		require.NoError(t, err)
+		if l.TrailingIgnored {
+			require.LessOrEqual(t, len(out), len(b))
+			require.Equal(t, b[:len(out)], out)
+		} else {
+			require.Equal(t, b, out)
+		}
+		again, err := l.Decode(out)
+		require.NoError(t, err)
+		require.Equal(t, v, again)
+	})
+}
