@@ -68,6 +68,20 @@ func (p Policy) maxAttempts() int {
 	return p.MaxAttempts
 }
 
+// Remaining returns p with the budget left after used attempts (at least
+// one), for a second loop that must share p's budget with a first one.
+func (p Policy) Remaining(used int) Policy {
+	p.MaxAttempts = max(p.maxAttempts()-used, 1)
+	return p
+}
+
+// Exhausted reports whether err is Do's own report of a spent budget (as
+// opposed to a contention error an inner loop returned through fn, which
+// Do passes on unchanged and which also matches ErrExhausted).
+func Exhausted(err error) bool {
+	return errors.Is(err, ErrExhausted) && errors.Is(err, stores.ErrConflict)
+}
+
 // Ceiling returns the longest delay Do may wait after the given failed attempt
 // (1 for the first): BaseDelay doubled attempt-1 times, capped at MaxDelay.
 func (p Policy) Ceiling(attempt int) time.Duration {
