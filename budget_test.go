@@ -86,6 +86,19 @@ func TestRetryBudgetsDoNotMultiply(t *testing.T) {
 			})
 		})
 	}
+	t.Run("collection put, ledger appends conflict", func(t *testing.T) {
+		// The record's compare-and-swap succeeds; its ledger append, retried
+		// inside the vault's loop, spends one budget and ends that loop.
+		st := newConflictStore(true, func(op faultstore.Op, key string) bool {
+			return op == faultstore.OpCompareAndSwap && strings.HasSuffix(key, "_ledger/head")
+		})
+		v := open(t, st)
+		invoices := vault.CollectionOf[Invoice](v, "invoices")
+		st.armed.Store(true)
+		err := invoices.Put(ctx, "a", Invoice{Total: 1})
+		require.ErrorIs(t, err, ledger.ErrContention)
+		assert.Equal(t, int64(budget), st.attempts.Load())
+	})
 	t.Run("numbering pass, ledger appends conflict", func(t *testing.T) {
 		// Only the ledger's head conflicts: the pass reaches its appends.
 		st := newConflictStore(true, func(op faultstore.Op, key string) bool {
