@@ -210,13 +210,13 @@ func decodeEntry(data []byte, skim bool) (Entry, int, error) {
 
 // reader is a codec.Reader whose strings are cut from one copy of the input.
 type reader struct {
-	*codec.Reader
+	codec.Reader
 	s    string // string of the input, when strings are kept
 	skim bool   // str returns "" (the input is only checked)
 }
 
-func newReader(data []byte, skim bool) *reader {
-	r := &reader{Reader: codec.NewReader(data), skim: skim}
+func newReader(data []byte, skim bool) reader {
+	r := reader{Reader: codec.NewReader(data), skim: skim}
 	if !skim {
 		r.s = string(data)
 	}

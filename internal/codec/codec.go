@@ -87,7 +87,9 @@ type Reader struct {
 }
 
 // NewReader returns a Reader of b. Byte strings it returns share b's memory.
-func NewReader(b []byte) *Reader { return &Reader{b: b} }
+// Its methods take a pointer: keep it in a variable (it then costs no
+// allocation).
+func NewReader(b []byte) Reader { return Reader{b: b} }
 
 // Err returns the first failure, or nil.
 func (r *Reader) Err() error { return r.err }

@@ -68,7 +68,7 @@ func TestRefusals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := codec.NewReader(c.in)
-			c.read(r)
+			c.read(&r)
 			err := r.End()
 			require.ErrorIs(t, err, errs.ErrCorrupt)
 			require.ErrorIs(t, err, codec.ErrCorrupt)

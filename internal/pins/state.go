@@ -301,7 +301,7 @@ func decodeSlot(b []byte) (id, sealed []byte) {
 
 // magic returns a reader of b past its magic and format version; it has
 // failed when b does not start with them.
-func magic(b []byte, magic string) *codec.Reader {
+func magic(b []byte, magic string) codec.Reader {
 	r := codec.NewReader(b)
 	if string(r.Fixed(len(magic))) != magic {
 		r.Fail("not a " + magic + " file")
