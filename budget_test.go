@@ -99,6 +99,19 @@ func TestRetryBudgetsDoNotMultiply(t *testing.T) {
 		require.ErrorIs(t, err, ledger.ErrContention)
 		assert.Equal(t, int64(budget), st.attempts.Load())
 	})
+	t.Run("numbering pass, every commit conflicts", func(t *testing.T) {
+		st := newConflictStore(false, commits)
+		v := open(t, st)
+		receipts, series := receiptSeries(t, v)
+		require.NoError(t, receipts.Put(ctx, "r-1", Receipt{Total: 10}))
+		_, err := series.Enqueue(ctx, "r-1")
+		require.NoError(t, err)
+		st.armed.Store(true)
+		_, err = series.RunPass(ctx)
+		require.ErrorIs(t, err, stores.ErrConflict)
+		// A pass that loses the commit of its head gives way at once.
+		assert.Equal(t, int64(1), st.attempts.Load())
+	})
 	t.Run("numbering pass, ledger appends conflict", func(t *testing.T) {
 		// Only the ledger's head conflicts: the pass reaches its appends.
 		st := newConflictStore(true, func(op faultstore.Op, key string) bool {
