@@ -1,16 +1,24 @@
 package crypto
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/noydb-go/noydb/internal/errs"
+)
 
 // ErrTampered is the one opaque error returned when a sealed value cannot be
 // opened: wrong key, wrong associated data, a flipped bit, a truncated or
 // empty envelope, or an unknown envelope version. It deliberately says
-// nothing about which of these happened.
+// nothing about which of these happened. It is the module's one tamper
+// error: ledger.ErrTampered, numbering.ErrTampered and vault.ErrTampered
+// are the same value.
 var ErrTampered = errors.New("message authentication failed")
 
 // ErrMalformed reports bytes that do not follow one of this package's
-// layouts (a vault header, or the clear part of a record envelope).
-var ErrMalformed = errors.New("malformed data")
+// layouts (a vault header, or the clear part of a record envelope). It is
+// the one corrupt-data error of the module: ledger.ErrMalformed,
+// numbering.ErrCorrupt and sequence.ErrCorrupt are the same value.
+var ErrMalformed = errs.ErrCorrupt
 
 // ErrKDFTooWeak reports key derivation cost parameters below the accepted
 // minimum (see [KDFParams.Check]).

@@ -234,7 +234,7 @@ func (l *Ledger) commitTx(ctx context.Context, b []*request) (head Head, whole b
 			l.mu.Unlock()
 		}
 		return head, false, nil
-	case errors.Is(err, cas.ErrExhausted):
+	case cas.Exhausted(err):
 		return Head{}, true, fmt.Errorf("ledger: %w after %d attempts", ErrContention, attempts)
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return Head{}, true, err

@@ -2,9 +2,10 @@ package ledger
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/noydb-go/noydb/internal/codec"
 )
 
 // Kind says what an entry records.
@@ -116,8 +117,8 @@ const (
 //	str Series, uvarint len(Partition), str each component
 //	uvarint Number, uvarint From, str RequestID, str Reason
 //
-// where str is a uvarint length followed by the bytes. Varints are minimal
-// (encoding/binary), so every entry has exactly one encoding. It fails with
+// where str is a uvarint length followed by the bytes (internal/codec).
+// Varints are minimal, so every entry has exactly one encoding. It fails with
 // ErrInvalidEntry for an unknown kind, a time outside the years 1 to 9999, a
 // field longer than 64 KiB or more than 64 partition components.
 func (e Entry) MarshalBinary() ([]byte, error) {
@@ -156,44 +157,34 @@ func (e Entry) check() error {
 
 // encodedLen is an upper bound of the encoding's length.
 func (e Entry) encodedLen() int {
-	n := 2 + 7*binary.MaxVarintLen64 + 8*binary.MaxVarintLen32 + len(e.Actor) + len(e.Collection) +
+	n := 2 + 15*codec.MaxVarintLen + len(e.Actor) + len(e.Collection) +
 		len(e.ID) + len(e.CipherHash) + len(e.Series) + len(e.RequestID) + len(e.Reason)
 	for _, p := range e.Partition {
-		n += binary.MaxVarintLen32 + len(p)
+		n += codec.MaxVarintLen + len(p)
 	}
 	return n
 }
 
 func (e Entry) appendTo(b []byte) []byte {
 	b = append(b, entryVersion)
-	b = binary.AppendUvarint(b, e.Seq)
-	b = binary.AppendVarint(b, e.Time.Unix())
-	b = binary.AppendUvarint(b, uint64(e.Time.Nanosecond()))
-	b = appendStr(b, e.Actor)
+	b = codec.AppendUvarint(b, e.Seq)
+	b = codec.AppendVarint(b, e.Time.Unix())
+	b = codec.AppendUvarint(b, uint64(e.Time.Nanosecond()))
+	b = codec.AppendString(b, e.Actor)
 	b = append(b, byte(e.Kind))
-	b = appendStr(b, e.Collection)
-	b = appendStr(b, e.ID)
-	b = binary.AppendUvarint(b, e.Revision)
-	b = appendBytes(b, e.CipherHash)
-	b = appendStr(b, e.Series)
-	b = binary.AppendUvarint(b, uint64(len(e.Partition)))
+	b = codec.AppendString(b, e.Collection)
+	b = codec.AppendString(b, e.ID)
+	b = codec.AppendUvarint(b, e.Revision)
+	b = codec.AppendBytes(b, e.CipherHash)
+	b = codec.AppendString(b, e.Series)
+	b = codec.AppendUvarint(b, uint64(len(e.Partition)))
 	for _, p := range e.Partition {
-		b = appendStr(b, p)
+		b = codec.AppendString(b, p)
 	}
-	b = binary.AppendUvarint(b, e.Number)
-	b = binary.AppendUvarint(b, e.From)
-	b = appendStr(b, e.RequestID)
-	return appendStr(b, e.Reason)
-}
-
-func appendStr(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendBytes(b, s []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
+	b = codec.AppendUvarint(b, e.Number)
+	b = codec.AppendUvarint(b, e.From)
+	b = codec.AppendString(b, e.RequestID)
+	return codec.AppendString(b, e.Reason)
 }
 
 // UnmarshalBinary decodes the canonical encoding made by MarshalBinary. It
@@ -201,12 +192,10 @@ func appendBytes(b, s []byte) []byte {
 // nanoseconds below one second, no trailing bytes) and otherwise returns an
 // error matching ErrMalformed, leaving e unchanged.
 func (e *Entry) UnmarshalBinary(data []byte) error {
-	d, n, err := decodeEntry(data, false)
-	if err != nil {
+	r := newReader(data, false)
+	d := r.entry()
+	if err := r.End(); err != nil {
 		return err
-	}
-	if n != len(data) {
-		return fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(data)-n)
 	}
 	*e = d
 	return nil
@@ -217,39 +206,65 @@ func (e *Entry) UnmarshalBinary(data []byte) error {
 // The entry's strings share one copy of data. With skim, the entry is only
 // checked: its strings, CipherHash and Partition are left empty.
 func decodeEntry(data []byte, skim bool) (Entry, int, error) {
-	r := reader{b: data, skim: skim}
+	r := newReader(data, skim)
+	e := r.entry()
+	if err := r.Err(); err != nil {
+		return Entry{}, 0, err
+	}
+	return e, r.Offset(), nil
+}
+
+// reader is a codec.Reader whose strings are cut from one copy of the input.
+type reader struct {
+	codec.Reader
+	s    string // string of the input, when strings are kept
+	skim bool   // str returns "" (the input is only checked)
+}
+
+func newReader(data []byte, skim bool) reader {
+	r := reader{Reader: codec.NewReader(data), skim: skim}
 	if !skim {
 		r.s = string(data)
 	}
-	if v := r.byte(); v != entryVersion && r.err == nil {
-		return Entry{}, 0, fmt.Errorf("%w: unknown version %d", ErrMalformed, v)
+	return r
+}
+
+// str reads a string field.
+func (r *reader) str() string {
+	b := r.Bytes(maxField)
+	if len(b) == 0 || r.skim {
+		return ""
 	}
+	return r.s[r.Offset()-len(b) : r.Offset()]
+}
+
+// entry reads one entry; on failure r.Err() is set and the entry is zero.
+func (r *reader) entry() Entry {
+	r.Version(entryVersion)
 	var e Entry
-	e.Seq = r.uvarint()
-	sec := r.varint()
-	nsec := r.uvarint()
-	if r.err == nil && (nsec >= 1e9 || sec < minUnix || sec > maxUnix) {
-		r.fail("time out of range")
+	e.Seq = r.Uvarint()
+	sec := r.Varint()
+	nsec := r.Uvarint()
+	if r.Err() == nil && (nsec >= 1e9 || sec < minUnix || sec > maxUnix) {
+		r.Fail("time out of range")
 	}
-	if r.err == nil {
+	if r.Err() == nil {
 		e.Time = time.Unix(sec, int64(nsec)).UTC()
 	}
 	e.Actor = r.str()
-	e.Kind = Kind(r.byte())
-	if r.err == nil && !e.Kind.Valid() {
-		r.fail("unknown kind")
+	e.Kind = Kind(r.Byte())
+	if r.Err() == nil && !e.Kind.Valid() {
+		r.Fail("unknown kind")
 	}
 	e.Collection = r.str()
 	e.ID = r.str()
-	e.Revision = r.uvarint()
-	if h := r.bytes(); len(h) > 0 && !skim {
+	e.Revision = r.Uvarint()
+	if h := r.Bytes(maxField); len(h) > 0 && !r.skim {
 		e.CipherHash = bytes.Clone(h)
 	}
 	e.Series = r.str()
-	if n := r.uvarint(); n > 0 && r.err == nil {
-		if n > maxPartition {
-			r.fail("too many partition components")
-		} else if skim {
+	if n := r.Count(maxPartition, 1); n > 0 {
+		if r.skim {
 			for range n {
 				r.str()
 			}
@@ -260,100 +275,12 @@ func decodeEntry(data []byte, skim bool) (Entry, int, error) {
 			}
 		}
 	}
-	e.Number = r.uvarint()
-	e.From = r.uvarint()
+	e.Number = r.Uvarint()
+	e.From = r.Uvarint()
 	e.RequestID = r.str()
 	e.Reason = r.str()
-	if r.err != nil {
-		return Entry{}, 0, r.err
+	if r.Err() != nil {
+		return Entry{}
 	}
-	return e, r.off, nil
-}
-
-// reader decodes canonical varints and length-prefixed fields; the first
-// failure sticks and makes every later read return zero.
-type reader struct {
-	b    []byte
-	s    string // string(b), when str is used: strings are cut from it
-	skim bool   // str returns "" (the input is only checked)
-	off  int
-	err  error
-}
-
-func (r *reader) fail(why string) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s at byte %d", ErrMalformed, why, r.off)
-	}
-}
-
-func (r *reader) byte() byte {
-	if r.err != nil {
-		return 0
-	}
-	if r.off >= len(r.b) {
-		r.fail("truncated")
-		return 0
-	}
-	c := r.b[r.off]
-	r.off++
-	return c
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b[r.off:])
-	if n == 0 {
-		r.fail("truncated")
-		return 0
-	}
-	if n < 0 {
-		r.fail("bad varint")
-		return 0
-	}
-	// A minimal encoding never ends in a zero byte, except 0 itself.
-	if n > 1 && r.b[r.off+n-1] == 0 {
-		r.fail("non-minimal varint")
-		return 0
-	}
-	r.off += n
-	return v
-}
-
-func (r *reader) varint() int64 {
-	u := r.uvarint()
-	x := int64(u >> 1)
-	if u&1 != 0 {
-		x = ^x
-	}
-	return x
-}
-
-func (r *reader) bytes() []byte { return r.bytesMax(maxField) }
-
-func (r *reader) bytesMax(limit uint64) []byte {
-	n := r.uvarint()
-	if r.err != nil {
-		return nil
-	}
-	if n > limit {
-		r.fail("field too long")
-		return nil
-	}
-	if n > uint64(len(r.b)-r.off) {
-		r.fail("truncated")
-		return nil
-	}
-	s := r.b[r.off : r.off+int(n) : r.off+int(n)]
-	r.off += int(n)
-	return s
-}
-
-func (r *reader) str() string {
-	b := r.bytes()
-	if len(b) == 0 || r.skim {
-		return ""
-	}
-	return r.s[r.off-len(b) : r.off]
+	return e
 }

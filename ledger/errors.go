@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/errs"
 	"github.com/noydb-go/noydb/internal/pins"
 )
 
@@ -12,23 +14,27 @@ import (
 // the position at fault.
 var (
 	// ErrTampered: a stored ledger value failed authentication or does not
-	// decode (changed, truncated, or copied from another position). Every
-	// *TamperError matches it.
-	ErrTampered = errors.New("ledger entry failed authentication")
+	// decode (changed, truncated, or copied from another position), or the
+	// entries do not form the chain the head records. Every *TamperError,
+	// *ChainError and *GapError matches it. It is crypto.ErrTampered (and
+	// vault.ErrTampered, numbering.ErrTampered): one value everywhere.
+	ErrTampered = crypto.ErrTampered
 	// ErrStaleHead: a fenced append expected a head that is no longer the
 	// ledger's head; the caller must derive its entries again.
 	ErrStaleHead = errors.New("ledger head moved")
 	// ErrContention: every attempt of the retry budget lost a race with
 	// another writer. It does not match stores.ErrConflict, so an outer retry
-	// loop does not multiply the budget.
-	ErrContention = errors.New("contention: retry budget exhausted")
+	// loop does not multiply the budget. It is sequence.ErrContention: one
+	// value everywhere.
+	ErrContention = errs.ErrContention
 	// ErrInvalidEntry: an entry has an unknown kind or fields too long to encode.
 	ErrInvalidEntry = errors.New("invalid ledger entry")
 	// ErrBatchTooLarge: one append's entries encode to more than MaxBatchBytes.
 	ErrBatchTooLarge = errors.New("ledger batch too large")
-	// ErrMalformed: bytes given to Entry.UnmarshalBinary are not a canonical
-	// entry encoding.
-	ErrMalformed = errors.New("malformed ledger entry")
+	// ErrMalformed: bytes given to Entry.UnmarshalBinary, or a stored value
+	// once opened, are not a canonical encoding. It is the one corrupt-data
+	// error (numbering.ErrCorrupt, sequence.ErrCorrupt are the same value).
+	ErrMalformed = errs.ErrCorrupt
 	// ErrUnpinned: an append or Update committed, but Options.Pins could not
 	// make the pin of its new head durable. The entries (and the Update's
 	// writes) are in the store; the error also wraps the Pins' own.
@@ -47,6 +53,9 @@ type GapError struct {
 	Got uint64
 }
 
+// Is reports whether target is ErrTampered: a missing entry is tampering.
+func (e *GapError) Is(target error) bool { return target == ErrTampered }
+
 func (e *GapError) Error() string {
 	if e.Got == 0 {
 		return fmt.Sprintf("ledger: entry %d missing", e.Want)
@@ -64,6 +73,9 @@ type ChainError struct {
 	// Head is true when the head record, not entry Seq, fails to match.
 	Head bool
 }
+
+// Is reports whether target is ErrTampered: a broken chain is tampering.
+func (e *ChainError) Is(target error) bool { return target == ErrTampered }
 
 func (e *ChainError) Error() string {
 	if e.Head {

@@ -3,10 +3,10 @@ package ledger
 import (
 	"context"
 	"crypto/hmac"
-	"encoding/binary"
 	"errors"
 	"fmt"
 
+	"github.com/noydb-go/noydb/internal/codec"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -96,7 +96,7 @@ func (l *Ledger) chainMAC(prev []byte, seq uint64, enc []byte) []byte {
 	b = append(b, macDomain...)
 	b = append(b, byte(len(prev)))
 	b = append(b, prev...)
-	b = binary.BigEndian.AppendUint64(b, seq)
+	b = codec.AppendUint64(b, seq)
 	return l.mac.MAC(b, enc)
 }
 
@@ -130,25 +130,28 @@ func decodeRecord(plain []byte, skim bool) (record, error) {
 
 // sealHead seals the head record for head with the given pending entries.
 func (l *Ledger) sealHead(head Head, pending []record) ([]byte, error) {
-	n := 1 + 2*binary.MaxVarintLen64 + len(head.MAC) + binary.MaxVarintLen64
-	for _, r := range pending {
-		n += binary.MaxVarintLen64 + len(r.plain)
-	}
-	b := make([]byte, 0, n)
-	b = append(b, headVersion)
-	b = binary.AppendUvarint(b, head.Seq)
-	b = binary.AppendUvarint(b, uint64(len(head.MAC)))
-	b = append(b, head.MAC...)
-	b = binary.AppendUvarint(b, uint64(len(pending)))
-	for _, r := range pending {
-		b = binary.AppendUvarint(b, uint64(len(r.plain)))
-		b = append(b, r.plain...)
-	}
-	sealed, err := l.sealer.Seal(l.headKey, b)
+	sealed, err := l.sealer.Seal(l.headKey, encodeHead(head, pending))
 	if err != nil {
 		return nil, fmt.Errorf("seal head: %w", err)
 	}
 	return sealed, nil
+}
+
+// encodeHead returns the head record's plaintext.
+func encodeHead(head Head, pending []record) []byte {
+	n := 1 + 3*codec.MaxVarintLen + len(head.MAC)
+	for _, r := range pending {
+		n += codec.MaxVarintLen + len(r.plain)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, headVersion)
+	b = codec.AppendUvarint(b, head.Seq)
+	b = codec.AppendBytes(b, head.MAC)
+	b = codec.AppendUvarint(b, uint64(len(pending)))
+	for _, r := range pending {
+		b = codec.AppendBytes(b, r.plain)
+	}
+	return b
 }
 
 // openHead authenticates and decodes the head record.
@@ -165,39 +168,32 @@ func (l *Ledger) openHead(sealed []byte) (headState, error) {
 }
 
 func decodeHead(plain []byte) (headState, error) {
-	r := reader{b: plain}
-	if v := r.byte(); v != headVersion && r.err == nil {
-		return headState{}, fmt.Errorf("%w: unknown head version %d", ErrMalformed, v)
-	}
+	r := codec.NewReader(plain)
+	r.Version(headVersion)
 	var hs headState
-	hs.Seq = r.uvarint()
-	if mac := r.bytes(); len(mac) > maxMAC || (len(mac) == 0) != (hs.Seq == 0) {
-		r.fail("bad head MAC")
+	hs.Seq = r.Uvarint()
+	if mac := r.Bytes(maxMAC); r.Err() == nil && (len(mac) == 0) != (hs.Seq == 0) {
+		r.Fail("bad head MAC")
 	} else if len(mac) > 0 {
 		hs.MAC = mac
 	}
-	n := r.uvarint()
-	if r.err == nil && (n > hs.Seq || n > uint64(len(plain))) {
-		r.fail("bad pending count")
-	}
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		rec, err := decodeRecord(r.bytesMax(MaxBatchBytes+maxMAC), false)
-		if r.err != nil {
+	// Each pending entry takes at least 3 bytes (a length, a version, a MAC byte).
+	n := r.Count(hs.Seq, 3)
+	for i := range n {
+		rec, err := decodeRecord(r.Bytes(MaxBatchBytes+maxMAC), false)
+		if r.Err() != nil {
 			break
 		}
 		if err != nil {
 			return headState{}, err
 		}
-		if rec.entry.Seq != hs.Seq-n+1+i {
-			r.fail("pending entry out of place")
+		if rec.entry.Seq != hs.Seq-uint64(n)+1+uint64(i) {
+			r.Fail("pending entry out of place")
 		}
 		hs.pending = append(hs.pending, rec)
 	}
-	if r.err == nil && r.off != len(plain) {
-		r.fail("trailing bytes")
-	}
-	if r.err != nil {
-		return headState{}, r.err
+	if err := r.End(); err != nil {
+		return headState{}, err
 	}
 	if len(hs.pending) > 0 && !hmac.Equal(hs.pending[len(hs.pending)-1].mac(), hs.MAC) {
 		return headState{}, fmt.Errorf("%w: head MAC is not its last pending entry's", ErrMalformed)

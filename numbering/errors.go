@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/errs"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -20,16 +21,17 @@ var (
 	// ErrNotFound: Enqueue of a record that does not exist.
 	ErrNotFound = stores.ErrNotFound
 	// ErrInvalid: a series name, option or record id was rejected before
-	// anything was read or written.
-	ErrInvalid = errors.New("invalid argument")
+	// anything was read or written. It is sequence.ErrInvalid: one value.
+	ErrInvalid = errs.ErrInvalid
 	// ErrMismatch: the series was first numbered for another collection.
 	ErrMismatch = errors.New("series belongs to another collection")
 	// ErrTampered: a stored numbering value failed authentication, or its key
 	// does not match its content (changed, or copied from another place).
 	ErrTampered = crypto.ErrTampered
 	// ErrCorrupt: a stored numbering value opened but did not decode, or an
-	// interrupted batch cannot be read back.
-	ErrCorrupt = errors.New("corrupt numbering record")
+	// interrupted batch cannot be read back. It is sequence.ErrCorrupt and
+	// ledger.ErrMalformed: one value.
+	ErrCorrupt = errs.ErrCorrupt
 	// ErrNotObject: the record to stamp is not a JSON object, so its number
 	// field cannot be set.
 	ErrNotObject = errors.New("record is not a JSON object")

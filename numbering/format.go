@@ -1,9 +1,10 @@
 package numbering
 
 import (
-	"encoding/binary"
+	"bytes"
 	"fmt"
-	"strconv"
+
+	"github.com/noydb-go/noydb/internal/codec"
 )
 
 // Storage layout, relative to the vault's key prefix. Every value is sealed
@@ -18,7 +19,7 @@ import (
 // prefix. Provisional ids are canonical UUIDv7 text (36 bytes, lowercase),
 // so a pending key splits unambiguously and pending keys sort by
 // provisional time, then record id. Plaintexts are versioned binary
-// encodings of uvarints and length-prefixed byte strings:
+// encodings (internal/codec) of minimal uvarints and length-prefixed byte strings:
 //
 //	head:     [1] version, uvarint last, uvarint batches, str collection,
 //	          [1] in flight (0 or 1), then when 1: str token, uvarint id,
@@ -87,75 +88,67 @@ type assignment struct {
 	formatted   string
 }
 
-func appendStr(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendBool(b []byte, v bool) []byte {
-	if v {
-		return append(b, 1)
-	}
-	return append(b, 0)
-}
+// maxStr bounds every string of the layouts above when decoding: ids,
+// names, fields, formats and tokens are all far shorter.
+const maxStr = 64 << 10
 
 func (h *head) encode() []byte {
 	b := []byte{formatVersion}
-	b = binary.AppendUvarint(b, h.last)
-	b = binary.AppendUvarint(b, h.batches)
-	b = appendStr(b, h.collection)
-	b = appendBool(b, h.batch != nil)
+	b = codec.AppendUvarint(b, h.last)
+	b = codec.AppendUvarint(b, h.batches)
+	b = codec.AppendString(b, h.collection)
+	b = codec.AppendBool(b, h.batch != nil)
 	if x := h.batch; x != nil {
-		b = appendStr(b, string(x.token))
+		b = codec.AppendBytes(b, x.token)
 		for _, v := range []uint64{x.id, x.first, x.last, x.chunks, x.done, x.mark} {
-			b = binary.AppendUvarint(b, v)
+			b = codec.AppendUvarint(b, v)
 		}
-		b = appendStr(b, x.collection)
-		b = appendStr(b, x.field)
-		b = appendStr(b, x.format)
+		b = codec.AppendString(b, x.collection)
+		b = codec.AppendString(b, x.field)
+		b = codec.AppendString(b, x.format)
 	}
 	return b
 }
 
 func decodeHead(p []byte) (head, error) {
-	r := reader{b: p}
-	r.version()
+	r := codec.NewReader(p)
+	r.Version(formatVersion)
 	var h head
-	h.last = r.uvarint()
-	h.batches = r.uvarint()
-	h.collection = r.str()
-	if r.bool() {
-		x := &batch{token: []byte(r.str())}
+	h.last = r.Uvarint()
+	h.batches = r.Uvarint()
+	h.collection = r.String(maxStr)
+	if r.Bool() {
+		x := &batch{token: bytes.Clone(r.Bytes(maxStr))}
 		for _, v := range []*uint64{&x.id, &x.first, &x.last, &x.chunks, &x.done, &x.mark} {
-			*v = r.uvarint()
+			*v = r.Uvarint()
 		}
-		x.collection = r.str()
-		x.field = r.str()
-		x.format = r.str()
-		if r.err == nil && (x.first == 0 || x.first > x.last || x.last > h.last || x.done < x.first-1 ||
+		x.collection = r.String(maxStr)
+		x.field = r.String(maxStr)
+		x.format = r.String(maxStr)
+		if r.Err() == nil && (x.first == 0 || x.first > x.last || x.last > h.last || x.done < x.first-1 ||
 			x.done > x.last || x.id == 0 || x.id > h.batches || x.chunks == 0) {
-			r.fail("inconsistent batch")
+			r.Fail("inconsistent batch")
 		}
 		h.batch = x
 	}
-	return h, r.end()
+	return h, wrapCorrupt(r.End())
 }
 
 func encodeChunk(token []byte, batchID uint64, index int, first uint64, items []item) []byte {
-	n := 32 + len(token)
+	n := 1 + 5*codec.MaxVarintLen + len(token)
 	for _, it := range items {
-		n += 2*binary.MaxVarintLen32 + len(it.provisional) + len(it.id)
+		n += 2*codec.MaxVarintLen + len(it.provisional) + len(it.id)
 	}
 	b := make([]byte, 0, n)
 	b = append(b, formatVersion)
-	b = appendStr(b, string(token))
-	b = binary.AppendUvarint(b, batchID)
-	b = binary.AppendUvarint(b, uint64(index))
-	b = binary.AppendUvarint(b, first)
-	b = binary.AppendUvarint(b, uint64(len(items)))
+	b = codec.AppendBytes(b, token)
+	b = codec.AppendUvarint(b, batchID)
+	b = codec.AppendUvarint(b, uint64(index))
+	b = codec.AppendUvarint(b, first)
+	b = codec.AppendUvarint(b, uint64(len(items)))
 	for _, it := range items {
-		b = appendStr(b, it.provisional)
-		b = appendStr(b, it.id)
+		b = codec.AppendString(b, it.provisional)
+		b = codec.AppendString(b, it.id)
 	}
 	return b
 }
@@ -170,136 +163,62 @@ type chunk struct {
 }
 
 func decodeChunk(p []byte) (chunk, error) {
-	r := reader{b: p}
-	r.version()
-	c := chunk{token: []byte(r.str())}
-	c.batch = r.uvarint()
-	c.index = r.uvarint()
-	c.first = r.uvarint()
-	n := r.uvarint()
-	if r.err == nil && n > uint64(len(p)) {
-		r.fail("item count")
-	}
-	if r.err == nil {
+	r := codec.NewReader(p)
+	r.Version(formatVersion)
+	c := chunk{token: bytes.Clone(r.Bytes(maxStr))}
+	c.batch = r.Uvarint()
+	c.index = r.Uvarint()
+	c.first = r.Uvarint()
+	// An item is two strings of at least a length byte each.
+	if n := r.Count(chunkBytes, 2); r.Err() == nil {
 		c.items = make([]item, 0, n)
 		for range n {
-			it := item{provisional: r.str(), id: r.str()}
-			if r.err != nil {
+			it := item{provisional: r.String(maxStr), id: r.String(maxStr)}
+			if r.Err() != nil {
 				break
 			}
 			c.items = append(c.items, it)
 		}
 	}
-	return c, r.end()
+	return c, wrapCorrupt(r.End())
 }
 
 func encodePending(id string) []byte {
-	return appendStr([]byte{formatVersion}, id)
+	return codec.AppendString([]byte{formatVersion}, id)
 }
 
 func decodePending(p []byte) (string, error) {
-	r := reader{b: p}
-	r.version()
-	id := r.str()
-	return id, r.end()
+	r := codec.NewReader(p)
+	r.Version(formatVersion)
+	id := r.String(maxStr)
+	return id, wrapCorrupt(r.End())
 }
 
 func (a assignment) encode() []byte {
 	b := []byte{formatVersion}
-	b = binary.AppendUvarint(b, a.number)
-	b = appendBool(b, a.voided)
-	b = binary.AppendUvarint(b, a.batch)
-	b = appendStr(b, a.provisional)
-	return appendStr(b, a.formatted)
+	b = codec.AppendUvarint(b, a.number)
+	b = codec.AppendBool(b, a.voided)
+	b = codec.AppendUvarint(b, a.batch)
+	b = codec.AppendString(b, a.provisional)
+	return codec.AppendString(b, a.formatted)
 }
 
 func decodeAssignment(p []byte) (assignment, error) {
-	r := reader{b: p}
-	r.version()
+	r := codec.NewReader(p)
+	r.Version(formatVersion)
 	var a assignment
-	a.number = r.uvarint()
-	a.voided = r.bool()
-	a.batch = r.uvarint()
-	a.provisional = r.str()
-	a.formatted = r.str()
-	return a, r.end()
+	a.number = r.Uvarint()
+	a.voided = r.Bool()
+	a.batch = r.Uvarint()
+	a.provisional = r.String(maxStr)
+	a.formatted = r.String(maxStr)
+	return a, wrapCorrupt(r.End())
 }
 
-// reader decodes the encodings above; the first failure sticks and makes
-// every later read return zero.
-type reader struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (r *reader) fail(why string) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s at byte %d", ErrCorrupt, why, r.off)
+// wrapCorrupt returns err (a *codec.Error, matching ErrCorrupt) or nil.
+func wrapCorrupt(err error) error {
+	if err == nil {
+		return nil
 	}
-}
-
-func (r *reader) version() {
-	if v := r.byte(); r.err == nil && v != formatVersion {
-		r.fail("unknown version " + strconv.Itoa(int(v)))
-	}
-}
-
-func (r *reader) byte() byte {
-	if r.err != nil {
-		return 0
-	}
-	if r.off >= len(r.b) {
-		r.fail("truncated")
-		return 0
-	}
-	c := r.b[r.off]
-	r.off++
-	return c
-}
-
-func (r *reader) bool() bool {
-	switch r.byte() {
-	case 0:
-		return false
-	case 1:
-		return true
-	}
-	r.fail("bad flag")
-	return false
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b[r.off:])
-	if n <= 0 {
-		r.fail("bad varint")
-		return 0
-	}
-	r.off += n
-	return v
-}
-
-func (r *reader) str() string {
-	n := r.uvarint()
-	if r.err != nil {
-		return ""
-	}
-	if n > uint64(len(r.b)-r.off) {
-		r.fail("truncated")
-		return ""
-	}
-	s := string(r.b[r.off : r.off+int(n)])
-	r.off += int(n)
-	return s
-}
-
-// end reports the first failure, or trailing bytes.
-func (r *reader) end() error {
-	if r.err == nil && r.off != len(r.b) {
-		r.fail("trailing bytes")
-	}
-	return r.err
+	return fmt.Errorf("numbering record: %w", err)
 }

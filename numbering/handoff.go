@@ -1,5 +1,7 @@
 package numbering
 
+import "github.com/noydb-go/noydb/internal/codec"
+
 // Stored layouts added for typed deferred numbering (vault.NumberingOf),
 // relative to the series' folder "_numbering/<series>/". Every value is
 // sealed, bound to its key.
@@ -36,42 +38,43 @@ type seriesConfig struct {
 }
 
 func (c seriesConfig) encode() []byte {
-	b := appendStr([]byte{formatVersion}, c.collection)
-	return appendStr(b, c.format)
+	b := codec.AppendString([]byte{formatVersion}, c.collection)
+	return codec.AppendString(b, c.format)
 }
 
 func decodeConfig(p []byte) (seriesConfig, error) {
-	r := reader{b: p}
-	r.version()
+	r := codec.NewReader(p)
+	r.Version(formatVersion)
 	var c seriesConfig
-	c.collection = r.str()
-	c.format = r.str()
-	return c, r.end()
+	c.collection = r.String(maxStr)
+	c.format = r.String(maxStr)
+	return c, wrapCorrupt(r.End())
 }
 
 func encodeHandoff(id string) []byte {
-	return appendStr([]byte{handoffVersion}, id)
+	return codec.AppendString([]byte{handoffVersion}, id)
 }
 
 // decodeEntry decodes a pending entry of either kind: an Enqueue entry
 // (handoff false) or a handoff entry.
 func decodeEntry(p []byte) (id string, handoff bool, err error) {
 	if len(p) > 0 && p[0] == handoffVersion {
-		r := reader{b: p, off: 1}
-		id = r.str()
-		return id, true, r.end()
+		r := codec.NewReader(p)
+		r.Version(handoffVersion)
+		id = r.String(maxStr)
+		return id, true, wrapCorrupt(r.End())
 	}
 	id, err = decodePending(p)
 	return id, false, err
 }
 
 func encodeProvisional(id string) []byte {
-	return appendStr([]byte{formatVersion}, id)
+	return codec.AppendString([]byte{formatVersion}, id)
 }
 
 func decodeProvisional(p []byte) (string, error) {
-	r := reader{b: p}
-	r.version()
-	id := r.str()
-	return id, r.end()
+	r := codec.NewReader(p)
+	r.Version(formatVersion)
+	id := r.String(maxStr)
+	return id, wrapCorrupt(r.End())
 }

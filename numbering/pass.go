@@ -593,23 +593,13 @@ func (s *Series) appendEntries(ctx context.Context, entries []ledger.Entry) erro
 	return nil
 }
 
-// appendRounds bounds how many times a pass tries a ledger append that
-// lost every race of its retry budget to the vault's other writers.
-const appendRounds = 8
-
-// append appends entries, trying again when the ledger reports contention:
-// devices writing records append to the same ledger, and a pass that gave
-// up here would have to be resumed. ErrContention means nothing was written.
+// append appends entries. The ledger retries lost races within its own
+// retry budget; the pass does not run it again on top (budgets that
+// multiply would turn contention into a queue): ErrContention means nothing
+// was written, and the next pass resumes from the head.
 func (s *Series) append(ctx context.Context, entries []ledger.Entry) error {
-	for round := 1; ; round++ {
-		_, err := s.b.Ledger.Append(ctx, entries...)
-		if err == nil || !errors.Is(err, ledger.ErrContention) || round == appendRounds {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
+	_, err := s.b.Ledger.Append(ctx, entries...)
+	return err
 }
 
 // parallel runs fn for 0 … n-1 on up to workers goroutines and returns the

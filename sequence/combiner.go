@@ -268,11 +268,14 @@ func (c *counter) run(ctx context.Context, batch []*op) {
 		// (a record the store lost). Read it, then write again.
 		if err = c.catchUp(ctx, true); err == nil {
 			c.w.indexed = true
-			attempts, err = cas.Do(ctx, c.svc.policy, c.attemptFn)
+			// One budget for both loops: the second gets what is left.
+			var more int
+			more, err = cas.Do(ctx, c.svc.policy.Remaining(attempts), c.attemptFn)
+			attempts += more
 		}
 	}
 	if err != nil {
-		if errors.Is(err, cas.ErrExhausted) {
+		if cas.Exhausted(err) {
 			err = &ContentionError{Series: c.name, Attempts: attempts}
 		}
 		for _, o := range batch {

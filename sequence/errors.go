@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/noydb-go/noydb/internal/errs"
 	"github.com/noydb-go/noydb/internal/pins"
 )
 
@@ -26,12 +27,15 @@ var (
 	ErrAlreadyVoided = errors.New("number already voided")
 	// ErrOverflow: the counter is at the largest uint64 and cannot advance.
 	ErrOverflow = errors.New("counter cannot advance past its maximum")
-	// ErrCorrupt: a stored sequence record opened but did not decode.
-	ErrCorrupt = errors.New("corrupt sequence record")
-	// ErrContention is matched by every *ContentionError.
-	ErrContention = errors.New("contention")
-	// ErrInvalid is matched by every *ValidationError.
-	ErrInvalid = errors.New("invalid argument")
+	// ErrCorrupt: a stored sequence record opened but did not decode. It
+	// is numbering.ErrCorrupt and ledger.ErrMalformed: one value.
+	ErrCorrupt = errs.ErrCorrupt
+	// ErrContention is matched by every *ContentionError. It is
+	// ledger.ErrContention: one value.
+	ErrContention = errs.ErrContention
+	// ErrInvalid is matched by every *ValidationError. It is
+	// numbering.ErrInvalid and vault.ErrInvalidArgument: one value.
+	ErrInvalid = errs.ErrInvalid
 )
 
 // ContentionError reports that every attempt of the retry budget lost a

@@ -2,8 +2,11 @@ package sequence
 
 import (
 	"bytes"
-	"encoding/binary"
+	"fmt"
 	"slices"
+
+	"github.com/noydb-go/noydb/internal/codec"
+	"github.com/noydb-go/noydb/stores"
 )
 
 // recordVersion is the first byte of every plaintext this package seals, so
@@ -42,60 +45,49 @@ func (s *state) hasWindow() bool {
 // appendTo appends the encoded state to b.
 func (s *state) appendTo(b []byte) []byte {
 	b = append(b, recordVersion)
-	b = binary.AppendUvarint(b, s.value)
+	b = codec.AppendUvarint(b, s.value)
 	if s.hasWindow() {
 		b = append(b, s.watermark[:]...)
-		b = binary.AppendUvarint(b, uint64(len(s.window)))
+		b = codec.AppendUvarint(b, uint64(len(s.window)))
 		for _, c := range s.window {
 			b = append(b, c.id[:]...)
-			b = binary.AppendUvarint(b, c.n)
+			b = codec.AppendUvarint(b, c.n)
 		}
 	}
 	return b
 }
 
+// maxWindow bounds the window's count when decoding: however large
+// Config.ClaimWindow, a stored state is at most stores.MaxValueLen bytes
+// and a claim takes at least 17 of them.
+const maxWindow = stores.MaxValueLen / 17
+
 func decodeState(b []byte) (state, error) {
 	var s state
-	if len(b) < 2 || b[0] != recordVersion {
-		return s, ErrCorrupt
-	}
-	v, n := binary.Uvarint(b[1:])
-	if n <= 0 {
-		return s, ErrCorrupt
-	}
-	s.value = v
-	b = b[1+n:]
-	if len(b) == 0 {
-		return s, nil
-	}
-	if len(b) < 17 {
-		return s, ErrCorrupt
-	}
-	copy(s.watermark[:], b)
-	b = b[16:]
-	count, n := binary.Uvarint(b)
-	if n <= 0 || count > uint64(len(b))/17 {
-		return s, ErrCorrupt
-	}
-	b = b[n:]
-	s.window = make([]claim, count)
-	for i := range s.window {
-		if len(b) < 17 {
-			return s, ErrCorrupt
+	r := codec.NewReader(b)
+	r.Version(recordVersion)
+	s.value = r.Uvarint()
+	if r.Err() == nil && r.Len() > 0 {
+		copy(s.watermark[:], r.Fixed(16))
+		// A claim is a 16-byte id and a uvarint.
+		n := r.Count(maxWindow, 17)
+		if r.Err() == nil && n == 0 && s.watermark == [16]byte{} {
+			// appendTo writes no window then: refuse a second encoding.
+			r.Fail("empty window")
 		}
-		copy(s.window[i].id[:], b)
-		v, n := binary.Uvarint(b[16:])
-		if n <= 0 {
-			return s, ErrCorrupt
+		if r.Err() == nil {
+			s.window = make([]claim, n)
 		}
-		s.window[i].n = v
-		b = b[16+n:]
-		if i > 0 && bytes.Compare(s.window[i-1].id[:], s.window[i].id[:]) >= 0 {
-			return s, ErrCorrupt
+		for i := 0; i < n && r.Err() == nil; i++ {
+			copy(s.window[i].id[:], r.Fixed(16))
+			s.window[i].n = r.Uvarint()
+			if i > 0 && r.Err() == nil && bytes.Compare(s.window[i-1].id[:], s.window[i].id[:]) >= 0 {
+				r.Fail("window out of order")
+			}
 		}
 	}
-	if len(b) != 0 {
-		return s, ErrCorrupt
+	if err := r.End(); err != nil {
+		return state{}, corrupt(err)
 	}
 	return s, nil
 }
@@ -129,28 +121,36 @@ func cmpClaim(c claim, id [16]byte) int { return bytes.Compare(c.id[:], id[:]) }
 
 // encodeNumber is the plaintext of a claim record: the number the request got.
 func encodeNumber(n uint64) []byte {
-	return binary.AppendUvarint([]byte{recordVersion}, n)
+	return codec.AppendUvarint([]byte{recordVersion}, n)
 }
 
 func decodeNumber(b []byte) (uint64, error) {
-	if len(b) < 2 || b[0] != recordVersion {
-		return 0, ErrCorrupt
+	r := codec.NewReader(b)
+	r.Version(recordVersion)
+	n := r.Uvarint()
+	if err := r.End(); err != nil {
+		return 0, corrupt(err)
 	}
-	v, n := binary.Uvarint(b[1:])
-	if n <= 0 || 1+n != len(b) {
-		return 0, ErrCorrupt
-	}
-	return v, nil
+	return n, nil
 }
 
-// encodeReason is the plaintext of a void marker.
+// encodeReason is the plaintext of a void marker: the reason takes the
+// rest of the record, unprefixed.
 func encodeReason(reason string) []byte {
 	return append([]byte{recordVersion}, reason...)
 }
 
 func decodeReason(b []byte) (string, error) {
-	if len(b) < 1 || b[0] != recordVersion {
-		return "", ErrCorrupt
+	r := codec.NewReader(b)
+	r.Version(recordVersion)
+	reason := string(r.Rest())
+	if err := r.End(); err != nil {
+		return "", corrupt(err)
 	}
-	return string(b[1:]), nil
+	return reason, nil
+}
+
+// corrupt wraps a decoding failure (a *codec.Error, matching ErrCorrupt).
+func corrupt(err error) error {
+	return fmt.Errorf("sequence record: %w", err)
 }

@@ -89,7 +89,7 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 				return nil
 			})
 		})
-		if errors.Is(err, cas.ErrExhausted) {
+		if cas.Exhausted(err) {
 			return &ContentionError{Series: q.c.name, Attempts: attempts}
 		}
 		if errors.Is(err, pins.ErrUnpinned) {

@@ -233,7 +233,7 @@ progress bar follows long passes.`,
 it), or say that it has none yet: it is pending, or was never enqueued.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context())
+			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -268,7 +268,7 @@ it), or say that it has none yet: it is pending, or was never enqueued.`,
 		Short: "Print the last number given and how many records wait",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context())
+			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -140,7 +140,7 @@ carries in its --field, or, for a record waiting for a pass, a second line
 "number", "formatted", "pending", "provisional").`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context())
+			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -174,7 +174,7 @@ and the record's JSON. With --json it prints an array of
 {"id", "revision", "value"}.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context())
+			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -255,7 +255,7 @@ was no such record (which is no failure). With --json it prints
 		Long:  `Print how many records COLLECTION holds, without decrypting them.`,
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault(cmd.Context())
+			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
 				return err
 			}

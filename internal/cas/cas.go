@@ -31,6 +31,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/noydb-go/noydb/internal/errs"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -45,8 +46,9 @@ const (
 )
 
 // ErrExhausted is returned (wrapping the last conflict) when every attempt of
-// the budget lost a compare-and-swap race.
-var ErrExhausted = errors.New("retry budget exhausted")
+// the budget lost a compare-and-swap race. It is the one contention error
+// (sequence.ErrContention, ledger.ErrContention are the same value).
+var ErrExhausted = errs.ErrContention
 
 // Policy bounds a retry loop. The zero value means the documented defaults.
 type Policy struct {
@@ -64,6 +66,20 @@ func (p Policy) maxAttempts() int {
 		return DefaultMaxAttempts
 	}
 	return p.MaxAttempts
+}
+
+// Remaining returns p with the budget left after used attempts (at least
+// one), for a second loop that must share p's budget with a first one.
+func (p Policy) Remaining(used int) Policy {
+	p.MaxAttempts = max(p.maxAttempts()-used, 1)
+	return p
+}
+
+// Exhausted reports whether err is Do's own report of a spent budget (as
+// opposed to a contention error an inner loop returned through fn, which
+// Do passes on unchanged and which also matches ErrExhausted).
+func Exhausted(err error) bool {
+	return errors.Is(err, ErrExhausted) && errors.Is(err, stores.ErrConflict)
 }
 
 // Ceiling returns the longest delay Do may wait after the given failed attempt

@@ -155,3 +155,32 @@ func TestBackoffIsJitteredWithinCeiling(t *testing.T) {
 		assert.Greater(t, len(seen), 1, "attempt %d: delays are jittered", attempt)
 	}
 }
+
+func TestRemainingSharesOneBudget(t *testing.T) {
+	p := cas.Policy{MaxAttempts: 5, BaseDelay: time.Nanosecond}
+	conflict := func(int) error { return stores.ErrConflict }
+	first, err := cas.Do(context.Background(), p, func(a int) error {
+		if a == 3 {
+			return errors.New("stop")
+		}
+		return stores.ErrConflict
+	})
+	require.Error(t, err)
+	require.Equal(t, 3, first)
+	second, err := cas.Do(context.Background(), p.Remaining(first), conflict)
+	require.True(t, cas.Exhausted(err))
+	assert.Equal(t, 2, second, "both loops together spend the budget of 5")
+	assert.Equal(t, 1, cas.Policy{MaxAttempts: 2}.Remaining(7).MaxAttempts, "at least one attempt")
+	assert.Equal(t, cas.DefaultMaxAttempts-1, cas.Policy{}.Remaining(1).MaxAttempts)
+}
+
+func TestExhaustedIsDosOwn(t *testing.T) {
+	_, err := cas.Do(context.Background(), cas.Policy{MaxAttempts: 1}, func(int) error { return stores.ErrConflict })
+	assert.True(t, cas.Exhausted(err))
+	assert.ErrorIs(t, err, cas.ErrExhausted)
+	// An inner loop's contention, passed on through fn, is not Do's own.
+	inner := fmt.Errorf("ledger: %w after 16 attempts", cas.ErrExhausted)
+	_, err = cas.Do(context.Background(), cas.Policy{}, func(int) error { return inner })
+	assert.False(t, cas.Exhausted(err))
+	assert.ErrorIs(t, err, cas.ErrExhausted)
+}

@@ -21,7 +21,6 @@ package pins
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -30,6 +29,8 @@ import (
 	"sync/atomic"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/codec"
+	"github.com/noydb-go/noydb/internal/errs"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -306,80 +307,61 @@ func (c *core) encodeLocked() []byte {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	b = binary.AppendUvarint(b, uint64(len(keys)))
+	b = codec.AppendUvarint(b, uint64(len(keys)))
 	for _, k := range keys {
-		b = appendBytes(b, []byte(k))
-		b = binary.AppendUvarint(b, c.counters[k])
+		b = codec.AppendString(b, k)
+		b = codec.AppendUvarint(b, c.counters[k])
 	}
 	keys = keys[:0]
 	for k := range c.heads {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	b = binary.AppendUvarint(b, uint64(len(keys)))
+	b = codec.AppendUvarint(b, uint64(len(keys)))
 	for _, k := range keys {
-		b = appendBytes(b, []byte(k))
-		b = binary.AppendUvarint(b, c.heads[k].seq)
-		b = appendBytes(b, c.heads[k].mac)
+		b = codec.AppendString(b, k)
+		b = codec.AppendUvarint(b, c.heads[k].seq)
+		b = codec.AppendBytes(b, c.heads[k].mac)
 	}
 	return b
 }
 
-func appendBytes(b, v []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(v)))
-	return append(b, v...)
-}
+// Limits of the pins layouts when decoding, far above any valid value.
+const (
+	maxField = 64 << 10  // a key, a MAC, a vault identity or name
+	maxBody  = 256 << 20 // the sealed pins body
+)
 
-var errMalformed = errors.New("malformed pins")
+// errMalformed is matched by every failure to decode a pins layout: it is
+// the one corrupt-data error.
+var errMalformed = errs.ErrCorrupt
 
 // decode fills the maps of c from a body.
 func (c *core) decode(b []byte) error {
-	if len(b) == 0 || b[0] != bodyVersion {
-		return errMalformed
+	r := codec.NewReader(b)
+	r.Version(bodyVersion)
+	// Keys are written in ascending order, once each: refuse anything else,
+	// so that a body has one encoding.
+	key := func(i int, prev string) string {
+		k := r.String(maxField)
+		if i > 0 && r.Err() == nil && k <= prev {
+			r.Fail("keys out of order")
+		}
+		return k
 	}
-	r := reader{b: b[1:]}
-	n := r.uvarint()
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		k := string(r.bytes())
-		c.counters[k] = r.uvarint()
+	n := r.Count(math.MaxInt, 2) // a key (at least its length) and a uvarint
+	for i, k := 0, ""; i < n && r.Err() == nil; i++ {
+		k = key(i, k)
+		c.counters[k] = r.Uvarint()
 	}
-	n = r.uvarint()
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		k := string(r.bytes())
-		seq := r.uvarint()
-		c.heads[k] = head{seq: seq, mac: bytes.Clone(r.bytes())}
+	n = r.Count(math.MaxInt, 3) // a key, a uvarint and a MAC
+	for i, k := 0, ""; i < n && r.Err() == nil; i++ {
+		k = key(i, k)
+		seq := r.Uvarint()
+		c.heads[k] = head{seq: seq, mac: bytes.Clone(r.Bytes(maxField))}
 	}
-	if r.err != nil || len(r.b) != 0 {
-		return errMalformed
+	if err := r.End(); err != nil {
+		return fmt.Errorf("pins: %w", err)
 	}
 	return nil
-}
-
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errMalformed
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) bytes() []byte {
-	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) {
-		r.err = errMalformed
-		return nil
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/codec"
 	"github.com/noydb-go/noydb/internal/flock"
 )
 
@@ -75,16 +75,13 @@ func slotAD(vaultName string, id []byte) []byte {
 
 // write seals body with its write count seq into the older slot, durably.
 func (f *stateFile) write(seq uint64, body []byte) error {
-	plain := make([]byte, 8, 8+len(body))
-	binary.BigEndian.PutUint64(plain, seq)
+	plain := codec.AppendUint64(make([]byte, 0, 8+len(body)), seq)
 	plain = append(plain, body...)
 	sealed, err := crypto.Seal(f.key, plain, f.ad)
 	if err != nil {
 		return err
 	}
-	b := append([]byte(slotMagic), formatV)
-	b = appendBytes(b, f.id)
-	b = appendBytes(b, sealed)
+	b := encodeSlot(f.id, sealed)
 	slot := 0
 	if f.newest == 0 {
 		slot = 1
@@ -279,20 +276,40 @@ func readSlot(path string) (slotCopy, error) {
 		return slotCopy{}, fmt.Errorf("pins: %w", err)
 	}
 	s := slotCopy{exists: true}
-	if len(b) < len(slotMagic)+1 || string(b[:len(slotMagic)]) != slotMagic || b[len(slotMagic)] != formatV {
-		return s, nil // torn or foreign: not a copy
-	}
-	r := reader{b: b[len(slotMagic)+1:]}
-	id := r.bytes()
-	if r.err != nil || len(id) == 0 {
-		return s, nil
-	}
-	sealed := r.bytes()
-	if r.err != nil {
-		return s, nil
-	}
-	s.id, s.sealed = bytes.Clone(id), sealed
+	s.id, s.sealed = decodeSlot(b)
 	return s, nil
+}
+
+// encodeSlot returns a pins copy: the identity in clear, then the sealed
+// write count and body.
+func encodeSlot(id, sealed []byte) []byte {
+	b := append([]byte(slotMagic), formatV)
+	b = codec.AppendBytes(b, id)
+	return codec.AppendBytes(b, sealed)
+}
+
+// decodeSlot returns the identity and sealed part of a pins copy, or nils
+// for a torn or foreign file. Bytes after the sealed part are ignored: a
+// copy is overwritten in place without truncating the file.
+func decodeSlot(b []byte) (id, sealed []byte) {
+	r := magic(b, slotMagic)
+	id = r.Bytes(maxField)
+	sealed = r.Bytes(maxBody)
+	if r.Err() != nil || len(id) == 0 {
+		return nil, nil // torn or foreign: not a copy
+	}
+	return bytes.Clone(id), sealed
+}
+
+// magic returns a reader of b past its magic and format version; it has
+// failed when b does not start with them.
+func magic(b []byte, magic string) codec.Reader {
+	r := codec.NewReader(b)
+	if string(r.Fixed(len(magic))) != magic {
+		r.Fail("not a " + magic + " file")
+	}
+	r.Version(formatV)
+	return r
 }
 
 // readRecord returns the identity recorded for the vault, or nil.
@@ -304,22 +321,31 @@ func readRecord(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vault record: %w", err)
 	}
-	if len(b) < len(recordMagic)+1 || string(b[:len(recordMagic)]) != recordMagic || b[len(recordMagic)] != formatV {
-		return nil, fmt.Errorf("vault record %s: %w", path, errMalformed)
+	id, _, err := decodeRecord(b)
+	if err != nil {
+		return nil, fmt.Errorf("vault record %s: %w", path, err)
 	}
-	r := reader{b: b[len(recordMagic)+1:]}
-	id := r.bytes()
-	r.bytes() // the vault name, for people reading the folder
-	if r.err != nil || len(id) == 0 || len(r.b) != 0 {
-		return nil, fmt.Errorf("vault record %s: %w", path, errMalformed)
+	return id, nil
+}
+
+// decodeRecord decodes a vault record: the vault's identity and name.
+func decodeRecord(b []byte) (id []byte, vaultName string, err error) {
+	r := magic(b, recordMagic)
+	id = r.Bytes(maxField)
+	vaultName = r.String(maxField) // the vault name, for people reading the folder
+	if r.Err() == nil && len(id) == 0 {
+		r.Fail("empty identity")
 	}
-	return bytes.Clone(id), nil
+	if err := r.End(); err != nil {
+		return nil, "", fmt.Errorf("pins: %w", err)
+	}
+	return bytes.Clone(id), vaultName, nil
 }
 
 func encodeRecord(vaultName string, id []byte) []byte {
 	b := append([]byte(recordMagic), formatV)
-	b = appendBytes(b, id)
-	return appendBytes(b, []byte(vaultName))
+	b = codec.AppendBytes(b, id)
+	return codec.AppendString(b, vaultName)
 }
 
 // Lookup returns the identity (salt) of the vault named vaultName that the
@@ -419,11 +445,13 @@ func (f *stateFile) readCopies() (diskCopies, error) {
 			continue
 		}
 		m := newCore()
-		if len(plain) < 8 || m.decode(plain[8:]) != nil {
+		r := codec.NewReader(plain)
+		seq := r.Uint64() // the write count, then the body
+		if r.Err() != nil || m.decode(r.Rest()) != nil {
 			d.authErr = errMalformed
 			continue
 		}
-		if seq := binary.BigEndian.Uint64(plain); d.best < 0 || seq > d.seq {
+		if d.best < 0 || seq > d.seq {
 			d.best, d.seq, d.mem = i, seq, m
 		}
 	}

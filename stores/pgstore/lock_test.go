@@ -76,7 +76,7 @@ func TestLockHelperProcess(t *testing.T) {
 		defer db.Close()
 		//lint:ignore SA1019 the race needs passes on a store with compare-and-swap, where only Numbering defers
 		//lint:ignore SA1019 the race needs passes on a store with compare-and-swap, where only Numbering defers
-	series, err := v.Numbering(raceSeries, raceOpts)
+		series, err := v.Numbering(raceSeries, raceOpts)
 		require.NoError(t, err)
 		gs.armed = true
 		rep, err := series.RunPass(ctx)
