@@ -62,33 +62,41 @@ func (s *Series) configFormat(ctx context.Context, want string) (string, error) 
 
 func (s *Series) loadConfig(ctx context.Context, want string) (seriesConfig, error) {
 	key := s.configKey()
-	for range 3 {
+	read := func() (seriesConfig, error) {
 		it, err := s.b.Store.Get(ctx, key)
-		if err == nil {
-			p, err := s.b.Sealer.Open(key, it.Value)
-			if err != nil {
-				return seriesConfig{}, ErrTampered
-			}
-			return decodeConfig(p)
-		}
-		if !errors.Is(err, stores.ErrNotFound) {
-			return seriesConfig{}, err
-		}
-		c := seriesConfig{collection: s.opts.Collection, format: want}
-		sealed, err := s.b.Sealer.Seal(key, c.encode())
 		if err != nil {
 			return seriesConfig{}, err
 		}
-		_, err = s.b.Store.CompareAndSwap(ctx, key, 0, sealed)
-		if err == nil {
-			return c, nil
+		p, err := s.b.Sealer.Open(key, it.Value)
+		if err != nil {
+			return seriesConfig{}, ErrTampered
 		}
-		if !errors.Is(err, stores.ErrConflict) {
-			return seriesConfig{}, err
-		}
-		// Another handle stored it first: read theirs.
+		return decodeConfig(p)
 	}
-	return seriesConfig{}, ErrPassRunning
+	c, err := read()
+	if !errors.Is(err, stores.ErrNotFound) {
+		return c, err
+	}
+	c = seriesConfig{collection: s.opts.Collection, format: want}
+	sealed, err := s.b.Sealer.Seal(key, c.encode())
+	if err != nil {
+		return seriesConfig{}, err
+	}
+	_, err = s.b.Store.CompareAndSwap(ctx, key, 0, sealed)
+	if err == nil {
+		return c, nil
+	}
+	if !errors.Is(err, stores.ErrConflict) {
+		return seriesConfig{}, err
+	}
+	// Another handle stored it first: read theirs. The config is written
+	// once and never changes, so a conflict with nothing to read is the
+	// store's doing, reported as the conflict it claimed.
+	c, rerr := read()
+	if errors.Is(rerr, stores.ErrNotFound) {
+		return seriesConfig{}, err
+	}
+	return c, rerr
 }
 
 // LookupProvisional tells which record the provisional id (returned by
