@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -143,6 +144,57 @@ func encodePartition(parts []string) string {
 		}
 	}
 	return b.String()
+}
+
+func init() { wire.SequenceCounterOf = counterOf }
+
+// decodePartition reverses encodePartition.
+func decodePartition(enc string) ([]string, error) {
+	var parts []string
+	for p := range strings.SplitSeq(enc, "/") {
+		var b strings.Builder
+		for i := 0; i < len(p); i++ {
+			if p[i] != '%' {
+				b.WriteByte(p[i])
+				continue
+			}
+			if i+2 >= len(p) {
+				return nil, fmt.Errorf("partition %q: truncated escape", enc)
+			}
+			switch p[i+1 : i+3] {
+			case "25":
+				b.WriteByte('%')
+			case "2F":
+				b.WriteByte('/')
+			case "00":
+				b.WriteByte(0)
+			case "01":
+				b.WriteByte(1)
+			default:
+				return nil, fmt.Errorf("partition %q: unknown escape %q", enc, p[i:i+3])
+			}
+			i += 2
+		}
+		parts = append(parts, b.String())
+	}
+	return parts, nil
+}
+
+// counterOf tells whether key (relative to a vault's prefix) is the key of
+// a counter, and of which series and partition. Claim and void records
+// (after a \x01) are not counters.
+func counterOf(key string) (series string, partition []string, ok bool, err error) {
+	rest, found := strings.CutPrefix(key, sequencesDir)
+	if !found || strings.ContainsRune(rest, 1) {
+		return "", nil, false, nil
+	}
+	series, enc, partitioned := strings.Cut(rest, "\x00")
+	if partitioned {
+		if partition, err = decodePartition(enc); err != nil {
+			return "", nil, false, err
+		}
+	}
+	return series, partition, true, nil
 }
 
 // counterKey builds the store key of a counter and checks it leaves room for

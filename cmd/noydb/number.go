@@ -266,6 +266,13 @@ it), or say that it has none yet: it is pending, or was never enqueued.`,
 	status := &cobra.Command{
 		Use:   "status SERIES",
 		Short: "Print the last number given and how many records wait",
+		Long: `Print the last number SERIES gave and how many records wait for the next
+pass ("pending"). When a pass was stopped (an interrupt, a crash) in the
+middle of a batch, it also says which numbers that batch holds and how many
+of its records do not carry their numbers yet: those numbers are given
+already, and the next pass stamps them before numbering the pending records.
+With --json: {"series", "last", "pending", "batch": {"first", "last", "done",
+"unstamped"}}, batch only when one is in flight.`,
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVaultToRead(cmd.Context())
@@ -276,22 +283,35 @@ it), or say that it has none yet: it is pending, or was never enqueued.`,
 			if err != nil {
 				return err
 			}
-			last, err := s.Last(cmd.Context())
-			if err != nil {
-				return err
-			}
-			pending, err := s.Pending(cmd.Context())
+			st, err := s.Status(cmd.Context())
 			if err != nil {
 				return err
 			}
 			if a.json {
-				return a.printJSON(struct {
-					Series  string `json:"series"`
-					Last    uint64 `json:"last"`
-					Pending int    `json:"pending"`
-				}{args[0], last, pending})
+				type batchJSON struct {
+					First     uint64 `json:"first"`
+					Last      uint64 `json:"last"`
+					Done      uint64 `json:"done"`
+					Unstamped int    `json:"unstamped"`
+				}
+				out := struct {
+					Series  string     `json:"series"`
+					Last    uint64     `json:"last"`
+					Pending int        `json:"pending"`
+					Batch   *batchJSON `json:"batch,omitempty"`
+				}{Series: args[0], Last: st.Last, Pending: st.Waiting}
+				if b := st.Batch; b != nil {
+					out.Batch = &batchJSON{b.First, b.Last, b.Done, b.Unstamped}
+				}
+				return a.printJSON(out)
 			}
-			_, err = fmt.Fprintf(a.io.out, "series %q: last number %d, %d pending\n", args[0], last, pending)
+			if _, err := fmt.Fprintf(a.io.out, "series %q: last number %d, %d pending\n", args[0], st.Last, st.Waiting); err != nil {
+				return err
+			}
+			if b := st.Batch; b != nil {
+				_, err = fmt.Fprintf(a.io.out, "a pass stopped in the batch of numbers %d-%d: %d of its records do not carry their numbers yet; 'noydb number pass %s' finishes them\n",
+					b.First, b.Last, b.Unstamped, args[0])
+			}
 			return err
 		},
 	}

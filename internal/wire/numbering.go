@@ -7,3 +7,11 @@ package wire
 // which returns a handle on the deferred-numbering series of the vault that
 // b describes, and the calls only the vault makes on it. It does no I/O.
 var NewNumbering any
+
+// NumberingInfo is set by package numbering to a function of type
+//
+//	func(ctx context.Context, b deferred.Backend, series string) (collection, format string, last uint64, err error)
+//
+// which reads the collection, stored format and last number of a
+// deferred-numbering series, for the vault's listing of its series.
+var NumberingInfo any

@@ -81,3 +81,12 @@ type Sequences[Q, O any] interface {
 	// Close makes every handle refuse new calls and waits for those in flight.
 	Close() error
 }
+
+// SequenceCounterOf is set by package sequence to a function of type
+//
+//	func(key string) (series string, partition []string, ok bool, err error)
+//
+// which tells whether key, relative to a vault's prefix, is the key of a
+// counter, and of which series and partition, for the vault's listing of
+// its series.
+var SequenceCounterOf any

@@ -1,0 +1,48 @@
+package numbering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/noydb-go/noydb/internal/deferred"
+	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/stores"
+)
+
+func init() {
+	wire.NumberingInfo = info
+}
+
+// info reads what a listing of a vault's series shows of the series name:
+// the collection it numbers and its stored format ("" when it has none
+// yet), and its last number. It takes no lock and writes nothing; the head
+// is checked against the rollback pins as every read of it is.
+func info(ctx context.Context, b deferred.Backend, name string) (collection, format string, last uint64, err error) {
+	if err := checkSeries(name); err != nil {
+		return "", "", 0, fmt.Errorf("%w: a key names series %q: %w", stores.ErrMisbehaving, name, err)
+	}
+	s := &Series{b: b, name: name, dir: b.Prefix + dirName + name + "/"}
+	h, _, err := s.loadHead(ctx)
+	if err != nil {
+		return "", "", 0, s.errorf("info", err)
+	}
+	collection, last = h.collection, h.last
+	key := s.configKey()
+	it, err := b.Store.Get(ctx, key)
+	switch {
+	case errors.Is(err, stores.ErrNotFound):
+		return collection, "", last, nil
+	case err != nil:
+		return "", "", 0, s.errorf("info", err)
+	}
+	p, err := b.Sealer.Open(key, it.Value)
+	if err != nil {
+		return "", "", 0, s.errorf("info", ErrTampered)
+	}
+	c, err := decodeConfig(p)
+	if err != nil {
+		return "", "", 0, s.errorf("info", err)
+	}
+	return c.collection, c.format, last, nil
+}

@@ -1,0 +1,91 @@
+package noydb_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// Series lists the counters of a vault (one per partition, partitions
+// with '/' and '%' decoded) with their heads, and the series numbered by
+// passes with their last numbers, collections and formats.
+func TestSeriesListsCountersAndPasses(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	// One folder, seen as a file store (passes) and then listed.
+	fs := openFileStore(t, dir)
+	v := openVault(t, openDB(t, fs, "alice", "s3cret"), "books")
+	c := vault.CollectionOf[Stub](v, "stubs")
+	h, err := vault.NumberingOf(c, "tickets", sequence.Options{Format: "T-{seq:03}"}, setStub)
+	require.NoError(t, err)
+	for _, id := range []string{"a", "b", "c"} {
+		r, err := h.Put(ctx, id, Stub{})
+		require.NoError(t, err)
+		require.True(t, r.Pending)
+	}
+	_, err = h.Settle(ctx)
+	require.NoError(t, err)
+
+	got, err := v.Series(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []vault.SeriesInfo{{Name: "tickets", Head: 3, Passes: true, Collection: "stubs", Format: "T-{seq:03}"}}, got)
+
+	m := openVault(t, openDB(t, memstore.New(), "alice", "s3cret"), "books")
+	next := func(series string, parts ...any) {
+		s, err := m.Sequence(series, sequence.Options{Partition: parts})
+		require.NoError(t, err)
+		_, err = s.Next(ctx)
+		require.NoError(t, err)
+	}
+	next("inv")
+	next("inv")
+	next("fatture", 2026, "a/b%c")
+	next("fatture", 2025)
+	got, err = m.Series(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []vault.SeriesInfo{
+		{Name: "fatture", Partition: []string{"2025"}, Head: 1},
+		{Name: "fatture", Partition: []string{"2026", "a/b%c"}, Head: 1},
+		{Name: "inv", Head: 2},
+	}, got)
+
+	empty := openVault(t, openDB(t, memstore.New(), "alice", "s3cret"), "books")
+	got, err = empty.Series(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+
+	require.NoError(t, m.Close())
+	_, err = m.Series(ctx)
+	assert.ErrorIs(t, err, vault.ErrClosed)
+}
+
+// A counter key the vault never wrote is reported, never listed: a key
+// whose name is not a series is the store misbehaving, a value that does
+// not authenticate is tampering.
+func TestSeriesRefusesStrayKeys(t *testing.T) {
+	ctx := context.Background()
+	for name, tc := range map[string]struct {
+		key  string
+		want error
+	}{
+		"invalid series name": {"v/books/_sequences/", stores.ErrMisbehaving},
+		"forged counter":      {"v/books/_sequences/ghost", vault.ErrTampered},
+		"forged pass series":  {"v/books/_numbering/ghost/head", vault.ErrTampered},
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := memstore.New()
+			v := openVault(t, openDB(t, st, "alice", "s3cret"), "books")
+			_, err := st.Put(ctx, tc.key, []byte("not sealed by the vault"))
+			require.NoError(t, err)
+			_, err = v.Series(ctx)
+			assert.ErrorIs(t, err, tc.want)
+		})
+	}
+}

@@ -1,0 +1,108 @@
+package vault
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/noydb-go/noydb/internal/deferred"
+	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// SeriesInfo describes one numbered series of a vault, as Series lists it.
+type SeriesInfo struct {
+	// Name is the series name.
+	Name string
+	// Partition is the counter's partition, nil for none: a series numbered
+	// online has one counter per partition, each listed on its own.
+	Partition []string
+	// Head is the last number given: the counter's head, or for a series
+	// numbered by passes the last number a pass gave (0: none yet).
+	Head uint64
+	// Passes is true for a series numbered by deferred passes (a handle of
+	// NumberingOf on a store without atomic compare-and-swap, or Numbering),
+	// false for a counter numbered online (Sequence, PutNumbered, NumberingOf
+	// on a store with it).
+	Passes bool
+	// Collection and Format are what a series numbered by passes stores with
+	// itself: the collection it numbers and its format ("" for counters,
+	// whose format is not stored).
+	Collection, Format string
+}
+
+// The helpers Series reaches through internal/wire.
+type (
+	counterOfFunc = func(key string) (series string, partition []string, ok bool, err error)
+	passInfoFunc  = func(ctx context.Context, b deferred.Backend, series string) (collection, format string, last uint64, err error)
+)
+
+// Series lists the numbered series of the vault: every counter (one per
+// partition) with its head, then, by name, every series numbered by
+// passes, with its last number, collection and format. A name may appear as
+// both when one series was numbered online on this store and by passes.
+// Heads are read as Peek and a pass series' Last read them, checked against
+// the rollback pins. It lists the store's keys under the vault's counters
+// and deferred series, so its time grows with the records a deferred series
+// holds (its memory with the series only). A key the vault did not write,
+// or a value that does not authenticate, is an error.
+func (v *Vault) Series(ctx context.Context) ([]SeriesInfo, error) {
+	if err := v.enter(ctx); err != nil {
+		return nil, fmt.Errorf("series: %w", err)
+	}
+	defer v.exit()
+	counterOf := wire.Hook[counterOfFunc]("SequenceCounterOf", wire.SequenceCounterOf)
+	passInfo := wire.Hook[passInfoFunc]("NumberingInfo", wire.NumberingInfo)
+
+	var out []SeriesInfo
+	for it, err := range stores.ListUnder(ctx, v.store, v.prefix+"_sequences/") {
+		if err != nil {
+			return nil, fmt.Errorf("series: %w", err)
+		}
+		name, part, ok, err := counterOf(it.Key[len(v.prefix):])
+		if err != nil {
+			return nil, fmt.Errorf("series: key %q: %w: %w", it.Key, stores.ErrMisbehaving, err)
+		}
+		if !ok {
+			continue // a claim or void record of a counter
+		}
+		opts := sequence.Options{}
+		for _, p := range part {
+			opts.Partition = append(opts.Partition, p)
+		}
+		s, err := v.seqs.Sequence(name, opts)
+		if err != nil {
+			return nil, fmt.Errorf("series: key %q: %w: %w", it.Key, stores.ErrMisbehaving, err)
+		}
+		head, err := s.Peek(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("series: %w", err)
+		}
+		out = append(out, SeriesInfo{Name: name, Partition: part, Head: head})
+	}
+
+	dir := v.prefix + "_numbering/"
+	var names []string
+	for it, err := range stores.ListUnder(ctx, v.store, dir) {
+		if err != nil {
+			return nil, fmt.Errorf("series: %w", err)
+		}
+		name, _, _ := strings.Cut(it.Key[len(dir):], "/")
+		if len(names) == 0 || names[len(names)-1] != name {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	b := deferred.Backend{Store: v.store, Sealer: v.seal, Prefix: v.prefix, Ledger: v.ledger, Pins: v.pins}
+	for _, name := range names {
+		coll, format, last, err := passInfo(ctx, b, name)
+		if err != nil {
+			return nil, fmt.Errorf("series: %w", err)
+		}
+		out = append(out, SeriesInfo{Name: name, Head: last, Passes: true, Collection: coll, Format: format})
+	}
+	return out, nil
+}
