@@ -273,7 +273,7 @@ of its records do not carry their numbers yet: those numbers are given
 already, and the next pass stamps them before numbering the pending records.
 With --json: {"series", "last", "pending", "batch": {"first", "last", "done",
 "unstamped"}}, batch only when one is in flight.`,
-		Args:  exactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
