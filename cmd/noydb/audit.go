@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -8,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/vault"
 )
 
 // What an audit says about a number.
@@ -53,7 +57,12 @@ func (a *app) auditCmd() *cobra.Command {
   missing   the ledger has no trace of it
 
 The answer comes from the vault's ledger, which is verified on the way: a
-tampered ledger fails the audit. Exit status 1 when a number is missing.`,
+tampered ledger fails the audit. Exit status 1 when a number is missing.
+
+For a series numbered by 'noydb number' passes it prints how many of its
+numbers the ledger shows assigned, voided or not yet recorded (a batch a
+stopped pass has not finished), and every record given two numbers or
+number given to two records (exit status 1).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVaultToRead(cmd.Context())
@@ -63,6 +72,13 @@ tampered ledger fails the audit. Exit status 1 when a number is missing.`,
 			s, err := f.sequence(v, args[0])
 			if err != nil {
 				return err
+			}
+			counter, passes, err := seriesOf(cmd.Context(), v, args[0], f.partStrings())
+			if err != nil {
+				return err
+			}
+			if counter == nil {
+				return a.auditPasses(cmd.Context(), v, *passes)
 			}
 			r, err := s.Audit(cmd.Context())
 			if err != nil {
@@ -151,4 +167,35 @@ func seriesName(s *sequence.Sequence) string {
 		name += " [" + strings.Join(p, ", ") + "]"
 	}
 	return name
+}
+
+// auditPasses audits a series numbered by passes, through the numbered
+// handle of the collection it numbers.
+func (a *app) auditPasses(ctx context.Context, v *vault.Vault, info vault.SeriesInfo) error {
+	h, err := cliNumbering(v, info.Collection, info.Name, "", "number")
+	if err != nil {
+		return err
+	}
+	rep, err := h.Series().Audit(ctx)
+	if err != nil && !errors.Is(err, numbering.ErrDuplicate) {
+		return err
+	}
+	if a.json {
+		if err := a.printJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(a.io.out, "series %q in vault %q, numbered by passes (collection %s): last %d\n", info.Name, v.Name(), info.Collection, rep.Last)
+		fmt.Fprintf(a.io.out, "%d numbers: %d assigned, %d voided, %d not yet recorded\n", rep.Last, rep.Assigned, rep.Voided, rep.Missing)
+		for _, r := range rep.Renumbered {
+			fmt.Fprintf(a.io.out, "  record %s has several numbers: %v\n", r.RecordID, r.Numbers)
+		}
+		for _, n := range rep.Reused {
+			fmt.Fprintf(a.io.out, "  number %d was given to several records\n", n)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("audit %q: %w", info.Name, err)
+	}
+	return nil
 }

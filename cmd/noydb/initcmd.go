@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -79,18 +78,7 @@ func missingVault(ctx context.Context, st stores.Store, spec storeSpec, name str
 	}
 	hint := "the store has no vault yet: create one with 'noydb init --vault " + name + "'"
 	if len(names) > 0 {
-		sort.SliceStable(names, func(i, j int) bool {
-			di, dj := editDistance(name, names[i]), editDistance(name, names[j])
-			if di != dj {
-				return di < dj
-			}
-			return names[i] < names[j]
-		})
-		shown := names
-		if len(shown) > maxVaultHint {
-			shown = append(shown[:maxVaultHint:maxVaultHint], fmt.Sprintf("and %d more", len(names)-maxVaultHint))
-		}
-		hint = "vaults there: " + strings.Join(shown, ", ") + " (check --vault, or create it with 'noydb init' or --create)"
+		hint = "vaults there: " + closest(name, names, maxVaultHint) + " (check --vault, or create it with 'noydb init' or --create)"
 	}
 	return fmt.Errorf("vault %q does not exist on %s; %s", name, spec, hint)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,15 @@ func (f *seqFlags) parts() []any {
 	var out []any
 	for p := range strings.SplitSeq(f.partition, ",") {
 		out = append(out, strings.TrimSpace(p))
+	}
+	return out
+}
+
+// partStrings is parts as the text a listing of series shows.
+func (f *seqFlags) partStrings() []string {
+	var out []string
+	for _, p := range f.parts() {
+		out = append(out, p.(string))
 	}
 	return out
 }
@@ -106,8 +116,10 @@ A new series starts at 1. The allocation is recorded in the ledger.`,
 	peek := &cobra.Command{
 		Use:   "peek SERIES",
 		Short: "Print the last number a series handed out",
-		Long: `Print the last number SERIES handed out, 0 when it has handed out none.
-It never writes and works on every store.`,
+		Long: `Print the last number SERIES handed out (for a series numbered by
+'noydb number' passes, the last number a pass gave). It never writes and
+works on every store. A series the vault does not hold is an error naming
+the closest series it does hold.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVaultToRead(cmd.Context())
@@ -117,6 +129,13 @@ It never writes and works on every store.`,
 			s, err := pf.sequence(v, args[0])
 			if err != nil {
 				return err
+			}
+			counter, passes, err := seriesOf(cmd.Context(), v, args[0], pf.partStrings())
+			if err != nil {
+				return err
+			}
+			if counter == nil {
+				return a.peekPasses(*passes)
 			}
 			n, err := s.Peek(cmd.Context())
 			if err != nil {
@@ -235,4 +254,26 @@ It prints "voided SERIES N", or with --json {"series", "partition", "number",
 
 	seq.AddCommand(next, peek, seed, void, a.auditCmd(), a.seqListCmd())
 	return seq
+}
+
+// peekPasses prints the last number of a series numbered by passes, in its
+// stored format.
+func (a *app) peekPasses(s vault.SeriesInfo) error {
+	formatted := strconv.FormatUint(s.Head, 10)
+	if s.Format != "" && s.Head > 0 {
+		f, err := sequence.ParseFormat(s.Format)
+		if err != nil {
+			return err
+		}
+		formatted = f.Format(s.Head)
+	}
+	if a.json {
+		return a.printJSON(serialJSON{Series: s.Name, Number: s.Head, Formatted: formatted})
+	}
+	if formatted != strconv.FormatUint(s.Head, 10) {
+		_, err := fmt.Fprintf(a.io.out, "%d\t%s\n", s.Head, formatted)
+		return err
+	}
+	_, err := fmt.Fprintln(a.io.out, s.Head)
+	return err
 }

@@ -3,21 +3,24 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/noydb-go/noydb/sequence"
-	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/vault"
 )
 
-// seriesJSON is one counter as 'seq list --json' prints it.
+// seriesJSON is one series (a counter, or a series numbered by passes) as
+// 'seq list --json' prints it.
 type seriesJSON struct {
-	Series    string   `json:"series"`
-	Partition []string `json:"partition,omitempty"`
-	Head      uint64   `json:"head"`
+	Series     string   `json:"series"`
+	Partition  []string `json:"partition,omitempty"`
+	Head       uint64   `json:"head"`
+	Passes     bool     `json:"passes,omitempty"`
+	Collection string   `json:"collection,omitempty"`
+	Format     string   `json:"format,omitempty"`
 }
 
 func (a *app) seqListCmd() *cobra.Command {
@@ -25,24 +28,25 @@ func (a *app) seqListCmd() *cobra.Command {
 		Use:   "list",
 		Short: "Print the series of the vault and their heads",
 		Long: `Print every series of the vault, one per partition, with the last number it
-handed out: the series (and partition), a tab, and the head. With --json it
-prints an array of {"series", "partition", "head"}. It lists the series that
-'seq next', 'seq seed' or 'put --seq' have counted; series numbered only by
-'noydb number' passes are not listed.`,
+handed out: the series (and partition), a tab, and the head. A series
+numbered by 'noydb number' passes says so after its head, with the
+collection it numbers. With --json it prints an array of {"series",
+"partition", "head", "passes", "collection", "format"}.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
 				return err
 			}
-			list, err := listSeries(cmd.Context(), v)
+			infos, err := v.Series(cmd.Context())
 			if err != nil {
 				return err
 			}
+			list := make([]seriesJSON, 0, len(infos))
+			for _, s := range infos {
+				list = append(list, seriesJSON{s.Name, s.Partition, s.Head, s.Passes, s.Collection, s.Format})
+			}
 			if a.json {
-				if list == nil {
-					list = []seriesJSON{}
-				}
 				return a.printJSON(list)
 			}
 			if len(list) == 0 {
@@ -54,7 +58,11 @@ prints an array of {"series", "partition", "head"}. It lists the series that
 				if len(s.Partition) > 0 {
 					label += " " + strings.Join(s.Partition, ",")
 				}
-				if _, err := fmt.Fprintf(a.io.out, "%s\t%d\n", label, s.Head); err != nil {
+				line := fmt.Sprintf("%s\t%d", label, s.Head)
+				if s.Passes {
+					line += "\tnumbered by passes (collection " + s.Collection + ")"
+				}
+				if _, err := fmt.Fprintln(a.io.out, line); err != nil {
 					return err
 				}
 			}
@@ -63,53 +71,59 @@ prints an array of {"series", "partition", "head"}. It lists the series that
 	}
 }
 
-// Counter keys, as the sequence package lays them out under the vault's
-// prefix: "_sequences/<series>" or "_sequences/<series>\x00<partition>",
-// partition components joined by '/' with '%', '/', NUL and \x01
-// percent-escaped. Claim and void records follow the counter key after a
-// \x01. The library lists no series, so the CLI reads the keys; the heads
-// come from Sequence.Peek.
-const (
-	counterDir   = "_sequences/"
-	counterExtra = "\x01"
-)
-
-// listSeries lists the counters of v, in key order, with their heads.
-func listSeries(ctx context.Context, v *vault.Vault) ([]seriesJSON, error) {
-	prefix := "v/" + v.Name() + "/" + counterDir
-	var out []seriesJSON
-	for it, err := range stores.ListUnder(ctx, v.Store(), prefix) {
-		if err != nil {
-			return nil, err
+// seriesOf finds series in the vault: the counter of the partition parts,
+// and the series numbered by passes of that name (parts empty), each nil
+// when the vault has none. When it has neither, the error is "no such
+// series" with the vault's closest series names, or its partitions.
+func seriesOf(ctx context.Context, v *vault.Vault, series string, parts []string) (counter, passes *vault.SeriesInfo, err error) {
+	infos, err := v.Series(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var names, partitions []string
+	for i := range infos {
+		s := &infos[i]
+		if !slices.Contains(names, s.Name) {
+			names = append(names, s.Name)
 		}
-		rest := it.Key[len(prefix):]
-		if strings.Contains(rest, counterExtra) {
+		if s.Name != series {
 			continue
 		}
-		series, enc, partitioned := strings.Cut(rest, "\x00")
-		var parts []string
-		if partitioned {
-			for p := range strings.SplitSeq(enc, "/") {
-				dec, err := url.PathUnescape(p)
-				if err != nil {
-					return nil, fmt.Errorf("series %q: partition %q: %w", series, enc, err)
-				}
-				parts = append(parts, dec)
-			}
+		switch {
+		case s.Passes && len(parts) == 0:
+			passes = s
+		case !s.Passes && slices.Equal(s.Partition, parts):
+			counter = s
+		case !s.Passes:
+			partitions = append(partitions, "["+strings.Join(s.Partition, ",")+"]")
 		}
-		opts := sequence.Options{}
-		for _, p := range parts {
-			opts.Partition = append(opts.Partition, p)
-		}
-		s, err := v.Sequence(series, opts)
-		if err != nil {
-			return nil, err
-		}
-		head, err := s.Peek(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, seriesJSON{Series: series, Partition: parts, Head: head})
 	}
-	return out, nil
+	if counter != nil || passes != nil {
+		return counter, passes, nil
+	}
+	if len(partitions) > 0 {
+		return nil, nil, fmt.Errorf("series %q has no partition [%s] in vault %q; its partitions: %s",
+			series, strings.Join(parts, ","), v.Name(), strings.Join(partitions, " "))
+	}
+	if len(names) == 0 {
+		return nil, nil, fmt.Errorf("no such series %q: vault %q has no series yet", series, v.Name())
+	}
+	return nil, nil, fmt.Errorf("no such series %q in vault %q; series there: %s", series, v.Name(), closest(series, names, maxVaultHint))
+}
+
+// closest lists names nearest to name first (by edit distance, then
+// alphabetically), at most limit of them and a count of the rest.
+func closest(name string, names []string, limit int) string {
+	names = slices.Clone(names)
+	sort.SliceStable(names, func(i, j int) bool {
+		di, dj := editDistance(name, names[i]), editDistance(name, names[j])
+		if di != dj {
+			return di < dj
+		}
+		return names[i] < names[j]
+	})
+	if len(names) > limit {
+		names = append(names[:limit:limit], fmt.Sprintf("and %d more", len(names)-limit))
+	}
+	return strings.Join(names, ", ")
 }
