@@ -47,7 +47,7 @@ import (
 
 // keyedTransactor is a Transactor that can be told the keys a transaction
 // will read, so that a store that reads in round trips reads them in one
-// (the vault's ledger, see ledger.Ledger.UpdateKeys).
+// (the vault's ledger, see wire.Ledger.UpdateKeys).
 type keyedTransactor interface {
 	UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error
 }
