@@ -21,7 +21,7 @@ import (
 const DefaultClaimWindow = 1024
 
 // config tunes a service; the vault fills it in (see wire.SequenceConfig).
-type config = wire.SequenceConfig[Event, Fact]
+type config = wire.SequenceConfig
 
 // Options selects a partition and a format for a Sequence.
 type Options struct {
@@ -53,9 +53,9 @@ type service struct {
 	txr      stores.Transactor // nil when the store has no transactions
 	sealer   seal.Sealer
 	prefix   string
-	journal  wire.Journal[Event]
+	journal  wire.Journal
 	pins     pins.Counter
-	history  wire.History[Fact]
+	history  wire.History
 	claimMAC seal.MACer
 	policy   cas.Policy
 	window   int

@@ -242,7 +242,7 @@ func (s keySealer) Open(key string, sealed []byte) ([]byte, error) {
 // transaction when there is one.
 type journal struct{ l writableLedger }
 
-func (j journal) Record(ctx context.Context, tx stores.Tx, events []sequence.Event) error {
+func (j journal) Record(ctx context.Context, tx stores.Tx, events []wire.SequenceEvent) error {
 	entries := make([]ledger.Entry, len(events))
 	for i, e := range events {
 		entries[i] = ledger.Entry{
@@ -264,11 +264,11 @@ func (j journal) Record(ctx context.Context, tx stores.Tx, events []sequence.Eve
 	return err
 }
 
-func eventKind(k sequence.EventKind) ledger.Kind {
+func eventKind(k wire.SequenceEventKind) ledger.Kind {
 	switch k {
-	case sequence.Seeded:
+	case wire.EventSeeded:
 		return ledger.SeriesSeeded
-	case sequence.Voided:
+	case wire.EventVoided:
 		return ledger.NumberVoided
 	default:
 		return ledger.NumberAllocated
@@ -279,7 +279,7 @@ func eventKind(k sequence.EventKind) ledger.Kind {
 // the check of a counter against the ledger, Claim and Void.
 type history struct{ l writableLedger }
 
-func (h history) Facts(ctx context.Context, series string, partition []string, after uint64, fn func(sequence.Fact) error) (uint64, error) {
+func (h history) Facts(ctx context.Context, series string, partition []string, after uint64, fn func(wire.SequenceFact) error) (uint64, error) {
 	through := after
 	for e, err := range h.l.Read(ctx, after+1) {
 		if err != nil {
@@ -287,7 +287,7 @@ func (h history) Facts(ctx context.Context, series string, partition []string, a
 		}
 		through = e.Seq
 		if e.Kind == ledger.RecordDelete {
-			if err := fn(sequence.Fact{Seq: e.Seq, Kind: sequence.FactRecordDeleted, Collection: e.Collection, ID: e.ID}); err != nil {
+			if err := fn(wire.SequenceFact{Seq: e.Seq, Kind: wire.FactRecordDeleted, Collection: e.Collection, ID: e.ID}); err != nil {
 				return after, err
 			}
 			continue
@@ -295,16 +295,16 @@ func (h history) Facts(ctx context.Context, series string, partition []string, a
 		if e.Series != series || !slices.Equal(e.Partition, partition) {
 			continue
 		}
-		f := sequence.Fact{Seq: e.Seq, Number: e.Number}
+		f := wire.SequenceFact{Seq: e.Seq, Number: e.Number}
 		switch e.Kind {
 		case ledger.NumberAllocated:
-			f.Kind, f.RequestID = sequence.FactAllocated, e.RequestID
+			f.Kind, f.RequestID = wire.FactAllocated, e.RequestID
 		case ledger.RecordPut:
-			f.Kind, f.Collection, f.ID = sequence.FactBound, e.Collection, e.ID
+			f.Kind, f.Collection, f.ID = wire.FactBound, e.Collection, e.ID
 		case ledger.NumberVoided:
-			f.Kind, f.Reason = sequence.FactVoided, e.Reason
+			f.Kind, f.Reason = wire.FactVoided, e.Reason
 		case ledger.SeriesSeeded:
-			f.Kind, f.From = sequence.FactSeeded, e.From
+			f.Kind, f.From = wire.FactSeeded, e.From
 		default:
 			continue
 		}

@@ -23,7 +23,7 @@ type writableLedger = wire.Ledger[ledger.Entry, ledger.Head, ledger.Report]
 // sequenceConfig and sequences are the vault's instances of the generic
 // wiring types of package sequence.
 type (
-	sequenceConfig = wire.SequenceConfig[sequence.Event, sequence.Fact]
+	sequenceConfig = wire.SequenceConfig
 	sequences      = wire.Sequences[*sequence.Sequence, sequence.Options]
 )
 
