@@ -52,10 +52,10 @@ const (
 	// bring.
 	maxBatchEntries = 4096
 	// batchBudget bounds the encoded size of the entries one batch appends
-	// (AppendFunc calls count as MaxBatchBytes), so that a head carrying
+	// (AppendFunc calls count as maxBatchBytes), so that a head carrying
 	// them (on a store without transactions) stays well under
 	// stores.MaxValueLen.
-	batchBudget = 2 * MaxBatchBytes
+	batchBudget = 2 * maxBatchBytes
 	// lockPatience bounds the wait of a batch for the store's lock (see
 	// runBatch).
 	lockPatience = time.Second

@@ -28,9 +28,6 @@ var (
 	// ErrInvalidEntry: an entry has an unknown kind or fields too long to
 	// encode (Entry.MarshalBinary).
 	ErrInvalidEntry = errors.New("invalid ledger entry")
-	// ErrBatchTooLarge: the entries of one write encode to more than
-	// MaxBatchBytes. Nothing was written.
-	ErrBatchTooLarge = errors.New("ledger batch too large")
 	// ErrMalformed: bytes given to Entry.UnmarshalBinary, or a stored value
 	// once opened, are not a canonical encoding. It is the one corrupt-data
 	// error (numbering.ErrCorrupt, sequence.ErrCorrupt are the same value).
@@ -107,6 +104,10 @@ func (e *TamperError) Is(target error) bool { return target == ErrTampered }
 
 // Unwrap returns the underlying failure.
 func (e *TamperError) Unwrap() error { return e.Err }
+
+// errBatchTooLarge: one append's entries encode to more than
+// maxBatchBytes. The vault's writers stay below it, so callers never see it.
+var errBatchTooLarge = errors.New("ledger batch too large")
 
 // errStaleHead: a fenced append (AppendAfter) expected a head that is no
 // longer the ledger's head; the caller must derive its entries again.

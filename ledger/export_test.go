@@ -13,8 +13,14 @@ func Waiting(l *Ledger) int { return l.q.Waiting() }
 // tests of this package.
 var New = newLedger
 
-// ErrStaleHead is what AppendAfter fails with when the head moved.
-var ErrStaleHead = errStaleHead
+// The unexported errors the tests check for.
+var (
+	ErrStaleHead     = errStaleHead
+	ErrBatchTooLarge = errBatchTooLarge
+)
+
+// MaxBatchBytes bounds one append, under the name the tests use.
+const MaxBatchBytes = maxBatchBytes
 
 // The unexported ledger, its options and the interfaces the constructor
 // takes, under the names the tests use.

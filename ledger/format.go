@@ -180,7 +180,7 @@ func decodeHead(plain []byte) (headState, error) {
 	// Each pending entry takes at least 3 bytes (a length, a version, a MAC byte).
 	n := r.Count(hs.Seq, 3)
 	for i := range n {
-		rec, err := decodeRecord(r.Bytes(MaxBatchBytes+maxMAC), false)
+		rec, err := decodeRecord(r.Bytes(maxBatchBytes+maxMAC), false)
 		if r.Err() != nil {
 			break
 		}

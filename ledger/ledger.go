@@ -33,12 +33,8 @@ func (h Head) Equal(o Head) bool {
 	return h.Seq == o.Seq && hmac.Equal(h.MAC, o.MAC)
 }
 
-// MaxBatchBytes bounds the encoded size of the entries that one write of a
-// vault commits together (a PutMany, a Vault.Update, a numbering pass's
-// step): a write whose entries encode to more fails with ErrBatchTooLarge
-// and writes nothing. At a few hundred bytes an entry, it is thousands of
-// records; split larger writes.
-const MaxBatchBytes = 1 << 20
+// maxBatchBytes bounds the encoded size of the entries of one append.
+const maxBatchBytes = wire.LedgerMaxBatchBytes
 
 // ledger is an append-only, hash-chained audit ledger kept in a store under
 // a key prefix: the writable ledger of a vault, which only the vault holds
@@ -185,7 +181,7 @@ func (l *ledger) AppendFunc(ctx context.Context, derive func(head Head) ([]Entry
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
 	defer l.gate.Exit()
-	return l.submit(ctx, &request{derive: derive, cost: MaxBatchBytes})
+	return l.submit(ctx, &request{derive: derive, cost: maxBatchBytes})
 }
 
 // AppendAfter appends entries only if the ledger's head is still expect, and
@@ -304,7 +300,7 @@ func headOf(recs []record, hs Head) Head {
 	return Head{Seq: r.entry.Seq, MAC: slices.Clone(r.mac())}
 }
 
-// checkBatch rejects invalid entries and batches over MaxBatchBytes, and
+// checkBatch rejects invalid entries and batches over maxBatchBytes, and
 // returns a bound of the batch's encoded size.
 func checkBatch(entries []Entry) (int, error) {
 	size := 0
@@ -314,8 +310,8 @@ func checkBatch(entries []Entry) (int, error) {
 		}
 		size += entries[i].encodedLen()
 	}
-	if size > MaxBatchBytes {
-		return 0, fmt.Errorf("%w: about %d bytes (at most %d)", ErrBatchTooLarge, size, MaxBatchBytes)
+	if size > maxBatchBytes {
+		return 0, fmt.Errorf("%w: about %d bytes (at most %d)", errBatchTooLarge, size, maxBatchBytes)
 	}
 	return size, nil
 }

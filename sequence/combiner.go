@@ -177,7 +177,7 @@ var errLeaderPanicked = errors.New("write abandoned: a panic in the goroutine wr
 
 // Batch limits: what one commit carries. Each op of a batch may make one
 // Journal event, and the Journal records a batch's events in one append,
-// which the vault's ledger bounds (ledger.MaxBatchBytes, 1 MiB, by the
+// which the vault's ledger bounds (wire.LedgerMaxBatchBytes, 1 MiB, by the
 // entries' encoded size); a Bind op also writes the caller's records, of up
 // to stores.MaxValueLen each, in the batch's transaction.
 const (

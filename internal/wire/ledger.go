@@ -29,6 +29,12 @@ var NewLedger any
 // code never uses it, and users cannot: this package is internal.
 var VaultLedger any
 
+// LedgerMaxBatchBytes bounds the encoded size of the entries of one append
+// to the ledger (one Append or AppendTx call): a larger one fails, writing
+// nothing. The vault's writers size what they append below it (a numbering
+// pass's step, a sequence's batch of events, an application's event).
+const LedgerMaxBatchBytes = 1 << 20
+
 // LedgerOptions configures a vault's ledger. The zero value means the
 // documented defaults.
 type LedgerOptions struct {
