@@ -54,6 +54,7 @@ type GapError struct {
 // Is reports whether target is ErrTampered: a missing entry is tampering.
 func (e *GapError) Is(target error) bool { return target == ErrTampered }
 
+// Error describes the missing position.
 func (e *GapError) Error() string {
 	if e.Got == 0 {
 		return fmt.Sprintf("ledger: entry %d missing", e.Want)
@@ -75,6 +76,7 @@ type ChainError struct {
 // Is reports whether target is ErrTampered: a broken chain is tampering.
 func (e *ChainError) Is(target error) bool { return target == ErrTampered }
 
+// Error describes where the chain breaks.
 func (e *ChainError) Error() string {
 	if e.Head {
 		return fmt.Sprintf("ledger: head does not match entry %d", e.Seq)
@@ -92,6 +94,7 @@ type TamperError struct {
 	Err error
 }
 
+// Error names the value that failed authentication.
 func (e *TamperError) Error() string {
 	if e.Seq == 0 {
 		return "ledger: head record failed authentication"

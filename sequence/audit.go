@@ -32,6 +32,7 @@ const (
 	StateMissing
 )
 
+// String returns the state's name, e.g. "bound".
 func (s NumberState) String() string {
 	switch s {
 	case StateUnbound:
@@ -50,7 +51,9 @@ func (s NumberState) String() string {
 
 // NumberAudit is what the history says about one number.
 type NumberAudit struct {
-	N     uint64
+	// N is the number.
+	N uint64
+	// State is what became of it.
 	State NumberState
 	// Collection and ID name the record carrying N (the last one, if several did).
 	Collection, ID string
@@ -66,8 +69,10 @@ type NumberAudit struct {
 // bound or voided number is always a run of its own (From == To), since it
 // names its record or its reason.
 type Run struct {
+	// From and To are the first and last numbers of the run.
 	From, To uint64
-	State    NumberState
+	// State is what became of every number of the run.
+	State NumberState
 	// Collection and ID name the record carrying the number (bound, and
 	// voided numbers that a record carried).
 	Collection, ID string
@@ -84,9 +89,13 @@ func (r Run) Len() uint64 { return r.To - r.From + 1 }
 // with the facts the history holds about the series, not with Head: a
 // series seeded to 2,026,000,000 is one seeded run.
 type AuditReport struct {
-	Series    string
+	// Series is the series name.
+	Series string
+	// Partition is the partition tuple in canonical text form (nil when the
+	// series is not partitioned).
 	Partition []string
-	Head      uint64
+	// Head is the counter when the audit began: the last number handed out.
+	Head uint64
 	// Runs cover 1..Head in order, without gaps or overlaps; adjacent runs
 	// never share a state unless one of them names a record or a reason.
 	Runs []Run
