@@ -47,7 +47,7 @@ var (
 	// ErrTampered: stored data failed authentication.
 	ErrTampered = vault.ErrTampered
 	// ErrClosed: the DB (or the vault) was closed. Every handle obtained from
-	// it (sequences, ledger, numbering series, collections) refuses with it.
+	// it (sequences, the audit view, numbering series, collections) refuses with it.
 	ErrClosed = stores.ErrClosed
 	// ErrInvalidName: a vault, collection or user name is empty, too long,
 	// not valid UTF-8, or holds '/' or a control character.

@@ -31,8 +31,8 @@ func twoDBsOnBadger(t *testing.T) (*badgerstore.Store, *vault.Vault, *vault.Vaul
 
 // vaultLedger is the writable ledger of v, which the vault's API does not
 // hand out (Audit is read-only), reached through internal/wire.
-func vaultLedger(v *vault.Vault) *ledger.Ledger {
-	return wire.Hook[func(*vault.Vault) *ledger.Ledger]("VaultLedger", wire.VaultLedger)(v)
+func vaultLedger(v *vault.Vault) wire.Ledger[ledger.Entry, ledger.Head, ledger.Report] {
+	return wire.Hook[func(*vault.Vault) wire.Ledger[ledger.Entry, ledger.Head, ledger.Report]]("VaultLedger", wire.VaultLedger)(v)
 }
 
 // Two DBs of one process over one badger Store: a write of one DB made from

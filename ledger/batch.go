@@ -17,7 +17,7 @@ import (
 
 // Batched commits.
 //
-// Append, AppendFunc and Update calls of one Ledger go through one queue
+// Append, AppendFunc and Update calls of one ledger go through one queue
 // (internal/batch): a call that finds no commit running commits at once,
 // alone; calls that arrive meanwhile commit together in the next one. On a
 // store with transactions a batch is one store transaction, so any mix of
@@ -52,10 +52,10 @@ const (
 	// bring.
 	maxBatchEntries = 4096
 	// batchBudget bounds the encoded size of the entries one batch appends
-	// (AppendFunc calls count as MaxBatchBytes), so that a head carrying
+	// (AppendFunc calls count as maxBatchBytes), so that a head carrying
 	// them (on a store without transactions) stays well under
 	// stores.MaxValueLen.
-	batchBudget = 2 * MaxBatchBytes
+	batchBudget = 2 * maxBatchBytes
 	// lockPatience bounds the wait of a batch for the store's lock (see
 	// runBatch).
 	lockPatience = time.Second
@@ -87,7 +87,7 @@ func (r *request) reset() {
 
 // submit runs req through the queue and returns its head and error. A
 // panic in the caller's own function goes on in the caller's goroutine.
-func (l *Ledger) submit(ctx context.Context, req *request) (Head, error) {
+func (l *ledger) submit(ctx context.Context, req *request) (Head, error) {
 	if err := l.q.Do(ctx, req); err != nil {
 		if errors.Is(err, batch.ErrAbandoned) {
 			return Head{}, fmt.Errorf("ledger: %w", err)
@@ -104,7 +104,7 @@ func (l *Ledger) submit(ctx context.Context, req *request) (Head, error) {
 // maxBatchEntries and maxBatchUpdates, and always at least one request.
 // The entries as built add the actor and the MAC to what checkBatch
 // counted.
-func (l *Ledger) cut(queue []*request) (next, rest []*request) {
+func (l *ledger) cut(queue []*request) (next, rest []*request) {
 	perEntry := len(l.actor) + maxMAC
 	n, cost, count, updates := 0, 0, 0, 0
 	for n < len(queue) {
@@ -127,14 +127,14 @@ func (l *Ledger) cut(queue []*request) (next, rest []*request) {
 
 // runBatch is the queue's Run: it commits batch and leaves each request's
 // outcome in it.
-func (l *Ledger) runBatch(ctx context.Context, b []*request) {
+func (l *ledger) runBatch(ctx context.Context, b []*request) {
 	// Writers that would race by the store's optimistic transactions or
-	// compare-and-swap (other processes on a file store, other Ledgers of
+	// compare-and-swap (other processes on a file store, other ledgers of
 	// this process on one badger store) take turns where the store can
 	// lock for all of them, instead of spending their retry budgets.
 	// The lock only spares retries, so a batch that waited lockPatience
 	// for it goes on without: its holder may be waiting for this batch (a
-	// closure of another Ledger's batch that writes through this one).
+	// closure of another ledger's batch that writes through this one).
 	// A shared store with transactions (PostgreSQL) arbitrates them on its
 	// server, where they queue on row locks instead of failing: there the
 	// lock would spare no retry, only add round trips and a connection.
@@ -164,7 +164,7 @@ func (l *Ledger) runBatch(ctx context.Context, b []*request) {
 
 // runTx commits b in one store transaction; if the store refuses the batch
 // as a whole, it commits the halves apart.
-func (l *Ledger) runTx(ctx context.Context, b []*request) {
+func (l *ledger) runTx(ctx context.Context, b []*request) {
 	head, whole, err := l.commitTx(ctx, b)
 	if err != nil && !whole && len(b) > 1 {
 		half := len(b) / 2
@@ -204,7 +204,7 @@ func (l *Ledger) runTx(ctx context.Context, b []*request) {
 // returns the head it left. whole reports an error that concerns the batch
 // as a whole (the head, a rollback, contention, the context), which running
 // its parts apart would not cure.
-func (l *Ledger) commitTx(ctx context.Context, b []*request) (head Head, whole bool, err error) {
+func (l *ledger) commitTx(ctx context.Context, b []*request) (head Head, whole bool, err error) {
 	var sealed []byte
 	filled := false // the last attempt's body succeeded: an error is the commit's
 	attempts, err := cas.Do(ctx, l.policy, func(int) error {
@@ -248,7 +248,7 @@ func (l *Ledger) commitTx(ctx context.Context, b []*request) (head Head, whole b
 // fill is the body of a batch's transaction: it reads the head, runs the
 // requests in order and writes the new head once. It returns the head and
 // the sealed bytes written for it (nil when the head did not move).
-func (l *Ledger) fill(tx stores.Tx, b []*request, pin Head) (head Head, sealed []byte, whole bool, err error) {
+func (l *ledger) fill(tx stores.Tx, b []*request, pin Head) (head Head, sealed []byte, whole bool, err error) {
 	if p, ok := tx.(stores.Prefetcher); ok {
 		keys := []string{l.headKey}
 		for _, r := range b {
@@ -322,7 +322,7 @@ func (l *Ledger) fill(tx stores.Tx, b []*request, pin Head) (head Head, sealed [
 // transaction (so a conflict it met is retried). Among others, it writes
 // into an overlay that reaches the transaction only if it succeeds; its
 // error is its own outcome.
-func (l *Ledger) runUpdate(bt *batchTx, r *request, alone bool) error {
+func (l *ledger) runUpdate(bt *batchTx, r *request, alone bool) error {
 	start := bt.head
 	if alone {
 		if err := r.call(bt); err != nil {
@@ -379,9 +379,9 @@ func (r *request) derived(head Head) (entries []Entry, err error) {
 }
 
 // readHeadTx reads the head in tx, without decrypting it when its bytes are
-// the ones this Ledger wrote last (they carry a random nonce, so equal bytes
+// the ones this ledger wrote last (they carry a random nonce, so equal bytes
 // are that head).
-func (l *Ledger) readHeadTx(tx stores.Tx) (headState, error) {
+func (l *ledger) readHeadTx(tx stores.Tx) (headState, error) {
 	it, err := tx.Get(l.headKey)
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
@@ -401,7 +401,7 @@ func (l *Ledger) readHeadTx(tx stores.Tx) (headState, error) {
 
 // putEntries builds entries to follow head and writes them in tx, and
 // returns the head after them (head itself when entries is empty).
-func (l *Ledger) putEntries(tx stores.Tx, head Head, entries []Entry) (Head, error) {
+func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry) (Head, error) {
 	recs, err := l.build(head, entries)
 	if err != nil {
 		return Head{}, err
@@ -415,7 +415,7 @@ func (l *Ledger) putEntries(tx stores.Tx, head Head, entries []Entry) (Head, err
 }
 
 // putEntry seals rec and writes it at its position in tx.
-func (l *Ledger) putEntry(tx stores.Tx, rec record) error {
+func (l *ledger) putEntry(tx stores.Tx, rec record) error {
 	key := l.entryKey(rec.entry.Seq)
 	sealed, err := l.sealer.Seal(key, rec.plain)
 	if err != nil {
@@ -430,7 +430,7 @@ func (l *Ledger) putEntry(tx stores.Tx, rec record) error {
 // AppendTx reads the token, appends after it and writes the next token, so
 // an overlay that is dropped takes its head with it.
 type batchTx struct {
-	l    *Ledger
+	l    *ledger
 	tx   stores.Tx
 	head Head
 }
@@ -463,14 +463,14 @@ func (b *batchTx) Delete(key string) error {
 
 var errHeadWrite = fmt.Errorf("ledger: the head is written by AppendTx only: %w", stores.ErrInvalidKey)
 
-// tokenMagicLen is the length of a Ledger's random token prefix.
+// tokenMagicLen is the length of a ledger's random token prefix.
 const tokenMagicLen = 16
 
 // token encodes h as the value a batch's transaction shows at the head's
-// key: this Ledger's random prefix, the position and the MAC. Tokens never
+// key: this ledger's random prefix, the position and the MAC. Tokens never
 // reach the store, and no sealed value starts with the prefix but by a
 // 2^-128 chance.
-func (l *Ledger) token(h Head) []byte {
+func (l *ledger) token(h Head) []byte {
 	b := make([]byte, 0, tokenMagicLen+8+len(h.MAC))
 	b = append(b, l.magic[:]...)
 	b = binary.BigEndian.AppendUint64(b, h.Seq)
@@ -478,7 +478,7 @@ func (l *Ledger) token(h Head) []byte {
 }
 
 // fromToken decodes a token made by token.
-func (l *Ledger) fromToken(b []byte) (Head, bool) {
+func (l *ledger) fromToken(b []byte) (Head, bool) {
 	if len(b) < tokenMagicLen+8 || !bytes.Equal(b[:tokenMagicLen], l.magic[:]) {
 		return Head{}, false
 	}
@@ -491,7 +491,7 @@ func (l *Ledger) fromToken(b []byte) (Head, bool) {
 
 // runCAS commits b, appends only, with one compare-and-swap of the head on
 // a store without transactions.
-func (l *Ledger) runCAS(ctx context.Context, b []*request) {
+func (l *ledger) runCAS(ctx context.Context, b []*request) {
 	// plan places the requests one after the other, deriving each fenced
 	// request's entries from the head as it stands after those before it.
 	// It runs again, from the fresh head, for every attempt.

@@ -58,8 +58,9 @@ func (k Kind) String() string {
 }
 
 // Entry is one ledger entry. Which fields are set depends on Kind; the rest
-// are zero. Seq is assigned by the ledger when the entry commits; Time and
-// Actor are filled in from Options when zero.
+// are zero. Seq is assigned by the ledger when the entry commits; Time is
+// the writer's clock then, and Actor the vault's user (vault.Config.User)
+// that made the change.
 type Entry struct {
 	// Seq is the entry's position: dense, from 1.
 	Seq uint64

@@ -9,9 +9,9 @@ import (
 	"github.com/noydb-go/noydb/internal/pins"
 )
 
-// Errors returned by the ledger. Test them with errors.Is; the integrity
-// problems found by Read and Verify are the typed errors below, which carry
-// the position at fault.
+// Errors of the audit ledger, as the vault's calls return them (wrapped: test
+// them with errors.Is). The integrity problems that vault.Audit's Read and
+// Verify find are the typed errors below, which carry the position at fault.
 var (
 	// ErrTampered: a stored ledger value failed authentication or does not
 	// decode (changed, truncated, or copied from another position), or the
@@ -19,27 +19,25 @@ var (
 	// *ChainError and *GapError matches it. It is crypto.ErrTampered (and
 	// vault.ErrTampered, numbering.ErrTampered): one value everywhere.
 	ErrTampered = crypto.ErrTampered
-	// ErrStaleHead: a fenced append expected a head that is no longer the
-	// ledger's head; the caller must derive its entries again.
-	ErrStaleHead = errors.New("ledger head moved")
-	// ErrContention: every attempt of the retry budget lost a race with
-	// another writer. It does not match stores.ErrConflict, so an outer retry
-	// loop does not multiply the budget. It is sequence.ErrContention: one
-	// value everywhere.
+	// ErrContention: every attempt of a vault write's retry budget (16
+	// commits) lost a race with another writer of the store, such as
+	// vault.Vault.Update against another process. Nothing was written. It
+	// does not match stores.ErrConflict, so an outer retry loop does not
+	// multiply the budget. It is sequence.ErrContention: one value everywhere.
 	ErrContention = errs.ErrContention
-	// ErrInvalidEntry: an entry has an unknown kind or fields too long to encode.
+	// ErrInvalidEntry: an entry has an unknown kind or fields too long to
+	// encode (Entry.MarshalBinary).
 	ErrInvalidEntry = errors.New("invalid ledger entry")
-	// ErrBatchTooLarge: one append's entries encode to more than MaxBatchBytes.
-	ErrBatchTooLarge = errors.New("ledger batch too large")
 	// ErrMalformed: bytes given to Entry.UnmarshalBinary, or a stored value
 	// once opened, are not a canonical encoding. It is the one corrupt-data
 	// error (numbering.ErrCorrupt, sequence.ErrCorrupt are the same value).
 	ErrMalformed = errs.ErrCorrupt
-	// ErrUnpinned: an append or Update committed, but Options.Pins could not
-	// make the pin of its new head durable. The entries (and the Update's
-	// writes) are in the store; the error also wraps the Pins' own.
-	// It is the error a sequence.Service recognises, from its store's
-	// Update, as a committed transaction.
+	// ErrUnpinned: a write committed, its entries and records are in the
+	// store, but the rollback pin of the ledger's new head could not be
+	// saved in the vault's state folder (vault.Config.StateDir). It is
+	// vault.ErrUnpinned; the error also wraps the cause (vault.ErrPinsNotSaved
+	// when the folder failed).
+	// A sequence takes it, from a transaction, as one that committed.
 	ErrUnpinned = pins.ErrUnpinned
 )
 
@@ -56,6 +54,7 @@ type GapError struct {
 // Is reports whether target is ErrTampered: a missing entry is tampering.
 func (e *GapError) Is(target error) bool { return target == ErrTampered }
 
+// Error describes the missing position.
 func (e *GapError) Error() string {
 	if e.Got == 0 {
 		return fmt.Sprintf("ledger: entry %d missing", e.Want)
@@ -77,6 +76,7 @@ type ChainError struct {
 // Is reports whether target is ErrTampered: a broken chain is tampering.
 func (e *ChainError) Is(target error) bool { return target == ErrTampered }
 
+// Error describes where the chain breaks.
 func (e *ChainError) Error() string {
 	if e.Head {
 		return fmt.Sprintf("ledger: head does not match entry %d", e.Seq)
@@ -94,6 +94,7 @@ type TamperError struct {
 	Err error
 }
 
+// Error names the value that failed authentication.
 func (e *TamperError) Error() string {
 	if e.Seq == 0 {
 		return "ledger: head record failed authentication"
@@ -106,6 +107,14 @@ func (e *TamperError) Is(target error) bool { return target == ErrTampered }
 
 // Unwrap returns the underlying failure.
 func (e *TamperError) Unwrap() error { return e.Err }
+
+// errBatchTooLarge: one append's entries encode to more than
+// maxBatchBytes. The vault's writers stay below it, so callers never see it.
+var errBatchTooLarge = errors.New("ledger batch too large")
+
+// errStaleHead: a fenced append (AppendAfter) expected a head that is no
+// longer the ledger's head; the caller must derive its entries again.
+var errStaleHead = errors.New("ledger head moved")
 
 // integrity reports whether err is one of the integrity problems Read finds
 // in the stored data (as opposed to an I/O or context error).

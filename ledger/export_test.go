@@ -3,6 +3,7 @@ package ledger
 import (
 	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/internal/seal"
+	"github.com/noydb-go/noydb/internal/wire"
 )
 
 // Waiting returns how many calls wait in l's queue for the commit in flight.
@@ -12,9 +13,21 @@ func Waiting(l *Ledger) int { return l.q.Waiting() }
 // tests of this package.
 var New = newLedger
 
-// The interfaces the constructor takes, under the names the tests use.
+// The unexported errors the tests check for.
+var (
+	ErrStaleHead     = errStaleHead
+	ErrBatchTooLarge = errBatchTooLarge
+)
+
+// MaxBatchBytes bounds one append, under the name the tests use.
+const MaxBatchBytes = maxBatchBytes
+
+// The unexported ledger, its options and the interfaces the constructor
+// takes, under the names the tests use.
 type (
-	Sealer = seal.Sealer
-	MACer  = seal.MACer
-	Pins   = pins.Ledger
+	Ledger  = ledger
+	Options = wire.LedgerOptions
+	Sealer  = seal.Sealer
+	MACer   = seal.MACer
+	Pins    = pins.Ledger
 )

@@ -56,7 +56,7 @@ type headState struct {
 }
 
 // entryKey returns the store key of position seq.
-func (l *Ledger) entryKey(seq uint64) string {
+func (l *ledger) entryKey(seq uint64) string {
 	b := make([]byte, 0, len(l.dir)+seqDigits)
 	b = append(b, l.dir...)
 	return string(appendSeq(b, seq))
@@ -91,7 +91,7 @@ func parseSeq(s string) (seq uint64, ok bool) {
 }
 
 // chainMAC is the MAC of entry seq with encoding enc after prev.
-func (l *Ledger) chainMAC(prev []byte, seq uint64, enc []byte) []byte {
+func (l *ledger) chainMAC(prev []byte, seq uint64, enc []byte) []byte {
 	b := make([]byte, 0, len(macDomain)+1+len(prev)+8)
 	b = append(b, macDomain...)
 	b = append(b, byte(len(prev)))
@@ -102,7 +102,7 @@ func (l *Ledger) chainMAC(prev []byte, seq uint64, enc []byte) []byte {
 
 // openEntry authenticates and decodes the value stored at key, position seq
 // (with skim, see decodeEntry).
-func (l *Ledger) openEntry(key string, seq uint64, sealed []byte, skim bool) (record, error) {
+func (l *ledger) openEntry(key string, seq uint64, sealed []byte, skim bool) (record, error) {
 	plain, err := l.sealer.Open(key, sealed)
 	if err != nil {
 		return record{}, &TamperError{Seq: seq, Err: err}
@@ -129,7 +129,7 @@ func decodeRecord(plain []byte, skim bool) (record, error) {
 }
 
 // sealHead seals the head record for head with the given pending entries.
-func (l *Ledger) sealHead(head Head, pending []record) ([]byte, error) {
+func (l *ledger) sealHead(head Head, pending []record) ([]byte, error) {
 	sealed, err := l.sealer.Seal(l.headKey, encodeHead(head, pending))
 	if err != nil {
 		return nil, fmt.Errorf("seal head: %w", err)
@@ -155,7 +155,7 @@ func encodeHead(head Head, pending []record) []byte {
 }
 
 // openHead authenticates and decodes the head record.
-func (l *Ledger) openHead(sealed []byte) (headState, error) {
+func (l *ledger) openHead(sealed []byte) (headState, error) {
 	plain, err := l.sealer.Open(l.headKey, sealed)
 	if err != nil {
 		return headState{}, &TamperError{Err: err}
@@ -180,7 +180,7 @@ func decodeHead(plain []byte) (headState, error) {
 	// Each pending entry takes at least 3 bytes (a length, a version, a MAC byte).
 	n := r.Count(hs.Seq, 3)
 	for i := range n {
-		rec, err := decodeRecord(r.Bytes(MaxBatchBytes+maxMAC), false)
+		rec, err := decodeRecord(r.Bytes(maxBatchBytes+maxMAC), false)
 		if r.Err() != nil {
 			break
 		}
@@ -202,13 +202,13 @@ func decodeHead(plain []byte) (headState, error) {
 }
 
 // loadHead reads the head record and its store version (0: no head yet).
-func (l *Ledger) loadHead(ctx context.Context) (headState, uint64, error) {
+func (l *ledger) loadHead(ctx context.Context) (headState, uint64, error) {
 	return l.loadHeadAfter(ctx, l.pinned())
 }
 
 // loadHeadAfter is loadHead checking the head against pin, the device's pin
 // taken before the read.
-func (l *Ledger) loadHeadAfter(ctx context.Context, pin Head) (headState, uint64, error) {
+func (l *ledger) loadHeadAfter(ctx context.Context, pin Head) (headState, uint64, error) {
 	it, err := l.store.Get(ctx, l.headKey)
 	if errors.Is(err, stores.ErrNotFound) {
 		return headState{}, 0, l.checkPin(Head{}, pin)

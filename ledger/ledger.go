@@ -19,21 +19,6 @@ import (
 	"github.com/noydb-go/noydb/stores"
 )
 
-// Options configures a Ledger. The zero value means the documented defaults.
-type Options struct {
-	// Actor is written into entries appended without one.
-	Actor string
-	// Now stamps entries appended with a zero Time; nil means time.Now.
-	Now func() time.Time
-	// MaxAttempts bounds the optimistic retries of one append; 0 means
-	// cas.DefaultMaxAttempts (16).
-	MaxAttempts int
-	// Pins, if set, remembers outside the store the furthest head this
-	// device has seen, so that a store serving an older ledger is caught.
-	// The vault sets it to its rollback pins.
-	Pins pins.Ledger
-}
-
 // Head is the ledger's last position and the MAC of the entry there. The
 // empty ledger's head is the zero Head.
 type Head struct {
@@ -48,13 +33,14 @@ func (h Head) Equal(o Head) bool {
 	return h.Seq == o.Seq && hmac.Equal(h.MAC, o.MAC)
 }
 
-// MaxBatchBytes bounds the encoded size of the entries of one append.
-const MaxBatchBytes = 1 << 20
+// maxBatchBytes bounds the encoded size of the entries of one append.
+const maxBatchBytes = wire.LedgerMaxBatchBytes
 
-// Ledger is an append-only, hash-chained audit ledger kept in a store under
-// a key prefix. A vault makes its own (see vault.Vault.Audit to read it);
-// a Ledger is safe for concurrent use.
-type Ledger struct {
+// ledger is an append-only, hash-chained audit ledger kept in a store under
+// a key prefix: the writable ledger of a vault, which only the vault holds
+// (through wire.Ledger; users read it through vault.Audit). It is safe for
+// concurrent use.
+type ledger struct {
 	store   stores.Store
 	tr      stores.Transactor // nil when the store has no transactions
 	sealer  seal.Sealer
@@ -66,11 +52,11 @@ type Ledger struct {
 	policy  cas.Policy
 	pins    pins.Ledger
 
-	magic [tokenMagicLen]byte   // random prefix of this Ledger's head tokens
+	magic [tokenMagicLen]byte   // random prefix of this ledger's head tokens
 	q     batch.Queue[*request] // Append, AppendFunc and Update calls
 
 	mu         sync.Mutex
-	lastSealed []byte    // the head bytes this Ledger last wrote in a transaction
+	lastSealed []byte    // the head bytes this ledger last wrote in a transaction
 	lastHead   headState // what lastSealed decodes to
 
 	gate gate.Gate // calls in flight; closed by Close
@@ -82,29 +68,34 @@ type Ledger struct {
 // Close returns, or fails. It does not close the store; it is
 // idempotent and must not be called from inside an Update or AppendFunc
 // function, nor from the body of a range over Read.
-func (l *Ledger) Close() error {
+func (l *ledger) Close() error {
 	l.gate.Close()
 	return nil
 }
 
 // enter admits a call, or returns stores.ErrClosed once l is closing.
-func (l *Ledger) enter() error {
+func (l *ledger) enter() error {
 	if !l.gate.Enter() {
 		return stores.ErrClosed
 	}
 	return nil
 }
 
+// writer is a vault's writable ledger as the vault holds it.
+type writer = wire.Ledger[Entry, Head, Report]
+
 func init() {
-	wire.NewLedger = newLedger
+	wire.NewLedger = func(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix string, opts wire.LedgerOptions) writer {
+		return newLedger(store, sealer, mac, prefix, opts)
+	}
 }
 
 // newLedger returns the ledger stored in store under prefix+"_ledger/". It
 // does no I/O. sealer protects the stored values and mac chains the
 // entries; both must stay the same for the life of the ledger. The vault
 // reaches it through wire.NewLedger.
-func newLedger(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix string, opts Options) *Ledger {
-	l := &Ledger{
+func newLedger(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix string, opts wire.LedgerOptions) *ledger {
+	l := &ledger{
 		store:   store,
 		sealer:  sealer,
 		mac:     mac,
@@ -129,7 +120,7 @@ func newLedger(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix st
 }
 
 // Head returns the ledger's current head.
-func (l *Ledger) Head(ctx context.Context) (Head, error) {
+func (l *ledger) Head(ctx context.Context) (Head, error) {
 	if err := l.enter(); err != nil {
 		return Head{}, fmt.Errorf("ledger head: %w", err)
 	}
@@ -147,12 +138,12 @@ func (l *Ledger) Head(ctx context.Context) (Head, error) {
 // Seq is assigned and a zero Time or empty Actor filled in; the caller's
 // slice is not modified.
 //
-// Concurrent Append, AppendFunc and Update calls on one Ledger are combined
+// Concurrent Append, AppendFunc and Update calls on one ledger are combined
 // into one commit, so they do not race each other; a commit that loses to another
-// writer (another Ledger on the same store) is retried, within
-// Options.MaxAttempts, and then fails with ErrContention. Append without
+// writer (another ledger on the same store) is retried, within
+// LedgerOptions.MaxAttempts, and then fails with ErrContention. Append without
 // entries returns the head.
-func (l *Ledger) Append(ctx context.Context, entries ...Entry) (Head, error) {
+func (l *ledger) Append(ctx context.Context, entries ...Entry) (Head, error) {
 	if len(entries) == 0 {
 		return l.Head(ctx)
 	}
@@ -174,15 +165,15 @@ func (l *Ledger) Append(ctx context.Context, entries ...Entry) (Head, error) {
 // they will follow, and the append is fenced on that head. If another writer
 // moves the head first, derive runs again on the fresh head; its earlier
 // result is discarded, never written. derive may run several times and
-// should only compute; it must not append to the same Ledger. An error from
+// should only compute; it must not append to the same ledger. An error from
 // derive ends the append and is returned unchanged (a panic in derive
 // panics in the caller); no entries from derive means nothing is written,
 // and the head derive saw is returned. Like Append calls, concurrent
-// AppendFunc calls on one Ledger share commits (with Append and Update
+// AppendFunc calls on one ledger share commits (with Append and Update
 // calls) and do not race each other:
 // each derive sees the head as it stands after the entries placed before
 // its own.
-func (l *Ledger) AppendFunc(ctx context.Context, derive func(head Head) ([]Entry, error)) (Head, error) {
+func (l *ledger) AppendFunc(ctx context.Context, derive func(head Head) ([]Entry, error)) (Head, error) {
 	if err := ctx.Err(); err != nil {
 		return Head{}, err
 	}
@@ -190,19 +181,19 @@ func (l *Ledger) AppendFunc(ctx context.Context, derive func(head Head) ([]Entry
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
 	defer l.gate.Exit()
-	return l.submit(ctx, &request{derive: derive, cost: MaxBatchBytes})
+	return l.submit(ctx, &request{derive: derive, cost: maxBatchBytes})
 }
 
 // AppendAfter appends entries only if the ledger's head is still expect, and
-// otherwise fails with ErrStaleHead, writing nothing: the one-shot form of
+// otherwise fails with errStaleHead, writing nothing: the one-shot form of
 // AppendFunc for callers that derive entries from what they read.
-func (l *Ledger) AppendAfter(ctx context.Context, expect Head, entries ...Entry) (Head, error) {
+func (l *ledger) AppendAfter(ctx context.Context, expect Head, entries ...Entry) (Head, error) {
 	if _, err := checkBatch(entries); err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
 	return l.AppendFunc(ctx, func(h Head) ([]Entry, error) {
 		if !h.Equal(expect) {
-			return nil, fmt.Errorf("ledger append after %d: %w (head is at %d)", expect.Seq, ErrStaleHead, h.Seq)
+			return nil, fmt.Errorf("ledger append after %d: %w (head is at %d)", expect.Seq, errStaleHead, h.Seq)
 		}
 		return entries, nil
 	})
@@ -221,7 +212,7 @@ func (l *Ledger) AppendAfter(ctx context.Context, expect Head, entries ...Entry)
 // head (against the pin as it is now: on a store whose transactions read a
 // snapshot, such as badger, a head this process saw after that transaction
 // began fails it as a rollback) and writes the new head itself.
-func (l *Ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (Head, error) {
+func (l *ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (Head, error) {
 	if err := ctx.Err(); err != nil {
 		return Head{}, err
 	}
@@ -254,19 +245,19 @@ func (l *Ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 }
 
 // Update runs fn in a transaction of the ledger's store, together with the
-// Append, AppendFunc and Update calls of this Ledger that are waiting when
+// Append, AppendFunc and Update calls of this ledger that are waiting when
 // it starts (one commit for all of them; see batch.go), and retries it when
-// it conflicts with another writer (within Options.MaxAttempts, then
+// it conflicts with another writer (within LedgerOptions.MaxAttempts, then
 // ErrContention). fn appends with AppendTx and may write other keys (a
 // record and its entry); it may run several times. An error from fn drops
 // fn's writes, and only fn's, and is returned unchanged; a panic in fn
 // drops them too and panics in the caller. Writers that go through Update,
-// Append and AppendFunc of one Ledger never conflict with each other on the
+// Append and AppendFunc of one ledger never conflict with each other on the
 // ledger's head, which matters on stores whose transactions are optimistic
 // (badger), where concurrent transactions that all append would otherwise
 // fail one another. The store must implement stores.Transactor, else
 // stores.ErrNotSupported.
-func (l *Ledger) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+func (l *ledger) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 	return l.UpdateKeys(ctx, nil, fn)
 }
 
@@ -277,7 +268,7 @@ func (l *Ledger) Update(ctx context.Context, fn func(tx stores.Tx) error) error 
 // deadlock on them. Keys that fn does not read cost a read; keys it reads
 // and did not name cost a round trip each. On any other store UpdateKeys is
 // Update.
-func (l *Ledger) UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
+func (l *ledger) UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
 	if l.tr == nil {
 		return fmt.Errorf("ledger update: %w", stores.ErrNotSupported)
 	}
@@ -296,7 +287,7 @@ func (l *Ledger) UpdateKeys(ctx context.Context, keys []string, fn func(tx store
 type planFunc func(head Head) ([]record, error)
 
 // planOf plans entries as they are.
-func (l *Ledger) planOf(entries []Entry) planFunc {
+func (l *ledger) planOf(entries []Entry) planFunc {
 	return func(h Head) ([]record, error) { return l.build(h, entries) }
 }
 
@@ -309,7 +300,7 @@ func headOf(recs []record, hs Head) Head {
 	return Head{Seq: r.entry.Seq, MAC: slices.Clone(r.mac())}
 }
 
-// checkBatch rejects invalid entries and batches over MaxBatchBytes, and
+// checkBatch rejects invalid entries and batches over maxBatchBytes, and
 // returns a bound of the batch's encoded size.
 func checkBatch(entries []Entry) (int, error) {
 	size := 0
@@ -319,8 +310,8 @@ func checkBatch(entries []Entry) (int, error) {
 		}
 		size += entries[i].encodedLen()
 	}
-	if size > MaxBatchBytes {
-		return 0, fmt.Errorf("%w: about %d bytes (at most %d)", ErrBatchTooLarge, size, MaxBatchBytes)
+	if size > maxBatchBytes {
+		return 0, fmt.Errorf("%w: about %d bytes (at most %d)", errBatchTooLarge, size, maxBatchBytes)
 	}
 	return size, nil
 }
@@ -328,7 +319,7 @@ func checkBatch(entries []Entry) (int, error) {
 // commitCAS runs one append attempt after another, by compare-and-swap of
 // the head on a store without transactions, until one commits. It returns
 // the appended records and the head they follow.
-func (l *Ledger) commitCAS(ctx context.Context, plan planFunc) ([]record, Head, error) {
+func (l *ledger) commitCAS(ctx context.Context, plan planFunc) ([]record, Head, error) {
 	var (
 		recs []record
 		head Head
@@ -361,7 +352,7 @@ func (l *Ledger) commitCAS(ctx context.Context, plan planFunc) ([]record, Head, 
 // rollback. Every head pinned before the transaction began was committed
 // before it began, so its snapshot holds that head or a later one unless
 // the store rolled back.
-func (l *Ledger) pinned() Head {
+func (l *ledger) pinned() Head {
 	if l.pins == nil {
 		return Head{}
 	}
@@ -372,7 +363,7 @@ func (l *Ledger) pinned() Head {
 // checkPin fails when h, read after pin was taken, cannot follow it: a lower
 // seq, or the pinned seq with another MAC. A pin raised after the read (by
 // this process's own appends) is not held against it.
-func (l *Ledger) checkPin(h, pin Head) error {
+func (l *ledger) checkPin(h, pin Head) error {
 	if l.pins == nil || h.Seq > pin.Seq || (h.Seq == pin.Seq && hmac.Equal(h.MAC, pin.MAC)) {
 		return nil
 	}
@@ -384,7 +375,7 @@ func (l *Ledger) checkPin(h, pin Head) error {
 
 // raisePin moves the pin to h, a head known to be committed. Its error says
 // the pin could not be made durable.
-func (l *Ledger) raisePin(h Head) error {
+func (l *ledger) raisePin(h Head) error {
 	if l.pins == nil || h.Seq == 0 {
 		return nil
 	}
@@ -398,7 +389,7 @@ func (l *Ledger) raisePin(h Head) error {
 // head are written together. A head left with pending entries by a
 // compare-and-swap writer has them written out too. pin is the device's pin
 // as it was before the head was read.
-func (l *Ledger) appendTx(tx stores.Tx, plan planFunc, pin Head) ([]record, Head, error) {
+func (l *ledger) appendTx(tx stores.Tx, plan planFunc, pin Head) ([]record, Head, error) {
 	hs, err := l.readHeadTx(tx)
 	if err != nil {
 		return nil, Head{}, err
@@ -439,7 +430,7 @@ func (l *Ledger) appendTx(tx stores.Tx, plan planFunc, pin Head) ([]record, Head
 // to an entry key writes that position's committed content. A crash after
 // the commit leaves the entries in the head, where readers find them and the
 // next append writes them out before it commits its own.
-func (l *Ledger) appendCAS(ctx context.Context, plan planFunc) ([]record, Head, error) {
+func (l *ledger) appendCAS(ctx context.Context, plan planFunc) ([]record, Head, error) {
 	hs, version, err := l.loadHead(ctx)
 	if err != nil {
 		return nil, Head{}, err
@@ -473,7 +464,7 @@ func (l *Ledger) appendCAS(ctx context.Context, plan planFunc) ([]record, Head, 
 
 // materialize writes committed entries at their own keys. Writing one twice
 // is harmless: it is the same entry.
-func (l *Ledger) materialize(ctx context.Context, recs []record) error {
+func (l *ledger) materialize(ctx context.Context, recs []record) error {
 	for _, r := range recs {
 		key := l.entryKey(r.entry.Seq)
 		sealed, err := l.sealer.Seal(key, r.plain)
@@ -488,7 +479,7 @@ func (l *Ledger) materialize(ctx context.Context, recs []record) error {
 }
 
 // build assigns positions after head, fills in defaults, and chains the entries.
-func (l *Ledger) build(head Head, entries []Entry) ([]record, error) {
+func (l *ledger) build(head Head, entries []Entry) ([]record, error) {
 	now := l.now().UTC()
 	recs := make([]record, len(entries))
 	prev, seq := head.MAC, head.Seq

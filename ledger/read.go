@@ -21,7 +21,7 @@ import (
 // problem, or a store error, is yielded once with a zero Entry and ends the
 // sequence. Entries written above the head (an append still in flight) are
 // not yielded. The store is listed once, not read entry by entry.
-func (l *Ledger) Read(ctx context.Context, from uint64) iter.Seq2[Entry, error] {
+func (l *ledger) Read(ctx context.Context, from uint64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		stopped := false
 		_, err := l.walk(ctx, from, false, func(e Entry) bool {
@@ -34,7 +34,7 @@ func (l *Ledger) Read(ctx context.Context, from uint64) iter.Seq2[Entry, error] 
 	}
 }
 
-// Report is the outcome of Verify.
+// Report is the outcome of a verification of the whole ledger (vault.Audit.Verify).
 type Report struct {
 	// Entries is how many entries, from 1, were found intact before the
 	// first problem (all of them when there is none).
@@ -59,7 +59,7 @@ func (r Report) OK() bool { return r.Problem == nil }
 // intact: then either Report.Problem is set (and is the error), or the store
 // failed or ctx ended (Report.Problem is nil, and the report covers what was
 // read before).
-func (l *Ledger) Verify(ctx context.Context) (Report, error) {
+func (l *ledger) Verify(ctx context.Context) (Report, error) {
 	var rep Report
 	head, err := l.walk(ctx, 1, true, func(Entry) bool {
 		rep.Entries++
@@ -92,7 +92,7 @@ func (l *Ledger) Verify(ctx context.Context) (Report, error) {
 // walk checks and passes to fn the entries from position from up to the
 // head, stopping early when fn returns false, and returns the head it read.
 // With skim, fn gets entries without their strings (see decodeEntry).
-func (l *Ledger) walk(ctx context.Context, from uint64, skim bool, fn func(Entry) bool) (Head, error) {
+func (l *ledger) walk(ctx context.Context, from uint64, skim bool, fn func(Entry) bool) (Head, error) {
 	if err := l.enter(); err != nil {
 		return Head{}, err
 	}
@@ -152,7 +152,7 @@ func (l *Ledger) walk(ctx context.Context, from uint64, skim bool, fn func(Entry
 // chain is the state of a walk: the next position expected and the MAC of
 // the one before.
 type chain struct {
-	l    *Ledger
+	l    *ledger
 	prev []byte
 	next uint64
 	pin  Head // the device's pin when the walk began: the entry there must carry its MAC
@@ -184,7 +184,7 @@ func (c *chain) atPin(r record) error {
 // It yields each item with its position (ok false: not a position key). A
 // key outside the listed prefix ends the listing with an error wrapping
 // stores.ErrMisbehaving: nothing more is trusted from that answer.
-func (l *Ledger) listStored(ctx context.Context, from, last uint64) iter.Seq2[listed, error] {
+func (l *ledger) listStored(ctx context.Context, from, last uint64) iter.Seq2[listed, error] {
 	lo, hi := appendSeq(nil, from), appendSeq(nil, last)
 	n := 0
 	for n < len(lo) && lo[n] == hi[n] {
@@ -214,7 +214,7 @@ type listed struct {
 
 // walkStored checks and passes to fn the entries at their own keys from
 // c.next to last. more is false when fn stopped the walk.
-func (l *Ledger) walkStored(ctx context.Context, c *chain, last uint64, skim bool, fn func(Entry) bool) (more bool, err error) {
+func (l *ledger) walkStored(ctx context.Context, c *chain, last uint64, skim bool, fn func(Entry) bool) (more bool, err error) {
 	for it, err := range l.listStored(ctx, c.next, last) {
 		if err != nil {
 			return false, err
@@ -263,7 +263,7 @@ type chunk struct {
 // and checks density, workers check chunks (each entry against the one
 // before it in the chunk), and the calling goroutine takes the chunks in
 // order, links each chunk's first entry to the previous chunk, and calls fn.
-func (l *Ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, skim bool, fn func(Entry) bool) (more bool, err error) {
+func (l *ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, skim bool, fn func(Entry) bool) (more bool, err error) {
 	workers := runtime.GOMAXPROCS(0)
 	out := make(chan *chunk, 2*workers)
 	sem := make(chan struct{}, workers)
@@ -366,7 +366,7 @@ func (l *Ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, 
 
 // checkChunk opens the chunk's entries and checks each chains onto the one
 // before it, stopping at the first problem.
-func (l *Ledger) checkChunk(ch *chunk, skim bool) {
+func (l *ledger) checkChunk(ch *chunk, skim bool) {
 	ch.recs = make([]record, 0, len(ch.items))
 	for i, it := range ch.items {
 		seq := ch.first + uint64(i)
@@ -385,7 +385,7 @@ func (l *Ledger) checkChunk(ch *chunk, skim bool) {
 }
 
 // entryAt reads the record at position seq (which must be at most the head's).
-func (l *Ledger) entryAt(ctx context.Context, hs headState, seq uint64) (record, error) {
+func (l *ledger) entryAt(ctx context.Context, hs headState, seq uint64) (record, error) {
 	if stored := hs.Seq - uint64(len(hs.pending)); seq > stored {
 		return hs.pending[seq-stored-1], nil
 	}

@@ -11,6 +11,12 @@
 // not. The Series is what the handle's Series method returns: its passes,
 // Lookup, Last, Pending, Assignments and Audit.
 //
+// The older vault.Vault.Numbering, configured with Options{Collection,
+// Field}, opens the same kind of Series but numbers records by the name of a
+// JSON member, and leaves handing records off to Series.Enqueue. It is
+// deprecated: use it only for records without a Go type to write a setter
+// for (see Options).
+//
 // # Usage
 //
 //	receipts, err := vault.NumberingOf(vault.CollectionOf[Receipt](v, "receipts"), "receipts",

@@ -11,10 +11,11 @@ import (
 // Errors returned by a Series. Methods wrap them with the operation and the
 // series name, so test them with errors.Is.
 var (
-	// ErrPassRunning: another pass holds the series (in this process, or in
-	// another process sharing the lock directory), or the series' head
-	// changed under a pass. Nothing was numbered by the call; run it again
-	// later.
+	// ErrPassRunning: another pass holds the series' lock (in this process,
+	// or wherever the store's stores.Locker reaches: every process on the
+	// folder of a file store, every machine on a PostgreSQL database), or
+	// the series' head changed under a pass. Nothing was numbered by the
+	// call; run it again later.
 	ErrPassRunning = errors.New("a numbering pass is already running for this series")
 	// ErrAlreadyNumbered: Enqueue of a record that already has its number.
 	ErrAlreadyNumbered = errors.New("record already numbered")
@@ -23,7 +24,8 @@ var (
 	// ErrInvalid: a series name, option or record id was rejected before
 	// anything was read or written. It is sequence.ErrInvalid: one value.
 	ErrInvalid = errs.ErrInvalid
-	// ErrMismatch: the series was first numbered for another collection.
+	// ErrMismatch: the series was first numbered for another collection, or
+	// with another format than the one asked for (see Options.Format).
 	ErrMismatch = errors.New("series belongs to another collection")
 	// ErrTampered: a stored numbering value failed authentication, or its key
 	// does not match its content (changed, or copied from another place).
@@ -32,8 +34,9 @@ var (
 	// interrupted batch cannot be read back. It is sequence.ErrCorrupt and
 	// ledger.ErrMalformed: one value.
 	ErrCorrupt = errs.ErrCorrupt
-	// ErrNotObject: the record to stamp is not a JSON object, so its number
-	// field cannot be set.
+	// ErrNotObject: a record of a series opened with the deprecated
+	// vault.Vault.Numbering is not a JSON object, so its number field
+	// (Options.Field) cannot be set. vault.NumberingOf never returns it.
 	ErrNotObject = errors.New("record is not a JSON object")
 	// ErrDuplicate: Audit found a record given more than one number of the
 	// series, or a number given to more than one record.

@@ -33,16 +33,23 @@ const (
 // Options.Workers is 0.
 const DefaultWorkers = 8
 
-// Options configures a Series opened with the deprecated Vault.Numbering.
-// Collection and Field are required there; vault.NumberingOf fills in
-// Collection and Format itself and ignores Field. The zero value of every
-// other field means its documented default.
+// Options configures a Series opened with vault.Vault.Numbering, the
+// deprecated API that numbers records by the name of a JSON member.
+//
+// New code does not need Options: vault.NumberingOf takes sequence.Options
+// and a typed setter, fills in Collection and Format itself, and ignores
+// Field. Use Vault.Numbering, and so Options, only where no setter can be
+// written: records without a Go type of their own (raw JSON, or a schema
+// chosen at run time) numbered by the name of a member. Collection and
+// Field are required there. The zero value of every other field means its
+// documented default.
 type Options struct {
 	// Collection is the collection whose records the series numbers.
 	Collection string
-	// Field is, for the deprecated Vault.Numbering only, the JSON key of the
-	// record that receives the number. vault.NumberingOf sets the number
-	// through a typed setter instead.
+	// Field is, for the deprecated vault.Vault.Numbering only, the JSON key
+	// of the record that receives the number: a JSON number for a series
+	// without a format, else the formatted text. vault.NumberingOf sets the
+	// number through a typed setter instead.
 	Field string
 	// Format renders the number in the sequence package's grammar ({seq},
 	// {seq:0N}, literal text; see sequence.ParseFormat). It is stored with

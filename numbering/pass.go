@@ -13,6 +13,7 @@ import (
 
 	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/internal/deferred"
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
@@ -30,7 +31,7 @@ const (
 	chunkBytes = 1 << 20
 	// entryBudget bounds the estimated size of one ledger append, half the
 	// ledger's limit.
-	entryBudget = ledger.MaxBatchBytes / 2
+	entryBudget = wire.LedgerMaxBatchBytes / 2
 )
 
 // voidReason is the reason of the NumberVoided entry of a record deleted

@@ -8,40 +8,9 @@ import (
 	"math"
 	"slices"
 	"sync"
+
+	"github.com/noydb-go/noydb/internal/wire"
 )
-
-// FactKind says what a Fact records.
-type FactKind uint8
-
-// The facts of a history (the vault's audit ledger) about a series.
-const (
-	// FactAllocated: the number was issued (RequestID set for a Claim).
-	FactAllocated FactKind = iota + 1
-	// FactBound: a record was written carrying the number.
-	FactBound
-	// FactVoided: the issued number was cancelled.
-	FactVoided
-	// FactSeeded: the counter was moved forward from From to Number by SeedTo.
-	FactSeeded
-	// FactRecordDeleted: a record was deleted (Collection, ID; Number unused).
-	// The history reports deletions of any record; Audit keeps those of
-	// records that carried one of the series' numbers.
-	FactRecordDeleted
-)
-
-// Fact is one recorded event about a number of a series.
-type Fact struct {
-	// Seq is the fact's position in the history (dense, from 1, shared by
-	// every series of the history).
-	Seq        uint64
-	Kind       FactKind
-	Number     uint64
-	From       uint64 // FactSeeded: the counter before the seed
-	Collection string // FactBound, FactRecordDeleted
-	ID         string // FactBound, FactRecordDeleted
-	Reason     string // FactVoided
-	RequestID  string // FactAllocated by Claim
-}
 
 // NumberState is the outcome of one number in an Audit.
 type NumberState uint8
@@ -63,6 +32,7 @@ const (
 	StateMissing
 )
 
+// String returns the state's name, e.g. "bound".
 func (s NumberState) String() string {
 	switch s {
 	case StateUnbound:
@@ -81,7 +51,9 @@ func (s NumberState) String() string {
 
 // NumberAudit is what the history says about one number.
 type NumberAudit struct {
-	N     uint64
+	// N is the number.
+	N uint64
+	// State is what became of it.
 	State NumberState
 	// Collection and ID name the record carrying N (the last one, if several did).
 	Collection, ID string
@@ -97,8 +69,10 @@ type NumberAudit struct {
 // bound or voided number is always a run of its own (From == To), since it
 // names its record or its reason.
 type Run struct {
+	// From and To are the first and last numbers of the run.
 	From, To uint64
-	State    NumberState
+	// State is what became of every number of the run.
+	State NumberState
 	// Collection and ID name the record carrying the number (bound, and
 	// voided numbers that a record carried).
 	Collection, ID string
@@ -115,9 +89,13 @@ func (r Run) Len() uint64 { return r.To - r.From + 1 }
 // with the facts the history holds about the series, not with Head: a
 // series seeded to 2,026,000,000 is one seeded run.
 type AuditReport struct {
-	Series    string
+	// Series is the series name.
+	Series string
+	// Partition is the partition tuple in canonical text form (nil when the
+	// series is not partitioned).
 	Partition []string
-	Head      uint64
+	// Head is the counter when the audit began: the last number handed out.
+	Head uint64
 	// Runs cover 1..Head in order, without gaps or overlaps; adjacent runs
 	// never share a state unless one of them names a record or a reason.
 	Runs []Run
@@ -144,8 +122,10 @@ func (r AuditReport) Numbers() iter.Seq[NumberAudit] {
 	}
 }
 
-// ErrNoHistory: the sequence has no history (audit ledger) to account for its numbers, so it cannot be audited.
-var ErrNoHistory = errors.New("sequence has no history to audit")
+// errNoHistory: the sequences were made without a history (audit ledger)
+// to account for their numbers, so they cannot be audited. A vault's
+// sequences always have one; only the package's own tests make others.
+var errNoHistory = errors.New("sequence has no history to audit")
 
 // numberFacts is what the history says about one number that it mentions.
 type numberFacts struct {
@@ -166,7 +146,7 @@ type numberFacts struct {
 // an older value by the store).
 func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 	if q.svc.history == nil {
-		return AuditReport{}, q.errorf("audit", ErrNoHistory)
+		return AuditReport{}, q.errorf("audit", errNoHistory)
 	}
 	head, err := q.Peek(ctx)
 	if err != nil {
@@ -187,8 +167,8 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 		}
 		return a
 	}
-	_, err = q.svc.history.Facts(ctx, q.series, q.partition, 0, func(f Fact) error {
-		if f.Kind == FactRecordDeleted {
+	_, err = q.svc.history.Facts(ctx, q.series, q.partition, 0, func(f fact) error {
+		if f.Kind == wire.FactRecordDeleted {
 			rec := f.Collection + "\x00" + f.ID
 			if n, ok := carrier[rec]; ok {
 				known[n].orphaned = true
@@ -197,7 +177,7 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 			return nil
 		}
 		highest = max(highest, f.Number)
-		if f.Kind == FactSeeded {
+		if f.Kind == wire.FactSeeded {
 			if f.Number > f.From {
 				seeds = addSeed(seeds, f.From, f.Number) // clipped to head by buildRuns
 			}
@@ -207,11 +187,11 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 			return nil // recorded after the Peek: checked below
 		}
 		switch f.Kind {
-		case FactAllocated:
+		case wire.FactAllocated:
 			if a := about(f.Number); a.state == 0 {
 				a.state = StateUnbound
 			}
-		case FactBound:
+		case wire.FactBound:
 			a := about(f.Number)
 			if a.state != StateVoided {
 				a.state = StateBound
@@ -222,7 +202,7 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 				known[m].orphaned = true
 			}
 			carrier[rec] = f.Number
-		case FactVoided:
+		case wire.FactVoided:
 			a := about(f.Number)
 			a.state, a.reason = StateVoided, f.Reason
 		}
@@ -439,15 +419,15 @@ func (c *counter) catchUp(ctx context.Context, wantClaims bool) error {
 	if wantClaims && v.claims == nil {
 		v.claims, after, fresh = map[string]uint64{}, 0, true
 	}
-	through, err := c.svc.history.Facts(ctx, c.series, c.partition, after, func(f Fact) error {
+	through, err := c.svc.history.Facts(ctx, c.series, c.partition, after, func(f fact) error {
 		switch f.Kind {
-		case FactRecordDeleted:
+		case wire.FactRecordDeleted:
 			return nil
-		case FactSeeded:
+		case wire.FactSeeded:
 			if f.Seq > old && f.Number > f.From {
 				v.seeds = addSeed(v.seeds, f.From, f.Number)
 			}
-		case FactAllocated:
+		case wire.FactAllocated:
 			if v.claims != nil && f.RequestID != "" {
 				k := c.svc.indexKey(f.RequestID)
 				if _, ok := v.claims[k]; !ok {

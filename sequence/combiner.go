@@ -13,6 +13,7 @@ import (
 	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/internal/overlay"
 	"github.com/noydb-go/noydb/internal/pins"
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -47,7 +48,7 @@ import (
 
 // keyedTransactor is a Transactor that can be told the keys a transaction
 // will read, so that a store that reads in round trips reads them in one
-// (the vault's ledger, see ledger.Ledger.UpdateKeys).
+// (the vault's ledger, see wire.Ledger.UpdateKeys).
 type keyedTransactor interface {
 	UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error
 }
@@ -176,7 +177,7 @@ var errLeaderPanicked = errors.New("write abandoned: a panic in the goroutine wr
 
 // Batch limits: what one commit carries. Each op of a batch may make one
 // Journal event, and the Journal records a batch's events in one append,
-// which the vault's ledger bounds (ledger.MaxBatchBytes, 1 MiB, by the
+// which the vault's ledger bounds (wire.LedgerMaxBatchBytes, 1 MiB, by the
 // entries' encoded size); a Bind op also writes the caller's records, of up
 // to stores.MaxValueLen each, in the batch's transaction.
 const (
@@ -230,7 +231,7 @@ type work struct {
 	indexed bool        // the History's claims were read for this batch: a missing claim record is looked up there
 	start   uint64      // the counter before the attempt
 	seeds   []seedRange // the numbers the attempt's seeds skipped
-	events  []Event
+	events  []event
 	next    state    // the state the attempt wrote
 	sealed  []byte   // the bytes the attempt wrote (or read, if it wrote nothing)
 	buf     []byte   // plaintext scratch
@@ -544,7 +545,7 @@ func (c *counter) casAttempt() error {
 // transactional store and nil otherwise. Failures of one op (a Bind fn, an
 // expired request id, overflow) are left in the op; the error returned fails
 // the whole attempt.
-func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, events []Event, err error) {
+func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, events []event, err error) {
 	if st.value < c.floor {
 		return false, nil, behind(st.value, c.floor)
 	}
@@ -552,14 +553,14 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 	c.w.start, c.w.seeds = start, c.w.seeds[:0]
 	var served map[string]uint64 // request ids answered in this batch
 	if c.svc.journal != nil {
-		events = make([]Event, 0, len(batch))
+		events = make([]event, 0, len(batch))
 	}
 	for _, o := range batch {
 		switch o.kind {
 		case opSeed:
 			if o.target > st.value {
 				if c.svc.journal != nil {
-					events = append(events, Event{Kind: Seeded, Series: c.series, Partition: c.partition, Number: o.target, From: st.value})
+					events = append(events, event{Kind: wire.EventSeeded, Series: c.series, Partition: c.partition, Number: o.target, From: st.value})
 				}
 				c.w.seeds = append(c.w.seeds, seedRange{from: st.value + 1, to: o.target})
 				st.value = o.target
@@ -617,7 +618,7 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 		st.value = n
 		o.n, o.fresh = n, true
 		if c.svc.journal != nil {
-			events = append(events, Event{Kind: Allocated, Series: c.series, Partition: c.partition, Number: n, RequestID: o.id})
+			events = append(events, event{Kind: wire.EventAllocated, Series: c.series, Partition: c.partition, Number: n, RequestID: o.id})
 		}
 	}
 	return changed || st.value != start, events, nil

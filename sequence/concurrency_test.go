@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
@@ -363,7 +364,7 @@ func TestBindBatchTooBigIsSplit(t *testing.T) {
 }
 
 // ledgerJournal measures each batch of events as the vault's ledger would
-// encode it, and refuses a batch over ledger.MaxBatchBytes as the ledger does.
+// encode it, and refuses a batch over wire.LedgerMaxBatchBytes as the ledger does.
 type ledgerJournal struct {
 	mu      sync.Mutex
 	largest int // bytes of the largest batch recorded
@@ -379,8 +380,8 @@ func (j *ledgerJournal) Record(_ context.Context, _ stores.Tx, events []sequence
 		}
 		size += len(b)
 	}
-	if size > ledger.MaxBatchBytes {
-		return fmt.Errorf("%d events, %d bytes: %w", len(events), size, ledger.ErrBatchTooLarge)
+	if size > wire.LedgerMaxBatchBytes {
+		return fmt.Errorf("%d events, %d bytes: over one ledger append", len(events), size)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -30,7 +30,7 @@
 // never race each other: they are combined, so one store write serves every
 // call that arrived while the previous write was in flight. Only writers
 // elsewhere (another process) cause compare-and-swap retries, bounded, after
-// which a call fails with a *ContentionError and takes nothing.
+// which a call fails with an error matching ErrContention and takes nothing.
 //
 // # Caveats
 //

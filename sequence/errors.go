@@ -30,18 +30,26 @@ var (
 	// ErrCorrupt: a stored sequence record opened but did not decode. It
 	// is numbering.ErrCorrupt and ledger.ErrMalformed: one value.
 	ErrCorrupt = errs.ErrCorrupt
-	// ErrContention is matched by every *ContentionError. It is
-	// ledger.ErrContention: one value.
+	// ErrContention: other writers of the store (other processes) kept
+	// winning the race for a counter; nothing was allocated. Test for it
+	// with errors.Is: on a store with transactions a vault's numbers commit
+	// with its ledger, within the ledger's one retry budget, and its
+	// exhaustion is an error matching ErrContention; on a store with only
+	// compare-and-swap it is a *ContentionError. It is ledger.ErrContention:
+	// one value.
 	ErrContention = errs.ErrContention
 	// ErrInvalid is matched by every *ValidationError. It is
 	// numbering.ErrInvalid and vault.ErrInvalidArgument: one value.
 	ErrInvalid = errs.ErrInvalid
 )
 
-// ContentionError reports that every attempt of the retry budget lost a
-// compare-and-swap race to another writer of the same counter (in practice,
-// another process: callers in one process are combined and do not race each
-// other). Nothing was allocated; the caller may try again.
+// ContentionError reports that every attempt of the retry budget (16
+// writes) lost a compare-and-swap race to another writer of the same counter
+// (in practice, another process: callers in one process are combined and do
+// not race each other), on a store without transactions. Nothing was
+// allocated; the caller may try again. It matches ErrContention, which is
+// what to test for: on a store with transactions the same failure comes
+// from the vault's ledger and is not a *ContentionError.
 type ContentionError struct {
 	// Series is the series name, with its partition if it has one.
 	Series string

@@ -17,11 +17,32 @@ func Queued(q *Sequence) int {
 type (
 	Service = service
 	Config  = config
-	Journal = wire.Journal[Event]
-	History = wire.History[Fact]
+	Journal = wire.Journal
+	History = wire.History
 	Pins    = pins.Counter
 	Sealer  = seal.Sealer
 	MACer   = seal.MACer
+)
+
+// What the Journal is told and the History yields, which live in
+// internal/wire, under the names the tests of this package use.
+type (
+	Event     = wire.SequenceEvent
+	EventKind = wire.SequenceEventKind
+	Fact      = wire.SequenceFact
+	FactKind  = wire.SequenceFactKind
+)
+
+// The kinds of Event and Fact, under the names the tests use.
+const (
+	Allocated         = wire.EventAllocated
+	Seeded            = wire.EventSeeded
+	Voided            = wire.EventVoided
+	FactAllocated     = wire.FactAllocated
+	FactBound         = wire.FactBound
+	FactVoided        = wire.FactVoided
+	FactSeeded        = wire.FactSeeded
+	FactRecordDeleted = wire.FactRecordDeleted
 )
 
 // NewService is the constructor the vault reaches through wire.NewSequences.

@@ -1,8 +1,10 @@
 package sequence
 
-// Formatter renders numbers through a parsed format template, for packages
-// that number records outside a Sequence (deferred numbering). It is
-// immutable and safe for concurrent use.
+// Formatter renders numbers through a parsed format template exactly as a
+// Sequence with that format and partition does, without a vault: use it to
+// check a format before storing it with a series, or to show what numbers
+// will look like. Deferred numbering (package numbering) renders its
+// numbers with it. It is immutable and safe for concurrent use.
 type Formatter struct {
 	t *template
 }

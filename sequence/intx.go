@@ -111,7 +111,7 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx) (Serial, bool, err
 		return Serial{}, false, q.errorf("next", err)
 	}
 	if q.svc.journal != nil {
-		ev := []Event{{Kind: Allocated, Series: c.series, Partition: c.partition, Number: st.value}}
+		ev := []event{{Kind: wire.EventAllocated, Series: c.series, Partition: c.partition, Number: st.value}}
 		if err := q.svc.journal.Record(ctx, tx, ev); err != nil {
 			return Serial{}, false, q.errorf("next", err)
 		}

@@ -21,7 +21,7 @@ import (
 const DefaultClaimWindow = 1024
 
 // config tunes a service; the vault fills it in (see wire.SequenceConfig).
-type config = wire.SequenceConfig[Event, Fact]
+type config = wire.SequenceConfig
 
 // Options selects a partition and a format for a Sequence.
 type Options struct {
@@ -53,9 +53,9 @@ type service struct {
 	txr      stores.Transactor // nil when the store has no transactions
 	sealer   seal.Sealer
 	prefix   string
-	journal  wire.Journal[Event]
+	journal  wire.Journal
 	pins     pins.Counter
-	history  wire.History[Fact]
+	history  wire.History
 	claimMAC seal.MACer
 	policy   cas.Policy
 	window   int
@@ -281,8 +281,8 @@ func (q *Sequence) do(req op) (uint64, error) {
 
 // Next allocates the next number of the series: 1 for a new series. See
 // Sequence for the concurrency and cancellation rules. It fails with
-// ErrOffline on a store without atomic compare-and-swap and with a
-// *ContentionError when other processes kept winning the race for the
+// ErrOffline on a store without atomic compare-and-swap and with an error
+// matching ErrContention when other processes kept winning the race for the
 // counter. On a store without transactions, if recording the number in the
 // ledger fails after the counter was written, Next returns the taken number
 // together with the error.
@@ -411,7 +411,10 @@ func (q *Sequence) Claim(ctx context.Context, requestID string) (uint64, error) 
 // makes through tx: fn is called with the number it will get, and if fn
 // returns an error (or panics) nothing it wrote is kept and no number is
 // taken. The vault uses it to write a record carrying its number, so a
-// number is never taken without the record that uses it.
+// number is never taken without the record that uses it. Applications get
+// that through vault.Collection.PutNumbered, vault.NumberingOf or a
+// vault.Vault.Update calling vault.Tx.Next, which seal the record: tx here
+// writes raw store values, unsealed.
 //
 // Concurrent Bind calls on one counter share one transaction; each fn sees
 // its own buffered view of it, so a failing fn is dropped without affecting

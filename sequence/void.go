@@ -8,6 +8,7 @@ import (
 
 	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/internal/pins"
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -48,7 +49,7 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 	if err != nil {
 		return q.errorf("void", err)
 	}
-	events := []Event{{Kind: Voided, Series: q.series, Partition: q.c.partition, Number: n, Reason: reason}}
+	events := []event{{Kind: wire.EventVoided, Series: q.series, Partition: q.c.partition, Number: n, Reason: reason}}
 
 	// The counter only grows, so a number it covers now is issued for good:
 	// it is read outside the marker's transaction, which then does not

@@ -42,8 +42,11 @@ const (
 
 // Item is one stored key with its value and version.
 type Item struct {
-	Key     string
-	Value   []byte
+	// Key is the item's key.
+	Key string
+	// Value is the stored value (sealed by the vault: opaque to the store).
+	Value []byte
+	// Version is the key's current version, what CompareAndSwap checks.
 	Version uint64
 }
 

@@ -25,7 +25,15 @@ const (
 // It has no method that writes. Get it with Vault.Audit; it is safe for
 // concurrent use and refuses with ErrClosed once the vault is closed.
 type Audit struct {
-	l *ledger.Ledger
+	l ledgerReader
+}
+
+// ledgerReader is what the audit view may do with the vault's ledger:
+// read it, never write it.
+type ledgerReader interface {
+	Read(ctx context.Context, from uint64) iter.Seq2[ledger.Entry, error]
+	Verify(ctx context.Context) (ledger.Report, error)
+	Head(ctx context.Context) (ledger.Head, error)
 }
 
 // Audit returns the read-only view of the vault's audit ledger. The SDK

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -181,7 +182,7 @@ func TestForgedEntriesAreCaught(t *testing.T) {
 		adv, v := setup(t)
 		// The forger runs the SDK's ledger on a copy of the store, with keys of its own.
 		scratch := memstore.New()
-		forger := newLedger()(scratch, forgerSealer{}, forgerMAC{}, "v/books/", ledger.Options{Actor: "firm"})
+		forger := newLedger()(scratch, forgerSealer{}, forgerMAC{}, "v/books/", wire.LedgerOptions{Actor: "firm"})
 		for i := range 3 {
 			_, err := forger.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Collection: "invoices", ID: fmt.Sprint("inv-", i)})
 			require.NoError(t, err)

@@ -4,10 +4,10 @@
 // A vault lives under the key prefix "v/<name>/" of a store. Its header
 // (format version, salt, key-derivation cost) is at "_header", each user's
 // wrapped copy of the vault's data key at "_keyring/<user>", counters under
-// "_sequences/", ledger entries under "_ledger/", and each record at
-// "<collection>/<id>". The store sees these names, the sizes of the sealed
-// values, and when they change; it sees no record content, no counter value
-// and no key.
+// "_sequences/", deferred-numbering series under "_numbering/", ledger
+// entries under "_ledger/", and each record at "<collection>/<id>". The
+// store sees these names, the sizes of the sealed values, and when they
+// change; it sees no record content, no counter value and no key.
 //
 // # Usage
 //
@@ -15,6 +15,24 @@
 //	invoices := vault.CollectionOf[Invoice](v, "invoices")
 //	err = invoices.Put(ctx, "inv-1", Invoice{Total: 120})
 //	inv, err := invoices.Get(ctx, "inv-1")
+//
+// Numbers: Sequence gives a handle on a gap-free series (package sequence);
+// Collection.PutNumbered writes a record with its series' next number in one
+// commit; NumberingOf numbers a collection's records on every store, at
+// write time where the store allows and by a later pass where it does not
+// (package numbering).
+//
+//	seq, err := v.Sequence("invoices", sequence.Options{Format: "INV-{seq:04}"})
+//	inv, err = invoices.PutNumbered(ctx, "inv-2", seq, func(s sequence.Serial) (Invoice, error) {
+//		return Invoice{Number: s.Formatted, Total: 80}, nil
+//	})
+//
+// The audit ledger records every write, number and application event in one
+// hash chain (package ledger). The vault writes it; Audit is its read-only
+// view, and Record adds an application's own event:
+//
+//	_, err = v.Record(ctx, "exported", []byte("invoices.csv"))
+//	report, err := v.Audit().Verify(ctx) // report.OK()
 //
 // # Read-modify-write and transactions
 //

@@ -100,6 +100,8 @@ type ConflictError struct {
 	Err error
 }
 
+// Error describes the conflict: the record, the revisions and, for an
+// Update, the attempts.
 func (e *ConflictError) Error() string {
 	if e.Attempts > 0 || e.Err != nil {
 		msg := fmt.Sprintf("%s/%s: still changing after %d attempts", e.Collection, e.ID, e.Attempts)

@@ -23,7 +23,7 @@ import (
 // concurrent Updates of one record in this process never conflict (they are
 // applied one after the other); only a writer in another process can make a
 // transaction conflict, and the ledger then runs it again within its retry
-// budget (ledger.Options.MaxAttempts, 16 by default). On a store without
+// budget (16 commits, then ledger.ErrContention). On a store without
 // transactions the write is a compare-and-swap on the record's version,
 // retried within cas.DefaultMaxAttempts (16), and the ledger entry follows
 // the record, as for Put.

@@ -12,6 +12,7 @@ import (
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/gate"
 	"github.com/noydb-go/noydb/internal/pins"
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
@@ -29,7 +30,7 @@ type Vault struct {
 	claims *crypto.MACer // the sequences' claim key, wiped with dk
 	seal   keySealer
 	seqs   sequences
-	ledger *ledger.Ledger
+	ledger writableLedger
 	audit  *Audit // the read-only view of ledger
 	pins   *pins.Set
 
@@ -55,7 +56,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	v.exitFn = v.exit
 	v.macer = newMACer(dk, "noydb ledger v1")
 	v.claims = newMACer(dk, "noydb claim keys v1")
-	v.ledger = newLedger()(cfg.Store, v.seal, v.macer, prefix, ledger.Options{Actor: cfg.User, Pins: p})
+	v.ledger = newLedger()(cfg.Store, v.seal, v.macer, prefix, wire.LedgerOptions{Actor: cfg.User, Pins: p})
 	v.audit = &Audit{l: v.ledger}
 	// Sequences write their counters and ledger entries through the
 	// ledger's batches, like record writes, so that writers of this process
@@ -104,7 +105,7 @@ func (v *Vault) GoString() string { return v.String() }
 // writes.
 type ledgerBatch struct {
 	stores.Store
-	l *ledger.Ledger
+	l writableLedger
 }
 
 // Update runs fn in a batch of the ledger. A transaction that committed but
@@ -115,7 +116,7 @@ func (s ledgerBatch) Update(ctx context.Context, fn func(tx stores.Tx) error) er
 }
 
 // UpdateKeys is Update for a function that reads keys (see
-// ledger.Ledger.UpdateKeys).
+// wire.Ledger.UpdateKeys).
 func (s ledgerBatch) UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
 	return s.l.UpdateKeys(ctx, keys, fn)
 }
@@ -239,9 +240,9 @@ func (s keySealer) Open(key string, sealed []byte) ([]byte, error) {
 
 // journal records sequence events in the ledger, inside the counter's
 // transaction when there is one.
-type journal struct{ l *ledger.Ledger }
+type journal struct{ l writableLedger }
 
-func (j journal) Record(ctx context.Context, tx stores.Tx, events []sequence.Event) error {
+func (j journal) Record(ctx context.Context, tx stores.Tx, events []wire.SequenceEvent) error {
 	entries := make([]ledger.Entry, len(events))
 	for i, e := range events {
 		entries[i] = ledger.Entry{
@@ -263,11 +264,11 @@ func (j journal) Record(ctx context.Context, tx stores.Tx, events []sequence.Eve
 	return err
 }
 
-func eventKind(k sequence.EventKind) ledger.Kind {
+func eventKind(k wire.SequenceEventKind) ledger.Kind {
 	switch k {
-	case sequence.Seeded:
+	case wire.EventSeeded:
 		return ledger.SeriesSeeded
-	case sequence.Voided:
+	case wire.EventVoided:
 		return ledger.NumberVoided
 	default:
 		return ledger.NumberAllocated
@@ -276,9 +277,9 @@ func eventKind(k sequence.EventKind) ledger.Kind {
 
 // history reads a series' facts back from the ledger, for Sequence.Audit,
 // the check of a counter against the ledger, Claim and Void.
-type history struct{ l *ledger.Ledger }
+type history struct{ l writableLedger }
 
-func (h history) Facts(ctx context.Context, series string, partition []string, after uint64, fn func(sequence.Fact) error) (uint64, error) {
+func (h history) Facts(ctx context.Context, series string, partition []string, after uint64, fn func(wire.SequenceFact) error) (uint64, error) {
 	through := after
 	for e, err := range h.l.Read(ctx, after+1) {
 		if err != nil {
@@ -286,7 +287,7 @@ func (h history) Facts(ctx context.Context, series string, partition []string, a
 		}
 		through = e.Seq
 		if e.Kind == ledger.RecordDelete {
-			if err := fn(sequence.Fact{Seq: e.Seq, Kind: sequence.FactRecordDeleted, Collection: e.Collection, ID: e.ID}); err != nil {
+			if err := fn(wire.SequenceFact{Seq: e.Seq, Kind: wire.FactRecordDeleted, Collection: e.Collection, ID: e.ID}); err != nil {
 				return after, err
 			}
 			continue
@@ -294,16 +295,16 @@ func (h history) Facts(ctx context.Context, series string, partition []string, a
 		if e.Series != series || !slices.Equal(e.Partition, partition) {
 			continue
 		}
-		f := sequence.Fact{Seq: e.Seq, Number: e.Number}
+		f := wire.SequenceFact{Seq: e.Seq, Number: e.Number}
 		switch e.Kind {
 		case ledger.NumberAllocated:
-			f.Kind, f.RequestID = sequence.FactAllocated, e.RequestID
+			f.Kind, f.RequestID = wire.FactAllocated, e.RequestID
 		case ledger.RecordPut:
-			f.Kind, f.Collection, f.ID = sequence.FactBound, e.Collection, e.ID
+			f.Kind, f.Collection, f.ID = wire.FactBound, e.Collection, e.ID
 		case ledger.NumberVoided:
-			f.Kind, f.Reason = sequence.FactVoided, e.Reason
+			f.Kind, f.Reason = wire.FactVoided, e.Reason
 		case ledger.SeriesSeeded:
-			f.Kind, f.From = sequence.FactSeeded, e.From
+			f.Kind, f.From = wire.FactSeeded, e.From
 		default:
 			continue
 		}

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/internal/wire"
-	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores/memstore"
 )
 
@@ -28,7 +27,7 @@ func TestWireHooksAreSet(t *testing.T) {
 	check("NewLedger", wire.NewLedger, ok)
 	_, ok = wire.NewSequences.(sequencesFunc)
 	check("NewSequences", wire.NewSequences, ok)
-	_, ok = wire.VaultLedger.(func(*Vault) *ledger.Ledger)
+	_, ok = wire.VaultLedger.(func(*Vault) writableLedger)
 	check("VaultLedger", wire.VaultLedger, ok)
 	for name, h := range hooks {
 		require.NotNil(t, h.hook, "wire.%s is not set", name)
@@ -41,7 +40,7 @@ func TestWireHooksAreSet(t *testing.T) {
 
 	// What they make works.
 	st := memstore.New()
-	l := newLedger()(st, forgerSealer{}, forgerMAC{}, "p/", ledger.Options{})
+	l := newLedger()(st, forgerSealer{}, forgerMAC{}, "p/", wire.LedgerOptions{})
 	require.NotNil(t, l)
 	seqs := newSequences()(st, forgerSealer{}, "p/", sequenceConfig{})
 	require.NotNil(t, seqs)

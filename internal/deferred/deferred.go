@@ -6,6 +6,7 @@ package deferred
 
 import (
 	"context"
+	"iter"
 
 	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/internal/seal"
@@ -30,7 +31,7 @@ type Backend struct {
 	// Prefix+"_numbering/".
 	Prefix string
 	// Ledger receives the NumberAssigned and NumberVoided entries.
-	Ledger *ledger.Ledger
+	Ledger Ledger
 	// Records reads and stamps the numbered records.
 	Records Records
 	// Enter, if set, is called first by every method of the series; an
@@ -39,6 +40,20 @@ type Backend struct {
 	Enter func(ctx context.Context) (exit func(), err error)
 	// Pins, if set, catches a store serving an older head.
 	Pins Pins
+}
+
+// Ledger is what a series does with the vault's audit ledger: read its
+// head and entries, and append the entries of a pass. The vault's writable
+// ledger (package ledger's unexported implementation) satisfies it.
+type Ledger interface {
+	// Head returns the ledger's current head.
+	Head(ctx context.Context) (ledger.Head, error)
+	// Read yields the entries from position from up to the head, checking
+	// the chain as it goes; a problem is yielded once and ends it.
+	Read(ctx context.Context, from uint64) iter.Seq2[ledger.Entry, error]
+	// Append appends entries as one batch, all or none, after the head at
+	// commit time.
+	Append(ctx context.Context, entries ...ledger.Entry) (ledger.Head, error)
 }
 
 // Records reads and stamps the records a series numbers. Implementations

@@ -1,20 +1,86 @@
 package wire
 
+import (
+	"context"
+	"iter"
+	"time"
+
+	"github.com/noydb-go/noydb/internal/pins"
+	"github.com/noydb-go/noydb/stores"
+)
+
 // NewLedger is set by package ledger to its constructor, of type
 //
-//	func(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix string, opts ledger.Options) *ledger.Ledger
+//	func(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix string,
+//		opts wire.LedgerOptions) wire.Ledger[ledger.Entry, ledger.Head, ledger.Report]
 //
-// which returns the ledger stored in store under prefix+"_ledger/" (see
-// package ledger). It does no I/O; sealer and mac must stay the same for
-// the life of the ledger.
+// which returns the writable ledger stored in store under prefix+"_ledger/"
+// (see package ledger). It does no I/O; sealer and mac must stay the same
+// for the life of the ledger.
 var NewLedger any
 
 // VaultLedger is set by package vault to a func of type
 //
-//	func(v *vault.Vault) *ledger.Ledger
+//	func(v *vault.Vault) wire.Ledger[ledger.Entry, ledger.Head, ledger.Report]
 //
 // returning the writable ledger of v. It exists for the tests of this
 // module that must drive a vault's ledger directly (a batch of the ledger
 // held open, entries the vault itself would never write); the SDK's own
 // code never uses it, and users cannot: this package is internal.
 var VaultLedger any
+
+// LedgerMaxBatchBytes bounds the encoded size of the entries of one append
+// to the ledger (one Append or AppendTx call): a larger one fails, writing
+// nothing. The vault's writers size what they append below it (a numbering
+// pass's step, a sequence's batch of events, an application's event).
+const LedgerMaxBatchBytes = 1 << 20
+
+// LedgerOptions configures a vault's ledger. The zero value means the
+// documented defaults.
+type LedgerOptions struct {
+	// Actor is written into entries appended without one (the vault's user).
+	Actor string
+	// Now stamps entries appended with a zero Time; nil means time.Now.
+	Now func() time.Time
+	// MaxAttempts bounds the optimistic retries of one commit; 0 means
+	// cas.DefaultMaxAttempts (16). It is the one retry budget of a vault's
+	// writes: Vault.Update, record writes and numbers that commit with
+	// their entries are bounded by it, and nothing retries around it.
+	MaxAttempts int
+	// Pins, if set, remembers outside the store the furthest head this
+	// device has seen, so that a store serving an older ledger is caught.
+	// The vault sets it to its rollback pins.
+	Pins pins.Ledger
+}
+
+// Ledger is the writable audit ledger of a vault (E is ledger.Entry, H
+// ledger.Head and R ledger.Report: type parameters, because this package
+// cannot import ledger, which imports it). Only the vault holds one; users
+// read it through vault.Audit, which has no method that writes. Package
+// ledger documents the methods on its unexported implementation; it is
+// safe for concurrent use.
+type Ledger[E, H, R any] interface {
+	// Head returns the ledger's current head.
+	Head(ctx context.Context) (H, error)
+	// Append records facts: entries as one batch, all or none, at the
+	// positions following the head at commit time. Concurrent calls share
+	// commits.
+	Append(ctx context.Context, entries ...E) (H, error)
+	// AppendTx appends entries inside tx, a transaction on the ledger's
+	// store (the one Update or UpdateKeys hands its function, or one the
+	// caller runs), so they commit or roll back with its other writes.
+	AppendTx(ctx context.Context, tx stores.Tx, entries ...E) (H, error)
+	// Update runs fn in a transaction of the ledger's store, batched with
+	// the other calls waiting, retried on conflict within the budget.
+	Update(ctx context.Context, fn func(tx stores.Tx) error) error
+	// UpdateKeys is Update for a function that reads keys, prefetched in
+	// one step on a store whose reads are round trips.
+	UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error
+	// Read yields the entries from position from up to the head, checking
+	// the chain as it goes.
+	Read(ctx context.Context, from uint64) iter.Seq2[E, error]
+	// Verify walks the whole ledger and reports what it found.
+	Verify(ctx context.Context) (R, error)
+	// Close refuses new calls and waits for those in flight.
+	Close() error
+}

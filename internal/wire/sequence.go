@@ -11,28 +11,31 @@ import (
 // NewSequences is set by package sequence to its constructor, of type
 //
 //	func(store stores.Store, sealer seal.Sealer, prefix string,
-//		cfg wire.SequenceConfig[sequence.Event, sequence.Fact]) wire.Sequences[*sequence.Sequence, sequence.Options]
+//		cfg wire.SequenceConfig) wire.Sequences[*sequence.Sequence, sequence.Options]
 //
 // which returns the sequences of one vault, whose counters live in store
 // under prefix+"_sequences/…", every value sealed with sealer. It panics if
 // store or sealer is nil.
 var NewSequences any
 
-// SequenceConfig tunes the sequences of a vault. E is sequence.Event and F
-// sequence.Fact (type parameters, because this package cannot import
-// sequence). The zero value means the documented defaults.
-type SequenceConfig[E, F any] struct {
+// SequenceConfig tunes the sequences of a vault. The zero value means the
+// documented defaults.
+type SequenceConfig struct {
 	// Journal, if set, is told about every allocation, seed and void (nil = none).
-	Journal Journal[E]
-	// MaxAttempts bounds the writes tried for one batch before giving up with
-	// a *sequence.ContentionError; 0 means 16.
+	Journal Journal
+	// MaxAttempts bounds the compare-and-swap writes tried for one batch
+	// before giving up with a *sequence.ContentionError; 0 means 16. A batch
+	// written in a transaction of the vault's ledger is not retried here: the
+	// ledger's one budget (LedgerOptions.MaxAttempts) bounds it, and its
+	// exhaustion matches sequence.ErrContention without being a
+	// *sequence.ContentionError.
 	MaxAttempts int
 	// ClaimWindow is how many recent request ids each counter remembers on a
 	// store without transactions; 0 means sequence.DefaultClaimWindow. Claims
 	// with an id older than the window fail with sequence.ErrRequestExpired.
 	ClaimWindow int
 	// History, if set, lets Sequence.Audit account for every number.
-	History History[F]
+	History History
 	// Pins, if set, remembers outside the store the highest value this device
 	// has seen per counter, so that a store serving an older counter (a
 	// restored snapshot) fails allocation instead of re-issuing numbers.
@@ -44,32 +47,32 @@ type SequenceConfig[E, F any] struct {
 	ClaimMAC seal.MACer
 }
 
-// Journal records what the sequences do, for the audit ledger (E is
-// sequence.Event). When the store has transactions, Record is called inside
-// the same transaction that writes the counter (tx non-nil) and an error
-// aborts the allocation; otherwise it is called after the compare-and-swap
-// commits, with tx nil.
+// Journal records what the sequences do, for the audit ledger. When the
+// store has transactions, Record is called inside the same transaction that
+// writes the counter (tx non-nil) and an error aborts the allocation;
+// otherwise it is called after the compare-and-swap commits, with tx nil.
 //
 // Record may be called again with the same events when the transaction is
 // retried after a conflict; only the events of the attempt that commits are
 // real. It must not keep tx or modify events, and must be safe for
 // concurrent use (it is called for different series at once).
-type Journal[E any] interface {
-	Record(ctx context.Context, tx stores.Tx, events []E) error
+type Journal interface {
+	// Record records events (see above).
+	Record(ctx context.Context, tx stores.Tx, events []SequenceEvent) error
 }
 
-// History gives the sequences the recorded facts about their numbers (F is
-// sequence.Fact; the vault's audit ledger): for Audit, for the check that a
-// counter is not behind what the history recorded, for Claim when a claim
-// record has gone, and for Void.
-type History[F any] interface {
+// History gives the sequences the recorded facts about their numbers (the
+// vault's audit ledger): for Audit, for the check that a counter is not
+// behind what the history recorded, for Claim when a claim record has gone,
+// and for Void.
+type History interface {
 	// Facts calls fn, in the order they were recorded, for every fact about
 	// the numbers of series and partition recorded after position after (0:
 	// from the start) up to the end of the history as it was when the walk
 	// began, and returns the position of that end (after itself when nothing
-	// was recorded since). Positions are those of Fact.Seq. An error from fn
-	// stops the walk and is returned.
-	Facts(ctx context.Context, series string, partition []string, after uint64, fn func(F) error) (through uint64, err error)
+	// was recorded since). Positions are those of SequenceFact.Seq. An
+	// error from fn stops the walk and is returned.
+	Facts(ctx context.Context, series string, partition []string, after uint64, fn func(SequenceFact) error) (through uint64, err error)
 }
 
 // Sequences is what the vault asks of its sequences (Q is *sequence.Sequence

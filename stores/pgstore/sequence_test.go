@@ -35,7 +35,7 @@ func (keySealer) Open(key string, sealed []byte) ([]byte, error) {
 }
 
 // newSequences is the vault's way to make the sequences of a vault.
-var newSequences = wire.Hook[func(stores.Store, seal.Sealer, string, wire.SequenceConfig[sequence.Event, sequence.Fact]) wire.Sequences[*sequence.Sequence, sequence.Options]](
+var newSequences = wire.Hook[func(stores.Store, seal.Sealer, string, wire.SequenceConfig) wire.Sequences[*sequence.Sequence, sequence.Options]](
 	"NewSequences", wire.NewSequences)
 
 // TestBareServiceClaimsAndBinds: the sequences of a vault straight on pgstore
@@ -44,7 +44,7 @@ var newSequences = wire.Hook[func(stores.Store, seal.Sealer, string, wire.Sequen
 func TestBareServiceClaimsAndBinds(t *testing.T) {
 	ctx := guardCtx(t)
 	s := pgtest.Open(t, &pgstore.Options{MaxConns: 8})
-	q, err := newSequences(s, keySealer{}, "v/bare/", wire.SequenceConfig[sequence.Event, sequence.Fact]{}).Sequence("claims", sequence.Options{})
+	q, err := newSequences(s, keySealer{}, "v/bare/", wire.SequenceConfig{}).Sequence("claims", sequence.Options{})
 	require.NoError(t, err)
 
 	const callers = 24
