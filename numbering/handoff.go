@@ -14,7 +14,7 @@ import "github.com/noydb-go/noydb/internal/codec"
 //
 //	config:      [1] 1, str collection, str format
 //	handoff:     [1] 2, str id       (an Enqueue entry is [1] 1, str id)
-//	provisional: [1] 1, str id
+//	provisional: [1] 1, str id  (the layout of an Enqueue entry)
 //
 // A handoff entry is written before its record, by vault.Numbered.Put on a
 // store without atomic compare-and-swap: the record is written second,
@@ -68,13 +68,9 @@ func decodeEntry(p []byte) (id string, handoff bool, err error) {
 	return id, false, err
 }
 
-func encodeProvisional(id string) []byte {
-	return codec.AppendString([]byte{formatVersion}, id)
-}
+// encodeProvisional encodes a provisional index entry: it has the layout of
+// an Enqueue entry (format.go), so one encoder and one decoder serve both.
+func encodeProvisional(id string) []byte { return encodePending(id) }
 
-func decodeProvisional(p []byte) (string, error) {
-	r := codec.NewReader(p)
-	r.Version(formatVersion)
-	id := r.String(maxStr)
-	return id, wrapCorrupt(r.End())
-}
+// decodeProvisional decodes a provisional index entry (see encodeProvisional).
+func decodeProvisional(p []byte) (string, error) { return decodePending(p) }

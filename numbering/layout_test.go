@@ -8,7 +8,9 @@ import (
 )
 
 // TestLayoutVectors pins the stored layouts of this package (series head,
-// batch chunk, pending entry, assignment) to testdata/layouts.json, both ways.
+// batch chunk, pending entry, assignment, and those of handoff.go: series
+// config, handoff entry, provisional index) to testdata/layouts.json, both
+// ways.
 func TestLayoutVectors(t *testing.T) {
 	hd := func(name string, h head) codectest.Case {
 		return codectest.Case{
@@ -40,6 +42,27 @@ func TestLayoutVectors(t *testing.T) {
 			Decode: func(b []byte) (any, error) { return decodeAssignment(b) },
 		}
 	}
+	cf := func(name string, c seriesConfig) codectest.Case {
+		return codectest.Case{
+			Name: "config/" + name, Value: c, Err: ErrCorrupt,
+			Encode: func() ([]byte, error) { return c.encode(), nil },
+			Decode: func(b []byte) (any, error) { return decodeConfig(b) },
+		}
+	}
+	en := func(name string, e entry) codectest.Case {
+		return codectest.Case{
+			Name: "entry/" + name, Value: e, Err: ErrCorrupt,
+			Encode: func() ([]byte, error) { return e.encode(), nil },
+			Decode: decodeEntryValue,
+		}
+	}
+	pv := func(name, id string) codectest.Case {
+		return codectest.Case{
+			Name: "provisional/" + name, Value: id, Err: ErrCorrupt,
+			Encode: func() ([]byte, error) { return encodeProvisional(id), nil },
+			Decode: func(b []byte) (any, error) { return decodeProvisional(b) },
+		}
+	}
 	const prov = "01890a5d-ac96-774b-bcce-b302099a8057"
 	token := []byte("0123456789abcdef")
 	codectest.Check(t, "testdata/layouts.json", []codectest.Case{
@@ -62,5 +85,30 @@ func TestLayoutVectors(t *testing.T) {
 		as("zero", assignment{}),
 		as("stamped", assignment{number: 301, batch: 5, provisional: prov, formatted: "INV-000301"}),
 		as("voided", assignment{number: 128, voided: true, batch: 2, provisional: prov}),
+		cf("empty", seriesConfig{}),
+		cf("invoices", seriesConfig{collection: "invoices", format: "INV-{seq:06}"}),
+		en("enqueued", entry{id: "inv-7"}),
+		en("handoff", entry{id: "inv-7", handoff: true}),
+		en("handoff empty", entry{handoff: true}),
+		pv("empty", ""),
+		pv("id", "inv-7"),
 	})
+}
+
+// entry is a pending entry of either kind, as decodeEntry reads it.
+type entry struct {
+	id      string
+	handoff bool
+}
+
+func (e entry) encode() []byte {
+	if e.handoff {
+		return encodeHandoff(e.id)
+	}
+	return encodePending(e.id)
+}
+
+func decodeEntryValue(b []byte) (any, error) {
+	id, handoff, err := decodeEntry(b)
+	return entry{id: id, handoff: handoff}, err
 }

@@ -1,10 +1,11 @@
 package vault
 
 import (
-	"encoding/binary"
-	"errors"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/noydb-go/noydb/internal/codec"
 )
 
 // Record metadata: when a revision was written, and by whom.
@@ -24,13 +25,15 @@ import (
 // empty author. A release that predates the header fails to decode a
 // record that carries one (a JSON error) rather than misread it, as it does
 // for marked records.
+//
+// The header is read with internal/codec's Reader, so the varints must be
+// minimal (as every encoder writes them) and a header that does not decode
+// fails with an error matching ErrCorrupt; the vault reports the record as
+// ErrTampered.
 const metaRecord = 0x02
 
 // maxAuthorLen bounds the author name when decoding.
 const maxAuthorLen = 1 << 12
-
-// errBadMeta: the metadata header of a record that opened does not decode.
-var errBadMeta = errors.New("record metadata does not decode")
 
 // meta is who wrote a revision, and when.
 type meta struct {
@@ -40,15 +43,14 @@ type meta struct {
 
 // joinMeta returns rest preceded by the metadata header of m.
 func joinMeta(m meta, rest []byte) []byte {
-	return appendMeta(make([]byte, 0, 1+2*binary.MaxVarintLen64+len(m.author)+len(rest)), m, rest)
+	return appendMeta(make([]byte, 0, 1+2*codec.MaxVarintLen+len(m.author)+len(rest)), m, rest)
 }
 
 // appendMeta appends rest, preceded by the metadata header of m, to out.
 func appendMeta(out []byte, m meta, rest []byte) []byte {
 	out = append(out, metaRecord)
-	out = binary.AppendVarint(out, m.modified.UnixNano())
-	out = binary.AppendUvarint(out, uint64(len(m.author)))
-	out = append(out, m.author...)
+	out = codec.AppendVarint(out, m.modified.UnixNano())
+	out = codec.AppendString(out, m.author)
 	return append(out, rest...)
 }
 
@@ -66,20 +68,17 @@ func splitMeta(plain []byte, known string) (meta, []byte, error) {
 	if len(plain) == 0 || plain[0] != metaRecord {
 		return meta{}, plain, nil
 	}
-	b := plain[1:]
-	ns, n := binary.Varint(b)
-	if n <= 0 {
-		return meta{}, nil, errBadMeta
+	r := codec.NewReader(plain)
+	r.Version(metaRecord)
+	ns := r.Varint()
+	author := r.Bytes(maxAuthorLen)
+	rest := r.Rest()
+	if err := r.Err(); err != nil {
+		return meta{}, nil, fmt.Errorf("record metadata: %w", err)
 	}
-	b = b[n:]
-	l, n := binary.Uvarint(b)
-	if n <= 0 || l > maxAuthorLen || l > uint64(len(b)-n) {
-		return meta{}, nil, errBadMeta
-	}
-	b = b[n:]
 	m := meta{modified: time.Unix(0, ns).UTC(), author: known}
-	if string(b[:l]) != known {
-		m.author = string(b[:l])
+	if string(author) != known {
+		m.author = string(author)
 	}
-	return m, b[l:], nil
+	return m, rest, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/codec"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 )
@@ -72,7 +73,7 @@ func TestRecordMetaLayout(t *testing.T) {
 	header := len(plain) - len(rest)
 	for i := 1; i < header; i++ {
 		_, _, err := splitMeta(plain[:i], "")
-		assert.ErrorIs(t, err, errBadMeta, "truncated at %d", i)
+		assert.ErrorIs(t, err, codec.ErrCorrupt, "truncated at %d", i)
 	}
 
 	v := openTestVault(t, memstore.New())

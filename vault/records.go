@@ -1,9 +1,11 @@
 package vault
 
 import (
-	"encoding/binary"
-	"errors"
+	"fmt"
 	"slices"
+
+	"github.com/noydb-go/noydb/internal/codec"
+	"github.com/noydb-go/noydb/sequence"
 )
 
 // The plaintext of a sealed record is one of two layouts, told apart by
@@ -21,6 +23,13 @@ import (
 // store cannot take a number off a record, or give it one, without the
 // record failing to open. A release that predates marks fails to decode a
 // marked record (JSON error) rather than misread it.
+//
+// The marks are read with internal/codec's Reader: varints must be minimal
+// (as every encoder writes them), counts and lengths are bounded (maxMarks,
+// maxMarkParts, maxMarkField) before anything is allocated, and marks that
+// do not decode fail with an error matching ErrCorrupt; the vault reports
+// the record as ErrTampered. A mark of a kind this release does not know is
+// kept, not refused.
 const markedRecord = 0x01
 
 // Kinds of marks.
@@ -31,11 +40,21 @@ const (
 	markNumbering byte = 2
 )
 
-// maxMarks bounds the marks of one record when decoding.
-const maxMarks = 1 << 10
-
-// errBadMarks: the marks of a record that opened do not decode.
-var errBadMarks = errors.New("record number marks do not decode")
+// Bounds of the marks of one record, when decoding.
+const (
+	// maxMarks bounds the marks of one record.
+	maxMarks = 1 << 10
+	// maxMarkParts bounds the partition components of a mark: a sequence's
+	// partition encodes to at most sequence.MaxPartitionLen bytes, at least
+	// one a component.
+	maxMarkParts = sequence.MaxPartitionLen
+	// maxMarkField bounds a series name or partition component: both are
+	// parts of store keys, far shorter.
+	maxMarkField = 64 << 10
+	// minMarkLen is the fewest bytes a mark takes: kind, empty series, no
+	// partition, a one-byte number.
+	minMarkLen = 4
+)
 
 // mark is one number a record carries.
 type mark struct {
@@ -65,55 +84,32 @@ func splitRecord(plain []byte) ([]mark, []byte, error) {
 	if len(plain) == 0 || plain[0] != markedRecord {
 		return nil, plain, nil
 	}
-	b := plain[1:]
-	uv := func() (uint64, bool) {
-		v, n := binary.Uvarint(b)
-		if n <= 0 {
-			return 0, false
-		}
-		b = b[n:]
-		return v, true
-	}
-	str := func() (string, bool) {
-		l, ok := uv()
-		if !ok || l > uint64(len(b)) {
-			return "", false
-		}
-		s := string(b[:l])
-		b = b[l:]
-		return s, true
-	}
-	count, ok := uv()
-	if !ok || count == 0 || count > maxMarks {
-		return nil, nil, errBadMarks
+	r := codec.NewReader(plain)
+	r.Version(markedRecord)
+	count := r.Count(maxMarks, minMarkLen)
+	if count == 0 {
+		r.Fail("no marks") // joinRecord writes no header then
 	}
 	marks := make([]mark, 0, count)
 	for range count {
-		if len(b) == 0 {
-			return nil, nil, errBadMarks
-		}
-		m := mark{kind: b[0]}
-		b = b[1:]
-		if m.series, ok = str(); !ok {
-			return nil, nil, errBadMarks
-		}
-		parts, ok := uv()
-		if !ok || parts > uint64(len(b)) {
-			return nil, nil, errBadMarks
-		}
-		for range parts {
-			p, ok := str()
-			if !ok {
-				return nil, nil, errBadMarks
+		m := mark{kind: r.Byte(), series: r.String(maxMarkField)}
+		if parts := r.Count(maxMarkParts, 1); parts > 0 {
+			m.partition = make([]string, parts)
+			for i := range m.partition {
+				m.partition[i] = r.String(maxMarkField)
 			}
-			m.partition = append(m.partition, p)
 		}
-		if m.n, ok = uv(); !ok {
-			return nil, nil, errBadMarks
+		m.n = r.Uvarint()
+		if r.Err() != nil {
+			break
 		}
 		marks = append(marks, m)
 	}
-	return marks, b, nil
+	body := r.Rest()
+	if err := r.Err(); err != nil {
+		return nil, nil, fmt.Errorf("record marks: %w", err)
+	}
+	return marks, body, nil
 }
 
 // joinRecord is the plaintext of a record with marks and JSON body.
@@ -121,26 +117,24 @@ func joinRecord(marks []mark, body []byte) []byte {
 	if len(marks) == 0 {
 		return body
 	}
-	n := 1 + binary.MaxVarintLen64 + len(body)
+	n := 1 + codec.MaxVarintLen + len(body)
 	for _, m := range marks {
-		n += 1 + 3*binary.MaxVarintLen64 + len(m.series)
+		n += 1 + 3*codec.MaxVarintLen + len(m.series)
 		for _, p := range m.partition {
-			n += binary.MaxVarintLen64 + len(p)
+			n += codec.MaxVarintLen + len(p)
 		}
 	}
 	out := make([]byte, 0, n)
 	out = append(out, markedRecord)
-	out = binary.AppendUvarint(out, uint64(len(marks)))
+	out = codec.AppendUvarint(out, uint64(len(marks)))
 	for _, m := range marks {
 		out = append(out, m.kind)
-		out = binary.AppendUvarint(out, uint64(len(m.series)))
-		out = append(out, m.series...)
-		out = binary.AppendUvarint(out, uint64(len(m.partition)))
+		out = codec.AppendString(out, m.series)
+		out = codec.AppendUvarint(out, uint64(len(m.partition)))
 		for _, p := range m.partition {
-			out = binary.AppendUvarint(out, uint64(len(p)))
-			out = append(out, p...)
+			out = codec.AppendString(out, p)
 		}
-		out = binary.AppendUvarint(out, m.n)
+		out = codec.AppendUvarint(out, m.n)
 	}
 	return append(out, body...)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/codec"
 	"github.com/noydb-go/noydb/internal/deferred"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
@@ -119,7 +120,7 @@ func TestRecordMarksLayout(t *testing.T) {
 
 	for i := 1; i < len(plain)-len(body); i++ {
 		_, _, err := splitRecord(plain[:i])
-		assert.ErrorIs(t, err, errBadMarks, "truncated at %d", i)
+		assert.ErrorIs(t, err, codec.ErrCorrupt, "truncated at %d", i)
 	}
 }
 
