@@ -286,8 +286,20 @@ func (s *Series) Lookup(ctx context.Context, id string) (Assignment, bool, error
 	// batch; then the index has the record on the next round.
 	for range 3 {
 		a, ok, err := s.readAssigned(ctx, id)
-		if err != nil || ok {
-			return a, ok, wrapIf(s, "lookup "+id, err)
+		if err != nil {
+			return Assignment{}, false, s.errorf("lookup "+id, err)
+		}
+		if ok {
+			// The index entry may be that of a record deleted since, whose
+			// id was handed off again: the record says.
+			_, p, found, err := s.b.Records.Number(ctx, s.opts.Collection, id, s.name)
+			if err != nil {
+				return Assignment{}, false, s.errorf("lookup "+id, err)
+			}
+			if found && p != "" && p != a.Provisional {
+				return Assignment{}, false, nil
+			}
+			return a, true, nil
 		}
 		h, _, err := s.loadHead(ctx)
 		if err != nil {
@@ -316,13 +328,6 @@ func (s *Series) Lookup(ctx context.Context, id string) (Assignment, bool, error
 		return Assignment{}, false, nil
 	}
 	return Assignment{}, false, s.errorf("lookup "+id, ErrPassRunning)
-}
-
-func wrapIf(s *Series, op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return s.errorf(op, err)
 }
 
 func (s *Series) readAssigned(ctx context.Context, id string) (Assignment, bool, error) {

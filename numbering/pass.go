@@ -219,19 +219,28 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 	status := make([]uint8, len(all))
 	err := parallel(ctx, len(all), s.workers, func(ctx context.Context, i int) error {
 		id := all[i].id
-		_, err := s.b.Store.Get(ctx, s.assignedKey(id))
-		switch {
-		case err == nil:
+		a, indexed, err := s.readAssigned(ctx, id)
+		if err != nil {
+			return fmt.Errorf("%s: %w", id, err)
+		}
+		if indexed && !handoffs[i] {
 			status[i] = drop // already numbered by an earlier batch
 			return nil
-		case !errors.Is(err, stores.ErrNotFound):
-			return err
 		}
 		n, p, ok, err := s.b.Records.Number(ctx, s.opts.Collection, id, s.name)
 		if err != nil {
 			return fmt.Errorf("%s: %w", id, err)
 		}
 		switch {
+		case indexed && ok && n == 0 && p == all[i].provisional && a.Provisional != p:
+			// The id was numbered, deleted and handed off again: the
+			// record in the store is a new one, in line under this
+			// entry, and the index entry is its predecessor's.
+		case indexed && ok:
+			// Numbered by an earlier batch (the index says so, whatever
+			// the record shows: a record the store served from before
+			// its stamp does not get a second number).
+			status[i] = drop
 		case !ok && handoffs[i]:
 			// A handoff entry is written before its record: the record
 			// may still come (see PassReport.Waiting).

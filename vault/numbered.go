@@ -542,8 +542,19 @@ func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) 
 
 // Lookup tells which record the provisional id (from Put) went to and which
 // number a pass gave it; ok is false while the record is pending.
+//
+// A provisional id whose record was deleted after its pass, and whose id
+// was numbered again since, gives ok false: the series' index keeps the
+// number of the id's latest record only.
 func (n *Numbered[T]) Lookup(ctx context.Context, provisional string) (numbering.Assignment, bool, error) {
-	return n.ns.LookupProvisional(ctx, provisional)
+	a, ok, err := n.ns.LookupProvisional(ctx, provisional)
+	if err != nil || !ok {
+		return numbering.Assignment{}, false, err
+	}
+	if a.Provisional != provisional {
+		return numbering.Assignment{}, false, nil
+	}
+	return a, true, nil
 }
 
 // NumberedAudit accounts for the numbers of a series on both paths: taken
