@@ -77,6 +77,7 @@ type Series struct {
 	stepSize   int
 	chunkItems int
 	afterLock  func()
+	afterClear func()
 
 	cfgMu     sync.Mutex
 	cfg       seriesConfig // the stored config, once cfgLoaded
