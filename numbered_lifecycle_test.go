@@ -7,6 +7,9 @@ import (
 	"context"
 	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/numbering"
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 	"testing"
 
@@ -123,4 +126,65 @@ func TestNumberedPassBetweenHandoffWritesOfReusedID(t *testing.T) {
 	got, err := c.Get(ctx, "a")
 	require.NoError(t, err)
 	assert.Equal(t, "T-00002", got.No)
+}
+
+// Reading through the handle writes nothing: a Get on a series no Put or
+// pass has used yet stores no config, so it cannot fix the series' format
+// before its first writer chooses one.
+func TestNumberedGetWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range map[string]func(testing.TB) stores.Store{
+		"memstore":  func(testing.TB) stores.Store { return memstore.New() },
+		"filestore": func(t testing.TB) stores.Store { return openFileStore(t, t.TempDir()) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := newStore(t)
+			v := openVault(t, openDB(t, st, "alice", "s3cret"), "books")
+			c := vault.CollectionOf[Stub](v, "tickets")
+			require.NoError(t, c.Put(ctx, "plain", Stub{Total: 1}))
+			reader, err := vault.NumberingOf(c, "ticket", sequence.Options{}, setStub)
+			require.NoError(t, err)
+			before := snapshot(t, st)
+			g, err := reader.Get(ctx, "plain")
+			require.NoError(t, err)
+			assert.Equal(t, vault.NumberedRecord[Stub]{ID: "plain", Value: Stub{Total: 1}}, g)
+			_, err = reader.Get(ctx, "missing")
+			assert.ErrorIs(t, err, vault.ErrNotFound)
+			assert.Equal(t, before, snapshot(t, st), "nothing written")
+
+			// The first writer still chooses the format.
+			_, h := stubsOf(t, v)
+			_, err = h.Put(ctx, "a", Stub{})
+			require.NoError(t, err)
+			_, err = h.Settle(ctx)
+			require.NoError(t, err)
+			g, err = reader.Get(ctx, "a")
+			require.NoError(t, err)
+			assert.Equal(t, "T-00001", g.Value.No)
+		})
+	}
+}
+
+// A pass with nothing to do writes nothing, not even the series' config.
+func TestNumberedIdlePassWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	st := openFileStore(t, t.TempDir())
+	v := openVault(t, openDB(t, st, "alice", "s3cret"), "books")
+	c := vault.CollectionOf[Stub](v, "tickets")
+	idle, err := vault.NumberingOf(c, "ticket", sequence.Options{}, setStub)
+	require.NoError(t, err)
+	before := snapshot(t, st)
+	rep, err := idle.Settle(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, rep)
+	assert.Equal(t, before, snapshot(t, st), "nothing written")
+
+	_, h := stubsOf(t, v)
+	_, err = h.Put(ctx, "a", Stub{})
+	require.NoError(t, err, "the first writer chooses the format")
+	_, err = idle.Settle(ctx)
+	require.NoError(t, err)
+	g, err := h.Get(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, "T-00001", g.Value.No)
 }

@@ -124,12 +124,23 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 	if h.collection != "" && h.collection != s.opts.Collection {
 		return fmt.Errorf("%w: it numbers %q, not %q", ErrMismatch, h.collection, s.opts.Collection)
 	}
-	format, err := s.configFormat(ctx, s.opts.Format)
-	if err != nil {
+	// A handle of another format or collection than the stored ones is
+	// refused before anything is written.
+	if _, err := s.b.Store.Get(ctx, s.configKey()); err == nil {
+		if _, err := s.configFormat(ctx, s.opts.Format); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, stores.ErrNotFound) {
 		return err
 	}
 	taken, err := s.plan(ctx, rep)
 	if err != nil || len(taken) == 0 {
+		return err
+	}
+	// Store the format, for the series' first batch, only now: a pass with
+	// nothing to number does not fix it for the first writer.
+	format, err := s.configFormat(ctx, s.opts.Format)
+	if err != nil {
 		return err
 	}
 	b := &batch{

@@ -493,9 +493,6 @@ func (n *Numbered[T]) Get(ctx context.Context, id string) (NumberedRecord[T], er
 	fail := func(err error) (NumberedRecord[T], error) {
 		return NumberedRecord[T]{}, fmt.Errorf("get numbered %s/%s: %w", c.name, id, err)
 	}
-	if err := n.prepare(ctx); err != nil {
-		return fail(err)
-	}
 	it, err := c.v.store.Get(ctx, c.v.recordKey(c.name, id))
 	if err != nil {
 		return fail(err)
@@ -509,6 +506,11 @@ func (n *Numbered[T]) Get(ctx context.Context, id string) (NumberedRecord[T], er
 		return fail(fmt.Errorf("decode: %w", err))
 	}
 	if num, ok := n.numberOf(rec.marks); ok {
+		// Numbered: the series has its format stored. A record that
+		// carries no number needs none, and a read stores nothing.
+		if err := n.prepare(ctx); err != nil {
+			return fail(err)
+		}
 		out.Serial = n.serial(num)
 		n.set(&out.Value, out.Serial)
 		if num, ok := findMark(rec.marks, markNumbering, n.series, nil); ok {
@@ -534,9 +536,8 @@ func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) 
 		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass: %w", n.series, err)
 	}
 	defer n.c.v.exit()
-	if err := n.prepare(ctx); err != nil {
-		return numbering.PassReport{}, err
-	}
+	// The pass checks the handle's format against the stored one itself,
+	// and stores it only when it has something to number.
 	return n.ns.RunPass(ctx)
 }
 
