@@ -188,3 +188,50 @@ func TestNumberedIdlePassWritesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "T-00001", g.Value.No)
 }
+
+// A store that deletes a series' config cannot make a later pass number in
+// another format: a handle without a format (as 'noydb number pass' opens
+// it) would store plain decimal, and the pass refuses, since the numbers
+// the series already gave were formatted otherwise. A handle with the
+// series' format restores the config and numbers on.
+func TestNumberedLostConfigIsNotReplaced(t *testing.T) {
+	ctx := context.Background()
+	adv := faultstore.NewAdversary(openFileStore(t, t.TempDir()))
+	v := openVault(t, openDB(t, adv.Store(), "alice", "s3cret"), "books")
+	c, h := stubsOf(t, v)
+	_, err := h.Put(ctx, "a", Stub{})
+	require.NoError(t, err)
+	_, err = h.Settle(ctx)
+	require.NoError(t, err)
+
+	keys, err := adv.Keys(ctx, "")
+	require.NoError(t, err)
+	dropped := 0
+	for _, k := range keys {
+		if strings.HasSuffix(k, "/_numbering/ticket/config") {
+			require.NoError(t, adv.Drop(ctx, k))
+			dropped++
+		}
+	}
+	require.Equal(t, 1, dropped)
+
+	// Another process: its handle has not read the config.
+	v2 := openVault(t, openDB(t, adv.Store(), "alice", "s3cret"), "books")
+	plain, err := vault.NumberingOf(vault.CollectionOf[Stub](v2, "tickets"), "ticket", sequence.Options{}, setStub)
+	require.NoError(t, err)
+	before := snapshot(t, adv.Raw())
+	_, err = plain.Put(ctx, "b", Stub{})
+	assert.ErrorIs(t, err, numbering.ErrMismatch)
+	_, err = plain.Settle(ctx)
+	assert.ErrorIs(t, err, numbering.ErrMismatch)
+	assert.Equal(t, before, snapshot(t, adv.Raw()), "nothing written")
+
+	v3 := openVault(t, openDB(t, adv.Store(), "alice", "s3cret"), "books")
+	c3, h3 := stubsOf(t, v3)
+	_, err = h3.Put(ctx, "b", Stub{})
+	require.NoError(t, err)
+	_, err = plain.Settle(ctx)
+	require.NoError(t, err, "the config is back")
+	checkStubs(t, v3, c3, h3, []string{"a", "b"})
+	_ = c
+}

@@ -90,7 +90,7 @@ func init() {
 		if err != nil {
 			return nil, deferred.Hooks{}, err
 		}
-		return s, deferred.Hooks{Handoff: s.handoff, Format: s.storedFormat}, nil
+		return s, deferred.Hooks{Handoff: s.handoff, Format: s.formatFor}, nil
 	}
 }
 

@@ -126,11 +126,7 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 	}
 	// A handle of another format or collection than the stored ones is
 	// refused before anything is written.
-	if _, err := s.b.Store.Get(ctx, s.configKey()); err == nil {
-		if _, err := s.configFormat(ctx, s.opts.Format); err != nil {
-			return err
-		}
-	} else if !errors.Is(err, stores.ErrNotFound) {
+	if err := s.checkConfig(ctx, s.opts.Format); err != nil {
 		return err
 	}
 	taken, err := s.plan(ctx, rep)
@@ -293,6 +289,60 @@ func (s *Series) headTx(ctx context.Context, tr stores.Transactor, h *head, ver 
 type sealedKV struct {
 	key   string
 	value []byte
+}
+
+// formatFor is storedFormat (deferred.Hooks.Format) guarded by checkConfig.
+func (s *Series) formatFor(ctx context.Context, want string) (string, error) {
+	if err := s.checkConfig(ctx, want); err != nil {
+		return "", s.errorf("config", err)
+	}
+	return s.storedFormat(ctx, want)
+}
+
+// checkConfig checks a handle's format want against the series' stored
+// config, and stores nothing. A config that does not match is ErrMismatch.
+// So is a missing config of a series whose passes have given numbers (its
+// first batch stored it, or the series predates configs) when want does not
+// format those numbers as their index entries say: the store lost the
+// config, and a handle without the series' format must not replace it with
+// its own. (An online-only series, or one whose index entries the store
+// lost too, cannot be checked so.)
+func (s *Series) checkConfig(ctx context.Context, want string) error {
+	s.cfgMu.Lock()
+	loaded := s.cfgLoaded
+	s.cfgMu.Unlock()
+	_, err := s.b.Store.Get(ctx, s.configKey())
+	switch {
+	case loaded || err == nil:
+		_, err := s.configFormat(ctx, want)
+		return err
+	case !errors.Is(err, stores.ErrNotFound):
+		return err
+	}
+	h, _, err := s.loadHead(ctx)
+	if err != nil || h.batches == 0 {
+		return err
+	}
+	prefix := s.dir + assignedDir
+	for it, err := range stores.ListUnder(ctx, s.b.Store, prefix) {
+		if err != nil {
+			return err
+		}
+		a, err := s.openAssigned(it.Key, it.Key[len(prefix):], it.Value)
+		if err != nil {
+			return fmt.Errorf("index %s: %w", it.Key[len(prefix):], err)
+		}
+		text, err := s.text(want, a.Number)
+		if err != nil {
+			return err
+		}
+		if text != a.Formatted {
+			return fmt.Errorf("%w: its config is missing, and its number %d reads %q, not %q: give the series' format",
+				ErrMismatch, a.Number, a.Formatted, text)
+		}
+		return nil
+	}
+	return nil
 }
 
 // sweepChunks deletes chunks left by a batch that was never committed (the
