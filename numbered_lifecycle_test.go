@@ -235,3 +235,74 @@ func TestNumberedLostConfigIsNotReplaced(t *testing.T) {
 	checkStubs(t, v3, c3, h3, []string{"a", "b"})
 	_ = c
 }
+
+// A store that serves a record as it was before its pass stamped it (a
+// replayed revision, pending under the provisional id its number went to)
+// cannot make the record lose its number silently: the handle's Get and Put
+// fail with ErrRollback, since the series' index says that provisional id
+// was numbered, and Put writes nothing.
+func TestNumberedReplayedPendingRevisionIsRollback(t *testing.T) {
+	ctx := context.Background()
+	adv := faultstore.NewAdversary(openFileStore(t, t.TempDir()))
+	v := openVault(t, openDB(t, adv.Store(), "alice", "s3cret"), "books")
+	_, h := stubsOf(t, v)
+	_, err := h.Put(ctx, "a", Stub{})
+	require.NoError(t, err)
+	unstamped, err := adv.Snapshot(ctx)
+	require.NoError(t, err)
+	_, err = h.Settle(ctx)
+	require.NoError(t, err)
+	require.NoError(t, adv.Restore(ctx, unstamped, "v/books/tickets/"))
+
+	_, err = h.Get(ctx, "a")
+	assert.ErrorIs(t, err, vault.ErrRollback)
+	before := snapshot(t, adv.Raw())
+	_, err = h.Put(ctx, "a", Stub{Total: 5})
+	assert.ErrorIs(t, err, vault.ErrRollback)
+	assert.Equal(t, before, snapshot(t, adv.Raw()), "nothing written")
+}
+
+// A pass that stamps and indexes a pending record between the handle's
+// read of the record and its read of the series' index is no rollback: the
+// handle reads the record again, Get shows its number and Put keeps it.
+func TestNumberedPassBetweenReadsIsNoRollback(t *testing.T) {
+	ctx := context.Background()
+	for _, op := range []string{"get", "put"} {
+		t.Run(op, func(t *testing.T) {
+			var (
+				armed atomic.Bool
+				h     *vault.Numbered[Stub]
+				perr  error
+			)
+			st := faultstore.New(openFileStore(t, t.TempDir()), faultstore.Options{
+				Before: func(o faultstore.Op, key string) error {
+					if o == faultstore.OpGet && strings.HasSuffix(key, "/assigned/a") && armed.CompareAndSwap(true, false) {
+						_, perr = h.Settle(ctx)
+					}
+					return nil
+				},
+			})
+			v := openVault(t, openDB(t, st, "alice", "s3cret"), "books")
+			var c *vault.Collection[Stub]
+			c, h = stubsOf(t, v)
+			_, err := h.Put(ctx, "a", Stub{Total: 1})
+			require.NoError(t, err)
+			_, err = h.Put(ctx, "a", Stub{Total: 2}) // pending: the handle checks the index
+			require.NoError(t, err)
+
+			armed.Store(true)
+			var r vault.NumberedRecord[Stub]
+			if op == "get" {
+				r, err = h.Get(ctx, "a")
+			} else {
+				r, err = h.Put(ctx, "a", Stub{Total: 3})
+			}
+			require.NoError(t, err)
+			require.NoError(t, perr)
+			require.False(t, armed.Load(), "the pass ran between the reads")
+			assert.False(t, r.Pending)
+			assert.Equal(t, "T-00001", r.Value.No)
+			checkStubs(t, v, c, h, []string{"a"})
+		})
+	}
+}

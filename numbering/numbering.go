@@ -90,7 +90,7 @@ func init() {
 		if err != nil {
 			return nil, deferred.Hooks{}, err
 		}
-		return s, deferred.Hooks{Handoff: s.handoff, Format: s.formatFor}, nil
+		return s, deferred.Hooks{Handoff: s.handoff, Format: s.formatFor, Indexed: s.indexed}, nil
 	}
 }
 
@@ -329,6 +329,22 @@ func (s *Series) Lookup(ctx context.Context, id string) (Assignment, bool, error
 		return Assignment{}, false, nil
 	}
 	return Assignment{}, false, s.errorf("lookup "+id, ErrPassRunning)
+}
+
+// indexed is deferred.Hooks.Indexed.
+func (s *Series) indexed(ctx context.Context, id string) (string, uint64, string, bool, error) {
+	a, ok, err := s.readAssigned(ctx, id)
+	if err != nil || !ok {
+		return "", 0, "", false, wrapIf(s, "index "+id, err)
+	}
+	return a.Provisional, a.Number, a.Formatted, true, nil
+}
+
+func wrapIf(s *Series, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return s.errorf(op, err)
 }
 
 func (s *Series) readAssigned(ctx context.Context, id string) (Assignment, bool, error) {
