@@ -1,7 +1,10 @@
 package noydb_test
 
 import (
+	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"context"
@@ -303,6 +306,76 @@ func TestNumberedPassBetweenReadsIsNoRollback(t *testing.T) {
 			assert.False(t, r.Pending)
 			assert.Equal(t, "T-00001", r.Value.No)
 			checkStubs(t, v, c, h, []string{"a"})
+		})
+	}
+}
+
+// Audit and Verify running next to writers and passes raise no false
+// alarm (ErrRollback, ErrDuplicate, a ledger that does not verify), on a
+// store numbered at write time and on one numbered by passes.
+func TestNumberedAuditNextToWritersRaisesNoAlarm(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range map[string]func(testing.TB) stores.Store{
+		"memstore":  func(testing.TB) stores.Store { return memstore.New() },
+		"filestore": func(t testing.TB) stores.Store { return openFileStore(t, t.TempDir()) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := openVault(t, openDB(t, newStore(t), "alice", "s3cret"), "books")
+			c, h := stubsOf(t, v)
+			const total = 200
+			ids := make([]string, total)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("t-%03d", i)
+			}
+			var done atomic.Bool
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for w := range 2 {
+				wg.Go(func() {
+					for i := w; i < total; i += 2 {
+						if _, err := h.Put(ctx, ids[i], Stub{Total: i}); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			var settle, audit sync.WaitGroup
+			settle.Go(func() {
+				for !done.Load() {
+					if _, err := h.Settle(ctx); err != nil && !errors.Is(err, numbering.ErrPassRunning) {
+						errs <- err
+						return
+					}
+				}
+			})
+			audit.Go(func() {
+				for !done.Load() {
+					if _, err := h.Audit(ctx); err != nil {
+						errs <- fmt.Errorf("audit: %w", err)
+						return
+					}
+					r, err := v.Audit().Verify(ctx)
+					if err == nil && !r.OK() {
+						err = errors.New("the ledger does not verify")
+					}
+					if err != nil {
+						errs <- fmt.Errorf("verify: %w", err)
+						return
+					}
+				}
+			})
+			wg.Wait()
+			done.Store(true)
+			settle.Wait()
+			audit.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			_, err := h.Settle(ctx)
+			require.NoError(t, err)
+			checkStubs(t, v, c, h, ids)
 		})
 	}
 }
