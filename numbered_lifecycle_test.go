@@ -379,3 +379,49 @@ func TestNumberedAuditNextToWritersRaisesNoAlarm(t *testing.T) {
 		})
 	}
 }
+
+// Mid-batch, Lookup of an id numbered, deleted and handed off again shows
+// the number the batch in flight gives the new record, not the old one and
+// not "pending".
+func TestNumberedLookupMidBatchOfReusedID(t *testing.T) {
+	ctx := context.Background()
+	var armed atomic.Bool
+	st := faultstore.New(openFileStore(t, t.TempDir()), faultstore.Options{
+		After: func(op faultstore.Op, key string) error {
+			if op == faultstore.OpCompareAndSwap && strings.HasSuffix(key, "/_numbering/ticket/head") && armed.CompareAndSwap(true, false) {
+				return errors.New("crash after commit")
+			}
+			return nil
+		},
+	})
+	v := openVault(t, openDB(t, st, "alice", "s3cret"), "books")
+	c, h := stubsOf(t, v)
+	_, err := h.Put(ctx, "a", Stub{Total: 1})
+	require.NoError(t, err)
+	_, err = h.Settle(ctx)
+	require.NoError(t, err)
+	require.NoError(t, h.Delete(ctx, "a"))
+	r, err := h.Put(ctx, "a", Stub{Total: 2})
+	require.NoError(t, err)
+
+	armed.Store(true)
+	_, err = h.Settle(ctx)
+	require.ErrorContains(t, err, "crash after commit")
+	a, ok, err := h.Series().Lookup(ctx, "a")
+	require.NoError(t, err)
+	require.True(t, ok, "in the batch in flight")
+	assert.Equal(t, uint64(2), a.Number)
+	assert.Equal(t, r.Provisional, a.Provisional)
+	a, ok, err = h.Lookup(ctx, r.Provisional)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, uint64(2), a.Number)
+
+	rep, err := h.Settle(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, numbering.PassReport{Assigned: 1, Resumed: 1}, rep)
+	g, err := h.Get(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, "T-00002", g.Value.No)
+	_ = c
+}

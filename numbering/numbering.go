@@ -292,15 +292,15 @@ func (s *Series) Lookup(ctx context.Context, id string) (Assignment, bool, error
 		}
 		if ok {
 			// The index entry may be that of a record deleted since, whose
-			// id was handed off again: the record says.
+			// id was handed off again (the record says): then the new
+			// record waits, or is in the batch in flight.
 			_, p, found, err := s.b.Records.Number(ctx, s.opts.Collection, id, s.name)
 			if err != nil {
 				return Assignment{}, false, s.errorf("lookup "+id, err)
 			}
-			if found && p != "" && p != a.Provisional {
-				return Assignment{}, false, nil
+			if !found || p == "" || p == a.Provisional {
+				return a, true, nil
 			}
-			return a, true, nil
 		}
 		h, _, err := s.loadHead(ctx)
 		if err != nil {
