@@ -382,7 +382,8 @@ func TestAdversaryNumberingListOutsidePrefix(t *testing.T) {
 	}
 }
 
-// hookStore calls after once the first compare-and-swap on key succeeds.
+// hookStore calls after once the first compare-and-swap on key, or the
+// first transaction that writes key, succeeds.
 type hookStore struct {
 	stores.Store
 	tr    stores.Transactor
@@ -401,7 +402,31 @@ func (h *hookStore) CompareAndSwap(ctx context.Context, key string, expected uin
 }
 
 func (h *hookStore) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
-	return h.tr.Update(ctx, fn)
+	var wrote bool
+	err := h.tr.Update(ctx, func(tx stores.Tx) error {
+		wrote = false
+		return fn(keyWatch{tx, h.key, &wrote})
+	})
+	if err == nil && wrote && h.after != nil {
+		f := h.after
+		h.after = nil
+		f()
+	}
+	return err
+}
+
+// keyWatch is a transaction that notes a Put of key.
+type keyWatch struct {
+	stores.Tx
+	key   string
+	wrote *bool
+}
+
+func (k keyWatch) Put(key string, value []byte) error {
+	if key == k.key {
+		*k.wrote = true
+	}
+	return k.Tx.Put(key, value)
 }
 
 // Item 9, the pass's last line: a record that the pass planned to number

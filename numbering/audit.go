@@ -26,7 +26,9 @@ type AuditReport struct {
 	// Renumbered lists the records the ledger shows assigned more than one
 	// number of the series, by record id: a record must never get a second
 	// number. It happens only when the store lost what said the record had
-	// its number (its index entry, and its stamped revision with it).
+	// its number (its index entry, and its stamped revision with it). A
+	// record deleted (a RecordDelete entry) and written again under its id
+	// is another record, and may get another number.
 	Renumbered []Renumbered
 	// Reused lists the numbers the ledger shows given to more than one
 	// record, in order.
@@ -67,9 +69,19 @@ func (s *Series) Audit(ctx context.Context) (AuditReport, error) {
 	byNumber := map[uint64]fact{}
 	byRecord := map[string][]uint64{}
 	reused := map[uint64]bool{}
+	var before []Renumbered // the numbers of records deleted since
 	for e, err := range s.b.Ledger.Read(ctx, 1) {
 		if err != nil {
 			return rep, s.errorf("audit", err)
+		}
+		if e.Kind == ledger.RecordDelete && e.Collection == s.opts.Collection {
+			// A record written again under this id after its deletion is
+			// another record: it may get a number of its own.
+			if ns := byRecord[e.ID]; len(ns) > 0 {
+				before = append(before, Renumbered{RecordID: e.ID, Numbers: ns})
+				delete(byRecord, e.ID)
+			}
+			continue
 		}
 		if e.Series != s.name || e.Collection == "" || len(e.Partition) != 0 ||
 			(e.Kind != ledger.NumberAssigned && e.Kind != ledger.NumberVoided) {
@@ -85,6 +97,11 @@ func (s *Series) Audit(ctx context.Context) (AuditReport, error) {
 		byNumber[e.Number] = f
 		if !f.voided && !slices.Contains(byRecord[e.ID], e.Number) {
 			byRecord[e.ID] = append(byRecord[e.ID], e.Number)
+		}
+	}
+	for _, r := range before {
+		if len(r.Numbers) > 1 {
+			rep.Renumbered = append(rep.Renumbered, r)
 		}
 	}
 	for n, f := range byNumber {
@@ -103,7 +120,7 @@ func (s *Series) Audit(ctx context.Context) (AuditReport, error) {
 			rep.Renumbered = append(rep.Renumbered, Renumbered{RecordID: id, Numbers: ns})
 		}
 	}
-	slices.SortFunc(rep.Renumbered, func(a, b Renumbered) int { return strings.Compare(a.RecordID, b.RecordID) })
+	slices.SortStableFunc(rep.Renumbered, func(a, b Renumbered) int { return strings.Compare(a.RecordID, b.RecordID) })
 	for n := range reused {
 		rep.Reused = append(rep.Reused, n)
 	}

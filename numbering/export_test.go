@@ -10,3 +10,7 @@ func Tune(s *Series, step, chunkItems int) {
 // OnLocked makes every pass of s call f right after it takes the lock, so
 // tests can hold a pass there without sleeping.
 func OnLocked(s *Series, f func()) { s.afterLock = f }
+
+// OnCleared makes every pass of s call f right after it clears a finished
+// batch from the head, before the batch's chunks are gone for good.
+func OnCleared(s *Series, f func()) { s.afterClear = f }

@@ -28,6 +28,11 @@ type procKey struct {
 // using the database). On another store it is a mutex of this process,
 // shared by the handles of the series on that store value: passes in other
 // processes are not kept out.
+//
+// A pass does not depend on the lock for correctness where the store has
+// atomic compare-and-swap: a pass that lost it (pgstore's session broke)
+// fails with ErrPassRunning at its next write of the head (see commit and
+// clear), having at worst recorded numbers of a resumed batch twice.
 func (s *Series) lock(ctx context.Context) (func(), error) {
 	if lk, ok := s.b.Store.(stores.Locker); ok {
 		unlock, err := lk.TryLock(ctx, s.dir)

@@ -84,6 +84,7 @@ type Series struct {
 	stepSize   int
 	chunkItems int
 	afterLock  func()
+	afterClear func()
 
 	cfgMu     sync.Mutex
 	cfg       seriesConfig // the stored config, once cfgLoaded
@@ -96,7 +97,7 @@ func init() {
 		if err != nil {
 			return nil, deferred.Hooks{}, err
 		}
-		return s, deferred.Hooks{Handoff: s.handoff, Format: s.storedFormat}, nil
+		return s, deferred.Hooks{Handoff: s.handoff, Format: s.formatFor, Indexed: s.indexed}, nil
 	}
 }
 
@@ -293,8 +294,20 @@ func (s *Series) Lookup(ctx context.Context, id string) (Assignment, bool, error
 	// batch; then the index has the record on the next round.
 	for range 3 {
 		a, ok, err := s.readAssigned(ctx, id)
-		if err != nil || ok {
-			return a, ok, wrapIf(s, "lookup "+id, err)
+		if err != nil {
+			return Assignment{}, false, s.errorf("lookup "+id, err)
+		}
+		if ok {
+			// The index entry may be that of a record deleted since, whose
+			// id was handed off again (the record says): then the new
+			// record waits, or is in the batch in flight.
+			_, p, found, err := s.b.Records.Number(ctx, s.opts.Collection, id, s.name)
+			if err != nil {
+				return Assignment{}, false, s.errorf("lookup "+id, err)
+			}
+			if !found || p == "" || p == a.Provisional {
+				return a, true, nil
+			}
 		}
 		h, _, err := s.loadHead(ctx)
 		if err != nil {
@@ -323,6 +336,15 @@ func (s *Series) Lookup(ctx context.Context, id string) (Assignment, bool, error
 		return Assignment{}, false, nil
 	}
 	return Assignment{}, false, s.errorf("lookup "+id, ErrPassRunning)
+}
+
+// indexed is deferred.Hooks.Indexed.
+func (s *Series) indexed(ctx context.Context, id string) (string, uint64, string, bool, error) {
+	a, ok, err := s.readAssigned(ctx, id)
+	if err != nil || !ok {
+		return "", 0, "", false, wrapIf(s, "index "+id, err)
+	}
+	return a.Provisional, a.Number, a.Formatted, true, nil
 }
 
 func wrapIf(s *Series, op string, err error) error {

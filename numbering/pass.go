@@ -125,15 +125,19 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 	if h.collection != "" && h.collection != s.opts.Collection {
 		return fmt.Errorf("%w: it numbers %q, not %q", ErrMismatch, h.collection, s.opts.Collection)
 	}
-	format, err := s.configFormat(ctx, s.opts.Format)
-	if err != nil {
+	// A handle of another format or collection than the stored ones is
+	// refused before anything is written.
+	if err := s.checkConfig(ctx, s.opts.Format); err != nil {
 		return err
 	}
 	taken, err := s.plan(ctx, rep)
 	if err != nil || len(taken) == 0 {
 		return err
 	}
-	if err := s.sweepChunks(ctx); err != nil {
+	// Store the format, for the series' first batch, only now: a pass with
+	// nothing to number does not fix it for the first writer.
+	format, err := s.configFormat(ctx, s.opts.Format)
+	if err != nil {
 		return err
 	}
 	b := &batch{
@@ -152,11 +156,7 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 		return err
 	}
 	b.mark = lh.Seq
-	if b.chunks, err = s.writeChunks(ctx, b, taken); err != nil {
-		return err
-	}
-	h.last, h.batches, h.batch, h.collection = b.last, b.id, b, s.opts.Collection
-	if ver, err = s.writeHead(ctx, &h, ver); err != nil {
+	if ver, err = s.commit(ctx, &h, ver, b, taken); err != nil {
 		return fmt.Errorf("commit batch %d: %w", b.id, err)
 	}
 	rep.Batch, rep.First, rep.Last = b.id, b.first, b.last
@@ -164,19 +164,196 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 	return err
 }
 
+// commit records the batch b of the items taken: its chunks, then the head
+// at version ver advanced past its numbers, which is the commit point. It
+// returns the head's new version.
+//
+// Where the store has transactions, the chunks left by an earlier batch are
+// deleted, the new ones written and the head replaced in one transaction
+// that holds the head at ver: a pass that lost its lock (a pgstore session
+// that broke) while another took the series can then neither delete nor
+// overwrite the chunks of the batch the other committed, since the head it
+// planned from is gone. Elsewhere (and for a batch too large for one
+// transaction) it sweeps, writes the chunks and then the head by
+// compare-and-swap: there the lock is one a living pass cannot lose.
+func (s *Series) commit(ctx context.Context, h *head, ver uint64, b *batch, taken []item) (uint64, error) {
+	chunks, err := s.sealChunks(b, taken)
+	if err != nil {
+		return 0, err
+	}
+	b.chunks = uint64(len(chunks))
+	next := *h
+	next.last, next.batches, next.batch, next.collection = b.last, b.id, b, s.opts.Collection
+	tr, ok := s.b.Store.(stores.Transactor)
+	if ok && s.b.Store.Capabilities().Transactions {
+		stale, err := s.listChunks(ctx)
+		if err != nil {
+			return 0, err
+		}
+		v, err := s.headTx(ctx, tr, &next, ver, stale, chunks)
+		if err == nil {
+			*h = next
+			return v, nil
+		}
+		if !errors.Is(err, stores.ErrTooLarge) {
+			return 0, err
+		}
+	}
+	if err := s.sweepChunks(ctx); err != nil {
+		return 0, err
+	}
+	for _, c := range chunks {
+		if _, err := s.b.Store.Put(ctx, c.key, c.value); err != nil {
+			return 0, fmt.Errorf("write batch chunk %s: %w", c.key[len(s.dir):], err)
+		}
+	}
+	v, err := s.writeHead(ctx, &next, ver)
+	if err != nil {
+		return 0, err
+	}
+	*h = next
+	return v, nil
+}
+
+// errFenced: the head is not at the version the pass read.
+var errFenced = errors.New("the head changed since it was read")
+
+// listChunks lists the keys under the series' batch chunks (never a key
+// the store lists outside them).
+func (s *Series) listChunks(ctx context.Context) ([]string, error) {
+	var keys []string
+	for it, err := range stores.ListUnder(ctx, s.b.Store, s.dir+batchDir) {
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, it.Key)
+	}
+	return keys, nil
+}
+
+// headTx replaces the head at version ver with h, deletes the keys del and
+// writes puts, in one transaction of tr, and returns the head's new
+// version. A head no longer at ver is ErrPassRunning.
+func (s *Series) headTx(ctx context.Context, tr stores.Transactor, h *head, ver uint64, del []string, puts []sealedKV) (uint64, error) {
+	key := s.headKey()
+	sealed, err := s.b.Sealer.Seal(key, h.encode())
+	if err != nil {
+		return 0, err
+	}
+	err = tr.Update(ctx, func(tx stores.Tx) error {
+		it, err := tx.Get(key)
+		switch {
+		case errors.Is(err, stores.ErrNotFound):
+			it.Version = 0
+		case err != nil:
+			return err
+		}
+		if it.Version != ver {
+			return errFenced
+		}
+		for _, k := range del {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		for _, c := range puts {
+			if err := tx.Put(c.key, c.value); err != nil {
+				return err
+			}
+		}
+		return tx.Put(key, sealed)
+	})
+	if errors.Is(err, errFenced) || errors.Is(err, stores.ErrConflict) {
+		return 0, fmt.Errorf("write head: %w: %w", ErrPassRunning, err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	// The head's new version, for the compare-and-swaps that save progress:
+	// the head must be the one just written (sealing is randomized).
+	it, err := s.b.Store.Get(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	if !bytes.Equal(it.Value, sealed) {
+		return 0, fmt.Errorf("write head: %w: %w", ErrPassRunning, errFenced)
+	}
+	if s.b.Pins != nil {
+		if err := s.b.Pins.RaiseCounter(key, h.last); err != nil {
+			return it.Version, fmt.Errorf("head written at %d, but its rollback pin was not saved: %w", h.last, err)
+		}
+	}
+	return it.Version, nil
+}
+
+// sealedKV is a sealed value and its key.
+type sealedKV struct {
+	key   string
+	value []byte
+}
+
+// formatFor is storedFormat (deferred.Hooks.Format) guarded by checkConfig.
+func (s *Series) formatFor(ctx context.Context, want string) (string, error) {
+	if err := s.checkConfig(ctx, want); err != nil {
+		return "", s.errorf("config", err)
+	}
+	return s.storedFormat(ctx, want)
+}
+
+// checkConfig checks a handle's format want against the series' stored
+// config, and stores nothing. A config that does not match is ErrMismatch.
+// So is a missing config of a series whose passes have given numbers (its
+// first batch stored it, or the series predates configs) when want does not
+// format those numbers as their index entries say: the store lost the
+// config, and a handle without the series' format must not replace it with
+// its own. (An online-only series, or one whose index entries the store
+// lost too, cannot be checked so.)
+func (s *Series) checkConfig(ctx context.Context, want string) error {
+	s.cfgMu.Lock()
+	loaded := s.cfgLoaded
+	s.cfgMu.Unlock()
+	_, err := s.b.Store.Get(ctx, s.configKey())
+	switch {
+	case loaded || err == nil:
+		_, err := s.configFormat(ctx, want)
+		return err
+	case !errors.Is(err, stores.ErrNotFound):
+		return err
+	}
+	h, _, err := s.loadHead(ctx)
+	if err != nil || h.batches == 0 {
+		return err
+	}
+	prefix := s.dir + assignedDir
+	for it, err := range stores.ListUnder(ctx, s.b.Store, prefix) {
+		if err != nil {
+			return err
+		}
+		a, err := s.openAssigned(it.Key, it.Key[len(prefix):], it.Value)
+		if err != nil {
+			return fmt.Errorf("index %s: %w", it.Key[len(prefix):], err)
+		}
+		text, err := s.text(want, a.Number)
+		if err != nil {
+			return err
+		}
+		if text != a.Formatted {
+			return fmt.Errorf("%w: its config is missing, and its number %d reads %q, not %q: give the series' format",
+				ErrMismatch, a.Number, a.Formatted, text)
+		}
+		return nil
+	}
+	return nil
+}
+
 // sweepChunks deletes chunks left by a batch that was never committed (the
 // pass stopped between writing them and writing the head), or by a finished
 // batch whose chunks were not all deleted. Called only when no batch is in
 // flight, before a new batch writes its chunks.
 func (s *Series) sweepChunks(ctx context.Context) error {
-	var stale []string
-	prefix := s.dir + batchDir
-	// Never delete a key the store listed outside the chunks.
-	for it, err := range stores.ListUnder(ctx, s.b.Store, prefix) {
-		if err != nil {
-			return err
-		}
-		stale = append(stale, it.Key)
+	stale, err := s.listChunks(ctx)
+	if err != nil {
+		return err
 	}
 	for _, k := range stale {
 		if err := s.b.Store.Delete(ctx, k); err != nil {
@@ -220,19 +397,28 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 	status := make([]uint8, len(all))
 	err := parallel(ctx, len(all), s.workers, func(ctx context.Context, i int) error {
 		id := all[i].id
-		_, err := s.b.Store.Get(ctx, s.assignedKey(id))
-		switch {
-		case err == nil:
+		a, indexed, err := s.readAssigned(ctx, id)
+		if err != nil {
+			return fmt.Errorf("%s: %w", id, err)
+		}
+		if indexed && !handoffs[i] {
 			status[i] = drop // already numbered by an earlier batch
 			return nil
-		case !errors.Is(err, stores.ErrNotFound):
-			return err
 		}
 		n, p, ok, err := s.b.Records.Number(ctx, s.opts.Collection, id, s.name)
 		if err != nil {
 			return fmt.Errorf("%s: %w", id, err)
 		}
 		switch {
+		case indexed && ok && n == 0 && p == all[i].provisional && a.Provisional != p:
+			// The id was numbered, deleted and handed off again: the
+			// record in the store is a new one, in line under this
+			// entry, and the index entry is its predecessor's.
+		case indexed && ok:
+			// Numbered by an earlier batch (the index says so, whatever
+			// the record shows: a record the store served from before
+			// its stamp does not get a second number).
+			status[i] = drop
 		case !ok && handoffs[i]:
 			// A handoff entry is written before its record: the record
 			// may still come (see PassReport.Waiting).
@@ -283,35 +469,35 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 	return taken, nil
 }
 
-// writeChunks writes the record ids of b in chunks of at most chunkItems
-// ids and chunkBytes bytes, and returns how many it wrote.
-func (s *Series) writeChunks(ctx context.Context, b *batch, items []item) (uint64, error) {
-	var index, start, size int
+// sealChunks seals the record ids of b in chunks of at most chunkItems
+// ids and chunkBytes bytes.
+func (s *Series) sealChunks(b *batch, items []item) ([]sealedKV, error) {
+	var out []sealedKV
+	var start, size int
 	flush := func(end int) error {
+		index := len(out)
 		key := s.chunkKey(index)
 		sealed, err := s.b.Sealer.Seal(key, encodeChunk(b.token, b.id, index, b.first+uint64(start), items[start:end]))
 		if err != nil {
 			return err
 		}
-		if _, err := s.b.Store.Put(ctx, key, sealed); err != nil {
-			return fmt.Errorf("write batch chunk %d: %w", index, err)
-		}
-		index, start, size = index+1, end, 0
+		out = append(out, sealedKV{key, sealed})
+		start, size = end, 0
 		return nil
 	}
 	for i, it := range items {
 		n := 2*binary.MaxVarintLen32 + len(it.provisional) + len(it.id)
 		if i > start && (i-start >= s.chunkItems || size+n > chunkBytes) {
 			if err := flush(i); err != nil {
-				return 0, err
+				return nil, err
 			}
 		}
 		size += n
 	}
 	if err := flush(len(items)); err != nil {
-		return 0, err
+		return nil, err
 	}
-	return uint64(index), nil
+	return out, nil
 }
 
 // loadBatch reads the record ids of b, in number order.
@@ -374,38 +560,64 @@ func (s *Series) finish(ctx context.Context, h *head, ver uint64, resumed bool, 
 		}
 		rep.Resumed += int(b.last - b.done)
 	}
-	if b.done >= b.last { // finished, but not yet cleared from the head
-		h.batch = nil
-		if ver, err = s.writeHead(ctx, h, ver); err != nil {
-			return 0, fmt.Errorf("clear batch %d: %w", b.id, err)
-		}
-	}
-	for h.batch != nil {
+	for b.done < b.last {
 		lo, hi := b.done+1, min(b.last, b.done+uint64(s.stepSize))
 		if err := s.step(ctx, b, f, lo, items[lo-b.first:hi-b.first+1], recorded, rep); err != nil {
 			return 0, err
 		}
 		if hi == b.last {
-			h.batch = nil
-		} else {
-			lh, err := s.b.Ledger.Head(ctx)
-			if err != nil {
-				return 0, err
-			}
-			b.done, b.mark = hi, lh.Seq
+			break
 		}
+		lh, err := s.b.Ledger.Head(ctx)
+		if err != nil {
+			return 0, err
+		}
+		b.done, b.mark = hi, lh.Seq
 		if ver, err = s.writeHead(ctx, h, ver); err != nil {
 			return 0, fmt.Errorf("save progress of batch %d: %w", b.id, err)
 		}
 	}
-	// The batch is finished; its chunks are no longer needed. Chunks left by
-	// a crash here are swept by the next pass.
-	for i := range int(b.chunks) {
-		if err := s.b.Store.Delete(ctx, s.chunkKey(i)); err != nil {
+	if ver, err = s.clear(ctx, h, ver); err != nil {
+		return 0, fmt.Errorf("clear batch %d: %w", b.id, err)
+	}
+	return ver, nil
+}
+
+// clear clears the finished batch from the head at version ver and deletes
+// its chunks, which are no longer needed, and returns the head's new
+// version. Where the store has transactions both happen in one that holds
+// the head at ver, so a pass that lost its lock cannot delete the chunks of
+// a batch another pass committed since (they have the same keys). Elsewhere
+// chunks left by a crash between the two are swept by the next pass.
+func (s *Series) clear(ctx context.Context, h *head, ver uint64) (uint64, error) {
+	b := h.batch
+	h.batch = nil
+	keys := make([]string, b.chunks)
+	for i := range keys {
+		keys[i] = s.chunkKey(i)
+	}
+	if tr, ok := s.b.Store.(stores.Transactor); ok && s.b.Store.Capabilities().Transactions {
+		v, err := s.headTx(ctx, tr, h, ver, keys, nil)
+		if err == nil || !errors.Is(err, stores.ErrTooLarge) {
+			if err == nil && s.afterClear != nil {
+				s.afterClear()
+			}
+			return v, err
+		}
+	}
+	v, err := s.writeHead(ctx, h, ver)
+	if err != nil {
+		return 0, err
+	}
+	if s.afterClear != nil {
+		s.afterClear()
+	}
+	for _, k := range keys {
+		if err := s.b.Store.Delete(ctx, k); err != nil {
 			return 0, err
 		}
 	}
-	return ver, nil
+	return v, nil
 }
 
 // recorded returns the numbers of b above its progress that already have

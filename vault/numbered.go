@@ -227,6 +227,10 @@ const putRounds = 8
 // is taken. A pending record keeps its provisional id and place in line.
 // So Put is idempotent per id: retrying a Put whose outcome is unknown
 // never takes a second number. To give an id a new number, Delete it first.
+//
+// A record the store serves pending under a provisional id that the series'
+// index says a pass numbered (a revision replayed from before its stamp)
+// makes Put fail with an error wrapping ErrRollback, writing nothing.
 func (n *Numbered[T]) Put(ctx context.Context, id string, value T) (NumberedRecord[T], error) {
 	c := n.c
 	if err := c.begin(ctx, "put numbered", id); err != nil {
@@ -245,11 +249,22 @@ func (n *Numbered[T]) Put(ctx context.Context, id string, value T) (NumberedReco
 			return fail(err)
 		}
 		var out NumberedRecord[T]
-		if num, ok := n.numberOf(prev.marks); ok {
+		num, numbered := n.numberOf(prev.marks)
+		if !numbered {
+			err := n.checkPending(ctx, id, prev.marks)
+			if errors.Is(err, errRestart) {
+				continue
+			}
+			if err != nil {
+				return fail(err)
+			}
+		}
+		switch {
+		case numbered:
 			out, err = n.rewrite(ctx, id, value, num)
-		} else if n.online {
+		case n.online:
 			out, err = n.putOnline(ctx, id, value)
-		} else {
+		default:
 			out, err = n.handoff(ctx, id, value, pendingOf(prev.marks, n.series))
 		}
 		if errors.Is(err, errRestart) {
@@ -266,6 +281,33 @@ func (n *Numbered[T]) Put(ctx context.Context, id string, value T) (NumberedReco
 		return out, nil
 	}
 	return fail(fmt.Errorf("%w: the record kept changing", stores.ErrConflict))
+}
+
+// checkPending fails with an error wrapping ErrRollback when the record
+// id, whose marks say it is pending under a provisional id, was numbered
+// under that same provisional id by a pass (the series' index, written only
+// after the record was stamped, says so): the store served a revision of
+// the record from before its stamp. A record deleted and handed off again
+// since is pending under another provisional id, and passes.
+func (n *Numbered[T]) checkPending(ctx context.Context, id string, marks []mark) error {
+	p := pendingOf(marks, n.series)
+	if p == "" {
+		return nil
+	}
+	ip, num, text, ok, err := n.hooks.Indexed(ctx, id)
+	if err != nil || !ok || ip != p {
+		return err
+	}
+	// A pass may have stamped and indexed the record since it was read:
+	// then it carries its number now.
+	now, err := n.read(ctx, id)
+	if err != nil {
+		return err
+	}
+	if _, ok := n.numberOf(now.marks); ok || pendingOf(now.marks, n.series) != p {
+		return errRestart
+	}
+	return fmt.Errorf("%w: the store serves the record as it was before a pass gave it number %d (%s)", ErrRollback, num, text)
 }
 
 // numberOf returns the number of the series that marks carry, from either path.
@@ -483,7 +525,8 @@ func (n *Numbered[T]) Delete(ctx context.Context, id string) error {
 // write through the plain collection dropped it from the content), or
 // marked Pending with its provisional id. A record written without the
 // handle and never numbered has neither. A missing record is an error
-// wrapping ErrNotFound.
+// wrapping ErrNotFound; one the store serves as it was before a pass
+// stamped it, an error wrapping ErrRollback (see Put).
 func (n *Numbered[T]) Get(ctx context.Context, id string) (NumberedRecord[T], error) {
 	c := n.c
 	if err := c.begin(ctx, "get numbered", id); err != nil {
@@ -493,9 +536,23 @@ func (n *Numbered[T]) Get(ctx context.Context, id string) (NumberedRecord[T], er
 	fail := func(err error) (NumberedRecord[T], error) {
 		return NumberedRecord[T]{}, fmt.Errorf("get numbered %s/%s: %w", c.name, id, err)
 	}
-	if err := n.prepare(ctx); err != nil {
-		return fail(err)
+	for range putRounds {
+		out, err := n.get(ctx, id)
+		if errors.Is(err, errRestart) {
+			continue // a pass numbered it while it was read
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return out, nil
 	}
+	return fail(fmt.Errorf("%w: the record kept changing", stores.ErrConflict))
+}
+
+// get is one round of Get, or errRestart.
+func (n *Numbered[T]) get(ctx context.Context, id string) (NumberedRecord[T], error) {
+	c := n.c
+	fail := func(err error) (NumberedRecord[T], error) { return NumberedRecord[T]{}, err }
 	it, err := c.v.store.Get(ctx, c.v.recordKey(c.name, id))
 	if err != nil {
 		return fail(err)
@@ -509,6 +566,11 @@ func (n *Numbered[T]) Get(ctx context.Context, id string) (NumberedRecord[T], er
 		return fail(fmt.Errorf("decode: %w", err))
 	}
 	if num, ok := n.numberOf(rec.marks); ok {
+		// Numbered: the series has its format stored. A record that
+		// carries no number needs none, and a read stores nothing.
+		if err := n.prepare(ctx); err != nil {
+			return fail(err)
+		}
 		out.Serial = n.serial(num)
 		n.set(&out.Value, out.Serial)
 		if num, ok := findMark(rec.marks, markNumbering, n.series, nil); ok {
@@ -518,6 +580,9 @@ func (n *Numbered[T]) Get(ctx context.Context, id string) (NumberedRecord[T], er
 			}
 		}
 		return out, nil
+	}
+	if err := n.checkPending(ctx, id, rec.marks); err != nil {
+		return fail(err)
 	}
 	if p := pendingOf(rec.marks, n.series); p != "" {
 		out.Pending, out.Provisional = true, p
@@ -534,16 +599,26 @@ func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) 
 		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass: %w", n.series, err)
 	}
 	defer n.c.v.exit()
-	if err := n.prepare(ctx); err != nil {
-		return numbering.PassReport{}, err
-	}
+	// The pass checks the handle's format against the stored one itself,
+	// and stores it only when it has something to number.
 	return n.ns.RunPass(ctx)
 }
 
 // Lookup tells which record the provisional id (from Put) went to and which
 // number a pass gave it; ok is false while the record is pending.
+//
+// A provisional id whose record was deleted after its pass, and whose id
+// was numbered again since, gives ok false: the series' index keeps the
+// number of the id's latest record only.
 func (n *Numbered[T]) Lookup(ctx context.Context, provisional string) (numbering.Assignment, bool, error) {
-	return n.ns.LookupProvisional(ctx, provisional)
+	a, ok, err := n.ns.LookupProvisional(ctx, provisional)
+	if err != nil || !ok {
+		return numbering.Assignment{}, false, err
+	}
+	if a.Provisional != provisional {
+		return numbering.Assignment{}, false, nil
+	}
+	return a, true, nil
 }
 
 // NumberedAudit accounts for the numbers of a series on both paths: taken

@@ -122,4 +122,8 @@ type Hooks struct {
 	// series has none yet. A want that is not empty and differs from the
 	// stored one is an error wrapping numbering.ErrMismatch.
 	Format func(ctx context.Context, want string) (string, error)
+	// Indexed returns the provisional id and number that the series' index
+	// (written after the record was stamped, never for a batch in flight)
+	// holds for record id; ok is false when it holds none.
+	Indexed func(ctx context.Context, id string) (provisional string, n uint64, formatted string, ok bool, err error)
 }
