@@ -54,7 +54,7 @@ func (s *failLedgerPuts) Update(ctx context.Context, fn func(tx stores.Tx) error
 // even when fn goes on and returns nil: no record without its entry, no
 // number taken without its Allocated entry, no half of a delete.
 func TestTxCallFailingAfterItWroteCommitsNothing(t *testing.T) {
-	for name, newStore := range memAndBadger() {
+	for name, newStore := range txStores() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			inner := newStore(t)
