@@ -24,6 +24,7 @@ func init() {
 	wire.SequenceNextTx = nextInTx
 	wire.SequenceCheck = checkInTx
 	wire.SequencePin = pinInTx
+	wire.SequenceOwner = func(q *Sequence) any { return q.svc }
 }
 
 // txMark marks an error of nextInTx for the vault (see wire.ErrTxWrote and

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 
 	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/sequence"
@@ -18,7 +17,16 @@ var (
 	seqNextTx = wire.SequenceNextTx.(func(context.Context, *sequence.Sequence, stores.Tx, *uint64) (sequence.Serial, bool, error))
 	seqCheck  = wire.SequenceCheck.(func(context.Context, *sequence.Sequence) error)
 	seqPin    = wire.SequencePin.(func(*sequence.Sequence) uint64)
+	seqOwner  = wire.SequenceOwner.(func(*sequence.Sequence) any)
 )
+
+// owns reports whether q was obtained from v (Vault.Sequence), not from
+// another handle on the same vault, such as one opened by another DB: its
+// counter writes and ledger entries go through that handle's ledger, which
+// cannot append inside v's transactions.
+func (v *Vault) owns(q *sequence.Sequence) bool {
+	return q != nil && seqOwner(q) == any(v.seqs)
+}
 
 // maxTxChecks bounds the runs of an Update's function that end because a
 // sequence it used had to be checked against its history first (once per
@@ -171,8 +179,9 @@ func (tx *Tx) spoil(err error) {
 
 // Next takes the next number of seq in the transaction: the number is
 // taken if, and only if, the transaction commits. Numbers taken in one
-// transaction follow each other. seq must belong to the transaction's vault
-// (else ErrInvalidArgument).
+// transaction follow each other. seq must come from the transaction's
+// vault handle (Vault.Sequence of the same *Vault; a handle on the same
+// vault opened by another DB is another handle): else ErrInvalidArgument.
 func (tx *Tx) Next(seq *sequence.Sequence) (sequence.Serial, error) {
 	if err := tx.use(); err != nil {
 		return sequence.Serial{}, fmt.Errorf("next: %w", err)
@@ -180,8 +189,8 @@ func (tx *Tx) Next(seq *sequence.Sequence) (sequence.Serial, error) {
 	switch {
 	case seq == nil:
 		return sequence.Serial{}, fmt.Errorf("next: nil sequence: %w", ErrInvalidArgument)
-	case !strings.HasPrefix(seq.Key(), tx.v.prefix):
-		return sequence.Serial{}, fmt.Errorf("next: series %q belongs to another vault: %w", seq.Series(), ErrInvalidArgument)
+	case !tx.v.owns(seq):
+		return sequence.Serial{}, fmt.Errorf("next: series %q belongs to another vault or vault handle: %w", seq.Series(), ErrInvalidArgument)
 	}
 	var pinned *uint64
 	if p, ok := tx.pins[seq]; ok {

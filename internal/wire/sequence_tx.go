@@ -29,6 +29,15 @@ var SequenceNextTx any
 // which returns the rollback pin of q's counter now (see SequenceNextTx).
 var SequencePin any
 
+// SequenceOwner is set by package sequence to
+//
+//	func(q *sequence.Sequence) any
+//
+// which returns the value NewSequences returned for the vault handle q was
+// obtained from, so that a vault can tell its own sequences from those of
+// another handle on the same vault (another DB), whose keys look the same.
+var SequenceOwner any
+
 // Marks of the errors of SequenceNextTx.
 var (
 	// ErrTxStale: refused as a rollback on a pin read inside the
