@@ -90,6 +90,13 @@ var errTxEnded = fmt.Errorf("transaction has ended: %w", ErrInvalidArgument)
 // vault's other writers wait: keep it short, and do not call the
 // vault from it other than through tx (a Put, Next or Update of the vault
 // would wait for fn forever).
+//
+// An Update whose commit reports an error may still have committed (a
+// connection lost at COMMIT on PostgreSQL). The numbers tx.Next takes are
+// not bound to a record the way PutNumbered binds them, so a blind retry
+// would take a second number and leave the first one unused: to retry
+// safely, let fn first look, through tx, for what it writes (the record it
+// numbers) and do nothing when it is there.
 func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if fn == nil {
 		return fmt.Errorf("vault update: nil function: %w", ErrInvalidArgument)
