@@ -316,8 +316,10 @@ func (b *TxCollection[T]) put(op, id string, value T, rev *uint64) error {
 		decided = true
 		return change{body: plain}, nil
 	}); err != nil {
+		// A revision that cannot advance is refused before writing.
+		spoiled := decided && !errors.Is(err, ErrRevisionOverflow)
 		err = fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
-		if decided {
+		if spoiled {
 			b.tx.spoil(err)
 		}
 		return err
