@@ -178,3 +178,47 @@ func TestTxNextOnRolledBackCounter(t *testing.T) {
 		})
 	}
 }
+
+// A transaction whose context is cancelled while fn runs, after it took a
+// number and wrote its record, commits both or neither: the record is there
+// exactly when the number is taken, and the ledger verifies.
+func TestTxContextCancelledInsideFn(t *testing.T) {
+	for name, newStore := range txStores() {
+		t.Run(name, func(t *testing.T) {
+			w := newTxWorld(t, newStore(t))
+			nextN(t, w.seq, 1)
+			ctx, cancel := context.WithCancel(context.Background())
+			err := w.v.Update(ctx, func(tx *vault.Tx) error {
+				s, err := tx.Next(w.seq)
+				if err != nil {
+					return err
+				}
+				if err := w.invoices.In(tx).Put("a", Invoice{Number: s.Formatted}); err != nil {
+					return err
+				}
+				cancel()
+				return nil
+			})
+			cancel()
+			bg := context.Background()
+			n, perr := w.seq.Peek(bg)
+			require.NoError(t, perr)
+			inv, gerr := w.invoices.Get(bg, "a")
+			if err == nil {
+				require.NoError(t, gerr)
+				assert.Equal(t, "2", inv.Number)
+				assert.Equal(t, uint64(2), n)
+			} else {
+				assert.ErrorIs(t, err, context.Canceled)
+				assert.ErrorIs(t, gerr, vault.ErrNotFound)
+				assert.Equal(t, uint64(1), n, "no number without its record")
+			}
+			audit, aerr := w.seq.Audit(bg)
+			require.NoError(t, aerr)
+			assert.Zero(t, audit.Missing)
+			rep, verr := w.v.Audit().Verify(bg)
+			require.NoError(t, verr)
+			assert.True(t, rep.OK())
+		})
+	}
+}
