@@ -22,7 +22,7 @@ import (
 // rollback alarm is raised, and the ledger verifies after.
 func TestSeriesTakenThreeWaysByTwoDBs(t *testing.T) {
 	const workers, each = 6, 15
-	for name, newStore := range memAndBadger() {
+	for name, newStore := range txStores() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			st := newStore(t)

@@ -33,10 +33,10 @@ type Record[T any] struct {
 	// Revision counts the writes of the record: 1 for its first, one more
 	// for each write since. PutIf and DeleteIf take it as the revision the
 	// caller read. It is sealed with the record, so the store cannot change
-	// it, but it can serve an older revision in place of the current one
-	// (a replay, which a read cannot tell from the truth: the ledger then
-	// shows the revision written after it twice), and a record deleted and
-	// created again counts from 1 again.
+	// it, but it can serve an older revision in place of the current one,
+	// or none (a replay or a deletion, which a read cannot tell from the
+	// truth: the ledger then shows the revision written next twice), and a
+	// record deleted and created again counts from 1 again.
 	Revision uint64
 	// Value is the decrypted record.
 	Value T

@@ -125,6 +125,13 @@ func (c *Collection[T]) DeleteIf(ctx context.Context, id string, rev uint64) err
 // retry budget (16) lost to another writer, Update fails with a
 // *ConflictError (errors.Is ErrConflict) and writes nothing. The ledger
 // entry is the one Put writes, and the record keeps the numbers it carries.
+//
+// An Update whose commit reports an error may still have committed (a
+// connection lost at COMMIT): calling it again applies fn a second time.
+// Where that matters (an increment), read the record with GetRecord and
+// write with PutIf on its revision instead: a retry of a write that did
+// commit then fails with a *ConflictError, and the record read again shows
+// it.
 func (c *Collection[T]) Update(ctx context.Context, id string, fn func(*T) error) (Record[T], error) {
 	if err := c.begin(ctx, "update", id); err != nil {
 		return Record[T]{}, err
