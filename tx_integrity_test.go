@@ -222,3 +222,36 @@ func TestTxContextCancelledInsideFn(t *testing.T) {
 		})
 	}
 }
+
+// A device with no pins (no state folder, a fresh DB) still refuses, in a
+// transaction, a counter the store rolled back below what the ledger
+// records, with ErrRollback, and writes nothing.
+func TestTxNextOnCounterBehindLedger(t *testing.T) {
+	for name, newAdv := range adversaries() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			adv := newAdv(t)
+			v1 := openVault(t, openDB(t, adv.Store(), "firm", "s"), "books")
+			seq1 := mustSeq(t, v1, "inv")
+			nextN(t, seq1, 2)
+			old, err := adv.Raw().Get(ctx, seq1.Key())
+			require.NoError(t, err)
+			nextN(t, seq1, 3)
+			require.NoError(t, v1.Close())
+			require.NoError(t, adv.Set(ctx, seq1.Key(), old.Value))
+			before := snapshot(t, adv.Raw())
+
+			v2 := openVault(t, openDB(t, adv.Store(), "firm", "s"), "books")
+			seq2 := mustSeq(t, v2, "inv")
+			runs := 0
+			err = v2.Update(ctx, func(tx *vault.Tx) error {
+				runs++
+				_, err := tx.Next(seq2)
+				return err
+			})
+			assert.ErrorIs(t, err, vault.ErrRollback)
+			assert.LessOrEqual(t, runs, 3)
+			assert.Equal(t, before, snapshot(t, adv.Raw()), "nothing written")
+		})
+	}
+}
