@@ -23,7 +23,24 @@ import (
 func init() {
 	wire.SequenceNextTx = nextInTx
 	wire.SequenceCheck = checkInTx
+	wire.SequencePin = pinInTx
+	wire.SequenceOwner = func(q *Sequence) any { return q.svc }
 }
+
+// txMark marks an error of nextInTx for the vault (see wire.ErrTxWrote and
+// wire.ErrTxStale) without changing its message.
+type txMark struct {
+	err  error
+	mark error
+}
+
+func (e *txMark) Error() string        { return e.err.Error() }
+func (e *txMark) Unwrap() error        { return e.err }
+func (e *txMark) Is(target error) bool { return target == e.mark }
+
+// pinInTx returns the rollback pin of q's counter as it is now, for a later
+// nextInTx whose transaction begins after this call.
+func pinInTx(q *Sequence) uint64 { return q.svc.pinOf(q.c.key) }
 
 // txFloor is the floor found by checkInTx, for nextInTx; shared by the
 // handles of a counter.
@@ -60,7 +77,13 @@ func checkInTx(ctx context.Context, q *Sequence) error {
 }
 
 // nextInTx takes the next number of q in tx (see wire.SequenceNextTx).
-func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx) (Serial, bool, error) {
+// pinned, when set, is the counter's pin taken before tx began (pinInTx);
+// otherwise the pin is read here, inside tx, and a counter below it is not
+// held for a rollback yet (wire.ErrTxStale): the transaction may read a
+// snapshot older than a number another handle sharing the pins (a second
+// DB on the state folder) committed meanwhile. The caller runs it again
+// with the pin taken before.
+func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx, pinned *uint64) (Serial, bool, error) {
 	if err := q.allocating(ctx, "next"); err != nil {
 		return Serial{}, false, err
 	}
@@ -75,13 +98,24 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx) (Serial, bool, err
 		return Serial{}, false, q.errorf("next", stores.ErrClosed)
 	}
 	defer q.svc.gate.Exit()
-	// The pin is taken inside the transaction, not before it as the
-	// combiner takes it: in a vault every transaction of this Service runs
-	// through the ledger's batches, one at a time, so no commit of this
-	// process raises the pin while this one reads. A pin raised meanwhile
-	// by another DB sharing the state folder could be held against a
-	// snapshot older than it (badger), failing this number as a rollback.
-	pin := q.svc.pinOf(c.key)
+	// Without a pin taken before the transaction, it is taken here: in a
+	// vault every transaction of this Service runs through the ledger's
+	// batches, one at a time, so no commit of this Service raises the pin
+	// while this one reads. A pin raised meanwhile by another DB sharing
+	// the state folder may be above the snapshot this transaction reads
+	// (badger): such a refusal is stale, not yet a rollback.
+	var pin uint64
+	if pinned != nil {
+		pin = *pinned
+	} else {
+		pin = q.svc.pinOf(c.key)
+	}
+	stale := func(err error) error {
+		if pinned == nil && errors.Is(err, ErrRollback) {
+			return &txMark{err: err, mark: wire.ErrTxStale}
+		}
+		return err
+	}
 	var st state
 	item, err := tx.Get(c.key)
 	switch {
@@ -94,10 +128,12 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx) (Serial, bool, err
 		return Serial{}, false, q.errorf("next", err)
 	}
 	if err := q.svc.checkPin(c.key, st.value, pin); err != nil {
-		return Serial{}, false, q.errorf("next", err)
+		return Serial{}, false, q.errorf("next", stale(err))
 	}
 	if floor := c.tx.floor.Load(); st.value < floor {
-		return Serial{}, false, q.errorf("next", behind(st.value, floor))
+		// The floor may have been raised by a check that read the ledger
+		// after this transaction's snapshot: stale too, until run again.
+		return Serial{}, false, q.errorf("next", stale(behind(st.value, floor)))
 	}
 	if st.value == math.MaxUint64 {
 		return Serial{}, false, q.errorf("next", ErrOverflow)
@@ -107,13 +143,15 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx) (Serial, bool, err
 	if err != nil {
 		return Serial{}, false, q.errorf("next", err)
 	}
+	// From here a failure may leave the counter moved in tx without its
+	// journal event: the transaction must not commit (wire.ErrTxWrote).
 	if err := tx.Put(c.key, sealed); err != nil {
-		return Serial{}, false, q.errorf("next", err)
+		return Serial{}, false, q.errorf("next", &txMark{err: err, mark: wire.ErrTxWrote})
 	}
 	if q.svc.journal != nil {
 		ev := []event{{Kind: wire.EventAllocated, Series: c.series, Partition: c.partition, Number: st.value}}
 		if err := q.svc.journal.Record(ctx, tx, ev); err != nil {
-			return Serial{}, false, q.errorf("next", err)
+			return Serial{}, false, q.errorf("next", &txMark{err: err, mark: wire.ErrTxWrote})
 		}
 	}
 	return Serial{N: st.value, Formatted: q.Format(st.value)}, false, nil

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"iter"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/noydb-go/noydb/crypto"
@@ -33,7 +32,11 @@ type Record[T any] struct {
 	ID string
 	// Revision counts the writes of the record: 1 for its first, one more
 	// for each write since. PutIf and DeleteIf take it as the revision the
-	// caller read.
+	// caller read. It is sealed with the record, so the store cannot change
+	// it, but it can serve an older revision in place of the current one,
+	// or none (a replay or a deletion, which a read cannot tell from the
+	// truth: the ledger then shows the revision written next twice), and a
+	// record deleted and created again counts from 1 again.
 	Revision uint64
 	// Value is the decrypted record.
 	Value T
@@ -187,8 +190,9 @@ func (c *Collection[T]) Count(ctx context.Context) (int, error) {
 // there is no gap in usage. build may run more than once when another writer
 // wins a race; it should only compute. It needs a store with transactions
 // (else stores.ErrNotSupported) and atomic compare-and-swap (else
-// sequence.ErrOffline); seq must belong to this collection's vault, and a nil
-// seq or build gives ErrInvalidArgument.
+// sequence.ErrOffline); seq must come from this collection's vault handle
+// (Vault.Sequence of the same *Vault, not of a handle on the same vault
+// opened by another DB), and a nil seq or build gives ErrInvalidArgument.
 //
 // The record carries its number inside its sealed value, so PutNumbered is
 // idempotent per record id and series: when the record at id already carries
@@ -209,8 +213,8 @@ func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequenc
 		return out, fmt.Errorf("put numbered %s/%s: nil sequence: %w", c.name, id, ErrInvalidArgument)
 	case build == nil:
 		return out, fmt.Errorf("put numbered %s/%s: nil build function: %w", c.name, id, ErrInvalidArgument)
-	case !strings.HasPrefix(seq.Key(), c.v.prefix):
-		return out, fmt.Errorf("put numbered %s/%s: series %q belongs to another vault: %w", c.name, id, seq.Series(), ErrInvalidArgument)
+	case !c.v.owns(seq):
+		return out, fmt.Errorf("put numbered %s/%s: series %q belongs to another vault or vault handle: %w", c.name, id, seq.Series(), ErrInvalidArgument)
 	}
 	_, err := seq.BindKeys(ctx, []string{c.v.recordKey(c.name, id)}, func(tx stores.Tx, s sequence.Serial) error {
 		prev, err := c.v.readTx(tx, c.name, id, true)

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"maps"
 
 	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/sequence"
@@ -14,9 +14,19 @@ import (
 
 // The functions package sequence gives the vault through internal/wire.
 var (
-	seqNextTx = wire.SequenceNextTx.(func(context.Context, *sequence.Sequence, stores.Tx) (sequence.Serial, bool, error))
+	seqNextTx = wire.SequenceNextTx.(func(context.Context, *sequence.Sequence, stores.Tx, *uint64) (sequence.Serial, bool, error))
 	seqCheck  = wire.SequenceCheck.(func(context.Context, *sequence.Sequence) error)
+	seqPin    = wire.SequencePin.(func(*sequence.Sequence) uint64)
+	seqOwner  = wire.SequenceOwner.(func(*sequence.Sequence) any)
 )
+
+// owns reports whether q was obtained from v (Vault.Sequence), not from
+// another handle on the same vault, such as one opened by another DB: its
+// counter writes and ledger entries go through that handle's ledger, which
+// cannot append inside v's transactions.
+func (v *Vault) owns(q *sequence.Sequence) bool {
+	return q != nil && seqOwner(q) == any(v.seqs)
+}
 
 // maxTxChecks bounds the runs of an Update's function that end because a
 // sequence it used had to be checked against its history first (once per
@@ -36,6 +46,13 @@ type Tx struct {
 	ended bool
 	taken map[*sequence.Sequence]uint64 // numbers taken: the last per sequence
 	check []*sequence.Sequence          // sequences to check before running again
+	stale []*sequence.Sequence          // sequences to pin before running again
+	pins  map[*sequence.Sequence]uint64 // pins taken before the transaction began
+	// failed is the first error of a call that had begun writing into the
+	// transaction (a record without its ledger entry, a counter moved
+	// without its event): the transaction then does not commit, whatever
+	// fn returns.
+	failed error
 }
 
 // errTxCheck ends a run of an Update's function that used a sequence not
@@ -51,19 +68,35 @@ var errTxEnded = fmt.Errorf("transaction has ended: %w", ErrInvalidArgument)
 // returns an error (returned as it is) or panics (the panic goes on in the
 // caller), nothing is written and no number is taken. A nil fn gives
 // ErrInvalidArgument; a store without transactions,
-// stores.ErrNotSupported.
+// stores.ErrNotSupported. A call through tx that fails after it began
+// writing (its record or counter written, its ledger entry refused by the
+// store) fails the whole transaction: Update returns its error even if fn
+// went on and returned nil, and nothing is written. A call refused before
+// writing (a *ConflictError, ErrNotFound, a bad argument) leaves the
+// transaction to fn.
 //
 // fn may run more than once: when the transaction conflicts with another
 // writer (another process; writers of this vault in this process are
 // serialised, never conflicting), and the first time a sequence is used in
 // a transaction of this vault (it is checked against its history outside
-// the transaction, then fn runs again). Only the last run counts, so fn
+// the transaction, then fn runs again), and when a counter read in the
+// transaction is below a rollback pin raised meanwhile by another DB
+// sharing the state folder (fn runs again on a fresh snapshot, with the
+// pin taken before it, which tells a stale snapshot from a rollback).
+// Only the last run counts, so fn
 // should only read, compute and write through tx. After the ledger's retry
 // budget (16 attempts) Update fails with ledger.ErrContention. fn runs,
 // possibly on another goroutine (the one committing the batch), while the
 // vault's other writers wait: keep it short, and do not call the
 // vault from it other than through tx (a Put, Next or Update of the vault
 // would wait for fn forever).
+//
+// An Update whose commit reports an error may still have committed (a
+// connection lost at COMMIT on PostgreSQL). The numbers tx.Next takes are
+// not bound to a record the way PutNumbered binds them, so a blind retry
+// would take a second number and leave the first one unused: to retry
+// safely, let fn first look, through tx, for what it writes (the record it
+// numbers) and do nothing when it is there.
 func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if fn == nil {
 		return fmt.Errorf("vault update: nil function: %w", ErrInvalidArgument)
@@ -75,22 +108,41 @@ func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if _, ok := v.store.(stores.Transactor); !ok {
 		return fmt.Errorf("vault update: %w", stores.ErrNotSupported)
 	}
+	// pins holds the rollback pins of the sequences whose counter a run
+	// found below a pin read inside its transaction: taken here, before
+	// the next run's transaction begins, they decide whether it is a
+	// rollback or a snapshot older than the pin.
+	var pins map[*sequence.Sequence]uint64
 	for range maxTxChecks {
 		var last *Tx
 		err := v.ledger.Update(ctx, func(stx stores.Tx) error {
-			tx := &Tx{v: v, ctx: ctx, tx: stx}
+			tx := &Tx{v: v, ctx: ctx, tx: stx, pins: pins}
 			last = tx
 			defer func() { tx.ended = true }()
 			err := fn(tx)
-			if len(tx.check) > 0 {
+			switch {
+			case len(tx.check) > 0 || len(tx.stale) > 0:
 				return errTxCheck
+			case err != nil:
+				return err
+			case tx.failed != nil:
+				return fmt.Errorf("vault update: a write of the transaction failed, nothing was committed: %w", tx.failed)
 			}
-			return err
+			return nil
 		})
 		if errors.Is(err, errTxCheck) {
 			for _, q := range last.check {
 				if err := seqCheck(ctx, q); err != nil {
 					return fmt.Errorf("vault update: %w", err)
+				}
+			}
+			if len(last.stale) > 0 {
+				pins = maps.Clone(pins)
+				if pins == nil {
+					pins = make(map[*sequence.Sequence]uint64, len(last.stale))
+				}
+				for _, q := range last.stale {
+					pins[q] = seqPin(q)
 				}
 			}
 			continue
@@ -118,16 +170,25 @@ func (tx *Tx) use() error {
 	if tx.ended {
 		return errTxEnded
 	}
-	if len(tx.check) > 0 {
+	if len(tx.check) > 0 || len(tx.stale) > 0 {
 		return errTxCheck
 	}
 	return tx.ctx.Err()
 }
 
+// spoil records err, of a call that had begun writing into the
+// transaction, so that the transaction does not commit.
+func (tx *Tx) spoil(err error) {
+	if tx.failed == nil {
+		tx.failed = err
+	}
+}
+
 // Next takes the next number of seq in the transaction: the number is
 // taken if, and only if, the transaction commits. Numbers taken in one
-// transaction follow each other. seq must belong to the transaction's vault
-// (else ErrInvalidArgument).
+// transaction follow each other. seq must come from the transaction's
+// vault handle (Vault.Sequence of the same *Vault; a handle on the same
+// vault opened by another DB is another handle): else ErrInvalidArgument.
 func (tx *Tx) Next(seq *sequence.Sequence) (sequence.Serial, error) {
 	if err := tx.use(); err != nil {
 		return sequence.Serial{}, fmt.Errorf("next: %w", err)
@@ -135,13 +196,26 @@ func (tx *Tx) Next(seq *sequence.Sequence) (sequence.Serial, error) {
 	switch {
 	case seq == nil:
 		return sequence.Serial{}, fmt.Errorf("next: nil sequence: %w", ErrInvalidArgument)
-	case !strings.HasPrefix(seq.Key(), tx.v.prefix):
-		return sequence.Serial{}, fmt.Errorf("next: series %q belongs to another vault: %w", seq.Series(), ErrInvalidArgument)
+	case !tx.v.owns(seq):
+		return sequence.Serial{}, fmt.Errorf("next: series %q belongs to another vault or vault handle: %w", seq.Series(), ErrInvalidArgument)
 	}
-	s, check, err := seqNextTx(tx.ctx, seq, tx.tx)
+	var pinned *uint64
+	if p, ok := tx.pins[seq]; ok {
+		pinned = &p
+	}
+	s, check, err := seqNextTx(tx.ctx, seq, tx.tx, pinned)
 	if check {
 		tx.check = append(tx.check, seq)
 		return sequence.Serial{}, fmt.Errorf("next: %w", errTxCheck)
+	}
+	if errors.Is(err, wire.ErrTxStale) {
+		// Refused on a pin that may be newer than this transaction's
+		// snapshot: Update runs fn again with the pin taken before.
+		tx.stale = append(tx.stale, seq)
+		return sequence.Serial{}, fmt.Errorf("next: %w", errTxCheck)
+	}
+	if errors.Is(err, wire.ErrTxWrote) {
+		tx.spoil(err)
 	}
 	if err != nil {
 		return sequence.Serial{}, err
@@ -218,8 +292,9 @@ func (b *TxCollection[T]) Put(id string, value T) error {
 }
 
 // PutIf is Put on the condition that the record is at revision rev (0: that
-// there is none), as Collection.PutIf. A mismatch gives a *ConflictError;
-// the transaction goes on, without this write, unless fn returns it.
+// there is none), as Collection.PutIf. A mismatch gives a *ConflictError
+// and writes nothing: the transaction goes on, without this write, unless
+// fn returns it.
 func (b *TxCollection[T]) PutIf(id string, value T, rev uint64) error {
 	return b.put("put", id, value, &rev)
 }
@@ -233,13 +308,21 @@ func (b *TxCollection[T]) put(op, id string, value T, rev *uint64) error {
 	if err != nil {
 		return fmt.Errorf("%s %s/%s: encode: %w", op, c.name, id, err)
 	}
+	decided := false // the write began: a failure from here spoils the transaction
 	if _, err := c.v.modifyTx(b.tx.ctx, b.tx.tx, c.name, id, func(prev stored) (change, error) {
 		if rev != nil && prev.rev != *rev {
 			return change{}, &ConflictError{Collection: c.name, ID: id, Want: *rev, Got: prev.rev}
 		}
+		decided = true
 		return change{body: plain}, nil
 	}); err != nil {
-		return fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
+		// A revision that cannot advance is refused before writing.
+		spoiled := decided && !errors.Is(err, ErrRevisionOverflow)
+		err = fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
+		if spoiled {
+			b.tx.spoil(err)
+		}
+		return err
 	}
 	return nil
 }
@@ -264,13 +347,19 @@ func (b *TxCollection[T]) del(id string, rev *uint64) error {
 		return err
 	}
 	c := b.c
+	decided := false // as in put
 	if _, err := c.v.modifyTx(b.tx.ctx, b.tx.tx, c.name, id, func(prev stored) (change, error) {
 		if rev != nil && prev.rev != *rev {
 			return change{}, &ConflictError{Collection: c.name, ID: id, Want: *rev, Got: prev.rev}
 		}
+		decided = prev.rev != 0 // a missing record is refused before writing
 		return change{del: true}, nil
 	}); err != nil {
-		return fmt.Errorf("delete %s/%s: %w", c.name, id, err)
+		err = fmt.Errorf("delete %s/%s: %w", c.name, id, err)
+		if decided {
+			b.tx.spoil(err)
+		}
+		return err
 	}
 	return nil
 }

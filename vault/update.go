@@ -49,7 +49,11 @@ func (c *Collection[T]) GetRecord(ctx context.Context, id string) (Record[T], er
 
 // PutIf stores value under id only if the record is at revision rev (the
 // Revision of a Record read before), or, with rev 0, only if there is no
-// record at id. Otherwise it writes nothing and returns a *ConflictError
+// record at id. A revision names a write only while the record lives: a
+// record deleted and created again counts from 1 again, so a revision read
+// before the delete can match the new record (the conditional write then
+// succeeds on it); give records that are deleted and re-created ids of
+// their own, or a version field of their own in the value. Otherwise it writes nothing and returns a *ConflictError
 // (errors.Is ErrConflict) carrying the revision found. Like Put, it records
 // the write in the ledger and keeps the numbers the record carries.
 func (c *Collection[T]) PutIf(ctx context.Context, id string, value T, rev uint64) error {
@@ -114,10 +118,20 @@ func (c *Collection[T]) DeleteIf(ctx context.Context, id string, rev uint64) err
 // value it is given. On a store with transactions it runs inside the
 // store's transaction, possibly on another goroutine (the one committing
 // the batch), while other writers of the vault wait: keep it short, and do
-// not write to the vault from it. When every attempt of the
+// not call the vault from it, not even to read: on a store whose
+// transactions lock it (memstore) a Get of another record would wait for
+// fn forever. Read what fn needs before, or use Vault.Update, whose
+// transaction reads through Collection.In. When every attempt of the
 // retry budget (16) lost to another writer, Update fails with a
 // *ConflictError (errors.Is ErrConflict) and writes nothing. The ledger
 // entry is the one Put writes, and the record keeps the numbers it carries.
+//
+// An Update whose commit reports an error may still have committed (a
+// connection lost at COMMIT): calling it again applies fn a second time.
+// Where that matters (an increment), read the record with GetRecord and
+// write with PutIf on its revision instead: a retry of a write that did
+// commit then fails with a *ConflictError, and the record read again shows
+// it.
 func (c *Collection[T]) Update(ctx context.Context, id string, fn func(*T) error) (Record[T], error) {
 	if err := c.begin(ctx, "update", id); err != nil {
 		return Record[T]{}, err

@@ -4,15 +4,48 @@
 // applications.
 package wire
 
+import "errors"
+
 // SequenceNextTx is set by package sequence to
 //
-//	func(ctx context.Context, q *sequence.Sequence, tx stores.Tx) (s sequence.Serial, check bool, err error)
+//	func(ctx context.Context, q *sequence.Sequence, tx stores.Tx, pinned *uint64) (s sequence.Serial, check bool, err error)
 //
 // which takes the next number of q inside tx (the caller's store
 // transaction, in a vault the ledger's batch), recording its journal event
 // in tx. check reports that q's counter was not yet checked against its
 // history: call SequenceCheck outside the transaction, then run it again.
+// pinned is the counter's rollback pin taken with SequencePin before tx
+// began, or nil to read it inside tx. An err matching ErrTxStale (only
+// when pinned is nil) is a rollback that a snapshot older than the pin may
+// explain: run the transaction again with the pin taken before it. An err
+// matching ErrTxWrote means q wrote into tx before failing: tx must not
+// commit.
 var SequenceNextTx any
+
+// SequencePin is set by package sequence to
+//
+//	func(q *sequence.Sequence) uint64
+//
+// which returns the rollback pin of q's counter now (see SequenceNextTx).
+var SequencePin any
+
+// SequenceOwner is set by package sequence to
+//
+//	func(q *sequence.Sequence) any
+//
+// which returns the value NewSequences returned for the vault handle q was
+// obtained from, so that a vault can tell its own sequences from those of
+// another handle on the same vault (another DB), whose keys look the same.
+var SequenceOwner any
+
+// Marks of the errors of SequenceNextTx.
+var (
+	// ErrTxStale: refused as a rollback on a pin read inside the
+	// transaction; decided by running it again with the pin taken before.
+	ErrTxStale = errors.New("counter below a pin read inside the transaction")
+	// ErrTxWrote: the call wrote into the transaction before it failed.
+	ErrTxWrote = errors.New("failed after writing into the transaction")
+)
 
 // SequenceCheck is set by package sequence to
 //
