@@ -80,6 +80,8 @@ type Series struct {
 	dir     string              // Prefix + "_numbering/" + name + "/"
 	workers int
 
+	prog progress // the running pass's progress (Progress)
+
 	// Tuning and hooks, changed only by tests (export_test.go).
 	stepSize   int
 	chunkItems int

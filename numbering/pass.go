@@ -106,6 +106,7 @@ func (s *Series) RunPass(ctx context.Context) (PassReport, error) {
 	if s.afterLock != nil {
 		s.afterLock()
 	}
+	defer s.prog.start(PassIdle, 0)
 	if err := s.pass(ctx, &rep); err != nil {
 		return rep, s.errorf("pass", err)
 	}
@@ -369,10 +370,12 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 	prefix := s.dir + pendingDir
 	var all []item
 	var handoffs []bool
+	s.prog.start(PassReading, 0)
 	for it, err := range stores.ListUnder(ctx, s.b.Store, prefix) {
 		if err != nil {
 			return nil, fmt.Errorf("list pending: %w", err)
 		}
+		s.prog.add(1)
 		rest := it.Key[len(prefix):]
 		if len(rest) < provisionalLen+2 || rest[provisionalLen] != '/' {
 			return nil, fmt.Errorf("pending key %q: %w", it.Key, ErrTampered)
@@ -395,7 +398,9 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 		wait
 	)
 	status := make([]uint8, len(all))
+	s.prog.start(PassChecking, len(all))
 	err := parallel(ctx, len(all), s.workers, func(ctx context.Context, i int) error {
+		defer s.prog.add(1)
 		id := all[i].id
 		a, indexed, err := s.readAssigned(ctx, id)
 		if err != nil {
@@ -553,6 +558,8 @@ func (s *Series) finish(ctx context.Context, h *head, ver uint64, resumed bool, 
 			return 0, fmt.Errorf("%w: batch %d format: %w", ErrCorrupt, b.id, err)
 		}
 	}
+	s.prog.start(PassNumbering, int(b.last-b.first+1))
+	s.prog.add(int(b.done - (b.first - 1)))
 	var recorded map[uint64]bool
 	if resumed {
 		if recorded, err = s.recorded(ctx, b); err != nil {
@@ -757,6 +764,7 @@ func (s *Series) stamp(ctx context.Context, b *batch, seg []item, marks []deferr
 		}
 		stamps, found, err := bs.StampBatch(ctx, b.collection, ids, marks)
 		if err == nil {
+			s.prog.add(len(seg))
 			gone := make([]bool, len(seg))
 			for i, ok := range found {
 				gone[i] = !ok
@@ -775,12 +783,14 @@ func (s *Series) stamp(ctx context.Context, b *batch, seg []item, marks []deferr
 		st, err := s.b.Records.Stamp(ctx, b.collection, seg[i].id, marks[i])
 		if errors.Is(err, stores.ErrNotFound) {
 			gone[i] = true
+			s.prog.add(1)
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("stamp %s/%s with %s: %w", b.collection, seg[i].id, texts[i], err)
 		}
 		stamps[i] = st
+		s.prog.add(1)
 		return nil
 	})
 	return stamps, gone, err

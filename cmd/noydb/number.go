@@ -321,38 +321,50 @@ With --json: {"series", "last", "pending", "batch": {"first", "last", "done",
 	return num
 }
 
-// passProgress follows a pass on a terminal by watching its pending entries
-// drain (a pass removes them as it stamps), and returns a func that stops
-// it and erases the bar.
+// passProgress follows a pass on a terminal through the handle's Progress
+// (entries read, records checked, records numbered), and returns a func
+// that stops it and erases the bar.
 func (a *app) passProgress(ctx context.Context, s *numbering.Series) (stop func()) {
 	if !a.io.errTerminal {
 		return func() {}
 	}
-	total, err := s.Pending(ctx)
-	if err != nil || total == 0 {
-		return func() {}
-	}
-	bar := a.progress("numbering", uint64(total))
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(250 * time.Millisecond)
+		var bar *progressBar
+		phase := numbering.PassIdle
+		t := time.NewTicker(redrawEvery)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
+				if bar != nil {
+					bar.done()
+				}
 				return
 			case <-t.C:
-				if left, err := s.Pending(ctx); err == nil && left <= total {
-					bar.set(uint64(total - left))
+			}
+			p := s.Progress()
+			if p.Phase == numbering.PassIdle {
+				continue
+			}
+			if p.Phase != phase || bar == nil {
+				if bar != nil {
+					bar.done()
+				}
+				phase = p.Phase
+				bar = a.progress(p.Phase.String(), uint64(p.Total))
+				if p.Phase == numbering.PassReading {
+					bar.counts = func(n, _ uint64) string { return fmt.Sprintf("%d pending entries", n) }
 				}
 			}
+			bar.total = uint64(p.Total)
+			bar.set(uint64(p.Done))
 		}
 	}()
 	return func() {
 		cancel()
 		<-done
-		bar.done()
 	}
 }
