@@ -311,33 +311,42 @@ func (s *Series) Lookup(ctx context.Context, id string) (Assignment, bool, error
 				return a, true, nil
 			}
 		}
-		h, _, err := s.loadHead(ctx)
-		if err != nil {
-			return Assignment{}, false, s.errorf("lookup "+id, err)
-		}
-		if h.batch == nil {
-			return Assignment{}, false, nil
-		}
-		items, err := s.loadBatch(ctx, h.batch)
+		a, ok, err = s.inFlight(ctx, func(it item) bool { return it.id == id })
 		if errors.Is(err, errStaleBatch) {
 			continue
 		}
 		if err != nil {
 			return Assignment{}, false, s.errorf("lookup "+id, err)
 		}
-		for i, it := range items {
-			if it.id == id {
-				n := h.batch.first + uint64(i)
-				text, err := s.text(h.batch.format, n)
-				if err != nil {
-					return Assignment{}, false, s.errorf("lookup "+id, err)
-				}
-				return Assignment{RecordID: id, Number: n, Formatted: text, Provisional: it.provisional, Batch: h.batch.id}, true, nil
-			}
-		}
-		return Assignment{}, false, nil
+		return a, ok, nil
 	}
 	return Assignment{}, false, s.errorf("lookup "+id, ErrPassRunning)
+}
+
+// inFlight looks in the batch in flight for the first record match
+// accepts, and returns its number; ok is false when there is no batch or
+// no such record in it. errStaleBatch says a pass replaced the batch
+// meanwhile: the caller reads the index again.
+func (s *Series) inFlight(ctx context.Context, match func(item) bool) (Assignment, bool, error) {
+	h, _, err := s.loadHead(ctx)
+	if err != nil || h.batch == nil {
+		return Assignment{}, false, err
+	}
+	items, err := s.loadBatch(ctx, h.batch)
+	if err != nil {
+		return Assignment{}, false, err
+	}
+	for i, it := range items {
+		if match(it) {
+			n := h.batch.first + uint64(i)
+			text, err := s.text(h.batch.format, n)
+			if err != nil {
+				return Assignment{}, false, err
+			}
+			return Assignment{RecordID: it.id, Number: n, Formatted: text, Provisional: it.provisional, Batch: h.batch.id}, true, nil
+		}
+	}
+	return Assignment{}, false, nil
 }
 
 // indexed is deferred.Hooks.Indexed.

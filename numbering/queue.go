@@ -135,31 +135,14 @@ func (s *Series) LookupProvisional(ctx context.Context, provisional string) (Ass
 	}
 	// Not indexed yet: it may be in the batch in flight.
 	for range 3 {
-		h, _, err := s.loadHead(ctx)
-		if err != nil {
-			return Assignment{}, false, s.errorf("lookup "+provisional, err)
-		}
-		if h.batch == nil {
-			return Assignment{}, false, nil
-		}
-		items, err := s.loadBatch(ctx, h.batch)
+		a, ok, err := s.inFlight(ctx, func(it item) bool { return it.provisional == provisional })
 		if errors.Is(err, errStaleBatch) {
 			continue
 		}
 		if err != nil {
 			return Assignment{}, false, s.errorf("lookup "+provisional, err)
 		}
-		for i, it := range items {
-			if it.provisional == provisional {
-				n := h.batch.first + uint64(i)
-				text, err := s.text(h.batch.format, n)
-				if err != nil {
-					return Assignment{}, false, s.errorf("lookup "+provisional, err)
-				}
-				return Assignment{RecordID: it.id, Number: n, Formatted: text, Provisional: provisional, Batch: h.batch.id}, true, nil
-			}
-		}
-		return Assignment{}, false, nil
+		return a, ok, nil
 	}
 	return Assignment{}, false, s.errorf("lookup "+provisional, ErrPassRunning)
 }
