@@ -653,7 +653,9 @@ func (n *Numbered[T]) Audit(ctx context.Context) (NumberedAudit, error) {
 		return rep, fmt.Errorf("numbering %q: audit: %w", n.series, err)
 	}
 	defer n.c.v.exit()
-	seq := n.seq
+	n.mu.Lock()
+	seq := n.seq // set by a Put's prepare, maybe running now
+	n.mu.Unlock()
 	if seq == nil {
 		var err error
 		if seq, err = n.c.v.Sequence(n.series, sequence.Options{}); err != nil {
