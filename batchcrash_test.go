@@ -586,11 +586,3 @@ func (m *crashModel) check(t *testing.T, round int, v *vault.Vault, a crashAcks)
 	}
 	return landed, unacked
 }
-
-// killSelf ends this process at once, as kill -9 would (Process.Kill sends
-// SIGKILL on Unix and terminates the process on Windows).
-func killSelf() {
-	if p, err := os.FindProcess(os.Getpid()); err == nil {
-		_ = p.Kill()
-	}
-}

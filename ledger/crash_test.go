@@ -195,11 +195,3 @@ func crashOnce(t *testing.T, kind, dir, spec string, killAfter int) map[uint64]s
 	require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "child was not killed: %v; stderr: %s", err, stderr.String())
 	return acks
 }
-
-// killSelf ends this process at once, as kill -9 would (Process.Kill sends
-// SIGKILL on Unix and terminates the process on Windows).
-func killSelf() {
-	if p, err := os.FindProcess(os.Getpid()); err == nil {
-		_ = p.Kill()
-	}
-}
