@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -93,4 +94,28 @@ func TestSeriesRefusesStrayKeys(t *testing.T) {
 			assert.ErrorIs(t, err, tc.want)
 		})
 	}
+}
+
+// A store that yields a key twice, or out of order, breaks the List
+// contract: Series reports it rather than listing a counter twice.
+func TestSeriesRefusesARepeatedKey(t *testing.T) {
+	ctx := context.Background()
+	adv := faultstore.NewAdversary(memstore.New())
+	v := openVault(t, openDB(t, adv.Store(), "alice", "s3cret"), "books")
+	for _, series := range []string{"inv", "orders"} {
+		s, err := v.Sequence(series, sequence.Options{})
+		require.NoError(t, err)
+		_, err = s.Next(ctx)
+		require.NoError(t, err)
+	}
+	got, err := v.Series(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []vault.SeriesInfo{{Name: "inv", Head: 1}, {Name: "orders", Head: 1}}, got)
+
+	// The real counter of orders, yielded once more before the real ones.
+	it, err := adv.Raw().Get(ctx, "v/books/_sequences/orders")
+	require.NoError(t, err)
+	adv.InjectList("v/books/_sequences/", it)
+	_, err = v.Series(ctx)
+	assert.ErrorIs(t, err, stores.ErrMisbehaving)
 }
