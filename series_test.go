@@ -119,3 +119,39 @@ func TestSeriesRefusesARepeatedKey(t *testing.T) {
 	_, err = v.Series(ctx)
 	assert.ErrorIs(t, err, stores.ErrMisbehaving)
 }
+
+// Series lists only its own vault's series, also next to a vault whose
+// name extends its own (books, books2): the key prefixes end in '/'.
+func TestSeriesOfAVaultNamedAsAPrefixOfAnother(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	fs := openFileStore(t, dir)
+	db := openDB(t, fs, "alice", "s3cret")
+	books, books2 := openVault(t, db, "books"), openVault(t, db, "books2")
+	for _, v := range []*vault.Vault{books, books2} {
+		h, err := vault.NumberingOf(vault.CollectionOf[Stub](v, "stubs"), v.Name()+"-t", sequence.Options{}, setStub)
+		require.NoError(t, err)
+		_, err = h.Put(ctx, "a", Stub{})
+		require.NoError(t, err)
+		_, err = h.Settle(ctx)
+		require.NoError(t, err)
+	}
+	got, err := books.Series(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []vault.SeriesInfo{{Name: "books-t", Head: 1, Passes: true, Collection: "stubs"}}, got)
+
+	mdb := openDB(t, memstore.New(), "alice", "s3cret")
+	m, m2 := openVault(t, mdb, "books"), openVault(t, mdb, "books2")
+	for _, v := range []*vault.Vault{m, m2, m2} {
+		s, err := v.Sequence(v.Name()+"-c", sequence.Options{})
+		require.NoError(t, err)
+		_, err = s.Next(ctx)
+		require.NoError(t, err)
+	}
+	got, err = m.Series(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []vault.SeriesInfo{{Name: "books-c", Head: 1}}, got)
+	got, err = m2.Series(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []vault.SeriesInfo{{Name: "books2-c", Head: 2}}, got)
+}
