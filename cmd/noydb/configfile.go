@@ -141,8 +141,17 @@ func checkSetting(key, value string) error {
 
 // set writes key = value into the config file, replacing an earlier value
 // of key and keeping the other lines; an empty value removes the key.
+// A config file that is a symbolic link is written through the link; one
+// that is not a regular file (/dev/null, a pipe) is left alone.
 func (cf configFile) set(key, value string) error {
-	data, err := os.ReadFile(cf.path)
+	path := cf.path
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return errors.New("not a regular file: 'noydb config set' writes only to one")
+	}
+	data, err := readConfigFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -163,10 +172,10 @@ func (cf configFile) set(key, value string) error {
 	if !done && value != "" {
 		lines = append(lines, key+" = "+value)
 	}
-	if err := os.MkdirAll(filepath.Dir(cf.path), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp := cf.path + ".tmp"
+	tmp := path + ".tmp"
 	out := strings.Join(lines, "\n")
 	if out != "" {
 		out += "\n"
@@ -174,5 +183,5 @@ func (cf configFile) set(key, value string) error {
 	if err := os.WriteFile(tmp, []byte(out), 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, cf.path)
+	return os.Rename(tmp, path)
 }

@@ -93,3 +93,45 @@ func TestConfigRefusesRelativeStore(t *testing.T) {
 	assert.Contains(t, stderr, "line 2")
 	assert.Contains(t, stderr, "absolute")
 }
+
+// A config file kept as a symbolic link (a dotfiles repository) stays one:
+// 'config set' writes through the link instead of replacing it.
+func TestConfigSetWritesThroughASymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "dotfiles", "noydb.conf")
+	require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o700))
+	require.NoError(t, os.WriteFile(target, []byte("# mine\n"), 0o600))
+	link := filepath.Join(dir, "config")
+	if err := os.Symlink(target, link); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	code, _, stderr := configRun(t, link, "config", "set", "vault", "books")
+	require.Equal(t, exitOK, code, stderr)
+	fi, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeSymlink, fi.Mode().Type(), "still a link")
+	data, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, "# mine\nvault = books\n", string(data))
+}
+
+// $NOYDB_CONFIG naming something other than a regular file (/dev/null to
+// run without a config file, a pipe) is never replaced by 'config set'.
+func TestConfigSetLeavesADeviceAlone(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no /dev/null")
+	}
+	before, err := os.Stat(os.DevNull)
+	require.NoError(t, err)
+	code, _, stderr := configRun(t, os.DevNull, "config", "set", "vault", "books")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, stderr, "not a regular file")
+	after, err := os.Stat(os.DevNull)
+	require.NoError(t, err)
+	assert.Equal(t, before.Mode(), after.Mode(), "still the device")
+
+	// And reading it is an empty config file.
+	code, stdout, stderr := configRun(t, os.DevNull, "config")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Regexp(t, `(?m)^vault +default +\(default\)$`, stdout)
+}
