@@ -37,3 +37,34 @@ func FuzzPartition(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCounterKey: the key of every valid counter names it back through
+// counterOf, series and partition alike, and is never taken for a claim
+// or void record.
+func FuzzCounterKey(f *testing.F) {
+	f.Add("fatture", "2026\x00a/b%c")
+	f.Add("inv", "")
+	f.Add("a b", "\x01\x00%01")
+	f.Fuzz(func(t *testing.T, series, joined string) {
+		var parts []string
+		if joined != "" {
+			parts = strings.Split(joined, "\x00")
+		}
+		anyParts := make([]any, len(parts))
+		for i, p := range parts {
+			anyParts[i] = p
+		}
+		norm, err := normalizePartition(anyParts)
+		if err != nil || checkSeries(series) != nil {
+			return
+		}
+		key, err := counterKey("v/x/", series, norm)
+		if err != nil {
+			return
+		}
+		gotSeries, gotParts, ok, err := counterOf(strings.TrimPrefix(key, "v/x/"))
+		if err != nil || !ok || gotSeries != series || !slices.Equal(gotParts, norm) {
+			t.Fatalf("counterOf(%q) = %q, %q, %v, %v; want %q, %q", key, gotSeries, gotParts, ok, err, series, norm)
+		}
+	})
+}
