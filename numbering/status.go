@@ -59,8 +59,8 @@ func (s *Series) Status(ctx context.Context) (Status, error) {
 			if herr != nil {
 				return Status{}, s.errorf("status", herr)
 			}
-			if h.batch != nil && h.batch.id == stale.id && bytes.Equal(h.batch.token, stale.token) {
-				return Status{}, s.errorf("status", fmt.Errorf("%w: the chunks of batch %d are missing or stale", ErrCorrupt, stale.id))
+			if stale == nil || h.batch != nil && h.batch.id == stale.id && bytes.Equal(h.batch.token, stale.token) {
+				return Status{}, s.errorf("status", fmt.Errorf("%w: the chunks of the batch in flight are missing or stale", ErrCorrupt))
 			}
 			continue
 		}
