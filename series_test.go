@@ -2,6 +2,7 @@ package noydb_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -154,4 +155,30 @@ func TestSeriesOfAVaultNamedAsAPrefixOfAnother(t *testing.T) {
 	got, err = m2.Series(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []vault.SeriesInfo{{Name: "books2-c", Head: 2}}, got)
+}
+
+// Partitions holding the bytes the key layout escapes ('/', '%', NUL,
+// \x01) are listed as they were given, each with its own head.
+func TestSeriesListsPartitionsWithEscapedBytes(t *testing.T) {
+	ctx := context.Background()
+	v := openVault(t, openDB(t, memstore.New(), "alice", "s3cret"), "books")
+	parts := [][]any{{"a\x00b"}, {"a", "b"}, {"a/b"}, {"\x01", "%00"}, {"%2F"}}
+	for i, p := range parts {
+		s, err := v.Sequence("inv", sequence.Options{Partition: p})
+		require.NoError(t, err)
+		for range i + 1 {
+			_, err = s.Next(ctx)
+			require.NoError(t, err)
+		}
+	}
+	got, err := v.Series(ctx)
+	require.NoError(t, err)
+	heads := map[string]uint64{}
+	for _, s := range got {
+		require.Equal(t, "inv", s.Name)
+		heads[fmt.Sprintf("%q", s.Partition)] = s.Head
+	}
+	assert.Equal(t, map[string]uint64{
+		`["a\x00b"]`: 1, `["a" "b"]`: 2, `["a/b"]`: 3, `["\x01" "%00"]`: 4, `["%2F"]`: 5,
+	}, heads)
 }
