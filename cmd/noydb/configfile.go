@@ -109,7 +109,7 @@ func checkSetting(key, value string) error {
 		return fmt.Errorf("%s: the value holds a control character (a line break?)", key)
 	}
 	if strings.TrimSpace(value) != value {
-		return fmt.Errorf("%s %q: the value starts or ends with a space", key, value)
+		return fmt.Errorf("%s: the value starts or ends with a space", key)
 	}
 	switch key {
 	case "store":

@@ -135,3 +135,24 @@ func TestConfigSetLeavesADeviceAlone(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.Regexp(t, `(?m)^vault +default +\(default\)$`, stdout)
 }
+
+// 'config set store' with a PostgreSQL URL keeps the password in the file
+// (0600) but never prints it, in text or JSON.
+func TestConfigSetHidesAPassword(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "noydb.conf")
+	url := "postgres://u:hunter2@db.example/books?sslmode=disable"
+	for _, args := range [][]string{{"config", "set", "store", url}, {"--json", "config", "set", "store", url}, {"config"}} {
+		code, stdout, stderr := configRun(t, cfg, args...)
+		require.Equal(t, exitOK, code, stderr)
+		assert.NotContains(t, stdout+stderr, "hunter2", "%v", args)
+		assert.Contains(t, stdout, "db.example", "%v", args)
+	}
+	data, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	assert.Equal(t, "store = "+url+"\n", string(data))
+	if runtime.GOOS != "windows" {
+		fi, err := os.Stat(cfg)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	}
+}
