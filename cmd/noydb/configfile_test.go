@@ -156,3 +156,16 @@ func TestConfigSetHidesAPassword(t *testing.T) {
 		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	}
 }
+
+// Help shows --store's default, which $NOYDB_STORE or the config file may
+// set to a PostgreSQL URL: without its password.
+func TestHelpHidesTheStorePassword(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "noydb.conf")
+	require.NoError(t, os.WriteFile(cfg, []byte("store = postgres://u:hunter2@db.example/books\n"), 0o600))
+	for _, args := range [][]string{{"--help"}, {"seq", "peek", "--help"}} {
+		code, stdout, stderr := configRun(t, cfg, args...)
+		require.Equal(t, exitOK, code, stderr)
+		assert.NotContains(t, stdout+stderr, "hunter2", "%v", args)
+		assert.Contains(t, stdout, "postgres://u:xxxxx@db.example/books", "%v", args)
+	}
+}
