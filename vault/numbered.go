@@ -653,9 +653,7 @@ func (n *Numbered[T]) Audit(ctx context.Context) (NumberedAudit, error) {
 		return rep, fmt.Errorf("numbering %q: audit: %w", n.series, err)
 	}
 	defer n.c.v.exit()
-	n.mu.Lock() // prepare sets n.seq under it, from a Put running meanwhile
 	seq := n.seq
-	n.mu.Unlock()
 	if seq == nil {
 		var err error
 		if seq, err = n.c.v.Sequence(n.series, sequence.Options{}); err != nil {
