@@ -2,11 +2,13 @@ package noydb_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -76,8 +78,13 @@ func TestSeriesRefusesStrayKeys(t *testing.T) {
 		want error
 	}{
 		"invalid series name": {"v/books/_sequences/", stores.ErrMisbehaving},
-		"forged counter":      {"v/books/_sequences/ghost", vault.ErrTampered},
-		"forged pass series":  {"v/books/_numbering/ghost/head", vault.ErrTampered},
+		// The partition "a\x00b" is encoded a%00b: this key names no
+		// counter the vault can write, and reading "a\x00b" would read
+		// another key, listing a counter that is not there.
+		"partition with a raw NUL":  {"v/books/_sequences/inv\x00a\x00b", stores.ErrMisbehaving},
+		"empty partition component": {"v/books/_sequences/inv\x002026//a", stores.ErrMisbehaving},
+		"forged counter":            {"v/books/_sequences/ghost", vault.ErrTampered},
+		"forged pass series":        {"v/books/_numbering/ghost/head", vault.ErrTampered},
 	} {
 		t.Run(name, func(t *testing.T) {
 			st := memstore.New()
@@ -88,4 +95,90 @@ func TestSeriesRefusesStrayKeys(t *testing.T) {
 			assert.ErrorIs(t, err, tc.want)
 		})
 	}
+}
+
+// A store that yields a key twice, or out of order, breaks the List
+// contract: Series reports it rather than listing a counter twice.
+func TestSeriesRefusesARepeatedKey(t *testing.T) {
+	ctx := context.Background()
+	adv := faultstore.NewAdversary(memstore.New())
+	v := openVault(t, openDB(t, adv.Store(), "alice", "s3cret"), "books")
+	for _, series := range []string{"inv", "orders"} {
+		s, err := v.Sequence(series, sequence.Options{})
+		require.NoError(t, err)
+		_, err = s.Next(ctx)
+		require.NoError(t, err)
+	}
+	got, err := v.Series(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []vault.SeriesInfo{{Name: "inv", Head: 1}, {Name: "orders", Head: 1}}, got)
+
+	// The real counter of orders, yielded once more before the real ones.
+	it, err := adv.Raw().Get(ctx, "v/books/_sequences/orders")
+	require.NoError(t, err)
+	adv.InjectList("v/books/_sequences/", it)
+	_, err = v.Series(ctx)
+	assert.ErrorIs(t, err, stores.ErrMisbehaving)
+}
+
+// Series lists only its own vault's series, also next to a vault whose
+// name extends its own (books, books2): the key prefixes end in '/'.
+func TestSeriesOfAVaultNamedAsAPrefixOfAnother(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	fs := openFileStore(t, dir)
+	db := openDB(t, fs, "alice", "s3cret")
+	books, books2 := openVault(t, db, "books"), openVault(t, db, "books2")
+	for _, v := range []*vault.Vault{books, books2} {
+		h, err := vault.NumberingOf(vault.CollectionOf[Stub](v, "stubs"), v.Name()+"-t", sequence.Options{}, setStub)
+		require.NoError(t, err)
+		_, err = h.Put(ctx, "a", Stub{})
+		require.NoError(t, err)
+		_, err = h.Settle(ctx)
+		require.NoError(t, err)
+	}
+	got, err := books.Series(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []vault.SeriesInfo{{Name: "books-t", Head: 1, Passes: true, Collection: "stubs"}}, got)
+
+	mdb := openDB(t, memstore.New(), "alice", "s3cret")
+	m, m2 := openVault(t, mdb, "books"), openVault(t, mdb, "books2")
+	for _, v := range []*vault.Vault{m, m2, m2} {
+		s, err := v.Sequence(v.Name()+"-c", sequence.Options{})
+		require.NoError(t, err)
+		_, err = s.Next(ctx)
+		require.NoError(t, err)
+	}
+	got, err = m.Series(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []vault.SeriesInfo{{Name: "books-c", Head: 1}}, got)
+	got, err = m2.Series(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []vault.SeriesInfo{{Name: "books2-c", Head: 2}}, got)
+}
+
+// Partitions holding the bytes the key layout escapes ('/', '%', NUL,
+// \x01) are listed as they were given, each with its own head.
+func TestSeriesListsPartitionsWithEscapedBytes(t *testing.T) {
+	ctx := context.Background()
+	v := openVault(t, openDB(t, memstore.New(), "alice", "s3cret"), "books")
+	parts := [][]any{{"a\x00b"}, {"a", "b"}, {"a/b"}, {"\x01", "%00"}, {"%2F"}}
+	for i, p := range parts {
+		s, err := v.Sequence("inv", sequence.Options{Partition: p})
+		require.NoError(t, err)
+		for range i + 1 {
+			_, err = s.Next(ctx)
+			require.NoError(t, err)
+		}
+	}
+	got, err := v.Series(ctx)
+	require.NoError(t, err)
+	heads := map[string]uint64{}
+	for _, s := range got {
+		require.Equal(t, "inv", s.Name)
+		heads[fmt.Sprintf("%q", s.Partition)] = s.Head
+	}
+	assert.Equal(t, map[string]uint64{
+		`["a\x00b"]`: 1, `["a" "b"]`: 2, `["a/b"]`: 3, `["\x01" "%00"]`: 4, `["%2F"]`: 5,
+	}, heads)
 }

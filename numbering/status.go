@@ -1,6 +1,7 @@
 package numbering
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,16 +48,43 @@ func (s *Series) Status(ctx context.Context) (Status, error) {
 		return Status{}, s.errorf("status", err)
 	}
 	defer exit()
+	// A pass may finish the batch between our reads of the head and of its
+	// chunks (and clear them): then the head no longer names that batch,
+	// and the next round reads it again. Chunks missing under a head that
+	// still names their batch are lost.
+	for range 3 {
+		st, stale, err := s.status(ctx)
+		if errors.Is(err, errStaleBatch) {
+			h, _, herr := s.loadHead(ctx)
+			if herr != nil {
+				return Status{}, s.errorf("status", herr)
+			}
+			if stale == nil || h.batch != nil && h.batch.id == stale.id && bytes.Equal(h.batch.token, stale.token) {
+				return Status{}, s.errorf("status", fmt.Errorf("%w: the chunks of the batch in flight are missing or stale", ErrCorrupt))
+			}
+			continue
+		}
+		if err != nil {
+			return Status{}, s.errorf("status", err)
+		}
+		return st, nil
+	}
+	return Status{}, s.errorf("status", ErrPassRunning)
+}
+
+// status is one round of Status: errStaleBatch, with the batch the head
+// named, when its chunks did not match it.
+func (s *Series) status(ctx context.Context) (Status, *batch, error) {
 	h, _, err := s.loadHead(ctx)
 	if err != nil {
-		return Status{}, s.errorf("status", err)
+		return Status{}, nil, err
 	}
 	prefix := s.dir + pendingDir
 	pending := map[string]int{}
 	total := 0
 	for it, err := range stores.ListUnder(ctx, s.b.Store, prefix) {
 		if err != nil {
-			return Status{}, s.errorf("status", err)
+			return Status{}, nil, err
 		}
 		pending[it.Key[len(prefix):]]++
 		total++
@@ -64,11 +92,8 @@ func (s *Series) Status(ctx context.Context) (Status, error) {
 	st := Status{Last: h.last, Waiting: total}
 	if b := h.batch; b != nil {
 		items, err := s.loadBatch(ctx, b)
-		if errors.Is(err, errStaleBatch) {
-			err = fmt.Errorf("%w: the chunks of batch %d are missing or stale", ErrCorrupt, b.id)
-		}
 		if err != nil {
-			return Status{}, s.errorf("status", err)
+			return Status{}, b, err
 		}
 		bs := &BatchStatus{First: b.first, Last: b.last, Done: b.done}
 		for i, it := range items {
@@ -83,7 +108,7 @@ func (s *Series) Status(ctx context.Context) (Status, error) {
 			}
 			n, _, _, err := s.b.Records.Number(ctx, b.collection, it.id, s.name)
 			if err != nil {
-				return Status{}, s.errorf("status", err)
+				return Status{}, nil, err
 			}
 			if n != num {
 				bs.Unstamped++
@@ -91,5 +116,5 @@ func (s *Series) Status(ctx context.Context) (Status, error) {
 		}
 		st.Batch = bs
 	}
-	return st, nil
+	return st, nil, nil
 }

@@ -148,12 +148,21 @@ func encodePartition(parts []string) string {
 
 func init() { wire.SequenceCounterOf = counterOf }
 
-// decodePartition reverses encodePartition.
+// decodePartition reverses encodePartition, and only it: text that
+// encodePartition never makes (an empty component, a raw NUL or \x01, an
+// escape other than those four) is an error, so what it decodes encodes back
+// to enc, and a counter key names exactly one partition.
 func decodePartition(enc string) ([]string, error) {
 	var parts []string
 	for p := range strings.SplitSeq(enc, "/") {
+		if p == "" {
+			return nil, fmt.Errorf("partition %q: empty component", enc)
+		}
 		var b strings.Builder
 		for i := 0; i < len(p); i++ {
+			if p[i] == 0 || p[i] == 1 {
+				return nil, fmt.Errorf("partition %q: unescaped control byte %#x", enc, p[i])
+			}
 			if p[i] != '%' {
 				b.WriteByte(p[i])
 				continue

@@ -57,10 +57,17 @@ func (v *Vault) Series(ctx context.Context) ([]SeriesInfo, error) {
 	passInfo := wire.Hook[passInfoFunc]("NumberingInfo", wire.NumberingInfo)
 
 	var out []SeriesInfo
+	prev := ""
 	for it, err := range stores.ListUnder(ctx, v.store, v.prefix+"_sequences/") {
 		if err != nil {
 			return nil, fmt.Errorf("series: %w", err)
 		}
+		// List yields each key once, in ascending order: a key again (or
+		// out of order) would list a counter twice.
+		if prev != "" && it.Key <= prev {
+			return nil, fmt.Errorf("series: key %q after %q: %w: keys out of order", it.Key, prev, stores.ErrMisbehaving)
+		}
+		prev = it.Key
 		name, part, ok, err := counterOf(it.Key[len(v.prefix):])
 		if err != nil {
 			return nil, fmt.Errorf("series: key %q: %w: %w", it.Key, stores.ErrMisbehaving, err)

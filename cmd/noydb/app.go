@@ -275,6 +275,9 @@ cheap key-derivation cost. Never set it for real data.`,
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeSpec, "store", storeDefault, "where the data is: badger:DIR, file:DIR, mem: or a postgres:// URL ($"+envStore+"; default a badger store in the user data folder)")
+	// Help shows the default: a PostgreSQL URL from $NOYDB_STORE or the
+	// config file without its password.
+	pf.Lookup("store").DefValue = redactURL(storeDefault)
 	pf.StringVar(&a.vaultName, "vault", vaultDefault, "vault name ($"+envVault+")")
 	pf.StringVar(&a.user, "user", setting(envUser, "user", ""), "user whose key opens the vault ($"+envUser+"; default the vault's only user, and $USER for a new vault)")
 	a.flags = pf

@@ -171,21 +171,27 @@ func seriesName(s *sequence.Sequence) string {
 
 // auditPasses audits a series numbered by passes, through the numbered
 // handle of the collection it numbers.
+// A series whose records were only enqueued ('number enqueue') has no
+// collection stored until its first pass: nothing of it is numbered yet.
 func (a *app) auditPasses(ctx context.Context, v *vault.Vault, info vault.SeriesInfo) error {
-	h, err := cliNumbering(v, info.Collection, info.Name, "", "number")
-	if err != nil {
-		return err
-	}
-	rep, err := h.Series().Audit(ctx)
-	if err != nil && !errors.Is(err, numbering.ErrDuplicate) {
-		return err
+	rep := numbering.AuditReport{Series: info.Name, Last: info.Head}
+	var err error
+	if info.Collection != "" {
+		h, herr := cliNumbering(v, info.Collection, info.Name, "", "number")
+		if herr != nil {
+			return herr
+		}
+		rep, err = h.Series().Audit(ctx)
+		if err != nil && !errors.Is(err, numbering.ErrDuplicate) {
+			return err
+		}
 	}
 	if a.json {
 		if err := a.printJSON(rep); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(a.io.out, "series %q in vault %q, numbered by passes (collection %s): last %d\n", info.Name, v.Name(), info.Collection, rep.Last)
+		fmt.Fprintf(a.io.out, "series %q in vault %q, numbered by passes%s: last %d\n", info.Name, v.Name(), collectionNote(info.Collection), rep.Last)
 		fmt.Fprintf(a.io.out, "%d numbers: %d assigned, %d voided, %d not yet recorded\n", rep.Last, rep.Assigned, rep.Voided, rep.Missing)
 		for _, r := range rep.Renumbered {
 			fmt.Fprintf(a.io.out, "  record %s has several numbers: %v\n", r.RecordID, r.Numbers)
@@ -198,4 +204,13 @@ func (a *app) auditPasses(ctx context.Context, v *vault.Vault, info vault.Series
 		return fmt.Errorf("audit %q: %w", info.Name, err)
 	}
 	return nil
+}
+
+// collectionNote is " (collection C)", or "" while a series numbered by
+// passes has no collection stored yet.
+func collectionNote(collection string) string {
+	if collection == "" {
+		return ""
+	}
+	return " (collection " + collection + ")"
 }

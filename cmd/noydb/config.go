@@ -109,13 +109,17 @@ func (a *app) setConfig(key, value string) error {
 	if err := cf.set(key, value); err != nil {
 		return fmt.Errorf("config file %s: %w", path, err)
 	}
+	shown := value
+	if key == "store" {
+		shown = redactURL(value) // a PostgreSQL URL's password stays in the file
+	}
 	if a.json {
-		return a.printJSON(map[string]string{"file": path, "key": key, "value": value})
+		return a.printJSON(map[string]string{"file": path, "key": key, "value": shown})
 	}
 	if value == "" {
 		_, err = fmt.Fprintf(a.io.out, "removed %s from %s\n", key, path)
 	} else {
-		_, err = fmt.Fprintf(a.io.out, "set %s = %s in %s\n", key, value, path)
+		_, err = fmt.Fprintf(a.io.out, "set %s = %s in %s\n", key, shown, path)
 	}
 	return err
 }

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/noydb-go/noydb/vault"
 )
@@ -50,7 +52,7 @@ func (a *app) loadConfig() (configFile, error) {
 		return configFile{}, nil // no folder: no file to read
 	}
 	cf := configFile{path: path, values: map[string]string{}}
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return cf, nil
 	}
@@ -76,11 +78,45 @@ func (a *app) loadConfig() (configFile, error) {
 	return cf, sc.Err()
 }
 
+// maxConfigBytes bounds the config file: a few settings take a few hundred
+// bytes; a larger file (or a device such as /dev/zero) is no config file.
+const maxConfigBytes = 64 << 10
+
+// readConfigFile reads the config file at path, at most maxConfigBytes.
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("too large for a config file (over %d KiB)", maxConfigBytes>>10)
+	}
+	return data, nil
+}
+
 // checkSetting reports whether value is a valid value for the config key.
+// A value is one line without control characters or surrounding spaces
+// (else it would not read back as written, or would write a second
+// setting), and a folder is absolute: the config file applies in every
+// working folder.
 func checkSetting(key, value string) error {
+	if strings.IndexFunc(value, unicode.IsControl) >= 0 {
+		return fmt.Errorf("%s: the value holds a control character (a line break?)", key)
+	}
+	if strings.TrimSpace(value) != value {
+		return fmt.Errorf("%s: the value starts or ends with a space", key)
+	}
 	switch key {
 	case "store":
-		_, err := parseStoreSpec(value)
+		spec, err := parseStoreSpec(value)
+		if err == nil && spec.dir != "" && !filepath.IsAbs(spec.dir) {
+			return fmt.Errorf("store %q: want an absolute folder, as in %s:%s", value, spec.kind, filepath.Join(string(filepath.Separator)+"srv", "noydb"))
+		}
 		return err
 	case "vault":
 		return vault.CheckVaultName(value)
@@ -105,8 +141,17 @@ func checkSetting(key, value string) error {
 
 // set writes key = value into the config file, replacing an earlier value
 // of key and keeping the other lines; an empty value removes the key.
+// A config file that is a symbolic link is written through the link; one
+// that is not a regular file (/dev/null, a pipe) is left alone.
 func (cf configFile) set(key, value string) error {
-	data, err := os.ReadFile(cf.path)
+	path := cf.path
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return errors.New("not a regular file: 'noydb config set' writes only to one")
+	}
+	data, err := readConfigFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -127,10 +172,10 @@ func (cf configFile) set(key, value string) error {
 	if !done && value != "" {
 		lines = append(lines, key+" = "+value)
 	}
-	if err := os.MkdirAll(filepath.Dir(cf.path), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp := cf.path + ".tmp"
+	tmp := path + ".tmp"
 	out := strings.Join(lines, "\n")
 	if out != "" {
 		out += "\n"
@@ -138,5 +183,5 @@ func (cf configFile) set(key, value string) error {
 	if err := os.WriteFile(tmp, []byte(out), 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, cf.path)
+	return os.Rename(tmp, path)
 }

@@ -241,6 +241,10 @@ it), or say that it has none yet: it is pending, or was never enqueued.`,
 			if err != nil {
 				return err
 			}
+			// A misspelt series is no series without numbers.
+			if _, _, err := seriesOf(cmd.Context(), v, args[0], nil); err != nil {
+				return err
+			}
 			as, ok, err := s.Lookup(cmd.Context(), args[1])
 			if err != nil {
 				return err
@@ -281,6 +285,10 @@ With --json: {"series", "last", "pending", "batch": {"first", "last", "done",
 			}
 			s, err := sf.series(v, args[0])
 			if err != nil {
+				return err
+			}
+			// A misspelt series is no "last number 0, 0 pending".
+			if _, _, err := seriesOf(cmd.Context(), v, args[0], nil); err != nil {
 				return err
 			}
 			st, err := s.Status(cmd.Context())

@@ -60,7 +60,7 @@ collection it numbers. With --json it prints an array of {"series",
 				}
 				line := fmt.Sprintf("%s\t%d", label, s.Head)
 				if s.Passes {
-					line += "\tnumbered by passes (collection " + s.Collection + ")"
+					line += "\tnumbered by passes" + collectionNote(s.Collection)
 				}
 				if _, err := fmt.Fprintln(a.io.out, line); err != nil {
 					return err

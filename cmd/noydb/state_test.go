@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -102,4 +103,33 @@ func TestStateDirLegacyKept(t *testing.T) {
 	got, err = a.stateDir()
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(state, "noydb"), filepath.Dir(got))
+}
+
+// A store reached through a symbolic link has one state folder before and
+// after its folder exists: 'noydb init' names the state folder before it
+// creates the store, and every later command must find the pins it left.
+func TestStateDirSameBeforeAndAfterTheStoreExists(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	require.NoError(t, os.Mkdir(real, 0o700))
+	if err := os.Symlink(real, filepath.Join(base, "link")); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	for _, store := range []string{"badger:" + filepath.Join(base, "link", "store"), "file:" + filepath.Join(base, "link", "a", "b")} {
+		a, _ := stateApp(t, store, "")
+		before, err := a.stateDir()
+		require.NoError(t, err)
+		spec, err := parseStoreSpec(store)
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(spec.dir, 0o700))
+		after, err := a.stateDir()
+		require.NoError(t, err)
+		assert.Equal(t, before, after, store)
+
+		// And the same as the store named by its real folder.
+		a.storeSpec = spec.kind + ":" + filepath.Join(real, strings.TrimPrefix(spec.dir, filepath.Join(base, "link")))
+		direct, err := a.stateDir()
+		require.NoError(t, err)
+		assert.Equal(t, after, direct, store)
+	}
 }

@@ -239,10 +239,26 @@ func (s storeSpec) location() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("store %s: %w", s, err)
 	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
+	return s.kind + ":" + resolveLinks(dir), nil
+}
+
+// resolveLinks resolves the symbolic links of the absolute folder dir as far
+// as it exists: the part that does not exist yet (a store 'noydb init' is
+// about to create) is kept as written, so a folder has one name before and
+// after it is created.
+func resolveLinks(dir string) string {
+	rest := ""
+	for p := dir; ; {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(real, rest)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return dir
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
 	}
-	return s.kind + ":" + dir, nil
 }
 
 // stateDir returns this device's state folder for the store: the root

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"runtime"
@@ -13,8 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/badgerstore"
 )
 
 func TestParseStoreSpec(t *testing.T) {
@@ -245,5 +250,21 @@ func TestUserStateDir(t *testing.T) {
 		got, err := userStateDir(tc.goos, env(tc.env), home)
 		require.NoError(t, err, tc.goos)
 		assert.Equal(t, tc.want, got, "%s %v", tc.goos, tc.env)
+	}
+}
+
+// Read commands open badger read-only; where badger has none (Windows,
+// Plan 9: its Open says so) or a crash needs a writer's recovery, they open
+// it as a writer rather than fail.
+func TestReadOnlyOpenFallsBackToAWriter(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("badgerstore: open x: %w", badgerstore.ErrRecoveryNeeded),
+		fmt.Errorf("badgerstore: open x: %w", badger.ErrWindowsNotSupported),
+		fmt.Errorf("badgerstore: open x: %w", badger.ErrPlan9NotSupported),
+	} {
+		assert.True(t, writerNeeded(err), err.Error())
+	}
+	for _, err := range []error{nil, stores.ErrLocked, errors.New("badgerstore: open x: permission denied")} {
+		assert.False(t, writerNeeded(err), "%v", err)
 	}
 }

@@ -102,7 +102,9 @@ type Options struct {
 	// process may not write, shares the folder with other read-only opens
 	// (not with a writer), and every write fails with stores.ErrReadOnly.
 	// A folder left by a crash whose last writes a writer has not yet
-	// recovered fails to open with ErrRecoveryNeeded.
+	// recovered fails to open with ErrRecoveryNeeded. badger has no
+	// read-only mode on Windows and Plan 9: there Open fails with
+	// badger.ErrWindowsNotSupported or badger.ErrPlan9NotSupported.
 	ReadOnly bool
 }
 
