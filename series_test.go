@@ -3,12 +3,13 @@ package noydb_test
 import (
 	"context"
 	"fmt"
+	"iter"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -181,4 +182,76 @@ func TestSeriesListsPartitionsWithEscapedBytes(t *testing.T) {
 	assert.Equal(t, map[string]uint64{
 		`["a\x00b"]`: 1, `["a" "b"]`: 2, `["a/b"]`: 3, `["\x01" "%00"]`: 4, `["%2F"]`: 5,
 	}, heads)
+}
+
+// SeriesNamed reads one series: its counters of every partition (not those
+// of a longer name starting with it) and its deferred series, reading one
+// key of the deferred series' folder however many records it holds.
+func TestSeriesNamedReadsOneSeries(t *testing.T) {
+	ctx := context.Background()
+	counted := &listCounter{Store: openFileStore(t, t.TempDir())}
+	v := openVault(t, openDB(t, counted, "alice", "s3cret"), "books")
+	c := vault.CollectionOf[Stub](v, "stubs")
+	h, err := vault.NumberingOf(c, "tickets", sequence.Options{}, setStub)
+	require.NoError(t, err)
+	for i := range 50 {
+		_, err := h.Put(ctx, fmt.Sprintf("t-%02d", i), Stub{})
+		require.NoError(t, err)
+	}
+	_, err = h.Settle(ctx)
+	require.NoError(t, err)
+
+	counted.items.Store(0)
+	got, err := v.SeriesNamed(ctx, "tickets")
+	require.NoError(t, err)
+	assert.Equal(t, []vault.SeriesInfo{{Name: "tickets", Head: 50, Passes: true, Collection: "stubs"}}, got)
+	assert.LessOrEqual(t, counted.items.Load(), int64(2), "items read from listings")
+
+	counted.items.Store(0)
+	all, err := v.Series(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, got, all)
+	assert.Greater(t, counted.items.Load(), int64(100), "Series reads every key of the deferred series")
+
+	none, err := v.SeriesNamed(ctx, "ticket")
+	require.NoError(t, err)
+	assert.Empty(t, none, "a prefix of a series' name is no series")
+	_, err = v.SeriesNamed(ctx, "")
+	assert.ErrorIs(t, err, vault.ErrInvalidArgument)
+
+	m := openVault(t, openDB(t, memstore.New(), "alice", "s3cret"), "books")
+	for _, name := range []string{"inv", "inv2", "inv/x"} {
+		for _, p := range []any{2025, 2026} {
+			s, err := m.Sequence(name, sequence.Options{Partition: []any{p}})
+			require.NoError(t, err)
+			_, err = s.Next(ctx)
+			require.NoError(t, err)
+		}
+	}
+	got, err = m.SeriesNamed(ctx, "inv")
+	require.NoError(t, err)
+	assert.Equal(t, []vault.SeriesInfo{
+		{Name: "inv", Partition: []string{"2025"}, Head: 1},
+		{Name: "inv", Partition: []string{"2026"}, Head: 1},
+	}, got)
+	got, err = m.SeriesNamed(ctx, "inv/x")
+	require.NoError(t, err)
+	assert.Len(t, got, 2)
+}
+
+// listCounter counts the items its store's List yields.
+type listCounter struct {
+	stores.Store
+	items atomic.Int64
+}
+
+func (l *listCounter) List(ctx context.Context, prefix string) iter.Seq2[stores.Item, error] {
+	return func(yield func(stores.Item, error) bool) {
+		for it, err := range l.Store.List(ctx, prefix) {
+			l.items.Add(1)
+			if !yield(it, err) {
+				return
+			}
+		}
+	}
 }

@@ -46,9 +46,27 @@ type (
 // Heads are read as Peek and a pass series' Last read them, checked against
 // the rollback pins. It lists the store's keys under the vault's counters
 // and deferred series, so its time grows with the records a deferred series
-// holds (its memory with the series only). A key the vault did not write,
-// or a value that does not authenticate, is an error.
+// holds (its memory with the series only); SeriesNamed reads one series at
+// a cost that does not. A key the vault did not write, or a value that does
+// not authenticate, is an error.
 func (v *Vault) Series(ctx context.Context) ([]SeriesInfo, error) {
+	return v.listSeries(ctx, "", false)
+}
+
+// SeriesNamed is Series for the one series name: its counters (one per
+// partition) and, when it is numbered by passes, that series. It reads
+// that series' counters and one key of its deferred series, whatever the
+// number of records the series holds. An empty result means the vault has
+// no series of that name.
+func (v *Vault) SeriesNamed(ctx context.Context, name string) ([]SeriesInfo, error) {
+	if _, err := v.seqs.Sequence(name, sequence.Options{}); err != nil {
+		return nil, fmt.Errorf("series: %w", err) // an invalid name: no such series can exist
+	}
+	return v.listSeries(ctx, name, true)
+}
+
+// listSeries lists every series, or (one) only the series called name.
+func (v *Vault) listSeries(ctx context.Context, name string, one bool) ([]SeriesInfo, error) {
 	if err := v.enter(ctx); err != nil {
 		return nil, fmt.Errorf("series: %w", err)
 	}
@@ -58,7 +76,9 @@ func (v *Vault) Series(ctx context.Context) ([]SeriesInfo, error) {
 
 	var out []SeriesInfo
 	prev := ""
-	for it, err := range stores.ListUnder(ctx, v.store, v.prefix+"_sequences/") {
+	// The counters of name are under this prefix, among those of longer
+	// names that start with it; counterOf tells them apart.
+	for it, err := range stores.ListUnder(ctx, v.store, v.prefix+"_sequences/"+name) {
 		if err != nil {
 			return nil, fmt.Errorf("series: %w", err)
 		}
@@ -68,18 +88,18 @@ func (v *Vault) Series(ctx context.Context) ([]SeriesInfo, error) {
 			return nil, fmt.Errorf("series: key %q after %q: %w: keys out of order", it.Key, prev, stores.ErrMisbehaving)
 		}
 		prev = it.Key
-		name, part, ok, err := counterOf(it.Key[len(v.prefix):])
+		series, part, ok, err := counterOf(it.Key[len(v.prefix):])
 		if err != nil {
 			return nil, fmt.Errorf("series: key %q: %w: %w", it.Key, stores.ErrMisbehaving, err)
 		}
-		if !ok {
-			continue // a claim or void record of a counter
+		if !ok || (one && series != name) {
+			continue // a claim or void record of a counter, or another series
 		}
 		opts := sequence.Options{}
 		for _, p := range part {
 			opts.Partition = append(opts.Partition, p)
 		}
-		s, err := v.seqs.Sequence(name, opts)
+		s, err := v.seqs.Sequence(series, opts)
 		if err != nil {
 			return nil, fmt.Errorf("series: key %q: %w: %w", it.Key, stores.ErrMisbehaving, err)
 		}
@@ -87,22 +107,33 @@ func (v *Vault) Series(ctx context.Context) ([]SeriesInfo, error) {
 		if err != nil {
 			return nil, fmt.Errorf("series: %w", err)
 		}
-		out = append(out, SeriesInfo{Name: name, Partition: part, Head: head})
+		out = append(out, SeriesInfo{Name: series, Partition: part, Head: head})
 	}
 
 	dir := v.prefix + "_numbering/"
 	var names []string
-	for it, err := range stores.ListUnder(ctx, v.store, dir) {
-		if err != nil {
-			return nil, fmt.Errorf("series: %w", err)
-		}
-		name, _, _ := strings.Cut(it.Key[len(dir):], "/")
-		if len(names) == 0 || names[len(names)-1] != name {
+	if one && !strings.Contains(name, "/") { // deferred series have no '/' in their names
+		// One key under the series' folder says it exists.
+		for _, err := range stores.ListUnder(ctx, v.store, dir+name+"/") {
+			if err != nil {
+				return nil, fmt.Errorf("series: %w", err)
+			}
 			names = append(names, name)
+			break
 		}
+	} else if !one {
+		for it, err := range stores.ListUnder(ctx, v.store, dir) {
+			if err != nil {
+				return nil, fmt.Errorf("series: %w", err)
+			}
+			name, _, _ := strings.Cut(it.Key[len(dir):], "/")
+			if len(names) == 0 || names[len(names)-1] != name {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		names = slices.Compact(names)
 	}
-	slices.Sort(names)
-	names = slices.Compact(names)
 	b := deferred.Backend{Store: v.store, Sealer: v.seal, Prefix: v.prefix, Ledger: v.ledger, Pins: v.pins}
 	for _, name := range names {
 		coll, format, last, err := passInfo(ctx, b, name)

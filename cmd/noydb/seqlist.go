@@ -76,9 +76,16 @@ collection it numbers. With --json it prints an array of {"series",
 // when the vault has none. When it has neither, the error is "no such
 // series" with the vault's closest series names, or its partitions.
 func seriesOf(ctx context.Context, v *vault.Vault, series string, parts []string) (counter, passes *vault.SeriesInfo, err error) {
-	infos, err := v.Series(ctx)
+	// The series itself first, at a cost that does not grow with the
+	// records a deferred series holds; the whole vault only for the hint.
+	infos, err := v.SeriesNamed(ctx, series)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(infos) == 0 {
+		if infos, err = v.Series(ctx); err != nil {
+			return nil, nil, err
+		}
 	}
 	var names, partitions []string
 	for i := range infos {
