@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
