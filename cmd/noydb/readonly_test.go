@@ -1,14 +1,9 @@
 package main
 
 import (
-	"context"
 	"io/fs"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,26 +15,8 @@ import (
 // (a shared lock), which keeps out every writer: the read commands still
 // run, at once, and change no file of the folder; a write command cannot.
 func TestReadCommandsOpenReadOnly(t *testing.T) {
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	dir := filepath.Join(t.TempDir(), "store")
-	env := append(os.Environ(),
-		envRunMain+"=1",
-		envStateDir+"="+t.TempDir(),
-		envStore+"=badger:"+dir,
-		envSecret+"=s",
-		envTestKDF+"=1",
-		envUser+"=tester",
-		strings.TrimSpace("GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	// The timeout only ends a run that hangs.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	noydb := func(args ...string) (string, error) {
-		c := exec.CommandContext(ctx, exe, args...)
-		c.Env = env
-		out, err := c.CombinedOutput()
-		return string(out), err
-	}
+	cli := newBadgerCLI(t)
+	dir, noydb := cli.dir, cli.run
 	for _, args := range [][]string{{"init"}, {"seq", "next", "fatture"}, {"seq", "next", "fatture"}} {
 		out, err := noydb(args...)
 		require.NoError(t, err, "%v: %s", args, out)

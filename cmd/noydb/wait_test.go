@@ -3,14 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,26 +19,8 @@ import (
 // they wait; once the folder is free both succeed, with the numbers 1 and 2:
 // the second to get the folder waited for the first.
 func TestBusyStoreWaits(t *testing.T) {
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	dir := filepath.Join(t.TempDir(), "store")
-	env := append(os.Environ(),
-		envRunMain+"=1",
-		envStateDir+"="+t.TempDir(),
-		envStore+"=badger:"+dir,
-		envSecret+"=s",
-		envTestKDF+"=1",
-		envUser+"=tester",
-		strings.TrimSpace("GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	// The timeout only ends a run that hangs; it is no part of the
-	// synchronisation.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	noydb := func(args ...string) *exec.Cmd {
-		c := exec.CommandContext(ctx, exe, args...)
-		c.Env = env
-		return c
-	}
+	cli := newBadgerCLI(t)
+	dir, noydb := cli.dir, cli.cmd
 	out, err := noydb("init").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
@@ -87,7 +65,7 @@ func TestBusyStoreWaits(t *testing.T) {
 	for i, p := range procs {
 		<-p.stderrDone
 		err := p.cmd.Wait()
-		require.NoError(t, ctx.Err(), "process %d hung", i)
+		require.NoError(t, cli.ctx.Err(), "process %d hung", i)
 		assert.NoError(t, err, "process %d: stderr %s%s", i, p.firstErr, p.stderr.String())
 		assert.Equal(t, "store badger:"+dir+" is in use by another process; waiting up to 1m0s\n", p.firstErr)
 		got = append(got, strings.TrimSpace(p.stdout.String()))
