@@ -19,15 +19,11 @@ var (
 	ErrBatchTooLarge = errBatchTooLarge
 )
 
-// MaxBatchBytes bounds one append, under the name the tests use.
-const MaxBatchBytes = maxBatchBytes
-
 // The unexported ledger, its options and the interfaces the constructor
 // takes, under the names the tests use.
 type (
 	Ledger  = ledger
 	Options = wire.LedgerOptions
-	Sealer  = seal.Sealer
 	MACer   = seal.MACer
 	Pins    = pins.Ledger
 )

@@ -49,9 +49,7 @@ func BenchmarkRunPass(b *testing.B) {
 				for range b.N {
 					b.StopTimer()
 					dir := b.TempDir()
-					opts := receiptOpts
-					opts.LockDir = dir
-					d := openDevice(b, "till", kind.open(b, dir), opts)
+					d := openDevice(b, "till", kind.open(b, dir), receiptOpts)
 					ids := make([]string, n)
 					for i := range ids {
 						ids[i] = fmt.Sprintf("r-%06d", i)

@@ -34,7 +34,7 @@ func TestThreeDevicesOneFolder(t *testing.T) {
 	devices := make([]*device, 3)
 	for i := range devices {
 		// The first open creates the vault; the others join it.
-		devices[i] = openDevice(t, fmt.Sprint("till-", i+1), openFileStore(t, dir), fileOpts(dir))
+		devices[i] = openDevice(t, fmt.Sprint("till-", i+1), openFileStore(t, dir), receiptOpts)
 	}
 	ids := make([][]string, len(devices))
 	var all []string

@@ -115,16 +115,16 @@
 // on Badger, every user of the one process that opens it. On a store
 // without a Locker (the memory store, a wrapper that hides it) passes are
 // locked within the process only: run the passes of a series from one
-// process there. Options.LockDir is ignored. The
-// head is always written by compare-and-swap on the version the pass read,
-// so on a store with atomic compare-and-swap a pass from another process
-// that slips past the lock fails with ErrPassRunning at its next head write
-// and never commits a second batch over the first; it may, though, have
-// recorded some numbers of a resumed batch in the ledger a second time. On a
-// store with transactions a pass commits a batch with its chunks, and
-// clears it with them, in one transaction that holds the head at the
-// version it read, so a pass that lost its lock (a pgstore session that
-// broke) cannot delete or overwrite the chunks of a batch another committed.
+// process there. The head is always written by compare-and-swap on the
+// version the pass read, so on a store with atomic compare-and-swap a pass
+// from another process that slips past the lock fails with ErrPassRunning
+// at its next head write and never commits a second batch over the first;
+// it may, though, have recorded some numbers of a resumed batch in the
+// ledger a second time. On a store with transactions a pass commits a
+// batch with its chunks, and clears it with them, in one transaction that
+// holds the head at the version it read, so a pass that lost its lock (a
+// pgstore session that broke) cannot delete or overwrite the chunks of a
+// batch another committed.
 //
 // The head is pinned like a sequence counter (noydb.Config.StateDir): a
 // store that serves an older head, which would hand out numbers again,

@@ -74,13 +74,6 @@ func openFileStore(tb testing.TB, dir string) *filestore.Store {
 	return st
 }
 
-// fileOpts are the series options on a file store in dir.
-func fileOpts(dir string) numbering.Options {
-	o := receiptOpts
-	o.LockDir = dir
-	return o
-}
-
 // write puts a receipt and enqueues it, returning its provisional id.
 func (d *device) write(tb testing.TB, id string, total int) string {
 	tb.Helper()

@@ -58,10 +58,6 @@ type Options struct {
 	// series), and a format that differs from the stored one is refused
 	// with ErrMismatch. A batch keeps the format it was recorded with.
 	Format string
-	// LockDir is ignored: the pass lock is the store's (see RunPass).
-	//
-	// Deprecated: passes take the store's stores.Locker, whatever LockDir says.
-	LockDir string
 	// Workers bounds how many records a pass reads or stamps at once;
 	// 0 means DefaultWorkers.
 	Workers int

@@ -34,8 +34,7 @@ var storeKinds = []struct {
 		return faultstore.New(memstore.New(), faultstore.Options{HideTransactor: true}), receiptOpts
 	}},
 	{"file", func(tb testing.TB) (stores.Store, numbering.Options) {
-		dir := tb.TempDir()
-		return openFileStore(tb, dir), fileOpts(dir)
+		return openFileStore(tb, tb.TempDir()), receiptOpts
 	}},
 }
 

@@ -65,7 +65,7 @@ func childPass(dir string) int {
 		return fail(err)
 	}
 	//lint:ignore SA1019 these tests cover the deprecated JSON-field API too
-	s, err := v.Numbering("receipts", fileOpts(dir))
+	s, err := v.Numbering("receipts", receiptOpts)
 	if err != nil {
 		return fail(err)
 	}
@@ -171,7 +171,7 @@ func TestKilledPass(t *testing.T) {
 		rounds = 10
 	}
 	dir := t.TempDir()
-	d := openDevice(t, "till", openFileStore(t, dir), fileOpts(dir))
+	d := openDevice(t, "till", openFileStore(t, dir), receiptOpts)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	var ids []string
 	killedMidPass, killedAfterCommit := 0, 0
@@ -228,7 +228,7 @@ func TestKilledPass(t *testing.T) {
 func TestTwoProcesses(t *testing.T) {
 	t.Run("held", func(t *testing.T) {
 		dir := t.TempDir()
-		d := openDevice(t, "till", openFileStore(t, dir), fileOpts(dir))
+		d := openDevice(t, "till", openFileStore(t, dir), receiptOpts)
 		var ids []string
 		for i := range 100 {
 			ids = append(ids, fmt.Sprintf("r-%03d", i))
@@ -253,7 +253,7 @@ func TestTwoProcesses(t *testing.T) {
 	})
 	t.Run("at once", func(t *testing.T) {
 		dir := t.TempDir()
-		d := openDevice(t, "till", openFileStore(t, dir), fileOpts(dir))
+		d := openDevice(t, "till", openFileStore(t, dir), receiptOpts)
 		var ids []string
 		for round := range 3 {
 			batch := make([]string, 150)

@@ -21,7 +21,6 @@ type (
 	History = wire.History
 	Pins    = pins.Counter
 	Sealer  = seal.Sealer
-	MACer   = seal.MACer
 )
 
 // What the Journal is told and the History yields, which live in
@@ -30,19 +29,16 @@ type (
 	Event     = wire.SequenceEvent
 	EventKind = wire.SequenceEventKind
 	Fact      = wire.SequenceFact
-	FactKind  = wire.SequenceFactKind
 )
 
 // The kinds of Event and Fact, under the names the tests use.
 const (
-	Allocated         = wire.EventAllocated
-	Seeded            = wire.EventSeeded
-	Voided            = wire.EventVoided
-	FactAllocated     = wire.FactAllocated
-	FactBound         = wire.FactBound
-	FactVoided        = wire.FactVoided
-	FactSeeded        = wire.FactSeeded
-	FactRecordDeleted = wire.FactRecordDeleted
+	Allocated     = wire.EventAllocated
+	Seeded        = wire.EventSeeded
+	Voided        = wire.EventVoided
+	FactAllocated = wire.FactAllocated
+	FactVoided    = wire.FactVoided
+	FactSeeded    = wire.FactSeeded
 )
 
 // NewService is the constructor the vault reaches through wire.NewSequences.

@@ -41,11 +41,6 @@ type meta struct {
 	author   string
 }
 
-// joinMeta returns rest preceded by the metadata header of m.
-func joinMeta(m meta, rest []byte) []byte {
-	return appendMeta(make([]byte, 0, 1+2*codec.MaxVarintLen+len(m.author)+len(rest)), m, rest)
-}
-
 // appendMeta appends rest, preceded by the metadata header of m, to out.
 func appendMeta(out []byte, m meta, rest []byte) []byte {
 	out = append(out, metaRecord)

@@ -90,3 +90,8 @@ func TestWireSequenceHooks(t *testing.T) {
 	assert.NotNil(t, seqNextTx)
 	assert.NotNil(t, seqCheck)
 }
+
+// joinMeta returns rest preceded by the metadata header of m.
+func joinMeta(m meta, rest []byte) []byte {
+	return appendMeta(nil, m, rest)
+}

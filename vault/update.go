@@ -49,13 +49,15 @@ func (c *Collection[T]) GetRecord(ctx context.Context, id string) (Record[T], er
 
 // PutIf stores value under id only if the record is at revision rev (the
 // Revision of a Record read before), or, with rev 0, only if there is no
-// record at id. A revision names a write only while the record lives: a
-// record deleted and created again counts from 1 again, so a revision read
-// before the delete can match the new record (the conditional write then
-// succeeds on it); give records that are deleted and re-created ids of
-// their own, or a version field of their own in the value. Otherwise it writes nothing and returns a *ConflictError
+// record at id. Otherwise it writes nothing and returns a *ConflictError
 // (errors.Is ErrConflict) carrying the revision found. Like Put, it records
 // the write in the ledger and keeps the numbers the record carries.
+//
+// A revision names a write only while the record lives: a record deleted
+// and created again counts from 1 again, so a revision read before the
+// delete can match the new record (the conditional write then succeeds on
+// it); give records that are deleted and re-created ids of their own, or a
+// version field of their own in the value.
 func (c *Collection[T]) PutIf(ctx context.Context, id string, value T, rev uint64) error {
 	if err := c.begin(ctx, "put", id); err != nil {
 		return err

@@ -196,7 +196,7 @@ func (v *Vault) enter(ctx context.Context) error {
 // exit ends a call admitted by enter.
 func (v *Vault) exit() { v.gate.Exit() }
 
-// enterSeries is enter for a numbering series (numbering.Backend.Enter).
+// enterSeries is enter for a numbering series (deferred.Backend.Enter).
 func (v *Vault) enterSeries(ctx context.Context) (exit func(), err error) {
 	if err := v.enter(ctx); err != nil {
 		return nil, err

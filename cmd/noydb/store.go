@@ -92,26 +92,14 @@ func userDataDir(goos string, lookupEnv func(string) (string, bool), home func()
 		}
 		return "", errors.New("%LocalAppData% is not set")
 	case "darwin", "ios":
-		h, err := home()
-		if err != nil {
-			return "", err
-		}
-		return filepath.Join(h, "Library", "Application Support"), nil
+		return underHome(home, "Library", "Application Support")
 	case "plan9":
-		h, err := home()
-		if err != nil {
-			return "", err
-		}
-		return filepath.Join(h, "lib"), nil
+		return underHome(home, "lib")
 	}
 	if d, _ := lookupEnv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
 		return d, nil
 	}
-	h, err := home()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(h, ".local", "share"), nil
+	return underHome(home, ".local", "share")
 }
 
 // userStateDir is the per-user folder for state an application keeps
@@ -126,11 +114,16 @@ func userStateDir(goos string, lookupEnv func(string) (string, bool), home func(
 	if d, _ := lookupEnv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return d, nil
 	}
+	return underHome(home, ".local", "state")
+}
+
+// underHome is the folder elem below the home folder.
+func underHome(home func() (string, error), elem ...string) (string, error) {
 	h, err := home()
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(h, ".local", "state"), nil
+	return filepath.Join(append([]string{h}, elem...)...), nil
 }
 
 // parsedStore parses --store, or says why there is no default store.
