@@ -264,10 +264,20 @@ func TestBatchedWritesSurviveKill(t *testing.T) {
 // printed.
 func runBatchCrashChild(t *testing.T, dir string, round, killAfter, selfKill int) []string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBatchCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(),
+	return runKilledChild(t, "TestBatchCrashChild", round, killAfter,
 		batchCrashChildEnv+"="+dir+string(os.PathListSeparator)+strconv.Itoa(round),
 		batchCrashCommitsEnv+"="+strconv.Itoa(selfKill))
+}
+
+// runKilledChild runs the test named test of this binary as a child with
+// env added, kills it with SIGKILL once it has printed killAfter lines
+// (killAfter > 0; else it must kill itself), checks that it died of SIGKILL
+// (a child still running after crashGuard fails the test), and returns
+// every line it printed.
+func runKilledChild(t *testing.T, test string, round, killAfter int, env ...string) []string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr strings.Builder

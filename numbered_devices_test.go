@@ -1,19 +1,16 @@
 package noydb_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -331,37 +328,7 @@ func TestNumberedSurvivesKill(t *testing.T) {
 // killAt writes, and returns every line it printed.
 func runNumberedCrashChild(t *testing.T, dir string, round, killAfter, killAt int) []string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestNumberedCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(),
+	return runKilledChild(t, "TestNumberedCrashChild", round, killAfter,
 		numberedCrashEnv+"="+dir+string(os.PathListSeparator)+strconv.Itoa(round),
 		numberedKillEnv+"="+strconv.Itoa(killAt))
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	var hung atomic.Bool
-	guard := time.AfterFunc(crashGuard, func() {
-		hung.Store(true)
-		_ = cmd.Process.Kill()
-	})
-	defer guard.Stop()
-	var lines []string
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if killAfter > 0 && len(lines) == killAfter {
-			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		}
-	}
-	require.NoError(t, sc.Err())
-	err = cmd.Wait()
-	require.False(t, hung.Load(), "round %d: the child was never killed; stderr:\n%s", round, stderr.String())
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, "round %d: the child must die of SIGKILL; it printed:\n%s\nstderr:\n%s",
-		round, strings.Join(lines, "\n"), stderr.String())
-	ws, ok := exit.Sys().(syscall.WaitStatus)
-	require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL,
-		"round %d: child: %v; last lines: %q\nstderr:\n%s", round, err, lines[max(0, len(lines)-5):], stderr.String())
-	return lines
 }
