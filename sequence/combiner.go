@@ -73,6 +73,7 @@ type op struct {
 	ckey   string                             // Claim on a transactional store: its claim record's key
 	uid    [16]byte                           // Claim on a store without transactions
 	target uint64                             // SeedTo
+	count  uint64                             // NextN: how many numbers (0 means 1)
 	fn     func(tx stores.Tx, s Serial) error // Bind
 
 	keys []string // Bind: the keys fn reads, prefetched
@@ -209,7 +210,7 @@ func (c *counter) batchLen(queue []*op) int {
 	}
 	size, binds := 0, 0
 	for i, o := range queue {
-		cost := c.eventBase + len(o.id)
+		cost := (c.eventBase + len(o.id)) * int(max(o.count, 1)) // one event per number
 		if o.kind == opBind {
 			binds++
 		}
@@ -589,6 +590,18 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 		}
 		if st.value == math.MaxUint64 {
 			o.err = ErrOverflow
+			continue
+		}
+		if o.count > 1 { // NextN: all its numbers in this commit, or none
+			if st.value > math.MaxUint64-o.count {
+				o.err = ErrOverflow
+				continue
+			}
+			for i := uint64(1); c.svc.journal != nil && i <= o.count; i++ {
+				events = append(events, event{Kind: wire.EventAllocated, Series: c.series, Partition: c.partition, Number: st.value + i})
+			}
+			st.value += o.count
+			o.n, o.fresh = st.value, true
 			continue
 		}
 		n := st.value + 1

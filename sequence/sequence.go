@@ -306,6 +306,29 @@ func (q *Sequence) NextSerial(ctx context.Context) (Serial, error) {
 	return Serial{N: n, Formatted: q.Format(n)}, q.errorf("next", err)
 }
 
+// MaxNextN is the most numbers one NextN call takes: each number is an entry
+// of the vault's ledger, and one commit's entries are bounded.
+const MaxNextN = 500
+
+// NextN allocates k consecutive numbers of the series in one commit, all or
+// none, and returns the first: the numbers are first … first+k-1, and no
+// other caller's number falls between them. k must be 1 to MaxNextN (else
+// an error matching ErrInvalid, and nothing is taken). It fails as Next does
+// otherwise; ErrOverflow when the counter cannot advance by k.
+func (q *Sequence) NextN(ctx context.Context, k int) (first uint64, err error) {
+	if k < 1 || k > MaxNextN {
+		return 0, q.errorf("next", invalid("count", strconv.Itoa(k), fmt.Sprintf("want 1 to %d", MaxNextN)))
+	}
+	if err := q.allocating(ctx, "next"); err != nil {
+		return 0, err
+	}
+	last, err := q.do(op{kind: opNext, ctx: ctx, count: uint64(k)})
+	if last == 0 {
+		return 0, q.errorf("next", err)
+	}
+	return last - uint64(k) + 1, q.errorf("next", err)
+}
+
 // Peek returns the last number handed out, 0 for a series never used. It
 // never writes and works on every store.
 func (q *Sequence) Peek(ctx context.Context) (uint64, error) {
