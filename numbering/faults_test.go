@@ -108,19 +108,8 @@ func TestFaults(t *testing.T) {
 // anywhere is finished by the next one.
 func TestCancelledPass(t *testing.T) {
 	ctx := context.Background()
-	var (
-		ops    atomic.Int64
-		limit  atomic.Int64
-		cancel atomic.Pointer[context.CancelFunc]
-	)
-	count := func(faultstore.Op, string) error {
-		if ops.Add(1) == limit.Load() {
-			if c := cancel.Load(); c != nil {
-				(*c)()
-			}
-		}
-		return nil
-	}
+	var cut passCutter
+	count := cut.hook
 	d := openDevice(t, "till", faultstore.New(memstore.New(), faultstore.Options{HideTransactor: true, Before: count}), receiptOpts)
 	numbering.Tune(d.series, 4, 6)
 	var ids []string
@@ -130,13 +119,7 @@ func TestCancelledPass(t *testing.T) {
 			d.write(t, id, i)
 			ids = append(ids, id)
 		}
-		pctx, stop := context.WithCancel(ctx)
-		cancel.Store(&stop)
-		ops.Store(0)
-		limit.Store(k)
-		_, err := d.series.RunPass(pctx)
-		cancel.Store(nil)
-		stop()
+		_, err := cut.pass(ctx, d.series, k)
 		if err == nil {
 			t.Logf("passes cancelled after each of 1 to %d operations", k-1)
 			break // k is past the end of a whole pass

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/stores"
@@ -251,4 +253,33 @@ func snapshot(tb testing.TB, st stores.Store) map[string]string {
 		m[it.Key] = string(it.Value)
 	}
 	return m
+}
+
+// passCutter stops a pass after its k-th store operation: its hook goes
+// in faultstore.Options.Before (alone, or called from another hook), and
+// pass runs one pass cut so.
+type passCutter struct {
+	ops, limit atomic.Int64
+	cancel     atomic.Pointer[context.CancelFunc]
+}
+
+// hook counts a store operation and cancels the pass at the k-th.
+func (c *passCutter) hook(faultstore.Op, string) error {
+	if c.ops.Add(1) == c.limit.Load() {
+		if cancel := c.cancel.Load(); cancel != nil {
+			(*cancel)()
+		}
+	}
+	return nil
+}
+
+// pass runs a pass of s whose context ends at its k-th store operation.
+func (c *passCutter) pass(ctx context.Context, s *numbering.Series, k int64) (numbering.PassReport, error) {
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	c.cancel.Store(&stop)
+	defer c.cancel.Store(nil)
+	c.ops.Store(0)
+	c.limit.Store(k)
+	return s.RunPass(pctx)
 }

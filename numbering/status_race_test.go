@@ -23,19 +23,13 @@ import (
 func TestStatusWhileAPassFinishesTheBatch(t *testing.T) {
 	ctx := context.Background()
 	var (
-		ops    atomic.Int64
-		limit  atomic.Int64
-		cancel atomic.Pointer[context.CancelFunc]
+		cut    passCutter
 		armed  atomic.Bool
 		other  atomic.Pointer[device]
 		passed atomic.Int64
 	)
 	hook := func(op faultstore.Op, key string) error {
-		if ops.Add(1) == limit.Load() {
-			if c := cancel.Load(); c != nil {
-				(*c)()
-			}
-		}
+		_ = cut.hook(op, key)
 		if strings.Contains(key, "/batch/") && armed.CompareAndSwap(true, false) {
 			// The pass of another device runs to the end here, between
 			// Status's read of the head and of the chunks.
@@ -57,13 +51,7 @@ func TestStatusWhileAPassFinishesTheBatch(t *testing.T) {
 	// Interrupt passes earlier and earlier until one leaves a batch in flight.
 	inFlight := false
 	for k := int64(1); k < 200 && !inFlight; k++ {
-		pctx, stop := context.WithCancel(ctx)
-		cancel.Store(&stop)
-		ops.Store(0)
-		limit.Store(k)
-		_, err := d.series.RunPass(pctx)
-		cancel.Store(nil)
-		stop()
+		_, err := cut.pass(ctx, d.series, k)
 		require.ErrorIs(t, err, context.Canceled)
 		s, err := d.series.Status(ctx)
 		require.NoError(t, err)
@@ -82,19 +70,8 @@ func TestStatusWhileAPassFinishesTheBatch(t *testing.T) {
 // (and stays so when read again) is corruption, not a pass running.
 func TestStatusOfLostChunks(t *testing.T) {
 	ctx := context.Background()
-	var (
-		ops    atomic.Int64
-		limit  atomic.Int64
-		cancel atomic.Pointer[context.CancelFunc]
-	)
-	hook := func(faultstore.Op, string) error {
-		if ops.Add(1) == limit.Load() {
-			if c := cancel.Load(); c != nil {
-				(*c)()
-			}
-		}
-		return nil
-	}
+	var cut passCutter
+	hook := cut.hook
 	st := faultstore.New(memstore.New(), faultstore.Options{Before: hook})
 	d := openDevice(t, "till", st, receiptOpts)
 	numbering.Tune(d.series, 2, 2)
@@ -103,13 +80,7 @@ func TestStatusOfLostChunks(t *testing.T) {
 	}
 	inFlight := false
 	for k := int64(1); k < 200 && !inFlight; k++ {
-		pctx, stop := context.WithCancel(ctx)
-		cancel.Store(&stop)
-		ops.Store(0)
-		limit.Store(k)
-		_, err := d.series.RunPass(pctx)
-		cancel.Store(nil)
-		stop()
+		_, err := cut.pass(ctx, d.series, k)
 		require.ErrorIs(t, err, context.Canceled)
 		s, err := d.series.Status(ctx)
 		require.NoError(t, err)

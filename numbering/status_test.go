@@ -3,7 +3,6 @@ package numbering_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,19 +21,8 @@ import (
 // numbers after Last.
 func TestStatusOfInterruptedPass(t *testing.T) {
 	ctx := context.Background()
-	var (
-		ops    atomic.Int64
-		limit  atomic.Int64
-		cancel atomic.Pointer[context.CancelFunc]
-	)
-	count := func(faultstore.Op, string) error {
-		if ops.Add(1) == limit.Load() {
-			if c := cancel.Load(); c != nil {
-				(*c)()
-			}
-		}
-		return nil
-	}
+	var cut passCutter
+	count := cut.hook
 	for _, hide := range []bool{true, false} {
 		t.Run(fmt.Sprintf("transactions=%v", !hide), func(t *testing.T) {
 			st := faultstore.New(memstore.New(), faultstore.Options{HideTransactor: hide, Before: count})
@@ -48,13 +36,7 @@ func TestStatusOfInterruptedPass(t *testing.T) {
 					d.write(t, id, i)
 					ids = append(ids, id)
 				}
-				pctx, stop := context.WithCancel(ctx)
-				cancel.Store(&stop)
-				ops.Store(0)
-				limit.Store(k)
-				_, err := d.series.RunPass(pctx)
-				cancel.Store(nil)
-				stop()
+				_, err := cut.pass(ctx, d.series, k)
 				if err == nil {
 					break // k is past the end of a whole pass
 				}
