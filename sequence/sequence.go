@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/internal/gate"
@@ -33,6 +34,29 @@ type Options struct {
 	// Format renders numbers for NextSerial and Bind; see Sequence.Format.
 	// Empty means plain decimal.
 	Format string
+
+	// The fields below define the series: the first call that takes a
+	// number stores them sealed with the series (with Format), so every
+	// process, device and the CLI number it the same way; a handle opened
+	// with none of them uses the stored definition.
+
+	// Period restarts the count each day, month, year or fiscal year of the
+	// document date (NextAt; Next uses the current date). Each period is its
+	// own counter, counting from 1.
+	Period Period
+	// FiscalStart is the first day of the fiscal year (PeriodFiscalYear and
+	// the fiscal tokens of Format); the zero value is 1 January.
+	FiscalStart MonthDay
+	// Location is the time zone in which a document date is read to choose
+	// its period and render its date tokens; nil means UTC. It is stored by
+	// its IANA name.
+	Location *time.Location
+	// Meta is free text the series carries (a registered series code, for
+	// example), rendered by the {meta.<key>} token.
+	Meta map[string]string
+	// Corrects names the series this one corrects (credit notes): a number
+	// taken here records which number of that series it corrects.
+	Corrects string
 }
 
 // Serial is an allocated number with its formatted form.
