@@ -115,6 +115,10 @@ type Config struct {
 	// ErrPinsNotSaved.
 	// Use one StateDir per store (processes of one device may share it).
 	StateDir string
+	// Hub, if set, makes every vault opened a device of that hub: a store
+	// with atomic compare-and-swap that devices sync through (see
+	// vault.Config.Hub). The hub stays the caller's to close.
+	Hub stores.Store
 }
 
 // DB is an open connection to a store on behalf of one user. It is safe for
@@ -251,6 +255,7 @@ func (db *DB) lead(ctx context.Context, name string, op *opening) {
 		MaxKDF:               db.cfg.MaxKDF,
 		InsecureAllowWeakKDF: db.cfg.InsecureAllowWeakKDF,
 		StateDir:             db.cfg.StateDir,
+		Hub:                  db.cfg.Hub,
 	})
 	stop()
 	cancel()

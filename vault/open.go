@@ -48,6 +48,15 @@ type Config struct {
 	// Processes sharing a StateDir take turns writing it (except on Windows,
 	// where one process at a time should use it).
 	StateDir string
+	// Hub, if set, makes this vault a device of a hub: a store with atomic
+	// compare-and-swap (PostgreSQL for a fleet, badger for one server
+	// process) that devices sync through. The device keeps working on Store,
+	// offline or not. Open copies the vault's header and keyring from the hub
+	// to a device that has never held the vault (so a user granted elsewhere
+	// can open it here), or to a hub that does not hold it yet; a hub holding
+	// another vault under the name is ErrHubMismatch. The hub holds only
+	// sealed values and needs no key.
+	Hub stores.Store
 }
 
 // Format implements fmt.Formatter so that no verb (%v, %+v, %#v, %s, %x,
@@ -59,8 +68,12 @@ func (c Config) Format(f fmt.State, _ rune) {
 
 // String describes c without its secret.
 func (c Config) String() string {
-	return fmt.Sprintf("vault.Config{Name: %q, User: %q, Secret: REDACTED, Store: %s, KDF: %+v, MaxKDF: %+v, StateDir: %q}",
-		c.Name, c.User, storeType(c.Store), c.KDF, c.MaxKDF, c.StateDir)
+	hub := ""
+	if c.Hub != nil {
+		hub = ", Hub: " + storeType(c.Hub)
+	}
+	return fmt.Sprintf("vault.Config{Name: %q, User: %q, Secret: REDACTED, Store: %s%s, KDF: %+v, MaxKDF: %+v, StateDir: %q}",
+		c.Name, c.User, storeType(c.Store), hub, c.KDF, c.MaxKDF, c.StateDir)
 }
 
 // GoString is String, so %#v does not print the secret either.
@@ -112,6 +125,11 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 		return nil, fmt.Errorf("open vault %q: %w: %w", cfg.Name, ErrWeakKDF, err)
 	}
 	prefix := "v/" + cfg.Name + "/"
+	if cfg.Hub != nil {
+		if err := fetchFromHub(ctx, cfg, prefix); err != nil {
+			return nil, fmt.Errorf("open vault %q: hub: %w", cfg.Name, err)
+		}
+	}
 	known, err := pins.Lookup(cfg.StateDir, cfg.Name)
 	if err != nil {
 		return nil, fmt.Errorf("open vault %q: state folder: %w", cfg.Name, err)
@@ -139,7 +157,14 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 			dk.Wipe()
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
 		}
-		return newVault(cfg, prefix, dk, p), nil
+		v := newVault(cfg, prefix, dk, p)
+		if cfg.Hub != nil {
+			if v.hub, err = openHub(ctx, cfg, prefix, dk); err != nil {
+				_ = v.Close()
+				return nil, fmt.Errorf("open vault %q: hub: %w", cfg.Name, err)
+			}
+		}
+		return v, nil
 	}
 	return nil, fmt.Errorf("open vault %q: creation kept racing: %w", cfg.Name, stores.ErrConflict)
 }

@@ -34,6 +34,12 @@ type Vault struct {
 	audit  *Audit // the read-only view of ledger
 	pins   *pins.Set
 
+	// hub is the same vault on the hub store (Config.Hub), sharing dk; nil
+	// without a hub. sharesKey marks such a hub-side vault: its Close leaves
+	// dk to the device vault that owns it.
+	hub       *Vault
+	sharesKey bool
+
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.
 	gate      gate.Gate
@@ -158,12 +164,18 @@ func (v *Vault) Close() error {
 		// ledger. A call they nest is refused from here on, so none waits
 		// for this Close.
 		v.gate.Close()
+		var errs []error
+		if v.hub != nil {
+			errs = append(errs, v.hub.Close())
+		}
 		// Outer services next: sequences append to the ledger.
-		errs := []error{v.seqs.Close(), v.ledger.Close()}
+		errs = append(errs, v.seqs.Close(), v.ledger.Close())
 		errs = append(errs, v.pins.Close())
 		v.macer.Wipe()
 		v.claims.Wipe()
-		v.dk.Wipe()
+		if !v.sharesKey {
+			v.dk.Wipe()
+		}
 		v.closeErr = errors.Join(errs...)
 		v.closeDone.Store(true)
 	})
