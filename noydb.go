@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/pins"
@@ -119,6 +120,8 @@ type Config struct {
 	// with atomic compare-and-swap that devices sync through (see
 	// vault.Config.Hub). The hub stays the caller's to close.
 	Hub stores.Store
+	// HubTimeout bounds each operation of the hub; see vault.Config.HubTimeout.
+	HubTimeout time.Duration
 }
 
 // DB is an open connection to a store on behalf of one user. It is safe for
@@ -256,6 +259,7 @@ func (db *DB) lead(ctx context.Context, name string, op *opening) {
 		InsecureAllowWeakKDF: db.cfg.InsecureAllowWeakKDF,
 		StateDir:             db.cfg.StateDir,
 		Hub:                  db.cfg.Hub,
+		HubTimeout:           db.cfg.HubTimeout,
 	})
 	stop()
 	cancel()

@@ -31,6 +31,11 @@ var (
 	// see, such as a List that yields a key outside the asked prefix. Nothing
 	// is trusted from that answer.
 	ErrMisbehaving = errors.New("store broke its contract")
+	// ErrUnavailable: the store could not be reached (a network store's
+	// server is down or unreachable, the connection broke). It is not an
+	// answer of the store: the call may be tried again later. A connection
+	// lost during a commit leaves the commit's outcome unknown.
+	ErrUnavailable = errors.New("store unavailable: it could not be reached")
 )
 
 // CheckListed returns an error wrapping ErrMisbehaving unless key, yielded

@@ -202,12 +202,19 @@ func (c *Collection[T]) Count(ctx context.Context) (int, error) {
 // keeps the first number a series gave it: to change its content, use Put
 // (which keeps the number); to give the id a new number, Delete the record
 // first (its old number then shows as orphaned in seq.Audit).
+//
+// On a device of a hub the record and its number commit on the hub, then
+// the record is copied to the device (see ErrNotOnDevice); an unreachable
+// hub gives sequence.ErrOffline, taking nothing.
 func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequence.Sequence, build func(sequence.Serial) (T, error)) (T, error) {
 	var out T
 	if err := c.begin(ctx, "put numbered", id); err != nil {
 		return out, err
 	}
 	defer c.v.exit()
+	if c.v.hub != nil {
+		return putNumberedOnHub(ctx, c, id, seq, build) // hub_numbered.go
+	}
 	switch {
 	case seq == nil:
 		return out, fmt.Errorf("put numbered %s/%s: nil sequence: %w", c.name, id, ErrInvalidArgument)

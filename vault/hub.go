@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/pins"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -21,38 +23,60 @@ var ErrHubMismatch = errors.New("the hub holds another vault under this name")
 // lacks from the hub to the device store, before the device unlocks: a device
 // that never held the vault gets it whole, and a user granted on another
 // device can open here. A hub without the vault copies nothing (openHub
-// copies the other way once the device is unlocked).
-func fetchFromHub(ctx context.Context, cfg Config, prefix string) error {
+// copies the other way once the device is unlocked). hub is cfg.Hub as
+// wrapHub returns it. A hub that cannot be reached is no error for a
+// device that holds the vault already: it opens offline. A device that does
+// not hold it gets an error wrapping sequence.ErrOffline.
+func fetchFromHub(ctx context.Context, cfg Config, hub stores.Store, prefix string) error {
 	if !cfg.Hub.Capabilities().CASAtomic {
 		return fmt.Errorf("a hub needs atomic compare-and-swap (%s has none): %w", storeType(cfg.Hub), stores.ErrNotSupported)
 	}
-	hh, err := cfg.Hub.Get(ctx, prefix+headerKey)
+	hh, err := hub.Get(ctx, prefix+headerKey)
 	if errors.Is(err, stores.ErrNotFound) {
 		return nil
+	}
+	if errors.Is(err, sequence.ErrOffline) {
+		if _, derr := cfg.Store.Get(ctx, prefix+headerKey); derr == nil {
+			return nil
+		}
+		return fmt.Errorf("this device does not hold the vault and cannot fetch it: %w", err)
 	}
 	if err != nil {
 		return err
 	}
-	return copyKeyring(ctx, cfg.Hub, cfg.Store, prefix, hh.Value)
+	return copyKeyring(ctx, hub, cfg.Store, prefix, hh.Value)
 }
 
-// openHub makes sure the hub holds the device's vault (the same header, and
-// every keyring entry the device holds) and returns the hub-side vault,
-// which shares dk with the device vault.
+// hubTimeout is cfg's HubTimeout with its default.
+func hubTimeout(cfg Config) time.Duration {
+	if cfg.HubTimeout == 0 {
+		return DefaultHubTimeout
+	}
+	return cfg.HubTimeout
+}
+
+// openHub returns the hub-side vault, which shares dk with the device vault
+// and reaches the hub through wrapHub. It makes sure the hub holds the
+// device's vault (the same header, and every keyring entry the device
+// holds): at once, or, when the hub cannot be reached (the device opens
+// offline), before its first call that reaches the hub.
 func openHub(ctx context.Context, cfg Config, prefix string, dk *crypto.Key) (*Vault, error) {
 	dh, err := cfg.Store.Get(ctx, prefix+headerKey)
 	if err != nil {
 		return nil, err
 	}
-	if err := copyKeyring(ctx, cfg.Store, cfg.Hub, prefix, dh.Value); err != nil {
+	link := &hubLink{device: cfg.Store, prefix: prefix, header: dh.Value}
+	hub := wrapHub(cfg.Hub, hubTimeout(cfg), link)
+	err = hubStore{inner: cfg.Hub, timeout: hubTimeout(cfg), link: link}.ready(ctx)
+	if err != nil && !errors.Is(err, sequence.ErrOffline) {
 		return nil, err
 	}
-	p, err := pins.Open("", cfg.Name, nil, nil)
+	p, err := openHubPins(cfg, dh.Value, dk)
 	if err != nil {
 		return nil, err
 	}
 	hcfg := cfg
-	hcfg.Store, hcfg.Hub, hcfg.StateDir = cfg.Hub, nil, ""
+	hcfg.Store, hcfg.Hub, hcfg.StateDir = hub, nil, ""
 	h := newVault(hcfg, prefix, dk, p)
 	h.sharesKey = true
 	return h, nil
@@ -96,4 +120,25 @@ func copyKeyring(ctx context.Context, src, dst stores.Store, prefix string, head
 		}
 	}
 	return nil
+}
+
+// hubPinsName is the name under which a device's state folder keeps the
+// rollback pins of the hub's copy of the vault named name: the hub's
+// counters and ledger head, which differ from the device's own.
+func hubPinsName(name string) string { return name + "\x00hub" }
+
+// openHubPins opens the rollback pins of the hub-side vault: in the
+// device's state folder when it has one (so a hub serving older counters or
+// an older ledger head is caught across restarts of the device), sealed with
+// a key of their own derived from dk; else in memory.
+func openHubPins(cfg Config, header []byte, dk *crypto.Key) (*pins.Set, error) {
+	if cfg.StateDir == "" {
+		return pins.Open("", cfg.Name, nil, nil)
+	}
+	h, err := crypto.ParseHeader(header)
+	if err != nil {
+		return nil, fmt.Errorf("vault header: %w", err)
+	}
+	// pins.Open takes the key over and wipes it when done.
+	return pins.Open(cfg.StateDir, hubPinsName(cfg.Name), h.Salt[:], dk.Derive("noydb hub pins v1"))
 }

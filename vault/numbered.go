@@ -68,6 +68,7 @@ type Numbered[T any] struct {
 	online bool
 	ns     *numbering.Series
 	hooks  deferred.Hooks
+	onHub  *Numbered[T] // on a device of a hub: the same handle on the hub
 
 	mu     sync.Mutex // guards the fields below, set once by prepare
 	ready  bool
@@ -128,8 +129,16 @@ func NumberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 	v := c.v
 	n := &Numbered[T]{c: c, series: series, opts: opts, set: set}
 	caps := v.store.Capabilities()
-	if _, ok := v.store.(stores.Transactor); ok && caps.CASAtomic && caps.Transactions {
+	if _, ok := v.store.(stores.Transactor); ok && caps.CASAtomic && caps.Transactions && v.hub == nil {
 		n.online = true
+	}
+	if v.hub != nil {
+		// A device numbers in passes on the hub, where the counters are.
+		hn, err := NumberingOf(&Collection[T]{v: v.hub, name: c.name}, series, opts, set)
+		if err != nil {
+			return nil, err
+		}
+		n.onHub = hn
 	}
 	ns, hooks, err := v.numberingSeries(series, numbering.Options{Collection: c.name, Format: opts.Format}, n.apply)
 	if err != nil {
@@ -599,6 +608,9 @@ func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) 
 		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass: %w", n.series, err)
 	}
 	defer n.c.v.exit()
+	if n.onHub != nil {
+		return n.settleOnHub(ctx)
+	}
 	// The pass checks the handle's format against the stored one itself,
 	// and stores it only when it has something to number.
 	return n.ns.RunPass(ctx)
@@ -611,6 +623,9 @@ func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) 
 // was numbered again since, gives ok false: the series' index keeps the
 // number of the id's latest record only.
 func (n *Numbered[T]) Lookup(ctx context.Context, provisional string) (numbering.Assignment, bool, error) {
+	if n.onHub != nil {
+		return n.onHub.Lookup(ctx, provisional)
+	}
 	a, ok, err := n.ns.LookupProvisional(ctx, provisional)
 	if err != nil || !ok {
 		return numbering.Assignment{}, false, err
@@ -648,6 +663,9 @@ func (a NumberedAudit) Clean() bool {
 // number of the series in one report. An error wrapping
 // numbering.ErrDuplicate comes with the full report.
 func (n *Numbered[T]) Audit(ctx context.Context) (NumberedAudit, error) {
+	if n.onHub != nil {
+		return n.onHub.Audit(ctx)
+	}
 	rep := NumberedAudit{Series: n.series}
 	if err := n.c.v.enter(ctx); err != nil {
 		return rep, fmt.Errorf("numbering %q: audit: %w", n.series, err)

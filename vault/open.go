@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/pins"
@@ -57,6 +58,12 @@ type Config struct {
 	// another vault under the name is ErrHubMismatch. The hub holds only
 	// sealed values and needs no key.
 	Hub stores.Store
+	// HubTimeout bounds each operation of the hub (a read, a write, a
+	// transaction) made by a call of the device's vault: a hub that has not
+	// answered by then is taken for unreachable, and a Next or PutNumbered
+	// fails with sequence.ErrOffline. Zero means DefaultHubTimeout; a
+	// negative value sets none (only the caller's context bounds the call).
+	HubTimeout time.Duration
 }
 
 // Format implements fmt.Formatter so that no verb (%v, %+v, %#v, %s, %x,
@@ -126,7 +133,7 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 	}
 	prefix := "v/" + cfg.Name + "/"
 	if cfg.Hub != nil {
-		if err := fetchFromHub(ctx, cfg, prefix); err != nil {
+		if err := fetchFromHub(ctx, cfg, wrapHub(cfg.Hub, hubTimeout(cfg), nil), prefix); err != nil {
 			return nil, fmt.Errorf("open vault %q: hub: %w", cfg.Name, err)
 		}
 	}
@@ -349,7 +356,10 @@ func Forget(stateDir, name string) error {
 	if err := CheckVaultName(name); err != nil {
 		return fmt.Errorf("forget vault: %w", err)
 	}
-	return pins.Forget(stateDir, name)
+	if err := pins.Forget(stateDir, name); err != nil {
+		return err
+	}
+	return pins.Forget(stateDir, hubPinsName(name))
 }
 
 // Used reports whether the state folder stateDir records that this device

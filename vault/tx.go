@@ -189,9 +189,13 @@ func (tx *Tx) spoil(err error) {
 // transaction follow each other. seq must come from the transaction's
 // vault handle (Vault.Sequence of the same *Vault; a handle on the same
 // vault opened by another DB is another handle): else ErrInvalidArgument.
+// On a device of a hub it fails with ErrNumbersOnHub.
 func (tx *Tx) Next(seq *sequence.Sequence) (sequence.Serial, error) {
 	if err := tx.use(); err != nil {
 		return sequence.Serial{}, fmt.Errorf("next: %w", err)
+	}
+	if tx.v.hub != nil {
+		return sequence.Serial{}, fmt.Errorf("next: %w", ErrNumbersOnHub) // hub_numbered.go
 	}
 	switch {
 	case seq == nil:

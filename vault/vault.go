@@ -139,7 +139,18 @@ func (v *Vault) Store() stores.Store { return v.store }
 // share one counter and, within this process, one combining queue. The
 // error is a *sequence.ValidationError for an invalid name, partition or
 // format.
+//
+// On a device of a hub (Config.Hub) the counters live on the hub, so that
+// the numbers every device takes form one gap-free series: the handle takes
+// them there, in hub commits that carry their ledger entries to the hub's
+// ledger, and its rollback pins live in the device's state folder. When the
+// hub cannot be reached its calls fail fast with an error wrapping
+// sequence.ErrOffline (and the cause), taking nothing; write numbered
+// records through NumberingOf then, which numbers them later.
 func (v *Vault) Sequence(series string, opts sequence.Options) (*sequence.Sequence, error) {
+	if v.hub != nil {
+		return v.hub.seqs.Sequence(series, opts)
+	}
 	return v.seqs.Sequence(series, opts)
 }
 

@@ -404,7 +404,8 @@ func nonNil(b []byte) []byte {
 
 // wrap translates a driver error: closed store → stores.ErrClosed, done
 // context → ctx.Err(), no rows → stores.ErrNotFound, deadlock, serialization
-// failure or unique violation → stores.ErrConflict; anything else is wrapped
+// failure or unique violation → stores.ErrConflict, a server not reached or
+// a broken connection → stores.ErrUnavailable; anything else is wrapped
 // with the operation, with the password redacted.
 func (s *Store) wrap(ctx context.Context, op string, err error) error {
 	switch {
@@ -424,9 +425,20 @@ func (s *Store) wrap(ctx context.Context, op string, err error) error {
 			return fmt.Errorf("pgstore: %s: %w (SQLSTATE %s)", op, stores.ErrConflict, pgErr.Code)
 		}
 	}
+	var kind error // stores.ErrUnavailable when the server was not reached
+	if unreachable(err) {
+		kind = stores.ErrUnavailable
+	}
 	if s.secret != "" && strings.Contains(err.Error(), s.secret) {
 		// Drop the chain too: an inner error would still print the password.
-		return fmt.Errorf("pgstore: %s: %s", op, strings.ReplaceAll(err.Error(), s.secret, "xxxxx"))
+		msg := strings.ReplaceAll(err.Error(), s.secret, "xxxxx")
+		if kind != nil {
+			return fmt.Errorf("pgstore: %s: %w: %s", op, kind, msg)
+		}
+		return fmt.Errorf("pgstore: %s: %s", op, msg)
+	}
+	if kind != nil {
+		return fmt.Errorf("pgstore: %s: %w: %w", op, kind, err)
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, err)
 }
