@@ -164,9 +164,10 @@ func (n *Numbered[T]) settleOnHub(ctx context.Context) (numbering.PassReport, er
 }
 
 // handOffToHub copies to the hub each handoff entry of the device whose
-// record the hub holds pending under the entry's provisional id. Entries
-// whose record has not reached the hub stay on the device: the hub's pass
-// would only wait for them.
+// record the hub holds pending under the entry's provisional id, and
+// returns them with the entries whose record the hub holds otherwise
+// (numbered there, maybe). Entries whose record has not reached the hub
+// stay on the device: the hub's pass would only wait for them.
 func (n *Numbered[T]) handOffToHub(ctx context.Context) ([]hubHandoff, error) {
 	v, h := n.c.v, n.c.v.hub
 	const probe = "01890a5d-ac96-774b-bcce-b302099a8057/i" // a UUIDv7 and an id
@@ -199,6 +200,10 @@ func (n *Numbered[T]) handOffToHub(ctx context.Context) ([]hubHandoff, error) {
 			return nil, fmt.Errorf("hub's record %s/%s: %w", n.c.name, id, err)
 		}
 		if pendingOf(rec.marks, n.series) != p {
+			// Numbered on the hub already (by a pass another device ran
+			// after this one copied the entry), or handed off anew there:
+			// the pass's index tells settleOnHub whether to forget it.
+			out = append(out, hubHandoff{key: it.Key, provisional: p})
 			continue
 		}
 		switch _, err := h.store.Get(ctx, it.Key); {
