@@ -52,10 +52,13 @@ func withoutPending(marks []mark, series string) []mark {
 //
 // On a store with atomic compare-and-swap and transactions (memory, Badger,
 // PostgreSQL) Put numbers the record in the same commit that writes it, as
-// Collection.PutNumbered does. On any other store (a file store, a device
-// away from its hub) Put writes the record marked pending with a
+// Collection.PutNumbered does. On any other store (a file store), and on a
+// device of a hub (Config.Hub), Put writes the record marked pending with a
 // provisional id and hands it off to the series, and a later pass (Settle,
 // or 'noydb number pass') numbers the pending records in provisional order.
+// A device's Put works offline; its Settle runs the pass on the hub, over
+// the records a sync has pushed there, and the numbered records come back
+// with the next sync.
 // Either way the number reaches the record through the setter given to
 // NumberingOf, in the series' stored format, and the record carries it in
 // its sealed metadata too, so a Put of a copy read before the number came
@@ -603,6 +606,16 @@ func (n *Numbered[T]) get(ctx context.Context, id string) (NumberedRecord[T], er
 // provisional order, through the setter, in the series' stored format (see
 // numbering.Series.RunPass for how, and its locking). On a store where Put
 // numbers at write time there is normally nothing to do.
+//
+// On a device of a hub the pass runs on the hub, exclusive across every
+// machine its lock covers (PostgreSQL: all): Settle first hands the hub
+// the device's pending records that are there already, pending under the
+// same provisional id (a sync pushed them); the others wait on the device
+// for a later Settle. It then runs the pass over the hub's copy of the
+// collection, which numbers the records of every device, and drops the
+// device's handoff entries of the records the hub numbered. The stamped
+// records reach the device with its next sync. An unreachable hub gives an
+// error wrapping sequence.ErrOffline.
 func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) {
 	if err := n.c.v.enter(ctx); err != nil {
 		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass: %w", n.series, err)
@@ -617,7 +630,8 @@ func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) 
 }
 
 // Lookup tells which record the provisional id (from Put) went to and which
-// number a pass gave it; ok is false while the record is pending.
+// number a pass gave it; ok is false while the record is pending. On a
+// device of a hub it asks the hub.
 //
 // A provisional id whose record was deleted after its pass, and whose id
 // was numbered again since, gives ok false: the series' index keeps the
@@ -660,7 +674,8 @@ func (a NumberedAudit) Clean() bool {
 }
 
 // Audit reads the vault's ledger once per path and accounts for every
-// number of the series in one report. An error wrapping
+// number of the series in one report (on a device of a hub, the hub's
+// ledger, where the numbers are). An error wrapping
 // numbering.ErrDuplicate comes with the full report.
 func (n *Numbered[T]) Audit(ctx context.Context) (NumberedAudit, error) {
 	if n.onHub != nil {
