@@ -188,7 +188,19 @@ func TestHubCounterRollbackCaughtByTheDevice(t *testing.T) {
 		n, err = q2.Next(ctx)
 		require.Error(t, err, "the rolled-back hub handed out %d again", n)
 	}
-	assert.ErrorIs(t, err, vault.ErrRollback)
+	require.ErrorIs(t, err, vault.ErrRollback)
+	if v2 != nil {
+		require.NoError(t, v2.Close())
+	}
+
+	// Forget accepts the restored hub: its pins go with the device's.
+	require.NoError(t, vault.Forget(dir, "shop"))
+	v3 := openOnHub(t, dev, hub, deviceOpts{stateDir: dir})
+	q3, err := v3.Sequence("invoice", sequence.Options{})
+	require.NoError(t, err)
+	n, err := q3.Next(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(4), n)
 }
 
 // TestHubPutNumberedOnDevice: PutNumbered on a device commits the record
@@ -349,4 +361,33 @@ func TestHubDeviceUpdateRefusesNext(t *testing.T) {
 	require.NoError(t, v.Update(ctx, func(tx *vault.Tx) error {
 		return inv.In(tx).Put("b", Invoice{Customer: "ACME"})
 	}))
+}
+
+// TestHubPutNumberedDeviceAhead: a device holding its own revision of the
+// record (written locally, not synced) is not overwritten by PutNumbered's
+// copy: the number is taken on the hub, the error wraps ErrNotOnDevice, and
+// the device keeps its revision for the next sync to settle.
+func TestHubPutNumberedDeviceAhead(t *testing.T) {
+	ctx := context.Background()
+	hub, dev := memstore.New(), memstore.New()
+	v := openOnHub(t, dev, hub, deviceOpts{})
+	q, err := v.Sequence("invoice", sequence.Options{})
+	require.NoError(t, err)
+	inv := vault.CollectionOf[Invoice](v, "invoices")
+	require.NoError(t, inv.Put(ctx, "a", Invoice{Customer: "local"}))
+	before, err := dev.Get(ctx, "v/shop/invoices/a")
+	require.NoError(t, err)
+
+	got, err := inv.PutNumbered(ctx, "a", q, func(s sequence.Serial) (Invoice, error) {
+		return Invoice{Number: s.Formatted, Customer: "hub"}, nil
+	})
+	require.ErrorIs(t, err, vault.ErrNotOnDevice)
+	assert.Equal(t, "1", got.Number)
+	after, err := dev.Get(ctx, "v/shop/invoices/a")
+	require.NoError(t, err)
+	assert.Equal(t, before.Value, after.Value, "the device's revision was overwritten")
+	h := openHubDirect(t, hub)
+	onHub, err := vault.CollectionOf[Invoice](h, "invoices").Get(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, Invoice{Number: "1", Customer: "hub"}, onHub)
 }
