@@ -212,3 +212,39 @@ func TestHubTimeoutIsOffline(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), s)
 }
+
+// TestHubDeviceOpenedWithoutHub: a vault used on this device with a hub,
+// opened later without it (an app that could not reach the hub at start),
+// takes no numbers from the device's own counters, which would collide
+// with the hub's: Sequence fails with ErrOffline; records and deferred
+// numbering still write locally, and a pass is refused. The device knows
+// it from its store's mark, or from its state folder.
+func TestHubDeviceOpenedWithoutHub(t *testing.T) {
+	ctx := context.Background()
+	hub, dev := memstore.New(), memstore.New()
+	dir := t.TempDir()
+	require.NoError(t, openOnHub(t, dev, hub, deviceOpts{stateDir: dir}).Close())
+
+	alone := func(stateDir string) {
+		v, err := vault.Open(ctx, vault.Config{Store: dev, Name: "shop", User: "alice", Secret: []byte("s3cret"),
+			KDF: cheapKDF, InsecureAllowWeakKDF: true, StateDir: stateDir})
+		require.NoError(t, err)
+		defer v.Close()
+		_, err = v.Sequence("invoice", sequence.Options{})
+		require.ErrorIs(t, err, sequence.ErrOffline)
+		require.NoError(t, vault.CollectionOf[Invoice](v, "invoices").Put(ctx, "a", Invoice{Customer: "ACME"}))
+		nr, err := vault.NumberingOf(vault.CollectionOf[Receipt](v, "receipts"), "receipt", sequence.Options{}, setReceiptNumber)
+		require.NoError(t, err)
+		assert.False(t, nr.Online())
+		r, err := nr.Put(ctx, "r1", Receipt{Total: 1})
+		require.NoError(t, err)
+		assert.True(t, r.Pending)
+		_, err = nr.Settle(ctx)
+		require.ErrorIs(t, err, sequence.ErrOffline)
+	}
+	alone("")
+	require.NoError(t, dev.Delete(ctx, "v/shop/_device"))
+	alone(dir)
+
+	assert.Empty(t, keysUnder(t, dev, "v/shop/_sequences/"), "no counter on the device")
+}

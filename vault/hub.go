@@ -71,6 +71,9 @@ func openHub(ctx context.Context, cfg Config, prefix string, dk *crypto.Key) (*V
 	if err != nil && !errors.Is(err, sequence.ErrOffline) {
 		return nil, err
 	}
+	if err := markDevice(ctx, cfg.Store, prefix); err != nil {
+		return nil, err
+	}
 	p, err := openHubPins(cfg, dh.Value, dk)
 	if err != nil {
 		return nil, err
@@ -141,4 +144,38 @@ func openHubPins(cfg Config, header []byte, dk *crypto.Key) (*pins.Set, error) {
 	}
 	// pins.Open takes the key over and wipes it when done.
 	return pins.Open(cfg.StateDir, hubPinsName(cfg.Name), h.Salt[:], dk.Derive("noydb hub pins v1"))
+}
+
+// deviceKey marks, on a device's store, a vault opened there with a hub.
+const deviceKey = "_device"
+
+// errHubless: a device of a hub opened without it.
+var errHubless = fmt.Errorf("this vault is a device of a hub and was opened without Config.Hub: "+
+	"its numbers are on the hub (open it with the hub, or write through NumberingOf): %w", sequence.ErrOffline)
+
+// markDevice records on the device's store that the vault is used there as
+// a device of a hub, so that opened later without the hub (an app that
+// could not reach it at start) it does not take numbers from the device's
+// own counters, which would collide with the hub's.
+func markDevice(ctx context.Context, device stores.Store, prefix string) error {
+	_, err := device.Get(ctx, prefix+deviceKey)
+	if errors.Is(err, stores.ErrNotFound) {
+		_, err = device.Put(ctx, prefix+deviceKey, []byte{1})
+	}
+	return err
+}
+
+// isDevice reports whether the vault, opened without a hub, is a device of
+// one: its store carries the mark of markDevice, or its state folder holds
+// pins of the hub's copy.
+func isDevice(ctx context.Context, cfg Config, prefix string) (bool, error) {
+	_, err := cfg.Store.Get(ctx, prefix+deviceKey)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, stores.ErrNotFound) {
+		return false, err
+	}
+	id, err := pins.Lookup(cfg.StateDir, hubPinsName(cfg.Name))
+	return id != nil, err
 }

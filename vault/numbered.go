@@ -132,7 +132,7 @@ func NumberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 	v := c.v
 	n := &Numbered[T]{c: c, series: series, opts: opts, set: set}
 	caps := v.store.Capabilities()
-	if _, ok := v.store.(stores.Transactor); ok && caps.CASAtomic && caps.Transactions && v.hub == nil {
+	if _, ok := v.store.(stores.Transactor); ok && caps.CASAtomic && caps.Transactions && v.hub == nil && !v.hubless {
 		n.online = true
 	}
 	if v.hub != nil {
@@ -623,6 +623,9 @@ func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) 
 	defer n.c.v.exit()
 	if n.onHub != nil {
 		return n.settleOnHub(ctx)
+	}
+	if n.c.v.hubless {
+		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass: %w", n.series, errHubless)
 	}
 	// The pass checks the handle's format against the stored one itself,
 	// and stores it only when it has something to number.

@@ -32,6 +32,9 @@ import (
 // and numbers it at once on a store with atomic compare-and-swap. Numbering
 // stays for the callers that number raw JSON records by field name.
 func (v *Vault) Numbering(series string, opts numbering.Options) (*numbering.Series, error) {
+	if v.hubless {
+		return nil, fmt.Errorf("numbering %q: %w", series, errHubless)
+	}
 	if err := CheckCollectionName(opts.Collection); err != nil {
 		return nil, fmt.Errorf("numbering %q: %w: %w", series, numbering.ErrInvalid, err)
 	}

@@ -57,6 +57,14 @@ type Config struct {
 	// can open it here), or to a hub that does not hold it yet; a hub holding
 	// another vault under the name is ErrHubMismatch. The hub holds only
 	// sealed values and needs no key.
+	//
+	// The counters of a device live on the hub (see Vault.Sequence): a hub
+	// that cannot be reached makes numbering calls fail with
+	// sequence.ErrOffline, and a device that holds the vault opens offline
+	// and works locally. The device's store (and state folder) remember
+	// that the vault is used with a hub: opened there later without one,
+	// it takes no numbers (sequence.ErrOffline), since the device's own
+	// counters would collide with the hub's.
 	Hub stores.Store
 	// HubTimeout bounds each operation of the hub (a read, a write, a
 	// transaction) made by a call of the device's vault: a hub that has not
@@ -170,6 +178,9 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 				_ = v.Close()
 				return nil, fmt.Errorf("open vault %q: hub: %w", cfg.Name, err)
 			}
+		} else if v.hubless, err = isDevice(ctx, cfg, prefix); err != nil {
+			_ = v.Close()
+			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
 		}
 		return v, nil
 	}

@@ -39,6 +39,9 @@ type Vault struct {
 	// dk to the device vault that owns it.
 	hub       *Vault
 	sharesKey bool
+	// hubless marks a device of a hub opened without Config.Hub: its
+	// numbers are on the hub, so it takes none here (see markDevice).
+	hubless bool
 
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.
@@ -146,10 +149,16 @@ func (v *Vault) Store() stores.Store { return v.store }
 // ledger, and its rollback pins live in the device's state folder. When the
 // hub cannot be reached its calls fail fast with an error wrapping
 // sequence.ErrOffline (and the cause), taking nothing; write numbered
-// records through NumberingOf then, which numbers them later.
+// records through NumberingOf then, which numbers them later. A vault this
+// device has used with a hub and opens without one gives an error wrapping
+// sequence.ErrOffline here: its counters are on the hub, and numbers taken
+// from the device's own store would collide with them.
 func (v *Vault) Sequence(series string, opts sequence.Options) (*sequence.Sequence, error) {
 	if v.hub != nil {
 		return v.hub.seqs.Sequence(series, opts)
+	}
+	if v.hubless {
+		return nil, fmt.Errorf("sequence %q: %w", series, errHubless)
 	}
 	return v.seqs.Sequence(series, opts)
 }
