@@ -207,6 +207,8 @@ func TestHubPGUnreachable(t *testing.T) {
 	proxy.setDown(true)
 	_, err = hub.Get(ctx, "k")
 	require.ErrorIs(t, err, stores.ErrUnavailable, "pgstore: %v", err)
+	_, err = pgstore.Open(ctx, u.String(), &pgstore.Options{Schema: schema})
+	require.ErrorIs(t, err, stores.ErrUnavailable, "pgstore.Open: %v", err)
 	_, err = q.Next(ctx)
 	require.ErrorIs(t, err, sequence.ErrOffline)
 	assert.ErrorIs(t, err, stores.ErrUnavailable)
