@@ -43,6 +43,15 @@
 // yielded exactly once; keys written while the iteration runs may or may
 // not be seen. The loop body may use the store, including writes.
 //
+// ListAfter (stores.RangeLister) is List starting after a given key: its
+// first page seeks straight there. GetMany (stores.MultiGetter) reads any
+// number of keys in one read-only transaction, a snapshot. TxLimits
+// (stores.TxSizer) reports badger's limits on one Update: about 9.6 MiB of
+// keys and values, from badger's default 64 MiB memtable, so on disk some
+// 9,000 writes of 1 KiB, and a fifth of that in memory. A larger Update is
+// refused with an error wrapping stores.ErrTooLarge and writes nothing:
+// callers writing large batches atomically size them by TxLimits.
+//
 // # Versions
 //
 // A key's version is the commit timestamp badger gave to the write, which

@@ -72,8 +72,9 @@ func setsSeqScan(params map[string]string) bool {
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
-// Store is a stores.Store, stores.Transactor and stores.Locker on
-// PostgreSQL. Create it with Open. It is safe for concurrent use.
+// Store is a stores.Store, stores.Transactor, stores.Locker,
+// stores.RangeLister and stores.MultiGetter on PostgreSQL. Create it with
+// Open. It is safe for concurrent use.
 type Store struct {
 	pool   *pgxpool.Pool
 	schema string
