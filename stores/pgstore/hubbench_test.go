@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -126,10 +127,10 @@ func BenchmarkHubPrefetch(b *testing.B) {
 }
 
 // BenchmarkHubTxWrite writes 10,000 values of 1 KiB (a push) in
-// transactions of 100 and of 1,000 keys; the keys exist already, as the
+// transactions of 100, 1,000 and 10,000 keys; the keys exist already, as the
 // records a push changes do.
 func BenchmarkHubTxWrite(b *testing.B) {
-	for _, per := range []int{100, 1000} {
+	for _, per := range []int{100, 1000, 10_000} {
 		b.Run(fmt.Sprintf("tx=%d", per), func(b *testing.B) {
 			s := pgtest.Open(b, nil)
 			hubFill(b, s, "vault/rec/", hubPush)
@@ -398,4 +399,125 @@ func BenchmarkHubIncremental(b *testing.B) {
 			b.ReportMetric(b.Elapsed().Seconds()*1000/float64(b.N), "ms/sync")
 		})
 	}
+}
+
+// BenchmarkHubPush is a push of 10,000 changed records of 1 KiB without the
+// sync code, in transactions of 1,000 records: each transaction prefetches
+// (reads and locks) the records and the feed's head, checks each record's
+// current version, and writes each record and a feed position naming it,
+// then the new head.
+func BenchmarkHubPush(b *testing.B) {
+	s := pgtest.Open(b, nil)
+	hubFill(b, s, "vault/rec/", hubRecords)
+	hubFeed(b, s, "vault/_ledger/", hubRecords)
+	value := hubValue()
+	ctx := context.Background()
+	head := hubRecords
+	for b.Loop() {
+		for lo := 0; lo < hubPush; lo += 1000 {
+			err := s.Update(ctx, func(tx stores.Tx) error {
+				keys := make([]string, 0, 1001)
+				for i := lo; i < lo+1000; i++ {
+					keys = append(keys, hubKey("vault/rec/", i*10))
+				}
+				if err := tx.(stores.Prefetcher).Prefetch(append(keys, "vault/_ledger/head")); err != nil {
+					return err
+				}
+				if _, err := tx.Get("vault/_ledger/head"); err != nil && !errors.Is(err, stores.ErrNotFound) {
+					return err
+				}
+				for _, k := range keys {
+					if _, err := tx.Get(k); err != nil {
+						return err
+					}
+					head++
+					if err := tx.Put(k, value); err != nil {
+						return err
+					}
+					if err := tx.Put(fmt.Sprintf("vault/_ledger/%020d", head), []byte(k)); err != nil {
+						return err
+					}
+				}
+				return tx.Put("vault/_ledger/head", []byte(fmt.Sprint(head)))
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	reportRecords(b, hubPush)
+}
+
+// BenchmarkHubPullViaFeed is a first pull that follows the hub's feed
+// rather than listing the records: read 100,000 feed positions with
+// ListAfter from the start, fetch the records they name with GetMany 1,000
+// at a time, and write each record and a device-ledger entry into a durable
+// badger store in one transaction per 1,000.
+func BenchmarkHubPullViaFeed(b *testing.B) {
+	s := pgtest.Open(b, nil)
+	hubFill(b, s, "vault/rec/", hubRecords)
+	err := s.Update(context.Background(), func(tx stores.Tx) error {
+		for i := range hubRecords {
+			if err := tx.Put(fmt.Sprintf("vault/_ledger/%020d", i+1), []byte(hubKey("vault/rec/", i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	entry := make([]byte, 200)
+	for b.Loop() {
+		b.StopTimer()
+		dev, err := badgerstore.Open(b.TempDir(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		seq := 0
+		names := make([]string, 0, 1000)
+		flush := func() {
+			recs, err := stores.GetMany(ctx, s, names)
+			if err != nil || len(recs) != len(names) {
+				b.Fatalf("fetched %d of %d: %v", len(recs), len(names), err)
+			}
+			err = dev.Update(ctx, func(tx stores.Tx) error {
+				for _, it := range recs {
+					if err := tx.Put(it.Key, it.Value); err != nil {
+						return err
+					}
+					seq++
+					if err := tx.Put(fmt.Sprintf("vault/_ledger/%020d", seq), entry); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			names = names[:0]
+		}
+		for it, err := range stores.ListAfter(ctx, s, "vault/_ledger/", "") {
+			if err != nil {
+				b.Fatal(err)
+			}
+			names = append(names, string(it.Value))
+			if len(names) == 1000 {
+				flush()
+			}
+		}
+		flush()
+		if seq != hubRecords {
+			b.Fatalf("pulled %d records", seq)
+		}
+		b.StopTimer()
+		if err := dev.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	reportRecords(b, hubRecords)
 }
