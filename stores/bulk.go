@@ -15,6 +15,13 @@ import (
 // few steps; the functions ListAfter and GetMany use them when a store has
 // them and fall back on the Store methods otherwise, so callers need not
 // care which stores implement what.
+//
+// A store that wraps another (to add timeouts, faults or counters) keeps
+// the fast paths of the store it wraps by implementing RangeLister and
+// MultiGetter with these functions on the inner store: they use the inner
+// store's methods when it has them and fall back otherwise. A wrapper that
+// does not loses them silently: the answers stay right, but a ListAfter
+// through it lists the whole prefix.
 
 // RangeLister is implemented by stores that can start a listing after a
 // given key without reading the keys before it, such as a feed's entries
