@@ -254,7 +254,8 @@ func (s suite) testTxLimits(t *testing.T) {
 
 	// Twice the bytes allowed: refused as too large, or committed whole.
 	over := min(2*l.MaxBytes/chunk+1, l.MaxWrites+1)
-	err := writeN("o/", over, func(int) []byte { return pattern(chunk, 1) })
+	overValue := pattern(chunk, 1)
+	err := writeN("o/", over, func(int) []byte { return overValue })
 	if err != nil {
 		assert.ErrorIs(t, err, stores.ErrTooLarge, "a transaction above the limits")
 		assert.Empty(t, list(t, st, "o/"), "a refused transaction wrote nothing")
