@@ -326,13 +326,15 @@ func (s *Store) ListAfter(ctx context.Context, prefix, after string) iter.Seq2[s
 	return func(yield func(stores.Item, error) bool) {
 		lower := nonNil([]byte(prefix)) // pgx would send nil as NULL
 		upper, bounded := prefixEnd(lower)
-		after := nonNil([]byte(after)) // keys are never empty, so every key is after ""
+		// The page starts after cursor: after, then the last key yielded.
+		// Keys are never empty, so every key is after "".
+		cursor := nonNil([]byte(after))
 		for {
 			if err := s.check(ctx); err != nil {
 				yield(stores.Item{}, err)
 				return
 			}
-			page, err := s.listPage(ctx, lower, after, upper, bounded)
+			page, err := s.listPage(ctx, lower, cursor, upper, bounded)
 			if err != nil {
 				yield(stores.Item{}, s.wrap(ctx, "list", err))
 				return
@@ -345,7 +347,7 @@ func (s *Store) ListAfter(ctx context.Context, prefix, after string) iter.Seq2[s
 			if len(page) == 0 {
 				return
 			}
-			after = []byte(page[len(page)-1].Key)
+			cursor = []byte(page[len(page)-1].Key)
 		}
 	}
 }
