@@ -180,10 +180,13 @@ func (c *chain) atPin(r record) error {
 }
 
 // listStored lists the stored entries from c.next to last (and perhaps a
-// few keys around them): one List of the narrowest prefix covering the range.
-// It yields each item with its position (ok false: not a position key). A
-// key outside the listed prefix ends the listing with an error wrapping
-// stores.ErrMisbehaving: nothing more is trusted from that answer.
+// few keys after them): the narrowest prefix covering the range, listed
+// from position from (stores.ListAfter), so that on a store that can start
+// a listing there (a stores.RangeLister) the entries before from cost
+// nothing, however many they are. It yields each item with its position
+// (ok false: not a position key). A key outside the listed range, or out of
+// order, ends the listing with an error wrapping stores.ErrMisbehaving:
+// nothing more is trusted from that answer.
 func (l *ledger) listStored(ctx context.Context, from, last uint64) iter.Seq2[listed, error] {
 	lo, hi := appendSeq(nil, from), appendSeq(nil, last)
 	n := 0
@@ -191,8 +194,12 @@ func (l *ledger) listStored(ctx context.Context, from, last uint64) iter.Seq2[li
 		n++
 	}
 	prefix := l.dir + string(lo[:n])
+	after := "" // the whole prefix
+	if from > 0 {
+		after = l.entryKey(from - 1)
+	}
 	return func(yield func(listed, error) bool) {
-		for it, err := range stores.ListUnder(ctx, l.store, prefix) {
+		for it, err := range stores.ListAfter(ctx, l.store, prefix, after) {
 			if err != nil {
 				yield(listed{}, fmt.Errorf("ledger: %w", err))
 				return

@@ -43,6 +43,15 @@
 // yielded exactly once; keys written while the iteration runs may or may
 // not be seen. The loop body may use the store, including writes.
 //
+// ListAfter (stores.RangeLister) is List starting after a given key: its
+// first page seeks straight there. GetMany (stores.MultiGetter) reads any
+// number of keys in one read-only transaction, a snapshot. TxLimits
+// (stores.TxSizer) reports badger's limits on one Update: about 9.6 MiB of
+// keys and values, from badger's default 64 MiB memtable, so on disk some
+// 9,000 writes of 1 KiB, and a fifth of that in memory. A larger Update is
+// refused with an error wrapping stores.ErrTooLarge and writes nothing:
+// callers writing large batches atomically size them by TxLimits.
+//
 // # Versions
 //
 // A key's version is the commit timestamp badger gave to the write, which
@@ -155,8 +164,11 @@ type Store struct {
 }
 
 var (
-	_ stores.Store      = (*Store)(nil)
-	_ stores.Transactor = (*Store)(nil)
+	_ stores.Store       = (*Store)(nil)
+	_ stores.Transactor  = (*Store)(nil)
+	_ stores.RangeLister = (*Store)(nil)
+	_ stores.MultiGetter = (*Store)(nil)
+	_ stores.TxSizer     = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the badger database in folder dir. If the
@@ -460,8 +472,21 @@ func (s *Store) remove(txn *badger.Txn, key string) error {
 // List yields the items under prefix in key order, a page at a time; see
 // the package documentation.
 func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[stores.Item, error] {
+	return s.ListAfter(ctx, prefix, "")
+}
+
+// ListAfter is List without the keys up to after: each page seeks straight
+// to its first key (the first after after, for the first page), so the keys
+// before after are never read.
+func (s *Store) ListAfter(ctx context.Context, prefix, after string) iter.Seq2[stores.Item, error] {
 	return func(yield func(stores.Item, error) bool) {
 		from := dataKey(prefix)
+		if after != "" {
+			// The smallest key after after: after followed by a zero byte.
+			if next := append(dataKey(after), 0); bytes.Compare(next, from) > 0 {
+				from = next
+			}
+		}
 		for from != nil {
 			var page []stores.Item
 			var err error
@@ -517,6 +542,68 @@ func (s *Store) page(ctx context.Context, prefix string, from []byte) ([]stores.
 		return nil, nil, s.wrap("list", err)
 	}
 	return page, next, nil
+}
+
+// GetMany returns the items of the keys that exist, in ascending key order,
+// each once, read in one read-only transaction: one snapshot.
+func (s *Store) GetMany(ctx context.Context, keys []string) ([]stores.Item, error) {
+	for _, key := range keys {
+		if err := stores.CheckKey(key); err != nil {
+			return nil, err
+		}
+	}
+	done, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	sorted := slices.Clone(keys)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	items := make([]stores.Item, 0, len(sorted))
+	err = s.db.View(func(txn *badger.Txn) error {
+		for _, key := range sorted {
+			it, err := s.read(txn, key)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			items = append(items, it)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap("get many", err)
+	}
+	return items, nil
+}
+
+// txWriteOverhead is what each write of a transaction counts for in
+// TxLimits beyond its key and value: badger counts its own key prefix
+// (1 byte), the commit timestamp (8, plus 2 spare), two meta bytes, and for a
+// value it keeps in its value log a pointer of 12 bytes instead of the value.
+const txWriteOverhead = 25
+
+// txnReserve is the size badger counts for a transaction's end mark before
+// any write: its key, "!badger!txn", and 10.
+const txnReserve = int64(len("!badger!txn") + 10)
+
+// TxLimits reports how much one Update may write: badger refuses a
+// transaction whose entries reach 15% of its memtable (64 MiB), about
+// 9.6 MiB, or its count limit. In memory each write is several badger
+// entries (the pieces of a value, see the package documentation), and the
+// limits are divided accordingly.
+func (s *Store) TxLimits() stores.TxLimits {
+	// A badger transaction starts with one entry of its own (its end mark,
+	// txnReserve bytes), and fails when its count or size reaches the limit.
+	per := int64(s.maxPieces)
+	return stores.TxLimits{
+		MaxWrites:     int((s.db.MaxBatchCount() - 2) / per),
+		MaxBytes:      int((s.db.MaxBatchSize() - 1 - txnReserve) / per),
+		WriteOverhead: txWriteOverhead,
+	}
 }
 
 // Update runs fn in a badger read-write transaction and commits it if fn

@@ -67,6 +67,19 @@
 // otherwise scan it whole ever after (until autovacuum analyzed it), so that
 // a fresh vault under load lost four fifths of its throughput as it grew.
 //
+// # Bulk reads
+//
+// List reads pages of up to 256 rows (or 4 MiB of values) by keyset: each
+// page is one range read of the primary key's index, starting after the
+// last key of the page before. ListAfter (stores.RangeLister) starts the
+// first page after a given key, so a change feed whose keys sort by
+// position is read from a device's cursor at the cost of what it yields,
+// however long the feed. GetMany (stores.MultiGetter) reads any number of
+// keys in one statement and one round trip (per 64 MiB of keys), without
+// locks or claims: the read for a batch of records named by a feed. Both
+// statements are checked, plan and pages read, by the tests in feed_test.go;
+// the BenchmarkHub benchmarks measure them.
+//
 // # Concurrency
 //
 // A Store is safe for concurrent use; it holds a pgxpool.Pool

@@ -1,6 +1,11 @@
 package pgstore
 
-import "context"
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
 
 // CountTransactions makes s add up what its transactions send from now on,
 // and returns a function that reports the statements and round trips so far.
@@ -17,4 +22,75 @@ func Setting(ctx context.Context, s *Store, name string) (string, error) {
 	var v string
 	err := s.pool.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&v)
 	return v, err
+}
+
+// ExplainListAfter runs the statement of the first page of
+// s.ListAfter(prefix, after) under EXPLAIN ANALYZE and returns its plan in
+// JSON, with the generic plan (the one the server keeps for a prepared
+// statement once it has run a few times) if generic.
+func ExplainListAfter(ctx context.Context, s *Store, prefix, after string, generic bool) ([]byte, error) {
+	lower := nonNil([]byte(prefix))
+	upper, bounded := prefixEnd(lower)
+	if !bounded {
+		return explain(ctx, s, s.q.listAll, "bytea, bytea", generic, lower, nonNil([]byte(after)))
+	}
+	return explain(ctx, s, s.q.list, "bytea, bytea, bytea", generic, lower, nonNil([]byte(after)), upper)
+}
+
+// ExplainGetMany is ExplainListAfter for the statement of s.GetMany(keys).
+func ExplainGetMany(ctx context.Context, s *Store, keys []string, generic bool) ([]byte, error) {
+	kbs := make([][]byte, len(keys))
+	for i, k := range keys {
+		kbs[i] = []byte(k)
+	}
+	return explain(ctx, s, s.q.readMany, "bytea[]", generic, kbs)
+}
+
+// explain prepares stmt (whose parameters have the types given) and runs it
+// under EXPLAIN ANALYZE, on a connection taken out of the pool and closed
+// afterwards, so that its settings and prepared statement go with it.
+func explain(ctx context.Context, s *Store, stmt, types string, generic bool, args ...any) ([]byte, error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn := c.Hijack()
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+	mode := "force_custom_plan"
+	if generic {
+		mode = "force_generic_plan"
+	}
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+mode); err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, `PREPARE noydb_explain(`+types+`) AS `+stmt); err != nil {
+		return nil, err
+	}
+	// EXECUTE under EXPLAIN takes no parameters: the values go as literals.
+	params := make([]string, len(args))
+	for i, arg := range args {
+		switch a := arg.(type) {
+		case []byte:
+			params[i] = byteaLiteral(a)
+		case [][]byte:
+			elems := make([]string, len(a))
+			for j, b := range a {
+				elems[j] = byteaLiteral(b)
+			}
+			params[i] = `ARRAY[` + strings.Join(elems, ", ") + `]::bytea[]`
+		default:
+			return nil, fmt.Errorf("explain: argument of type %T", arg)
+		}
+	}
+	var plan []byte
+	err = conn.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE noydb_explain(`+strings.Join(params, ", ")+`)`).Scan(&plan)
+	return plan, err
+}
+
+func byteaLiteral(b []byte) string { return `'\x` + hex.EncodeToString(b) + `'::bytea` }
+
+// Analyze updates the planner's statistics of s's items table.
+func Analyze(ctx context.Context, s *Store) error {
+	_, err := s.pool.Exec(ctx, s.sql(`ANALYZE {s}.items`))
+	return err
 }

@@ -18,8 +18,10 @@
 // Some subtests depend on what a store says it can do: the compare-and-swap
 // race runs only when Capabilities().CASAtomic is set, the transaction
 // subtests only when the store implements stores.Transactor, TxPrefetch
-// only when its Tx also implements stores.Prefetcher, and the Lock subtests
-// only when the store implements stores.Locker. RunLockerDeath checks that a
+// only when its Tx also implements stores.Prefetcher, ListAfter, GetMany and
+// TxLimits only when the store implements stores.RangeLister,
+// stores.MultiGetter and stores.TxSizer, and the Lock subtests only when the
+// store implements stores.Locker. RunLockerDeath checks that a
 // Locker's lock is released when its holder dies: the store's tests call it
 // with a Holder in another process.
 //
@@ -92,6 +94,9 @@ func Run(t *testing.T, newStore func(t *testing.T) stores.Store) {
 		{"TxIncrementRace", s.testTxIncrementRace},
 		{"TxTransferRace", s.testTxTransferRace},
 		{"TxPrefetch", s.testTxPrefetch},
+		{"TxLimits", s.testTxLimits},
+		{"ListAfter", s.testListAfter},
+		{"GetMany", s.testGetMany},
 		{"LockExclusion", s.testLockExclusion},
 		{"LockUnlock", s.testLockUnlock},
 		{"LockWaits", s.testLockWaits},
