@@ -270,6 +270,10 @@ func eventKind(k wire.SequenceEventKind) ledger.Kind {
 		return ledger.SeriesSeeded
 	case wire.EventVoided:
 		return ledger.NumberVoided
+	case wire.EventDefined:
+		return ledger.SeriesDefined
+	case wire.EventClosed:
+		return ledger.PeriodClosed
 	default:
 		return ledger.NumberAllocated
 	}
