@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/noydb-go/noydb/internal/wire"
 )
 
 // Periods. A series with a Period counts each period on its own counter:
@@ -248,4 +250,48 @@ func checkLabel(p Period, start MonthDay, label string) error {
 		return bad
 	}
 	return nil
+}
+
+func init() { wire.SequenceCounterInfo = counterInfo }
+
+// counterInfo describes q's own counter (see wire.SequenceCounterInfo).
+func counterInfo(ctx context.Context, q *Sequence) (head uint64, period string, closed bool, def Definition, err error) {
+	if def, err = q.Definition(ctx); err != nil {
+		return 0, "", false, Definition{}, err
+	}
+	st, err := q.peekState(ctx)
+	if err != nil {
+		return 0, "", false, Definition{}, err
+	}
+	if n := len(q.partition); def.Period != PeriodNone && n > 0 && checkLabel(def.Period, def.FiscalStart, q.partition[n-1]) == nil {
+		period = q.partition[n-1]
+	}
+	return st.value, period, st.closed, def, nil
+}
+
+// PeekPeriod returns the last number of the period labelled period of q's
+// series and partition (0 when it has none) and whether it is closed. It
+// never writes and works on every store; a label that is not a period of
+// the series' kind, or a series without periods, gives a *ValidationError.
+func (q *Sequence) PeekPeriod(ctx context.Context, period string) (head uint64, closed bool, err error) {
+	if q.target {
+		q = q.base
+	}
+	hs, err := q.spec(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	eff := hs.eff
+	if eff.def.Period == PeriodNone {
+		return 0, false, invalid("period", period, fmt.Sprintf("series %q has no periods", q.series))
+	}
+	if err := checkLabel(eff.def.Period, eff.def.FiscalStart, period); err != nil {
+		return 0, false, err
+	}
+	t, err := q.svc.periodTarget(q, hs, period)
+	if err != nil {
+		return 0, false, err
+	}
+	st, err := t.peekState(ctx)
+	return st.value, st.closed, err
 }
