@@ -46,9 +46,15 @@ func (q *Sequence) resolveLoaded() (*Sequence, time.Time, bool) {
 	if q.target {
 		return q, q.date, true
 	}
-	hs := q.hs.Load()
-	if hs == nil || hs.eff != q.sd.cur.Load() {
-		return nil, time.Time{}, false
+	if hs := q.hs.Load(); hs == nil || hs.eff != q.sd.cur.Load() {
+		// Loaded for the series (by another handle) but not for q, as
+		// for a fresh handle of At: q's view needs no read.
+		if q.sd.cur.Load() == nil {
+			return nil, time.Time{}, false
+		}
+		if _, err := q.prepare(context.Background()); err != nil {
+			return nil, time.Time{}, false // checkInTx reports it
+		}
 	}
 	t, date, err := q.resolve(context.Background())
 	if err != nil {
