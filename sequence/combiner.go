@@ -98,6 +98,7 @@ type counter struct {
 	series    string
 	partition []string
 	name      string // series and partition, for messages
+	defKey    string // the key of the series' definition
 	eventBase int    // bound of an event's encoded size without its request id (see cutBatch)
 
 	q batch.Queue[*op] // the combining queue
@@ -250,7 +251,7 @@ type work struct {
 }
 
 func newCounter(svc *service, key, series string, partition []string) *counter {
-	c := &counter{svc: svc, key: key, series: series, partition: partition, name: displayName(series, partition)}
+	c := &counter{svc: svc, key: key, series: series, partition: partition, name: displayName(series, partition), defKey: svc.defKey(series)}
 	c.eventBase = eventFixedBytes + len(series)
 	for _, p := range partition {
 		c.eventBase += binary.MaxVarintLen32 + len(p)
@@ -451,7 +452,7 @@ func (c *counter) needsTx() bool {
 }
 
 // definitionKey is the key of the definition of c's series.
-func (c *counter) definitionKey() string { return c.svc.defKey(c.series) }
+func (c *counter) definitionKey() string { return c.defKey }
 
 // defineTx stores, in tx, the definition the batch's ops carry, unless the
 // series has one: an op whose definition differs from the stored one (or
@@ -795,10 +796,10 @@ func (c *counter) callBind(o *op, sub *overlay.Tx, s Serial) (ok bool) {
 	return true
 }
 
-// guard refuses a Bind fn's writes to the sequence's own keys: the counter
-// and its claim records.
+// guard refuses a Bind fn's writes to the sequence's own keys: the counter,
+// its claim records and its series' definition.
 func (c *counter) guard(key string) error {
-	if key == c.key || (len(key) > len(c.key) && key[:len(c.key)] == c.key && key[len(c.key)] == '\x01') {
+	if key == c.key || key == c.defKey || (len(key) > len(c.key) && key[:len(c.key)] == c.key && key[len(c.key)] == '\x01') {
 		return fmt.Errorf("bind: fn may not write the sequence's own keys: %w", stores.ErrInvalidKey)
 	}
 	return nil

@@ -36,27 +36,42 @@ type Options struct {
 	// Empty means plain decimal.
 	Format string
 
-	// The fields below define the series: the first call that takes a
-	// number stores them sealed with the series (with Format), so every
-	// process, device and the CLI number it the same way; a handle opened
-	// with none of them uses the stored definition.
+	// Format and the fields below define the series (see Definition): the
+	// first call that takes a number with any of them set stores them
+	// sealed with the series, if it has no definition yet (in the same
+	// commit as that number on a store with transactions, with a
+	// series-defined ledger entry), so every process, device and the CLI
+	// number it the same way. A handle opened with none of them uses the
+	// stored definition; one whose definition differs from the stored one
+	// fails at its first call with a *DefinitionError (ErrDefinitionMismatch)
+	// and takes nothing. One definition serves every partition of a series.
+	// A series without a definition stores nothing and behaves as before.
 
 	// Period restarts the count each day, month, year or fiscal year of the
-	// document date (NextAt; Next uses the current date). Each period is its
-	// own counter, counting from 1.
+	// document date (NextAt, At; Next uses the current date). Each period
+	// is its own counter, counting from 1, whose partition is Partition
+	// followed by the period's label (Serial.Period), and can be closed
+	// (ClosePeriod).
 	Period Period
 	// FiscalStart is the first day of the fiscal year (PeriodFiscalYear and
 	// the fiscal tokens of Format); the zero value is 1 January.
 	FiscalStart MonthDay
 	// Location is the time zone in which a document date is read to choose
-	// its period and render its date tokens; nil means UTC. It is stored by
-	// its IANA name.
+	// its period and render its date tokens; nil (or time.UTC) means UTC.
+	// It is stored by its IANA name, so it must be a zone that
+	// time.LoadLocation finds by its name: time.Local, a time.FixedZone or
+	// an unknown name is a *ValidationError. A program that runs where no
+	// zoneinfo database is installed (a scratch container, some Windows
+	// machines) must import time/tzdata, or every handle of a series with a
+	// zone fails.
 	Location *time.Location
 	// Meta is free text the series carries (a registered series code, for
-	// example), rendered by the {meta.<key>} token.
+	// example), rendered by the {meta.<key>} token: at most MaxMeta
+	// entries, keys of ASCII letters, digits, '_' and '-'.
 	Meta map[string]string
 	// Corrects names the series this one corrects (credit notes): a number
-	// taken here records which number of that series it corrects.
+	// taken here records which number of that series it corrects. It is
+	// stored with the definition; its behaviour is not implemented yet.
 	Corrects string
 }
 

@@ -47,7 +47,7 @@ type SeriesInfo struct {
 type (
 	counterOfFunc   = func(key string) (series string, partition []string, ok bool, err error)
 	counterInfoFunc = func(ctx context.Context, q *sequence.Sequence) (head uint64, period string, closed bool, def sequence.Definition, err error)
-	passInfoFunc  = func(ctx context.Context, b deferred.Backend, series string) (collection, format string, last uint64, err error)
+	passInfoFunc    = func(ctx context.Context, b deferred.Backend, series string) (collection, format string, last uint64, err error)
 )
 
 // Series lists the numbered series of the vault: every counter (one per
