@@ -383,6 +383,23 @@ func (s *service) storedEffective(d Definition) (*effective, error) {
 	return eff, nil
 }
 
+// adopt replaces lost, a definition this service meant to store, with d,
+// the one another process stored first: the handles opened without a
+// definition then number as d says, and those opened with lost's fail
+// with a *DefinitionError. d was read in a transaction that may not
+// commit, so it is checked again (as if pending) by the next allocation.
+func (s *service) adopt(series string, lost *effective, d Definition) {
+	eff := &effective{def: d, defined: true, loc: time.UTC}
+	if d.Zone != "" {
+		l, err := loadZone(d.Zone)
+		if err != nil {
+			return // the next load reports it
+		}
+		eff.loc = l
+	}
+	s.seriesOf(series).cur.CompareAndSwap(lost, eff)
+}
+
 // pending returns the definition an allocation must store with its
 // number, or nil when there is none to store.
 func (hs *handleSpec) pending() *effective {
@@ -404,6 +421,7 @@ func (s *service) defineTx(tx stores.Tx, series, key string, eff *effective) (*e
 			return nil, err
 		}
 		if !d.equal(eff.def) {
+			s.adopt(series, eff, d)
 			return nil, &DefinitionError{Series: series, Stored: d, Given: eff.def}
 		}
 		return nil, nil
@@ -439,6 +457,7 @@ func (s *service) defineCAS(ctx context.Context, series, key string, eff *effect
 			return err
 		}
 		if !d.equal(eff.def) {
+			s.adopt(series, eff, d)
 			return &DefinitionError{Series: series, Stored: d, Given: eff.def}
 		}
 		eff.stored.Store(true)

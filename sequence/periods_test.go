@@ -239,6 +239,16 @@ func TestDefinitionRaceOneWins(t *testing.T) {
 	}
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), n)
+
+	// In the losing process, a handle without options numbers as the
+	// winner's definition says.
+	loser, winner := a, "B-2"
+	if errB != nil {
+		loser, winner = b, "A-2"
+	}
+	s, err := mustSequence(t, loser, "inv").NextSerial(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, winner, s.Formatted)
 }
 
 func TestNoDefinitionNoRecord(t *testing.T) {
