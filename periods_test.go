@@ -170,14 +170,22 @@ func TestVaultClosePeriodRacingNextAt(t *testing.T) {
 			require.NoError(t, err)
 			const callers, before = 16, 32
 			var (
-				wg    sync.WaitGroup
-				mu    sync.Mutex
-				got   []uint64
-				taken = make(chan struct{}, before)
+				wg      sync.WaitGroup
+				mu      sync.Mutex
+				got     []uint64
+				taken   = make(chan struct{}, before)
+				closing = make(chan struct{})
 			)
 			for range callers {
 				wg.Go(func() {
 					for {
+						select {
+						case <-closing: // after the close: refused, and the caller is done
+							_, err := q.NextAt(ctx, midday(2026, 2, 10))
+							assert.ErrorIs(t, err, sequence.ErrPeriodClosed)
+							return
+						default:
+						}
 						n, err := q.NextAt(ctx, midday(2026, 2, 10))
 						if errors.Is(err, sequence.ErrPeriodClosed) {
 							return
@@ -199,6 +207,7 @@ func TestVaultClosePeriodRacingNextAt(t *testing.T) {
 				<-taken
 			}
 			require.NoError(t, q.ClosePeriod(ctx, "2026-02"))
+			close(closing)
 			wg.Wait()
 
 			closes := entriesOfKind(t, v, ledger.PeriodClosed)

@@ -349,14 +349,22 @@ func TestClosePeriodRacingNextAt(t *testing.T) {
 			q := mustSequence(t, svc, "inv", sequence.Options{Period: sequence.PeriodMonth})
 			const callers, before = 16, 50
 			var (
-				wg    sync.WaitGroup
-				mu    sync.Mutex
-				got   []uint64
-				taken = make(chan struct{}, before) // a receipt per number, up to before
+				wg      sync.WaitGroup
+				mu      sync.Mutex
+				got     []uint64
+				taken   = make(chan struct{}, before)
+				closing = make(chan struct{}) // a receipt per number, up to before
 			)
 			for range callers {
 				wg.Go(func() {
 					for {
+						select {
+						case <-closing: // after the close: refused, and the caller is done
+							_, err := q.NextAt(ctx, day(2026, 2, 10))
+							assert.ErrorIs(t, err, sequence.ErrPeriodClosed)
+							return
+						default:
+						}
 						n, err := q.NextAt(ctx, day(2026, 2, 10))
 						if errors.Is(err, sequence.ErrPeriodClosed) {
 							return
@@ -378,6 +386,7 @@ func TestClosePeriodRacingNextAt(t *testing.T) {
 				<-taken
 			}
 			require.NoError(t, q.ClosePeriod(ctx, "2026-02"))
+			close(closing)
 			wg.Wait()
 			head, closed, err := q.PeekPeriod(ctx, "2026-02")
 			require.NoError(t, err)
