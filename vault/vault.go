@@ -131,8 +131,11 @@ func (v *Vault) Store() stores.Store { return v.store }
 // scoped to opts.Partition and rendering with opts.Format (the zero Options:
 // one counter, plain decimal). Handles for the same series and partition
 // share one counter and, within this process, one combining queue. The
-// error is a *sequence.ValidationError for an invalid name, partition or
-// format.
+// definition fields of opts (format, period, time zone…) are stored with
+// the series by its first number and then used by every handle opened
+// without them (see sequence.Options). The error is a
+// *sequence.ValidationError for an invalid name, partition, format or
+// other option.
 func (v *Vault) Sequence(series string, opts sequence.Options) (*sequence.Sequence, error) {
 	return v.seqs.Sequence(series, opts)
 }
