@@ -305,13 +305,9 @@ func (q *Sequence) prepare(ctx context.Context) (*handleSpec, error) {
 	sd := q.sd
 	sd.mu.Lock()
 	defer sd.mu.Unlock()
-	eff := sd.cur.Load()
-	if eff == nil {
-		var err error
-		if eff, err = q.svc.loadDefinition(ctx, sd.key); err != nil {
-			return nil, q.errorf("definition", err)
-		}
-		sd.cur.Store(eff)
+	eff, err := q.loadSeries(ctx)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case !q.defined:
@@ -332,6 +328,20 @@ func (q *Sequence) prepare(ctx context.Context) (*handleSpec, error) {
 	}
 	q.hs.Store(hs)
 	return hs, nil
+}
+
+// loadSeries returns the series' definition as the service knows it,
+// reading it from the store the first time. sd.mu must be held.
+func (q *Sequence) loadSeries(ctx context.Context) (*effective, error) {
+	eff := q.sd.cur.Load()
+	if eff == nil {
+		var err error
+		if eff, err = q.svc.loadDefinition(ctx, q.sd.key); err != nil {
+			return nil, q.errorf("definition", err)
+		}
+		q.sd.cur.Store(eff)
+	}
+	return eff, nil
 }
 
 // loadDefinition reads the definition stored at key (none: an effective

@@ -3,6 +3,7 @@ package sequence
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -256,9 +257,16 @@ func init() { wire.SequenceCounterInfo = counterInfo }
 
 // counterInfo describes q's own counter (see wire.SequenceCounterInfo).
 func counterInfo(ctx context.Context, q *Sequence) (head uint64, period string, closed bool, def Definition, err error) {
-	if def, err = q.Definition(ctx); err != nil {
+	// The series' definition as stored, not q's view of it: a counter
+	// whose partition the format does not fit is still listed.
+	q.sd.mu.Lock()
+	eff, err := q.loadSeries(ctx)
+	q.sd.mu.Unlock()
+	if err != nil {
 		return 0, "", false, Definition{}, err
 	}
+	def = eff.def
+	def.Meta = maps.Clone(def.Meta)
 	st, err := q.peekState(ctx)
 	if err != nil {
 		return 0, "", false, Definition{}, err
