@@ -467,7 +467,7 @@ func (c *counter) defineTx(tx stores.Tx) (*event, error) {
 		}
 		if c.w.defined != nil {
 			if !c.w.defined.def.equal(o.define.def) {
-				o.err = &DefinitionError{Series: c.series, Stored: c.w.defined.def, Given: o.define.def}
+				o.err = mismatch(c.series, c.w.defined.def, o.define.def)
 			}
 			continue
 		}

@@ -79,6 +79,13 @@ func (d Definition) equal(o Definition) bool {
 		d.Zone == o.Zone && maps.Equal(d.Meta, o.Meta) && d.Corrects == o.Corrects
 }
 
+// mismatch is the *DefinitionError of a handle defined as given on a
+// series defined as stored (each with its own copy of the metadata).
+func mismatch(series string, stored, given Definition) *DefinitionError {
+	stored.Meta, given.Meta = maps.Clone(stored.Meta), maps.Clone(given.Meta)
+	return &DefinitionError{Series: series, Stored: stored, Given: given}
+}
+
 // Limits on a definition's metadata.
 const (
 	// MaxMeta is the most metadata entries a series carries.
@@ -316,7 +323,7 @@ func (q *Sequence) prepare(ctx context.Context) (*handleSpec, error) {
 		eff = &effective{def: q.def, defined: true, loc: q.loc}
 		sd.cur.Store(eff)
 	case !eff.def.equal(q.def):
-		return nil, &DefinitionError{Series: q.series, Stored: eff.def, Given: q.def}
+		return nil, mismatch(q.series, eff.def, q.def)
 	}
 	hs := &handleSpec{eff: eff, tmpl: q.tmpl}
 	if !q.defined && eff.def.Format != "" {
@@ -432,7 +439,7 @@ func (s *service) defineTx(tx stores.Tx, series, key string, eff *effective) (*e
 		}
 		if !d.equal(eff.def) {
 			s.adopt(series, eff, d)
-			return nil, &DefinitionError{Series: series, Stored: d, Given: eff.def}
+			return nil, mismatch(series, d, eff.def)
 		}
 		return nil, nil
 	case !errors.Is(err, stores.ErrNotFound):
@@ -468,7 +475,7 @@ func (s *service) defineCAS(ctx context.Context, series, key string, eff *effect
 		}
 		if !d.equal(eff.def) {
 			s.adopt(series, eff, d)
-			return &DefinitionError{Series: series, Stored: d, Given: eff.def}
+			return mismatch(series, d, eff.def)
 		}
 		eff.stored.Store(true)
 		return nil
