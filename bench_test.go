@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/crypto"
@@ -139,6 +140,25 @@ func BenchmarkVaultNext(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := seq.Next(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rate(b, int64(b.N))
+}
+
+// BenchmarkVaultNextAt: BenchmarkVaultNext on a series with yearly
+// periods, every number dated into one period: the cost of choosing the
+// period from the document's date.
+func BenchmarkVaultNextAt(b *testing.B) {
+	seq, err := benchVault(b, memstore.New()).Sequence("bench", sequence.Options{Period: sequence.PeriodYear})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	date := time.Date(2026, time.March, 15, 10, 0, 0, 0, time.UTC)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := seq.NextAt(ctx, date); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -34,6 +34,14 @@ const (
 	// Entry.Event). No other field is set, and the SDK never reads it as one
 	// of its own entries.
 	AppEvent Kind = 7
+	// SeriesDefined: a series' definition (format, period, fiscal start,
+	// time zone, metadata) was stored with it (Series; the definition in
+	// Reason, as readable text).
+	SeriesDefined Kind = 8
+	// PeriodClosed: a period of a series was closed; no number can be taken
+	// into it any more (Series, Partition ending with the period's label,
+	// Number: the period's last number, 0 when it had none).
+	PeriodClosed Kind = 9
 )
 
 var kindNames = [...]string{
@@ -44,10 +52,12 @@ var kindNames = [...]string{
 	NumberVoided:    "number-voided",
 	NumberAssigned:  "number-assigned",
 	AppEvent:        "app-event",
+	SeriesDefined:   "series-defined",
+	PeriodClosed:    "period-closed",
 }
 
 // Valid reports whether k is one of the defined kinds.
-func (k Kind) Valid() bool { return k >= RecordPut && k <= AppEvent }
+func (k Kind) Valid() bool { return k >= RecordPut && k <= PeriodClosed }
 
 // String returns the kind's name, e.g. "record-put".
 func (k Kind) String() string {

@@ -92,8 +92,11 @@ type AuditReport struct {
 	// Series is the series name.
 	Series string
 	// Partition is the partition tuple in canonical text form (nil when the
-	// series is not partitioned).
+	// series is not partitioned), without the period.
 	Partition []string
+	// Period is the label of the period audited ("" for a series without
+	// periods).
+	Period string
 	// Head is the counter when the audit began: the last number handed out.
 	Head uint64
 	// Runs cover 1..Head in order, without gaps or overlaps; adjacent runs
@@ -144,15 +147,22 @@ type numberFacts struct {
 // It fails with an error wrapping ErrRollback when the history records a
 // number of the series above the counter (a counter deleted or replayed to
 // an older value by the store).
+//
+// On a series with periods it audits the current period (the handle's
+// date's, for a handle of At).
 func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 	if q.svc.history == nil {
 		return AuditReport{}, q.errorf("audit", errNoHistory)
 	}
-	head, err := q.Peek(ctx)
+	q, _, err := q.resolve(ctx)
 	if err != nil {
 		return AuditReport{}, err
 	}
-	rep := AuditReport{Series: q.series, Partition: q.Partition(), Head: head}
+	head, err := q.peek(ctx)
+	if err != nil {
+		return AuditReport{}, err
+	}
+	rep := AuditReport{Series: q.series, Partition: q.Partition(), Period: q.period, Head: head}
 	var (
 		highest uint64
 		seeds   []seedRange
@@ -167,7 +177,7 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 		}
 		return a
 	}
-	_, err = q.svc.history.Facts(ctx, q.series, q.partition, 0, func(f fact) error {
+	_, err = q.svc.history.Facts(ctx, q.series, q.c.partition, 0, func(f fact) error {
 		if f.Kind == wire.FactRecordDeleted {
 			rec := f.Collection + "\x00" + f.ID
 			if n, ok := carrier[rec]; ok {
@@ -214,7 +224,7 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 	if highest > head {
 		// Facts recorded after the Peek are fine if the counter has moved on
 		// since; a counter still behind them was deleted or replayed.
-		now, err := q.Peek(ctx)
+		now, err := q.peek(ctx)
 		if err != nil {
 			return AuditReport{}, err
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/noydb-go/noydb/internal/batch"
 	"github.com/noydb-go/noydb/internal/cas"
@@ -60,6 +61,7 @@ const (
 	opClaim
 	opSeed
 	opBind
+	opClose // ClosePeriod
 )
 
 // op is one submitted operation: its request, its outcome, and its place in
@@ -75,6 +77,8 @@ type op struct {
 	target uint64                             // SeedTo
 	count  uint64                             // NextN: how many numbers (0 means 1)
 	fn     func(tx stores.Tx, s Serial) error // Bind
+	date   time.Time                          // the document's date (zero: now), for rendering
+	define *effective                         // a definition to store with this commit (nil: none)
 
 	keys []string // Bind: the keys fn reads, prefetched
 
@@ -94,6 +98,7 @@ type counter struct {
 	series    string
 	partition []string
 	name      string // series and partition, for messages
+	defKey    string // the key of the series' definition
 	eventBase int    // bound of an event's encoded size without its request id (see cutBatch)
 
 	q batch.Queue[*op] // the combining queue
@@ -241,10 +246,12 @@ type work struct {
 	// unpinned is the error of a transaction that committed although a
 	// pin covering it (the ledger's) was not saved (see pins.ErrUnpinned).
 	unpinned error
+	// defined is the definition the attempt found or stored (nil: none).
+	defined *effective
 }
 
 func newCounter(svc *service, key, series string, partition []string) *counter {
-	c := &counter{svc: svc, key: key, series: series, partition: partition, name: displayName(series, partition)}
+	c := &counter{svc: svc, key: key, series: series, partition: partition, name: displayName(series, partition), defKey: svc.defKey(series)}
 	c.eventBase = eventFixedBytes + len(series)
 	for _, p := range partition {
 		c.eventBase += binary.MaxVarintLen32 + len(p)
@@ -258,7 +265,9 @@ func newCounter(svc *service, key, series string, partition []string) *counter {
 // run applies batch to the store, retrying lost races, and leaves each op's outcome in it.
 func (c *counter) run(ctx context.Context, batch []*op) {
 	c.w.ctx, c.w.batch = ctx, batch
-	defer func() { c.w.ctx, c.w.batch, c.w.events, c.w.indexed, c.w.unpinned = nil, nil, nil, false, nil }()
+	defer func() {
+		c.w.ctx, c.w.batch, c.w.events, c.w.indexed, c.w.unpinned, c.w.defined = nil, nil, nil, false, nil, nil
+	}()
 
 	var attempts int
 	err := c.checkHistory(ctx)
@@ -287,6 +296,9 @@ func (c *counter) run(ctx context.Context, batch []*op) {
 			}
 		}
 		return
+	}
+	if c.w.defined != nil {
+		c.w.defined.stored.Store(true)
 	}
 	pinErr := c.w.unpinned
 	if c.svc.pins != nil {
@@ -363,7 +375,7 @@ func (c *counter) attempt(int) error {
 	for _, o := range c.w.batch {
 		o.n, o.err, o.fresh, o.panicked, o.panicVal = 0, nil, false, false, nil
 	}
-	c.w.events, c.w.unpinned = nil, nil
+	c.w.events, c.w.unpinned, c.w.defined = nil, nil, nil
 	if c.needsTx() {
 		// Taken before the transaction's snapshot, which may be older than a
 		// value pinned while it runs (see ledger's pinned).
@@ -405,11 +417,16 @@ func (s *service) update(ctx context.Context, keys []string, fn func(tx stores.T
 // update runs txBody in a store transaction, naming the keys it reads.
 func (c *counter) update() error {
 	keys := append(c.w.keys[:0], c.key)
+	defining := false
 	for _, o := range c.w.batch {
 		if o.ckey != "" {
 			keys = append(keys, o.ckey)
 		}
 		keys = append(keys, o.keys...)
+		defining = defining || o.define != nil
+	}
+	if defining {
+		keys = append(keys, c.definitionKey())
 	}
 	c.w.keys = keys
 	return c.svc.update(c.w.ctx, keys, c.txFn)
@@ -427,11 +444,45 @@ func (c *counter) needsTx() bool {
 		return true
 	}
 	for _, o := range c.w.batch {
-		if o.kind == opClaim || o.kind == opBind {
+		if o.kind == opClaim || o.kind == opBind || o.define != nil {
 			return true
 		}
 	}
 	return false
+}
+
+// definitionKey is the key of the definition of c's series.
+func (c *counter) definitionKey() string { return c.defKey }
+
+// defineTx stores, in tx, the definition the batch's ops carry, unless the
+// series has one: an op whose definition differs from the stored one (or
+// from the one an earlier op of the batch stores) fails, taking nothing.
+// It returns the event to record first, when it stored the definition.
+func (c *counter) defineTx(tx stores.Tx) (*event, error) {
+	c.w.defined = nil
+	var ev *event
+	for _, o := range c.w.batch {
+		if o.define == nil {
+			continue
+		}
+		if c.w.defined != nil {
+			if !c.w.defined.def.equal(o.define.def) {
+				o.err = mismatch(c.series, c.w.defined.def, o.define.def)
+			}
+			continue
+		}
+		e, err := c.svc.defineTx(tx, c.series, c.definitionKey(), o.define)
+		var de *DefinitionError
+		if errors.As(err, &de) {
+			o.err = err
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.w.defined, ev = o.define, e
+	}
+	return ev, nil
 }
 
 // txBody applies c.w.batch inside a store transaction. Its outcome reaches
@@ -463,9 +514,16 @@ func (c *counter) txBody(tx stores.Tx) error {
 	if err := c.svc.checkPin(c.key, st.value, pin); err != nil {
 		return err
 	}
+	defined, err := c.defineTx(tx)
+	if err != nil {
+		return err
+	}
 	changed, events, err := c.plan(tx, &st, c.w.batch)
 	if err != nil {
 		return err
+	}
+	if defined != nil && c.svc.journal != nil {
+		events = append([]event{*defined}, events...)
 	}
 	if changed {
 		c.w.buf = st.appendTo(c.w.buf[:0])
@@ -557,7 +615,22 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 		events = make([]event, 0, len(batch))
 	}
 	for _, o := range batch {
+		if o.err != nil {
+			continue // refused before the plan (a definition mismatch)
+		}
+		if st.closed {
+			if o.kind != opClose { // closing again is a no-op
+				o.err = c.closedError()
+			}
+			continue
+		}
 		switch o.kind {
+		case opClose:
+			st.closed, changed = true, true
+			if c.svc.journal != nil {
+				events = append(events, event{Kind: wire.EventClosed, Series: c.series, Partition: c.partition, Number: st.value})
+			}
+			continue
 		case opSeed:
 			if o.target > st.value {
 				if c.svc.journal != nil {
@@ -621,7 +694,7 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 			served[o.id] = n
 		case opBind:
 			sub := overlay.New(tx, c.guard)
-			if !c.callBind(o, sub, Serial{N: n, Formatted: o.seq.Format(n)}) {
+			if !c.callBind(o, sub, o.seq.serial(n, o.date)) {
 				continue
 			}
 			if err := sub.Apply(); err != nil {
@@ -723,11 +796,23 @@ func (c *counter) callBind(o *op, sub *overlay.Tx, s Serial) (ok bool) {
 	return true
 }
 
-// guard refuses a Bind fn's writes to the sequence's own keys: the counter
-// and its claim records.
+// guard refuses a Bind fn's writes to the sequence's own keys: the counter,
+// its claim records and its series' definition.
 func (c *counter) guard(key string) error {
-	if key == c.key || (len(key) > len(c.key) && key[:len(c.key)] == c.key && key[len(c.key)] == '\x01') {
+	if key == c.key || key == c.defKey || (len(key) > len(c.key) && key[:len(c.key)] == c.key && key[len(c.key)] == '\x01') {
 		return fmt.Errorf("bind: fn may not write the sequence's own keys: %w", stores.ErrInvalidKey)
 	}
 	return nil
+}
+
+// closedError is the error of an allocation into c, a closed period.
+func (c *counter) closedError() error {
+	e := &PeriodClosedError{Series: c.series}
+	if n := len(c.partition) - 1; n >= 0 { // else a store's forgery: no period to name
+		e.Period = c.partition[n]
+		if n > 0 {
+			e.Partition = c.partition[:n:n]
+		}
+	}
+	return e
 }

@@ -21,8 +21,32 @@
 // as void.
 //
 // Each counter is a small sealed record at the vault's prefix+"_sequences/<series>" (with
-// "\x00<partition>" appended for a partitioned series); claim records and
-// void markers live next to it. Stores see only sealed bytes.
+// "\x00<partition>" appended for a partitioned series, the period's label
+// being the partition's last component); claim records, void markers and
+// the series' definition live next to it. Stores see only sealed bytes.
+//
+// # Definitions and periods
+//
+// A series' format, period, fiscal-year start, time zone and metadata are
+// its definition (see Options and Definition), stored sealed with the
+// series by the first call that takes a number with any of them: every
+// process, device and the command line then number it alike, a handle
+// opened without options uses it, and a handle opened with another one is
+// refused (ErrDefinitionMismatch).
+//
+// A series with a Period counts each day, month, year or fiscal year of
+// the document's date on its own counter, from 1:
+//
+//	invoices, err := v.Sequence("invoices", sequence.Options{
+//		Period: sequence.PeriodFiscalYear, FiscalStart: sequence.MonthDay{Month: time.April, Day: 1},
+//		Location: rome, Format: "{seq:04}",
+//	})
+//	s, err := invoices.NextSerialAt(ctx, invoiceDate) // {N: 1, Formatted: "0001", Period: "FY2026-27"}
+//	err = invoices.ClosePeriod(ctx, "FY2025-26")      // no more numbers dated into it
+//
+// At gives a handle on the period of a date, for every method (and the
+// vault's PutNumbered and Tx.Next); Next alone uses the current date.
+// Back-dating into an earlier period works while it is open.
 //
 // # Concurrency
 //

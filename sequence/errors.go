@@ -103,3 +103,50 @@ var ErrRollback = pins.ErrRollback
 // issued it (it was numbered elsewhere). Errors carrying it also match
 // ErrNotIssued.
 var ErrSkipped = errors.New("number skipped by a seed, never issued here")
+
+// ErrDefinitionMismatch: a handle was opened with a definition (format,
+// period, fiscal start, time zone, metadata, corrected series) other than
+// the one stored with its series. Nothing was taken. Errors carrying it are
+// *DefinitionError values.
+var ErrDefinitionMismatch = errors.New("series definition differs from the stored one")
+
+// ErrPeriodClosed: a number was asked for in a period that ClosePeriod
+// closed. Nothing was taken. Errors carrying it are *PeriodClosedError
+// values.
+var ErrPeriodClosed = errors.New("period closed")
+
+// DefinitionError reports a handle whose definition differs from the one
+// stored with its series (see Options). It matches ErrDefinitionMismatch.
+type DefinitionError struct {
+	// Series is the series name.
+	Series string
+	// Stored is the definition stored with the series; Given the handle's.
+	Stored, Given Definition
+}
+
+// Error describes both definitions.
+func (e *DefinitionError) Error() string {
+	return fmt.Sprintf("sequence %q: definition {%s} differs from the stored {%s}", e.Series, e.Given, e.Stored)
+}
+
+// Is makes errors.Is(err, ErrDefinitionMismatch) true.
+func (e *DefinitionError) Is(target error) bool { return target == ErrDefinitionMismatch }
+
+// PeriodClosedError reports an allocation dated into a closed period. It
+// matches ErrPeriodClosed.
+type PeriodClosedError struct {
+	// Series is the series name.
+	Series string
+	// Partition is the series' partition, without the period (nil for none).
+	Partition []string
+	// Period is the closed period's label, such as 2026 or FY2025-26.
+	Period string
+}
+
+// Error names the series, partition and period.
+func (e *PeriodClosedError) Error() string {
+	return fmt.Sprintf("sequence %s: period %s is closed", displayName(e.Series, e.Partition), e.Period)
+}
+
+// Is makes errors.Is(err, ErrPeriodClosed) true.
+func (e *PeriodClosedError) Is(target error) bool { return target == ErrPeriodClosed }

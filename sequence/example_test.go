@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"time"
 
 	"golang.org/x/crypto/chacha20poly1305"
 
@@ -141,4 +142,71 @@ func ExampleSequence_Bind() {
 	// Output:
 	// INV-0001 true
 	// INV-0002
+}
+
+func ExampleSequence_NextAt() {
+	ctx := context.Background()
+	v := exampleVault()
+	defer v.Close()
+
+	// A fiscal year from 1 April, read in Rome: each year counts from 1.
+	rome, err := time.LoadLocation("Europe/Rome")
+	if err != nil {
+		panic(err)
+	}
+	invoices, err := v.Sequence("invoices", sequence.Options{
+		Format: "{seq:04}", Period: sequence.PeriodFiscalYear,
+		FiscalStart: sequence.MonthDay{Month: time.April, Day: 1}, Location: rome,
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, date := range []time.Time{
+		time.Date(2026, time.April, 1, 9, 0, 0, 0, rome),
+		time.Date(2026, time.April, 2, 9, 0, 0, 0, rome),
+		time.Date(2026, time.March, 31, 18, 0, 0, 0, rome), // back-dated: the old year is open
+	} {
+		s, err := invoices.NextSerialAt(ctx, date)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(s.Period, s.Formatted)
+	}
+
+	// The definition is stored with the series: a handle opened without
+	// options numbers the same way.
+	again, _ := v.Sequence("invoices", sequence.Options{})
+	s, _ := again.At(time.Date(2026, time.May, 5, 9, 0, 0, 0, rome)).NextSerial(ctx)
+	fmt.Println(s.Period, s.Formatted)
+	// Output:
+	// FY2026-27 0001
+	// FY2026-27 0002
+	// FY2025-26 0001
+	// FY2026-27 0003
+}
+
+func ExampleSequence_ClosePeriod() {
+	ctx := context.Background()
+	v := exampleVault()
+	defer v.Close()
+	invoices, _ := v.Sequence("invoices", sequence.Options{Period: sequence.PeriodYear})
+
+	dec31 := time.Date(2025, time.December, 31, 12, 0, 0, 0, time.UTC)
+	jan2 := time.Date(2026, time.January, 2, 12, 0, 0, 0, time.UTC)
+	_, _ = invoices.NextAt(ctx, dec31)
+	_, _ = invoices.NextAt(ctx, jan2)
+
+	// The year 2025 is closed: no number can be dated into it any more.
+	if err := invoices.ClosePeriod(ctx, "2025"); err != nil {
+		panic(err)
+	}
+	_, err := invoices.NextAt(ctx, dec31)
+	var closed *sequence.PeriodClosedError
+	fmt.Println(errors.As(err, &closed), closed.Period)
+	n, _ := invoices.NextAt(ctx, jan2) // 2026 goes on
+	head, isClosed, _ := invoices.PeekPeriod(ctx, "2025")
+	fmt.Println(n, head, isClosed)
+	// Output:
+	// true 2025
+	// 2 1 true
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"sync/atomic"
+	"time"
 
 	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/stores"
@@ -25,6 +26,41 @@ func init() {
 	wire.SequenceCheck = checkInTx
 	wire.SequencePin = pinInTx
 	wire.SequenceOwner = func(q *Sequence) any { return q.svc }
+	wire.SequenceTarget = targetOf
+}
+
+// targetOf returns the handle of the counter q's next call in a
+// transaction acts on (see resolve), without reading the store: q itself
+// while its series' definition is not loaded yet.
+func targetOf(q *Sequence) *Sequence {
+	t, _, ok := q.resolveLoaded()
+	if !ok {
+		return q
+	}
+	return t
+}
+
+// resolveLoaded is resolve when the series' definition is loaded (ok),
+// which then reads nothing.
+func (q *Sequence) resolveLoaded() (*Sequence, time.Time, bool) {
+	if q.target {
+		return q, q.date, true
+	}
+	if hs := q.hs.Load(); hs == nil || hs.eff != q.sd.cur.Load() {
+		// Loaded for the series (by another handle) but not for q, as
+		// for a fresh handle of At: q's view needs no read.
+		if q.sd.cur.Load() == nil {
+			return nil, time.Time{}, false
+		}
+		if _, err := q.prepare(context.Background()); err != nil {
+			return nil, time.Time{}, false // checkInTx reports it
+		}
+	}
+	t, date, err := q.resolve(context.Background())
+	if err != nil {
+		return nil, time.Time{}, false
+	}
+	return t, date, true
 }
 
 // txMark marks an error of nextInTx for the vault (see wire.ErrTxWrote and
@@ -40,7 +76,7 @@ func (e *txMark) Is(target error) bool { return target == e.mark }
 
 // pinInTx returns the rollback pin of q's counter as it is now, for a later
 // nextInTx whose transaction begins after this call.
-func pinInTx(q *Sequence) uint64 { return q.svc.pinOf(q.c.key) }
+func pinInTx(q *Sequence) uint64 { return q.svc.pinOf(targetOf(q).c.key) }
 
 // txFloor is the floor found by checkInTx, for nextInTx; shared by the
 // handles of a counter.
@@ -49,8 +85,16 @@ type txFloor struct {
 	floor   atomic.Uint64
 }
 
-// checkInTx reads the highest number the history records for q's counter.
+// checkInTx loads the definition of q's series and reads the highest
+// number the history records for the counter q resolves to.
 func checkInTx(ctx context.Context, q *Sequence) error {
+	if q.svc.gate.Closed() {
+		return q.errorf("next", stores.ErrClosed)
+	}
+	q, _, err := q.resolve(ctx)
+	if err != nil {
+		return err
+	}
 	c := q.c
 	if c.svc.history == nil {
 		c.tx.checked.Store(true)
@@ -89,6 +133,10 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx, pinned *uint64) (S
 	}
 	if q.svc.txr == nil || tx == nil {
 		return Serial{}, false, q.errorf("next", stores.ErrNotSupported)
+	}
+	q, date, ok := q.resolveLoaded()
+	if !ok {
+		return Serial{}, true, nil // the definition is read by checkInTx
 	}
 	c := q.c
 	if !c.tx.checked.Load() {
@@ -130,6 +178,17 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx, pinned *uint64) (S
 	if err := q.svc.checkPin(c.key, st.value, pin); err != nil {
 		return Serial{}, false, q.errorf("next", stale(err))
 	}
+	if st.closed {
+		return Serial{}, false, q.errorf("next", c.closedError())
+	}
+	var defined *event
+	if eff := q.hs.Load().pending(); eff != nil {
+		// Stored with this number, unless the series has one (equal: a
+		// no-op; different: refused before anything is written).
+		if defined, err = q.svc.defineTx(tx, q.series, q.sd.key, eff); err != nil {
+			return Serial{}, false, q.errorf("next", err)
+		}
+	}
 	if floor := c.tx.floor.Load(); st.value < floor {
 		// The floor may have been raised by a check that read the ledger
 		// after this transaction's snapshot: stale too, until run again.
@@ -148,11 +207,19 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx, pinned *uint64) (S
 	if err := tx.Put(c.key, sealed); err != nil {
 		return Serial{}, false, q.errorf("next", &txMark{err: err, mark: wire.ErrTxWrote})
 	}
+	if defined != nil {
+		// A definition written without its event must not commit either.
+		if q.svc.journal != nil {
+			if err := q.svc.journal.Record(ctx, tx, []event{*defined}); err != nil {
+				return Serial{}, false, q.errorf("next", &txMark{err: err, mark: wire.ErrTxWrote})
+			}
+		}
+	}
 	if q.svc.journal != nil {
 		ev := []event{{Kind: wire.EventAllocated, Series: c.series, Partition: c.partition, Number: st.value}}
 		if err := q.svc.journal.Record(ctx, tx, ev); err != nil {
 			return Serial{}, false, q.errorf("next", &txMark{err: err, mark: wire.ErrTxWrote})
 		}
 	}
-	return Serial{N: st.value, Formatted: q.Format(st.value)}, false, nil
+	return q.serial(st.value, date), false, nil
 }

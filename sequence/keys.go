@@ -34,10 +34,14 @@ const (
 //	<counter key>\x01c\x00<request id>        claim record (transactional stores, Service without ClaimMAC)
 //	<counter key>\x01h\x00<32 hex digits>     claim record keyed by the MAC of the request id (with ClaimMAC)
 //	<counter key>\x01v\x00<decimal number>    void marker
+//	_sequences/<series>\x01d\x00              the series' definition (see Definition)
 //
 // Series names hold no control characters and encoded partitions hold neither
 // NUL nor \x01, so a counter key never contains \x01, and the text before the
-// first \x01 of any key names its counter: the five kinds cannot collide.
+// first \x01 of any key names its counter: the six kinds cannot collide (a
+// definition's key is that of the unpartitioned counter with its own tag,
+// which no claim or void record uses). A series with periods counts each
+// period under its partition followed by the period's label.
 const (
 	sequencesDir = "_sequences/"
 	claimTag     = "\x01c\x00"

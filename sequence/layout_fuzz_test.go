@@ -33,3 +33,11 @@ func FuzzReason(f *testing.F) {
 		Encode: func(v any) ([]byte, error) { return encodeReason(v.(string)), nil },
 	})
 }
+
+func FuzzDefinition(f *testing.F) {
+	codectest.Fuzz(f, codectest.Layout{
+		Seeds: "testdata/layouts.json", Prefix: "definition/", Err: ErrCorrupt,
+		Decode: func(b []byte) (any, error) { return decodeDefinition(b) },
+		Encode: func(v any) ([]byte, error) { return appendDefinition(nil, v.(Definition)), nil },
+	})
+}

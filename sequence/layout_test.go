@@ -3,12 +3,13 @@ package sequence
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/noydb-go/noydb/internal/codec/codectest"
 )
 
 // TestLayoutVectors pins the stored layouts of this package (counter state,
-// claim number, void reason) to testdata/layouts.json, both ways.
+// claim number, void reason, series definition) to testdata/layouts.json, both ways.
 func TestLayoutVectors(t *testing.T) {
 	id := func(b byte) (x [16]byte) {
 		for i := range x {
@@ -37,13 +38,31 @@ func TestLayoutVectors(t *testing.T) {
 			Decode: func(b []byte) (any, error) { return decodeReason(b) },
 		}
 	}
+	def := func(name string, d Definition) codectest.Case {
+		return codectest.Case{
+			Name: "definition/" + name, Value: d, Err: ErrCorrupt,
+			Encode: func() ([]byte, error) { return appendDefinition(nil, d), nil },
+			Decode: func(b []byte) (any, error) { return decodeDefinition(b) },
+		}
+	}
 	codectest.Check(t, "testdata/layouts.json", []codectest.Case{
+		def("zero", Definition{}),
+		def("format", Definition{Format: "INV-{seq:05}"}),
+		def("full", Definition{
+			Format: "FY{TFY}/{seq:04}", Period: PeriodFiscalYear,
+			FiscalStart: MonthDay{Month: time.April, Day: 1}, Zone: "Europe/Rome",
+			Meta: map[string]string{"code": "A1B2", "branch": "Milano"}, Corrects: "invoices",
+		}),
+		def("year", Definition{Period: PeriodYear}),
 		st("zero", state{}),
 		st("value 300", state{value: 300}),
 		st("max", state{value: math.MaxUint64}),
 		st("watermark only", state{value: 5, watermark: id(1), window: []claim{}}),
 		st("window", state{value: 9, watermark: id(1), window: []claim{{id: id(2), n: 8}, {id: id(0x80), n: 9}}}),
 		st("window no watermark", state{value: 200, window: []claim{{id: id(3), n: 200}}}),
+		st("closed zero", state{closed: true}),
+		st("closed 300", state{value: 300, closed: true}),
+		st("closed window", state{value: 9, watermark: id(1), window: []claim{{id: id(2), n: 9}}, closed: true}),
 		num("zero", 0),
 		num("one", 1),
 		num("128", 128),

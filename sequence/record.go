@@ -13,6 +13,14 @@ import (
 // the layouts below can evolve.
 const recordVersion = 1
 
+// closedVersion is the first byte of the state of a closed counter (see
+// state).
+const closedVersion = 2
+
+// stateClosed is the flag of a closed counter in the flags byte of a
+// version 2 state; no other flag is defined.
+const stateClosed = 1
+
 // claim is one remembered (request id, number) pair of a store without transactions.
 type claim struct {
 	id [16]byte
@@ -32,10 +40,21 @@ type claim struct {
 //
 // On transactional stores the window is never used and a record is 2 to 11
 // bytes long before sealing.
+//
+// Layout (version 2), for a closed counter (a period ClosePeriod closed):
+//
+//	byte     closedVersion (2)
+//	uvarint  value
+//	byte     flags: stateClosed (the only flag, always set)
+//	-- the window, as in version 1, when it is in use --
+//
+// An open counter is always written in version 1, so its records (and the
+// hot path) are what they were before periods existed.
 type state struct {
 	value     uint64
 	watermark [16]byte
 	window    []claim // sorted by id; every id is greater than watermark
+	closed    bool    // the period is closed: no number may be taken
 }
 
 func (s *state) hasWindow() bool {
@@ -44,8 +63,14 @@ func (s *state) hasWindow() bool {
 
 // appendTo appends the encoded state to b.
 func (s *state) appendTo(b []byte) []byte {
-	b = append(b, recordVersion)
-	b = codec.AppendUvarint(b, s.value)
+	if s.closed {
+		b = append(b, closedVersion)
+		b = codec.AppendUvarint(b, s.value)
+		b = append(b, stateClosed)
+	} else {
+		b = append(b, recordVersion)
+		b = codec.AppendUvarint(b, s.value)
+	}
 	if s.hasWindow() {
 		b = append(b, s.watermark[:]...)
 		b = codec.AppendUvarint(b, uint64(len(s.window)))
@@ -65,8 +90,17 @@ const maxWindow = stores.MaxValueLen / 17
 func decodeState(b []byte) (state, error) {
 	var s state
 	r := codec.NewReader(b)
-	r.Version(recordVersion)
-	s.value = r.Uvarint()
+	if len(b) > 0 && b[0] == closedVersion {
+		r.Version(closedVersion)
+		s.value = r.Uvarint()
+		if f := r.Byte(); r.Err() == nil && f != stateClosed {
+			r.Failf("unknown flags %#x", f)
+		}
+		s.closed = true
+	} else {
+		r.Version(recordVersion)
+		s.value = r.Uvarint()
+	}
 	if r.Err() == nil && r.Len() > 0 {
 		copy(s.watermark[:], r.Fixed(16))
 		// A claim is a 16-byte id and a uvarint.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/noydb-go/noydb/internal/cas"
@@ -35,27 +36,42 @@ type Options struct {
 	// Empty means plain decimal.
 	Format string
 
-	// The fields below define the series: the first call that takes a
-	// number stores them sealed with the series (with Format), so every
-	// process, device and the CLI number it the same way; a handle opened
-	// with none of them uses the stored definition.
+	// Format and the fields below define the series (see Definition): the
+	// first call that takes a number with any of them set stores them
+	// sealed with the series, if it has no definition yet (in the same
+	// commit as that number on a store with transactions, with a
+	// series-defined ledger entry), so every process, device and the CLI
+	// number it the same way. A handle opened with none of them uses the
+	// stored definition; one whose definition differs from the stored one
+	// fails at its first call with a *DefinitionError (ErrDefinitionMismatch)
+	// and takes nothing. One definition serves every partition of a series.
+	// A series without a definition stores nothing and behaves as before.
 
 	// Period restarts the count each day, month, year or fiscal year of the
-	// document date (NextAt; Next uses the current date). Each period is its
-	// own counter, counting from 1.
+	// document date (NextAt, At; Next uses the current date). Each period
+	// is its own counter, counting from 1, whose partition is Partition
+	// followed by the period's label (Serial.Period), and can be closed
+	// (ClosePeriod).
 	Period Period
 	// FiscalStart is the first day of the fiscal year (PeriodFiscalYear and
 	// the fiscal tokens of Format); the zero value is 1 January.
 	FiscalStart MonthDay
 	// Location is the time zone in which a document date is read to choose
-	// its period and render its date tokens; nil means UTC. It is stored by
-	// its IANA name.
+	// its period and render its date tokens; nil (or time.UTC) means UTC.
+	// It is stored by its IANA name, so it must be a zone that
+	// time.LoadLocation finds by its name: time.Local, a time.FixedZone or
+	// an unknown name is a *ValidationError. A program that runs where no
+	// zoneinfo database is installed (a scratch container, some Windows
+	// machines) must import time/tzdata, or every handle of a series with a
+	// zone fails.
 	Location *time.Location
 	// Meta is free text the series carries (a registered series code, for
-	// example), rendered by the {meta.<key>} token.
+	// example), rendered by the {meta.<key>} token: at most MaxMeta
+	// entries, keys of ASCII letters, digits, '_' and '-'.
 	Meta map[string]string
 	// Corrects names the series this one corrects (credit notes): a number
-	// taken here records which number of that series it corrects.
+	// taken here records which number of that series it corrects. It is
+	// stored with the definition; its behaviour is not implemented yet.
 	Corrects string
 }
 
@@ -65,6 +81,9 @@ type Serial struct {
 	N uint64
 	// Formatted is N rendered with the sequence's format (decimal N when it has none).
 	Formatted string
+	// Period is the label of the period N was taken in (see Options.Period
+	// and Sequence.ClosePeriod), "" for a series without periods.
+	Period string
 }
 
 // service owns the in-process combining state for every series of one vault. Safe for concurrent use.
@@ -87,6 +106,8 @@ type service struct {
 
 	mu       sync.Mutex
 	counters map[string]*counter
+	defs     map[string]*seriesDef // by series name
+	targets  map[string]*Sequence  // the handles of period counters, by key
 
 	gate gate.Gate // calls in flight; closed by Close
 }
@@ -129,6 +150,8 @@ func newService(store stores.Store, sealer seal.Sealer, prefix string, cfg confi
 		window:   cfg.ClaimWindow,
 		online:   caps.CASAtomic,
 		counters: make(map[string]*counter),
+		defs:     make(map[string]*seriesDef),
+		targets:  make(map[string]*Sequence),
 	}
 	if txr, ok := store.(stores.Transactor); ok && caps.Transactions {
 		s.txr = txr
@@ -139,12 +162,13 @@ func newService(store stores.Store, sealer seal.Sealer, prefix string, cfg confi
 	return s
 }
 
-// Sequence returns a handle on series, scoped to o.Partition and rendering
-// with o.Format. It validates everything up front and returns a
-// *ValidationError for an invalid series name (empty, longer than
-// MaxSeriesLen, not UTF-8, or holding a NUL or other control character),
-// partition or format. Handles on the same series and partition share one
-// counter.
+// Sequence returns a handle on series, scoped to o.Partition, with the
+// definition fields of o (see Options). It validates everything up front
+// and returns a *ValidationError for an invalid series name (empty, longer
+// than MaxSeriesLen, not UTF-8, or holding a NUL or other control
+// character), partition, format, period, fiscal start, time zone (not an
+// IANA name the zoneinfo database knows), metadata or corrected series.
+// Handles on the same series and partition share one counter.
 func (s *service) Sequence(series string, o Options) (*Sequence, error) {
 	if err := checkSeries(series); err != nil {
 		return nil, err
@@ -157,12 +181,17 @@ func (s *service) Sequence(series string, o Options) (*Sequence, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &Sequence{svc: s, series: series, partition: partition}
+	def, loc, err := definitionOf(o)
+	if err != nil {
+		return nil, err
+	}
+	q := &Sequence{svc: s, series: series, partition: partition, def: def, defined: !def.IsZero(), loc: loc}
 	if o.Format != "" {
 		if q.tmpl, err = parseFormat(o.Format, partition); err != nil {
 			return nil, err
 		}
 	}
+	q.sd = s.seriesOf(series)
 	s.mu.Lock()
 	c, ok := s.counters[key]
 	if !ok {
@@ -224,20 +253,39 @@ func (s *service) openState(key string, sealed []byte) (state, error) {
 // context that is done only when the contexts of all the calls it serves are.
 type Sequence struct {
 	svc       *service
-	c         *counter
+	c         *counter // the handle's counter: a target's is its period's
+	sd        *seriesDef
 	series    string
-	partition []string
-	tmpl      *template
+	partition []string // without the period's label
+
+	def     Definition     // the definition fields the handle was opened with
+	defined bool           // def is not zero
+	loc     *time.Location // def's time zone
+	tmpl    *template      // def's format, parsed for partition
+
+	hs   atomic.Pointer[handleSpec]  // the series' definition, once known
+	last atomic.Pointer[periodCache] // the period resolved last
+
+	date  time.Time // At's date
+	dated bool      // the handle is At's
+
+	target bool      // the handle of one period's counter (see periods.go)
+	base   *Sequence // a target's undated handle
+	period string    // a target's period label
 }
 
-// Key returns the store key of the counter.
+// Key returns the store key of the counter: for a series with periods, the
+// key of the counter its partition would have without them (each period's
+// counter has its own key).
 func (q *Sequence) Key() string { return q.c.key }
 
 // Series returns the series name.
 func (q *Sequence) Series() string { return q.series }
 
 // Partition returns the partition tuple in canonical text form (integers in
-// decimal), or nil when the series is not partitioned.
+// decimal), or nil when the series is not partitioned. It never includes
+// the period: the counter of a series with periods has the partition
+// followed by the period's label (Serial.Period).
 func (q *Sequence) Partition() []string {
 	if q.partition == nil {
 		return nil
@@ -249,11 +297,69 @@ func (q *Sequence) Partition() []string {
 // {seq} (n in decimal), {seq:0N} (n zero-padded to at least N digits, N from 1
 // to 20; wider numbers are not truncated) and {partition.i} (component i of
 // the partition). Without a format it returns n in decimal.
+//
+// A handle opened without a format renders with its series' stored format
+// once a call has read the series' definition.
 func (q *Sequence) Format(n uint64) string {
-	if q.tmpl == nil {
+	return q.render(n, q.date)
+}
+
+// render is the one place a number of q is rendered, for the document
+// dated date (zero: now).
+func (q *Sequence) render(n uint64, date time.Time) string {
+	t := q.tmpl
+	if hs := q.hs.Load(); hs != nil {
+		t = hs.tmpl
+	}
+	if t == nil {
 		return strconv.FormatUint(n, 10)
 	}
-	return q.tmpl.format(n)
+	_ = date // the date tokens render from it (and the fiscal start)
+	return t.format(n)
+}
+
+// serial is n of q with its rendering for date.
+func (q *Sequence) serial(n uint64, date time.Time) Serial {
+	return Serial{N: n, Formatted: q.render(n, date), Period: q.period}
+}
+
+// begin starts an allocating call: it checks what every allocating method
+// needs, resolves q to its target (the counter the call acts on) and, on a
+// store without transactions, stores a pending definition first. It returns
+// the target, the document's date (zero: now) and the definition the call
+// must store in its commit (nil: none).
+func (q *Sequence) begin(ctx context.Context, op string) (*Sequence, time.Time, *effective, error) {
+	return q.beginAt(ctx, op, q.date, q.dated)
+}
+
+// beginAt is begin for a document dated date (when dated; else now).
+func (q *Sequence) beginAt(ctx context.Context, op string, date time.Time, dated bool) (*Sequence, time.Time, *effective, error) {
+	if err := q.allocating(ctx, op); err != nil {
+		return nil, time.Time{}, nil, err
+	}
+	t, date, err := q.resolveAt(ctx, date, dated)
+	if err != nil {
+		return nil, time.Time{}, nil, q.errorf(op, err)
+	}
+	hs := t.hs.Load()
+	if err := t.definePending(ctx, hs); err != nil {
+		return nil, time.Time{}, nil, t.errorf(op, err)
+	}
+	return t, date, hs.pending(), nil
+}
+
+// definePending stores hs's pending definition, on a store without
+// transactions (with them, it is stored in the first allocation's commit).
+func (q *Sequence) definePending(ctx context.Context, hs *handleSpec) error {
+	eff := hs.pending()
+	if eff == nil || q.svc.txr != nil {
+		return nil
+	}
+	if !q.svc.gate.Enter() {
+		return stores.ErrClosed
+	}
+	defer q.svc.gate.Exit()
+	return q.svc.defineCAS(ctx, q.series, q.sd.key, eff)
 }
 
 func (q *Sequence) errorf(op string, err error) error {
@@ -262,7 +368,8 @@ func (q *Sequence) errorf(op string, err error) error {
 	}
 	var ce *ContentionError
 	var ve *ValidationError
-	if errors.As(err, &ce) || errors.As(err, &ve) {
+	var de *DefinitionError
+	if errors.As(err, &ce) || errors.As(err, &ve) || errors.As(err, &de) {
 		return err
 	}
 	return fmt.Errorf("sequence %s: %s: %w", q.c.name, op, err)
@@ -310,24 +417,31 @@ func (q *Sequence) do(req op) (uint64, error) {
 // counter. On a store without transactions, if recording the number in the
 // ledger fails after the counter was written, Next returns the taken number
 // together with the error.
+//
+// On a series with periods, Next takes a number of the period holding the
+// current date in the series' time zone (of the handle's date for a handle
+// of At), and fails with an error matching ErrPeriodClosed when that period
+// is closed.
 func (q *Sequence) Next(ctx context.Context) (uint64, error) {
-	if err := q.allocating(ctx, "next"); err != nil {
+	t, date, def, err := q.begin(ctx, "next")
+	if err != nil {
 		return 0, err
 	}
-	n, err := q.do(op{kind: opNext, ctx: ctx})
-	return n, q.errorf("next", err)
+	n, err := t.do(op{kind: opNext, ctx: ctx, date: date, define: def})
+	return n, t.errorf("next", err)
 }
 
-// NextSerial is Next returning the number with its formatted form.
+// NextSerial is Next returning the number with its formatted form and period.
 func (q *Sequence) NextSerial(ctx context.Context) (Serial, error) {
-	if err := q.allocating(ctx, "next"); err != nil {
+	t, date, def, err := q.begin(ctx, "next")
+	if err != nil {
 		return Serial{}, err
 	}
-	n, err := q.do(op{kind: opNext, ctx: ctx})
+	n, err := t.do(op{kind: opNext, ctx: ctx, date: date, define: def})
 	if n == 0 {
-		return Serial{}, q.errorf("next", err)
+		return Serial{}, t.errorf("next", err)
 	}
-	return Serial{N: n, Formatted: q.Format(n)}, q.errorf("next", err)
+	return t.serial(n, date), t.errorf("next", err)
 }
 
 // MaxNextN is the most numbers one NextN call takes: each number is an entry
@@ -343,42 +457,63 @@ func (q *Sequence) NextN(ctx context.Context, k int) (first uint64, err error) {
 	if k < 1 || k > MaxNextN {
 		return 0, q.errorf("next", invalid("count", strconv.Itoa(k), fmt.Sprintf("want 1 to %d", MaxNextN)))
 	}
-	if err := q.allocating(ctx, "next"); err != nil {
+	t, date, def, err := q.begin(ctx, "next")
+	if err != nil {
 		return 0, err
 	}
-	last, err := q.do(op{kind: opNext, ctx: ctx, count: uint64(k)})
+	last, err := t.do(op{kind: opNext, ctx: ctx, count: uint64(k), date: date, define: def})
 	if last == 0 {
-		return 0, q.errorf("next", err)
+		return 0, t.errorf("next", err)
 	}
-	return last - uint64(k) + 1, q.errorf("next", err)
+	return last - uint64(k) + 1, t.errorf("next", err)
 }
 
 // Peek returns the last number handed out, 0 for a series never used. It
-// never writes and works on every store.
+// never writes and works on every store. On a series with periods it is
+// the last number of the current period (of the handle's date for a
+// handle of At).
 func (q *Sequence) Peek(ctx context.Context) (uint64, error) {
-	if !q.svc.gate.Enter() {
+	if q.svc.gate.Closed() {
 		return 0, q.errorf("peek", stores.ErrClosed)
+	}
+	t, _, err := q.resolve(ctx)
+	if err != nil {
+		return 0, q.errorf("peek", err)
+	}
+	return t.peek(ctx)
+}
+
+// peek is Peek of q's own counter.
+func (q *Sequence) peek(ctx context.Context) (uint64, error) {
+	st, err := q.peekState(ctx)
+	return st.value, err
+}
+
+// peekState reads q's own counter.
+func (q *Sequence) peekState(ctx context.Context) (state, error) {
+	if !q.svc.gate.Enter() {
+		return state{}, q.errorf("peek", stores.ErrClosed)
 	}
 	defer q.svc.gate.Exit()
 	pin := q.svc.pinOf(q.c.key) // before the read: see checkPin
 	item, err := q.svc.store.Get(ctx, q.c.key)
 	if errors.Is(err, stores.ErrNotFound) {
 		if err := q.svc.checkPin(q.c.key, 0, pin); err != nil {
-			return 0, q.errorf("peek", err)
+			return state{}, q.errorf("peek", err)
 		}
-		return 0, nil
+		return state{}, nil
 	}
 	if err != nil {
-		return 0, q.errorf("peek", err)
+		return state{}, q.errorf("peek", err)
 	}
 	st, err := q.svc.openState(q.c.key, item.Value)
 	if err != nil {
-		return 0, q.errorf("peek", err)
+		return state{}, q.errorf("peek", err)
 	}
 	if err := q.svc.checkPin(q.c.key, st.value, pin); err != nil {
-		return 0, q.errorf("peek", err)
+		return state{}, q.errorf("peek", err)
 	}
-	return st.value, nil
+	return st, nil
 }
 
 // pinOf returns the device's pin of the counter at key, taken before a read.
@@ -406,14 +541,15 @@ func (s *service) checkPin(key string, value, pin uint64) error {
 // n+1; it never rewinds a series and is a no-op when the counter is already
 // at n or beyond. Use it after importing records that carry numbers.
 func (q *Sequence) SeedTo(ctx context.Context, n uint64) error {
-	if err := q.allocating(ctx, "seed"); err != nil {
+	t, _, def, err := q.begin(ctx, "seed")
+	if err != nil {
 		return err
 	}
 	if n == 0 {
 		return nil
 	}
-	_, err := q.do(op{kind: opSeed, ctx: ctx, target: n})
-	return q.errorf("seed", err)
+	_, err = t.do(op{kind: opSeed, ctx: ctx, target: n, define: def})
+	return t.errorf("seed", err)
 }
 
 // Claim allocates a number for requestID, or returns the number an earlier
@@ -433,13 +569,15 @@ func (q *Sequence) SeedTo(ctx context.Context, n uint64) error {
 // Claim whose id is older than every id the window still holds fails with
 // ErrRequestExpired rather than risk a second number.
 func (q *Sequence) Claim(ctx context.Context, requestID string) (uint64, error) {
-	if err := q.allocating(ctx, "claim"); err != nil {
-		return 0, err
-	}
 	if err := checkRequestID(requestID); err != nil {
 		return 0, err
 	}
-	req := op{kind: opClaim, ctx: ctx, id: requestID}
+	t, date, def, err := q.begin(ctx, "claim")
+	if err != nil {
+		return 0, err
+	}
+	q = t
+	req := op{kind: opClaim, ctx: ctx, id: requestID, date: date, define: def}
 	if q.svc.txr != nil {
 		req.ckey = q.svc.claimKey(q.c.key, requestID)
 	}
@@ -493,13 +631,17 @@ func (q *Sequence) BindKeys(ctx context.Context, keys []string, fn func(tx store
 	if fn == nil {
 		return Serial{}, invalid("bind function", "nil", "must not be nil")
 	}
-	n, err := q.do(op{kind: opBind, ctx: ctx, seq: q, fn: fn, keys: keys})
+	q, date, def, err := q.begin(ctx, "bind")
+	if err != nil {
+		return Serial{}, err
+	}
+	n, err := q.do(op{kind: opBind, ctx: ctx, seq: q, fn: fn, keys: keys, date: date, define: def})
 	if err != nil {
 		if n != 0 {
 			// Committed with fn's writes, but its pin or journal failed.
-			return Serial{N: n, Formatted: q.Format(n)}, q.errorf("bind", err)
+			return q.serial(n, date), q.errorf("bind", err)
 		}
 		return Serial{}, q.errorf("bind", err)
 	}
-	return Serial{N: n, Formatted: q.Format(n)}, nil
+	return q.serial(n, date), nil
 }

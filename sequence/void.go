@@ -23,8 +23,15 @@ import (
 // store without atomic compare-and-swap. The audit ledger gets a
 // number-voided entry: in the transaction that writes the marker, or after
 // it on a store without transactions.
+//
+// On a series with periods it voids n of the current period (the handle's
+// date's, for a handle of At); voiding into a closed period is allowed.
 func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 	if err := q.allocating(ctx, "void"); err != nil {
+		return err
+	}
+	q, _, err := q.resolve(ctx)
+	if err != nil {
 		return err
 	}
 	// Admitted like the allocating calls, so Close waits for the marker's
@@ -54,7 +61,7 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 	// The counter only grows, so a number it covers now is issued for good:
 	// it is read outside the marker's transaction, which then does not
 	// conflict with allocations.
-	current, err := q.Peek(ctx)
+	current, err := q.peek(ctx)
 	if err != nil {
 		return err
 	}
@@ -117,6 +124,10 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 // Voided reports whether n was voided, and why. It never writes and works on
 // every store.
 func (q *Sequence) Voided(ctx context.Context, n uint64) (reason string, voided bool, err error) {
+	q, _, err = q.resolve(ctx)
+	if err != nil {
+		return "", false, err
+	}
 	if !q.svc.gate.Enter() {
 		return "", false, q.errorf("voided", stores.ErrClosed)
 	}

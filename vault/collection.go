@@ -194,6 +194,10 @@ func (c *Collection[T]) Count(ctx context.Context) (int, error) {
 // (Vault.Sequence of the same *Vault, not of a handle on the same vault
 // opened by another DB), and a nil seq or build gives ErrInvalidArgument.
 //
+// On a series with periods (sequence.Options.Period) the number is taken
+// in the period of the current date, or of the document's date when seq
+// is a handle of Sequence.At: PutNumbered(ctx, id, seq.At(date), build).
+//
 // The record carries its number inside its sealed value, so PutNumbered is
 // idempotent per record id and series: when the record at id already carries
 // a number of seq (an earlier call committed, even if it reported an error,
@@ -228,7 +232,13 @@ func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequenc
 		if err != nil {
 			return err
 		}
-		if n, ok := findMark(prev.marks, markSequence, seq.Series(), seq.Partition()); ok {
+		// The counter's partition: a series with periods counts each
+		// period under the partition followed by its label.
+		partition := seq.Partition()
+		if s.Period != "" {
+			partition = append(partition, s.Period)
+		}
+		if n, ok := findMark(prev.marks, markSequence, seq.Series(), partition); ok {
 			return &carriesError{n: n, body: prev.body}
 		}
 		val, err := build(s)
@@ -239,8 +249,8 @@ func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequenc
 		if err != nil {
 			return fmt.Errorf("encode: %w", err)
 		}
-		marks := withMark(prev.marks, mark{kind: markSequence, series: seq.Series(), partition: seq.Partition(), n: s.N})
-		e := ledger.Entry{Kind: ledger.RecordPut, Series: seq.Series(), Partition: seq.Partition(), Number: s.N}
+		marks := withMark(prev.marks, mark{kind: markSequence, series: seq.Series(), partition: partition, n: s.N})
+		e := ledger.Entry{Kind: ledger.RecordPut, Series: seq.Series(), Partition: partition, Number: s.N}
 		if err := c.v.applyTx(ctx, tx, c.name, id, prev, joinRecord(marks, plain), e); err != nil {
 			return err
 		}

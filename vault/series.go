@@ -17,8 +17,15 @@ type SeriesInfo struct {
 	// Name is the series name.
 	Name string
 	// Partition is the counter's partition, nil for none: a series numbered
-	// online has one counter per partition, each listed on its own.
+	// online has one counter per partition (and per period), each listed on
+	// its own. It does not include the period.
 	Partition []string
+	// Period is the label of the counter's period (2026, 2026-03,
+	// FY2025-26…; see sequence.Options.Period), "" for a series without
+	// periods.
+	Period string
+	// Closed is true for a period closed by Sequence.ClosePeriod.
+	Closed bool
 	// Head is the last number given: the counter's head, or for a series
 	// numbered by passes the last number a pass gave (0: none yet).
 	Head uint64
@@ -28,19 +35,23 @@ type SeriesInfo struct {
 	// on a store with it).
 	Passes bool
 	// Collection and Format are what a series numbered by passes stores with
-	// itself: the collection it numbers and its format ("" for counters,
-	// whose format is not stored).
+	// itself: the collection it numbers and its format. For a counter,
+	// Collection is "" and Format is its series' stored format.
 	Collection, Format string
+	// Definition is the definition stored with a counter's series (the
+	// zero value when it has none, and for a series numbered by passes).
+	Definition sequence.Definition
 }
 
 // The helpers Series reaches through internal/wire.
 type (
-	counterOfFunc = func(key string) (series string, partition []string, ok bool, err error)
-	passInfoFunc  = func(ctx context.Context, b deferred.Backend, series string) (collection, format string, last uint64, err error)
+	counterOfFunc   = func(key string) (series string, partition []string, ok bool, err error)
+	counterInfoFunc = func(ctx context.Context, q *sequence.Sequence) (head uint64, period string, closed bool, def sequence.Definition, err error)
+	passInfoFunc    = func(ctx context.Context, b deferred.Backend, series string) (collection, format string, last uint64, err error)
 )
 
 // Series lists the numbered series of the vault: every counter (one per
-// partition) with its head, then, by name, every series numbered by
+// partition and period) with its head, period and series definition, then, by name, every series numbered by
 // passes, with its last number, collection and format. A name may appear as
 // both when one series was numbered online on this store and by passes.
 // Heads are read as Peek and a pass series' Last read them, checked against
@@ -73,6 +84,7 @@ func (v *Vault) listSeries(ctx context.Context, name string, one bool) ([]Series
 	defer v.exit()
 	counterOf := wire.Hook[counterOfFunc]("SequenceCounterOf", wire.SequenceCounterOf)
 	passInfo := wire.Hook[passInfoFunc]("NumberingInfo", wire.NumberingInfo)
+	counterInfo := wire.Hook[counterInfoFunc]("SequenceCounterInfo", wire.SequenceCounterInfo)
 
 	var out []SeriesInfo
 	prev := ""
@@ -103,11 +115,17 @@ func (v *Vault) listSeries(ctx context.Context, name string, one bool) ([]Series
 		if err != nil {
 			return nil, fmt.Errorf("series: key %q: %w: %w", it.Key, stores.ErrMisbehaving, err)
 		}
-		head, err := s.Peek(ctx)
+		head, period, closed, def, err := counterInfo(ctx, s)
 		if err != nil {
 			return nil, fmt.Errorf("series: %w", err)
 		}
-		out = append(out, SeriesInfo{Name: series, Partition: part, Head: head})
+		if period != "" {
+			part = part[:len(part)-1]
+			if len(part) == 0 {
+				part = nil
+			}
+		}
+		out = append(out, SeriesInfo{Name: series, Partition: part, Period: period, Closed: closed, Head: head, Format: def.Format, Definition: def})
 	}
 
 	dir := v.prefix + "_numbering/"

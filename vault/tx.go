@@ -18,6 +18,7 @@ var (
 	seqCheck  = wire.SequenceCheck.(func(context.Context, *sequence.Sequence) error)
 	seqPin    = wire.SequencePin.(func(*sequence.Sequence) uint64)
 	seqOwner  = wire.SequenceOwner.(func(*sequence.Sequence) any)
+	seqTarget = wire.SequenceTarget.(func(*sequence.Sequence) *sequence.Sequence)
 )
 
 // owns reports whether q was obtained from v (Vault.Sequence), not from
@@ -189,6 +190,9 @@ func (tx *Tx) spoil(err error) {
 // transaction follow each other. seq must come from the transaction's
 // vault handle (Vault.Sequence of the same *Vault; a handle on the same
 // vault opened by another DB is another handle): else ErrInvalidArgument.
+// On a series with periods the number is taken in the period of the
+// current date, or of the document's date for a handle of Sequence.At; a
+// closed period gives an error matching sequence.ErrPeriodClosed.
 // On a device of a hub it fails with ErrNumbersOnHub.
 func (tx *Tx) Next(seq *sequence.Sequence) (sequence.Serial, error) {
 	if err := tx.use(); err != nil {
@@ -203,8 +207,12 @@ func (tx *Tx) Next(seq *sequence.Sequence) (sequence.Serial, error) {
 	case !tx.v.owns(seq):
 		return sequence.Serial{}, fmt.Errorf("next: series %q belongs to another vault or vault handle: %w", seq.Series(), ErrInvalidArgument)
 	}
+	// The counter the number comes from: for a series with periods, that
+	// of the period of seq's date (or of now), whose pins and taken
+	// numbers are its own.
+	target := seqTarget(seq)
 	var pinned *uint64
-	if p, ok := tx.pins[seq]; ok {
+	if p, ok := tx.pins[target]; ok {
 		pinned = &p
 	}
 	s, check, err := seqNextTx(tx.ctx, seq, tx.tx, pinned)
@@ -215,7 +223,7 @@ func (tx *Tx) Next(seq *sequence.Sequence) (sequence.Serial, error) {
 	if errors.Is(err, wire.ErrTxStale) {
 		// Refused on a pin that may be newer than this transaction's
 		// snapshot: Update runs fn again with the pin taken before.
-		tx.stale = append(tx.stale, seq)
+		tx.stale = append(tx.stale, target)
 		return sequence.Serial{}, fmt.Errorf("next: %w", errTxCheck)
 	}
 	if errors.Is(err, wire.ErrTxWrote) {
@@ -227,7 +235,7 @@ func (tx *Tx) Next(seq *sequence.Sequence) (sequence.Serial, error) {
 	if tx.taken == nil {
 		tx.taken = map[*sequence.Sequence]uint64{}
 	}
-	tx.taken[seq] = s.N
+	tx.taken[target] = s.N
 	return s, nil
 }
 

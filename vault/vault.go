@@ -140,8 +140,11 @@ func (v *Vault) Store() stores.Store { return v.store }
 // scoped to opts.Partition and rendering with opts.Format (the zero Options:
 // one counter, plain decimal). Handles for the same series and partition
 // share one counter and, within this process, one combining queue. The
-// error is a *sequence.ValidationError for an invalid name, partition or
-// format.
+// definition fields of opts (format, period, time zone…) are stored with
+// the series by its first number and then used by every handle opened
+// without them (see sequence.Options). The error is a
+// *sequence.ValidationError for an invalid name, partition, format or
+// other option.
 //
 // On a device of a hub (Config.Hub) the counters live on the hub, so that
 // the numbers every device takes form one gap-free series: the handle takes
@@ -302,6 +305,10 @@ func eventKind(k wire.SequenceEventKind) ledger.Kind {
 		return ledger.SeriesSeeded
 	case wire.EventVoided:
 		return ledger.NumberVoided
+	case wire.EventDefined:
+		return ledger.SeriesDefined
+	case wire.EventClosed:
+		return ledger.PeriodClosed
 	default:
 		return ledger.NumberAllocated
 	}

@@ -289,6 +289,10 @@ func describe(e ledger.Entry) string {
 		return fmt.Sprintf("%s #%d: %s", series, e.Number, strconv.Quote(e.Reason))
 	case ledger.NumberAssigned:
 		return fmt.Sprintf("%s gets %s #%d", record, series, e.Number)
+	case ledger.SeriesDefined:
+		return fmt.Sprintf("%s: %s", series, e.Reason)
+	case ledger.PeriodClosed:
+		return fmt.Sprintf("%s closed at #%d", series, e.Number)
 	case ledger.AppEvent:
 		name, data, _ := e.Event()
 		return fmt.Sprintf("%s (%d bytes)", strconv.Quote(name), len(data))

@@ -93,3 +93,13 @@ type Sequences[Q, O any] interface {
 // counter, and of which series and partition, for the vault's listing of
 // its series.
 var SequenceCounterOf any
+
+// SequenceCounterInfo is set by package sequence to a function of type
+//
+//	func(ctx context.Context, q *sequence.Sequence) (head uint64, period string, closed bool, def sequence.Definition, err error)
+//
+// which reads q's own counter (never resolving it to a period's), for the
+// vault's listing of its series: its head, whether it is closed, the
+// definition of its series, and, when the series has periods and the
+// partition's last component is a period label of its kind, that label.
+var SequenceCounterInfo any

@@ -11,6 +11,10 @@ const (
 	EventSeeded
 	// EventVoided: Number was voided with Reason.
 	EventVoided
+	// EventDefined: the series' definition was stored (Reason: its text).
+	EventDefined
+	// EventClosed: the period ending Partition was closed at Number.
+	EventClosed
 )
 
 // String returns the kind's name.
@@ -22,6 +26,10 @@ func (k SequenceEventKind) String() string {
 		return "seeded"
 	case EventVoided:
 		return "voided"
+	case EventDefined:
+		return "defined"
+	case EventClosed:
+		return "closed"
 	}
 	return "unknown"
 }

@@ -54,3 +54,14 @@ var (
 // which checks q's counter against its history, once per Service, so that
 // SequenceNextTx can refuse a counter the store rolled back.
 var SequenceCheck any
+
+// SequenceTarget is set by package sequence to
+//
+//	func(q *sequence.Sequence) *sequence.Sequence
+//
+// which returns the handle of the counter q's next number is taken from
+// (for a series with periods, the counter of the period of q's date or of
+// now), the same value for the same counter, without reading the store:
+// q itself while its series' definition is not loaded yet (SequenceNextTx
+// then asks for SequenceCheck, which loads it).
+var SequenceTarget any
