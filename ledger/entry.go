@@ -34,20 +34,37 @@ const (
 	// Entry.Event). No other field is set, and the SDK never reads it as one
 	// of its own entries.
 	AppEvent Kind = 7
+	// RecordPulled: a sync applied, on this device, a record revision the
+	// hub accepted (Collection, ID, Revision, CipherHash; Number is the
+	// position of the change in the hub's feed). A sync never pushes it back.
+	RecordPulled Kind = 8
+	// RecordPulledDelete: a sync applied, on this device, a deletion the hub
+	// accepted (Collection, ID, Revision of the deleted record; Number is the
+	// position of the deletion in the hub's feed).
+	RecordPulledDelete Kind = 9
+	// SyncConflict: a sync found a record changed both on this device and on
+	// the hub, and the collection's policy chose one side. The entry names
+	// the loser: Collection, ID, its Revision and CipherHash (empty for a
+	// deletion), Reason the policy and the losing side ("hub" or "device"),
+	// Number the hub feed position of the hub's side.
+	SyncConflict Kind = 10
 )
 
 var kindNames = [...]string{
-	RecordPut:       "record-put",
-	RecordDelete:    "record-delete",
-	NumberAllocated: "number-allocated",
-	SeriesSeeded:    "series-seeded",
-	NumberVoided:    "number-voided",
-	NumberAssigned:  "number-assigned",
-	AppEvent:        "app-event",
+	RecordPut:          "record-put",
+	RecordDelete:       "record-delete",
+	NumberAllocated:    "number-allocated",
+	SeriesSeeded:       "series-seeded",
+	NumberVoided:       "number-voided",
+	NumberAssigned:     "number-assigned",
+	AppEvent:           "app-event",
+	RecordPulled:       "record-pulled",
+	RecordPulledDelete: "record-pulled-delete",
+	SyncConflict:       "sync-conflict",
 }
 
 // Valid reports whether k is one of the defined kinds.
-func (k Kind) Valid() bool { return k >= RecordPut && k <= AppEvent }
+func (k Kind) Valid() bool { return k >= RecordPut && k <= SyncConflict }
 
 // String returns the kind's name, e.g. "record-put".
 func (k Kind) String() string {

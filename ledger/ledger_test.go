@@ -128,7 +128,7 @@ func TestAppendRejectsInvalidEntries(t *testing.T) {
 
 		_, err := l.Append(ctx, fact(2), ledger.Entry{Kind: 0})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
-		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.AppEvent + 1})
+		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.SyncConflict + 1})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
 		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Reason: strings.Repeat("x", 65<<10)})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
@@ -401,5 +401,6 @@ func TestKindString(t *testing.T) {
 	assert.Equal(t, "kind(0)", ledger.Kind(0).String())
 	assert.Equal(t, "app-event", ledger.AppEvent.String())
 	assert.True(t, ledger.AppEvent.Valid())
-	assert.False(t, ledger.Kind(8).Valid())
+	assert.True(t, ledger.SyncConflict.Valid())
+	assert.False(t, ledger.Kind(11).Valid())
 }

@@ -39,6 +39,7 @@ type Vault struct {
 	// dk to the device vault that owns it.
 	hub       *Vault
 	sharesKey bool
+	syncs     syncSettings // sync.go
 
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.

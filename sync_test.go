@@ -1,0 +1,148 @@
+package noydb_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// Note is the record type of the sync tests.
+type Note struct {
+	Text string
+}
+
+// syncDevice opens vault "shop" for alice on device, synced through hub.
+func syncDevice(t testing.TB, device, hub stores.Store) *vault.Vault {
+	t.Helper()
+	return openVault(t, openDevice(t, device, hub, "alice", "s3cret"), "shop")
+}
+
+// mustSync syncs v and returns the report.
+func mustSync(t testing.TB, v *vault.Vault) vault.SyncReport {
+	t.Helper()
+	rep, err := v.Sync(context.Background())
+	require.NoError(t, err)
+	return rep
+}
+
+// sealedRecords returns the sealed records of the vault "shop" in st: every
+// key of a collection (not the SDK's own "_" data) with its value.
+func sealedRecords(t testing.TB, st stores.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for it, err := range st.List(context.Background(), "v/shop/") {
+		require.NoError(t, err)
+		rest := strings.TrimPrefix(it.Key, "v/shop/")
+		if strings.HasPrefix(rest, "_") {
+			continue
+		}
+		out[it.Key] = string(it.Value)
+	}
+	return out
+}
+
+// notes returns the records of collection notes on v: id -> text@revision.
+func notes(t testing.TB, v *vault.Vault) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for r, err := range vault.CollectionOf[Note](v, "notes").List(context.Background()) {
+		require.NoError(t, err)
+		out[r.ID] = fmt.Sprintf("%s@%d", r.Value.Text, r.Revision)
+	}
+	return out
+}
+
+// assertConverged checks that every device and the hub hold the same
+// sealed records (so the same values at the same revisions) and that
+// every device's ledger verifies, and returns the devices' notes.
+func assertConverged(t testing.TB, hub stores.Store, devs []stores.Store, vs ...*vault.Vault) map[string]string {
+	t.Helper()
+	want := sealedRecords(t, hub)
+	for i, d := range devs {
+		got := sealedRecords(t, d)
+		assert.Equal(t, slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(got)), "device %d keys", i)
+		assert.Equal(t, want, got, "device %d bytes", i)
+	}
+	var first map[string]string
+	for i, v := range vs {
+		rep, err := v.Audit().Verify(context.Background())
+		require.NoError(t, err, "device %d ledger", i)
+		assert.True(t, rep.OK(), "device %d ledger", i)
+		n := notes(t, v)
+		if i == 0 {
+			first = n
+		} else {
+			assert.Equal(t, first, n, "device %d notes", i)
+		}
+	}
+	return first
+}
+
+// TestSyncTwoDevicesConverge: edits, new records and deletes made on two
+// devices reach each other through a hub, on memstore and badger devices.
+func TestSyncTwoDevicesConverge(t *testing.T) {
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			hub, da, db := memstore.New(), newStore(t), newStore(t)
+			a, b := syncDevice(t, da, hub), syncDevice(t, db, hub)
+			na, nb := vault.CollectionOf[Note](a, "notes"), vault.CollectionOf[Note](b, "notes")
+
+			require.NoError(t, na.Put(ctx, "a1", Note{"apple"}))
+			require.NoError(t, na.Put(ctx, "a2", Note{"apricot"}))
+			require.NoError(t, nb.Put(ctx, "b1", Note{"banana"}))
+
+			assert.Equal(t, vault.SyncReport{Pushed: 2}, mustSync(t, a))
+			assert.Equal(t, vault.SyncReport{Pulled: 2, Pushed: 1}, mustSync(t, b))
+			assert.Equal(t, vault.SyncReport{Pulled: 1}, mustSync(t, a))
+			assert.Equal(t, map[string]string{"a1": "apple@1", "a2": "apricot@1", "b1": "banana@1"},
+				assertConverged(t, hub, []stores.Store{da, db}, a, b))
+
+			// An edit on A, a delete on B, a second edit on B.
+			require.NoError(t, na.Put(ctx, "a1", Note{"avocado"}))
+			require.NoError(t, nb.Delete(ctx, "b1"))
+			require.NoError(t, nb.Put(ctx, "a2", Note{"almond"}))
+			assert.Equal(t, vault.SyncReport{Pushed: 1}, mustSync(t, a))
+			assert.Equal(t, vault.SyncReport{Pulled: 1, Pushed: 2}, mustSync(t, b))
+			assert.Equal(t, vault.SyncReport{Pulled: 2}, mustSync(t, a))
+			assert.Equal(t, map[string]string{"a1": "avocado@2", "a2": "almond@2"},
+				assertConverged(t, hub, []stores.Store{da, db}, a, b))
+
+			// Nothing changed: nothing to do.
+			assert.Equal(t, vault.SyncReport{}, mustSync(t, a))
+			assert.Equal(t, vault.SyncReport{}, mustSync(t, b))
+
+			// Every pulled change is in the device's ledger with its hub position.
+			var pulled []string
+			for e, err := range a.Audit().Read(ctx, 1) {
+				require.NoError(t, err)
+				if e.Kind == ledger.RecordPulled || e.Kind == ledger.RecordPulledDelete {
+					pulled = append(pulled, fmt.Sprintf("%s %s/%s@%d hub#%d", e.Kind, e.Collection, e.ID, e.Revision, e.Number))
+				}
+			}
+			assert.Equal(t, []string{
+				"record-pulled notes/b1@1 hub#3",
+				"record-pulled-delete notes/b1@1 hub#5",
+				"record-pulled notes/a2@2 hub#6",
+			}, pulled)
+		})
+	}
+}
+
+// TestSyncWithoutHub: a vault opened without a hub has nothing to sync.
+func TestSyncWithoutHub(t *testing.T) {
+	v := openVault(t, openDB(t, memstore.New(), "alice", "s3cret"), "shop")
+	_, err := v.Sync(context.Background())
+	assert.ErrorIs(t, err, vault.ErrNoHub)
+}
