@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -145,4 +146,40 @@ func TestSyncWithoutHub(t *testing.T) {
 	v := openVault(t, openDB(t, memstore.New(), "alice", "s3cret"), "shop")
 	_, err := v.Sync(context.Background())
 	assert.ErrorIs(t, err, vault.ErrNoHub)
+}
+
+// TestSyncEveryRejectsBadInput: a vault without a hub, or a period that is
+// not positive, starts nothing.
+func TestSyncEveryRejectsBadInput(t *testing.T) {
+	ctx := context.Background()
+	v := openVault(t, openDB(t, memstore.New(), "alice", "s3cret"), "shop")
+	_, err := v.SyncEvery(ctx, time.Minute)
+	assert.ErrorIs(t, err, vault.ErrNoHub)
+	d := syncDevice(t, memstore.New(), memstore.New())
+	_, err = d.SyncEvery(ctx, 0)
+	assert.ErrorIs(t, err, vault.ErrInvalidArgument)
+}
+
+// TestSyncerSyncNowAndStop: SyncNow runs a sync through the Syncer and
+// its status shows it; after Stop, SyncNow gives ErrClosed.
+func TestSyncerSyncNowAndStop(t *testing.T) {
+	ctx := context.Background()
+	hub, da, db := memstore.New(), memstore.New(), memstore.New()
+	a, b := syncDevice(t, da, hub), syncDevice(t, db, hub)
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "n", Note{"nectarine"}))
+	s, err := a.SyncEvery(ctx, time.Hour)
+	require.NoError(t, err)
+	_, err = s.SyncNow(ctx)
+	require.NoError(t, err)
+	st := s.Status()
+	assert.NoError(t, st.LastError)
+	assert.False(t, st.Running)
+	assert.GreaterOrEqual(t, st.Syncs, 1)
+	s.Stop()
+	s.Stop()
+	assert.True(t, s.Status().Stopped)
+	_, err = s.SyncNow(ctx)
+	assert.ErrorIs(t, err, vault.ErrClosed)
+	mustSync(t, b)
+	assert.Equal(t, map[string]string{"n": "nectarine@1"}, assertConverged(t, hub, []stores.Store{da, db}, a, b))
 }
