@@ -25,6 +25,12 @@ func TestSyncConvergenceProperty(t *testing.T) {
 	if testing.Short() {
 		schedules = 40
 	}
+	convergenceSchedules(t, schedules, func() stores.Store { return memstore.New() })
+}
+
+// convergenceSchedules runs the schedules of TestSyncConvergenceProperty,
+// each with a hub from newHub.
+func convergenceSchedules(t *testing.T, schedules int, newHub func() stores.Store) {
 	ctx := context.Background()
 	policies := []vault.SyncPolicy{vault.HigherRevisionWins, vault.DeviceWins, vault.HubWins, vault.LastWriterWins, vault.FirstWriterWins}
 	ids := []string{"p", "q", "r", "s"}
@@ -35,7 +41,7 @@ func TestSyncConvergenceProperty(t *testing.T) {
 	for seed := range uint64(schedules) {
 		rng := rand.New(rand.NewPCG(seed, 13))
 		c := &cutter{}
-		rawHub := memstore.New()
+		rawHub := newHub()
 		hubCut := faultstore.New(rawHub, faultstore.Options{Before: c.before, After: c.afterWrite})
 		devs := make([]stores.Store, 3)
 		vs := make([]*vault.Vault, 3)

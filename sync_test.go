@@ -95,50 +95,55 @@ func assertConverged(t testing.TB, hub stores.Store, devs []stores.Store, vs ...
 func TestSyncTwoDevicesConverge(t *testing.T) {
 	for name, newStore := range memAndBadger() {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			hub, da, db := memstore.New(), newStore(t), newStore(t)
-			a, b := syncDevice(t, da, hub), syncDevice(t, db, hub)
-			na, nb := vault.CollectionOf[Note](a, "notes"), vault.CollectionOf[Note](b, "notes")
-
-			require.NoError(t, na.Put(ctx, "a1", Note{"apple"}))
-			require.NoError(t, na.Put(ctx, "a2", Note{"apricot"}))
-			require.NoError(t, nb.Put(ctx, "b1", Note{"banana"}))
-
-			assert.Equal(t, vault.SyncReport{Pushed: 2}, mustSync(t, a))
-			assert.Equal(t, vault.SyncReport{Pulled: 2, Pushed: 1}, mustSync(t, b))
-			assert.Equal(t, vault.SyncReport{Pulled: 1}, mustSync(t, a))
-			assert.Equal(t, map[string]string{"a1": "apple@1", "a2": "apricot@1", "b1": "banana@1"},
-				assertConverged(t, hub, []stores.Store{da, db}, a, b))
-
-			// An edit on A, a delete on B, a second edit on B.
-			require.NoError(t, na.Put(ctx, "a1", Note{"avocado"}))
-			require.NoError(t, nb.Delete(ctx, "b1"))
-			require.NoError(t, nb.Put(ctx, "a2", Note{"almond"}))
-			assert.Equal(t, vault.SyncReport{Pushed: 1}, mustSync(t, a))
-			assert.Equal(t, vault.SyncReport{Pulled: 1, Pushed: 2}, mustSync(t, b))
-			assert.Equal(t, vault.SyncReport{Pulled: 2}, mustSync(t, a))
-			assert.Equal(t, map[string]string{"a1": "avocado@2", "a2": "almond@2"},
-				assertConverged(t, hub, []stores.Store{da, db}, a, b))
-
-			// Nothing changed: nothing to do.
-			assert.Equal(t, vault.SyncReport{}, mustSync(t, a))
-			assert.Equal(t, vault.SyncReport{}, mustSync(t, b))
-
-			// Every pulled change is in the device's ledger with its hub position.
-			var pulled []string
-			for e, err := range a.Audit().Read(ctx, 1) {
-				require.NoError(t, err)
-				if e.Kind == ledger.RecordPulled || e.Kind == ledger.RecordPulledDelete {
-					pulled = append(pulled, fmt.Sprintf("%s %s/%s@%d hub#%d", e.Kind, e.Collection, e.ID, e.Revision, e.Number))
-				}
-			}
-			assert.Equal(t, []string{
-				"record-pulled notes/b1@1 hub#3",
-				"record-pulled-delete notes/b1@1 hub#5",
-				"record-pulled notes/a2@2 hub#6",
-			}, pulled)
+			twoDevicesConverge(t, memstore.New(), newStore(t), newStore(t))
 		})
 	}
+}
+
+// twoDevicesConverge runs the scenario of TestSyncTwoDevicesConverge on
+// devices da and db with hub.
+func twoDevicesConverge(t *testing.T, hub, da, db stores.Store) {
+	ctx := context.Background()
+	a, b := syncDevice(t, da, hub), syncDevice(t, db, hub)
+	na, nb := vault.CollectionOf[Note](a, "notes"), vault.CollectionOf[Note](b, "notes")
+
+	require.NoError(t, na.Put(ctx, "a1", Note{"apple"}))
+	require.NoError(t, na.Put(ctx, "a2", Note{"apricot"}))
+	require.NoError(t, nb.Put(ctx, "b1", Note{"banana"}))
+
+	assert.Equal(t, vault.SyncReport{Pushed: 2}, mustSync(t, a))
+	assert.Equal(t, vault.SyncReport{Pulled: 2, Pushed: 1}, mustSync(t, b))
+	assert.Equal(t, vault.SyncReport{Pulled: 1}, mustSync(t, a))
+	assert.Equal(t, map[string]string{"a1": "apple@1", "a2": "apricot@1", "b1": "banana@1"},
+		assertConverged(t, hub, []stores.Store{da, db}, a, b))
+
+	// An edit on A, a delete on B, a second edit on B.
+	require.NoError(t, na.Put(ctx, "a1", Note{"avocado"}))
+	require.NoError(t, nb.Delete(ctx, "b1"))
+	require.NoError(t, nb.Put(ctx, "a2", Note{"almond"}))
+	assert.Equal(t, vault.SyncReport{Pushed: 1}, mustSync(t, a))
+	assert.Equal(t, vault.SyncReport{Pulled: 1, Pushed: 2}, mustSync(t, b))
+	assert.Equal(t, vault.SyncReport{Pulled: 2}, mustSync(t, a))
+	assert.Equal(t, map[string]string{"a1": "avocado@2", "a2": "almond@2"},
+		assertConverged(t, hub, []stores.Store{da, db}, a, b))
+
+	// Nothing changed: nothing to do.
+	assert.Equal(t, vault.SyncReport{}, mustSync(t, a))
+	assert.Equal(t, vault.SyncReport{}, mustSync(t, b))
+
+	// Every pulled change is in the device's ledger with its hub position.
+	var pulled []string
+	for e, err := range a.Audit().Read(ctx, 1) {
+		require.NoError(t, err)
+		if e.Kind == ledger.RecordPulled || e.Kind == ledger.RecordPulledDelete {
+			pulled = append(pulled, fmt.Sprintf("%s %s/%s@%d hub#%d", e.Kind, e.Collection, e.ID, e.Revision, e.Number))
+		}
+	}
+	assert.Equal(t, []string{
+		"record-pulled notes/b1@1 hub#3",
+		"record-pulled-delete notes/b1@1 hub#5",
+		"record-pulled notes/a2@2 hub#6",
+	}, pulled)
 }
 
 // TestSyncWithoutHub: a vault opened without a hub has nothing to sync.
