@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
@@ -180,4 +181,40 @@ func TestSyncHubHoldsNoPlaintext(t *testing.T) {
 			assert.False(t, strings.Contains(v, s), "plaintext %q in the hub's value at %s", s, k)
 		}
 	}
+}
+
+// TestSyncHubRollbackPinnedInStateDir: the hub's feed head is pinned in the
+// device's state folder, so a hub rolled back is caught after a restart
+// even when the device's own sync cursor is gone.
+func TestSyncHubRollbackPinnedInStateDir(t *testing.T) {
+	ctx := context.Background()
+	hub, da, db := memstore.New(), memstore.New(), memstore.New()
+	dir := t.TempDir()
+	openB := func() (*noydb.DB, *vault.Vault) {
+		d, err := noydb.Open(ctx, noydb.Config{
+			User: "alice", Secret: []byte("s3cret"), Store: db, Hub: hub, StateDir: dir,
+			KDF: cheapKDF, InsecureAllowWeakKDF: true,
+		})
+		require.NoError(t, err)
+		v, err := d.OpenVault(ctx, "shop")
+		require.NoError(t, err)
+		return d, v
+	}
+	a := syncDevice(t, da, hub)
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "x", Note{"xylophone"}))
+	mustSync(t, a)
+	snap := snapshot(t, hub)
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "x", Note{"xenon"}))
+	mustSync(t, a)
+
+	dbB, b := openB()
+	mustSync(t, b)
+	require.NoError(t, dbB.Close())
+
+	restoreStore(t, hub, snap)
+	require.NoError(t, db.Delete(ctx, "v/shop/_sync/pull"))
+	dbB, b = openB()
+	defer dbB.Close()
+	_, err := b.Sync(ctx)
+	assert.ErrorIs(t, err, vault.ErrRollback)
 }

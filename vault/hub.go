@@ -3,6 +3,7 @@ package vault
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -47,8 +48,17 @@ func openHub(ctx context.Context, cfg Config, prefix string, dk *crypto.Key) (*V
 	if err := copyKeyring(ctx, cfg.Store, cfg.Hub, prefix, dh.Value); err != nil {
 		return nil, err
 	}
-	p, err := pins.Open("", cfg.Name, nil, nil)
+	// The hub's feed head is pinned in the state folder, under a name no
+	// vault can have ('/' is not allowed in vault names) and the header's
+	// hash as identity, so a hub serving an older feed is ErrRollback.
+	var pk *crypto.Key
+	if cfg.StateDir != "" {
+		pk = dk.Derive("noydb hub pins v1")
+	}
+	id := sha256.Sum256(dh.Value)
+	p, err := pins.Open(cfg.StateDir, cfg.Name+"/hub", id[:], pk)
 	if err != nil {
+		pk.Wipe()
 		return nil, err
 	}
 	hcfg := cfg
