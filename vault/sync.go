@@ -812,9 +812,11 @@ func (s *syncRun) pushBatch(ctx context.Context) ([]recKey, bool, error) {
 	var acked []change
 	var stale []recKey
 	var pushed int
+	var appended []ledger.Entry // the feed entries of this commit
+	var head ledger.Head        // the feed's head after them
 	if len(changes) > 0 {
 		err = s.h.ledger.UpdateKeys(ctx, hkeys, func(tx stores.Tx) error {
-			acked, stale, pushed = nil, nil, 0
+			acked, stale, pushed, appended = nil, nil, 0, nil
 			var entries []ledger.Entry
 			for i, c := range changes {
 				var hh []byte
@@ -846,12 +848,14 @@ func (s *syncRun) pushBatch(ctx context.Context) ([]recKey, bool, error) {
 				}
 				acked = append(acked, c)
 			}
+			appended = entries
 			for len(entries) > 0 {
 				n := min(len(entries), 1024)
-				if _, err := s.h.ledger.AppendTx(ctx, tx, entries[:n]...); err != nil {
+				h, err := s.h.ledger.AppendTx(ctx, tx, entries[:n]...)
+				if err != nil {
 					return err
 				}
-				entries = entries[n:]
+				head, entries = h, entries[n:]
 			}
 			return nil
 		})
@@ -866,7 +870,16 @@ func (s *syncRun) pushBatch(ctx context.Context) ([]recKey, bool, error) {
 		cur = min(cur, first[k]-1)
 	}
 	cur = max(cur, from)
+	pull, err := s.echoes(ctx, appended, head)
+	if err != nil {
+		return nil, false, err
+	}
 	err = s.v.ledger.Update(ctx, func(tx stores.Tx) error {
+		if pull != nil {
+			if err := s.v.putSealedValue(tx, syncPullKey, encodePull(*pull)); err != nil {
+				return err
+			}
+		}
 		for _, c := range acked {
 			b := base{rev: c.dv.rev, hash: c.dv.hash}
 			if !c.dv.exists() {
@@ -883,6 +896,50 @@ func (s *syncRun) pushBatch(ctx context.Context) ([]recKey, bool, error) {
 	}
 	s.rep.Pushed += pushed
 	return stale, len(stale) > 0 || !full, nil
+}
+
+// echoes returns the pull cursor moved past the feed entries this device
+// just appended (appended, ending at head), when they directly follow the
+// pull cursor: a pull need not fetch back what this device wrote. The
+// entries are read back from the feed and must be the ones appended (the
+// chain checks them); nil when they do not follow the cursor.
+func (s *syncRun) echoes(ctx context.Context, appended []ledger.Entry, head ledger.Head) (*pullCursor, error) {
+	if len(appended) == 0 {
+		return nil, nil
+	}
+	cur, err := s.loadPull(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if head.Seq-uint64(len(appended)) != cur.seq {
+		return nil, nil
+	}
+	i := 0
+	var end ledger.Entry
+	for e, err := range s.h.ledger.Read(ctx, max(cur.seq, 1)) {
+		if err != nil {
+			return nil, feedErr(err)
+		}
+		if e.Seq == cur.seq {
+			if !bytes.Equal(entryHash(e), cur.hash) {
+				return nil, fmt.Errorf("%w: the feed entry at %d is not the one this device applied (a rolled back or forked hub)", ErrHubTampered, e.Seq)
+			}
+			continue
+		}
+		if e.Seq > head.Seq {
+			break
+		}
+		w := appended[i]
+		if e.Kind != w.Kind || e.Collection != w.Collection || e.ID != w.ID || e.Revision != w.Revision || !bytes.Equal(e.CipherHash, w.CipherHash) {
+			return nil, nil // not ours after all: a pull reads them
+		}
+		i++
+		end = e
+	}
+	if i != len(appended) {
+		return nil, nil
+	}
+	return &pullCursor{seq: end.Seq, hash: entryHash(end)}, nil
 }
 
 // ---- helpers ----
