@@ -149,8 +149,8 @@ func TestSyncHostileHub(t *testing.T) {
 		// A third device (fresh, so it sees the old hub as the truth) writes
 		// an entry at the position B has applied.
 		c := syncDevice(t, memstore.New(), hub)
-		require.NoError(t, vault.CollectionOf[Note](c, "notes").Put(ctx, "y", Note{"yodel"}))
-		mustSync(t, c)
+		require.NoError(t, vault.CollectionOf[Note](c, "notes").Put(ctx, "z", Note{"zebra"}))
+		require.Equal(t, 1, mustSync(t, c).Pushed)
 		b2 := syncDevice(t, db, hub)
 		_, err := b2.Sync(ctx)
 		assert.ErrorIs(t, err, vault.ErrHubTampered)

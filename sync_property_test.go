@@ -32,7 +32,7 @@ func TestSyncConvergenceProperty(t *testing.T) {
 // each with a hub from newHub.
 func convergenceSchedules(t *testing.T, schedules int, newHub func() stores.Store) {
 	ctx := context.Background()
-	policies := []vault.SyncPolicy{vault.HigherRevisionWins, vault.DeviceWins, vault.HubWins, vault.LastWriterWins, vault.FirstWriterWins}
+	policies := []vault.SyncPolicy{vault.HigherRevisionWins, vault.DeviceWins, vault.HubWins, vault.LastWriterWins, vault.FirstWriterWins, vault.Merge}
 	ids := []string{"p", "q", "r", "s"}
 	var conflicts, pulled, pushed, cuts int
 	defer func() {
@@ -49,7 +49,13 @@ func convergenceSchedules(t *testing.T, schedules int, newHub func() stores.Stor
 			raw := memstore.New()
 			devs[i] = raw
 			vs[i] = syncDevice(t, faultstore.New(raw, faultstore.Options{Before: c.before, After: c.afterWrite}), hubCut)
-			require.NoError(t, vs[i].SetConflictPolicy("notes", policies[rng.IntN(len(policies))]))
+			if p := policies[rng.IntN(len(policies))]; p == vault.Merge {
+				require.NoError(t, vault.MergeWith(vs[i], "notes", func(local, hub Note) (Note, error) {
+					return Note{min(local.Text, hub.Text)}, nil
+				}))
+			} else {
+				require.NoError(t, vs[i].SetConflictPolicy("notes", p))
+			}
 		}
 		steps := 10 + rng.IntN(20)
 		for step := range steps {

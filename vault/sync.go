@@ -39,11 +39,13 @@ import (
 //	prefix + "_sync/pull"                  1 || uvarint seq || lp(sha256 of the feed entry at seq)
 //	prefix + "_sync/push"                  1 || uvarint seq (the device ledger position pushed through)
 //	prefix + "_sync/base/" + coll/id       1 || uvarint rev || lp(cipher hash; empty: the hub holds none)
+//	prefix + "_sync/conflict/" + coll/id   1 || uvarint feed seq || uvarint rev || lp(the hub's sealed record; empty: deleted)
 const (
 	syncDir       = "_sync/"
 	syncPullKey   = syncDir + "pull"
 	syncPushKey   = syncDir + "push"
 	syncBaseDir   = syncDir + "base/"
+	syncConfDir   = syncDir + "conflict/"
 	syncVersion   = 1
 	maxSyncHash   = 64
 	syncMaxRounds = 4
@@ -89,6 +91,18 @@ const (
 	// FirstWriterWins: the revision written first wins, timed as for
 	// LastWriterWins.
 	FirstWriterWins
+	// Manual: neither side wins. The device keeps its record and does not
+	// push it; the hub's side is kept beside it, until the application
+	// resolves the conflict (Vault.Conflicts lists them, Collection.Resolve
+	// decides). A later hub change to the record replaces the hub's side.
+	Manual
+	// Merge: the collection's merge function (set with MergeWith, not with
+	// SetConflictPolicy) makes the record from both sides' values, written
+	// here above both revisions and pushed. When a side is a deletion, the
+	// conflict is decided as by HigherRevisionWins; when the function
+	// fails, the conflict is kept as under Manual (the failure is in the
+	// report's Rejected).
+	Merge
 )
 
 // String names the policy.
@@ -104,11 +118,15 @@ func (p SyncPolicy) String() string {
 		return "last-writer-wins"
 	case FirstWriterWins:
 		return "first-writer-wins"
+	case Manual:
+		return "manual"
+	case Merge:
+		return "merge"
 	}
 	return fmt.Sprintf("SyncPolicy(%d)", uint8(p))
 }
 
-func (p SyncPolicy) valid() bool { return p <= FirstWriterWins }
+func (p SyncPolicy) valid() bool { return p <= Manual }
 
 // SyncReport is what one Sync did.
 type SyncReport struct {
@@ -137,6 +155,11 @@ type SyncConflict struct {
 	DeviceRevision, HubRevision uint64
 	// DeviceDeleted and HubDeleted report a side that deleted the record.
 	DeviceDeleted, HubDeleted bool
+	// Kept reports a conflict kept for the application to resolve (Manual,
+	// or a Merge that could not merge): neither side won yet.
+	Kept bool
+	// Merged reports a record made by the collection's merge function.
+	Merged bool
 }
 
 // SyncRejected is a change a sync could not carry, and why.
@@ -152,13 +175,18 @@ type SyncRejected struct {
 type syncSettings struct {
 	mu       sync.Mutex
 	policies map[string]SyncPolicy
+	merges   map[string]mergeFunc
 	run      sync.Mutex
 }
 
+// mergeFunc merges the JSON bodies of a record's two sides.
+type mergeFunc func(local, hub []byte) ([]byte, error)
+
 // SetConflictPolicy sets the policy that decides the conflicts of
 // collection in this vault's syncs (HigherRevisionWins until set). An
-// invalid collection name or policy gives an error wrapping
-// ErrInvalidArgument (or the name's error) and changes nothing.
+// invalid collection name or policy (Merge included: set it with
+// MergeWith) gives an error wrapping ErrInvalidArgument (or the name's
+// error) and changes nothing.
 func (v *Vault) SetConflictPolicy(collection string, p SyncPolicy) error {
 	if err := CheckCollectionName(collection); err != nil {
 		return fmt.Errorf("set conflict policy: %w", err)
@@ -172,13 +200,23 @@ func (v *Vault) SetConflictPolicy(collection string, p SyncPolicy) error {
 		v.syncs.policies = map[string]SyncPolicy{}
 	}
 	v.syncs.policies[collection] = p
+	delete(v.syncs.merges, collection)
 	return nil
 }
 
 func (v *Vault) policyOf(collection string) SyncPolicy {
 	v.syncs.mu.Lock()
 	defer v.syncs.mu.Unlock()
+	if _, ok := v.syncs.merges[collection]; ok {
+		return Merge
+	}
 	return v.syncs.policies[collection]
+}
+
+func (v *Vault) mergeOf(collection string) mergeFunc {
+	v.syncs.mu.Lock()
+	defer v.syncs.mu.Unlock()
+	return v.syncs.merges[collection]
 }
 
 // Sync converges this device's vault with the hub: it copies the keyring
@@ -246,6 +284,8 @@ type syncRun struct {
 	// deleted holds, for LastWriterWins and FirstWriterWins, when this
 	// device deleted each record it deleted since its push cursor.
 	deleted map[recKey]time.Time
+	// rejected collects the rejections of one attempt of a local commit.
+	rejected []SyncRejected
 }
 
 func (s *syncRun) keyrings(ctx context.Context) error {
@@ -489,7 +529,7 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 			continue // superseded by a later entry: applied with it
 		}
 		keys = append(keys, k)
-		tkeys = append(tkeys, s.v.recordKey(k.coll, k.id), s.v.baseKey(k.coll, k.id))
+		tkeys = append(tkeys, s.v.recordKey(k.coll, k.id), s.v.baseKey(k.coll, k.id), s.v.conflictKey(k.coll, k.id))
 	}
 	if err := s.deletionTimes(ctx, keys); err != nil {
 		return err
@@ -499,7 +539,7 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	var pulled int
 	var conflicts []SyncConflict
 	err := s.v.ledger.UpdateKeys(ctx, tkeys, func(tx stores.Tx) error {
-		pulled, conflicts = 0, nil
+		pulled, conflicts, s.rejected = 0, nil, nil
 		var entries []ledger.Entry
 		for _, k := range keys {
 			e := win[last[k]]
@@ -527,6 +567,7 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	}
 	s.rep.Pulled += pulled
 	s.rep.Conflicts = append(s.rep.Conflicts, conflicts...)
+	s.rep.Rejected = append(s.rep.Rejected, s.rejected...)
 	return nil
 }
 
@@ -551,12 +592,19 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		return 0, nil, nil, err
 	}
 	if bytes.Equal(dv.hash, hv.hash) {
-		return 0, nil, nil, nil // already here (this device's own push, or the same change)
+		// Already here (this device's own push, or the same change): a
+		// conflict kept for it is moot.
+		return 0, nil, nil, tx.Delete(s.v.conflictKey(k.coll, k.id))
 	}
 	if bytes.Equal(hv.hash, b.hash) {
 		// The hub holds what this device last synced (its own push coming
 		// back): the device's later change stands, and is pushed.
 		return 0, nil, nil, nil
+	}
+	// A conflict kept earlier is settled by what follows, or kept again
+	// with the hub's new side.
+	if err := tx.Delete(s.v.conflictKey(k.coll, k.id)); err != nil {
+		return 0, nil, nil, err
 	}
 	pulledEntry := func() ledger.Entry {
 		if hv.exists() {
@@ -590,15 +638,23 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	if !hv.exists() {
 		hRev++
 	}
-	hubWins, err := s.decide(ctx, pol, k, dv, dst, dRev, hv, hRev, e)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	c := &SyncConflict{Collection: k.coll, ID: k.id, Policy: pol, HubWon: hubWins,
+	c := &SyncConflict{Collection: k.coll, ID: k.id, Policy: pol,
 		DeviceRevision: dv.rev, HubRevision: hv.rev, DeviceDeleted: !dv.exists(), HubDeleted: !hv.exists()}
 	if !dv.exists() {
 		c.DeviceRevision = b.rev
 	}
+	rule := pol
+	if pol == Merge && (!dv.exists() || !hv.exists()) {
+		rule = HigherRevisionWins // a deletion has no value to merge
+	}
+	if rule == Manual || rule == Merge {
+		return s.keepOrMerge(ctx, tx, pol, k, c, dv, dst, hv, e)
+	}
+	hubWins, err := s.decide(ctx, rule, k, dv, dst, dRev, hv, hRev, e)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	c.HubWon = hubWins
 	if hubWins {
 		if err := takeHub(); err != nil {
 			return 0, nil, nil, err
@@ -769,9 +825,9 @@ func (s *syncRun) pushBatch(ctx context.Context) ([]recKey, bool, error) {
 		return nil, true, nil
 	}
 	// The device's records and bases, as they stand now.
-	dkeys := make([]string, 0, 2*len(keys))
+	dkeys := make([]string, 0, 3*len(keys))
 	for _, k := range keys {
-		dkeys = append(dkeys, s.v.recordKey(k.coll, k.id), s.v.baseKey(k.coll, k.id))
+		dkeys = append(dkeys, s.v.recordKey(k.coll, k.id), s.v.baseKey(k.coll, k.id), s.v.conflictKey(k.coll, k.id))
 	}
 	got, err := fetch(ctx, s.v.store, dkeys)
 	if err != nil {
@@ -786,7 +842,10 @@ func (s *syncRun) pushBatch(ctx context.Context) ([]recKey, bool, error) {
 	for i, k := range keys {
 		var c change
 		c.k = k
-		if sealed, ok := got[dkeys[2*i]]; ok {
+		if _, ok := got[dkeys[3*i+2]]; ok {
+			continue // a conflict kept for the application: held until resolved
+		}
+		if sealed, ok := got[dkeys[3*i]]; ok {
 			rev, err := s.v.recordRevision(k.coll, k.id, sealed)
 			if err != nil {
 				s.rep.Rejected = append(s.rep.Rejected, SyncRejected{Collection: k.coll, ID: k.id,
@@ -795,7 +854,7 @@ func (s *syncRun) pushBatch(ctx context.Context) ([]recKey, bool, error) {
 			}
 			c.dv = version{sealed: sealed, rev: rev, hash: cipherHash(sealed)}
 		}
-		if raw, ok := got[dkeys[2*i+1]]; ok {
+		if raw, ok := got[dkeys[3*i+1]]; ok {
 			b, err := s.v.openBase(k, raw)
 			if err != nil {
 				return nil, false, err
