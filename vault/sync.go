@@ -51,9 +51,9 @@ const (
 	syncMaxRounds = 4
 )
 
-// SyncBatch is how many records a sync applies per local commit and
-// writes per hub commit.
-const SyncBatch = 512
+// syncBatch is how many records a sync applies per local commit and
+// writes per hub commit (a variable for the tests).
+var syncBatch = 512
 
 // Errors of Sync. Test them with errors.Is.
 var (
@@ -321,10 +321,16 @@ type base struct {
 
 // ---- pull ----
 
+// syncPass bounds the ledger entries one read takes in: a sync reads a
+// ledger in passes of this many entries and applies each pass in batches
+// of syncBatch (a ledger read lists from a position cheaply only near its
+// head, so a read per batch would make a large sync quadratic).
+var syncPass = 128 * syncBatch
+
 // pull applies the hub's feed from the pull cursor to its head.
 func (s *syncRun) pull(ctx context.Context) error {
 	for {
-		done, err := s.pullBatch(ctx)
+		done, err := s.pullPass(ctx)
 		if err != nil || done {
 			return err
 		}
@@ -355,8 +361,10 @@ type pullCursor struct {
 	hash []byte
 }
 
-// pullBatch applies up to SyncBatch feed entries; done when none remain.
-func (s *syncRun) pullBatch(ctx context.Context) (bool, error) {
+// pullPass reads up to syncPass feed entries after the pull cursor and
+// applies them, syncBatch at a time; done when the feed has no more, or
+// when a record is ahead of its entry (a hub commit in flight).
+func (s *syncRun) pullPass(ctx context.Context) (bool, error) {
 	cur, err := s.loadPull(ctx)
 	if err != nil {
 		return false, err
@@ -371,10 +379,9 @@ func (s *syncRun) pullBatch(ctx context.Context) (bool, error) {
 	if head.Seq == 0 {
 		return true, nil
 	}
-	from := max(cur.seq, 1)
-	var win []ledger.Entry
+	var all []ledger.Entry
 	sawCursor := cur.seq == 0
-	for e, err := range s.h.ledger.Read(ctx, from) {
+	for e, err := range s.h.ledger.Read(ctx, max(cur.seq, 1)) {
 		if err != nil {
 			return false, feedErr(err)
 		}
@@ -385,17 +392,33 @@ func (s *syncRun) pullBatch(ctx context.Context) (bool, error) {
 			sawCursor = true
 			continue
 		}
-		win = append(win, e)
-		if len(win) == SyncBatch {
+		all = append(all, e)
+		if len(all) == syncPass {
 			break
 		}
 	}
 	if !sawCursor {
 		return false, fmt.Errorf("the hub's feed no longer holds entry %d: %w", cur.seq, ErrRollback)
 	}
-	if len(win) == 0 {
-		return true, nil
+	for start := 0; start < len(all); {
+		end := min(start+syncBatch, len(all))
+		n, err := s.pullWindow(ctx, all[start:end], all[end:])
+		if err != nil {
+			return false, err
+		}
+		if n == 0 {
+			return true, nil
+		}
+		start += n
 	}
+	return len(all) < syncPass, nil
+}
+
+// pullWindow checks and applies the feed entries win (rest: the entries
+// read after them) in one local commit, and returns how many it applied:
+// fewer than len(win) when a record is ahead of its entry (a hub commit in
+// flight), whose entry and those after wait for the next sync.
+func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int, error) {
 	// The last feed entry of each record in the window.
 	last := map[recKey]int{}
 	for i, e := range win {
@@ -414,7 +437,7 @@ func (s *syncRun) pullBatch(ctx context.Context) (bool, error) {
 	}
 	got, err := fetch(ctx, s.h.store, storeKeys)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	// Check each record against its entry.
 	hubv := make(map[recKey]version, len(keys))
@@ -435,29 +458,50 @@ func (s *syncRun) pullBatch(ctx context.Context) (bool, error) {
 	}
 	if len(odd) > 0 {
 		// A record not at its entry is fine only if a later entry of the
-		// feed (beyond the window, written since) changed it again.
-		later, err := s.laterEntries(ctx, win[len(win)-1].Seq, odd)
-		if err != nil {
-			return false, err
+		// feed changed it again: among those read, or written since.
+		later := map[recKey]bool{}
+		for _, e := range rest {
+			if isRecordEntry(e) {
+				later[recKey{e.Collection, e.ID}] = true
+			}
 		}
+		var unknown []recKey
 		for _, k := range odd {
 			if !later[k] {
-				e := win[last[k]]
-				return false, fmt.Errorf("%w: %s/%s is not the revision %d its feed entry %d names", ErrHubTampered, k.coll, k.id, e.Revision, e.Seq)
+				unknown = append(unknown, k)
+			}
+		}
+		if len(unknown) > 0 {
+			after := win[len(win)-1].Seq
+			if len(rest) > 0 {
+				after = rest[len(rest)-1].Seq
+			}
+			since, err := s.laterEntries(ctx, after, unknown)
+			if err != nil {
+				return 0, err
+			}
+			for _, k := range unknown {
+				if !since[k] {
+					e := win[last[k]]
+					return 0, fmt.Errorf("%w: %s/%s is not the revision %d its feed entry %d names", ErrHubTampered, k.coll, k.id, e.Revision, e.Seq)
+				}
 			}
 		}
 	}
 	if cut == 0 {
-		// The first change's record is ahead of its entry: a hub commit in
-		// flight. The next sync takes it.
-		return true, nil
+		s.rep.Rejected = append(s.rep.Rejected, SyncRejected{Collection: win[0].Collection, ID: win[0].ID,
+			Reason: fmt.Sprintf("the hub's record is ahead of its feed entry %d (a hub write in flight); the next sync takes it", win[0].Seq)})
+		return 0, nil
 	}
 	for k := range hubv {
 		if last[k] >= cut {
 			delete(hubv, k) // its change is in the next batch
 		}
 	}
-	return false, s.applyPulled(ctx, win[:cut], hubv)
+	if err := s.applyPulled(ctx, win[:cut], hubv); err != nil {
+		return 0, err
+	}
+	return cut, nil
 }
 
 // checkFetched checks the hub record fetched for k against e, the record's
@@ -781,26 +825,24 @@ func (v *Vault) localVersion(tx stores.Tx, k recKey) (version, stored, error) {
 // returns the records it could not write because the hub's record moved
 // since this device last pulled it.
 func (s *syncRun) push(ctx context.Context) ([]recKey, error) {
-	var stale []recKey
 	for {
-		st, done, err := s.pushBatch(ctx)
-		if err != nil {
-			return nil, err
-		}
-		stale = append(stale, st...)
-		if done {
-			return stale, nil
+		stale, done, err := s.pushPass(ctx)
+		if err != nil || done {
+			return stale, err
 		}
 	}
 }
 
-// pushBatch pushes the changes of up to SyncBatch records.
-func (s *syncRun) pushBatch(ctx context.Context) ([]recKey, bool, error) {
+// pushPass reads the device's ledger after the push cursor, up to syncPass
+// records, and pushes them syncBatch records at a time. It stops at the
+// first batch with a record left behind (stale), which the next round
+// takes after a pull; done when the ledger has no more.
+func (s *syncRun) pushPass(ctx context.Context) ([]recKey, bool, error) {
 	from, err := s.loadPush(ctx)
 	if err != nil {
 		return nil, false, err
 	}
-	first := map[recKey]uint64{} // each record's first entry in the window
+	first := map[recKey]uint64{} // each record's first entry in the pass
 	var keys []recKey
 	var end uint64
 	full := false
@@ -811,7 +853,7 @@ func (s *syncRun) pushBatch(ctx context.Context) ([]recKey, bool, error) {
 		if isOwnRecordEntry(e) {
 			k := recKey{e.Collection, e.ID}
 			if _, ok := first[k]; !ok {
-				if len(keys) == SyncBatch {
+				if len(keys) == syncPass {
 					full = true
 					break
 				}
@@ -824,6 +866,27 @@ func (s *syncRun) pushBatch(ctx context.Context) ([]recKey, bool, error) {
 	if end == 0 {
 		return nil, true, nil
 	}
+	for i := 0; ; i += syncBatch {
+		batch := keys[i:min(i+syncBatch, len(keys))]
+		// The cursor after this batch: before the next batch's first entry.
+		upto := end
+		if i+syncBatch < len(keys) {
+			upto = first[keys[i+syncBatch]] - 1
+		}
+		stale, err := s.pushBatch(ctx, batch, first, from, upto)
+		if err != nil || len(stale) > 0 {
+			return stale, true, err
+		}
+		if i+syncBatch >= len(keys) {
+			return nil, !full, nil
+		}
+	}
+}
+
+// pushBatch pushes the records keys in one hub commit, then acknowledges
+// them and moves the push cursor to upto (or before the first entry of a
+// record left behind) in one local commit.
+func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey]uint64, from, upto uint64) ([]recKey, error) {
 	// The device's records and bases, as they stand now.
 	dkeys := make([]string, 0, 3*len(keys))
 	for _, k := range keys {
@@ -831,7 +894,7 @@ func (s *syncRun) pushBatch(ctx context.Context) ([]recKey, bool, error) {
 	}
 	got, err := fetch(ctx, s.v.store, dkeys)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	type change struct {
 		k  recKey
@@ -857,7 +920,7 @@ func (s *syncRun) pushBatch(ctx context.Context) ([]recKey, bool, error) {
 		if raw, ok := got[dkeys[3*i+1]]; ok {
 			b, err := s.v.openBase(k, raw)
 			if err != nil {
-				return nil, false, err
+				return nil, err
 			}
 			c.b = b
 		}
@@ -919,19 +982,19 @@ func (s *syncRun) pushBatch(ctx context.Context) ([]recKey, bool, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 	}
 	// The local acknowledgement: bases of what the hub now holds, and the
 	// cursor through the window, or up to the first record left behind.
-	cur := end
+	cur := upto
 	for _, k := range stale {
 		cur = min(cur, first[k]-1)
 	}
 	cur = max(cur, from)
 	pull, err := s.echoes(ctx, appended, head)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	err = s.v.ledger.Update(ctx, func(tx stores.Tx) error {
 		if pull != nil {
@@ -951,10 +1014,10 @@ func (s *syncRun) pushBatch(ctx context.Context) ([]recKey, bool, error) {
 		return s.v.putSealedValue(tx, syncPushKey, encodePush(cur))
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	s.rep.Pushed += pushed
-	return stale, len(stale) > 0 || !full, nil
+	return stale, nil
 }
 
 // echoes returns the pull cursor moved past the feed entries this device
