@@ -1151,11 +1151,22 @@ func (s *syncRun) loadPull(ctx context.Context) (pullCursor, error) {
 	if err != nil || plain == nil {
 		return pullCursor{}, err
 	}
+	c, err := decodePull(plain)
+	if err != nil {
+		return pullCursor{}, fmt.Errorf("sync pull cursor: %w", ErrTampered)
+	}
+	return c, nil
+}
+
+func decodePull(plain []byte) (pullCursor, error) {
 	r := codec.NewReader(plain)
 	r.Version(syncVersion)
-	c := pullCursor{seq: r.Uvarint(), hash: bytes.Clone(r.Bytes(maxSyncHash))}
+	c := pullCursor{seq: r.Uvarint()}
+	if h := r.Bytes(maxSyncHash); len(h) > 0 {
+		c.hash = bytes.Clone(h)
+	}
 	if err := r.End(); err != nil {
-		return pullCursor{}, fmt.Errorf("sync pull cursor: %w", ErrTampered)
+		return pullCursor{}, err
 	}
 	return c, nil
 }
@@ -1171,11 +1182,19 @@ func (s *syncRun) loadPush(ctx context.Context) (uint64, error) {
 	if err != nil || plain == nil {
 		return 0, err
 	}
+	seq, err := decodePush(plain)
+	if err != nil {
+		return 0, fmt.Errorf("sync push cursor: %w", ErrTampered)
+	}
+	return seq, nil
+}
+
+func decodePush(plain []byte) (uint64, error) {
 	r := codec.NewReader(plain)
 	r.Version(syncVersion)
 	seq := r.Uvarint()
 	if err := r.End(); err != nil {
-		return 0, fmt.Errorf("sync push cursor: %w", ErrTampered)
+		return 0, err
 	}
 	return seq, nil
 }
@@ -1208,6 +1227,14 @@ func (v *Vault) openBase(k recKey, sealed []byte) (base, error) {
 	if err != nil {
 		return base{}, v.openFailed(err)
 	}
+	b, err := decodeBase(plain)
+	if err != nil {
+		return base{}, fmt.Errorf("sync state of %s/%s: %w", k.coll, k.id, ErrTampered)
+	}
+	return b, nil
+}
+
+func decodeBase(plain []byte) (base, error) {
 	r := codec.NewReader(plain)
 	r.Version(syncVersion)
 	b := base{rev: r.Uvarint()}
@@ -1215,7 +1242,7 @@ func (v *Vault) openBase(k recKey, sealed []byte) (base, error) {
 		b.hash = bytes.Clone(h)
 	}
 	if err := r.End(); err != nil {
-		return base{}, fmt.Errorf("sync state of %s/%s: %w", k.coll, k.id, ErrTampered)
+		return base{}, err
 	}
 	return b, nil
 }
