@@ -188,3 +188,40 @@ func TestSyncerSyncNowAndStop(t *testing.T) {
 	mustSync(t, b)
 	assert.Equal(t, map[string]string{"n": "nectarine@1"}, assertConverged(t, hub, []stores.Store{da, db}, a, b))
 }
+
+// TestSyncWhileWriting: a device keeps writing while it syncs again and
+// again; after the writers stop, syncs converge, and every write is there.
+func TestSyncWhileWriting(t *testing.T) {
+	ctx := context.Background()
+	hub, da, db := memstore.New(), memstore.New(), memstore.New()
+	a, b := syncDevice(t, da, hub), syncDevice(t, db, hub)
+	na := vault.CollectionOf[Note](a, "notes")
+	done := make(chan error, 1)
+	go func() {
+		for i := range 200 {
+			if err := na.Put(ctx, fmt.Sprintf("w%d", i%50), Note{fmt.Sprintf("v%d", i)}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	syncing := true
+	for syncing {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+			syncing = false
+		default:
+		}
+		mustSync(t, a)
+		mustSync(t, b)
+	}
+	mustSync(t, a)
+	mustSync(t, b)
+	got := assertConverged(t, hub, []stores.Store{da, db}, a, b)
+	require.Len(t, got, 50)
+	for i := 150; i < 200; i++ {
+		assert.Equal(t, fmt.Sprintf("v%d@4", i), got[fmt.Sprintf("w%d", i%50)])
+	}
+}

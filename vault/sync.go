@@ -231,6 +231,14 @@ func (v *Vault) mergeOf(collection string) mergeFunc {
 // sync cut short (a lost connection, ctx ending, a crash) leaves both sides
 // consistent: the next Sync continues where it stopped. One Sync of a vault
 // runs at a time; the vault can be read and written meanwhile.
+//
+// What a hostile hub can do: it cannot read records, nor make a device
+// apply a record the vault's users did not write (every record is bound
+// to its vault, collection, id and revision, and every feed entry is
+// MAC'd and chained: an injected, replayed, reordered or dropped change
+// is ErrHubTampered, an older feed ErrRollback, also after a restart when
+// Config.StateDir is set). It can withhold: serve nothing new, or refuse
+// pushes. A device cannot tell that from a quiet hub.
 func (v *Vault) Sync(ctx context.Context) (SyncReport, error) {
 	var rep SyncReport
 	if v.hub == nil {
