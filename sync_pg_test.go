@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 )
 
@@ -17,6 +18,6 @@ func TestSyncPostgresHub(t *testing.T) {
 		})
 	}
 	t.Run("convergence schedules", func(t *testing.T) {
-		convergenceSchedules(t, 30, func() stores.Store { return pgtest.Open(t, nil) })
+		convergenceSchedules(t, 30, func() stores.Store { return pgtest.Open(t, nil) }, func() stores.Store { return memstore.New() })
 	})
 }

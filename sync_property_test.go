@@ -25,12 +25,20 @@ func TestSyncConvergenceProperty(t *testing.T) {
 	if testing.Short() {
 		schedules = 40
 	}
-	convergenceSchedules(t, schedules, func() stores.Store { return memstore.New() })
+	newMem := func() stores.Store { return memstore.New() }
+	convergenceSchedules(t, schedules, newMem, newMem)
+}
+
+// TestSyncConvergenceBadgerDevices: schedules of TestSyncConvergenceProperty
+// with badger devices.
+func TestSyncConvergenceBadgerDevices(t *testing.T) {
+	newBadger := memAndBadger()["badgerstore"]
+	convergenceSchedules(t, 20, func() stores.Store { return memstore.New() }, func() stores.Store { return newBadger(t) })
 }
 
 // convergenceSchedules runs the schedules of TestSyncConvergenceProperty,
 // each with a hub from newHub.
-func convergenceSchedules(t *testing.T, schedules int, newHub func() stores.Store) {
+func convergenceSchedules(t *testing.T, schedules int, newHub, newDevice func() stores.Store) {
 	ctx := context.Background()
 	policies := []vault.SyncPolicy{vault.HigherRevisionWins, vault.DeviceWins, vault.HubWins, vault.LastWriterWins, vault.FirstWriterWins, vault.Merge}
 	ids := []string{"p", "q", "r", "s"}
@@ -46,7 +54,7 @@ func convergenceSchedules(t *testing.T, schedules int, newHub func() stores.Stor
 		devs := make([]stores.Store, 3)
 		vs := make([]*vault.Vault, 3)
 		for i := range devs {
-			raw := memstore.New()
+			raw := newDevice()
 			devs[i] = raw
 			vs[i] = syncDevice(t, faultstore.New(raw, faultstore.Options{Before: c.before, After: c.afterWrite}), hubCut)
 			if p := policies[rng.IntN(len(policies))]; p == vault.Merge {

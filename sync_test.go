@@ -75,6 +75,11 @@ func assertConverged(t testing.TB, hub stores.Store, devs []stores.Store, vs ...
 		assert.Equal(t, slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(got)), "device %d keys", i)
 		assert.Equal(t, want, got, "device %d bytes", i)
 	}
+	// The hub is a vault store like any other: opened directly, its ledger
+	// (the change feed) verifies and it holds the same notes.
+	hv := openVault(t, openDB(t, hub, "alice", "s3cret"), "shop")
+	defer func() { _ = hv.Close() }()
+	vs = append([]*vault.Vault{hv}, vs...)
 	var first map[string]string
 	for i, v := range vs {
 		rep, err := v.Audit().Verify(context.Background())

@@ -294,6 +294,10 @@ type syncRun struct {
 	deleted map[recKey]time.Time
 	// rejected collects the rejections of one attempt of a local commit.
 	rejected []SyncRejected
+	// appended and appendedHead are the feed entries this push pass
+	// appended, and the feed's head after the last of them.
+	appended     []ledger.Entry
+	appendedHead ledger.Head
 }
 
 func (s *syncRun) keyrings(ctx context.Context) error {
@@ -874,6 +878,7 @@ func (s *syncRun) pushPass(ctx context.Context) ([]recKey, bool, error) {
 	if end == 0 {
 		return nil, true, nil
 	}
+	s.appended, s.appendedHead = nil, ledger.Head{}
 	for i := 0; ; i += syncBatch {
 		batch := keys[i:min(i+syncBatch, len(keys))]
 		// The cursor after this batch: before the next batch's first entry.
@@ -882,13 +887,31 @@ func (s *syncRun) pushPass(ctx context.Context) ([]recKey, bool, error) {
 			upto = first[keys[i+syncBatch]] - 1
 		}
 		stale, err := s.pushBatch(ctx, batch, first, from, upto)
-		if err != nil || len(stale) > 0 {
-			return stale, true, err
+		if err != nil {
+			return nil, true, err
+		}
+		if len(stale) > 0 {
+			return stale, true, s.skipEchoes(ctx)
 		}
 		if i+syncBatch >= len(keys) {
-			return nil, !full, nil
+			return nil, !full, s.skipEchoes(ctx)
 		}
 	}
+}
+
+// skipEchoes moves the pull cursor past the feed entries this pass
+// appended, when they directly follow it (see echoes), in a local commit
+// of its own: once per pass, since reading them back is a ledger read.
+func (s *syncRun) skipEchoes(ctx context.Context) error {
+	appended, head := s.appended, s.appendedHead
+	s.appended, s.appendedHead = nil, ledger.Head{}
+	pull, err := s.echoes(ctx, appended, head)
+	if err != nil || pull == nil {
+		return err
+	}
+	return s.v.ledger.Update(ctx, func(tx stores.Tx) error {
+		return s.v.putSealedValue(tx, syncPullKey, encodePull(*pull))
+	})
 }
 
 // pushBatch pushes the records keys in one hub commit, then acknowledges
@@ -1000,16 +1023,11 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 		cur = min(cur, first[k]-1)
 	}
 	cur = max(cur, from)
-	pull, err := s.echoes(ctx, appended, head)
-	if err != nil {
-		return nil, err
+	s.appended = append(s.appended, appended...)
+	if len(appended) > 0 {
+		s.appendedHead = head
 	}
 	err = s.v.ledger.Update(ctx, func(tx stores.Tx) error {
-		if pull != nil {
-			if err := s.v.putSealedValue(tx, syncPullKey, encodePull(*pull)); err != nil {
-				return err
-			}
-		}
 		for _, c := range acked {
 			b := base{rev: c.dv.rev, hash: c.dv.hash}
 			if !c.dv.exists() {

@@ -40,6 +40,13 @@ func TestSyncInBatchesAndPasses(t *testing.T) {
 	rep, err := a.Sync(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 40, rep.Pushed)
+	// A's pull cursor is past its own pushes: the next pull fetches nothing.
+	cur, err := (&syncRun{v: a, h: a.hub}).loadPull(ctx)
+	require.NoError(t, err)
+	head, err := a.hub.ledger.Head(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, head.Seq, cur.seq)
+	assert.Equal(t, uint64(40), cur.seq)
 	rep, err = b.Sync(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 40, rep.Pulled)
