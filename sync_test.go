@@ -255,3 +255,19 @@ func TestSyncCarriesKeyringEntries(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, slot.Value, got.Value)
 }
+
+// TestSyncerStopsWhenTheVaultCloses: a Syncer whose vault is closed stops
+// by itself after its next sync, which fails with ErrClosed.
+func TestSyncerStopsWhenTheVaultCloses(t *testing.T) {
+	ctx := context.Background()
+	a := syncDevice(t, memstore.New(), memstore.New())
+	s, err := a.SyncEvery(ctx, time.Hour)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	_, err = s.SyncNow(ctx)
+	assert.ErrorIs(t, err, vault.ErrClosed)
+	<-s.Done()
+	st := s.Status()
+	assert.True(t, st.Stopped)
+	s.Stop()
+}

@@ -35,8 +35,8 @@ type SyncStatus struct {
 	LastError error
 	// LastEnded is when the last sync ended (zero before the first).
 	LastEnded time.Time
-	// Stopped reports whether Stop was called, or the context of
-	// SyncEvery ended.
+	// Stopped reports whether the Syncer has stopped: Stop was called, the
+	// context of SyncEvery ended or the vault was closed.
 	Stopped bool
 }
 
@@ -46,7 +46,8 @@ type syncResult struct {
 }
 
 // SyncEvery starts syncing v in the background: at once, then every
-// period, until Stop is called or ctx ends. A vault without a hub gives
+// period, until Stop is called, ctx ends or the vault is closed (the sync
+// then under way ends with ErrClosed, in Status). A vault without a hub gives
 // ErrNoHub and a period that is not positive ErrInvalidArgument; neither
 // starts anything. A sync that fails is retried at the next period; its
 // error is in Status.
@@ -83,6 +84,9 @@ func (s *Syncer) loop(ctx context.Context) {
 		r := s.run(ctx)
 		if reply != nil {
 			reply <- r
+		}
+		if s.v.Closed() {
+			return // the vault was closed: nothing more to sync
 		}
 		if !t.Stop() {
 			select {
@@ -139,8 +143,12 @@ func (s *Syncer) Status() SyncStatus {
 
 // Stop ends the background syncs: a sync under way is cancelled (the next
 // one continues where it stopped) and Stop returns once it has ended. It
-// is idempotent. Close the vault after Stop, not before.
+// is idempotent.
 func (s *Syncer) Stop() {
 	s.cancel()
 	<-s.done
 }
+
+// Done is closed once the Syncer has stopped (Stop, the end of the context
+// of SyncEvery, or the vault closed) and its last sync has ended.
+func (s *Syncer) Done() <-chan struct{} { return s.done }
