@@ -271,3 +271,43 @@ func TestSyncerStopsWhenTheVaultCloses(t *testing.T) {
 	assert.True(t, st.Stopped)
 	s.Stop()
 }
+
+// TestSyncDevicesAtOnce: three devices sync with one hub at the same time
+// (their pushes race on the hub's records and feed), on overlapping ids;
+// then syncs one after the other converge.
+func TestSyncDevicesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	hub := memstore.New()
+	devs := []stores.Store{memstore.New(), memstore.New(), memstore.New()}
+	var vs []*vault.Vault
+	ids := map[string]bool{}
+	for i, d := range devs {
+		v := syncDevice(t, d, hub)
+		vs = append(vs, v)
+		c := vault.CollectionOf[Note](v, "notes")
+		for j := range 30 {
+			id := fmt.Sprintf("n%d", (j*(i+1))%40)
+			ids[id] = true
+			require.NoError(t, c.Put(ctx, id, Note{fmt.Sprintf("d%d-%d", i, j)}))
+		}
+	}
+	for range 2 {
+		errs := make(chan error, len(vs))
+		for _, v := range vs {
+			go func() {
+				_, err := v.Sync(ctx)
+				errs <- err
+			}()
+		}
+		for range vs {
+			require.NoError(t, <-errs)
+		}
+	}
+	for range 2 {
+		for _, v := range vs {
+			mustSync(t, v)
+		}
+	}
+	got := assertConverged(t, hub, devs, vs...)
+	assert.Equal(t, slices.Sorted(maps.Keys(ids)), slices.Sorted(maps.Keys(got)))
+}
