@@ -136,6 +136,13 @@ func twoDevicesConverge(t *testing.T, hub, da, db stores.Store) {
 	assert.Equal(t, vault.SyncReport{}, mustSync(t, a))
 	assert.Equal(t, vault.SyncReport{}, mustSync(t, b))
 
+	// The hub holds none of the texts, in any key or value.
+	for k, val := range snapshot(t, hub) {
+		for _, text := range []string{"apple", "apricot", "banana", "avocado", "almond"} {
+			assert.False(t, strings.Contains(k, text) || strings.Contains(val, text), "plaintext %q on the hub at %s", text, k)
+		}
+	}
+
 	// Every pulled change is in the device's ledger with its hub position.
 	var pulled []string
 	for e, err := range a.Audit().Read(ctx, 1) {
