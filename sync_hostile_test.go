@@ -29,8 +29,8 @@ func hostileSetup(t *testing.T) (hub *memstore.Store, da, db stores.Store, a, b 
 	return hub, da, db, a, b
 }
 
-// restoreStore makes st hold exactly snap.
-func restoreStore(t *testing.T, st stores.Store, snap map[string]string) {
+// rewindStore makes st hold exactly snap.
+func rewindStore(t *testing.T, st stores.Store, snap map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	for k := range snapshot(t, st) {
@@ -128,7 +128,7 @@ func TestSyncHostileHub(t *testing.T) {
 		require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "x", Note{"xenon"}))
 		mustSync(t, a)
 		mustSync(t, b)
-		restoreStore(t, hub, snap)
+		rewindStore(t, hub, snap)
 		_, err := b.Sync(ctx)
 		assert.ErrorIs(t, err, vault.ErrRollback)
 		// A device opened afresh (no memory of the hub but its store's
@@ -145,7 +145,7 @@ func TestSyncHostileHub(t *testing.T) {
 		require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "x", Note{"xenon"}))
 		mustSync(t, a)
 		mustSync(t, b)
-		restoreStore(t, hub, snap)
+		rewindStore(t, hub, snap)
 		// A third device (fresh, so it sees the old hub as the truth) writes
 		// an entry at the position B has applied.
 		c := syncDevice(t, memstore.New(), hub)
@@ -211,7 +211,7 @@ func TestSyncHubRollbackPinnedInStateDir(t *testing.T) {
 	mustSync(t, b)
 	require.NoError(t, dbB.Close())
 
-	restoreStore(t, hub, snap)
+	rewindStore(t, hub, snap)
 	require.NoError(t, db.Delete(ctx, "v/shop/_sync/pull"))
 	dbB, b = openB()
 	defer dbB.Close()
