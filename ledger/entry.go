@@ -42,22 +42,39 @@ const (
 	// into it any more (Series, Partition ending with the period's label,
 	// Number: the period's last number, 0 when it had none).
 	PeriodClosed Kind = 9
+	// RecordPulled: a sync applied, on this device, a record revision the
+	// hub accepted (Collection, ID, Revision, CipherHash; Number is the
+	// position of the change in the hub's feed). A sync never pushes it back.
+	RecordPulled Kind = 10
+	// RecordPulledDelete: a sync applied, on this device, a deletion the hub
+	// accepted (Collection, ID, Revision of the deleted record; Number is the
+	// position of the deletion in the hub's feed).
+	RecordPulledDelete Kind = 11
+	// SyncConflict: a sync found a record changed both on this device and on
+	// the hub, and the collection's policy chose one side. The entry names
+	// the loser: Collection, ID, its Revision and CipherHash (empty for a
+	// deletion), Reason the policy and the losing side ("hub" or "device"),
+	// Number the hub feed position of the hub's side.
+	SyncConflict Kind = 12
 )
 
 var kindNames = [...]string{
-	RecordPut:       "record-put",
-	RecordDelete:    "record-delete",
-	NumberAllocated: "number-allocated",
-	SeriesSeeded:    "series-seeded",
-	NumberVoided:    "number-voided",
-	NumberAssigned:  "number-assigned",
-	AppEvent:        "app-event",
-	SeriesDefined:   "series-defined",
-	PeriodClosed:    "period-closed",
+	RecordPut:          "record-put",
+	RecordDelete:       "record-delete",
+	NumberAllocated:    "number-allocated",
+	SeriesSeeded:       "series-seeded",
+	NumberVoided:       "number-voided",
+	NumberAssigned:     "number-assigned",
+	AppEvent:           "app-event",
+	SeriesDefined:      "series-defined",
+	PeriodClosed:       "period-closed",
+	RecordPulled:       "record-pulled",
+	RecordPulledDelete: "record-pulled-delete",
+	SyncConflict:       "sync-conflict",
 }
 
 // Valid reports whether k is one of the defined kinds.
-func (k Kind) Valid() bool { return k >= RecordPut && k <= PeriodClosed }
+func (k Kind) Valid() bool { return k >= RecordPut && k <= SyncConflict }
 
 // String returns the kind's name, e.g. "record-put".
 func (k Kind) String() string {

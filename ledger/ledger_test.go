@@ -128,7 +128,7 @@ func TestAppendRejectsInvalidEntries(t *testing.T) {
 
 		_, err := l.Append(ctx, fact(2), ledger.Entry{Kind: 0})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
-		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.PeriodClosed + 1})
+		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.SyncConflict + 1})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
 		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Reason: strings.Repeat("x", 65<<10)})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
@@ -403,5 +403,7 @@ func TestKindString(t *testing.T) {
 	assert.True(t, ledger.AppEvent.Valid())
 	assert.True(t, ledger.PeriodClosed.Valid())
 	assert.Equal(t, "period-closed", ledger.PeriodClosed.String())
-	assert.False(t, ledger.Kind(10).Valid())
+	assert.True(t, ledger.SyncConflict.Valid())
+	assert.Equal(t, "sync-conflict", ledger.SyncConflict.String())
+	assert.False(t, ledger.Kind(13).Valid())
 }

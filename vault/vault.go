@@ -42,6 +42,7 @@ type Vault struct {
 	// hubless marks a device of a hub opened without Config.Hub: its
 	// numbers are on the hub, so it takes none here (see markDevice).
 	hubless bool
+	syncs   syncSettings // sync.go
 
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.

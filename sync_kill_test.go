@@ -1,0 +1,169 @@
+package noydb_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb"
+	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/pgstore"
+	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// syncKillChildEnv, when set to "<badger dir>|<pg url>|<schema>|<kill at>|<hub side>",
+// makes TestSyncKillChild sync the vault on that device with that hub and
+// send itself SIGKILL at its kill-at-th store operation on the hub's side
+// (hub side "1") or the device's, just after a write applied or before an
+// operation ran (odd kill-at).
+const syncKillChildEnv = "NOYDB_SYNC_KILL_CHILD"
+
+// openSyncSession opens vault "shop" on device st synced through hub.
+func openSyncSession(ctx context.Context, st, hub stores.Store) (*noydb.DB, *vault.Vault, error) {
+	db, err := noydb.Open(ctx, noydb.Config{User: "alice", Secret: []byte("s3cret"), Store: st, Hub: hub,
+		KDF: cheapKDF, InsecureAllowWeakKDF: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := db.OpenVault(ctx, "shop")
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	return db, v, nil
+}
+
+// TestSyncKillChild is the child of TestSyncSurvivesKill. It prints
+// "synced" after its sync returns, then kills itself anyway.
+func TestSyncKillChild(t *testing.T) {
+	spec := os.Getenv(syncKillChildEnv)
+	if spec == "" {
+		t.Skip("runs only as the child process of TestSyncSurvivesKill")
+	}
+	parts := strings.Split(spec, "|")
+	if len(parts) != 5 {
+		t.Fatalf("bad %s", syncKillChildEnv)
+	}
+	killAt, err := strconv.ParseInt(parts[3], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	bst := openBadger(t, parts[0])
+	pg, err := pgstore.Open(ctx, parts[1], &pgstore.Options{Schema: parts[2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops atomic.Int64
+	armed := atomic.Bool{}
+	hook := func(faultstore.Op, string) error {
+		if armed.Load() && ops.Add(1) == killAt {
+			killSelf()
+		}
+		return nil
+	}
+	opts := faultstore.Options{Before: hook}
+	if killAt%2 == 0 {
+		opts = faultstore.Options{After: hook}
+	}
+	var dev, hub stores.Store = bst, pg
+	if parts[4] == "1" {
+		hub = faultstore.New(pg, opts)
+	} else {
+		dev = faultstore.New(bst, opts)
+	}
+	_, v, err := openSyncSession(ctx, dev, hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	if _, err := v.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("synced")
+	killSelf()
+}
+
+// TestSyncSurvivesKill: two badger devices and a PostgreSQL hub. In each
+// of 30 rounds, one device (in turn) gets changes on overlapping ids, then
+// a child process syncs it and is killed with SIGKILL at a random store
+// operation of the device or the hub, before or just after it applied.
+// After the rounds, syncs without kills converge: both devices and the hub
+// hold the same records, and every ledger (the hub's too) verifies.
+func TestSyncSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills child processes: slow")
+	}
+	const rounds = 30
+	ctx := context.Background()
+	url, schema := pgtest.URL(t), pgtest.Schema(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("kill points from seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	dirs := []string{t.TempDir(), t.TempDir()}
+	openHub := func() *pgstore.Store {
+		pg, err := pgstore.Open(ctx, url, &pgstore.Options{Schema: schema})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = pg.Close() })
+		return pg
+	}
+	hub := openHub()
+	synced := 0
+	for round := range rounds {
+		d := round % 2
+		st := openBadger(t, dirs[d])
+		db, v, err := openSyncSession(ctx, st, hub)
+		require.NoError(t, err)
+		notes := vault.CollectionOf[Note](v, "notes")
+		for i := range 20 {
+			id := fmt.Sprintf("n%d", rng.IntN(40))
+			if rng.IntN(4) == 0 {
+				if err := notes.Delete(ctx, id); err != nil {
+					require.ErrorIs(t, err, vault.ErrNotFound)
+				}
+				continue
+			}
+			require.NoError(t, notes.Put(ctx, id, Note{fmt.Sprintf("r%d-d%d-%d", round, d, i)}))
+		}
+		require.NoError(t, db.Close())
+		require.NoError(t, st.Close())
+
+		killAt := 1 + rng.IntN(10)
+		side := strconv.Itoa(rng.IntN(2))
+		lines := runKilledChild(t, "TestSyncKillChild", round, 0,
+			syncKillChildEnv+"="+strings.Join([]string{dirs[d], url, schema, strconv.Itoa(killAt), side}, "|"))
+		if len(lines) > 0 && lines[len(lines)-1] == "synced" {
+			synced++
+		}
+	}
+	t.Logf("%d of %d children finished their sync before the kill point", synced, rounds)
+
+	var devs []stores.Store
+	var vs []*vault.Vault
+	for _, dir := range dirs {
+		st := openBadger(t, dir)
+		_, v, err := openSyncSession(ctx, st, hub)
+		require.NoError(t, err)
+		devs = append(devs, st)
+		vs = append(vs, v)
+	}
+	for range 2 {
+		for _, v := range vs {
+			_, err := v.Sync(ctx)
+			require.NoError(t, err)
+		}
+	}
+	got := assertConverged(t, hub, devs, vs...)
+	assert.NotEmpty(t, got)
+}

@@ -1,0 +1,1274 @@
+package vault
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/noydb-go/noydb/internal/codec"
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// Local-first sync: a device vault (Config.Hub set) converges with the hub
+// through Sync.
+//
+// The hub's change feed is the ledger of the hub-side vault: every change
+// the hub accepts is written there by the same write path as a device's
+// (a RecordPut or RecordDelete entry in the commit of the record), so the
+// feed is dense, hash-chained and MAC'd with the vault's key, which the hub
+// does not hold. A pull reads the feed from the device's pull cursor,
+// fetches the records the entries name, checks each against its entry's
+// cipher hash and revision, and applies them in local commits that also
+// move the cursor. A push reads the device's own ledger from its push
+// cursor (the record entries the device made; what it pulled is recorded
+// under ledger.RecordPulled and RecordPulledDelete and never pushed back)
+// and writes each record's sealed bytes to the hub only if the hub still
+// holds the revision the device last synced (its base), in hub commits
+// that also append the feed entries. Both sides' cursors move only after
+// the commit that covers them, so a sync cut short anywhere leaves both
+// sides consistent and the next one continues.
+//
+// Device storage, each value sealed with the vault's key bound to its key:
+//
+//	prefix + "_sync/pull"                  1 || uvarint seq || lp(sha256 of the feed entry at seq)
+//	prefix + "_sync/push"                  1 || uvarint seq (the device ledger position pushed through)
+//	prefix + "_sync/base/" + coll/id       1 || uvarint rev || lp(cipher hash; empty: the hub holds none)
+//	prefix + "_sync/conflict/" + coll/id   1 || uvarint feed seq || uvarint rev || lp(the hub's sealed record; empty: deleted)
+const (
+	syncDir       = "_sync/"
+	syncPullKey   = syncDir + "pull"
+	syncPushKey   = syncDir + "push"
+	syncBaseDir   = syncDir + "base/"
+	syncConfDir   = syncDir + "conflict/"
+	syncVersion   = 1
+	maxSyncHash   = 64
+	syncMaxRounds = 4
+)
+
+// syncBatch is how many records a sync applies per local commit and
+// writes per hub commit (a variable for the tests).
+var syncBatch = 512
+
+// Errors of Sync. Test them with errors.Is.
+var (
+	// ErrNoHub: the vault was opened without Config.Hub, so it has nothing
+	// to sync with.
+	ErrNoHub = errors.New("vault has no hub")
+	// ErrHubTampered: the hub served a change feed or a record that does not
+	// verify: a feed entry out of order, missing or not authentic, or a
+	// record whose ciphertext is not the one its feed entry names (another
+	// revision, or injected). Nothing past the first bad entry is applied.
+	ErrHubTampered = errors.New("the hub's change feed does not verify")
+)
+
+// SyncPolicy says which side wins when a record changed both on this device
+// and on the hub since they last synced.
+type SyncPolicy uint8
+
+// Conflict policies.
+const (
+	// HigherRevisionWins (the default): the side whose record is at the
+	// higher revision wins. A deletion counts as the revision after the one
+	// it deleted (on the device: after the revision last synced). On a tie
+	// the revision with the greater cipher hash wins (a deletion loses), so
+	// that every device decides alike.
+	HigherRevisionWins SyncPolicy = iota
+	// DeviceWins: this device's side wins.
+	DeviceWins
+	// HubWins: the hub's side wins.
+	HubWins
+	// LastWriterWins: the revision written last wins, by the write time
+	// sealed in the record (Record.Modified), or the authenticated time of
+	// the deletion's ledger entry. A tie is decided as by
+	// HigherRevisionWins.
+	LastWriterWins
+	// FirstWriterWins: the revision written first wins, timed as for
+	// LastWriterWins.
+	FirstWriterWins
+	// Manual: neither side wins. The device keeps its record and does not
+	// push it; the hub's side is kept beside it, until the application
+	// resolves the conflict (Vault.Conflicts lists them, Collection.Resolve
+	// decides). A later hub change to the record replaces the hub's side.
+	Manual
+	// Merge: the collection's merge function (set with MergeWith, not with
+	// SetConflictPolicy) makes the record from both sides' values, written
+	// here above both revisions and pushed. When a side is a deletion, the
+	// conflict is decided as by HigherRevisionWins; when the function
+	// fails, the conflict is kept as under Manual (the failure is in the
+	// report's Rejected).
+	Merge
+)
+
+// String names the policy.
+func (p SyncPolicy) String() string {
+	switch p {
+	case HigherRevisionWins:
+		return "higher-revision-wins"
+	case DeviceWins:
+		return "device-wins"
+	case HubWins:
+		return "hub-wins"
+	case LastWriterWins:
+		return "last-writer-wins"
+	case FirstWriterWins:
+		return "first-writer-wins"
+	case Manual:
+		return "manual"
+	case Merge:
+		return "merge"
+	}
+	return fmt.Sprintf("SyncPolicy(%d)", uint8(p))
+}
+
+func (p SyncPolicy) valid() bool { return p <= Manual }
+
+// SyncReport is what one Sync did.
+type SyncReport struct {
+	// Pulled is how many record changes from the hub were applied here.
+	Pulled int
+	// Pushed is how many record changes of this device the hub accepted.
+	Pushed int
+	// Conflicts lists the records changed on both sides, and who won.
+	Conflicts []SyncConflict
+	// Rejected lists the changes that were not synced, with why.
+	Rejected []SyncRejected
+}
+
+// SyncConflict is one record changed both on this device and on the hub.
+// The loser's revision is also recorded in the device's ledger (a
+// ledger.SyncConflict entry).
+type SyncConflict struct {
+	// Collection and ID name the record.
+	Collection, ID string
+	// Policy is the collection's policy that decided.
+	Policy SyncPolicy
+	// HubWon reports whether the hub's side won.
+	HubWon bool
+	// DeviceRevision and HubRevision are the two sides' revisions (for a
+	// deletion: the revision it deleted).
+	DeviceRevision, HubRevision uint64
+	// DeviceDeleted and HubDeleted report a side that deleted the record.
+	DeviceDeleted, HubDeleted bool
+	// Kept reports a conflict kept for the application to resolve (Manual,
+	// or a Merge that could not merge): neither side won yet.
+	Kept bool
+	// Merged reports a record made by the collection's merge function.
+	Merged bool
+}
+
+// SyncRejected is a change a sync could not carry, and why.
+type SyncRejected struct {
+	// Collection and ID name the record.
+	Collection, ID string
+	// Reason says why.
+	Reason string
+}
+
+// syncSettings is a vault's sync configuration and the lock that keeps one
+// sync of the vault at a time.
+type syncSettings struct {
+	mu       sync.Mutex
+	policies map[string]SyncPolicy
+	merges   map[string]mergeFunc
+	run      sync.Mutex
+}
+
+// mergeFunc merges the JSON bodies of a record's two sides.
+type mergeFunc func(local, hub []byte) ([]byte, error)
+
+// SetConflictPolicy sets the policy that decides the conflicts of
+// collection in this vault's syncs (HigherRevisionWins until set). An
+// invalid collection name or policy (Merge included: set it with
+// MergeWith) gives an error wrapping ErrInvalidArgument (or the name's
+// error) and changes nothing.
+func (v *Vault) SetConflictPolicy(collection string, p SyncPolicy) error {
+	if err := CheckCollectionName(collection); err != nil {
+		return fmt.Errorf("set conflict policy: %w", err)
+	}
+	if !p.valid() {
+		return fmt.Errorf("set conflict policy %s: %v: %w", collection, p, ErrInvalidArgument)
+	}
+	v.syncs.mu.Lock()
+	defer v.syncs.mu.Unlock()
+	if v.syncs.policies == nil {
+		v.syncs.policies = map[string]SyncPolicy{}
+	}
+	v.syncs.policies[collection] = p
+	delete(v.syncs.merges, collection)
+	return nil
+}
+
+func (v *Vault) policyOf(collection string) SyncPolicy {
+	v.syncs.mu.Lock()
+	defer v.syncs.mu.Unlock()
+	if _, ok := v.syncs.merges[collection]; ok {
+		return Merge
+	}
+	return v.syncs.policies[collection]
+}
+
+func (v *Vault) mergeOf(collection string) mergeFunc {
+	v.syncs.mu.Lock()
+	defer v.syncs.mu.Unlock()
+	return v.syncs.merges[collection]
+}
+
+// Sync converges this device's vault with the hub: it copies the keyring
+// entries each side lacks, pulls the changes the hub accepted since the
+// last sync, then pushes this device's changes, and repeats (a few rounds
+// at most) while another device's push raced its own. Its cost is
+// proportional to the changes since the last sync.
+//
+// A vault opened without a hub gives ErrNoHub. A hub whose feed does not
+// verify gives ErrHubTampered, and one serving an older feed than this
+// device has seen ErrRollback; what was applied before stays applied. A
+// sync cut short (a lost connection, ctx ending, a crash) leaves both sides
+// consistent: the next Sync continues where it stopped. One Sync of a vault
+// runs at a time; the vault can be read and written meanwhile.
+//
+// What a hostile hub can do: it cannot read records, nor make a device
+// apply a record the vault's users did not write (every record is bound
+// to its vault, collection, id and revision, and every feed entry is
+// MAC'd and chained: an injected, replayed, reordered or dropped change
+// is ErrHubTampered, an older feed ErrRollback, also after a restart when
+// Config.StateDir is set). It can withhold: serve nothing new, or refuse
+// pushes. A device cannot tell that from a quiet hub.
+func (v *Vault) Sync(ctx context.Context) (SyncReport, error) {
+	var rep SyncReport
+	if v.hub == nil {
+		return rep, fmt.Errorf("sync %s: %w", v.name, ErrNoHub)
+	}
+	if err := v.enter(ctx); err != nil {
+		return rep, fmt.Errorf("sync %s: %w", v.name, err)
+	}
+	defer v.exit()
+	if err := v.hub.enter(ctx); err != nil {
+		return rep, fmt.Errorf("sync %s: %w", v.name, err)
+	}
+	defer v.hub.exit()
+	for _, st := range []stores.Store{v.store, v.hub.store} {
+		if _, ok := st.(stores.Transactor); !ok || !st.Capabilities().Transactions {
+			return rep, fmt.Errorf("sync %s: %s has no transactions: %w", v.name, storeType(st), stores.ErrNotSupported)
+		}
+	}
+	v.syncs.run.Lock()
+	defer v.syncs.run.Unlock()
+	s := &syncRun{v: v, h: v.hub, rep: &rep}
+	if err := s.keyrings(ctx); err != nil {
+		return rep, fmt.Errorf("sync %s: keyring: %w", v.name, err)
+	}
+	for round := 0; ; round++ {
+		if err := s.pull(ctx); err != nil {
+			return rep, fmt.Errorf("sync %s: pull: %w", v.name, err)
+		}
+		stale, err := s.push(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("sync %s: push: %w", v.name, err)
+		}
+		if len(stale) == 0 {
+			break
+		}
+		if round+1 == syncMaxRounds {
+			for _, k := range stale {
+				rep.Rejected = append(rep.Rejected, SyncRejected{Collection: k.coll, ID: k.id,
+					Reason: "the hub's record kept changing during the sync; the next sync carries it"})
+			}
+			break
+		}
+	}
+	return rep, nil
+}
+
+// syncRun is one Sync.
+type syncRun struct {
+	v, h *Vault
+	rep  *SyncReport
+	// deleted holds, for LastWriterWins and FirstWriterWins, when this
+	// device deleted each record it deleted since its push cursor.
+	deleted map[recKey]time.Time
+	// rejected collects the rejections of one attempt of a local commit.
+	rejected []SyncRejected
+	// appended and appendedHead are the feed entries this push pass
+	// appended, and the feed's head after the last of them.
+	appended     []ledger.Entry
+	appendedHead ledger.Head
+}
+
+func (s *syncRun) keyrings(ctx context.Context) error {
+	hk := s.v.prefix + headerKey
+	dh, err := s.v.store.Get(ctx, hk)
+	if err != nil {
+		return err
+	}
+	if err := copyKeyring(ctx, s.v.store, s.h.store, s.v.prefix, dh.Value); err != nil {
+		return err
+	}
+	return copyKeyring(ctx, s.h.store, s.v.store, s.v.prefix, dh.Value)
+}
+
+// recKey names a record.
+type recKey struct{ coll, id string }
+
+// version is one side's state of a record: absent (sealed nil), or a
+// sealed revision with its cipher hash.
+type version struct {
+	sealed []byte
+	rev    uint64
+	hash   []byte
+}
+
+func (x version) exists() bool { return x.sealed != nil }
+
+// base is the hub's state of a record when this device last synced it.
+type base struct {
+	rev  uint64
+	hash []byte // nil: the hub held none
+}
+
+// ---- pull ----
+
+// syncPass bounds the ledger entries one read takes in: a sync reads a
+// ledger in passes of this many entries and applies each pass in batches
+// of syncBatch (a ledger read lists from a position cheaply only near its
+// head, so a read per batch would make a large sync quadratic).
+var syncPass = 128 * syncBatch
+
+// pull applies the hub's feed from the pull cursor to its head.
+func (s *syncRun) pull(ctx context.Context) error {
+	for {
+		done, err := s.pullPass(ctx)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// feedErr makes an integrity failure of the hub's ledger an ErrHubTampered
+// (a rollback stays ErrRollback).
+func feedErr(err error) error {
+	if errors.Is(err, ErrRollback) || !isIntegrity(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrHubTampered, err)
+}
+
+func isIntegrity(err error) bool {
+	var (
+		g *ledger.GapError
+		c *ledger.ChainError
+		t *ledger.TamperError
+	)
+	return errors.As(err, &g) || errors.As(err, &c) || errors.As(err, &t) ||
+		errors.Is(err, ledger.ErrTampered) || errors.Is(err, ledger.ErrMalformed)
+}
+
+type pullCursor struct {
+	seq  uint64
+	hash []byte
+}
+
+// pullPass reads up to syncPass feed entries after the pull cursor and
+// applies them, syncBatch at a time; done when the feed has no more, or
+// when a record is ahead of its entry (a hub commit in flight).
+func (s *syncRun) pullPass(ctx context.Context) (bool, error) {
+	cur, err := s.loadPull(ctx)
+	if err != nil {
+		return false, err
+	}
+	head, err := s.h.ledger.Head(ctx)
+	if err != nil {
+		return false, feedErr(err)
+	}
+	if head.Seq < cur.seq {
+		return false, fmt.Errorf("the hub's feed ends at %d, this device has applied it through %d: %w", head.Seq, cur.seq, ErrRollback)
+	}
+	if head.Seq == 0 {
+		return true, nil
+	}
+	var all []ledger.Entry
+	sawCursor := cur.seq == 0
+	for e, err := range s.h.ledger.Read(ctx, max(cur.seq, 1)) {
+		if err != nil {
+			return false, feedErr(err)
+		}
+		if e.Seq == cur.seq {
+			if !bytes.Equal(entryHash(e), cur.hash) {
+				return false, fmt.Errorf("%w: the feed entry at %d is not the one this device applied (a rolled back or forked hub)", ErrHubTampered, e.Seq)
+			}
+			sawCursor = true
+			continue
+		}
+		all = append(all, e)
+		if len(all) == syncPass {
+			break
+		}
+	}
+	if !sawCursor {
+		return false, fmt.Errorf("the hub's feed no longer holds entry %d: %w", cur.seq, ErrRollback)
+	}
+	for start := 0; start < len(all); {
+		end := min(start+syncBatch, len(all))
+		n, err := s.pullWindow(ctx, all[start:end], all[end:])
+		if err != nil {
+			return false, err
+		}
+		if n == 0 {
+			return true, nil
+		}
+		start += n
+	}
+	return len(all) < syncPass, nil
+}
+
+// pullWindow checks and applies the feed entries win (rest: the entries
+// read after them) in one local commit, and returns how many it applied:
+// fewer than len(win) when a record is ahead of its entry (a hub commit in
+// flight), whose entry and those after wait for the next sync.
+func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int, error) {
+	// The last feed entry of each record in the window.
+	last := map[recKey]int{}
+	for i, e := range win {
+		if isRecordEntry(e) {
+			last[recKey{e.Collection, e.ID}] = i
+		}
+	}
+	keys := make([]recKey, 0, len(last))
+	for k := range last {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return last[keys[i]] < last[keys[j]] })
+	storeKeys := make([]string, len(keys))
+	for i, k := range keys {
+		storeKeys[i] = s.h.recordKey(k.coll, k.id)
+	}
+	got, err := fetch(ctx, s.h.store, storeKeys)
+	if err != nil {
+		return 0, err
+	}
+	// Check each record against its entry.
+	hubv := make(map[recKey]version, len(keys))
+	var odd []recKey // records not at their entry: superseded, or tampered
+	cut := len(win)  // entries from cut on are left to the next batch
+	for i, k := range keys {
+		e := win[last[k]]
+		sealed, found := got[storeKeys[i]]
+		x, ok, ahead := s.checkFetched(k, e, sealed, found)
+		switch {
+		case ok:
+			hubv[k] = x
+		case ahead:
+			cut = min(cut, last[k])
+		default:
+			odd = append(odd, k)
+		}
+	}
+	if len(odd) > 0 {
+		// A record not at its entry is fine only if a later entry of the
+		// feed changed it again: among those read, or written since.
+		later := map[recKey]bool{}
+		for _, e := range rest {
+			if isRecordEntry(e) {
+				later[recKey{e.Collection, e.ID}] = true
+			}
+		}
+		var unknown []recKey
+		for _, k := range odd {
+			if !later[k] {
+				unknown = append(unknown, k)
+			}
+		}
+		if len(unknown) > 0 {
+			after := win[len(win)-1].Seq
+			if len(rest) > 0 {
+				after = rest[len(rest)-1].Seq
+			}
+			since, err := s.laterEntries(ctx, after, unknown)
+			if err != nil {
+				return 0, err
+			}
+			for _, k := range unknown {
+				if !since[k] {
+					e := win[last[k]]
+					return 0, fmt.Errorf("%w: %s/%s is not the revision %d its feed entry %d names", ErrHubTampered, k.coll, k.id, e.Revision, e.Seq)
+				}
+			}
+		}
+	}
+	if cut == 0 {
+		s.rep.Rejected = append(s.rep.Rejected, SyncRejected{Collection: win[0].Collection, ID: win[0].ID,
+			Reason: fmt.Sprintf("the hub's record is ahead of its feed entry %d (a hub write in flight); the next sync takes it", win[0].Seq)})
+		return 0, nil
+	}
+	for k := range hubv {
+		if last[k] >= cut {
+			delete(hubv, k) // its change is in the next batch
+		}
+	}
+	if err := s.applyPulled(ctx, win[:cut], hubv); err != nil {
+		return 0, err
+	}
+	return cut, nil
+}
+
+// checkFetched checks the hub record fetched for k against e, the record's
+// last entry in the window. ahead: the record is at a later revision than e
+// names (a hub commit not yet in the feed as read).
+func (s *syncRun) checkFetched(k recKey, e ledger.Entry, sealed []byte, found bool) (x version, ok, ahead bool) {
+	if e.Kind == ledger.RecordDelete {
+		if !found {
+			return version{rev: e.Revision}, true, false
+		}
+		return version{}, false, false
+	}
+	if !found {
+		return version{}, false, false
+	}
+	h := cipherHash(sealed)
+	rev, err := s.h.recordRevision(k.coll, k.id, sealed)
+	if err != nil {
+		return version{}, false, false
+	}
+	if bytes.Equal(h, e.CipherHash) && rev == e.Revision {
+		return version{sealed: sealed, rev: rev, hash: h}, true, false
+	}
+	return version{}, false, rev > e.Revision
+}
+
+// recordRevision opens a sealed record (authenticating it) and returns its revision.
+func (v *Vault) recordRevision(coll, id string, sealed []byte) (uint64, error) {
+	st, err := v.openStored(coll, id, stores.Item{Value: sealed}, true)
+	return st.rev, err
+}
+
+// laterEntries reports which of keys have a feed entry after position after.
+func (s *syncRun) laterEntries(ctx context.Context, after uint64, keys []recKey) (map[recKey]bool, error) {
+	want := map[recKey]bool{}
+	for _, k := range keys {
+		want[k] = false
+	}
+	out := map[recKey]bool{}
+	for e, err := range s.h.ledger.Read(ctx, after+1) {
+		if err != nil {
+			return nil, feedErr(err)
+		}
+		k := recKey{e.Collection, e.ID}
+		if _, ok := want[k]; ok && isRecordEntry(e) {
+			out[k] = true
+		}
+	}
+	return out, nil
+}
+
+// applyPulled applies the feed entries win (checked) in one local commit
+// that also moves the pull cursor to the last of them.
+func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[recKey]version) error {
+	last := map[recKey]int{}
+	for i, e := range win {
+		if isRecordEntry(e) {
+			last[recKey{e.Collection, e.ID}] = i
+		}
+	}
+	var keys []recKey
+	var tkeys []string
+	for i, e := range win {
+		k := recKey{e.Collection, e.ID}
+		if !isRecordEntry(e) || last[k] != i {
+			continue
+		}
+		if _, ok := hubv[k]; !ok {
+			continue // superseded by a later entry: applied with it
+		}
+		keys = append(keys, k)
+		tkeys = append(tkeys, s.v.recordKey(k.coll, k.id), s.v.baseKey(k.coll, k.id), s.v.conflictKey(k.coll, k.id))
+	}
+	if err := s.deletionTimes(ctx, keys); err != nil {
+		return err
+	}
+	end := win[len(win)-1]
+	cur := pullCursor{seq: end.Seq, hash: entryHash(end)}
+	var pulled int
+	var conflicts []SyncConflict
+	err := s.v.ledger.UpdateKeys(ctx, tkeys, func(tx stores.Tx) error {
+		pulled, conflicts, s.rejected = 0, nil, nil
+		var entries []ledger.Entry
+		for _, k := range keys {
+			e := win[last[k]]
+			n, c, es, err := s.applyOne(ctx, tx, k, e, hubv[k])
+			if err != nil {
+				return err
+			}
+			pulled += n
+			if c != nil {
+				conflicts = append(conflicts, *c)
+			}
+			entries = append(entries, es...)
+		}
+		for len(entries) > 0 {
+			n := min(len(entries), 1024)
+			if _, err := s.v.ledger.AppendTx(ctx, tx, entries[:n]...); err != nil {
+				return err
+			}
+			entries = entries[n:]
+		}
+		return s.v.putSealedValue(tx, syncPullKey, encodePull(cur))
+	})
+	if err != nil {
+		return err
+	}
+	s.rep.Pulled += pulled
+	s.rep.Conflicts = append(s.rep.Conflicts, conflicts...)
+	s.rep.Rejected = append(s.rep.Rejected, s.rejected...)
+	return nil
+}
+
+// applyOne applies the hub's version hv of record k (feed entry e) in tx,
+// deciding a conflict with the device's changes by the collection's
+// policy. It writes the record and its base, and returns how many changes
+// it applied, the conflict if any and the device ledger entries to append.
+// Record writes that are the device's own (a device winner resealed above
+// the hub's revision) are appended by putSealedTx directly.
+func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger.Entry, hv version) (int, *SyncConflict, []ledger.Entry, error) {
+	rkey := s.v.recordKey(k.coll, k.id)
+	dv, dst, err := s.v.localVersion(tx, k)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	b, err := s.v.loadBase(tx, k)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	newBase := base{rev: hv.rev, hash: hv.hash}
+	if err := s.v.putSealedValue(tx, s.v.baseKey(k.coll, k.id), encodeBase(newBase)); err != nil {
+		return 0, nil, nil, err
+	}
+	if bytes.Equal(dv.hash, hv.hash) {
+		// Already here (this device's own push, or the same change): a
+		// conflict kept for it is moot.
+		return 0, nil, nil, tx.Delete(s.v.conflictKey(k.coll, k.id))
+	}
+	if bytes.Equal(hv.hash, b.hash) {
+		// The hub holds what this device last synced (its own push coming
+		// back): the device's later change stands, and is pushed.
+		return 0, nil, nil, nil
+	}
+	// A conflict kept earlier is settled by what follows, or kept again
+	// with the hub's new side.
+	if err := tx.Delete(s.v.conflictKey(k.coll, k.id)); err != nil {
+		return 0, nil, nil, err
+	}
+	pulledEntry := func() ledger.Entry {
+		if hv.exists() {
+			return ledger.Entry{Kind: ledger.RecordPulled, Collection: k.coll, ID: k.id, Revision: hv.rev, CipherHash: hv.hash, Number: e.Seq}
+		}
+		return ledger.Entry{Kind: ledger.RecordPulledDelete, Collection: k.coll, ID: k.id, Revision: hv.rev, Number: e.Seq}
+	}
+	takeHub := func() error {
+		if hv.exists() {
+			return tx.Put(rkey, hv.sealed)
+		}
+		if dv.exists() {
+			return tx.Delete(rkey)
+		}
+		return nil
+	}
+	if bytes.Equal(dv.hash, b.hash) {
+		// No change here since the last sync: the hub's change applies.
+		if err := takeHub(); err != nil {
+			return 0, nil, nil, err
+		}
+		return 1, nil, []ledger.Entry{pulledEntry()}, nil
+	}
+	// Changed on both sides.
+	pol := s.v.policyOf(k.coll)
+	dRev := dv.rev
+	if !dv.exists() {
+		dRev = b.rev + 1
+	}
+	hRev := hv.rev
+	if !hv.exists() {
+		hRev++
+	}
+	c := &SyncConflict{Collection: k.coll, ID: k.id, Policy: pol,
+		DeviceRevision: dv.rev, HubRevision: hv.rev, DeviceDeleted: !dv.exists(), HubDeleted: !hv.exists()}
+	if !dv.exists() {
+		c.DeviceRevision = b.rev
+	}
+	rule := pol
+	if pol == Merge && (!dv.exists() || !hv.exists()) {
+		rule = HigherRevisionWins // a deletion has no value to merge
+	}
+	if rule == Manual || rule == Merge {
+		return s.keepOrMerge(ctx, tx, pol, k, c, dv, dst, hv, e)
+	}
+	hubWins, err := s.decide(ctx, rule, k, dv, dst, dRev, hv, hRev, e)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	c.HubWon = hubWins
+	if hubWins {
+		if err := takeHub(); err != nil {
+			return 0, nil, nil, err
+		}
+		lost := ledger.Entry{Kind: ledger.SyncConflict, Collection: k.coll, ID: k.id, Revision: c.DeviceRevision,
+			CipherHash: dv.hash, Reason: pol.String() + ": device lost", Number: e.Seq}
+		return 1, c, []ledger.Entry{pulledEntry(), lost}, nil
+	}
+	lost := ledger.Entry{Kind: ledger.SyncConflict, Collection: k.coll, ID: k.id, Revision: hv.rev,
+		CipherHash: hv.hash, Reason: pol.String() + ": hub lost", Number: e.Seq}
+	if dv.exists() && dv.rev <= hv.rev {
+		// The device's record must overwrite a hub revision at least as
+		// high: it is sealed again, unchanged, as the revision after it.
+		sealed, rev, err := s.v.sealMeta(k.coll, k.id, joinRecord(dst.marks, dst.body), hv.rev, dst.meta)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		if err := s.v.putSealedTx(ctx, tx, k.coll, k.id, sealed, rev, cipherHash(sealed), ledger.Entry{Kind: ledger.RecordPut}); err != nil {
+			return 0, nil, nil, err
+		}
+	}
+	return 0, c, []ledger.Entry{lost}, nil
+}
+
+// decide returns whether the hub's side wins a conflict under pol.
+func (s *syncRun) decide(ctx context.Context, pol SyncPolicy, k recKey, dv version, dst stored, dRev uint64, hv version, hRev uint64, e ledger.Entry) (bool, error) {
+	byRevision := func() bool {
+		if hRev != dRev {
+			return hRev > dRev
+		}
+		return bytes.Compare(hv.hash, dv.hash) > 0
+	}
+	switch pol {
+	case DeviceWins:
+		return false, nil
+	case HubWins:
+		return true, nil
+	case LastWriterWins, FirstWriterWins:
+		dt, err := s.deviceTime(ctx, k, dv, dst)
+		if err != nil {
+			return false, err
+		}
+		ht := e.Time
+		if hv.exists() {
+			hs, err := s.h.openStored(k.coll, k.id, stores.Item{Value: hv.sealed}, true)
+			if err != nil {
+				return false, err
+			}
+			ht = hs.meta.modified
+		}
+		if dt.Equal(ht) {
+			return byRevision(), nil
+		}
+		if pol == LastWriterWins {
+			return ht.After(dt), nil
+		}
+		return ht.Before(dt), nil
+	}
+	return byRevision(), nil
+}
+
+// deviceTime is when the device's side of a conflict was written: the
+// record's sealed time, or for a deletion the time of the device's ledger
+// entry deleting it (see deletionTimes).
+func (s *syncRun) deviceTime(_ context.Context, k recKey, dv version, dst stored) (time.Time, error) {
+	if dv.exists() {
+		return dst.meta.modified, nil
+	}
+	return s.deleted[k], nil
+}
+
+// deletionTimes reads, once per sync and only when one of keys is in a
+// collection timed by its policy, when this device deleted records since
+// its push cursor (the changes it has not pushed).
+func (s *syncRun) deletionTimes(ctx context.Context, keys []recKey) error {
+	if s.deleted != nil {
+		return nil
+	}
+	timed := false
+	for _, k := range keys {
+		if p := s.v.policyOf(k.coll); p == LastWriterWins || p == FirstWriterWins {
+			timed = true
+			break
+		}
+	}
+	if !timed {
+		return nil
+	}
+	from, err := s.loadPush(ctx)
+	if err != nil {
+		return err
+	}
+	s.deleted = map[recKey]time.Time{}
+	for e, err := range s.v.ledger.Read(ctx, from+1) {
+		if err != nil {
+			return err
+		}
+		if e.Kind == ledger.RecordDelete {
+			s.deleted[recKey{e.Collection, e.ID}] = e.Time
+		}
+	}
+	return nil
+}
+
+// localVersion reads the device's record k in tx.
+func (v *Vault) localVersion(tx stores.Tx, k recKey) (version, stored, error) {
+	it, err := tx.Get(v.recordKey(k.coll, k.id))
+	if errors.Is(err, stores.ErrNotFound) {
+		return version{}, stored{}, nil
+	}
+	if err != nil {
+		return version{}, stored{}, err
+	}
+	st, err := v.openStored(k.coll, k.id, it, true)
+	if err != nil {
+		return version{}, stored{}, fmt.Errorf("%s/%s: %w", k.coll, k.id, err)
+	}
+	return version{sealed: it.Value, rev: st.rev, hash: cipherHash(it.Value)}, st, nil
+}
+
+// ---- push ----
+
+// push writes the device's changes after the push cursor to the hub, and
+// returns the records it could not write because the hub's record moved
+// since this device last pulled it.
+func (s *syncRun) push(ctx context.Context) ([]recKey, error) {
+	for {
+		stale, done, err := s.pushPass(ctx)
+		if err != nil || done {
+			return stale, err
+		}
+	}
+}
+
+// pushPass reads the device's ledger after the push cursor, up to syncPass
+// records, and pushes them syncBatch records at a time. It stops at the
+// first batch with a record left behind (stale), which the next round
+// takes after a pull; done when the ledger has no more.
+func (s *syncRun) pushPass(ctx context.Context) ([]recKey, bool, error) {
+	from, err := s.loadPush(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	first := map[recKey]uint64{} // each record's first entry in the pass
+	var keys []recKey
+	var end uint64
+	full := false
+	for e, err := range s.v.ledger.Read(ctx, from+1) {
+		if err != nil {
+			return nil, false, err
+		}
+		if isOwnRecordEntry(e) {
+			k := recKey{e.Collection, e.ID}
+			if _, ok := first[k]; !ok {
+				if len(keys) == syncPass {
+					full = true
+					break
+				}
+				first[k] = e.Seq
+				keys = append(keys, k)
+			}
+		}
+		end = e.Seq
+	}
+	if end == 0 {
+		return nil, true, nil
+	}
+	s.appended, s.appendedHead = nil, ledger.Head{}
+	for i := 0; ; i += syncBatch {
+		batch := keys[i:min(i+syncBatch, len(keys))]
+		// The cursor after this batch: before the next batch's first entry.
+		upto := end
+		if i+syncBatch < len(keys) {
+			upto = first[keys[i+syncBatch]] - 1
+		}
+		stale, err := s.pushBatch(ctx, batch, first, from, upto)
+		if err != nil {
+			return nil, true, err
+		}
+		if len(stale) > 0 {
+			return stale, true, s.skipEchoes(ctx)
+		}
+		if i+syncBatch >= len(keys) {
+			return nil, !full, s.skipEchoes(ctx)
+		}
+	}
+}
+
+// skipEchoes moves the pull cursor past the feed entries this pass
+// appended, when they directly follow it (see echoes), in a local commit
+// of its own: once per pass, since reading them back is a ledger read.
+func (s *syncRun) skipEchoes(ctx context.Context) error {
+	appended, head := s.appended, s.appendedHead
+	s.appended, s.appendedHead = nil, ledger.Head{}
+	pull, err := s.echoes(ctx, appended, head)
+	if err != nil || pull == nil {
+		return err
+	}
+	return s.v.ledger.Update(ctx, func(tx stores.Tx) error {
+		return s.v.putSealedValue(tx, syncPullKey, encodePull(*pull))
+	})
+}
+
+// pushBatch pushes the records keys in one hub commit, then acknowledges
+// them and moves the push cursor to upto (or before the first entry of a
+// record left behind) in one local commit.
+func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey]uint64, from, upto uint64) ([]recKey, error) {
+	// The device's records and bases, as they stand now.
+	dkeys := make([]string, 0, 3*len(keys))
+	for _, k := range keys {
+		dkeys = append(dkeys, s.v.recordKey(k.coll, k.id), s.v.baseKey(k.coll, k.id), s.v.conflictKey(k.coll, k.id))
+	}
+	got, err := fetch(ctx, s.v.store, dkeys)
+	if err != nil {
+		return nil, err
+	}
+	type change struct {
+		k  recKey
+		dv version
+		b  base
+	}
+	var changes []change
+	for i, k := range keys {
+		var c change
+		c.k = k
+		if _, ok := got[dkeys[3*i+2]]; ok {
+			continue // a conflict kept for the application: held until resolved
+		}
+		if sealed, ok := got[dkeys[3*i]]; ok {
+			rev, err := s.v.recordRevision(k.coll, k.id, sealed)
+			if err != nil {
+				s.rep.Rejected = append(s.rep.Rejected, SyncRejected{Collection: k.coll, ID: k.id,
+					Reason: "the device's record does not open: " + err.Error()})
+				continue
+			}
+			c.dv = version{sealed: sealed, rev: rev, hash: cipherHash(sealed)}
+		}
+		if raw, ok := got[dkeys[3*i+1]]; ok {
+			b, err := s.v.openBase(k, raw)
+			if err != nil {
+				return nil, err
+			}
+			c.b = b
+		}
+		changes = append(changes, c)
+	}
+	// The hub commit: each record written where the hub still holds its base.
+	hkeys := make([]string, len(changes))
+	for i, c := range changes {
+		hkeys[i] = s.h.recordKey(c.k.coll, c.k.id)
+	}
+	var acked []change
+	var stale []recKey
+	var pushed int
+	var appended []ledger.Entry // the feed entries of this commit
+	var head ledger.Head        // the feed's head after them
+	if len(changes) > 0 {
+		err = s.h.ledger.UpdateKeys(ctx, hkeys, func(tx stores.Tx) error {
+			acked, stale, pushed, appended = nil, nil, 0, nil
+			var entries []ledger.Entry
+			for i, c := range changes {
+				var hh []byte
+				switch it, err := tx.Get(hkeys[i]); {
+				case err == nil:
+					hh = cipherHash(it.Value)
+				case !errors.Is(err, stores.ErrNotFound):
+					return err
+				}
+				switch {
+				case bytes.Equal(hh, c.dv.hash):
+					// Already there: an earlier push committed.
+				case bytes.Equal(hh, c.b.hash):
+					if c.dv.exists() {
+						if err := tx.Put(hkeys[i], c.dv.sealed); err != nil {
+							return err
+						}
+						entries = append(entries, ledger.Entry{Kind: ledger.RecordPut, Collection: c.k.coll, ID: c.k.id, Revision: c.dv.rev, CipherHash: c.dv.hash})
+					} else {
+						if err := tx.Delete(hkeys[i]); err != nil {
+							return err
+						}
+						entries = append(entries, ledger.Entry{Kind: ledger.RecordDelete, Collection: c.k.coll, ID: c.k.id, Revision: c.b.rev})
+					}
+					pushed++
+				default:
+					stale = append(stale, c.k)
+					continue
+				}
+				acked = append(acked, c)
+			}
+			appended = entries
+			for len(entries) > 0 {
+				n := min(len(entries), 1024)
+				h, err := s.h.ledger.AppendTx(ctx, tx, entries[:n]...)
+				if err != nil {
+					return err
+				}
+				head, entries = h, entries[n:]
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	// The local acknowledgement: bases of what the hub now holds, and the
+	// cursor through the window, or up to the first record left behind.
+	cur := upto
+	for _, k := range stale {
+		cur = min(cur, first[k]-1)
+	}
+	cur = max(cur, from)
+	s.appended = append(s.appended, appended...)
+	if len(appended) > 0 {
+		s.appendedHead = head
+	}
+	err = s.v.ledger.Update(ctx, func(tx stores.Tx) error {
+		for _, c := range acked {
+			b := base{rev: c.dv.rev, hash: c.dv.hash}
+			if !c.dv.exists() {
+				b = base{rev: c.b.rev}
+			}
+			if err := s.v.putSealedValue(tx, s.v.baseKey(c.k.coll, c.k.id), encodeBase(b)); err != nil {
+				return err
+			}
+		}
+		return s.v.putSealedValue(tx, syncPushKey, encodePush(cur))
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.rep.Pushed += pushed
+	return stale, nil
+}
+
+// echoes returns the pull cursor moved past the feed entries this device
+// just appended (appended, ending at head), when they directly follow the
+// pull cursor: a pull need not fetch back what this device wrote. The
+// entries are read back from the feed and must be the ones appended (the
+// chain checks them); nil when they do not follow the cursor.
+func (s *syncRun) echoes(ctx context.Context, appended []ledger.Entry, head ledger.Head) (*pullCursor, error) {
+	if len(appended) == 0 {
+		return nil, nil
+	}
+	cur, err := s.loadPull(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if head.Seq-uint64(len(appended)) != cur.seq {
+		return nil, nil
+	}
+	i := 0
+	var end ledger.Entry
+	for e, err := range s.h.ledger.Read(ctx, max(cur.seq, 1)) {
+		if err != nil {
+			return nil, feedErr(err)
+		}
+		if e.Seq == cur.seq {
+			if !bytes.Equal(entryHash(e), cur.hash) {
+				return nil, fmt.Errorf("%w: the feed entry at %d is not the one this device applied (a rolled back or forked hub)", ErrHubTampered, e.Seq)
+			}
+			continue
+		}
+		if e.Seq > head.Seq {
+			break
+		}
+		w := appended[i]
+		if e.Kind != w.Kind || e.Collection != w.Collection || e.ID != w.ID || e.Revision != w.Revision || !bytes.Equal(e.CipherHash, w.CipherHash) {
+			return nil, nil // not ours after all: a pull reads them
+		}
+		i++
+		end = e
+	}
+	if i != len(appended) {
+		return nil, nil
+	}
+	return &pullCursor{seq: end.Seq, hash: entryHash(end)}, nil
+}
+
+// ---- helpers ----
+
+func isRecordEntry(e ledger.Entry) bool {
+	return e.Kind == ledger.RecordPut || e.Kind == ledger.RecordDelete ||
+		(e.Kind == ledger.NumberAssigned && len(e.CipherHash) > 0)
+}
+
+// isOwnRecordEntry: a record change this device made (not one it pulled).
+func isOwnRecordEntry(e ledger.Entry) bool { return isRecordEntry(e) }
+
+// entryHash identifies a feed entry (its canonical encoding).
+func entryHash(e ledger.Entry) []byte {
+	b, err := e.MarshalBinary()
+	if err != nil {
+		return nil
+	}
+	return cipherHash(b)
+}
+
+// fetch reads keys from st in one read-only transaction (prefetched where
+// the store's reads are round trips) and returns those found.
+func fetch(ctx context.Context, st stores.Store, keys []string) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	err := st.(stores.Transactor).Update(ctx, func(tx stores.Tx) error {
+		clear(out)
+		if p, ok := tx.(stores.Prefetcher); ok {
+			if err := p.Prefetch(keys); err != nil {
+				return err
+			}
+		}
+		for _, k := range keys {
+			it, err := tx.Get(k)
+			if errors.Is(err, stores.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			out[k] = it.Value
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (v *Vault) baseKey(coll, id string) string {
+	return v.prefix + syncBaseDir + coll + "/" + id
+}
+
+// putSealedValue seals plain at the vault key name and puts it in tx.
+func (v *Vault) putSealedValue(tx stores.Tx, name string, plain []byte) error {
+	key := name
+	if !strings.HasPrefix(name, v.prefix) {
+		key = v.prefix + name
+	}
+	sealed, err := v.seal.Seal(key, plain)
+	if err != nil {
+		return err
+	}
+	return tx.Put(key, sealed)
+}
+
+// getSealedValue reads and opens the vault value at name; nil when absent.
+func (v *Vault) getSealedValue(ctx context.Context, name string) ([]byte, error) {
+	key := v.prefix + name
+	it, err := v.store.Get(ctx, key)
+	if errors.Is(err, stores.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	plain, err := v.seal.Open(key, it.Value)
+	if err != nil {
+		return nil, v.openFailed(err)
+	}
+	return plain, nil
+}
+
+func (s *syncRun) loadPull(ctx context.Context) (pullCursor, error) {
+	plain, err := s.v.getSealedValue(ctx, syncPullKey)
+	if err != nil || plain == nil {
+		return pullCursor{}, err
+	}
+	c, err := decodePull(plain)
+	if err != nil {
+		return pullCursor{}, fmt.Errorf("sync pull cursor: %w", ErrTampered)
+	}
+	return c, nil
+}
+
+func decodePull(plain []byte) (pullCursor, error) {
+	r := codec.NewReader(plain)
+	r.Version(syncVersion)
+	c := pullCursor{seq: r.Uvarint()}
+	if h := r.Bytes(maxSyncHash); len(h) > 0 {
+		c.hash = bytes.Clone(h)
+	}
+	if err := r.End(); err != nil {
+		return pullCursor{}, err
+	}
+	return c, nil
+}
+
+func encodePull(c pullCursor) []byte {
+	b := []byte{syncVersion}
+	b = codec.AppendUvarint(b, c.seq)
+	return codec.AppendBytes(b, c.hash)
+}
+
+func (s *syncRun) loadPush(ctx context.Context) (uint64, error) {
+	plain, err := s.v.getSealedValue(ctx, syncPushKey)
+	if err != nil || plain == nil {
+		return 0, err
+	}
+	seq, err := decodePush(plain)
+	if err != nil {
+		return 0, fmt.Errorf("sync push cursor: %w", ErrTampered)
+	}
+	return seq, nil
+}
+
+func decodePush(plain []byte) (uint64, error) {
+	r := codec.NewReader(plain)
+	r.Version(syncVersion)
+	seq := r.Uvarint()
+	if err := r.End(); err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+func encodePush(seq uint64) []byte {
+	return codec.AppendUvarint([]byte{syncVersion}, seq)
+}
+
+func encodeBase(b base) []byte {
+	out := []byte{syncVersion}
+	out = codec.AppendUvarint(out, b.rev)
+	return codec.AppendBytes(out, b.hash)
+}
+
+// loadBase reads the base of k in tx (zero when none).
+func (v *Vault) loadBase(tx stores.Tx, k recKey) (base, error) {
+	it, err := tx.Get(v.baseKey(k.coll, k.id))
+	if errors.Is(err, stores.ErrNotFound) {
+		return base{}, nil
+	}
+	if err != nil {
+		return base{}, err
+	}
+	return v.openBase(k, it.Value)
+}
+
+func (v *Vault) openBase(k recKey, sealed []byte) (base, error) {
+	key := v.baseKey(k.coll, k.id)
+	plain, err := v.seal.Open(key, sealed)
+	if err != nil {
+		return base{}, v.openFailed(err)
+	}
+	b, err := decodeBase(plain)
+	if err != nil {
+		return base{}, fmt.Errorf("sync state of %s/%s: %w", k.coll, k.id, ErrTampered)
+	}
+	return b, nil
+}
+
+func decodeBase(plain []byte) (base, error) {
+	r := codec.NewReader(plain)
+	r.Version(syncVersion)
+	b := base{rev: r.Uvarint()}
+	if h := r.Bytes(maxSyncHash); len(h) > 0 {
+		b.hash = bytes.Clone(h)
+	}
+	if err := r.End(); err != nil {
+		return base{}, err
+	}
+	return b, nil
+}

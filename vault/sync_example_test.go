@@ -1,0 +1,90 @@
+package vault_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// Two devices, each with its own store, converge through a hub: each
+// works offline, and Sync carries the changes both ways.
+func ExampleVault_Sync() {
+	ctx := context.Background()
+	hub := memstore.New()
+	open := func(device stores.Store) *vault.Vault {
+		v, err := vault.Open(ctx, vault.Config{
+			Store: device, Hub: hub, Name: "books", User: "firm", Secret: []byte("firm-secret-2026"),
+			// Cheap key derivation keeps the example fast; never do this in production.
+			KDF: crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}, InsecureAllowWeakKDF: true,
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		return v
+	}
+	laptop, phone := open(memstore.New()), open(memstore.New())
+	defer laptop.Close()
+	defer phone.Close()
+
+	if err := vault.CollectionOf[Customer](laptop, "customers").Put(ctx, "acme", Customer{Name: "ACME S.p.A."}); err != nil {
+		log.Fatal(err)
+	}
+	if err := vault.CollectionOf[Customer](phone, "customers").Put(ctx, "bolt", Customer{Name: "Bolt S.r.l."}); err != nil {
+		log.Fatal(err)
+	}
+	for _, v := range []*vault.Vault{laptop, phone, laptop} {
+		rep, err := v.Sync(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("pulled %d, pushed %d\n", rep.Pulled, rep.Pushed)
+	}
+	c, err := vault.CollectionOf[Customer](laptop, "customers").Get(ctx, "bolt")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(c.Name)
+	// Output:
+	// pulled 0, pushed 1
+	// pulled 1, pushed 1
+	// pulled 1, pushed 0
+	// Bolt S.r.l.
+}
+
+// A Syncer syncs in the background and reports how it went.
+func ExampleVault_SyncEvery() {
+	ctx := context.Background()
+	v, err := vault.Open(ctx, vault.Config{
+		Store: memstore.New(), Hub: memstore.New(), Name: "books", User: "firm", Secret: []byte("firm-secret-2026"),
+		KDF: crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}, InsecureAllowWeakKDF: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer v.Close()
+	s, err := v.SyncEvery(ctx, time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := vault.CollectionOf[Customer](v, "customers").Put(ctx, "acme", Customer{Name: "ACME S.p.A."}); err != nil {
+		log.Fatal(err)
+	}
+	// SyncNow syncs at once (a background sync may have pushed the record
+	// already).
+	if _, err := s.SyncNow(ctx); err != nil {
+		log.Fatal(err)
+	}
+	st := s.Status()
+	fmt.Println("error:", st.LastError, "running:", st.Running)
+	s.Stop()
+	fmt.Println("stopped:", s.Status().Stopped)
+	// Output:
+	// error: <nil> running: false
+	// stopped: true
+}

@@ -1,0 +1,62 @@
+package vault
+
+import (
+	"bytes"
+	"math"
+	"testing"
+
+	"github.com/noydb-go/noydb/internal/codec"
+	"github.com/noydb-go/noydb/internal/codec/codectest"
+)
+
+// The sync state layouts of sync.go and sync_manual.go (pull and push
+// cursors, a record's base, a kept conflict), pinned to
+// testdata/sync_layouts.json both ways, and their fuzz targets.
+
+func syncLayouts() []codectest.Layout {
+	return []codectest.Layout{
+		{Seeds: "testdata/sync_layouts.json", Prefix: "sync-pull/", Err: codec.ErrCorrupt,
+			Decode: func(b []byte) (any, error) { return decodePull(b) },
+			Encode: func(v any) ([]byte, error) { return encodePull(v.(pullCursor)), nil }},
+		{Seeds: "testdata/sync_layouts.json", Prefix: "sync-push/", Err: codec.ErrCorrupt,
+			Decode: func(b []byte) (any, error) { return decodePush(b) },
+			Encode: func(v any) ([]byte, error) { return encodePush(v.(uint64)), nil }},
+		{Seeds: "testdata/sync_layouts.json", Prefix: "sync-base/", Err: codec.ErrCorrupt,
+			Decode: func(b []byte) (any, error) { return decodeBase(b) },
+			Encode: func(v any) ([]byte, error) { return encodeBase(v.(base)), nil }},
+		{Seeds: "testdata/sync_layouts.json", Prefix: "sync-conflict/", Err: codec.ErrCorrupt,
+			Decode: func(b []byte) (any, error) { return decodeKept(b) },
+			Encode: func(v any) ([]byte, error) { return encodeKept(v.(keptConflict)), nil }},
+	}
+}
+
+// TestSyncLayoutVectors pins the sync state layouts.
+func TestSyncLayoutVectors(t *testing.T) {
+	ls := syncLayouts()
+	cs := func(l codectest.Layout, name string, v any) codectest.Case {
+		return codectest.Case{
+			Name: l.Prefix + name, Value: v, Err: codec.ErrCorrupt,
+			Encode: func() ([]byte, error) { return l.Encode(v) },
+			Decode: l.Decode,
+		}
+	}
+	hash := bytes.Repeat([]byte{0xab}, 32)
+	codectest.Check(t, "testdata/sync_layouts.json", []codectest.Case{
+		cs(ls[0], "start", pullCursor{}),
+		cs(ls[0], "at 300", pullCursor{seq: 300, hash: hash}),
+		cs(ls[0], "extremes", pullCursor{seq: math.MaxUint64, hash: bytes.Repeat([]byte{0xff}, maxSyncHash)}),
+		cs(ls[1], "start", uint64(0)),
+		cs(ls[1], "at 128", uint64(128)),
+		cs(ls[1], "extremes", uint64(math.MaxUint64)),
+		cs(ls[2], "hub holds none", base{}),
+		cs(ls[2], "deleted at 7", base{rev: 7}),
+		cs(ls[2], "revision 3", base{rev: 3, hash: hash}),
+		cs(ls[3], "hub deleted", keptConflict{seq: 9, rev: 4}),
+		cs(ls[3], "hub record", keptConflict{seq: 12, rev: 5, sealed: []byte("sealed record bytes")}),
+	})
+}
+
+func FuzzSyncPull(f *testing.F)     { codectest.Fuzz(f, syncLayouts()[0]) }
+func FuzzSyncPush(f *testing.F)     { codectest.Fuzz(f, syncLayouts()[1]) }
+func FuzzSyncBase(f *testing.F)     { codectest.Fuzz(f, syncLayouts()[2]) }
+func FuzzSyncConflict(f *testing.F) { codectest.Fuzz(f, syncLayouts()[3]) }

@@ -1,0 +1,285 @@
+package vault
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/noydb-go/noydb/internal/codec"
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// ErrNoConflict: Resolve or ConflictSides named a record that has no
+// conflict kept. It matches ErrNotFound.
+var ErrNoConflict = fmt.Errorf("no sync conflict kept for this record: %w", ErrNotFound)
+
+// MergeWith makes merge decide the sync conflicts of collection in v: it
+// gets the device's and the hub's values and returns the record's value,
+// written on this device above both sides' revisions and pushed. When a
+// side is a deletion, the conflict is decided as by HigherRevisionWins;
+// when merge fails, it is kept as under Manual. merge may run during any Sync of v; it should only compute. A
+// nil merge or an invalid collection name gives an error (ErrInvalidArgument,
+// or the name's) and changes nothing. SetConflictPolicy on the collection
+// replaces it.
+func MergeWith[T any](v *Vault, collection string, merge func(local, hub T) (T, error)) error {
+	if err := CheckCollectionName(collection); err != nil {
+		return fmt.Errorf("merge with: %w", err)
+	}
+	if merge == nil {
+		return fmt.Errorf("merge with %s: nil merge function: %w", collection, ErrInvalidArgument)
+	}
+	f := func(local, hub []byte) ([]byte, error) {
+		var l, h T
+		if err := json.Unmarshal(local, &l); err != nil {
+			return nil, fmt.Errorf("decode the device's value: %w", err)
+		}
+		if err := json.Unmarshal(hub, &h); err != nil {
+			return nil, fmt.Errorf("decode the hub's value: %w", err)
+		}
+		m, err := merge(l, h)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(m)
+	}
+	v.syncs.mu.Lock()
+	defer v.syncs.mu.Unlock()
+	if v.syncs.merges == nil {
+		v.syncs.merges = map[string]mergeFunc{}
+	}
+	v.syncs.merges[collection] = f
+	return nil
+}
+
+// keptConflict is the hub's side of a conflict kept for the application.
+type keptConflict struct {
+	seq    uint64 // the hub feed position of the hub's side
+	rev    uint64 // its revision (of the deleted record, for a deletion)
+	sealed []byte // its sealed record; nil for a deletion
+}
+
+func (v *Vault) conflictKey(coll, id string) string {
+	return v.prefix + syncConfDir + coll + "/" + id
+}
+
+func encodeKept(c keptConflict) []byte {
+	b := []byte{syncVersion}
+	b = codec.AppendUvarint(b, c.seq)
+	b = codec.AppendUvarint(b, c.rev)
+	return codec.AppendBytes(b, c.sealed)
+}
+
+// maxKeptRecord bounds the sealed record of a kept conflict when decoding.
+const maxKeptRecord = 1 << 30
+
+func decodeKept(plain []byte) (keptConflict, error) {
+	r := codec.NewReader(plain)
+	r.Version(syncVersion)
+	c := keptConflict{seq: r.Uvarint(), rev: r.Uvarint()}
+	if b := r.Bytes(maxKeptRecord); len(b) > 0 {
+		c.sealed = append([]byte(nil), b...)
+	}
+	if err := r.End(); err != nil {
+		return keptConflict{}, err
+	}
+	return c, nil
+}
+
+// keepOrMerge settles a conflict under Manual or Merge: a merge when it
+// can, else the hub's side kept beside the device's record.
+func (s *syncRun) keepOrMerge(ctx context.Context, tx stores.Tx, pol SyncPolicy, k recKey, c *SyncConflict, dv version, dst stored, hv version, e ledger.Entry) (int, *SyncConflict, []ledger.Entry, error) {
+	if pol == Merge {
+		merged, err := s.merge(k, dst, hv)
+		if err == nil {
+			sealed, rev, err := s.v.sealNext(k.coll, k.id, joinRecord(dst.marks, merged), max(dv.rev, hv.rev))
+			if err != nil {
+				return 0, nil, nil, err
+			}
+			if err := s.v.putSealedTx(ctx, tx, k.coll, k.id, sealed, rev, cipherHash(sealed), ledger.Entry{Kind: ledger.RecordPut}); err != nil {
+				return 0, nil, nil, err
+			}
+			c.Merged = true
+			return 0, c, []ledger.Entry{
+				{Kind: ledger.SyncConflict, Collection: k.coll, ID: k.id, Revision: c.DeviceRevision, CipherHash: dv.hash, Reason: "merge: device merged", Number: e.Seq},
+				{Kind: ledger.SyncConflict, Collection: k.coll, ID: k.id, Revision: hv.rev, CipherHash: hv.hash, Reason: "merge: hub merged", Number: e.Seq},
+			}, nil
+		} else if errors.Is(err, ErrClosed) {
+			return 0, nil, nil, err
+		} else {
+			s.rejected = append(s.rejected, SyncRejected{Collection: k.coll, ID: k.id, Reason: "merge failed, conflict kept: " + err.Error()})
+		}
+	}
+	kept := keptConflict{seq: e.Seq, rev: hv.rev, sealed: hv.sealed}
+	if err := s.v.putSealedValue(tx, s.v.conflictKey(k.coll, k.id), encodeKept(kept)); err != nil {
+		return 0, nil, nil, err
+	}
+	c.Kept = true
+	return 0, c, []ledger.Entry{{Kind: ledger.SyncConflict, Collection: k.coll, ID: k.id, Revision: hv.rev,
+		CipherHash: hv.hash, Reason: pol.String() + ": kept", Number: e.Seq}}, nil
+}
+
+// merge runs the collection's merge function on both sides' JSON bodies.
+func (s *syncRun) merge(k recKey, dst stored, hv version) ([]byte, error) {
+	f := s.v.mergeOf(k.coll)
+	if f == nil {
+		return nil, errors.New("no merge function")
+	}
+	hs, err := s.h.openStored(k.coll, k.id, stores.Item{Value: hv.sealed}, true)
+	if err != nil {
+		return nil, err
+	}
+	return f(dst.body, hs.body)
+}
+
+// PendingConflict is a sync conflict kept for the application: the device
+// holds its own side of the record, and the hub's side waits beside it.
+type PendingConflict struct {
+	// Collection and ID name the record.
+	Collection, ID string
+	// HubRevision is the revision of the hub's side (for a deletion, the
+	// revision it deleted), HubDeleted whether the hub deleted the record.
+	HubRevision uint64
+	HubDeleted  bool
+}
+
+// Conflicts lists the sync conflicts kept for the application (policy
+// Manual, or a Merge that could not merge), in collection and id order.
+// Resolve each with Collection.Resolve; until then the device keeps its
+// side and does not push it.
+func (v *Vault) Conflicts(ctx context.Context) ([]PendingConflict, error) {
+	if err := v.enter(ctx); err != nil {
+		return nil, fmt.Errorf("conflicts: %w", err)
+	}
+	defer v.exit()
+	dir := v.prefix + syncConfDir
+	var out []PendingConflict
+	for it, err := range stores.ListUnder(ctx, v.store, dir) {
+		if err != nil {
+			return nil, fmt.Errorf("conflicts: %w", err)
+		}
+		coll, id, ok := strings.Cut(it.Key[len(dir):], "/")
+		if !ok {
+			return nil, fmt.Errorf("conflicts: %s: %w", it.Key, ErrTampered)
+		}
+		kc, err := v.openKept(it.Key, it.Value)
+		if err != nil {
+			return nil, fmt.Errorf("conflicts: %s/%s: %w", coll, id, err)
+		}
+		out = append(out, PendingConflict{Collection: coll, ID: id, HubRevision: kc.rev, HubDeleted: kc.sealed == nil})
+	}
+	return out, nil
+}
+
+func (v *Vault) openKept(key string, sealed []byte) (keptConflict, error) {
+	plain, err := v.seal.Open(key, sealed)
+	if err != nil {
+		return keptConflict{}, v.openFailed(err)
+	}
+	kc, err := decodeKept(plain)
+	if err != nil {
+		return keptConflict{}, ErrTampered
+	}
+	return kc, nil
+}
+
+// ConflictSides returns both sides of the sync conflict kept for the
+// record at id: the device's and the hub's, nil for a side that deleted
+// the record. A record without a kept conflict gives ErrNoConflict.
+func (c *Collection[T]) ConflictSides(ctx context.Context, id string) (device, hub *Record[T], err error) {
+	if err := c.begin(ctx, "conflict sides", id); err != nil {
+		return nil, nil, err
+	}
+	defer c.v.exit()
+	ck := c.v.conflictKey(c.name, id)
+	it, err := c.v.store.Get(ctx, ck)
+	if errors.Is(err, stores.ErrNotFound) {
+		return nil, nil, fmt.Errorf("conflict sides %s/%s: %w", c.name, id, ErrNoConflict)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("conflict sides %s/%s: %w", c.name, id, err)
+	}
+	kc, err := c.v.openKept(ck, it.Value)
+	if err != nil {
+		return nil, nil, fmt.Errorf("conflict sides %s/%s: %w", c.name, id, err)
+	}
+	if kc.sealed != nil {
+		r, err := c.decode(id, kc.sealed)
+		if err != nil {
+			return nil, nil, fmt.Errorf("conflict sides %s/%s: hub: %w", c.name, id, err)
+		}
+		hub = &r
+	}
+	switch it, err := c.v.store.Get(ctx, c.v.recordKey(c.name, id)); {
+	case err == nil:
+		r, err := c.decode(id, it.Value)
+		if err != nil {
+			return nil, nil, fmt.Errorf("conflict sides %s/%s: device: %w", c.name, id, err)
+		}
+		device = &r
+	case !errors.Is(err, stores.ErrNotFound):
+		return nil, nil, fmt.Errorf("conflict sides %s/%s: %w", c.name, id, err)
+	}
+	return device, hub, nil
+}
+
+// Resolve settles the sync conflict kept for the record at id: the record
+// becomes value (nil: deleted), written on this device above both sides'
+// revisions, and the next Sync pushes it. A record without a kept
+// conflict gives ErrNoConflict and changes nothing.
+func (c *Collection[T]) Resolve(ctx context.Context, id string, value *T) error {
+	if err := c.begin(ctx, "resolve", id); err != nil {
+		return err
+	}
+	defer c.v.exit()
+	var plain []byte
+	if value != nil {
+		var err error
+		if plain, err = json.Marshal(*value); err != nil {
+			return fmt.Errorf("resolve %s/%s: encode: %w", c.name, id, err)
+		}
+	}
+	v := c.v
+	ck := v.conflictKey(c.name, id)
+	err := v.ledger.UpdateKeys(ctx, []string{ck, v.recordKey(c.name, id)}, func(tx stores.Tx) error {
+		it, err := tx.Get(ck)
+		if errors.Is(err, stores.ErrNotFound) {
+			return ErrNoConflict
+		}
+		if err != nil {
+			return err
+		}
+		kc, err := v.openKept(ck, it.Value)
+		if err != nil {
+			return err
+		}
+		prev, err := v.readTx(tx, c.name, id, true)
+		if err != nil {
+			return err
+		}
+		if err := tx.Delete(ck); err != nil {
+			return err
+		}
+		top := max(prev.rev, kc.rev)
+		if plain == nil {
+			// Deleted here (if it is), and a deletion entry that the next
+			// push carries to the hub in any case.
+			if err := tx.Delete(v.recordKey(c.name, id)); err != nil {
+				return err
+			}
+			_, err := v.ledger.AppendTx(ctx, tx, ledger.Entry{Kind: ledger.RecordDelete, Collection: c.name, ID: id, Revision: top})
+			return err
+		}
+		sealed, rev, err := v.sealNext(c.name, id, joinRecord(prev.marks, plain), top)
+		if err != nil {
+			return err
+		}
+		return v.putSealedTx(ctx, tx, c.name, id, sealed, rev, cipherHash(sealed), ledger.Entry{Kind: ledger.RecordPut})
+	})
+	if err != nil {
+		return fmt.Errorf("resolve %s/%s: %w", c.name, id, err)
+	}
+	return nil
+}
