@@ -102,6 +102,12 @@ type AuditReport struct {
 	// Runs cover 1..Head in order, without gaps or overlaps; adjacent runs
 	// never share a state unless one of them names a record or a reason.
 	Runs []Run
+	// Corrections lists, in ledger order, the numbers of this counter
+	// taken to correct a number of another series (By is this counter's).
+	Corrections []Correction
+	// CorrectedBy lists, in ledger order, the numbers of this counter that
+	// a number of a correcting series corrects (Of is this counter's).
+	CorrectedBy []Correction
 	// Counts per state, and of bound numbers no live record carries (each
 	// at most math.MaxInt: sum the lengths of Runs for exact counts near
 	// the top of the uint64 range).
@@ -177,7 +183,13 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 		}
 		return a
 	}
+	var corrections, correctedBy []wire.CorrectionRef // pairs: this number, the other
 	_, err = q.svc.history.Facts(ctx, q.series, q.c.partition, 0, func(f fact) error {
+		if f.Kind == wire.FactCorrected {
+			// Another series' number corrects f.Number of this one.
+			correctedBy = append(correctedBy, wire.CorrectionRef{N: f.Number}, f.Corrector)
+			return nil
+		}
 		if f.Kind == wire.FactRecordDeleted {
 			rec := f.Collection + "\x00" + f.ID
 			if n, ok := carrier[rec]; ok {
@@ -200,6 +212,9 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 		case wire.FactAllocated:
 			if a := about(f.Number); a.state == 0 {
 				a.state = StateUnbound
+			}
+			if r, ok := wire.ParseCorrection(f.Reason); ok {
+				corrections = append(corrections, wire.CorrectionRef{N: f.Number}, r)
 			}
 		case wire.FactBound:
 			a := about(f.Number)
@@ -233,6 +248,20 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 		}
 	}
 	rep.Runs = buildRuns(head, known, seeds)
+	self := func(n uint64) Ref {
+		return Ref{Series: q.series, Partition: q.Partition(), Period: q.period, N: n}
+	}
+	for i := 0; i < len(corrections); i += 2 {
+		if n := corrections[i].N; n <= head {
+			rep.Corrections = append(rep.Corrections, Correction{By: self(n), Of: Ref(corrections[i+1])})
+		}
+	}
+	for i := 0; i < len(correctedBy); i += 2 {
+		if n := correctedBy[i].N; n <= head {
+			by := correctedBy[i+1]
+			rep.CorrectedBy = append(rep.CorrectedBy, Correction{By: q.svc.splitRef(ctx, by.Series, by.Partition, by.N), Of: self(n)})
+		}
+	}
 	for _, r := range rep.Runs {
 		n := r.Len()
 		if r.Orphaned {
@@ -431,7 +460,7 @@ func (c *counter) catchUp(ctx context.Context, wantClaims bool) error {
 	}
 	through, err := c.svc.history.Facts(ctx, c.series, c.partition, after, func(f fact) error {
 		switch f.Kind {
-		case wire.FactRecordDeleted:
+		case wire.FactRecordDeleted, wire.FactCorrected:
 			return nil
 		case wire.FactSeeded:
 			if f.Seq > old && f.Number > f.From {

@@ -79,6 +79,7 @@ type op struct {
 	fn     func(tx stores.Tx, s Serial) error // Bind
 	date   time.Time                          // the document's date (zero: now), for rendering
 	define *effective                         // a definition to store with this commit (nil: none)
+	reason string                             // the Reason of its Allocated event: a correction's text
 
 	keys []string // Bind: the keys fn reads, prefetched
 
@@ -671,7 +672,7 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 				continue
 			}
 			for i := uint64(1); c.svc.journal != nil && i <= o.count; i++ {
-				events = append(events, event{Kind: wire.EventAllocated, Series: c.series, Partition: c.partition, Number: st.value + i})
+				events = append(events, event{Kind: wire.EventAllocated, Series: c.series, Partition: c.partition, Number: st.value + i, Reason: o.reason})
 			}
 			st.value += o.count
 			o.n, o.fresh = st.value, true
@@ -704,7 +705,7 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 		st.value = n
 		o.n, o.fresh = n, true
 		if c.svc.journal != nil {
-			events = append(events, event{Kind: wire.EventAllocated, Series: c.series, Partition: c.partition, Number: n, RequestID: o.id})
+			events = append(events, event{Kind: wire.EventAllocated, Series: c.series, Partition: c.partition, Number: n, RequestID: o.id, Reason: o.reason})
 		}
 	}
 	return changed || st.value != start, events, nil

@@ -3,6 +3,7 @@ package sequence
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
@@ -91,9 +92,13 @@ func checkInTx(ctx context.Context, q *Sequence) error {
 	if q.svc.gate.Closed() {
 		return q.errorf("next", stores.ErrClosed)
 	}
+	orig := q
 	q, _, err := q.resolve(ctx)
 	if err != nil {
 		return err
+	}
+	if err := orig.checkCorrection(ctx, q.hs.Load().eff); err != nil {
+		return orig.errorf("next", err)
 	}
 	c := q.c
 	if c.svc.history == nil {
@@ -134,9 +139,31 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx, pinned *uint64) (S
 	if q.svc.txr == nil || tx == nil {
 		return Serial{}, false, q.errorf("next", stores.ErrNotSupported)
 	}
+	orig := q
 	q, date, ok := q.resolveLoaded()
 	if !ok {
 		return Serial{}, true, nil // the definition is read by checkInTx
+	}
+	reason := ""
+	if orig.corr != nil {
+		// Whether the number corrected was issued is checked by
+		// checkInTx, outside tx, once per service; whether it is void is
+		// read in tx.
+		text, ok := orig.correctionText(q.hs.Load().eff.def.Corrects)
+		vk, known := q.svc.issued.Load(text)
+		if !ok || !known {
+			return Serial{}, true, nil
+		}
+		switch _, err := tx.Get(vk.(string)); {
+		case err == nil:
+			return Serial{}, false, orig.errorf("next", &CorrectionError{Series: orig.series, Of: orig.corr.of,
+				Err: fmt.Errorf("number %d was voided: %w", orig.corr.of.N, ErrAlreadyVoided)})
+		case !errors.Is(err, stores.ErrNotFound):
+			return Serial{}, false, orig.errorf("next", err)
+		}
+		reason = text
+	} else if err := orig.checkCorrection(ctx, q.hs.Load().eff); err != nil {
+		return Serial{}, false, orig.errorf("next", err) // reads nothing
 	}
 	c := q.c
 	if !c.tx.checked.Load() {
@@ -216,7 +243,7 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx, pinned *uint64) (S
 		}
 	}
 	if q.svc.journal != nil {
-		ev := []event{{Kind: wire.EventAllocated, Series: c.series, Partition: c.partition, Number: st.value}}
+		ev := []event{{Kind: wire.EventAllocated, Series: c.series, Partition: c.partition, Number: st.value, Reason: reason}}
 		if err := q.svc.journal.Record(ctx, tx, ev); err != nil {
 			return Serial{}, false, q.errorf("next", &txMark{err: err, mark: wire.ErrTxWrote})
 		}

@@ -32,7 +32,7 @@ func (q *Sequence) At(date time.Time) *Sequence {
 	return &Sequence{
 		svc: q.svc, c: q.c, sd: q.sd, series: q.series, partition: q.partition,
 		def: q.def, defined: q.defined, loc: q.loc, tmpl: q.tmpl,
-		date: date, dated: true,
+		date: date, dated: true, corr: q.corr,
 	}
 }
 
@@ -45,7 +45,7 @@ func (q *Sequence) NextAt(ctx context.Context, date time.Time) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := t.do(op{kind: opNext, ctx: ctx, date: date, define: def})
+	n, err := t.do(op{kind: opNext, ctx: ctx, date: date, define: def, reason: q.reason()})
 	return n, t.errorf("next", err)
 }
 
@@ -55,7 +55,7 @@ func (q *Sequence) NextSerialAt(ctx context.Context, date time.Time) (Serial, er
 	if err != nil {
 		return Serial{}, err
 	}
-	n, err := t.do(op{kind: opNext, ctx: ctx, date: date, define: def})
+	n, err := t.do(op{kind: opNext, ctx: ctx, date: date, define: def, reason: q.reason()})
 	if n == 0 {
 		return Serial{}, t.errorf("next", err)
 	}

@@ -108,6 +108,7 @@ type service struct {
 	counters map[string]*counter
 	defs     map[string]*seriesDef // by series name
 	targets  map[string]*Sequence  // the handles of period counters, by key
+	issued   sync.Map              // correction text -> the void key of a number known issued (corrections.go)
 
 	gate gate.Gate // calls in flight; closed by Close
 }
@@ -269,6 +270,8 @@ type Sequence struct {
 	date  time.Time // At's date
 	dated bool      // the handle is At's
 
+	corr *correction // the number a handle of Correcting corrects (nil: none)
+
 	target bool      // the handle of one period's counter (see periods.go)
 	base   *Sequence // a target's undated handle
 	period string    // a target's period label
@@ -342,6 +345,11 @@ func (q *Sequence) beginAt(ctx context.Context, op string, date time.Time, dated
 		return nil, time.Time{}, nil, q.errorf(op, err)
 	}
 	hs := t.hs.Load()
+	if op != "seed" {
+		if err := q.checkCorrection(ctx, hs.eff); err != nil {
+			return nil, time.Time{}, nil, q.errorf(op, err)
+		}
+	}
 	if err := t.definePending(ctx, hs); err != nil {
 		return nil, time.Time{}, nil, t.errorf(op, err)
 	}
@@ -369,7 +377,8 @@ func (q *Sequence) errorf(op string, err error) error {
 	var ce *ContentionError
 	var ve *ValidationError
 	var de *DefinitionError
-	if errors.As(err, &ce) || errors.As(err, &ve) || errors.As(err, &de) {
+	var re *CorrectionError
+	if errors.As(err, &ce) || errors.As(err, &ve) || errors.As(err, &de) || errors.As(err, &re) {
 		return err
 	}
 	return fmt.Errorf("sequence %s: %s: %w", q.c.name, op, err)
@@ -427,7 +436,7 @@ func (q *Sequence) Next(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := t.do(op{kind: opNext, ctx: ctx, date: date, define: def})
+	n, err := t.do(op{kind: opNext, ctx: ctx, date: date, define: def, reason: q.reason()})
 	return n, t.errorf("next", err)
 }
 
@@ -437,7 +446,7 @@ func (q *Sequence) NextSerial(ctx context.Context) (Serial, error) {
 	if err != nil {
 		return Serial{}, err
 	}
-	n, err := t.do(op{kind: opNext, ctx: ctx, date: date, define: def})
+	n, err := t.do(op{kind: opNext, ctx: ctx, date: date, define: def, reason: q.reason()})
 	if n == 0 {
 		return Serial{}, t.errorf("next", err)
 	}
@@ -457,11 +466,14 @@ func (q *Sequence) NextN(ctx context.Context, k int) (first uint64, err error) {
 	if k < 1 || k > MaxNextN {
 		return 0, q.errorf("next", invalid("count", strconv.Itoa(k), fmt.Sprintf("want 1 to %d", MaxNextN)))
 	}
+	if k > 1 && q.corr != nil {
+		return 0, q.errorf("next", invalid("count", strconv.Itoa(k), "a handle of Correcting takes one number at a time"))
+	}
 	t, date, def, err := q.begin(ctx, "next")
 	if err != nil {
 		return 0, err
 	}
-	last, err := t.do(op{kind: opNext, ctx: ctx, count: uint64(k), date: date, define: def})
+	last, err := t.do(op{kind: opNext, ctx: ctx, count: uint64(k), date: date, define: def, reason: q.reason()})
 	if last == 0 {
 		return 0, t.errorf("next", err)
 	}
@@ -576,8 +588,8 @@ func (q *Sequence) Claim(ctx context.Context, requestID string) (uint64, error) 
 	if err != nil {
 		return 0, err
 	}
+	req := op{kind: opClaim, ctx: ctx, id: requestID, date: date, define: def, reason: q.reason()}
 	q = t
-	req := op{kind: opClaim, ctx: ctx, id: requestID, date: date, define: def}
 	if q.svc.txr != nil {
 		req.ckey = q.svc.claimKey(q.c.key, requestID)
 	}
@@ -631,11 +643,12 @@ func (q *Sequence) BindKeys(ctx context.Context, keys []string, fn func(tx store
 	if fn == nil {
 		return Serial{}, invalid("bind function", "nil", "must not be nil")
 	}
+	reason := q.reason
 	q, date, def, err := q.begin(ctx, "bind")
 	if err != nil {
 		return Serial{}, err
 	}
-	n, err := q.do(op{kind: opBind, ctx: ctx, seq: q, fn: fn, keys: keys, date: date, define: def})
+	n, err := q.do(op{kind: opBind, ctx: ctx, seq: q, fn: fn, keys: keys, date: date, define: def, reason: reason()})
 	if err != nil {
 		if n != 0 {
 			// Committed with fn's writes, but its pin or journal failed.

@@ -333,12 +333,21 @@ func (h history) Facts(ctx context.Context, series string, partition []string, a
 			continue
 		}
 		if e.Series != series || !slices.Equal(e.Partition, partition) {
+			if e.Kind == ledger.NumberAllocated && e.Reason != "" {
+				// A correction of one of series' numbers, taken in another.
+				if r, ok := wire.ParseCorrection(e.Reason); ok && r.Series == series && slices.Equal(r.Counter(), partition) {
+					f := wire.SequenceFact{Seq: e.Seq, Kind: wire.FactCorrected, Number: r.N, Corrector: wire.CorrectionRef{Series: e.Series, Partition: e.Partition, N: e.Number}}
+					if err := fn(f); err != nil {
+						return after, err
+					}
+				}
+			}
 			continue
 		}
 		f := wire.SequenceFact{Seq: e.Seq, Number: e.Number}
 		switch e.Kind {
 		case ledger.NumberAllocated:
-			f.Kind, f.RequestID = wire.FactAllocated, e.RequestID
+			f.Kind, f.RequestID, f.Reason = wire.FactAllocated, e.RequestID, e.Reason
 		case ledger.RecordPut:
 			f.Kind, f.Collection, f.ID = wire.FactBound, e.Collection, e.ID
 		case ledger.NumberVoided:

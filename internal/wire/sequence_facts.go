@@ -50,7 +50,8 @@ type SequenceEvent struct {
 	From uint64
 	// RequestID is the request id of a Claim allocation.
 	RequestID string
-	// Reason is the reason of an EventVoided.
+	// Reason is the reason of an EventVoided, and of an EventAllocated
+	// taken for a correction its CorrectionText.
 	Reason string
 }
 
@@ -71,6 +72,10 @@ const (
 	// The history reports deletions of any record; Audit keeps those of
 	// records that carried one of the series' numbers.
 	FactRecordDeleted
+	// FactCorrected: Number was corrected by the number Corrector of
+	// another series (an allocation whose Reason is a CorrectionText
+	// naming this series, partition and number).
+	FactCorrected
 )
 
 // SequenceFact is one recorded event about a number of a series, as a
@@ -91,4 +96,6 @@ type SequenceFact struct {
 	Reason string
 	// RequestID is the request id of a FactAllocated by Claim.
 	RequestID string
+	// Corrector is, for FactCorrected, the correcting number.
+	Corrector CorrectionRef
 }
