@@ -69,9 +69,12 @@ type Options struct {
 	// example), rendered by the {meta.<key>} token: at most MaxMeta
 	// entries, keys of ASCII letters, digits, '_' and '-'.
 	Meta map[string]string
-	// Corrects names the series this one corrects (credit notes): a number
-	// taken here records which number of that series it corrects. It is
-	// stored with the definition; its behaviour is not implemented yet.
+	// Corrects names the series this one corrects (credit notes): the
+	// series then takes numbers only through a handle of Correcting, and
+	// each number's ledger entry records which number of that series it
+	// corrects (Audit shows the pair on both sides). Plain Next on it
+	// fails with ErrCorrectionNeeded. Deferred numbering (the vault's
+	// NumberingOf) does not take corrections.
 	Corrects string
 }
 
