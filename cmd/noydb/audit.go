@@ -37,12 +37,31 @@ type auditRow struct {
 
 // auditReport is what 'seq audit' prints.
 type auditReport struct {
-	Series    string         `json:"series"`
-	Partition []string       `json:"partition,omitempty"`
-	Head      uint64         `json:"head"`
-	Numbers   []auditRow     `json:"numbers"`
-	Counts    map[string]int `json:"counts"`
+	Series      string         `json:"series"`
+	Partition   []string       `json:"partition,omitempty"`
+	Period      string         `json:"period,omitempty"`
+	Head        uint64         `json:"head"`
+	Numbers     []auditRow     `json:"numbers"`
+	Counts      map[string]int `json:"counts"`
+	Corrections []pairJSON     `json:"corrections,omitempty"`
+	CorrectedBy []pairJSON     `json:"corrected_by,omitempty"`
 }
+
+// pairJSON is a correction: number of this series, and the other's.
+type pairJSON struct {
+	Number uint64  `json:"number"`
+	Other  refJSON `json:"other"`
+}
+
+// refJSON is a number of a series.
+type refJSON struct {
+	Series    string   `json:"series"`
+	Partition []string `json:"partition,omitempty"`
+	Period    string   `json:"period,omitempty"`
+	Number    uint64   `json:"number"`
+}
+
+func refOf(r sequence.Ref) refJSON { return refJSON{r.Series, r.Partition, r.Period, r.N} }
 
 func (a *app) auditCmd() *cobra.Command {
 	var f seqFlags
@@ -55,6 +74,11 @@ func (a *app) auditCmd() *cobra.Command {
   unbound   taken (by 'seq next') but no record carries it
   seeded    skipped over by 'seq seed' (numbered elsewhere, then imported)
   missing   the ledger has no trace of it
+
+then the corrections: the numbers of a credit-note series (--corrects) with
+the number each corrects, or the numbers of a corrected series with the
+credit notes that correct them. For a series with periods it audits
+today's period, --date's or --period LABEL's.
 
 The answer comes from the vault's ledger, which is verified on the way: a
 tampered ledger fails the audit. Exit status 1 when a number is missing.
@@ -69,7 +93,7 @@ number given to two records (exit status 1).`,
 			if err != nil {
 				return err
 			}
-			s, err := f.sequence(v, args[0])
+			s, err := f.sequence(cmd.Context(), v, args[0])
 			if err != nil {
 				return err
 			}
@@ -79,6 +103,11 @@ number given to two records (exit status 1).`,
 			}
 			if counter == nil {
 				return a.auditPasses(cmd.Context(), v, *passes)
+			}
+			if f.label != "" {
+				if s, err = atLabel(cmd.Context(), s, f.label); err != nil {
+					return err
+				}
 			}
 			r, err := s.Audit(cmd.Context())
 			if err != nil {
@@ -100,6 +129,8 @@ number given to two records (exit status 1).`,
 		},
 	}
 	f.add(cmd)
+	f.addDate(cmd, "audit the period holding this date")
+	f.addLabel(cmd)
 	return cmd
 }
 
@@ -108,7 +139,7 @@ number given to two records (exit status 1).`,
 // a run of unbound, seeded or missing numbers (a seed can skip millions) is
 // one row.
 func auditOf(s *sequence.Sequence, r sequence.AuditReport) auditReport {
-	rep := auditReport{Series: r.Series, Partition: r.Partition, Head: r.Head, Numbers: make([]auditRow, 0, len(r.Runs)), Counts: map[string]int{
+	rep := auditReport{Series: r.Series, Partition: r.Partition, Period: r.Period, Head: r.Head, Numbers: make([]auditRow, 0, len(r.Runs)), Counts: map[string]int{
 		statusBound: r.Bound, statusVoided: r.Voided, statusUnbound: r.Unbound, statusSeeded: r.Seeded, statusMissing: r.Missing,
 	}}
 	for _, run := range r.Runs {
@@ -119,11 +150,21 @@ func auditOf(s *sequence.Sequence, r sequence.AuditReport) auditReport {
 		}
 		rep.Numbers = append(rep.Numbers, row)
 	}
+	for _, c := range r.Corrections {
+		rep.Corrections = append(rep.Corrections, pairJSON{c.By.N, refOf(c.Of)})
+	}
+	for _, c := range r.CorrectedBy {
+		rep.CorrectedBy = append(rep.CorrectedBy, pairJSON{c.Of.N, refOf(c.By)})
+	}
 	return rep
 }
 
 func (a *app) printAudit(rep auditReport, s *sequence.Sequence) error {
-	fmt.Fprintf(a.io.out, "series %s in vault %q: head %d\n", seriesName(s), a.vaultName, rep.Head)
+	period := ""
+	if rep.Period != "" {
+		period = " period " + rep.Period
+	}
+	fmt.Fprintf(a.io.out, "series %s%s in vault %q: head %d\n", seriesName(s), period, a.vaultName, rep.Head)
 	tw := tabwriter.NewWriter(a.io.out, 0, 4, 2, ' ', 0)
 	for _, r := range rep.Numbers {
 		num, formatted := strconv.FormatUint(r.Number, 10), r.Formatted
@@ -156,8 +197,28 @@ func (a *app) printAudit(rep auditReport, s *sequence.Sequence) error {
 	for _, st := range []string{statusBound, statusVoided, statusUnbound, statusSeeded, statusMissing} {
 		parts = append(parts, fmt.Sprintf("%d %s", rep.Counts[st], st))
 	}
-	_, err := fmt.Fprintf(a.io.out, "%d numbers: %s\n", rep.Head, strings.Join(parts, ", "))
-	return err
+	if _, err := fmt.Fprintf(a.io.out, "%d numbers: %s\n", rep.Head, strings.Join(parts, ", ")); err != nil {
+		return err
+	}
+	for _, c := range rep.Corrections {
+		fmt.Fprintf(a.io.out, "  %s corrects %s\n", s.Format(c.Number), refText(c.Other))
+	}
+	for _, c := range rep.CorrectedBy {
+		fmt.Fprintf(a.io.out, "  %s is corrected by %s\n", s.Format(c.Number), refText(c.Other))
+	}
+	return nil
+}
+
+// refText is a number of a series as the audit prints it: invoices FY2026-27 3.
+func refText(r refJSON) string {
+	t := r.Series
+	if len(r.Partition) > 0 {
+		t += " " + strings.Join(r.Partition, ",")
+	}
+	if r.Period != "" {
+		t += " " + r.Period
+	}
+	return t + " number " + strconv.FormatUint(r.Number, 10)
 }
 
 // seriesName is a series with its partition, for messages: "fatture" [2026, EU].

@@ -44,6 +44,14 @@ func (a *app) explain(err error) string {
 		return fmt.Sprintf("%v: the store serves older data than this device has seen (restored from an old backup?); nothing was issued", err)
 	case errors.Is(err, sequence.ErrOffline):
 		return fmt.Sprintf("store %s has no atomic compare-and-swap: write numbered records with `noydb put --seq`, numbered by `noydb number pass`", a.spec)
+	case errors.Is(err, sequence.ErrPeriodClosed):
+		return fmt.Sprintf("%v: it takes no more numbers; date the document into an open period (--date), or see `noydb seq list`", err)
+	case errors.Is(err, sequence.ErrDefinitionMismatch):
+		return fmt.Sprintf("%v: pass the stored definition's flags, or none (the stored definition is used); see `noydb seq list`", err)
+	case errors.Is(err, sequence.ErrCorrectionNeeded):
+		return fmt.Sprintf("%v: name the corrected number with --correcting N (and --correcting-period LABEL)", err)
+	case errors.Is(err, sequence.ErrNotCorrecting):
+		return fmt.Sprintf("%v: only a series defined with --corrects takes --correcting", err)
 	case errors.Is(err, numbering.ErrAlreadyNumbered):
 		return fmt.Sprintf("%v: see `noydb number lookup`", err)
 	case errors.Is(err, numbering.ErrPassRunning):

@@ -64,8 +64,8 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 			}
 			value = compact.Bytes()
 			if series == "" {
-				if numbered.partition != "" || numbered.format != "" {
-					return usagef("--partition and --format need --seq")
+				if numbered.partition != "" || numbered.format != "" || numbered.defines() {
+					return usagef("--partition and --format need --seq (so do --date, --period, --fiscal-start, --tz, --meta, --corrects and --correcting)")
 				}
 				v, err := a.openVault(cmd.Context())
 				if err != nil {
@@ -91,15 +91,22 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 			if err := canCarry(value, field); err != nil {
 				return usagef("put %s/%s --seq: %v", args[0], args[1], err)
 			}
+			if _, err := numbered.options(); err != nil {
+				return err
+			}
 			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}
-			if numbered.partition == "" {
+			if numbered.partition == "" && !numbered.defines() {
 				return a.putHandedOff(cmd, v, args[0], args[1], series, numbered.format, field, value)
 			}
-			// A partitioned series: numbered at write time only.
-			s, err := numbered.sequence(v, series)
+			// A partitioned, dated or defined series: numbered at write time only.
+			s, err := numbered.sequence(cmd.Context(), v, series)
+			if err != nil {
+				return err
+			}
+			def, err := s.Definition(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -107,7 +114,7 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 			_, err = records(v, args[0]).PutNumbered(cmd.Context(), args[1], s, func(serial sequence.Serial) (json.RawMessage, error) {
 				got = serial
 				var num any = serial.N
-				if numbered.format != "" {
+				if def.Format != "" {
 					num = serial.Formatted
 				}
 				return withField(value, field, num)
@@ -116,7 +123,7 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 				return err
 			}
 			if a.json {
-				return a.printJSON(serialJSON{s.Series(), s.Partition(), got.N, got.Formatted})
+				return a.printJSON(serialJSON{s.Series(), s.Partition(), got.N, got.Formatted, got.Period})
 			}
 			_, err = fmt.Fprintln(a.io.out, got.Formatted)
 			return err
@@ -125,6 +132,9 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 	put.Flags().StringVar(&series, "seq", "", "number the record from this series: in the same commit, or by the next pass on a file: store")
 	put.Flags().StringVar(&field, "field", "number", "with --seq: the JSON field that receives the number")
 	numbered.add(put)
+	numbered.addDefine(put)
+	numbered.addDate(put, "with --seq: the document's date, which picks the period")
+	numbered.addCorrecting(put)
 
 	var getSeq, getField string
 	get := &cobra.Command{
@@ -333,7 +343,7 @@ func (a *app) putHandedOff(cmd *cobra.Command, v *vault.Vault, collection, id, s
 		if r.Pending {
 			return a.printJSON(pendingJSON{series, collection, id, true, r.Provisional})
 		}
-		return a.printJSON(serialJSON{series, nil, r.Serial.N, r.Serial.Formatted})
+		return a.printJSON(serialJSON{series, nil, r.Serial.N, r.Serial.Formatted, r.Serial.Period})
 	}
 	if r.Pending {
 		_, err = fmt.Fprintf(a.io.out, "pending: numbered by the next pass (provisional id %s)\n", r.Provisional)

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,62 +17,42 @@ const (
 	voidWhat = "the number to void"
 )
 
-// seqFlags are the flags that pick a counter and how it renders.
-type seqFlags struct {
-	partition string
-	format    string
-}
-
-func (f *seqFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.partition, "partition", "", "partition tuple, comma-separated (e.g. 2026,EU): each tuple counts from 1")
-	cmd.Flags().StringVar(&f.format, "format", "", "render numbers with a format: {seq}, {seq:04}, {partition.0}, …")
-}
-
-// parts splits --partition; integers and their decimal text are the same
-// component to the sequence package, so every component is passed as text.
-func (f *seqFlags) parts() []any {
-	if f.partition == "" {
-		return nil
-	}
-	var out []any
-	for p := range strings.SplitSeq(f.partition, ",") {
-		out = append(out, strings.TrimSpace(p))
-	}
-	return out
-}
-
-// partStrings is parts as the text a listing of series shows.
-func (f *seqFlags) partStrings() []string {
-	var out []string
-	for _, p := range f.parts() {
-		out = append(out, p.(string))
-	}
-	return out
-}
-
-func (f *seqFlags) sequence(v *vault.Vault, series string) (*sequence.Sequence, error) {
-	return v.Sequence(series, sequence.Options{Partition: f.parts(), Format: f.format})
-}
-
 // serialJSON is a number as --json prints it.
 type serialJSON struct {
 	Series    string   `json:"series"`
 	Partition []string `json:"partition,omitempty"`
 	Number    uint64   `json:"number"`
 	Formatted string   `json:"formatted"`
+	Period    string   `json:"period,omitempty"`
 }
 
 func (a *app) seqCmd() *cobra.Command {
 	seq := &cobra.Command{
 		Use:   "seq",
-		Short: "Gap-free numbered series: next, peek, seed, void, audit, list",
+		Short: "Gap-free numbered series: next, peek, seed, void, audit, close-period, list",
 		Long: `Gap-free numbered series. Each SERIES (optionally scoped by --partition)
 counts 1, 2, 3 … with no number skipped or issued twice, even with many
 callers at once. --format renders numbers: '{partition.0}/{seq:04}' gives
 2026/0001 for --partition 2026.
 
-The format is not stored with the series: pass --format each time you want
-numbers rendered. To number a record in the same commit as its write, use
+A series' definition (--format, --period, --fiscal-start, --tz, --meta,
+--corrects) is stored with the series by the first number taken with any
+of them, so later commands may leave them out: every command, process and
+device then numbers and renders the series the same way. Passing a
+different definition later is refused. 'noydb seq list' shows it.
+
+With --period (day, month, year or fiscal-year) each period of the
+document date (--date, default today, read in the series' --tz) counts
+from 1: 'seq next invoices --period fiscal-year --fiscal-start 04-01 --tz
+Europe/Rome --format FY{FY}/{seq:04} --date 2026-04-02' gives FY2026-27/0001.
+A back-dated number goes into its own period while that period is open;
+'seq close-period SERIES LABEL' closes one for good.
+
+A series defined with --corrects INVOICES (credit notes) takes numbers only
+with --correcting N (and --correcting-period LABEL): the ledger records
+which invoice each corrects, and 'seq audit' shows the pairs.
+
+To number a record in the same commit as its write, use
 'noydb put --seq SERIES'.
 
 Allocating (next, seed, void) needs a store with atomic compare-and-swap:
@@ -85,9 +65,13 @@ badger, mem or postgres. On file: stores use 'noydb number'.`,
 	next := &cobra.Command{
 		Use:   "next SERIES",
 		Short: "Take the next number of a series and print it",
-		Long: `Take the next number of SERIES and print it (formatted with --format).
-A new series starts at 1. The allocation is recorded in the ledger.`,
+		Long: `Take the next number of SERIES and print it (formatted with the series'
+format). A new series (or period) starts at 1. The allocation is recorded
+in the ledger. With --json it prints {"series", "partition", "number",
+"formatted", "period"}. A number dated into a closed period is refused.`,
 		Example: `  noydb seq next fatture --partition 2026 --format '{partition.0}/{seq:04}'
+  noydb seq next invoices --period fiscal-year --fiscal-start 04-01 --tz Europe/Rome --format 'FY{FY}/{seq:04}' --date 2026-04-02
+  noydb seq next credit-notes --corrects invoices --correcting 3 --correcting-period FY2026-27
   noydb seq next tickets --json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -95,7 +79,7 @@ A new series starts at 1. The allocation is recorded in the ledger.`,
 			if err != nil {
 				return err
 			}
-			s, err := nf.sequence(v, args[0])
+			s, err := nf.sequence(cmd.Context(), v, args[0])
 			if err != nil {
 				return err
 			}
@@ -104,13 +88,16 @@ A new series starts at 1. The allocation is recorded in the ledger.`,
 				return err
 			}
 			if a.json {
-				return a.printJSON(serialJSON{s.Series(), s.Partition(), serial.N, serial.Formatted})
+				return a.printJSON(serialJSON{s.Series(), s.Partition(), serial.N, serial.Formatted, serial.Period})
 			}
 			_, err = fmt.Fprintln(a.io.out, serial.Formatted)
 			return err
 		},
 	}
 	nf.add(next)
+	nf.addDefine(next)
+	nf.addDate(next, "the document's date, which picks the period")
+	nf.addCorrecting(next)
 
 	var pf seqFlags
 	peek := &cobra.Command{
@@ -119,14 +106,16 @@ A new series starts at 1. The allocation is recorded in the ledger.`,
 		Long: `Print the last number SERIES handed out (for a series numbered by
 'noydb number' passes, the last number a pass gave). It never writes and
 works on every store. A series the vault does not hold is an error naming
-the closest series it does hold.`,
+the closest series it does hold. For a series with periods it is the last
+number of today's period, of --date's, or of --period LABEL's (which says
+"closed" after the number when that period is closed).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
 				return err
 			}
-			s, err := pf.sequence(v, args[0])
+			s, err := pf.sequence(cmd.Context(), v, args[0])
 			if err != nil {
 				return err
 			}
@@ -137,7 +126,16 @@ the closest series it does hold.`,
 			if counter == nil {
 				return a.peekPasses(*passes)
 			}
+			if pf.label != "" {
+				if s, err = atLabel(cmd.Context(), s, pf.label); err != nil {
+					return err
+				}
+			}
 			n, err := s.Peek(cmd.Context())
+			if err != nil {
+				return err
+			}
+			period, closed, err := periodOf(cmd.Context(), s)
 			if err != nil {
 				return err
 			}
@@ -146,17 +144,22 @@ the closest series it does hold.`,
 				formatted = s.Format(n)
 			}
 			if a.json {
-				return a.printJSON(serialJSON{s.Series(), s.Partition(), n, formatted})
+				return a.printJSON(peekJSON{serialJSON{s.Series(), s.Partition(), n, formatted, period}, closed})
 			}
+			line := strconv.FormatUint(n, 10)
 			if pf.format != "" && n > 0 {
-				_, err = fmt.Fprintf(a.io.out, "%d\t%s\n", n, formatted)
-			} else {
-				_, err = fmt.Fprintln(a.io.out, n)
+				line += "\t" + formatted
 			}
+			if closed {
+				line += "\tclosed"
+			}
+			_, err = fmt.Fprintln(a.io.out, line)
 			return err
 		},
 	}
 	pf.add(peek)
+	pf.addDate(peek, "show the period holding this date")
+	pf.addLabel(peek)
 
 	var sf seqFlags
 	seed := &cobra.Command{
@@ -177,7 +180,7 @@ nothing to do"). It prints "SERIES: next number is N+1", or with --json
 			if err != nil {
 				return err
 			}
-			s, err := sf.sequence(v, args[0])
+			s, err := sf.sequence(cmd.Context(), v, args[0])
 			if err != nil {
 				return err
 			}
@@ -209,6 +212,7 @@ nothing to do"). It prints "SERIES: next number is N+1", or with --json
 		},
 	}
 	sf.add(seed)
+	sf.addDate(seed, "seed the period holding this date")
 	describeNumber(seed, seedWhat)
 
 	var vf seqFlags
@@ -234,7 +238,7 @@ It prints "voided SERIES N", or with --json {"series", "partition", "number",
 			if err != nil {
 				return err
 			}
-			s, err := vf.sequence(v, args[0])
+			s, err := vf.sequence(cmd.Context(), v, args[0])
 			if err != nil {
 				return err
 			}
@@ -249,10 +253,11 @@ It prints "voided SERIES N", or with --json {"series", "partition", "number",
 		},
 	}
 	vf.add(void)
+	vf.addDate(void, "void a number of the period holding this date")
 	describeNumber(void, voidWhat)
 	void.Flags().StringVar(&reason, "reason", "", "why the number is void (required)")
 
-	seq.AddCommand(next, peek, seed, void, a.auditCmd(), a.seqListCmd())
+	seq.AddCommand(next, peek, seed, void, a.auditCmd(), a.closePeriodCmd(), a.seqListCmd())
 	return seq
 }
 
@@ -276,4 +281,72 @@ func (a *app) peekPasses(s vault.SeriesInfo) error {
 	}
 	_, err := fmt.Fprintln(a.io.out, s.Head)
 	return err
+}
+
+// peekJSON is what 'seq peek --json' prints.
+type peekJSON struct {
+	serialJSON
+	Closed bool `json:"closed,omitempty"`
+}
+
+// periodOf is the label of the period s acts on and whether it is closed
+// ("" and false for a series without periods).
+func periodOf(ctx context.Context, s *sequence.Sequence) (string, bool, error) {
+	label, err := s.PeriodLabel(ctx)
+	if err != nil || label == "" {
+		return "", false, err
+	}
+	_, closed, err := s.PeekPeriod(ctx, label)
+	return label, closed, err
+}
+
+func (a *app) closePeriodCmd() *cobra.Command {
+	var f seqFlags
+	cmd := &cobra.Command{
+		Use:   "close-period SERIES LABEL",
+		Short: "Close a period of a series: no number can be dated into it any more",
+		Long: `Close the period LABEL of SERIES (2026-03-15, 2026-03, 2026, FY2025-26 or
+FY2026, as the series' --period names them): afterwards a number dated into
+it is refused, while other periods, earlier ones included, stay open. The
+close is recorded in the ledger with the period's last number. Closing a
+closed period again does nothing. It prints "closed SERIES LABEL: last
+number N", or with --json {"series", "partition", "period", "head",
+"closed"}. A series never used takes its definition flags here.`,
+		Example: `  noydb seq close-period invoices FY2025-26`,
+		Args:    exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := f.options(); err != nil {
+				return err
+			}
+			v, err := a.openVault(cmd.Context())
+			if err != nil {
+				return err
+			}
+			s, err := f.sequence(cmd.Context(), v, args[0])
+			if err != nil {
+				return err
+			}
+			if err := s.ClosePeriod(cmd.Context(), args[1]); err != nil {
+				return err
+			}
+			head, closed, err := s.PeekPeriod(cmd.Context(), args[1])
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(struct {
+					Series    string   `json:"series"`
+					Partition []string `json:"partition,omitempty"`
+					Period    string   `json:"period"`
+					Head      uint64   `json:"head"`
+					Closed    bool     `json:"closed"`
+				}{s.Series(), s.Partition(), args[1], head, closed})
+			}
+			_, err = fmt.Fprintf(a.io.out, "closed %s %s: last number %d\n", seriesLabel(s), args[1], head)
+			return err
+		},
+	}
+	f.add(cmd)
+	f.addDefine(cmd)
+	return cmd
 }

@@ -21,17 +21,23 @@ type seriesJSON struct {
 	Passes     bool     `json:"passes,omitempty"`
 	Collection string   `json:"collection,omitempty"`
 	Format     string   `json:"format,omitempty"`
+	Period     string   `json:"period,omitempty"`
+	Closed     bool     `json:"closed,omitempty"`
+	Definition string   `json:"definition,omitempty"`
 }
 
 func (a *app) seqListCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "Print the series of the vault and their heads",
-		Long: `Print every series of the vault, one per partition, with the last number it
-handed out: the series (and partition), a tab, and the head. A series
-numbered by 'noydb number' passes says so after its head, with the
-collection it numbers. With --json it prints an array of {"series",
-"partition", "head", "passes", "collection", "format"}.`,
+		Long: `Print every series of the vault, one per partition and period, with the
+last number it handed out: the series (and partition, and "period LABEL"
+for a series with periods), a tab, and the head; then "closed" for a closed
+period, and the series' stored definition (format, period, fiscal-start,
+tz, meta, corrects), when it has one. A series numbered by 'noydb number'
+passes says so after its head, with the collection it numbers. With --json
+it prints an array of {"series", "partition", "head", "passes",
+"collection", "format", "period", "closed", "definition"}.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVaultToRead(cmd.Context())
@@ -44,7 +50,7 @@ collection it numbers. With --json it prints an array of {"series",
 			}
 			list := make([]seriesJSON, 0, len(infos))
 			for _, s := range infos {
-				list = append(list, seriesJSON{s.Name, s.Partition, s.Head, s.Passes, s.Collection, s.Format})
+				list = append(list, seriesJSON{s.Name, s.Partition, s.Head, s.Passes, s.Collection, s.Format, s.Period, s.Closed, s.Definition.String()})
 			}
 			if a.json {
 				return a.printJSON(list)
@@ -58,7 +64,16 @@ collection it numbers. With --json it prints an array of {"series",
 				if len(s.Partition) > 0 {
 					label += " " + strings.Join(s.Partition, ",")
 				}
+				if s.Period != "" {
+					label += " period " + s.Period
+				}
 				line := fmt.Sprintf("%s\t%d", label, s.Head)
+				if s.Closed {
+					line += "\tclosed"
+				}
+				if s.Definition != "" {
+					line += "\t" + s.Definition
+				}
 				if s.Passes {
 					line += "\tnumbered by passes" + collectionNote(s.Collection)
 				}

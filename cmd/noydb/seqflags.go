@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// seqFlags are the flags that pick a counter, define its series (stored
+// with the series by the first number taken with them), date a document
+// and name the number a credit note corrects.
+type seqFlags struct {
+	partition string
+	format    string
+
+	// The series' definition (next, put --seq, close-period).
+	period      string // a period kind: day, month, year, fiscal-year
+	fiscalStart string // MM-DD
+	tz          string // IANA zone
+	meta        []string
+	corrects    string
+
+	date  string // the document's date: YYYY-MM-DD or RFC 3339
+	label string // peek, audit: --period LABEL
+
+	// The number a credit note corrects.
+	correcting          string
+	correctingPeriod    string
+	correctingPartition string
+}
+
+// add adds the flags every series command takes.
+func (f *seqFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.partition, "partition", "", "partition tuple, comma-separated (e.g. 2026,EU): each tuple counts from 1")
+	cmd.Flags().StringVar(&f.format, "format", "", "render numbers with a format: {seq}, {seq:04}, {partition.0}, {FY}, … (stored with the series by its first number)")
+}
+
+// addDefine adds the flags that define a series.
+func (f *seqFlags) addDefine(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.period, "period", "", "restart the count each day, month, year or fiscal-year of the document date (stored with the series)")
+	cmd.Flags().StringVar(&f.fiscalStart, "fiscal-start", "", "first day of the fiscal year, MM-DD (e.g. 04-01; stored with the series)")
+	cmd.Flags().StringVar(&f.tz, "tz", "", "IANA time zone in which document dates are read (e.g. Europe/Rome; stored with the series; default UTC)")
+	cmd.Flags().StringArrayVar(&f.meta, "meta", nil, "series metadata KEY=VALUE, for {meta.KEY} (repeatable; stored with the series)")
+	cmd.Flags().StringVar(&f.corrects, "corrects", "", "this series corrects SERIES (credit notes): its numbers are taken only with --correcting (stored with the series)")
+}
+
+// addDate adds --date.
+func (f *seqFlags) addDate(cmd *cobra.Command, what string) {
+	cmd.Flags().StringVar(&f.date, "date", "", what+": YYYY-MM-DD (in the series' time zone) or RFC 3339; default today")
+}
+
+// addLabel adds --period LABEL.
+func (f *seqFlags) addLabel(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.label, "period", "", "the period to show, by its label: 2026-03-15, 2026-03, 2026 or FY2025-26 (default: today's)")
+}
+
+// addCorrecting adds the flags naming the number a credit note corrects.
+func (f *seqFlags) addCorrecting(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.correcting, "correcting", "", "the number N of the corrected series this number corrects (a series defined with --corrects)")
+	cmd.Flags().StringVar(&f.correctingPeriod, "correcting-period", "", "with --correcting: the period label of the corrected number (e.g. FY2026-27)")
+	cmd.Flags().StringVar(&f.correctingPartition, "correcting-partition", "", "with --correcting: the partition of the corrected number, comma-separated")
+}
+
+// defines reports whether a definition or dating flag beyond --partition and --format was given.
+func (f *seqFlags) defines() bool {
+	return f.period != "" || f.fiscalStart != "" || f.tz != "" || len(f.meta) > 0 || f.corrects != "" ||
+		f.date != "" || f.correcting != "" || f.correctingPeriod != "" || f.correctingPartition != ""
+}
+
+// parts splits --partition; integers and their decimal text are the same
+// component to the sequence package, so every component is passed as text.
+func (f *seqFlags) parts() []any {
+	var out []any
+	for _, p := range splitParts(f.partition) {
+		out = append(out, p)
+	}
+	return out
+}
+
+func splitParts(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var out []string
+	for p := range strings.SplitSeq(s, ",") {
+		out = append(out, strings.TrimSpace(p))
+	}
+	return out
+}
+
+// partStrings is parts as the text a listing of series shows.
+func (f *seqFlags) partStrings() []string { return splitParts(f.partition) }
+
+// options reads the flags into the options of a handle, refusing bad
+// input (a period kind, fiscal start, zone or metadata) with a usage error.
+func (f *seqFlags) options() (sequence.Options, error) {
+	o := sequence.Options{Partition: f.parts(), Format: f.format, Corrects: f.corrects}
+	var err error
+	if o.Period, err = sequence.ParsePeriod(f.period); err != nil {
+		return o, usagef("--period %q: want day, month, year or fiscal-year", f.period)
+	}
+	if f.fiscalStart != "" {
+		if o.FiscalStart, err = sequence.ParseMonthDay(f.fiscalStart); err != nil {
+			return o, usagef("--fiscal-start %q: want MM-DD, a day of every year (not 02-29), like 04-01", f.fiscalStart)
+		}
+	}
+	if f.tz != "" {
+		if o.Location, err = loadZone(f.tz); err != nil {
+			return o, err
+		}
+	}
+	for _, kv := range f.meta {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return o, usagef("--meta %q: want KEY=VALUE", kv)
+		}
+		if o.Meta == nil {
+			o.Meta = map[string]string{}
+		}
+		o.Meta[k] = v
+	}
+	if f.correcting == "" && (f.correctingPeriod != "" || f.correctingPartition != "") {
+		return o, usagef("--correcting-period and --correcting-partition need --correcting")
+	}
+	if f.correcting != "" {
+		if _, err := parseNumber("the number corrected (--correcting)", f.correcting); err != nil {
+			return o, err
+		}
+	}
+	if f.date != "" {
+		if _, _, err := parseDate(f.date); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// loadZone loads an IANA zone, or gives a usage error.
+func loadZone(name string) (*time.Location, error) {
+	if name == "Local" || name == "" {
+		return nil, usagef("--tz %q: want an IANA zone name such as Europe/Rome", name)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, usagef("--tz %q: unknown time zone (want an IANA name such as Europe/Rome)", name)
+	}
+	return loc, nil
+}
+
+// parseDate reads --date: a calendar date (civil: read in the series'
+// zone later) or an RFC 3339 instant.
+func parseDate(s string) (t time.Time, civil bool, err error) {
+	if d, err := time.Parse(time.DateOnly, s); err == nil && len(s) == len(time.DateOnly) {
+		return d, true, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, false, nil
+	}
+	return time.Time{}, false, usagef("--date %q: want YYYY-MM-DD or RFC 3339 (2026-03-31T18:00:00+02:00)", s)
+}
+
+// sequence opens the handle the flags name: checked flags first, then
+// the series' handle, dated with --date (a calendar date is midday of
+// that date in the series' time zone), and for --correcting the handle
+// of that correction.
+func (f *seqFlags) sequence(ctx context.Context, v *vault.Vault, series string) (*sequence.Sequence, error) {
+	o, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	s, err := v.Sequence(series, o)
+	if err != nil {
+		return nil, err
+	}
+	if f.date != "" {
+		d, civil, _ := parseDate(f.date)
+		if civil {
+			loc, err := seriesZone(ctx, s)
+			if err != nil {
+				return nil, err
+			}
+			d = time.Date(d.Year(), d.Month(), d.Day(), 12, 0, 0, 0, loc)
+		}
+		s = s.At(d)
+	}
+	if f.correcting != "" {
+		n, _ := strconv.ParseUint(f.correcting, 10, 64)
+		s = s.Correcting(sequence.Ref{Partition: splitParts(f.correctingPartition), Period: f.correctingPeriod, N: n})
+	}
+	return s, nil
+}
+
+// seriesZone is the time zone of s's series (UTC without one).
+func seriesZone(ctx context.Context, s *sequence.Sequence) (*time.Location, error) {
+	def, err := s.Definition(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if def.Zone == "" {
+		return time.UTC, nil
+	}
+	return time.LoadLocation(def.Zone)
+}
+
+// atLabel returns the handle of s on the period labelled label: midday of
+// its first day in the series' time zone. The label is checked first
+// (PeekPeriod: a *ValidationError for a label of another kind).
+func atLabel(ctx context.Context, s *sequence.Sequence, label string) (*sequence.Sequence, error) {
+	if _, _, err := s.PeekPeriod(ctx, label); err != nil {
+		return nil, err
+	}
+	def, err := s.Definition(ctx)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := seriesZone(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	var d time.Time
+	switch def.Period {
+	case sequence.PeriodDay:
+		d, err = time.Parse(time.DateOnly, label)
+	case sequence.PeriodMonth:
+		d, err = time.Parse("2006-01", label)
+	case sequence.PeriodYear:
+		d, err = time.Parse("2006", label)
+	case sequence.PeriodFiscalYear:
+		var y int
+		y, err = strconv.Atoi(label[2:6]) // checked by PeekPeriod: FY and four digits
+		start := def.FiscalStart
+		if start == (sequence.MonthDay{}) {
+			start = sequence.MonthDay{Month: time.January, Day: 1}
+		}
+		d = time.Date(y, start.Month, start.Day, 0, 0, 0, 0, time.UTC)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("period %q: %w", label, err)
+	}
+	return s.At(time.Date(d.Year(), d.Month(), d.Day(), 12, 0, 0, 0, loc)), nil
+}
