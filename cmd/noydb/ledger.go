@@ -278,6 +278,9 @@ func describe(e ledger.Entry) string {
 		if e.RequestID != "" {
 			s += " for request " + strconv.Quote(e.RequestID)
 		}
+		if e.Reason != "" { // a credit note: the number it corrects
+			s += " " + e.Reason
+		}
 		return s
 	case ledger.SeriesSeeded:
 		s := fmt.Sprintf("%s from %d to %d", series, e.From, e.Number)
