@@ -250,6 +250,14 @@ func TestCorrectionThroughPutNumberedAndUpdate(t *testing.T) {
 	require.ErrorIs(t, err, sequence.ErrCorrectionNeeded)
 	err = v.Update(ctx, func(tx *vault.Tx) error { _, err := tx.Next(credits.Correcting(sequence.Ref{N: 9})); return err })
 	require.ErrorIs(t, err, sequence.ErrNotIssued)
+	// Invoice 3, once corrected in a transaction, is then voided: the
+	// void marker is read in the next correction's transaction.
+	require.NoError(t, invoices.Void(ctx, 3, "cancelled"))
+	err = v.Update(ctx, func(tx *vault.Tx) error { _, err := tx.Next(credits.Correcting(sequence.Ref{N: 3})); return err })
+	require.ErrorIs(t, err, sequence.ErrAlreadyVoided)
+	var ce *sequence.CorrectionError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, uint64(3), ce.Of.N)
 
 	rep, err := invoices.Audit(ctx)
 	require.NoError(t, err)
