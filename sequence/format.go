@@ -1,44 +1,128 @@
 package sequence
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
 // MaxFormatLen is the longest format template, in bytes.
 const MaxFormatLen = 256
 
+// MaxFormattedLen is the longest a template may render a number, in bytes:
+// a template whose literal text (partition and meta values included) and
+// tokens at their widest could exceed it is refused when it is parsed.
+const MaxFormattedLen = 1024
+
 // maxWidth is the widest zero padding {seq:0N} accepts (a uint64 has at most 20 digits).
 const maxWidth = 20
 
-// piece is one part of a parsed format: literal text (partition tokens are
-// substituted at parse time) or the number with a minimum width.
+// maxYearLen bounds the decimal form of a year time.Time can hold (a sign
+// and up to 19 digits), for the length bound of a template.
+const maxYearLen = 20
+
+// kind says what a piece of a template renders.
+type kind uint8
+
+const (
+	kindLit     kind = iota // literal text (partition and meta values included)
+	kindSeq                 // the number, zero-padded to width
+	kindYear                // {YYYY}
+	kindYear2               // {YY}
+	kindMonth               // {MM}
+	kindDay                 // {DD}
+	kindDOY                 // {DOY}
+	kindWeek                // {WW}
+	kindFY                  // {FY}
+	kindFYStart             // {FY_START}
+	kindFYEnd               // {FY_END}
+	kindTFY                 // {TFY}
+)
+
+// What a template needs from the date, computed once per rendering.
+const (
+	needDate   = 1 << iota // year, month, day
+	needDOY                // day of the year
+	needWeek               // ISO week
+	needFiscal             // fiscal year (implies needDate)
+)
+
+// dateToken describes one date token: its kind, what it needs, its usual
+// width (to size the buffer) and its widest rendering (for the bound).
+type dateToken struct {
+	kind       kind
+	needs      uint8
+	usual, max int
+}
+
+var dateTokens = map[string]dateToken{
+	"YYYY":     {kindYear, needDate, 4, maxYearLen},
+	"YY":       {kindYear2, needDate, 2, 2},
+	"MM":       {kindMonth, needDate, 2, 2},
+	"DD":       {kindDay, needDate, 2, 2},
+	"DOY":      {kindDOY, needDOY, 3, 3},
+	"WW":       {kindWeek, needWeek, 2, 2},
+	"FY":       {kindFY, needDate | needFiscal, 7, maxYearLen + 3},
+	"FY_START": {kindFYStart, needDate | needFiscal, 4, maxYearLen},
+	"FY_END":   {kindFYEnd, needDate | needFiscal, 4, maxYearLen},
+	"TFY":      {kindTFY, needDate | needFiscal, 5, 5},
+}
+
+// piece is one part of a parsed format: literal text (partition and meta
+// tokens are substituted at parse time) followed by the number with a
+// minimum width, by a date token, or (kindLit, at the end) by nothing.
 type piece struct {
 	lit   string
-	seq   bool
-	width int
+	kind  kind
+	width int // of kindSeq
 }
 
-// template is a parsed format, specialised to one partition tuple, so
-// formatting a number is a loop over a few pieces.
+// template is a parsed format, specialised to one partition tuple and one
+// set of meta values, so formatting a number is a loop over a few pieces.
 type template struct {
 	pieces []piece
-	size   int // bytes of literal text
+	size   int   // bytes of literal text plus the usual width of the date tokens
+	needs  uint8 // what the date tokens need from the date; 0: none
 }
 
-// parseFormat parses a format template against a partition tuple.
+// parseFormat parses a format template against a partition tuple and the
+// series' meta values.
 //
 // Grammar: literal text, with the tokens
 //
 //	{seq}           the number in decimal
 //	{seq:0N}        the number zero-padded to at least N digits, N in 1..20
 //	{partition.i}   component i (decimal, from 0) of the partition tuple
+//	{meta.<key>}    the value of key in meta
+//	{YYYY}          the year of the date, at least 4 digits
+//	{YY}            the year of the date modulo 100, 2 digits
+//	{MM}            the month of the date, 2 digits
+//	{DD}            the day of the month of the date, 2 digits
+//	{DOY}           the day of the year of the date, 3 digits (001 to 366)
+//	{WW}            the ISO 8601 week of the date, 2 digits (01 to 53)
+//	{FY}            the fiscal year holding the date: 2026 when it is one
+//	                calendar year, 2026-27 when it spans two
+//	{FY_START}      the calendar year in which that fiscal year starts
+//	{FY_END}        the calendar year in which that fiscal year ends
+//	{TFY}           the fiscal year in two-digit form: 26, or 26-27
 //
-// A brace outside a token, an unknown token, or an index outside the tuple is
-// an error, as is a template without {seq}.
-func parseFormat(f string, partition []string) (*template, error) {
+// Date tokens render the date given to format, read in its location, and
+// the fiscal tokens the fiscal year starting on the fiscal start given
+// there. The ISO week belongs to the ISO year, which differs from the
+// calendar year in the days around New Year: 31 December 2024 is week 01
+// (of 2025) and 1 January 2021 is week 53 (of 2020).
+//
+// {partition.i} and {meta.<key>} are resolved here. A brace outside a token,
+// an unknown token, an index outside the tuple, an empty or missing meta
+// key, a meta value that is not valid UTF-8 or holds a control character,
+// or a template that could render more than MaxFormattedLen bytes is a
+// *ValidationError, as is a template without {seq}. Braces cannot be
+// escaped: a literal brace cannot be written.
+func parseFormat(f string, partition []string, meta map[string]string) (*template, error) {
 	bad := func(reason string) error { return invalid("format", f, reason) }
 	switch {
 	case len(f) > MaxFormatLen:
@@ -48,12 +132,14 @@ func parseFormat(f string, partition []string) (*template, error) {
 	}
 	t := &template{}
 	var lit strings.Builder
-	flush := func() {
-		if lit.Len() > 0 {
-			t.pieces = append(t.pieces, piece{lit: lit.String()})
-			t.size += lit.Len()
-			lit.Reset()
-		}
+	widest := 0 // the longest rendering of the tokens other than literal text
+	usual := 0  // the part of t.size that counts date tokens
+	// emit ends a piece: the literal text gathered so far, then a token
+	// of kind k (kindLit: none).
+	emit := func(k kind, width int) {
+		t.pieces = append(t.pieces, piece{lit: lit.String(), kind: k, width: width})
+		t.size += lit.Len()
+		lit.Reset()
 	}
 	hasSeq := false
 	for rest := f; rest != ""; {
@@ -63,28 +149,36 @@ func parseFormat(f string, partition []string) (*template, error) {
 			break
 		}
 		if rest[open] == '}' {
-			return nil, bad(fmt.Sprintf("unbalanced '}' at byte %d", len(f)-len(rest)+open))
+			return nil, bad(fmt.Sprintf("'}' at byte %d closes no token (braces only delimit tokens and cannot be escaped)", len(f)-len(rest)+open))
 		}
 		lit.WriteString(rest[:open])
 		rest = rest[open+1:]
 		end := strings.IndexAny(rest, "{}")
 		if end < 0 || rest[end] == '{' {
-			return nil, bad(fmt.Sprintf("unclosed '{' at byte %d", len(f)-len(rest)-1))
+			return nil, bad(fmt.Sprintf("'{' at byte %d opens no token (braces only delimit tokens and cannot be escaped)", len(f)-len(rest)-1))
 		}
 		token := rest[:end]
 		rest = rest[end+1:]
+		if d, ok := dateTokens[token]; ok {
+			emit(d.kind, 0)
+			t.needs |= d.needs
+			t.size += d.usual
+			usual += d.usual
+			widest += d.max
+			continue
+		}
 		switch {
 		case token == "seq":
-			flush()
-			t.pieces = append(t.pieces, piece{seq: true})
+			emit(kindSeq, 0)
+			widest += maxWidth
 			hasSeq = true
 		case strings.HasPrefix(token, "seq:"):
 			w, ok := width(token[len("seq:"):])
 			if !ok {
 				return nil, bad(fmt.Sprintf("token {%s}: want {seq:0N} with N from 1 to %d", token, maxWidth))
 			}
-			flush()
-			t.pieces = append(t.pieces, piece{seq: true, width: w})
+			emit(kindSeq, w)
+			widest += maxWidth
 			hasSeq = true
 		case strings.HasPrefix(token, "partition."):
 			i, ok := index(token[len("partition."):])
@@ -92,15 +186,52 @@ func parseFormat(f string, partition []string) (*template, error) {
 				return nil, bad(fmt.Sprintf("token {%s}: the partition has %d components", token, len(partition)))
 			}
 			lit.WriteString(partition[i])
+		case strings.HasPrefix(token, "meta."):
+			key := token[len("meta."):]
+			v, err := metaValue(meta, key)
+			if err != nil {
+				return nil, bad(fmt.Sprintf("token {%s}: %s", token, err))
+			}
+			lit.WriteString(v)
 		default:
 			return nil, bad(fmt.Sprintf("unknown token {%s}", token))
 		}
+		if t.size-usual+lit.Len() > MaxFormattedLen {
+			// Stop early: the bound below refuses it anyway.
+			return nil, bad(fmt.Sprintf("could render more than %d bytes", MaxFormattedLen))
+		}
 	}
-	flush()
+	if lit.Len() > 0 {
+		emit(kindLit, 0)
+	}
 	if !hasSeq {
 		return nil, bad("no {seq} token: every number would format the same")
 	}
+	if literal := t.size - usual; literal+widest > MaxFormattedLen {
+		return nil, bad(fmt.Sprintf("could render %d bytes, more than %d", literal+widest, MaxFormattedLen))
+	}
 	return t, nil
+}
+
+// metaValue is the value of key in meta, checked for rendering.
+func metaValue(meta map[string]string, key string) (string, error) {
+	if key == "" {
+		return "", errors.New("empty meta key")
+	}
+	v, ok := meta[key]
+	if !ok {
+		return "", fmt.Errorf("the series has no meta key %q", key)
+	}
+	if len(v) > MaxFormattedLen {
+		return "", fmt.Errorf("the value of meta key %q is longer than %d bytes", key, MaxFormattedLen)
+	}
+	if !utf8.ValidString(v) {
+		return "", fmt.Errorf("the value of meta key %q is not valid UTF-8", key)
+	}
+	if strings.IndexFunc(v, unicode.IsControl) >= 0 {
+		return "", fmt.Errorf("the value of meta key %q holds a control character", key)
+	}
+	return v, nil
 }
 
 // width parses the "0N" of {seq:0N}.
@@ -130,26 +261,113 @@ func index(s string) (int, bool) {
 	return n, true
 }
 
-// format renders n.
-func (t *template) format(n uint64) string {
+// dated reports whether t has a date token, so its rendering depends on
+// the date given to format.
+func (t *template) dated() bool { return t.needs != 0 }
+
+// format renders n for a document dated date (read in date's location;
+// the caller converts it to the series' location) in a series whose fiscal
+// year starts on fiscalStart. Templates without date tokens ignore date
+// and fiscalStart.
+func (t *template) format(n uint64, date time.Time, fiscalStart MonthDay) string {
 	var digits [maxWidth]byte
 	d := strconv.AppendUint(digits[:0], n, 10)
-	size := t.size
-	for _, p := range t.pieces {
-		if p.seq {
-			size += max(p.width, len(d))
+	var (
+		year, day, doy, week, fyFirst, fyLast int
+		month                                 time.Month
+	)
+	if t.needs != 0 {
+		if t.needs&(needDate|needFiscal) != 0 {
+			year, month, day = date.Date()
+			if t.needs&needFiscal != 0 {
+				fyFirst, fyLast = fiscalYearOf(fiscalStart, year, month, day)
+			}
+		}
+		if t.needs&needDOY != 0 {
+			doy = date.YearDay()
+		}
+		if t.needs&needWeek != 0 {
+			_, week = date.ISOWeek()
 		}
 	}
-	b := make([]byte, 0, size)
-	for _, p := range t.pieces {
-		if !p.seq {
-			b = append(b, p.lit...)
-			continue
+	// Most numbers fit the buffer on the stack, so the string is the one
+	// allocation.
+	var buf [96]byte
+	b := buf[:0]
+	if t.size+maxWidth > len(buf) {
+		b = make([]byte, 0, t.size+len(t.pieces)*maxWidth)
+	}
+	for i := range t.pieces {
+		p := &t.pieces[i]
+		b = append(b, p.lit...)
+		switch p.kind {
+		case kindSeq:
+			for i := len(d); i < p.width; i++ {
+				b = append(b, '0')
+			}
+			b = append(b, d...)
+		case kindYear:
+			b = appendYear(b, year)
+		case kindYear2:
+			b = append2(b, mod100(year))
+		case kindMonth:
+			b = append2(b, int(month))
+		case kindDay:
+			b = append2(b, day)
+		case kindDOY:
+			b = append(b, byte('0'+doy/100), byte('0'+doy/10%10), byte('0'+doy%10))
+		case kindWeek:
+			b = append2(b, week)
+		case kindFY:
+			b = appendFiscal(b, fyFirst, fyLast)
+		case kindFYStart:
+			b = appendYear(b, fyFirst)
+		case kindFYEnd:
+			b = appendYear(b, fyLast)
+		case kindTFY:
+			b = append2(b, mod100(fyFirst))
+			if fyLast != fyFirst {
+				b = append(b, '-')
+				b = append2(b, mod100(fyLast))
+			}
 		}
-		for i := len(d); i < p.width; i++ {
-			b = append(b, '0')
-		}
-		b = append(b, d...)
 	}
 	return string(b)
+}
+
+// append2 appends v, in 0..99, as two digits.
+func append2(b []byte, v int) []byte {
+	return append(b, byte('0'+v/10), byte('0'+v%10))
+}
+
+// mod100 is y modulo 100, in 0..99 also for a negative year.
+func mod100(y int) int { return (y%100 + 100) % 100 }
+
+// appendYear appends y with at least 4 digits (after a sign when negative).
+func appendYear(b []byte, y int) []byte {
+	if y >= 0 && y < 10000 {
+		return append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10))
+	}
+	u := uint64(y)
+	if y < 0 {
+		b = append(b, '-')
+		u = -u
+	}
+	var digits [maxYearLen]byte
+	d := strconv.AppendUint(digits[:0], u, 10)
+	for i := len(d); i < 4; i++ {
+		b = append(b, '0')
+	}
+	return append(b, d...)
+}
+
+// appendFiscal appends the label of the fiscal year from first to last:
+// 2026 when it is one calendar year, 2026-27 when it spans two.
+func appendFiscal(b []byte, first, last int) []byte {
+	b = appendYear(b, first)
+	if last != first {
+		b = append(b, '-')
+		b = append2(b, mod100(last))
+	}
+	return b
 }

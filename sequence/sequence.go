@@ -159,7 +159,7 @@ func (s *service) Sequence(series string, o Options) (*Sequence, error) {
 	}
 	q := &Sequence{svc: s, series: series, partition: partition}
 	if o.Format != "" {
-		if q.tmpl, err = parseFormat(o.Format, partition); err != nil {
+		if q.tmpl, err = parseFormat(o.Format, partition, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -253,7 +253,7 @@ func (q *Sequence) Format(n uint64) string {
 	if q.tmpl == nil {
 		return strconv.FormatUint(n, 10)
 	}
-	return q.tmpl.format(n)
+	return q.tmpl.format(n, time.Now().UTC(), MonthDay{})
 }
 
 func (q *Sequence) errorf(op string, err error) error {
