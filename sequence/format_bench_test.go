@@ -49,3 +49,10 @@ func BenchmarkFormatEveryToken(b *testing.B) {
 	benchFormat(b, "{meta.code} {YYYY}{YY}{MM}{DD}{DOY}W{WW} FY{FY} {FY_START}-{FY_END} {TFY}/{seq:04}",
 		sequence.FormatOptions{FiscalStart: sequence.MonthDay{Month: time.April, Day: 1}, Meta: map[string]string{"code": "AT1"}})
 }
+
+// BenchmarkFormatSeqSameLength renders as long a number as
+// BenchmarkFormatDated, with the date as literal text: the difference
+// between the two is the cost of the date tokens.
+func BenchmarkFormatSeqSameLength(b *testing.B) {
+	benchFormat(b, "INV-2026/05-{seq:05}", sequence.FormatOptions{})
+}
