@@ -63,7 +63,8 @@ type FormatOptions struct {
 // ParseFormat parses format (see Formatter for the grammar) against the
 // partition tuple (components as in Options.Partition; none for an
 // unpartitioned series), for a series in UTC whose fiscal year starts on 1
-// January and without meta. An empty, unknown or malformed template, or a
+// January and without meta (so a {meta.<key>} token needs
+// ParseFormatWith). An empty, unknown or malformed template, or a
 // {partition.i} outside the tuple, gives a *ValidationError.
 func ParseFormat(format string, partition ...any) (*Formatter, error) {
 	return ParseFormatWith(format, FormatOptions{Partition: partition})
