@@ -52,6 +52,13 @@ func checkEdges(t *testing.T, edges []edge) {
 		assert.Equal(t, "FY"+fy, periodLabel(PeriodFiscalYear, e.start, e.at), "%s: fiscal year at %s", e.what, at)
 		first, last := fiscalYear(e.start, e.at)
 		assert.Equal(t, fy, fiscalLabel(first, last), "%s: fiscal label at %s", e.what, at)
+		// The same from the day's template, which a fresh template
+		// keeps after its first rendering (unless the day has a DST
+		// change).
+		fresh, err := parseFormat(edgeLine, nil, nil)
+		require.NoError(t, err)
+		assert.Equal(t, e.want+" #2", fresh.format(2, e.at, e.start), "%s: first rendering at %s", e.what, at)
+		assert.Equal(t, e.want+" #3", fresh.format(3, e.at, e.start), "%s: from the day's template at %s", e.what, at)
 	}
 }
 

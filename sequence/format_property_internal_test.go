@@ -113,6 +113,14 @@ func randomStart(rng *rand.Rand) MonthDay {
 	return MonthDay{Month: m, Day: 1 + rng.IntN(days)}
 }
 
+// fresh parses format into a template that has kept no day.
+func fresh(t *testing.T, format string, partition []string, meta map[string]string) *template {
+	t.Helper()
+	tmpl, err := parseFormat(format, partition, meta)
+	require.NoError(t, err)
+	return tmpl
+}
+
 func TestFormatTokensMatchReference(t *testing.T) {
 	iterations := 20000
 	if testing.Short() {
@@ -172,6 +180,19 @@ func TestFormatTokensMatchReference(t *testing.T) {
 		require.NoError(t, err, format.String())
 		ctx := fmt.Sprintf("iteration %d: %q at %s, fiscal start %v", i, format.String(), at.Format(time.RFC3339+" MST"), start)
 		if !assert.Equal(t, want.String(), tmpl.format(n, at, start), ctx) {
+			return
+		}
+		// A second rendering of the day comes from the day's template the
+		// first one kept (unless the day has a DST change); so does an
+		// instant up to an hour away when it is the same day.
+		if !assert.Equal(t, want.String(), tmpl.format(n, at, start), "from the day's template: "+ctx) {
+			return
+		}
+		near := at.Add(time.Duration(rng.IntN(7200)-3600) * time.Second)
+		if !assert.Equal(t, tmpl.format(n, near, start), tmpl.format(n, near, start), "near: "+ctx) {
+			return
+		}
+		if f := fresh(t, format.String(), partition, meta); !assert.Equal(t, f.format(n, near, start), tmpl.format(n, near, start), "near, fresh: "+ctx) {
 			return
 		}
 		f, err := ParseFormatWith(format.String(), FormatOptions{Partition: []any{partition[0]}, Meta: meta, FiscalStart: start, Location: loc})
