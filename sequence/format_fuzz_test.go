@@ -55,13 +55,18 @@ func FuzzParseFormatTokens(f *testing.F) {
 			}
 			return
 		}
-		for _, at := range []time.Time{time.Unix(unix, 0), time.Unix(unix, 0).AddDate(0, 6, 1), {}} {
+		base := time.Unix(unix, 0)
+		for _, at := range []time.Time{base, base.Add(time.Hour), base.AddDate(0, 6, 1), base.Add(-time.Hour), {}} {
 			out := fm.FormatAt(n, at)
 			if len(out) > sequence.MaxFormattedLen || !utf8.ValidString(out) {
 				t.Fatalf("%q at %v rendered %d bytes, valid UTF-8 %v", format, at, len(out), utf8.ValidString(out))
 			}
 			if !fm.Dated() && out != fm.Format(n) {
 				t.Fatalf("%q has no date token but renders %q at %v and %q today", format, out, at, fm.Format(n))
+			}
+			// The day fm keeps renders as a fresh Formatter does.
+			if fresh, err := sequence.ParseFormatWith(format, o); err != nil || fresh.FormatAt(n, at) != out {
+				t.Fatalf("%q at %v: %q, a fresh Formatter renders otherwise (%v)", format, at, out, err)
 			}
 		}
 		checkLiteral(t, format, n)
