@@ -406,7 +406,8 @@ func (c *dayTemplate) after(y int, m time.Month, d int) bool {
 // and a back-dated document leaves today's template in place. A day whose
 // UTC offset changes (a DST change) is kept without a template: its
 // instants are not one interval of 86400 seconds from a local midnight,
-// and rendering it token by token is always right.
+// and rendering it token by token is always right. Concurrent callers may
+// replace each other's day: which day is kept changes only the speed.
 func (t *template) remember(c *dayTemplate, date time.Time, fiscalStart MonthDay, f *dateFields) {
 	loc := date.Location()
 	if c != nil && (c.loc != loc || c.start != fiscalStart) {
