@@ -149,6 +149,8 @@ type app struct {
 	offlineHint string
 	// syncBar is the progress bar of the sync phase under way.
 	syncBar *progressBar
+	// clock, when set, is the progress bars' clock (tests); else time.Now.
+	clock func() time.Time
 }
 
 func (a *app) env(name string) string {
@@ -246,15 +248,25 @@ taken from a flag value and never printed. A --secret-file that group or
 others may read or write is refused (chmod 600 it), as ssh refuses such
 keys, unless --insecure-secret-file is given.
 
-Defaults for --store, --vault, --user, --state-dir and --wait may be kept in
-a config file, noydb/config in the user's configuration folder (~/.config
-on Linux) or the file $NOYDB_CONFIG names: 'noydb config set store
-badger:/srv/books' writes it, 'noydb config' shows what is used and why.
+Local-first sync (--hub, or $NOYDB_HUB): each device keeps the vault on its
+own --store and converges with a hub, another store (badger:DIR or a
+postgres:// URL) that holds only sealed values: 'noydb sync' pulls and
+pushes, 'noydb sync status' tells what waits, and numbers are taken on the
+hub, so they stay gap-free across devices. Records are always written on
+the device first, online or not; what needs the hub says "offline" when it
+cannot be reached. See 'noydb sync --help'.
+
+Defaults for --store, --hub, --vault, --user, --state-dir and --wait may be
+kept in a config file, noydb/config in the user's configuration folder
+(~/.config on Linux) or the file $NOYDB_CONFIG names: 'noydb config set
+store badger:/srv/books' writes it, 'noydb config' shows what is used and
+why.
 A flag beats its environment variable, which beats the config file.
 
 Commands accept --json for scripts; every write confirms what it did in
 one line, or one JSON object with --json. Exit status: 0 on success, 1 on
-failure, 2 on a usage error, 130 when an interrupt (Ctrl-C) stopped it.
+failure, 2 on a usage error, 3 when the hub could not be reached (offline:
+nothing was done), 130 when an interrupt (Ctrl-C) stopped it.
 
 For tests only: NOYDB_INSECURE_TEST_KDF=1 creates and accepts vaults with a
 cheap key-derivation cost. Never set it for real data.`,
