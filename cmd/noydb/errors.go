@@ -30,9 +30,17 @@ func (a *app) isOffline(err error) bool {
 	return errors.Is(err, sequence.ErrOffline) && (a.hub != nil || a.spec.kind != "file")
 }
 
-// errFromHub marks an error the hub caused (a sync's), so explain says
-// "the hub" rather than "the store".
-var errFromHub = errors.New("from the hub")
+// hubError marks an error of a sync, so explain says "the hub" rather than
+// "the store" (its message is the error's own).
+type hubError struct{ err error }
+
+func (e *hubError) Error() string { return e.err.Error() }
+func (e *hubError) Unwrap() error { return e.err }
+
+func fromHub(err error) bool {
+	var he *hubError
+	return errors.As(err, &he)
+}
 
 // explain turns err into one line that says what happened and what to do.
 func (a *app) explain(err error) string {
@@ -57,7 +65,7 @@ func (a *app) explain(err error) string {
 		return fmt.Sprintf("%v: the hub was changed outside noydb (or is hostile); nothing after the first bad change was applied here", err)
 	case errors.Is(err, vault.ErrHubMismatch):
 		return fmt.Sprintf("%v: the hub %s holds another vault named %q; use another --hub, or another --vault", err, a.hub, a.vaultName)
-	case errors.Is(err, vault.ErrRollback) && errors.Is(err, errFromHub):
+	case errors.Is(err, vault.ErrRollback) && fromHub(err):
 		return fmt.Sprintf("%v: the hub %s serves older data than this device has seen (restored from an old backup?); nothing was taken from it", err, a.hub)
 	case errors.Is(err, sequence.ErrOffline) && a.hub != nil:
 		hint := a.offlineHint

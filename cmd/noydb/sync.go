@@ -197,7 +197,7 @@ With --json it prints {"vault", "hub", "pulled", "pushed", "conflicts":
 			a.endSyncProgress()
 			a.noteSync(v.Name(), rep, err)
 			if err != nil {
-				err = fmt.Errorf("%w: %w", errFromHub, err)
+				err = &hubError{err}
 				if rep.Pulled+rep.Pushed > 0 {
 					err = fmt.Errorf("sync stopped after pulling %d and pushing %d (the next sync continues from there): %w", rep.Pulled, rep.Pushed, err)
 				}

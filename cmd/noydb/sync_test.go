@@ -94,3 +94,39 @@ func TestUnreachableHub(t *testing.T) {
 	assert.ErrorIs(t, err, stores.ErrUnavailable)
 	assert.True(t, u.Capabilities().CASAtomic)
 }
+
+// TestSyncReportPrinted: every outcome of a conflict, and a rejection with
+// its reason, in the text report and in --json.
+func TestSyncReportPrinted(t *testing.T) {
+	rep := vault.SyncReport{Pulled: 3, Pushed: 1,
+		Conflicts: []vault.SyncConflict{
+			{Collection: "c", ID: "a", Policy: vault.HigherRevisionWins, HubWon: true, DeviceRevision: 2, HubRevision: 3},
+			{Collection: "c", ID: "b", Policy: vault.DeviceWins, DeviceRevision: 4, HubRevision: 2, HubDeleted: true},
+			{Collection: "c", ID: "d", Policy: vault.Manual, Kept: true, DeviceRevision: 2, HubRevision: 2},
+			{Collection: "c", ID: "e", Policy: vault.Merge, Merged: true, DeviceRevision: 2, HubRevision: 2},
+		},
+		Rejected: []vault.SyncRejected{{Collection: "c", ID: "f", Reason: "the device's record does not open"}},
+	}
+	var out bytes.Buffer
+	a := &app{io: stdio{out: &out}, hub: &hubState{spec: storeSpec{kind: "badger", dir: "hub"}}}
+	a.printReport("books", rep)
+	assert.Equal(t, `synced vault books with hub badger:hub: pulled 3, pushed 1, 4 conflicts, 1 rejected
+conflict c/a: the hub's side won (higher-revision-wins; this device: revision 2, hub: revision 3)
+conflict c/b: this device's side won (device-wins; this device: revision 4, hub: deleted (after revision 2))
+conflict c/d: kept for you to resolve (manual; this device: revision 2, hub: revision 2): see 'noydb sync conflicts'
+conflict c/e: merged (merge; this device: revision 2, hub: revision 2)
+rejected c/f: the device's record does not open
+`, out.String())
+
+	j := reportJSON("books", "badger:hub", rep)
+	var outcomes []string
+	for _, c := range j.Conflicts {
+		outcomes = append(outcomes, c.Outcome)
+	}
+	assert.Equal(t, []string{"hub", "device", "kept", "merged"}, outcomes)
+	assert.True(t, j.Conflicts[1].HubDeleted)
+	assert.Equal(t, []syncRejectedJSON{{"c", "f", "the device's record does not open"}}, j.Rejected)
+	empty := reportJSON("books", "badger:hub", vault.SyncReport{})
+	assert.NotNil(t, empty.Conflicts, "an empty list, not null")
+	assert.NotNil(t, empty.Rejected, "an empty list, not null")
+}
