@@ -606,7 +606,7 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 	if hub != nil {
 		cfg.Hub = hub.store
 		if hub.offline != nil && !a.quietOffline {
-			fmt.Fprintf(a.io.err, "note: working offline: %v\n", oneLine(hub.offline.Error()))
+			fmt.Fprintf(a.io.err, "note: working offline: %s\n", oneLine(hub.reason))
 		}
 	}
 	if a.env(envTestKDF) == "1" {

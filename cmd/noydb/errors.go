@@ -75,9 +75,12 @@ func (a *app) explain(err error) string {
 		}
 		// sequence.ErrOffline's own text is about stores without atomic
 		// compare-and-swap: "offline" says it here.
-		msg := strings.ReplaceAll(err.Error(), sequence.ErrOffline.Error()+": ", "")
-		msg = strings.ReplaceAll(msg, sequence.ErrOffline.Error(), "")
-		return fmt.Sprintf("offline: %s: %s", strings.TrimSuffix(msg, ": "), hint)
+		msg := a.hub.reason // known when the command began: the whole story
+		if msg == "" {
+			msg = strings.ReplaceAll(err.Error(), sequence.ErrOffline.Error()+": ", "")
+			msg = strings.TrimSuffix(strings.ReplaceAll(msg, sequence.ErrOffline.Error(), ""), ": ")
+		}
+		return fmt.Sprintf("offline: %s: %s", msg, hint)
 	case errors.Is(err, sequence.ErrOffline) && a.spec.kind != "file":
 		return fmt.Sprintf("offline: vault %q is a device of a hub, and no hub is set: pass --hub, set $%s or `noydb config set hub …` "+
 			"(records are written here meanwhile, and `noydb put --seq` writes one to be numbered later)", a.vaultName, envHub)

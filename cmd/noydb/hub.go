@@ -45,8 +45,10 @@ type hubState struct {
 	spec storeSpec
 	// store is the hub, or an unreachableHub when it could not be opened.
 	store stores.Store
-	// offline says why the hub could not be reached (nil: it was opened).
+	// offline says why the hub could not be reached (nil: it was opened),
+	// wrapping stores.ErrUnavailable; reason says it for people.
 	offline error
+	reason  string
 }
 
 // openHub opens --hub for a vault about to open, when one is set (nil
@@ -77,15 +79,16 @@ func (a *app) openHub(ctx context.Context, device storeSpec, mustExist bool) (*h
 	case err == nil:
 		h.store = st
 	case errors.As(err, &missing):
-		h.offline = fmt.Errorf("hub %s does not exist (not mounted? 'noydb init' or --create makes a new hub there): %w", spec, stores.ErrUnavailable)
+		h.reason = fmt.Sprintf("hub %s does not exist (not mounted? 'noydb init' or --create makes a new hub there)", spec)
 	case errors.Is(err, stores.ErrLocked):
-		h.offline = fmt.Errorf("hub %s is in use by another process: %w", spec, stores.ErrUnavailable)
+		h.reason = fmt.Sprintf("hub %s is in use by another process", spec)
 	case errors.Is(err, stores.ErrUnavailable):
-		h.offline = fmt.Errorf("hub %s: %w", spec, err)
+		h.reason = fmt.Sprintf("hub %s cannot be reached (%v)", spec, err)
 	default:
 		return nil, fmt.Errorf("hub: %w", err)
 	}
-	if h.offline != nil {
+	if h.reason != "" {
+		h.offline = fmt.Errorf("%s: %w", h.reason, stores.ErrUnavailable)
 		h.store = unreachableHub{err: h.offline}
 	}
 	a.hub = h
