@@ -14,6 +14,7 @@ import (
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -336,4 +337,44 @@ func TestVaultSeriesWithoutDefinition(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []vault.SeriesInfo{{Name: "plain", Head: 3}}, list)
 	var _ stores.Store = st
+}
+
+// The date, fiscal and meta tokens render from the document date read in
+// the series' zone, through the vault, on a handle that defined the series
+// and on one opened later without options; PutNumbered stores the same text.
+func TestVaultDateTokens(t *testing.T) {
+	ctx := context.Background()
+	rome, err := time.LoadLocation("Europe/Rome")
+	require.NoError(t, err)
+	st := memstore.New()
+	_, v1 := openSession(t, st, "")
+	q, err := v1.Sequence("inv", sequence.Options{Format: "{meta.code}/FY{FY}/{seq:04} {DD}.{MM}.{YYYY}",
+		Period: sequence.PeriodFiscalYear, FiscalStart: sequence.MonthDay{Month: time.April, Day: 1},
+		Location: rome, Meta: map[string]string{"code": "AT7"}})
+	require.NoError(t, err)
+	s, err := q.NextSerialAt(ctx, time.Date(2026, 5, 14, 12, 0, 0, 0, time.UTC))
+	require.NoError(t, err)
+	assert.Equal(t, sequence.Serial{N: 1, Formatted: "AT7/FY2026-27/0001 14.05.2026", Period: "FY2026-27"}, s)
+	// 22:30 UTC on 31 March is 1 April in Rome (summer time): the new year.
+	s, err = q.NextSerialAt(ctx, time.Date(2026, 3, 31, 22, 30, 0, 0, time.UTC))
+	require.NoError(t, err)
+	assert.Equal(t, sequence.Serial{N: 2, Formatted: "AT7/FY2026-27/0002 01.04.2026", Period: "FY2026-27"}, s)
+	// An hour earlier it is still 31 March there: the old year, from 1.
+	s, err = q.NextSerialAt(ctx, time.Date(2026, 3, 31, 21, 30, 0, 0, time.UTC))
+	require.NoError(t, err)
+	assert.Equal(t, sequence.Serial{N: 1, Formatted: "AT7/FY2025-26/0001 31.03.2026", Period: "FY2025-26"}, s)
+
+	_, v2 := openSession(t, st, "")
+	q2 := mustSeq(t, v2, "inv")
+	invoices := vault.CollectionOf[Invoice](v2, "invoices")
+	inv, err := invoices.PutNumbered(ctx, "a", q2.At(time.Date(2026, 6, 1, 9, 0, 0, 0, rome)), func(s sequence.Serial) (Invoice, error) {
+		return Invoice{Number: s.Formatted}, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "AT7/FY2026-27/0003 01.06.2026", inv.Number)
+	// Format has no context to read the definition with: a handle renders
+	// with it once a call has read it.
+	_, err = q2.Definition(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "AT7/FY2026-27/0003 01.06.2026", q2.At(time.Date(2026, 6, 1, 9, 0, 0, 0, rome)).Format(3))
 }

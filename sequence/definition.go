@@ -327,7 +327,7 @@ func (q *Sequence) prepare(ctx context.Context) (*handleSpec, error) {
 	}
 	hs := &handleSpec{eff: eff, tmpl: q.tmpl}
 	if !q.defined && eff.def.Format != "" {
-		t, err := parseFormat(eff.def.Format, q.partition)
+		t, err := parseFormat(eff.def.Format, q.partition, eff.def.Meta)
 		if err != nil {
 			return nil, q.errorf("definition", err)
 		}

@@ -115,8 +115,13 @@ func ParseMonthDay(s string) (MonthDay, error) {
 // the date of t (read in t's location) starts and ends. They are equal for
 // a fiscal year starting on 1 January.
 func fiscalYear(start MonthDay, t time.Time) (first, last int) {
-	start = start.orJan1()
 	y, m, d := t.Date()
+	return fiscalYearOf(start, y, m, d)
+}
+
+// fiscalYearOf is fiscalYear for the date y-m-d.
+func fiscalYearOf(start MonthDay, y int, m time.Month, d int) (first, last int) {
+	start = start.orJan1()
 	first = y
 	if m < start.Month || (m == start.Month && d < start.Day) {
 		first = y - 1
@@ -129,12 +134,12 @@ func fiscalYear(start MonthDay, t time.Time) (first, last int) {
 }
 
 // fiscalLabel names the fiscal year from first to last: 2026 when it is one
-// calendar year, 2026-27 when it spans two.
+// calendar year, 2026-27 when it spans two (the year with at least 4
+// digits, as {YYYY} and the year period write it). The {FY} token renders
+// the same text.
 func fiscalLabel(first, last int) string {
-	if first == last {
-		return strconv.Itoa(first)
-	}
-	return fmt.Sprintf("%d-%02d", first, last%100)
+	var b [2*maxYearLen + 1]byte
+	return string(appendFiscal(b[:0], first, last))
 }
 
 // periodLabel names the period of kind p holding the date of t (read in
@@ -142,16 +147,23 @@ func fiscalLabel(first, last int) string {
 // or FY2026 (fiscal year). It is the partition component a periodic
 // series counts under, and what ClosePeriod names. PeriodNone has no label.
 func periodLabel(p Period, start MonthDay, t time.Time) string {
+	if p == PeriodNone || !p.valid() {
+		return ""
+	}
 	y, m, d := t.Date()
+	var buf [2*maxYearLen + 3]byte
+	b := buf[:0]
 	switch p {
 	case PeriodDay:
-		return fmt.Sprintf("%04d-%02d-%02d", y, int(m), d)
+		b = append(appendYear(b, y), '-', byte('0'+m/10), byte('0'+m%10), '-')
+		b = append2(b, d)
 	case PeriodMonth:
-		return fmt.Sprintf("%04d-%02d", y, int(m))
+		b = append(appendYear(b, y), '-', byte('0'+m/10), byte('0'+m%10))
 	case PeriodYear:
-		return fmt.Sprintf("%04d", y)
+		b = appendYear(b, y)
 	case PeriodFiscalYear:
-		return "FY" + fiscalLabel(fiscalYear(start, t))
+		first, last := fiscalYearOf(start, y, m, d)
+		b = appendFiscal(append(b, "FY"...), first, last)
 	}
-	return ""
+	return string(b)
 }

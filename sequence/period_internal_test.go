@@ -60,3 +60,16 @@ func TestMonthDay(t *testing.T) {
 	assert.Equal(t, [2]int{2026, 2026}, [2]int{first, last})
 	assert.Equal(t, "2026", fiscalLabel(first, last))
 }
+
+// BenchmarkPeriodLabel names the fiscal-year period of a date in Rome, as
+// taking a number by document date does once per call.
+func BenchmarkPeriodLabel(b *testing.B) {
+	rome, err := time.LoadLocation("Europe/Rome")
+	require.NoError(b, err)
+	at := time.Date(2026, time.May, 14, 10, 30, 0, 0, rome)
+	start := MonthDay{Month: time.April, Day: 1}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = periodLabel(PeriodFiscalYear, start, at)
+	}
+}

@@ -29,11 +29,15 @@ func (q *Sequence) At(date time.Time) *Sequence {
 	if q.target {
 		q = q.base
 	}
-	return &Sequence{
+	at := &Sequence{
 		svc: q.svc, c: q.c, sd: q.sd, series: q.series, partition: q.partition,
 		def: q.def, defined: q.defined, loc: q.loc, tmpl: q.tmpl,
 		date: date, dated: true, corr: q.corr,
 	}
+	// What q has read of the stored definition holds for its At handles
+	// too (checked against the series' current definition at each use).
+	at.hs.Store(q.hs.Load())
+	return at
 }
 
 // NextAt is At(date).Next: the next number of the period holding date.

@@ -191,7 +191,7 @@ func (s *service) Sequence(series string, o Options) (*Sequence, error) {
 	}
 	q := &Sequence{svc: s, series: series, partition: partition, def: def, defined: !def.IsZero(), loc: loc}
 	if o.Format != "" {
-		if q.tmpl, err = parseFormat(o.Format, partition); err != nil {
+		if q.tmpl, err = parseFormat(o.Format, partition, o.Meta); err != nil {
 			return nil, err
 		}
 	}
@@ -299,10 +299,19 @@ func (q *Sequence) Partition() []string {
 	return append([]string(nil), q.partition...)
 }
 
-// Format renders n with the sequence's format: literal text with the tokens
-// {seq} (n in decimal), {seq:0N} (n zero-padded to at least N digits, N from 1
-// to 20; wider numbers are not truncated) and {partition.i} (component i of
-// the partition). Without a format it returns n in decimal.
+// Format renders n with the sequence's format for a document dated now
+// (a handle of At: its date): literal text with the tokens {seq} (n in
+// decimal), {seq:0N} (n zero-padded to at least N digits, N from 1 to 20;
+// wider numbers are not truncated), {partition.i} (component i of the
+// partition), {meta.<key>} (the value of key in Options.Meta) and the date
+// tokens {YYYY}, {YY}, {MM}, {DD}, {DOY} (day of the year, 001 to 366),
+// {WW} (ISO 8601 week, 01 to 53: around New Year it is the week of the
+// ISO year, which can differ from {YYYY}), {FY} (the fiscal year holding
+// the date: 2026, or 2026-27 when it spans two calendar years), {FY_START}
+// and {FY_END} (the calendar years in which it starts and ends) and {TFY}
+// (26, or 26-27), read in Options.Location with the fiscal year starting
+// on Options.FiscalStart. See Formatter for the grammar. Without a format
+// it returns n in decimal.
 //
 // A handle opened without a format renders with its series' stored format
 // once a call has read the series' definition.
@@ -313,15 +322,23 @@ func (q *Sequence) Format(n uint64) string {
 // render is the one place a number of q is rendered, for the document
 // dated date (zero: now).
 func (q *Sequence) render(n uint64, date time.Time) string {
-	t := q.tmpl
+	t, loc, start := q.tmpl, q.loc, q.def.FiscalStart
 	if hs := q.hs.Load(); hs != nil {
-		t = hs.tmpl
+		t, loc, start = hs.tmpl, hs.eff.loc, hs.eff.def.FiscalStart
 	}
 	if t == nil {
 		return strconv.FormatUint(n, 10)
 	}
-	_ = date // the date tokens render from it (and the fiscal start)
-	return t.format(n)
+	if !t.dated() {
+		return t.format(n, time.Time{}, start)
+	}
+	if date.IsZero() {
+		date = time.Now()
+	}
+	if loc == nil {
+		loc = time.UTC
+	}
+	return t.format(n, date.In(loc), start)
 }
 
 // serial is n of q with its rendering for date.

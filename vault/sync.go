@@ -240,6 +240,11 @@ func (v *Vault) mergeOf(collection string) mergeFunc {
 // Config.StateDir is set). It can withhold: serve nothing new, or refuse
 // pushes. A device cannot tell that from a quiet hub.
 func (v *Vault) Sync(ctx context.Context) (SyncReport, error) {
+	return v.SyncWith(ctx, SyncOptions{})
+}
+
+// SyncWith is Sync with options (a progress callback).
+func (v *Vault) SyncWith(ctx context.Context, opts SyncOptions) (SyncReport, error) {
 	var rep SyncReport
 	if v.hub == nil {
 		return rep, fmt.Errorf("sync %s: %w", v.name, ErrNoHub)
@@ -259,7 +264,7 @@ func (v *Vault) Sync(ctx context.Context) (SyncReport, error) {
 	}
 	v.syncs.run.Lock()
 	defer v.syncs.run.Unlock()
-	s := &syncRun{v: v, h: v.hub, rep: &rep}
+	s := &syncRun{v: v, h: v.hub, rep: &rep, progress: opts.Progress}
 	if err := s.keyrings(ctx); err != nil {
 		return rep, fmt.Errorf("sync %s: keyring: %w", v.name, err)
 	}
@@ -298,6 +303,10 @@ type syncRun struct {
 	// appended, and the feed's head after the last of them.
 	appended     []ledger.Entry
 	appendedHead ledger.Head
+	// progress is SyncOptions.Progress; from holds, per phase, the cursor
+	// the sync started at (see report).
+	progress func(SyncProgress)
+	from     [2]*uint64
 }
 
 func (s *syncRun) keyrings(ctx context.Context) error {
@@ -391,6 +400,7 @@ func (s *syncRun) pullPass(ctx context.Context) (bool, error) {
 	if head.Seq == 0 {
 		return true, nil
 	}
+	s.report(SyncPulling, cur.seq, head.Seq)
 	var all []ledger.Entry
 	sawCursor := cur.seq == 0
 	for e, err := range s.h.ledger.Read(ctx, max(cur.seq, 1)) {
@@ -422,6 +432,7 @@ func (s *syncRun) pullPass(ctx context.Context) (bool, error) {
 			return true, nil
 		}
 		start += n
+		s.report(SyncPulling, all[start-1].Seq, head.Seq)
 	}
 	return len(all) < syncPass, nil
 }
@@ -878,6 +889,7 @@ func (s *syncRun) pushPass(ctx context.Context) ([]recKey, bool, error) {
 	if end == 0 {
 		return nil, true, nil
 	}
+	s.report(SyncPushing, from, end)
 	s.appended, s.appendedHead = nil, ledger.Head{}
 	for i := 0; ; i += syncBatch {
 		batch := keys[i:min(i+syncBatch, len(keys))]
@@ -893,6 +905,7 @@ func (s *syncRun) pushPass(ctx context.Context) ([]recKey, bool, error) {
 		if len(stale) > 0 {
 			return stale, true, s.skipEchoes(ctx)
 		}
+		s.report(SyncPushing, upto, end)
 		if i+syncBatch >= len(keys) {
 			return nil, !full, s.skipEchoes(ctx)
 		}

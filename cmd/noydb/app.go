@@ -30,6 +30,9 @@ const (
 	// exitInterrupt is 128+SIGINT, what a shell reports for a command an
 	// interrupt ended.
 	exitInterrupt = 130
+	// exitOffline: the hub could not be reached, so a command that needs
+	// it (sync, numbers on a device) did nothing; try again later.
+	exitOffline = 3
 )
 
 // Environment variables the command reads.
@@ -110,6 +113,12 @@ type app struct {
 	// create lets the command create a vault that does not exist (--create;
 	// init sets it); created says that openVault did.
 	create, created bool
+	// fetched says that openVault opened a vault this device did not hold
+	// from its hub (its header and keyring; 'noydb sync' brings records).
+	fetched bool
+	// quietOffline drops the note that the hub cannot be reached ('noydb
+	// sync' fails with it instead).
+	quietOffline bool
 	// readOnly: the command only reads (openVaultToRead sets it), so the
 	// store is opened read-only where the kind allows.
 	readOnly bool
@@ -128,6 +137,20 @@ type app struct {
 	store stores.Store
 	spec  storeSpec
 	db    *noydb.DB
+
+	// hubSpec is --hub ($NOYDB_HUB, the config file's hub): the store this
+	// device syncs through, "" for none; hub is what openHub made of it.
+	hubSpec string
+	hub     *hubState
+	// noHub: the command reads or writes this device's store only (sync
+	// status, conflicts), so the hub is not opened.
+	noHub bool
+	// offlineHint is what explain adds to "offline" (default: about numbers).
+	offlineHint string
+	// syncBar is the progress bar of the sync phase under way.
+	syncBar *progressBar
+	// clock, when set, is the progress bars' clock (tests); else time.Now.
+	clock func() time.Time
 }
 
 func (a *app) env(name string) string {
@@ -174,6 +197,9 @@ func run(ctx context.Context, args []string, sio stdio) int {
 		return exitUsage
 	}
 	fmt.Fprintf(sio.err, "noydb: %s\n", oneLine(a.explain(err)))
+	if a.isOffline(err) {
+		return exitOffline
+	}
 	return exitFailure
 }
 
@@ -222,15 +248,25 @@ taken from a flag value and never printed. A --secret-file that group or
 others may read or write is refused (chmod 600 it), as ssh refuses such
 keys, unless --insecure-secret-file is given.
 
-Defaults for --store, --vault, --user, --state-dir and --wait may be kept in
-a config file, noydb/config in the user's configuration folder (~/.config
-on Linux) or the file $NOYDB_CONFIG names: 'noydb config set store
-badger:/srv/books' writes it, 'noydb config' shows what is used and why.
+Local-first sync (--hub, or $NOYDB_HUB): each device keeps the vault on its
+own --store and converges with a hub, another store (badger:DIR or a
+postgres:// URL) that holds only sealed values: 'noydb sync' pulls and
+pushes, 'noydb sync status' tells what waits, and numbers are taken on the
+hub, so they stay gap-free across devices. Records are always written on
+the device first, online or not; what needs the hub says "offline" when it
+cannot be reached. See 'noydb sync --help'.
+
+Defaults for --store, --hub, --vault, --user, --state-dir and --wait may be
+kept in a config file, noydb/config in the user's configuration folder
+(~/.config on Linux) or the file $NOYDB_CONFIG names: 'noydb config set
+store badger:/srv/books' writes it, 'noydb config' shows what is used and
+why.
 A flag beats its environment variable, which beats the config file.
 
 Commands accept --json for scripts; every write confirms what it did in
 one line, or one JSON object with --json. Exit status: 0 on success, 1 on
-failure, 2 on a usage error, 130 when an interrupt (Ctrl-C) stopped it.
+failure, 2 on a usage error, 3 when the hub could not be reached (offline:
+nothing was done), 130 when an interrupt (Ctrl-C) stopped it.
 
 For tests only: NOYDB_INSECURE_TEST_KDF=1 creates and accepts vaults with a
 cheap key-derivation cost. Never set it for real data.`,
@@ -279,6 +315,8 @@ cheap key-derivation cost. Never set it for real data.`,
 	// config file without its password.
 	pf.Lookup("store").DefValue = redactURL(storeDefault)
 	pf.StringVar(&a.vaultName, "vault", vaultDefault, "vault name ($"+envVault+")")
+	pf.StringVar(&a.hubSpec, "hub", setting(envHub, "hub", ""), "the hub this device syncs through and takes numbers from: badger:DIR or a postgres:// URL ($"+envHub+"; default none)")
+	pf.Lookup("hub").DefValue = redactURL(pf.Lookup("hub").DefValue)
 	pf.StringVar(&a.user, "user", setting(envUser, "user", ""), "user whose key opens the vault ($"+envUser+"; default the vault's only user, and $USER for a new vault)")
 	a.flags = pf
 	pf.StringVar(&a.secretFile, "secret-file", "", "read the secret from this file (else $"+envSecret+", else a prompt)")
@@ -304,6 +342,9 @@ cheap key-derivation cost. Never set it for real data.`,
 		c.GroupID = "numbers"
 		root.AddCommand(c)
 	}
+	syncCmd := a.syncCmd()
+	syncCmd.GroupID = "records"
+	root.AddCommand(syncCmd)
 	for _, c := range []*cobra.Command{a.benchCmd(), a.demoCmd(), a.configCmd(), a.forgetCmd()} {
 		c.GroupID = "tools"
 		root.AddCommand(c)
@@ -502,7 +543,29 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 		}
 		return fmt.Errorf("the store has no vault %q but this device has used it: %w", a.vaultName, vault.ErrVaultLost)
 	}
-	st, err := a.openStore(ctx, !create)
+	// A device of a hub: the hub first, since a device that does not hold
+	// the vault yet gets it from the hub (its store is created then).
+	device, err := a.parsedStore()
+	if err != nil {
+		return nil, err
+	}
+	var hub *hubState
+	if !a.noHub {
+		if hub, err = a.openHub(ctx, device, !create); err != nil {
+			return nil, err
+		}
+	}
+	onHub := false
+	if hub != nil {
+		// The vault records on the device's store that it is a device.
+		a.readOnly = false
+		if hub.offline == nil {
+			if onHub, err = vaultExists(ctx, hub.store, a.vaultName); err != nil {
+				return nil, fmt.Errorf("hub %s: %w", hub, err)
+			}
+		}
+	}
+	st, err := a.openStore(ctx, !create && !onHub)
 	if err != nil {
 		if missing := (*missingStoreError)(nil); errors.As(err, &missing) {
 			return nil, lost(err)
@@ -518,21 +581,34 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !exists && !create {
+	if !exists && !create && !onHub {
+		if hub != nil && hub.offline != nil {
+			return nil, fmt.Errorf("vault %q is not on this device, and its hub cannot be reached to fetch it: %w", a.vaultName, hub.offline)
+		}
 		return nil, lost(missingVault(ctx, st, a.spec, a.vaultName))
 	}
-	if !exists && a.spec.kind == "mem" && !a.quietMem {
+	if !exists && !onHub && a.spec.kind == "mem" && !a.quietMem {
 		fmt.Fprintf(a.io.err, "note: %s keeps nothing after this command ends\n", a.spec)
 	}
-	if err := a.pickUser(ctx, st, exists); err != nil {
+	users := st
+	if !exists && onHub {
+		users = hub.store
+	}
+	if err := a.pickUser(ctx, users, exists || onHub); err != nil {
 		return nil, err
 	}
-	secret, err := a.secret(a.vaultName, !exists)
+	secret, err := a.secret(a.vaultName, !exists && !onHub)
 	if err != nil {
 		return nil, err
 	}
 	defer clear(secret)
 	cfg := noydb.Config{User: a.user, Secret: secret, Store: st, StateDir: stateDir}
+	if hub != nil {
+		cfg.Hub = hub.store
+		if hub.offline != nil && !a.quietOffline {
+			fmt.Fprintf(a.io.err, "note: working offline: %s\n", oneLine(hub.reason))
+		}
+	}
 	if a.env(envTestKDF) == "1" {
 		cfg.KDF, cfg.InsecureAllowWeakKDF = testKDF, true
 	}
@@ -543,7 +619,8 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 	a.db = db
 	v, err := db.OpenVault(ctx, a.vaultName)
 	if err == nil {
-		a.created = !exists
+		a.created = !exists && !onHub
+		a.fetched = !exists && onHub
 		a.noteStore(stateDir)
 	}
 	return v, err
@@ -622,6 +699,9 @@ func (a *app) close() error {
 	}
 	if a.store != nil {
 		err = errors.Join(err, a.store.Close())
+	}
+	if a.hub != nil && a.hub.offline == nil {
+		err = errors.Join(err, a.hub.store.Close())
 	}
 	return err
 }

@@ -25,7 +25,7 @@ func (a *app) configCmd() *cobra.Command {
 and environment, and where each came from: a flag, an environment variable,
 the config file, or the default. It opens nothing and needs no secret.
 'noydb config set KEY VALUE' and 'noydb config unset KEY' change the config
-file (keys: store, vault, user, state-dir, wait).
+file (keys: store, hub, vault, user, state-dir, wait).
 
 The user shown as "the vault's only user" is settled when a command opens
 the vault; a new vault's first user is $USER.`,
@@ -39,6 +39,12 @@ the vault; a new vault's first user is $USER.`,
 				store.Value = "(none: " + err.Error() + ")"
 			} else {
 				store.Value = spec.String()
+			}
+			hub := setting{"hub", "(none)", a.source("hub", envHub, "default: no hub")}
+			if spec, ok, err := a.parsedHub(); err != nil {
+				hub.Value = "(none: " + err.Error() + ")"
+			} else if ok {
+				hub.Value = spec.String()
 			}
 			user := setting{"user", a.user, a.source("user", envUser, "")}
 			if a.user == "" {
@@ -54,6 +60,7 @@ the vault; a new vault's first user is $USER.`,
 			}
 			all := []setting{
 				store,
+				hub,
 				{"vault", a.vaultName, a.source("vault", envVault, "default")},
 				user,
 				state,
@@ -110,7 +117,7 @@ func (a *app) setConfig(key, value string) error {
 		return fmt.Errorf("config file %s: %w", path, err)
 	}
 	shown := value
-	if key == "store" {
+	if key == "store" || key == "hub" {
 		shown = redactURL(value) // a PostgreSQL URL's password stays in the file
 	}
 	if a.json {

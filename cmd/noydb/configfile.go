@@ -20,7 +20,7 @@ const envConfig = "NOYDB_CONFIG"
 
 // configKeys are the settings a config file may hold, in the order
 // 'noydb config' shows them: the global flags' defaults.
-var configKeys = []string{"store", "vault", "user", "state-dir", "wait"}
+var configKeys = []string{"store", "hub", "vault", "user", "state-dir", "wait"}
 
 // configFile is what a config file holds: settings by key, and where it is.
 type configFile struct {
@@ -118,6 +118,8 @@ func checkSetting(key, value string) error {
 			return fmt.Errorf("store %q: want an absolute folder, as in %s:%s", value, spec.kind, filepath.Join(string(filepath.Separator)+"srv", "noydb"))
 		}
 		return err
+	case "hub":
+		return absHub(value)
 	case "vault":
 		return vault.CheckVaultName(value)
 	case "user":

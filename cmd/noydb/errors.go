@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/numbering"
@@ -21,6 +22,24 @@ func isUsage(err error) bool {
 		errors.Is(err, numbering.ErrInvalid) ||
 		errors.Is(err, vault.ErrInvalidName) ||
 		errors.Is(err, vault.ErrReservedName)
+}
+
+// isOffline reports whether err says the hub could not be reached (or a
+// device of a hub was used without one): exit status 3, nothing done.
+func (a *app) isOffline(err error) bool {
+	return errors.Is(err, sequence.ErrOffline) && (a.hub != nil || a.spec.kind != "file")
+}
+
+// hubError marks an error of a sync, so explain says "the hub" rather than
+// "the store" (its message is the error's own).
+type hubError struct{ err error }
+
+func (e *hubError) Error() string { return e.err.Error() }
+func (e *hubError) Unwrap() error { return e.err }
+
+func fromHub(err error) bool {
+	var he *hubError
+	return errors.As(err, &he)
 }
 
 // explain turns err into one line that says what happened and what to do.
@@ -42,6 +61,29 @@ func (a *app) explain(err error) string {
 		return fmt.Sprintf("%v: restore this device's state folder (see --state-dir) from a backup, or run `noydb forget` to start over without that protection", err)
 	case errors.Is(err, vault.ErrRollback):
 		return fmt.Sprintf("%v: the store serves older data than this device has seen (restored from an old backup?); nothing was issued", err)
+	case errors.Is(err, vault.ErrHubTampered):
+		return fmt.Sprintf("%v: the hub was changed outside noydb (or is hostile); nothing after the first bad change was applied here", err)
+	case errors.Is(err, vault.ErrHubMismatch):
+		return fmt.Sprintf("%v: the hub %s holds another vault named %q; use another --hub, or another --vault", err, a.hub, a.vaultName)
+	case errors.Is(err, vault.ErrRollback) && fromHub(err):
+		return fmt.Sprintf("%v: the hub %s serves older data than this device has seen (restored from an old backup?); nothing was taken from it", err, a.hub)
+	case errors.Is(err, sequence.ErrOffline) && a.hub != nil:
+		hint := a.offlineHint
+		if hint == "" {
+			hint = "nothing was done; numbers are taken on the hub, so retry when it is back " +
+				"(records are written here meanwhile, and `noydb put --seq` writes one to be numbered later)"
+		}
+		// sequence.ErrOffline's own text is about stores without atomic
+		// compare-and-swap: "offline" says it here.
+		msg := a.hub.reason // known when the command began: the whole story
+		if msg == "" {
+			msg = strings.ReplaceAll(err.Error(), sequence.ErrOffline.Error()+": ", "")
+			msg = strings.TrimSuffix(strings.ReplaceAll(msg, sequence.ErrOffline.Error(), ""), ": ")
+		}
+		return fmt.Sprintf("offline: %s: %s", msg, hint)
+	case errors.Is(err, sequence.ErrOffline) && a.spec.kind != "file":
+		return fmt.Sprintf("offline: vault %q is a device of a hub, and no hub is set: pass --hub, set $%s or `noydb config set hub …` "+
+			"(records are written here meanwhile, and `noydb put --seq` writes one to be numbered later)", a.vaultName, envHub)
 	case errors.Is(err, sequence.ErrOffline):
 		return fmt.Sprintf("store %s has no atomic compare-and-swap: write numbered records with `noydb put --seq`, numbered by `noydb number pass`", a.spec)
 	case errors.Is(err, sequence.ErrPeriodClosed):
@@ -52,6 +94,8 @@ func (a *app) explain(err error) string {
 		return fmt.Sprintf("%v: name the corrected number with --correcting N (and --correcting-period LABEL)", err)
 	case errors.Is(err, sequence.ErrNotCorrecting):
 		return fmt.Sprintf("%v: only a series defined with --corrects takes --correcting", err)
+	case errors.Is(err, vault.ErrNoConflict):
+		return fmt.Sprintf("%v: see 'noydb sync conflicts'", err)
 	case errors.Is(err, numbering.ErrAlreadyNumbered):
 		return fmt.Sprintf("%v: see `noydb number lookup`", err)
 	case errors.Is(err, numbering.ErrPassRunning):

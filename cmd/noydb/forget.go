@@ -40,6 +40,9 @@ and this device's protection starts over from what the store holds.`,
 			if err := vault.Forget(dir, a.vaultName); err != nil {
 				return err
 			}
+			if err := a.forgetSync(a.vaultName); err != nil {
+				return err
+			}
 			if used {
 				fmt.Fprintf(a.io.out, "forgot vault %q on this device\n", a.vaultName)
 			} else {

@@ -37,7 +37,16 @@ secret opens it, that there is nothing to do. With --json it prints
 					Vault   string `json:"vault"`
 					Store   string `json:"store"`
 					Created bool   `json:"created"`
-				}{v.Name(), a.spec.String(), a.created})
+					Fetched bool   `json:"fetched,omitempty"`
+				}{v.Name(), a.spec.String(), a.created, a.fetched})
+			}
+			switch {
+			case a.fetched:
+				_, err = fmt.Fprintf(a.io.out, "vault %s is on hub %s: this device holds it now on %s; 'noydb sync' brings its records\n", v.Name(), a.hub, a.spec)
+				return err
+			case a.created && a.hub != nil:
+				_, err = fmt.Fprintf(a.io.out, "created vault %s on %s, a device of hub %s\n", v.Name(), a.spec, a.hub)
+				return err
 			}
 			if a.created {
 				_, err = fmt.Fprintf(a.io.out, "created vault %s on %s\n", v.Name(), a.spec)

@@ -9,6 +9,7 @@
 //	noydb put invoices inv-1 '{"total":120}'      # in your data folder, vault "default"
 //	noydb seq next fatture --partition 2026 --format '{partition.0}/{seq:04}'
 //	noydb ledger verify
+//	noydb sync --hub postgres://db.example/books   # converge with a hub; also $NOYDB_HUB
 //	noydb --help                                  # every command; each has its own --help
 //
 // Where the data is: --store badger:DIR, file:DIR, mem: or a postgres:// URL,
@@ -28,8 +29,14 @@
 // prompt when standard input is a terminal; never from a flag value. A secret
 // file open to group or others is refused unless --insecure-secret-file.
 //
+// A device syncs with a hub (another store: badger:DIR or a postgres:// URL)
+// named by --hub, $NOYDB_HUB or the config file: 'noydb sync' pulls and
+// pushes, 'noydb sync status' tells what is pending, and commands that take
+// numbers take them on the hub.
+//
 // Exit status: 0 on success, 1 on failure (including a ledger that does not
-// verify), 2 on a usage error, 130 when an interrupt (SIGINT) stopped it.
+// verify), 2 on a usage error, 3 when the hub could not be reached
+// (offline: nothing was done), 130 when an interrupt (SIGINT) stopped it.
 //
 // # Testing
 //

@@ -43,12 +43,17 @@ func TestScripts(t *testing.T) {
 // test server of scripts/with-postgres, in a schema of their own. Without a
 // server they skip (and fail with CI=true), as every PostgreSQL test does.
 func TestPostgresScripts(t *testing.T) {
-	u, err := url.Parse(pgtest.URL(t))
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("schema", pgtest.Schema(t))
-	u.RawQuery = q.Encode()
-	testscript.Run(t, scriptParams("testdata/postgres", map[string]string{envStore: u.String()}))
+	inSchema := func() string {
+		u, err := url.Parse(pgtest.URL(t))
+		require.NoError(t, err)
+		q := u.Query()
+		q.Set("schema", pgtest.Schema(t))
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	// $NOYDB_TEST_HUB is a second schema, for the scripts that use
+	// PostgreSQL as a hub.
+	testscript.Run(t, scriptParams("testdata/postgres", map[string]string{envStore: inSchema(), "NOYDB_TEST_HUB": inSchema()}))
 }
 
 func scriptParams(dir string, env map[string]string) testscript.Params {

@@ -38,7 +38,11 @@ func (a *app) progress(label string, total uint64) *progressBar {
 	if !a.io.errTerminal {
 		return &progressBar{}
 	}
-	return newProgressBar(a.io.err, label, total, time.Now)
+	now := a.clock
+	if now == nil {
+		now = time.Now
+	}
+	return newProgressBar(a.io.err, label, total, now)
 }
 
 func newProgressBar(w io.Writer, label string, total uint64, now func() time.Time) *progressBar {
