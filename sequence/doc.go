@@ -48,6 +48,17 @@
 // vault's PutNumbered and Tx.Next); Next alone uses the current date.
 // Back-dating into an earlier period works while it is open.
 //
+// # Credit notes
+//
+// A series defined with Corrects (credit notes correcting "invoices")
+// takes numbers only through Correcting, which names the number corrected;
+// that number must have been issued and not voided. The ledger entry of the
+// credit note's number records the invoice it corrects, and Audit shows the
+// pairs on both sides (AuditReport.Corrections and CorrectedBy):
+//
+//	credits, err := v.Sequence("credit-notes", sequence.Options{Corrects: "invoices"})
+//	cn, err := credits.Correcting(sequence.Ref{N: 7}).NextSerial(ctx)
+//
 // # Concurrency
 //
 // A Sequence is safe for concurrent use. Calls on one counter in one vault

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/noydb-go/noydb/sequence"
 )
@@ -52,4 +53,32 @@ func ExampleSequence_Correcting() {
 	// true
 	// true
 	// "invoices" number 2 is corrected by "credit-notes" number 1
+}
+
+// PeriodLabel names the period a handle's next number goes into.
+func ExampleSequence_PeriodLabel() {
+	ctx := context.Background()
+	v := exampleVault()
+	defer v.Close()
+
+	invoices, err := v.Sequence("invoices", sequence.Options{
+		Period:      sequence.PeriodFiscalYear,
+		FiscalStart: sequence.MonthDay{Month: time.April, Day: 1},
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, d := range []time.Time{
+		time.Date(2026, time.March, 31, 12, 0, 0, 0, time.UTC),
+		time.Date(2026, time.April, 1, 12, 0, 0, 0, time.UTC),
+	} {
+		label, err := invoices.At(d).PeriodLabel(ctx)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(d.Format(time.DateOnly), label)
+	}
+	// Output:
+	// 2026-03-31 FY2025-26
+	// 2026-04-01 FY2026-27
 }
