@@ -64,8 +64,8 @@ func (s readOnlyTxStore) Update(ctx context.Context, fn func(tx stores.Tx) error
 }
 
 func (t readOnlyTx) Get(key string) (stores.Item, error) { return t.tx.Get(key) }
-func (readOnlyTx) Put(string, []byte) error             { return errReadOnly }
-func (readOnlyTx) Delete(string) error                  { return errReadOnly }
+func (readOnlyTx) Put(string, []byte) error              { return errReadOnly }
+func (readOnlyTx) Delete(string) error                   { return errReadOnly }
 
 // readOnly returns st as a reader's vault uses it.
 func readOnly(st stores.Store) stores.Store {
