@@ -55,6 +55,9 @@ func unlockEntry(ctx context.Context, cfg Config, prefix string, header, raw []b
 	if err != nil {
 		return nil, fmt.Errorf("keyring entry of %q: %w: %w", cfg.User, ErrTampered, err)
 	}
+	if e.user != cfg.User {
+		return nil, fmt.Errorf("keyring entry of %q holds user %q: %w", cfg.User, e.user, ErrTampered)
+	}
 	if e.revoked {
 		return nil, fmt.Errorf("user %q was revoked: %w", cfg.User, ErrNoAccess)
 	}
