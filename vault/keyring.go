@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -179,8 +180,8 @@ func (e *keyringEntry) body() []byte {
 func (e *keyringEntry) encode() []byte { return codec.AppendBytes(e.body(), e.mac) }
 
 // decodeKeyring reads a version 2 entry. It checks the layout only, not the
-// MAC (see keyMAC); a bad layout is an error matching ErrCorrupt... through
-// codec, which the caller reports as tampering.
+// MAC (see keyMAC); a bad layout is a *codec.Error (matching ErrCorrupt),
+// which callers report as tampering.
 func decodeKeyring(b []byte) (*keyringEntry, error) {
 	if !isKeyringV2(b) {
 		return nil, &codec.Error{Why: "not a keyring entry of version 2"}
@@ -204,9 +205,11 @@ func decodeKeyring(b []byte) (*keyringEntry, error) {
 	switch e.lock {
 	case lockSecret:
 		e.salt = r.Bytes(crypto.SaltSize)
-		e.kdf.Time = uint32(r.Uvarint())
-		e.kdf.MemoryKiB = uint32(r.Uvarint())
-		e.kdf.Threads = uint8(r.Uvarint())
+		tm, mem, th := r.Uvarint(), r.Uvarint(), r.Uvarint()
+		if tm > math.MaxUint32 || mem > math.MaxUint32 || th > math.MaxUint8 {
+			r.Fail("key derivation cost out of range")
+		}
+		e.kdf = crypto.KDFParams{Time: uint32(tm), MemoryKiB: uint32(mem), Threads: uint8(th)}
 		e.boxPriv = r.Bytes(maxKeyringWrapped)
 	case lockNone, lockIdentity:
 	default:
