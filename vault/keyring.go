@@ -2,7 +2,6 @@ package vault
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -335,20 +334,12 @@ func (e *keyringEntry) verify(dk *crypto.Key, vaultName, user string, header []b
 	return nil
 }
 
-// latest returns the newest generation wrapped in e.
-func (e *keyringEntry) latest() (wrappedGen, bool) {
-	if len(e.gens) == 0 {
-		return wrappedGen{}, false
-	}
-	return e.gens[len(e.gens)-1], true
-}
-
-// newEntry builds the entry of a person: a fresh box key pair (unless pub
-// is given: a person holding their own identity), a fresh signing key, the
-// data key dk as generation 1, granted by granter (signing with
-// granterSeed, or with the new signing key when the person grants
-// themselves, as a vault's creator does). For a secret lock, kek is the
-// key derived from the secret with salt and kdf.
+// entrySpec describes the entry of a person that build makes: a fresh box
+// key pair (unless pub is given: a person holding their own identity), a
+// fresh signing key, the data key dk as generation 1, granted by grantedBy
+// (signing with granterSeed, or with the new signing key when the person
+// grants themselves, as a vault's creator does). For a secret lock, kek is
+// the key derived from the secret with salt and kdf.
 type entrySpec struct {
 	vault, user, grantedBy string
 	header                 []byte
@@ -416,6 +407,3 @@ func (s entrySpec) build() (*keyringEntry, *crypto.Key, error) {
 	e.seal(s.dk, s.vault, s.header)
 	return e, seed, nil
 }
-
-// errNoLock: the entry cannot be opened with what the opener holds.
-var errNoLock = errors.New("keyring entry cannot be unlocked with this opener's secret or identity")
