@@ -21,7 +21,10 @@ const (
 	RoleOwner Role = 1
 	// RoleWriter may read and write records, take numbers and append events.
 	RoleWriter Role = 2
-	// RoleReader may only read: records, series, the ledger.
+	// RoleReader may only read: records, series, the ledger. Every write
+	// of a reader's vault fails with ErrNotPermitted, including, for now,
+	// the pull of Sync on a device of a hub (a reader opens the vault on a
+	// new device from the hub, but does not pull later changes yet).
 	RoleReader Role = 3
 )
 

@@ -144,8 +144,10 @@ func (v *Vault) readEntry(user string, raw []byte) (*keyringEntry, error) {
 // Bad input writes nothing: an invalid user name (ErrInvalidName), an
 // invalid role or an empty credential (ErrInvalidArgument), a malformed
 // public key (crypto.ErrBadPublicKey and ErrInvalidArgument), a person who
-// already has access (ErrPersonExists). A revoked person may be granted
-// again.
+// already has access (ErrPersonExists, also when another owner granted
+// them meanwhile). A revoked person may be granted again. Revoke and
+// ChangeSecret racing another change of the same person fail with an
+// error matching stores.ErrConflict, writing nothing: try again.
 func (v *Vault) Grant(ctx context.Context, user string, cred Credential, role Role, collections ...string) error {
 	if err := v.grant(ctx, user, cred, role, collections); err != nil {
 		return fmt.Errorf("grant %q: %w", user, err)
@@ -484,8 +486,13 @@ func hashOf(b []byte) []byte {
 	return s[:]
 }
 
-// errPeopleChanged: the keyring entry changed between reading and writing.
-var errPeopleChanged = fmt.Errorf("the keyring entry changed meanwhile: %w", stores.ErrConflict)
+// errPeopleChanged: the keyring entry changed between reading and writing
+// (another owner, or another device, changed the person meanwhile).
+var errPeopleChanged = fmt.Errorf("the keyring entry changed meanwhile (try again): %w", stores.ErrConflict)
+
+// errEntryMoved is errPeopleChanged inside a ledger batch, where an error
+// matching stores.ErrConflict would make the batch run again.
+var errEntryMoved = errors.New("keyring entry moved")
 
 // writePeople replaces the keyring entry at key, which must still be old
 // (a zero Item: absent), with val, and appends e to the ledger: in one
@@ -499,29 +506,38 @@ func (v *Vault) writePeople(ctx context.Context, key string, old stores.Item, va
 		l = newLedger()(v.me.store, v.seal, v.macer, v.prefix, wire.LedgerOptions{Actor: v.user, Pins: v.pins})
 		defer func() { _ = l.Close() }()
 	}
+	// A person granted meanwhile is ErrPersonExists for a grant.
+	changed := errPeopleChanged
+	if old.Value == nil {
+		changed = ErrPersonExists
+	}
 	if _, ok := v.me.store.(stores.Transactor); ok && v.me.store.Capabilities().Transactions {
-		return closedIfWiped(l.Update(ctx, func(tx stores.Tx) error {
+		err := l.Update(ctx, func(tx stores.Tx) error {
 			it, err := tx.Get(key)
 			switch {
 			case errors.Is(err, stores.ErrNotFound):
 				if old.Value != nil {
-					return errPeopleChanged
+					return errEntryMoved
 				}
 			case err != nil:
 				return err
 			case !bytes.Equal(it.Value, old.Value):
-				return errPeopleChanged
+				return errEntryMoved
 			}
 			if err := tx.Put(key, val); err != nil {
 				return err
 			}
 			_, err = l.AppendTx(ctx, tx, e)
 			return err
-		}))
+		})
+		if errors.Is(err, errEntryMoved) {
+			return changed
+		}
+		return closedIfWiped(err)
 	}
 	if _, err := v.me.store.CompareAndSwap(ctx, key, old.Version, val); err != nil {
 		if errors.Is(err, stores.ErrConflict) {
-			return errPeopleChanged
+			return changed
 		}
 		return err
 	}
