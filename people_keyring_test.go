@@ -183,3 +183,38 @@ func TestPeopleBadInput(t *testing.T) {
 	_, err = vault.ParseRole("admin")
 	assert.ErrorIs(t, err, vault.ErrInvalidArgument)
 }
+
+// TestPeopleIdentity: a person granted to a public key opens with their
+// identity only: another identity, a secret, or nothing gets
+// ErrWrongSecret; once revoked, ErrNoAccess.
+func TestPeopleIdentity(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	owner := openPerson(t, personCfg(st, "olga", "o"))
+	id, pub := newIdentity(t)
+	require.NoError(t, owner.Grant(ctx, "ivy", vault.PublicKey(pub), vault.RoleWriter))
+	other, _ := newIdentity(t)
+	for name, cfg := range map[string]vault.Config{
+		"other identity": func() vault.Config { c := personCfg(st, "ivy", ""); c.Identity = other; return c }(),
+		"a secret":       personCfg(st, "ivy", "o"),
+	} {
+		_, err := vault.Open(ctx, cfg)
+		assert.ErrorIs(t, err, vault.ErrWrongSecret, name)
+	}
+	_, err := vault.Open(ctx, personCfg(st, "ivy", ""))
+	assert.ErrorIs(t, err, vault.ErrWrongSecret, "no secret, no identity")
+	cfg := personCfg(st, "ivy", "")
+	cfg.Identity = id
+	assert.Equal(t, vault.RoleWriter, openPerson(t, cfg).Role())
+	// Text forms round-trip.
+	text, err := crypto.EncodeIdentity(id)
+	require.NoError(t, err)
+	back, err := crypto.ParseIdentity(text)
+	require.NoError(t, err)
+	cfg.Identity = back
+	openPerson(t, cfg)
+
+	require.NoError(t, owner.Revoke(ctx, "ivy"))
+	_, err = vault.Open(ctx, cfg)
+	assert.ErrorIs(t, err, vault.ErrNoAccess)
+}
