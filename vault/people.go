@@ -249,7 +249,8 @@ func (v *Vault) ownerSeed() (*crypto.Key, error) {
 // written with a ledger.PersonRevoked entry. Only an owner revokes
 // (ErrNotPermitted), and not the last owner (ErrNotPermitted); revoking a
 // person without access is an error matching ErrNotFound. Nothing is
-// written on error.
+// written on error. An owner may revoke themselves while another owner
+// remains; the handle that did so keeps its access until it is closed.
 //
 // What revocation cannot do yet: the data key does not change. A revoked
 // person who kept a copy of the data key (or a copy of the store) can
