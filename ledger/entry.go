@@ -56,6 +56,21 @@ const (
 	// deletion), Reason the policy and the losing side ("hub" or "device"),
 	// Number the hub feed position of the hub's side.
 	SyncConflict Kind = 12
+	// PersonGranted: a person was given access to the vault (ID the person,
+	// Reason the role, Partition the collections when limited to some,
+	// CipherHash the SHA-256 of the person's new keyring entry). Actor is
+	// the owner who granted it.
+	PersonGranted Kind = 13
+	// PersonRevoked: a person's access was revoked (ID the person,
+	// CipherHash the SHA-256 of the revoked keyring entry).
+	PersonRevoked Kind = 14
+	// SecretChanged: a person changed the secret that opens their keyring
+	// entry (ID the person, CipherHash the SHA-256 of the new entry).
+	SecretChanged Kind = 15
+	// KeyringUpgraded: a person's keyring entry of layout version 1 was
+	// rewritten in the current layout (ID the person, Reason the role,
+	// CipherHash the SHA-256 of the new entry).
+	KeyringUpgraded Kind = 16
 )
 
 var kindNames = [...]string{
@@ -71,10 +86,14 @@ var kindNames = [...]string{
 	RecordPulled:       "record-pulled",
 	RecordPulledDelete: "record-pulled-delete",
 	SyncConflict:       "sync-conflict",
+	PersonGranted:      "person-granted",
+	PersonRevoked:      "person-revoked",
+	SecretChanged:      "secret-changed",
+	KeyringUpgraded:    "keyring-upgraded",
 }
 
 // Valid reports whether k is one of the defined kinds.
-func (k Kind) Valid() bool { return k >= RecordPut && k <= SyncConflict }
+func (k Kind) Valid() bool { return k >= RecordPut && k <= KeyringUpgraded }
 
 // String returns the kind's name, e.g. "record-put".
 func (k Kind) String() string {

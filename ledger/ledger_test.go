@@ -128,7 +128,7 @@ func TestAppendRejectsInvalidEntries(t *testing.T) {
 
 		_, err := l.Append(ctx, fact(2), ledger.Entry{Kind: 0})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
-		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.SyncConflict + 1})
+		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.KeyringUpgraded + 1})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
 		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Reason: strings.Repeat("x", 65<<10)})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
@@ -405,5 +405,8 @@ func TestKindString(t *testing.T) {
 	assert.Equal(t, "period-closed", ledger.PeriodClosed.String())
 	assert.True(t, ledger.SyncConflict.Valid())
 	assert.Equal(t, "sync-conflict", ledger.SyncConflict.String())
-	assert.False(t, ledger.Kind(13).Valid())
+	assert.Equal(t, "person-granted", ledger.PersonGranted.String())
+	assert.Equal(t, "keyring-upgraded", ledger.KeyringUpgraded.String())
+	assert.True(t, ledger.KeyringUpgraded.Valid())
+	assert.False(t, ledger.Kind(17).Valid())
 }

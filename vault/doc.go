@@ -27,6 +27,19 @@
 //		return Invoice{Number: s.Formatted, Total: 80}, nil
 //	})
 //
+// # People
+//
+// Each person who can open a vault has a keyring entry: their role
+// (RoleOwner, RoleWriter, RoleReader), who granted it and when, an X25519
+// key pair whose private key is wrapped by their secret (or held by them,
+// for a grant to a public key), the data key wrapped for that key pair,
+// an Ed25519 signing key, and the granter's signature of the grant, all
+// under a MAC keyed by the data key (see Vault.Grant, Revoke, People,
+// ChangeSecret). A reader's vault refuses every write with
+// ErrNotPermitted. Revocation makes the vault refuse a person; it does not
+// change the data key, so a revoked person who kept it can still read
+// records until keys are rotated, which is not available yet.
+//
 // The audit ledger records every write, number and application event in one
 // hash chain (package ledger). The vault writes it; Audit is its read-only
 // view, and Record adds an application's own event:

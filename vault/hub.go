@@ -111,8 +111,14 @@ func copyKeyring(ctx context.Context, src, dst stores.Store, prefix string, head
 		if !strings.HasPrefix(it.Key, kp) {
 			continue
 		}
-		_, err := dst.Get(ctx, it.Key)
+		cur, err := dst.Get(ctx, it.Key)
 		if err == nil {
+			// A newer entry (a secret changed, a person revoked) replaces an older one.
+			if keyringNewer(it.Value, cur.Value) {
+				if _, err := dst.CompareAndSwap(ctx, it.Key, cur.Version, it.Value); err != nil && !errors.Is(err, stores.ErrConflict) {
+					return err
+				}
+			}
 			continue
 		}
 		if !errors.Is(err, stores.ErrNotFound) {

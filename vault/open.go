@@ -3,6 +3,7 @@ package vault
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,11 @@ type Config struct {
 	User string
 	// Secret unlocks the user's key slot. It is not kept by the vault.
 	Secret []byte
+	// Identity, for a person granted to an X25519 public key (Vault.Grant
+	// with PublicKey), unlocks their key slot instead of a secret. Make one
+	// with crypto.GenerateIdentity and give its public key to an owner.
+	// A vault created with an Identity and no Secret is unlocked by it.
+	Identity *crypto.Identity
 	// KDF is the key-derivation cost used when this call creates the vault.
 	// The zero value means crypto.DefaultKDF. An existing vault keeps the cost
 	// recorded in its header.
@@ -72,6 +78,10 @@ type Config struct {
 	// fails with sequence.ErrOffline. Zero means DefaultHubTimeout; a
 	// negative value sets none (only the caller's context bounds the call).
 	HubTimeout time.Duration
+
+	// role is the opener's role, set by Open for newVault (a reader's
+	// vault writes through readOnly).
+	role Role
 }
 
 // Format implements fmt.Formatter so that no verb (%v, %+v, %#v, %s, %x,
@@ -129,7 +139,7 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("open vault %q: no store", cfg.Name)
 	}
-	if len(cfg.Secret) == 0 {
+	if len(cfg.Secret) == 0 && cfg.Identity == nil {
 		return nil, fmt.Errorf("open vault %q: empty secret: %w", cfg.Name, ErrWrongSecret)
 	}
 	kdf := cfg.KDF
@@ -153,13 +163,15 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 	// Each round either opens an existing vault or tries to create it; losing
 	// the creation race sends us round again to open what the winner wrote.
 	for range 8 {
-		dk, salt, err := o.attempt(ctx)
+		m, err := o.attempt(ctx)
 		if errors.Is(err, stores.ErrConflict) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
 		}
+		dk, salt := m.dk, m.salt
+		cfg.role = m.role
 		// Pins in memory seal nothing; pins in a state folder take their
 		// key over and wipe it when the last opener in this process closes.
 		var pk *crypto.Key
@@ -169,10 +181,12 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 		p, err := pins.Open(cfg.StateDir, cfg.Name, salt[:], pk)
 		if err != nil {
 			pk.Wipe()
-			dk.Wipe()
+			m.wipe()
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
 		}
 		v := newVault(cfg, prefix, dk, p)
+		m.store = cfg.Store
+		v.me = m
 		if cfg.Hub != nil {
 			if v.hub, err = openHub(ctx, cfg, prefix, dk); err != nil {
 				_ = v.Close()
@@ -194,61 +208,81 @@ type opener struct {
 	known  []byte // the salt this device knew the vault by, nil if none
 }
 
-// attempt opens or creates the vault and returns its data key and salt.
-func (o opener) attempt(ctx context.Context) (*crypto.Key, [crypto.SaltSize]byte, error) {
+// attempt opens or creates the vault and returns the opener's person.
+func (o opener) attempt(ctx context.Context) (*member, error) {
 	st := o.cfg.Store
 	hi, err := st.Get(ctx, o.prefix+headerKey)
 	if errors.Is(err, stores.ErrNotFound) {
 		if o.known != nil {
-			return nil, [crypto.SaltSize]byte{}, fmt.Errorf("the store has no such vault, but this device has used it "+
+			return nil, fmt.Errorf("the store has no such vault, but this device has used it "+
 				"(restore the store, or call Forget to start over): %w", ErrVaultLost)
 		}
 		return o.create(ctx)
 	}
 	if err != nil {
-		return nil, [crypto.SaltSize]byte{}, err
+		return nil, err
 	}
 	if err := o.checkKnown(hi.Value); err != nil {
-		return nil, [crypto.SaltSize]byte{}, err
+		return nil, err
 	}
-	dk, h, err := o.unlock(ctx, hi.Value)
-	return dk, h.Salt, err
+	return o.unlock(ctx, hi.Value)
 }
 
 // unlock checks the stored header and unwraps the user's copy of the data key.
-func (o opener) unlock(ctx context.Context, header []byte) (*crypto.Key, crypto.Header, error) {
+func (o opener) unlock(ctx context.Context, header []byte) (*member, error) {
 	h, err := crypto.ParseHeader(header)
 	if errors.Is(err, crypto.ErrKDFTooWeak) || errors.Is(err, crypto.ErrKDFTooCostly) {
-		return nil, h, fmt.Errorf("%w: %w", ErrWeakKDF, err)
+		return nil, fmt.Errorf("%w: %w", ErrWeakKDF, err)
 	}
 	if err != nil {
-		return nil, h, fmt.Errorf("vault header: %w", err)
+		return nil, fmt.Errorf("vault header: %w", err)
 	}
 	if err := h.KDF.Check(o.cfg.InsecureAllowWeakKDF); err != nil {
-		return nil, h, fmt.Errorf("%w: %w", ErrWeakKDF, err)
+		return nil, fmt.Errorf("%w: %w", ErrWeakKDF, err)
 	}
 	// Before any derivation: the store chose these costs.
 	if err := h.KDF.CheckCeiling(o.cfg.MaxKDF); err != nil {
-		return nil, h, fmt.Errorf("vault header: %w: %w", ErrWeakKDF, err)
+		return nil, fmt.Errorf("vault header: %w: %w", ErrWeakKDF, err)
 	}
+	ki, err := o.cfg.Store.Get(ctx, o.prefix+keyringPrefix+o.cfg.User)
+	if err != nil && !errors.Is(err, stores.ErrNotFound) {
+		return nil, err
+	}
+	if err == nil && isKeyringV2(ki.Value) {
+		m, err := unlockEntry(ctx, o.cfg, o.prefix, header, ki.Value)
+		if err != nil {
+			return nil, err
+		}
+		m.salt, m.version = h.Salt, ki.Version
+		return m, nil
+	}
+	if len(o.cfg.Secret) == 0 {
+		if err != nil {
+			return nil, fmt.Errorf("user %q: %w", o.cfg.User, ErrNoAccess)
+		}
+		return nil, fmt.Errorf("user %q opens with a secret: %w", o.cfg.User, ErrWrongSecret)
+	}
+	if errors.Is(err, stores.ErrNotFound) {
+		m, err := o.adopt(ctx, header)
+		if err != nil {
+			return nil, err
+		}
+		m.salt = h.Salt
+		return m, nil
+	}
+	// A keyring entry of layout version 1: the data key wrapped by the
+	// secret's key, with the header's salt and cost. Its holder is an owner
+	// (version 1 had no roles) until UpgradeKeyring rewrites it.
 	kek, err := crypto.DeriveUserKey(o.cfg.Secret, h.Salt[:], h.KDF)
 	if err != nil {
-		return nil, h, err
+		return nil, err
 	}
-	ad := keyringAD(o.cfg.Name, o.cfg.User, header)
-	ki, err := o.cfg.Store.Get(ctx, o.prefix+keyringPrefix+o.cfg.User)
-	if errors.Is(err, stores.ErrNotFound) {
-		dk, err := o.adopt(ctx, kek, ad)
-		return dk, h, err
-	}
+	defer kek.Wipe()
+	dk, err := crypto.UnwrapKey(kek, ki.Value, keyringAD(o.cfg.Name, o.cfg.User, header))
 	if err != nil {
-		return nil, h, err
+		return nil, ErrWrongSecret
 	}
-	dk, err := crypto.UnwrapKey(kek, ki.Value, ad)
-	if err != nil {
-		return nil, h, ErrWrongSecret
-	}
-	return dk, h, nil
+	return &member{dk: dk, salt: h.Salt, role: RoleOwner, header: header, version: ki.Version}, nil
 }
 
 // adopt handles a header without a key slot for this user. Only a vault that
@@ -259,7 +293,7 @@ func (o opener) unlock(ctx context.Context, header []byte) (*crypto.Key, crypto.
 // given, or that a store deleted this user's slot: either way the user has no
 // access, and writing a new data key would re-key the vault behind its
 // owners' backs and fork its history. Nothing is written then.
-func (o opener) adopt(ctx context.Context, kek *crypto.Key, ad []byte) (*crypto.Key, error) {
+func (o opener) adopt(ctx context.Context, header []byte) (*member, error) {
 	for it, err := range o.cfg.Store.List(ctx, o.prefix) {
 		if err != nil {
 			return nil, err
@@ -269,45 +303,76 @@ func (o opener) adopt(ctx context.Context, kek *crypto.Key, ad []byte) (*crypto.
 		}
 		return nil, fmt.Errorf("user %q: %w", o.cfg.User, ErrNoAccess)
 	}
-	dk, err := crypto.GenerateKey()
+	m, e, err := o.creator(header)
 	if err != nil {
 		return nil, err
 	}
-	wrapped, err := crypto.WrapKey(kek, dk, ad)
+	v, err := o.cfg.Store.CompareAndSwap(ctx, o.prefix+keyringPrefix+o.cfg.User, 0, e.encode())
 	if err != nil {
+		m.wipe()
 		return nil, err
 	}
-	if _, err := o.cfg.Store.CompareAndSwap(ctx, o.prefix+keyringPrefix+o.cfg.User, 0, wrapped); err != nil {
-		return nil, err
-	}
-	return dk, nil
+	m.version = v
+	return m, nil
 }
 
-func (o opener) create(ctx context.Context) (*crypto.Key, [crypto.SaltSize]byte, error) {
+// creator makes the data key of a new vault and its creator's keyring
+// entry (an owner, granted by themselves), locked by the opener's secret
+// (with a salt of its own and the opener's cost) or, without a secret, by
+// its identity.
+func (o opener) creator(header []byte) (*member, *keyringEntry, error) {
+	dk, err := crypto.GenerateKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	spec := entrySpec{
+		vault: o.cfg.Name, user: o.cfg.User, grantedBy: o.cfg.User, header: header,
+		role: RoleOwner, at: time.Now(), serial: 1, dk: dk,
+	}
+	if len(o.cfg.Secret) == 0 {
+		if spec.pub, err = o.cfg.Identity.PublicKey(); err != nil {
+			dk.Wipe()
+			return nil, nil, err
+		}
+	} else {
+		spec.salt, spec.kdf = make([]byte, crypto.SaltSize), o.kdf
+		if _, err := rand.Read(spec.salt); err != nil {
+			dk.Wipe()
+			return nil, nil, err
+		}
+		if spec.kek, err = crypto.DeriveUserKey(o.cfg.Secret, spec.salt, o.kdf); err != nil {
+			dk.Wipe()
+			return nil, nil, err
+		}
+		defer spec.kek.Wipe()
+	}
+	e, seed, err := spec.build()
+	if err != nil {
+		dk.Wipe()
+		return nil, nil, err
+	}
+	return &member{dk: dk, seed: seed, role: RoleOwner, entry: e, header: header}, e, nil
+}
+
+func (o opener) create(ctx context.Context) (*member, error) {
 	// A vault this opener could not open again is not created.
 	if err := o.kdf.CheckCeiling(o.cfg.MaxKDF); err != nil {
-		return nil, [crypto.SaltSize]byte{}, fmt.Errorf("cost for a new vault: %w: %w", ErrWeakKDF, err)
+		return nil, fmt.Errorf("cost for a new vault: %w: %w", ErrWeakKDF, err)
 	}
 	h, err := crypto.NewHeader(o.kdf)
 	if err != nil {
-		return nil, h.Salt, err
+		return nil, err
 	}
 	hb, err := h.MarshalBinary()
 	if err != nil {
-		return nil, h.Salt, err
+		return nil, err
 	}
-	kek, err := crypto.DeriveUserKey(o.cfg.Secret, h.Salt[:], h.KDF)
+	m, e, err := o.creator(hb)
 	if err != nil {
-		return nil, h.Salt, err
+		return nil, err
 	}
-	dk, err := crypto.GenerateKey()
-	if err != nil {
-		return nil, h.Salt, err
-	}
-	wrapped, err := crypto.WrapKey(kek, dk, keyringAD(o.cfg.Name, o.cfg.User, hb))
-	if err != nil {
-		return nil, h.Salt, err
-	}
+	m.salt = h.Salt
+	wrapped := e.encode()
 	hk, kk := o.prefix+headerKey, o.prefix+keyringPrefix+o.cfg.User
 	st := o.cfg.Store
 	if tr, ok := st.(stores.Transactor); ok {
@@ -326,17 +391,26 @@ func (o opener) create(ctx context.Context) (*crypto.Key, [crypto.SaltSize]byte,
 			return tx.Put(kk, wrapped)
 		})
 		if err != nil {
-			return nil, h.Salt, err
+			m.wipe()
+			return nil, err
 		}
-		return dk, h.Salt, nil
+		it, err := st.Get(ctx, kk)
+		if err != nil {
+			m.wipe()
+			return nil, err
+		}
+		m.version = it.Version
+		return m, nil
 	}
 	if _, err := st.CompareAndSwap(ctx, hk, 0, hb); err != nil {
-		return nil, h.Salt, err
+		m.wipe()
+		return nil, err
 	}
-	if _, err := st.CompareAndSwap(ctx, kk, 0, wrapped); err != nil {
-		return nil, h.Salt, err
+	if m.version, err = st.CompareAndSwap(ctx, kk, 0, wrapped); err != nil {
+		m.wipe()
+		return nil, err
 	}
-	return dk, h.Salt, nil
+	return m, nil
 }
 
 // checkKnown refuses, before any key derivation, a header whose salt is not

@@ -43,6 +43,8 @@ type Vault struct {
 	// numbers are on the hub, so it takes none here (see markDevice).
 	hubless bool
 	syncs   syncSettings // sync.go
+	// me is the vault's person: role, keyring entry, signing key (people.go).
+	me *member
 
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.
@@ -54,6 +56,9 @@ type Vault struct {
 }
 
 func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
+	if cfg.role == RoleReader {
+		cfg.Store = readOnly(cfg.Store) // a reader writes nothing (keyring_readonly.go)
+	}
 	v := &Vault{
 		name:   cfg.Name,
 		user:   cfg.User,
@@ -199,6 +204,7 @@ func (v *Vault) Close() error {
 		v.claims.Wipe()
 		if !v.sharesKey {
 			v.dk.Wipe()
+			v.me.wipeSigner()
 		}
 		v.closeErr = errors.Join(errs...)
 		v.closeDone.Store(true)

@@ -338,6 +338,10 @@ cheap key-derivation cost. Never set it for real data.`,
 		c.GroupID = "records"
 		root.AddCommand(c)
 	}
+	for _, c := range []*cobra.Command{a.peopleCmd(), a.vaultCmd()} { // people.go
+		c.GroupID = "records"
+		root.AddCommand(c)
+	}
 	for _, c := range []*cobra.Command{a.seqCmd(), a.numberCmd(), a.ledgerCmd()} {
 		c.GroupID = "numbers"
 		root.AddCommand(c)

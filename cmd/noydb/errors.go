@@ -48,7 +48,7 @@ func (a *app) explain(err error) string {
 	case errors.Is(err, vault.ErrWrongSecret):
 		return fmt.Sprintf("wrong secret for vault %q (user %q): check $%s or --secret-file", a.vaultName, a.user, envSecret)
 	case errors.Is(err, vault.ErrNoAccess):
-		return fmt.Sprintf("user %q has no key in vault %q: pass the --user that created it", a.user, a.vaultName)
+		return fmt.Sprintf("user %q has no key in vault %q: pass another --user, or ask an owner to run 'noydb people add %s'", a.user, a.vaultName, a.user)
 	case errors.Is(err, vault.ErrWeakKDF):
 		if a.env(envTestKDF) == "1" {
 			return fmt.Sprintf("vault %q: %v", a.vaultName, err)

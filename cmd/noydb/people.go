@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// personJSON is one person as 'people list --json' prints it.
+type personJSON struct {
+	Name      string `json:"name"`
+	Role      string `json:"role"`
+	GrantedBy string `json:"granted_by,omitempty"`
+	GrantedAt string `json:"granted_at,omitempty"`
+	Revoked   bool   `json:"revoked"`
+	Identity  bool   `json:"identity"`
+	Legacy    bool   `json:"legacy"`
+}
+
+func (a *app) peopleCmd() *cobra.Command {
+	p := &cobra.Command{
+		Use:   "people",
+		Short: "List, add and remove the people who can open a vault",
+		Long: `Who can open --vault, and with which role: owner (everything, people
+included), writer (records and numbers) or reader (read only).
+
+Only an owner adds and removes people. Removing a person makes their secret
+or key stop opening the vault; it cannot make them forget the data key they
+held: until keys are rotated (not yet available), a removed person who kept
+a copy of the key or of the store can still read records.`,
+		Args: a.noArgs,
+		RunE: a.groupRun,
+	}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the vault's people, their roles, and who granted them",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := a.openVaultToRead(cmd.Context())
+			if err != nil {
+				return err
+			}
+			people, err := v.People(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rows := make([]personJSON, len(people))
+			for i, p := range people {
+				rows[i] = personJSON{Name: p.Name, Role: p.Role.String(), GrantedBy: p.GrantedBy,
+					Revoked: p.Revoked, Identity: p.Identity, Legacy: p.Legacy}
+				if !p.GrantedAt.IsZero() {
+					rows[i].GrantedAt = p.GrantedAt.Format(time.RFC3339)
+				}
+			}
+			if a.json {
+				return a.printJSON(rows)
+			}
+			tw := tabwriter.NewWriter(a.io.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tROLE\tGRANTED BY\tGRANTED AT\tSTATUS")
+			for _, r := range rows {
+				status := "active"
+				switch {
+				case r.Revoked:
+					status = "removed"
+				case r.Legacy:
+					status = "active (old keyring layout: run 'noydb vault passwd')"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Role, dash(r.GrantedBy), dash(r.GrantedAt), status)
+			}
+			return tw.Flush()
+		},
+	}
+	var role, publicKey, newSecretFile string
+	add := &cobra.Command{
+		Use:   "add USER --role owner|writer|reader",
+		Short: "Give a person access, with a secret or their public key",
+		Long: `Give USER access to --vault with --role. The person opens the vault with a
+secret you choose together (asked twice on a terminal, or read from
+--new-secret-file), or, with --public-key, with the private key that only
+they hold (the text form noydb-x25519-public:…).`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := vault.ParseRole(role)
+			if err != nil {
+				return usagef("--role: %v", err)
+			}
+			if err := vault.CheckCollectionName(args[0]); err != nil {
+				return usagef("USER %q: %v", args[0], err)
+			}
+			var cred vault.Credential
+			if publicKey != "" {
+				if newSecretFile != "" {
+					return usagef("--public-key and --new-secret-file exclude each other")
+				}
+				pub, err := crypto.ParsePublicKey(publicKey)
+				if err != nil {
+					return usagef("--public-key: %v", err)
+				}
+				cred = vault.PublicKey(pub)
+			}
+			v, err := a.openVault(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if publicKey == "" {
+				s, err := a.newSecret(newSecretFile, fmt.Sprintf("Secret for %q in vault %q: ", args[0], a.vaultName))
+				if err != nil {
+					return err
+				}
+				cred = vault.Secret(s)
+				clear(s)
+			}
+			if err := v.Grant(cmd.Context(), args[0], cred, r); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.out, "%s is a %s of vault %q\n", args[0], r, a.vaultName)
+			return nil
+		},
+	}
+	add.Flags().StringVar(&role, "role", "", "owner, writer or reader (required)")
+	add.Flags().StringVar(&publicKey, "public-key", "", "the person's X25519 public key (noydb-x25519-public:…) instead of a secret")
+	add.Flags().StringVar(&newSecretFile, "new-secret-file", "", "read the person's secret from this file (else a prompt)")
+	_ = add.MarkFlagRequired("role")
+	remove := &cobra.Command{
+		Use:   "remove USER",
+		Short: "Remove a person's access",
+		Long: `Remove USER's access to --vault: their secret or key no longer opens it.
+It cannot make them forget what they read, nor the data key they held: until
+keys are rotated (not yet available), a removed person who kept a copy of
+the key or of the store can still read records. The last owner cannot be
+removed.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := vault.CheckCollectionName(args[0]); err != nil {
+				return usagef("USER %q: %v", args[0], err)
+			}
+			v, err := a.openVault(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := v.Revoke(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.out, "removed %s from vault %q\n", args[0], a.vaultName)
+			return nil
+		},
+	}
+	p.AddCommand(list, add, remove)
+	return p
+}
+
+func (a *app) vaultCmd() *cobra.Command {
+	vc := &cobra.Command{
+		Use:   "vault",
+		Short: "Manage your access to a vault (passwd)",
+		Args:  a.noArgs,
+		RunE:  a.groupRun,
+	}
+	var newSecretFile string
+	passwd := &cobra.Command{
+		Use:   "passwd",
+		Short: "Change the secret that opens the vault for --user",
+		Long: `Change the secret that opens --vault for --user: the vault opens with the
+current secret (as every command does), then the new one is asked twice on a
+terminal or read from --new-secret-file. A vault made before roles existed
+gets its keyring entry rewritten in the current layout, which an owner needs
+to add people.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// The current secret opens the vault and proves who changes it:
+			// asked once, used for both.
+			if err := a.checkSecretFile(); err != nil {
+				return err
+			}
+			old, err := a.secret(a.vaultName, false)
+			if err != nil {
+				return err
+			}
+			defer clear(old)
+			a.fixedSecret = old
+			v, err := a.openVault(cmd.Context())
+			if err != nil {
+				return err
+			}
+			s, err := a.newSecret(newSecretFile, fmt.Sprintf("New secret for vault %q (user %q): ", a.vaultName, a.user))
+			if err != nil {
+				return err
+			}
+			defer clear(s)
+			if err := v.ChangeSecret(cmd.Context(), old, s); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.out, "secret of %s in vault %q changed\n", a.user, a.vaultName)
+			return nil
+		},
+	}
+	passwd.Flags().StringVar(&newSecretFile, "new-secret-file", "", "read the new secret from this file (else a prompt)")
+	vc.AddCommand(passwd)
+	return vc
+}
+
+// newSecret reads a new secret from file (checked like --secret-file) or,
+// on a terminal, asks for it twice.
+func (a *app) newSecret(file, prompt string) ([]byte, error) {
+	if file != "" {
+		s, err := readSecretFile(file, a.insecureSecretFile)
+		if err != nil {
+			return nil, errors.New(strings.Replace(err.Error(), "--secret-file", "--new-secret-file", 1))
+		}
+		return s, nil
+	}
+	if !a.io.inTerminal || a.io.readPassword == nil {
+		return nil, errors.New("no new secret: pass --new-secret-file, or run on a terminal to be asked")
+	}
+	s, err := a.ask(prompt)
+	if err != nil {
+		return nil, err
+	}
+	again, err := a.ask("Repeat it: ")
+	if err != nil {
+		clear(s)
+		return nil, err
+	}
+	same := bytes.Equal(s, again)
+	clear(again)
+	if !same {
+		clear(s)
+		return nil, errors.New("the two secrets differ: nothing was changed; try again")
+	}
+	return s, nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,135 @@
+package vault
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/codec"
+	"github.com/noydb-go/noydb/internal/codec/codectest"
+)
+
+// The keyring entry layout of keyring.go (version 2), pinned to
+// testdata/keyring_layouts.json both ways, and its fuzz target.
+
+// normalized returns e with empty byte and list fields as nil, as the
+// vectors write them.
+func normalized(e *keyringEntry) keyringEntry {
+	n := *e
+	nb := func(b []byte) []byte {
+		if len(b) == 0 {
+			return nil
+		}
+		return b
+	}
+	n.boxPub, n.signPub, n.salt, n.boxPriv, n.signPriv, n.grantSig, n.mac =
+		nb(n.boxPub), nb(n.signPub), nb(n.salt), nb(n.boxPriv), nb(n.signPriv), nb(n.grantSig), nb(n.mac)
+	if len(n.collections) == 0 {
+		n.collections = nil
+	}
+	if len(n.gens) == 0 {
+		n.gens = nil
+	}
+	for i := range n.gens {
+		n.gens[i].key = nb(n.gens[i].key)
+	}
+	if len(n.colKeys) == 0 {
+		n.colKeys = nil
+	}
+	for i := range n.colKeys {
+		n.colKeys[i].key = nb(n.colKeys[i].key)
+	}
+	return n
+}
+
+func keyringLayout() codectest.Layout {
+	return codectest.Layout{
+		Seeds: "testdata/keyring_layouts.json", Prefix: "keyring/", Err: codec.ErrCorrupt,
+		Decode: func(b []byte) (any, error) {
+			e, err := decodeKeyring(b)
+			if err != nil {
+				return nil, err
+			}
+			return normalized(e), nil
+		},
+		Encode: func(v any) ([]byte, error) { e := v.(keyringEntry); return e.encode(), nil },
+	}
+}
+
+// TestKeyringLayoutVectors pins the keyring entry layout.
+func TestKeyringLayoutVectors(t *testing.T) {
+	l := keyringLayout()
+	cs := func(name string, e keyringEntry) codectest.Case {
+		return codectest.Case{
+			Name: l.Prefix + name, Value: e, Err: codec.ErrCorrupt,
+			Encode: func() ([]byte, error) { return l.Encode(e) },
+			Decode: l.Decode,
+		}
+	}
+	b := func(n int, c byte) []byte { return bytes.Repeat([]byte{c}, n) }
+	secret := keyringEntry{
+		user: "olga", serial: 1, role: RoleOwner, grantedBy: "olga", grantedAt: 1764547200123456789,
+		boxPub: b(32, 1), signPub: b(32, 2), lock: lockSecret, salt: b(16, 3),
+		kdf: crypto.KDFParams{Time: 3, MemoryKiB: 65536, Threads: 4}, boxPriv: b(73, 4),
+		gens: []wrappedGen{{gen: 1, key: b(105, 5)}}, signPriv: b(105, 6), grantSig: b(64, 7),
+		macGen: 1, mac: b(32, 8),
+	}
+	identity := keyringEntry{
+		user: "rex", serial: 2, role: RoleReader, grantedBy: "olga", grantedAt: -5,
+		boxPub: b(32, 9), signPub: b(32, 10), lock: lockIdentity,
+		gens:     []wrappedGen{{gen: 1, key: b(105, 11)}, {gen: 2, key: b(105, 12)}},
+		colKeys:  []wrappedCol{{name: "notes", gen: 2, key: b(105, 13)}},
+		signPriv: b(105, 14), grantSig: b(64, 15), macGen: 2, mac: b(32, 16), collections: []string{"notes", "orders"},
+	}
+	revoked := keyringEntry{user: "wanda", serial: 3, role: RoleWriter, revoked: true, grantedBy: "olga",
+		boxPub: b(32, 17), signPub: b(32, 18), grantSig: b(64, 19), macGen: 1, mac: b(32, 20)}
+	legacyRevoked := keyringEntry{user: "otto", serial: 1, role: RoleOwner, revoked: true, macGen: 1, mac: b(32, 21)}
+	extremes := secret
+	extremes.user, extremes.serial, extremes.grantedBy = strings.Repeat("u", maxKeyringName), math.MaxUint64, strings.Repeat("g", 200)
+	extremes.grantedAt = math.MinInt64
+	extremes.kdf = crypto.KDFParams{Time: math.MaxUint32, MemoryKiB: math.MaxUint32, Threads: math.MaxUint8}
+	extremes.gens = []wrappedGen{{gen: 0, key: nil}, {gen: math.MaxUint64, key: b(maxKeyringWrapped, 22)}}
+	extremes.macGen = math.MaxUint64
+	codectest.Check(t, "testdata/keyring_layouts.json", []codectest.Case{
+		cs("secret owner", secret),
+		cs("identity reader", identity),
+		cs("revoked", revoked),
+		cs("revoked version 1", legacyRevoked),
+		cs("extremes", extremes),
+	})
+}
+
+// TestKeyringRefusals: fields that contradict one another are refused.
+func TestKeyringRefusals(t *testing.T) {
+	good := keyringEntry{user: "a", serial: 1, role: RoleReader, lock: lockIdentity, boxPub: make([]byte, 32), macGen: 1}
+	_, err := decodeKeyring(good.encode())
+	require.NoError(t, err)
+	for name, mut := range map[string]func(e *keyringEntry){
+		"role 0":                 func(e *keyringEntry) { e.role = 0 },
+		"role 4":                 func(e *keyringEntry) { e.role = 4 },
+		"revoked with a lock":    func(e *keyringEntry) { e.revoked = true },
+		"no lock, not revoked":   func(e *keyringEntry) { e.lock = lockNone },
+		"unknown lock":           func(e *keyringEntry) { e.lock = 7 },
+		"short salt":             func(e *keyringEntry) { e.lock, e.salt = lockSecret, []byte{1} },
+		"collections unsorted":   func(e *keyringEntry) { e.collections = []string{"b", "a"} },
+		"collections duplicated": func(e *keyringEntry) { e.collections = []string{"a", "a"} },
+		"generations unsorted":   func(e *keyringEntry) { e.gens = []wrappedGen{{gen: 2}, {gen: 1}} },
+	} {
+		e := good
+		mut(&e)
+		_, err := decodeKeyring(e.encode())
+		assert.ErrorIs(t, err, codec.ErrCorrupt, name)
+	}
+	_, err = decodeKeyring([]byte{1, 2, 3})
+	assert.ErrorIs(t, err, codec.ErrCorrupt)
+	assert.Equal(t, uint64(0), keyringSerial([]byte{1, 2, 3}))
+	assert.True(t, keyringNewer(good.encode(), []byte{1}))
+	assert.False(t, keyringNewer([]byte{1}, good.encode()))
+}
+
+func FuzzKeyringEntry(f *testing.F) { codectest.Fuzz(f, keyringLayout()) }

@@ -1,0 +1,547 @@
+package vault
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// ErrPersonExists: Grant named a person who already has access (revoke
+// them first to grant another role). Nothing was written.
+var ErrPersonExists = errors.New("person already has access to the vault")
+
+// Credential is how a granted person will open the vault: a secret they
+// share with the owner (Secret), or an X25519 public key whose private key
+// only they hold (PublicKey). Its zero value is no credential; make one
+// with Secret or PublicKey. It never prints its secret.
+type Credential struct {
+	secret []byte
+	pub    []byte
+}
+
+// Secret returns the credential of a person who opens with secret
+// (Config.Secret). The vault keeps no copy of it.
+func Secret(secret []byte) Credential { return Credential{secret: slices.Clone(secret)} }
+
+// PublicKey returns the credential of a person who opens with the X25519
+// identity whose public key is pub (Config.Identity; crypto.ParsePublicKey
+// reads the text form). The owner never learns their private key.
+func PublicKey(pub []byte) Credential { return Credential{pub: slices.Clone(pub)} }
+
+// String describes c without its secret.
+func (c Credential) String() string {
+	switch {
+	case c.pub != nil:
+		return "vault.PublicKey(" + crypto.EncodePublicKey(c.pub) + ")"
+	case c.secret != nil:
+		return "vault.Secret(REDACTED)"
+	}
+	return "vault.Credential(none)"
+}
+
+// GoString is String.
+func (c Credential) GoString() string { return c.String() }
+
+// Person is one entry of a vault's keyring, as People lists it.
+type Person struct {
+	// Name is the person's user name (Config.User).
+	Name string
+	// Role is what the person may do.
+	Role Role
+	// GrantedBy and GrantedAt say who granted the role, and when (the
+	// granter's clock). Both are zero for a keyring entry of layout version
+	// 1 (Legacy).
+	GrantedBy string
+	GrantedAt time.Time
+	// Collections limits the person to these collections; empty means all.
+	Collections []string
+	// Revoked is true once Revoke removed the person's access.
+	Revoked bool
+	// Identity is true for a person who opens with an X25519 identity
+	// rather than a secret.
+	Identity bool
+	// Legacy is true for a keyring entry of layout version 1: its holder
+	// is an owner and has no signing key until UpgradeKeyring.
+	Legacy bool
+	// SigningKey is the person's Ed25519 public key (nil when Legacy).
+	SigningKey []byte
+}
+
+// Role returns the role of the person the vault was opened as.
+func (v *Vault) Role() Role {
+	v.me.mu.Lock()
+	defer v.me.mu.Unlock()
+	return v.me.role
+}
+
+// People lists the vault's keyring: every person granted access, revoked
+// ones included, by name. Every entry is checked: one a store altered is
+// an error matching ErrTampered.
+func (v *Vault) People(ctx context.Context) ([]Person, error) {
+	if err := v.enter(ctx); err != nil {
+		return nil, fmt.Errorf("people: %w", err)
+	}
+	defer v.exit()
+	var out []Person
+	kp := v.prefix + keyringPrefix
+	for it, err := range v.me.store.List(ctx, kp) {
+		if err != nil {
+			return nil, fmt.Errorf("people: %w", err)
+		}
+		name := it.Key[len(kp):]
+		if !isKeyringV2(it.Value) {
+			out = append(out, Person{Name: name, Role: RoleOwner, Legacy: true})
+			continue
+		}
+		e, err := v.readEntry(name, it.Value)
+		if err != nil {
+			return nil, fmt.Errorf("people: %w", err)
+		}
+		out = append(out, Person{
+			Name: name, Role: e.role, GrantedBy: e.grantedBy, GrantedAt: time.Unix(0, e.grantedAt).UTC(),
+			Collections: e.collections, Revoked: e.revoked, Identity: e.lock == lockIdentity,
+			SigningKey: e.signPub,
+		})
+	}
+	return out, nil
+}
+
+// readEntry decodes and checks the stored entry of user.
+func (v *Vault) readEntry(user string, raw []byte) (*keyringEntry, error) {
+	e, err := decodeKeyring(raw)
+	if err != nil {
+		return nil, fmt.Errorf("keyring entry of %q: %w: %w", user, ErrTampered, err)
+	}
+	if err := e.verify(v.dk, v.name, user, v.me.header); err != nil {
+		return nil, closedIfWiped(err)
+	}
+	return e, nil
+}
+
+// Grant gives user access to the vault with role, opening with cred (a
+// Secret or a PublicKey). Only an owner grants (ErrNotPermitted otherwise;
+// an owner whose keyring entry is of layout version 1 calls UpgradeKeyring
+// first, to get the signing key a grant is signed with). The new keyring
+// entry holds the data key wrapped for the person, a signing key of their
+// own, and the grant signed by the granter; it is written together with a
+// ledger.PersonGranted entry, in one commit on stores with transactions.
+// A person granted on a device of a hub opens on the others after Sync.
+//
+// Limiting a person to some collections needs collection keys, which come
+// with key rotation: collections must be empty for now (an error matching
+// stores.ErrNotSupported otherwise).
+//
+// Bad input writes nothing: an invalid user name (ErrInvalidName), an
+// invalid role or an empty credential (ErrInvalidArgument), a malformed
+// public key (crypto.ErrBadPublicKey and ErrInvalidArgument), a person who
+// already has access (ErrPersonExists, also when another owner granted
+// them meanwhile). A revoked person may be granted again. Revoke and
+// ChangeSecret racing another change of the same person fail with an
+// error matching stores.ErrConflict, writing nothing: try again.
+func (v *Vault) Grant(ctx context.Context, user string, cred Credential, role Role, collections ...string) error {
+	if err := v.grant(ctx, user, cred, role, collections); err != nil {
+		return fmt.Errorf("grant %q: %w", user, err)
+	}
+	return nil
+}
+
+func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Role, collections []string) error {
+	if err := CheckCollectionName(user); err != nil {
+		return err
+	}
+	if !role.Valid() {
+		return fmt.Errorf("%w: invalid role %d", ErrInvalidArgument, uint8(role))
+	}
+	switch {
+	case cred.pub == nil && len(cred.secret) == 0:
+		return fmt.Errorf("%w: no secret or public key", ErrInvalidArgument)
+	case cred.pub != nil:
+		if err := crypto.CheckPublicKey(cred.pub); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+		}
+	}
+	if len(collections) > 0 {
+		return fmt.Errorf("access limited to collections comes with collection keys: %w", stores.ErrNotSupported)
+	}
+	if err := v.enter(ctx); err != nil {
+		return err
+	}
+	defer v.exit()
+	seed, err := v.ownerSeed()
+	if err != nil {
+		return err
+	}
+	key := v.prefix + keyringPrefix + user
+	old, err := v.me.store.Get(ctx, key)
+	var serial uint64 = 1
+	switch {
+	case errors.Is(err, stores.ErrNotFound):
+		old = stores.Item{}
+	case err != nil:
+		return err
+	case !isKeyringV2(old.Value):
+		return ErrPersonExists
+	default:
+		e, err := v.readEntry(user, old.Value)
+		if err != nil {
+			return err
+		}
+		if !e.revoked {
+			return ErrPersonExists
+		}
+		serial = e.serial + 1
+	}
+	h, err := crypto.ParseHeader(v.me.header)
+	if err != nil {
+		return fmt.Errorf("vault header: %w", err)
+	}
+	spec := entrySpec{
+		vault: v.name, user: user, grantedBy: v.user, header: v.me.header, role: role,
+		at: time.Now(), serial: serial, pub: cred.pub, dk: v.dk, granterSeed: seed,
+	}
+	if cred.pub == nil {
+		spec.salt, spec.kdf = make([]byte, crypto.SaltSize), h.KDF
+		if _, err := rand.Read(spec.salt); err != nil {
+			return err
+		}
+		if spec.kek, err = crypto.DeriveUserKey(cred.secret, spec.salt, h.KDF); err != nil {
+			return err
+		}
+		defer spec.kek.Wipe()
+	}
+	e, pseed, err := spec.build()
+	if err != nil {
+		return closedIfWiped(err)
+	}
+	pseed.Wipe()
+	val := e.encode()
+	return v.writePeople(ctx, key, old, val, ledger.Entry{Kind: ledger.PersonGranted, ID: user, Reason: role.String(), CipherHash: hashOf(val)})
+}
+
+// ownerSeed returns the signing key of the vault's person if they are an
+// owner who can sign, else ErrNotPermitted.
+func (v *Vault) ownerSeed() (*crypto.Key, error) {
+	v.me.mu.Lock()
+	defer v.me.mu.Unlock()
+	if v.me.role != RoleOwner {
+		return nil, fmt.Errorf("%q is a %s, only an owner changes people: %w", v.user, v.me.role, ErrNotPermitted)
+	}
+	if v.me.seed == nil {
+		return nil, fmt.Errorf("%q has a keyring entry of layout version 1 and no signing key (call UpgradeKeyring): %w",
+			v.user, ErrNotPermitted)
+	}
+	return v.me.seed, nil
+}
+
+// Revoke removes user's access: their keyring entry is replaced by a
+// revoked one holding no key, so their secret or identity no longer opens
+// the vault (ErrNoAccess), here and, after Sync, on every device. It is
+// written with a ledger.PersonRevoked entry. Only an owner revokes
+// (ErrNotPermitted), and not the last owner (ErrNotPermitted); revoking a
+// person without access is an error matching ErrNotFound. Nothing is
+// written on error. An owner may revoke themselves while another owner
+// remains; the handle that did so keeps its access until it is closed.
+//
+// What revocation cannot do yet: the data key does not change. A revoked
+// person who kept a copy of the data key (or a copy of the store) can
+// still read every record written before and after the revocation, until
+// the keys are rotated, which is the next step of this work. Revoke makes
+// the vault refuse them; it cannot make them forget.
+func (v *Vault) Revoke(ctx context.Context, user string) error {
+	if err := v.revoke(ctx, user); err != nil {
+		return fmt.Errorf("revoke %q: %w", user, err)
+	}
+	return nil
+}
+
+func (v *Vault) revoke(ctx context.Context, user string) error {
+	if err := CheckCollectionName(user); err != nil {
+		return err
+	}
+	if err := v.enter(ctx); err != nil {
+		return err
+	}
+	defer v.exit()
+	if _, err := v.ownerSeed(); err != nil {
+		return err
+	}
+	key := v.prefix + keyringPrefix + user
+	old, err := v.me.store.Get(ctx, key)
+	if errors.Is(err, stores.ErrNotFound) {
+		return fmt.Errorf("no such person: %w", ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	tomb := &keyringEntry{user: user, serial: 1, role: RoleOwner, revoked: true, macGen: 1}
+	if isKeyringV2(old.Value) {
+		e, err := v.readEntry(user, old.Value)
+		if err != nil {
+			return err
+		}
+		if e.revoked {
+			return fmt.Errorf("already revoked: %w", ErrNotFound)
+		}
+		*tomb = keyringEntry{
+			user: user, serial: e.serial + 1, role: e.role, revoked: true, grantedBy: e.grantedBy,
+			grantedAt: e.grantedAt, collections: e.collections, boxPub: e.boxPub, signPub: e.signPub,
+			grantSig: e.grantSig, macGen: e.macGen,
+		}
+	}
+	if tomb.role == RoleOwner {
+		owners, err := v.activeOwners(ctx)
+		if err != nil {
+			return err
+		}
+		if owners <= 1 {
+			return fmt.Errorf("the last owner cannot be revoked: %w", ErrNotPermitted)
+		}
+	}
+	tomb.seal(v.dk, v.name, v.me.header)
+	val := tomb.encode()
+	if err := v.writePeople(ctx, key, old, val, ledger.Entry{Kind: ledger.PersonRevoked, ID: user, CipherHash: hashOf(val)}); err != nil {
+		return err
+	}
+	if user == v.user {
+		v.me.mu.Lock()
+		v.me.role, v.me.entry = RoleReader, tomb
+		v.me.mu.Unlock()
+	}
+	return nil
+}
+
+// activeOwners counts the owners not revoked.
+func (v *Vault) activeOwners(ctx context.Context) (int, error) {
+	ps, err := v.People(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range ps {
+		if p.Role == RoleOwner && !p.Revoked {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// ChangeSecret changes the secret that opens the vault for its person:
+// old must be the current one (ErrWrongSecret otherwise, after the same
+// key derivation), new must not be empty (ErrInvalidArgument). Afterwards
+// old gets ErrWrongSecret and new opens, here and, after Sync, on every
+// device. A keyring entry of layout version 1 is rewritten in the current
+// layout (see UpgradeKeyring). It is written with a ledger.SecretChanged
+// (or ledger.KeyringUpgraded) entry; every role may change its own secret.
+// A person who opens with an identity has no secret to change
+// (ErrInvalidArgument).
+func (v *Vault) ChangeSecret(ctx context.Context, old, new []byte) error {
+	if err := v.changeSecret(ctx, old, new); err != nil {
+		return fmt.Errorf("change secret of %q: %w", v.user, err)
+	}
+	return nil
+}
+
+// UpgradeKeyring rewrites the vault person's keyring entry of layout
+// version 1 in the current layout, as an owner granted by themselves with
+// a new signing key, so that they can grant and revoke; secret is their
+// current secret (ErrWrongSecret otherwise). An entry already in the
+// current layout is left alone. Other people's version 1 entries keep
+// opening; each holder upgrades their own.
+func (v *Vault) UpgradeKeyring(ctx context.Context, secret []byte) error {
+	v.me.mu.Lock()
+	current := v.me.entry != nil
+	v.me.mu.Unlock()
+	if current {
+		return nil
+	}
+	return v.ChangeSecret(ctx, secret, secret)
+}
+
+func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) error {
+	if len(newSecret) == 0 {
+		return fmt.Errorf("%w: empty new secret", ErrInvalidArgument)
+	}
+	if err := v.enter(ctx); err != nil {
+		return err
+	}
+	defer v.exit()
+	key := v.prefix + keyringPrefix + v.user
+	old, err := v.me.store.Get(ctx, key)
+	if errors.Is(err, stores.ErrNotFound) {
+		return fmt.Errorf("user %q: %w", v.user, ErrNoAccess)
+	}
+	if err != nil {
+		return err
+	}
+	h, err := crypto.ParseHeader(v.me.header)
+	if err != nil {
+		return fmt.Errorf("vault header: %w", err)
+	}
+	if !isKeyringV2(old.Value) {
+		return v.upgrade(ctx, key, old, h, oldSecret, newSecret)
+	}
+	e, err := v.readEntry(v.user, old.Value)
+	if err != nil {
+		return err
+	}
+	switch {
+	case e.revoked:
+		return fmt.Errorf("user %q was revoked: %w", v.user, ErrNoAccess)
+	case e.lock != lockSecret:
+		return fmt.Errorf("%w: %q opens with an identity, not a secret", ErrInvalidArgument, v.user)
+	}
+	// The entry's cost was checked against this opener's ceiling by Open,
+	// and the MAC just checked shows it unchanged since.
+	kek, err := crypto.DeriveUserKey(oldSecret, e.salt, e.kdf)
+	if err != nil {
+		return err
+	}
+	ad := wrapAD(v.name, v.user, v.me.header, "box")
+	box, err := crypto.UnwrapKey(kek, e.boxPriv, ad)
+	kek.Wipe()
+	if err != nil {
+		return ErrWrongSecret
+	}
+	defer box.Wipe()
+	salt := make([]byte, crypto.SaltSize)
+	if _, err := rand.Read(salt); err != nil {
+		return err
+	}
+	nkek, err := crypto.DeriveUserKey(newSecret, salt, e.kdf)
+	if err != nil {
+		return err
+	}
+	defer nkek.Wipe()
+	ne := *e
+	ne.serial, ne.salt = e.serial+1, salt
+	if ne.boxPriv, err = crypto.WrapKey(nkek, box, ad); err != nil {
+		return err
+	}
+	ne.seal(v.dk, v.name, v.me.header)
+	val := ne.encode()
+	if err := v.writePeople(ctx, key, old, val, ledger.Entry{Kind: ledger.SecretChanged, ID: v.user, CipherHash: hashOf(val)}); err != nil {
+		return err
+	}
+	v.me.mu.Lock()
+	v.me.entry = &ne
+	v.me.mu.Unlock()
+	return nil
+}
+
+// upgrade rewrites a version 1 entry, unlocked by oldSecret, as a version
+// 2 owner entry locked by newSecret.
+func (v *Vault) upgrade(ctx context.Context, key string, old stores.Item, h crypto.Header, oldSecret, newSecret []byte) error {
+	kek, err := crypto.DeriveUserKey(oldSecret, h.Salt[:], h.KDF)
+	if err != nil {
+		return err
+	}
+	dk, err := crypto.UnwrapKey(kek, old.Value, keyringAD(v.name, v.user, v.me.header))
+	kek.Wipe()
+	if err != nil {
+		return ErrWrongSecret
+	}
+	same := crypto.EqualMAC(dk.MAC([]byte("same")), v.dk.MAC([]byte("same")))
+	dk.Wipe()
+	if !same {
+		return fmt.Errorf("keyring entry of %q holds another data key: %w", v.user, ErrTampered)
+	}
+	spec := entrySpec{
+		vault: v.name, user: v.user, grantedBy: v.user, header: v.me.header, role: RoleOwner,
+		at: time.Now(), serial: 1, dk: v.dk, salt: make([]byte, crypto.SaltSize), kdf: h.KDF,
+	}
+	if _, err := rand.Read(spec.salt); err != nil {
+		return err
+	}
+	if spec.kek, err = crypto.DeriveUserKey(newSecret, spec.salt, h.KDF); err != nil {
+		return err
+	}
+	defer spec.kek.Wipe()
+	e, seed, err := spec.build()
+	if err != nil {
+		return closedIfWiped(err)
+	}
+	val := e.encode()
+	err = v.writePeople(ctx, key, old, val, ledger.Entry{Kind: ledger.KeyringUpgraded, ID: v.user, Reason: RoleOwner.String(), CipherHash: hashOf(val)})
+	if err != nil {
+		seed.Wipe()
+		return err
+	}
+	v.me.mu.Lock()
+	v.me.entry, v.me.seed, v.me.role = e, seed, RoleOwner
+	v.me.mu.Unlock()
+	return nil
+}
+
+func hashOf(b []byte) []byte {
+	s := sha256.Sum256(b)
+	return s[:]
+}
+
+// errPeopleChanged: the keyring entry changed between reading and writing
+// (another owner, or another device, changed the person meanwhile).
+var errPeopleChanged = fmt.Errorf("the keyring entry changed meanwhile (try again): %w", stores.ErrConflict)
+
+// errEntryMoved is errPeopleChanged inside a ledger batch, where an error
+// matching stores.ErrConflict would make the batch run again.
+var errEntryMoved = errors.New("keyring entry moved")
+
+// writePeople replaces the keyring entry at key, which must still be old
+// (a zero Item: absent), with val, and appends e to the ledger: in one
+// transaction on a store with transactions; else by compare-and-swap of
+// the entry, then the ledger entry (a crash between them leaves the change
+// without its entry). A reader's vault, whose ledger writes nothing,
+// appends through a ledger of its own for the change of its own secret.
+func (v *Vault) writePeople(ctx context.Context, key string, old stores.Item, val []byte, e ledger.Entry) error {
+	l := v.ledger
+	if v.me.store != v.store {
+		l = newLedger()(v.me.store, v.seal, v.macer, v.prefix, wire.LedgerOptions{Actor: v.user, Pins: v.pins})
+		defer func() { _ = l.Close() }()
+	}
+	// A person granted meanwhile is ErrPersonExists for a grant.
+	changed := errPeopleChanged
+	if old.Value == nil {
+		changed = ErrPersonExists
+	}
+	if _, ok := v.me.store.(stores.Transactor); ok && v.me.store.Capabilities().Transactions {
+		err := l.Update(ctx, func(tx stores.Tx) error {
+			it, err := tx.Get(key)
+			switch {
+			case errors.Is(err, stores.ErrNotFound):
+				if old.Value != nil {
+					return errEntryMoved
+				}
+			case err != nil:
+				return err
+			case !bytes.Equal(it.Value, old.Value):
+				return errEntryMoved
+			}
+			if err := tx.Put(key, val); err != nil {
+				return err
+			}
+			_, err = l.AppendTx(ctx, tx, e)
+			return err
+		})
+		if errors.Is(err, errEntryMoved) {
+			return changed
+		}
+		return closedIfWiped(err)
+	}
+	if _, err := v.me.store.CompareAndSwap(ctx, key, old.Version, val); err != nil {
+		if errors.Is(err, stores.ErrConflict) {
+			return changed
+		}
+		return err
+	}
+	_, err := l.Append(ctx, e)
+	return closedIfWiped(err)
+}

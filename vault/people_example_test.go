@@ -1,0 +1,104 @@
+package vault_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// An owner grants a reader with a secret and a writer with a public key
+// (the writer keeps the private key); each opens with what they hold, and
+// the reader cannot write.
+func ExampleVault_Grant() {
+	ctx := context.Background()
+	// Cheap key derivation keeps the example fast; never do this in production.
+	cheap := crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}
+	st := memstore.New()
+	cfg := func(user string) vault.Config {
+		return vault.Config{Store: st, Name: "books", User: user, KDF: cheap, InsecureAllowWeakKDF: true}
+	}
+	ownerCfg := cfg("olga")
+	ownerCfg.Secret = []byte("olga's secret")
+	owner, err := vault.Open(ctx, ownerCfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer owner.Close()
+
+	// The writer makes a key pair and gives the owner its public key only.
+	id, err := crypto.GenerateIdentity()
+	if err != nil {
+		log.Fatal(err)
+	}
+	pub, err := id.PublicKey()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := owner.Grant(ctx, "wim", vault.PublicKey(pub), vault.RoleWriter); err != nil {
+		log.Fatal(err)
+	}
+	if err := owner.Grant(ctx, "rita", vault.Secret([]byte("rita's secret")), vault.RoleReader); err != nil {
+		log.Fatal(err)
+	}
+
+	wimCfg := cfg("wim")
+	wimCfg.Identity = id
+	wim, err := vault.Open(ctx, wimCfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer wim.Close()
+	fmt.Println(vault.CollectionOf[Customer](wim, "customers").Put(ctx, "acme", Customer{Name: "ACME"}))
+
+	ritaCfg := cfg("rita")
+	ritaCfg.Secret = []byte("rita's secret")
+	rita, err := vault.Open(ctx, ritaCfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rita.Close()
+	err = vault.CollectionOf[Customer](rita, "customers").Put(ctx, "acme", Customer{Name: "no"})
+	fmt.Println(errors.Is(err, vault.ErrNotPermitted))
+	// Output:
+	// <nil>
+	// true
+}
+
+// People lists who has access, with their roles and who granted them.
+func ExampleVault_People() {
+	ctx := context.Background()
+	v, err := vault.Open(ctx, vault.Config{
+		Store: memstore.New(), Name: "books", User: "olga", Secret: []byte("olga's secret"),
+		// Cheap key derivation keeps the example fast; never do this in production.
+		KDF: crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}, InsecureAllowWeakKDF: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer v.Close()
+	if err := v.Grant(ctx, "rita", vault.Secret([]byte("rita's secret")), vault.RoleReader); err != nil {
+		log.Fatal(err)
+	}
+	if err := v.Grant(ctx, "wanda", vault.Secret([]byte("wanda's secret")), vault.RoleWriter); err != nil {
+		log.Fatal(err)
+	}
+	if err := v.Revoke(ctx, "wanda"); err != nil {
+		log.Fatal(err)
+	}
+	people, err := v.People(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, p := range people {
+		fmt.Println(p.Name, p.Role, "granted by", p.GrantedBy, "revoked:", p.Revoked)
+	}
+	// Output:
+	// olga owner granted by olga revoked: false
+	// rita reader granted by olga revoked: false
+	// wanda writer granted by olga revoked: true
+}

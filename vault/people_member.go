@@ -1,0 +1,158 @@
+package vault
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// member is the person a vault was opened as.
+type member struct {
+	dk     *crypto.Key
+	salt   [crypto.SaltSize]byte
+	header []byte
+	store  stores.Store // the vault's own store, writable whatever the role
+
+	mu      sync.Mutex // guards what follows, changed by people calls
+	role    Role
+	seed    *crypto.Key   // the signing key; nil for a version 1 entry
+	entry   *keyringEntry // nil for a version 1 entry
+	version uint64        // the store version of the entry as last read or written
+}
+
+// wipe wipes the data key and the signing key (a failed open).
+func (m *member) wipe() {
+	m.dk.Wipe()
+	m.wipeSigner()
+}
+
+// wipeSigner wipes the signing key.
+func (m *member) wipeSigner() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seed != nil {
+		m.seed.Wipe()
+	}
+}
+
+// unlockEntry opens the keyring entry (layout version 2) of cfg.User with
+// cfg's secret or identity: it checks the entry's cost against the
+// opener's ceiling before any derivation, unwraps the data key, checks the
+// entry's MAC and the granter's signature, and unwraps the signing key.
+// A store that changed any field of the entry (a role raised, a grant
+// forged) gives an error matching ErrTampered; a revoked person gets
+// ErrNoAccess; a wrong secret or identity ErrWrongSecret.
+func unlockEntry(ctx context.Context, cfg Config, prefix string, header, raw []byte) (*member, error) {
+	e, err := decodeKeyring(raw)
+	if err != nil {
+		return nil, fmt.Errorf("keyring entry of %q: %w: %w", cfg.User, ErrTampered, err)
+	}
+	if e.user != cfg.User {
+		return nil, fmt.Errorf("keyring entry of %q holds user %q: %w", cfg.User, e.user, ErrTampered)
+	}
+	if e.revoked {
+		return nil, fmt.Errorf("user %q was revoked: %w", cfg.User, ErrNoAccess)
+	}
+	ad := func(p string) []byte { return wrapAD(cfg.Name, cfg.User, header, p) }
+	var box *crypto.Identity
+	switch e.lock {
+	case lockSecret:
+		if len(cfg.Secret) == 0 {
+			return nil, fmt.Errorf("user %q opens with a secret: %w", cfg.User, ErrWrongSecret)
+		}
+		if err := e.kdf.Check(cfg.InsecureAllowWeakKDF); err != nil {
+			return nil, fmt.Errorf("keyring entry of %q: %w: %w", cfg.User, ErrWeakKDF, err)
+		}
+		// Before any derivation: the store chose these costs.
+		if err := e.kdf.CheckCeiling(cfg.MaxKDF); err != nil {
+			return nil, fmt.Errorf("keyring entry of %q: %w: %w", cfg.User, ErrWeakKDF, err)
+		}
+		kek, err := crypto.DeriveUserKey(cfg.Secret, e.salt, e.kdf)
+		if err != nil {
+			return nil, err
+		}
+		k, err := crypto.UnwrapKey(kek, e.boxPriv, ad("box"))
+		kek.Wipe()
+		if err != nil {
+			return nil, ErrWrongSecret
+		}
+		box = crypto.IdentityFromKey(k)
+		defer box.Wipe()
+	case lockIdentity:
+		if cfg.Identity == nil {
+			return nil, fmt.Errorf("user %q opens with an identity (Config.Identity): %w", cfg.User, ErrWrongSecret)
+		}
+		pub, err := cfg.Identity.PublicKey()
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(pub, e.boxPub) {
+			return nil, fmt.Errorf("user %q: identity does not match: %w", cfg.User, ErrWrongSecret)
+		}
+		box = cfg.Identity
+	}
+	var dk *crypto.Key
+	for _, g := range e.gens {
+		if g.gen == e.macGen {
+			dk, err = crypto.UnwrapKeyWith(box, g.key, ad(genPurpose(g.gen)))
+		}
+	}
+	if dk == nil || err != nil {
+		return nil, fmt.Errorf("keyring entry of %q: data key: %w", cfg.User, ErrTampered)
+	}
+	m := &member{dk: dk, header: header, role: e.role, entry: e}
+	if err := e.verify(dk, cfg.Name, cfg.User, header); err != nil {
+		m.wipe()
+		return nil, err
+	}
+	if m.seed, err = crypto.UnwrapKeyWith(box, e.signPriv, ad("sign")); err != nil {
+		m.wipe()
+		return nil, fmt.Errorf("keyring entry of %q: signing key: %w", cfg.User, ErrTampered)
+	}
+	if pub, err := crypto.SigningPublicKey(m.seed); err != nil || !bytes.Equal(pub, e.signPub) {
+		m.wipe()
+		return nil, fmt.Errorf("keyring entry of %q: signing key: %w", cfg.User, ErrTampered)
+	}
+	if err := checkGrant(ctx, cfg.Store, prefix, cfg.Name, header, dk, e); err != nil {
+		m.wipe()
+		return nil, err
+	}
+	return m, nil
+}
+
+// checkGrant checks that e's grant is signed by its granter: e's own
+// signing key for a person who granted themselves (a vault's creator, an
+// upgraded entry), else the signing key in the granter's entry, which must
+// itself be intact.
+func checkGrant(ctx context.Context, st stores.Store, prefix, vaultName string, header []byte, dk *crypto.Key, e *keyringEntry) error {
+	pub := e.signPub
+	if e.grantedBy != e.user {
+		it, err := st.Get(ctx, prefix+keyringPrefix+e.grantedBy)
+		if errors.Is(err, stores.ErrNotFound) || (err == nil && !isKeyringV2(it.Value)) {
+			return fmt.Errorf("keyring entry of %q: granter %q has no signing key: %w", e.user, e.grantedBy, ErrTampered)
+		}
+		if err != nil {
+			return err
+		}
+		g, err := decodeKeyring(it.Value)
+		if err != nil {
+			return fmt.Errorf("keyring entry of %q: granter %q: %w: %w", e.user, e.grantedBy, ErrTampered, err)
+		}
+		if err := g.verify(dk, vaultName, e.grantedBy, header); err != nil {
+			return err
+		}
+		pub = g.signPub
+	}
+	if !crypto.VerifySignature(pub, grantStatement(vaultName, header, e), e.grantSig) {
+		return fmt.Errorf("keyring entry of %q: grant signature: %w", e.user, ErrTampered)
+	}
+	return nil
+}
