@@ -959,9 +959,10 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 		return nil, err
 	}
 	type change struct {
-		k  recKey
-		dv version
-		b  base
+		k        recKey
+		dv       version
+		b        base
+		handoffs []string // the handoff keys of its pending marks
 	}
 	var changes []change
 	for i, k := range keys {
@@ -971,13 +972,14 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 			continue // a conflict kept for the application: held until resolved
 		}
 		if sealed, ok := got[dkeys[3*i]]; ok {
-			rev, err := s.v.recordRevision(k.coll, k.id, sealed)
+			st, err := s.v.openStored(k.coll, k.id, stores.Item{Value: sealed}, true)
 			if err != nil {
 				s.rep.Rejected = append(s.rep.Rejected, SyncRejected{Collection: k.coll, ID: k.id,
 					Reason: "the device's record does not open: " + err.Error()})
 				continue
 			}
-			c.dv = version{sealed: sealed, rev: rev, hash: cipherHash(sealed)}
+			c.dv = version{sealed: sealed, rev: st.rev, hash: cipherHash(sealed)}
+			c.handoffs = s.v.handoffKeys(k.id, st.marks)
 		}
 		if raw, ok := got[dkeys[3*i+1]]; ok {
 			b, err := s.v.openBase(k, raw)
@@ -988,18 +990,29 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 		}
 		changes = append(changes, c)
 	}
+	// The handoff entries of the pending records, which travel with them
+	// (sync_numbers.go).
+	var handoffKeys []string
+	for _, c := range changes {
+		handoffKeys = append(handoffKeys, c.handoffs...)
+	}
+	handoffs, err := fetch(ctx, s.v.store, handoffKeys)
+	if err != nil {
+		return nil, err
+	}
 	// The hub commit: each record written where the hub still holds its base.
-	hkeys := make([]string, len(changes))
+	hkeys := make([]string, len(changes), len(changes)+len(handoffKeys))
 	for i, c := range changes {
 		hkeys[i] = s.h.recordKey(c.k.coll, c.k.id)
 	}
+	lockKeys := append(hkeys, handoffKeys...)
 	var acked []change
 	var stale []recKey
 	var pushed int
 	var appended []ledger.Entry // the feed entries of this commit
 	var head ledger.Head        // the feed's head after them
 	if len(changes) > 0 {
-		err = s.h.ledger.UpdateKeys(ctx, hkeys, func(tx stores.Tx) error {
+		err = s.h.ledger.UpdateKeys(ctx, lockKeys, func(tx stores.Tx) error {
 			acked, stale, pushed, appended = nil, nil, 0, nil
 			var entries []ledger.Entry
 			for i, c := range changes {
@@ -1010,6 +1023,11 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 					hh, hit = cipherHash(it.Value), it
 				case !errors.Is(err, stores.ErrNotFound):
 					return err
+				}
+				if c.dv.exists() && (bytes.Equal(hh, c.dv.hash) || bytes.Equal(hh, c.b.hash)) {
+					if err := copyHandoffs(tx, c.handoffs, handoffs); err != nil {
+						return err
+					}
 				}
 				switch {
 				case bytes.Equal(hh, c.dv.hash):

@@ -25,6 +25,9 @@ import (
 //     shows the number from the mark in any case). A device's deletion
 //     loses to a numbered hub revision whatever the policy: a number must
 //     keep its record (the deletion is in the report and the ledger).
+//   - A push of a pending record carries its handoff entries (sealed bound
+//     to their keys, which are the same on the hub) in the same hub
+//     commit, so a pass on the hub, run from any device, numbers it.
 //   - A push that deletes a pending record on the hub also deletes the
 //     hub's handoff entries of it, in the same hub commit, so no pass waits
 //     for the record for ever; a pull that replaces a pending record here
@@ -205,6 +208,39 @@ func (v *Vault) dropLocalHandoffs(tx stores.Tx, id string, before []mark, after 
 			continue
 		}
 		if err := tx.Delete(v.handoffKey(m.series, m.partition[0], id)); err != nil && !errors.Is(err, stores.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// handoffKeys returns the keys of the handoff entries of record id's
+// pending marks.
+func (v *Vault) handoffKeys(id string, marks []mark) []string {
+	var out []string
+	for _, m := range marks {
+		if m.kind == markPending && len(m.partition) == 1 {
+			out = append(out, v.handoffKey(m.series, m.partition[0], id))
+		}
+	}
+	return out
+}
+
+// copyHandoffs writes in tx (a hub commit) the handoff entries keys the
+// device holds (in device) and the hub lacks.
+func copyHandoffs(tx stores.Tx, keys []string, device map[string][]byte) error {
+	for _, k := range keys {
+		val, ok := device[k]
+		if !ok {
+			continue // numbered meanwhile, or deleted
+		}
+		switch _, err := tx.Get(k); {
+		case err == nil:
+			continue
+		case !errors.Is(err, stores.ErrNotFound):
+			return err
+		}
+		if err := tx.Put(k, val); err != nil {
 			return err
 		}
 	}
