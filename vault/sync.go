@@ -244,6 +244,11 @@ func (v *Vault) mergeOf(collection string) mergeFunc {
 // is ErrHubTampered, an older feed ErrRollback, also after a restart when
 // Config.StateDir is set). It can withhold: serve nothing new, or refuse
 // pushes. A device cannot tell that from a quiet hub.
+//
+// Numbers travel with their records and are never dropped by a conflict:
+// a pending record's push carries its handoff entry, and a number stamped
+// on the hub stays with the record whichever side wins (see
+// SyncAndSettle for the round trip of records numbered by passes).
 func (v *Vault) Sync(ctx context.Context) (SyncReport, error) {
 	var rep SyncReport
 	if v.hub == nil {

@@ -34,12 +34,31 @@ import (
 //     with a revision no longer pending under the same provisional id (or
 //     deletes it) drops this device's handoff entry of it likewise.
 //
+//   - A record PutNumbered on a device (committed with its number on the
+//     hub, then copied here) is recorded in the device's ledger as pulled
+//     (ledger.RecordPulled, with the hub's feed position of the commit) and
+//     gets its sync base: no push carries it back, and a later change of it
+//     here is no conflict with it.
+//   - A pulled record that carries a number is recorded like any pulled
+//     record (RecordPulled, its hub position and cipher hash) and is not
+//     bound to its series in the device's ledger. The series is accounted
+//     for once, in the hub's ledger, where its numbers are bound as they
+//     are taken (the RecordPut of a PutNumbered, the NumberAssigned entries
+//     of a pass); binding them again on each device would account for
+//     each number once per device. So a device audits its numbers against
+//     the hub: Numbered.Audit and the Audit of v.Sequence read the hub's
+//     ledger, and a device's own ledger shows, for each numbered record,
+//     the hub position it came from.
+//
 // The sequence a user follows to number receipts written offline:
 //
 //	rec, _ := receipts.Put(ctx, id, r) // NumberingOf handle: pending, offline too
 //	rep, err := v.SyncAndSettle(ctx)  // sync, pass on the hub, sync
 //
-// or, step by step, v.Sync, then Settle on each handle, then v.Sync again.
+// or, step by step, v.Sync, then Settle on the handle, then v.Sync again.
+// Since a push carries the handoff entries, the pass numbers the pending
+// records every device has pushed, whichever device runs it; the other
+// devices get the numbers with their next Sync.
 
 // numberingDir and pendingDir are the layout of a deferred-numbering
 // series' handoff entries (package numbering): prefix + numberingDir +
