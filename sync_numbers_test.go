@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -209,4 +210,35 @@ func TestSyncSeriesOnADevice(t *testing.T) {
 	_, err = v.Series(ctx)
 	require.ErrorIs(t, err, sequence.ErrOffline)
 	assert.True(t, errors.Is(err, stores.ErrUnavailable))
+}
+
+// TestSyncerSettlesNumbers: a Syncer with SettleNumbers numbers the
+// receipts each sync pushes, and brings them back numbered; one without
+// leaves them pending.
+func TestSyncerSettlesNumbers(t *testing.T) {
+	ctx := context.Background()
+	hub := memstore.New()
+	v, nr := receiptDevice(t, memstore.New(), hub, vault.HigherRevisionWins)
+	plain, err := v.SyncEvery(ctx, time.Hour)
+	require.NoError(t, err)
+	_, err = nr.Put(ctx, "r1", Receipt{Total: 5})
+	require.NoError(t, err)
+	rep, err := plain.SyncNow(ctx)
+	require.NoError(t, err)
+	assert.Nil(t, rep.Settled)
+	plain.Stop()
+	got, err := nr.Get(ctx, "r1")
+	require.NoError(t, err)
+	assert.True(t, got.Pending)
+
+	s, err := v.SyncEvery(ctx, time.Hour, vault.SettleNumbers())
+	require.NoError(t, err)
+	defer s.Stop()
+	rep, err = s.SyncNow(ctx) // the Syncer's first sync may have numbered it already
+	require.NoError(t, err)
+	assert.Contains(t, rep.Settled, "receipt")
+	got, err = nr.Get(ctx, "r1")
+	require.NoError(t, err)
+	assert.False(t, got.Pending)
+	assert.Equal(t, Receipt{Number: 1, Total: 5}, got.Value)
 }
