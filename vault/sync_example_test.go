@@ -157,3 +157,39 @@ func ExampleVault_SyncAndSettle() {
 	// sale-1 number 2 total 20
 	// sale-2 number 3 total 30
 }
+
+// A Syncer with SettleNumbers numbers what each sync pushes, on the hub.
+func ExampleSettleNumbers() {
+	ctx := context.Background()
+	v, err := vault.Open(ctx, vault.Config{
+		Store: memstore.New(), Hub: memstore.New(), Name: "shop", User: "till", Secret: []byte("till-secret-2026"),
+		KDF: crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}, InsecureAllowWeakKDF: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer v.Close()
+	sales, err := vault.NumberingOf(vault.CollectionOf[Sale](v, "sales"), "sale", sequence.Options{},
+		func(s *Sale, n sequence.Serial) { s.Number = n.N })
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := sales.Put(ctx, "sale-1", Sale{Total: 42}); err != nil {
+		log.Fatal(err)
+	}
+	s, err := v.SyncEvery(ctx, time.Minute, vault.SettleNumbers())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Stop()
+	if _, err := s.SyncNow(ctx); err != nil {
+		log.Fatal(err)
+	}
+	r, err := sales.Get(ctx, "sale-1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(r.ID, "number", r.Value.Number, "pending:", r.Pending)
+	// Output:
+	// sale-1 number 1 pending: false
+}
