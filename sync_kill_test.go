@@ -116,7 +116,10 @@ func TestSyncKillChild(t *testing.T) {
 // just after it applied. After the rounds, a SyncAndSettle of each device
 // and syncs without kills converge: both devices and the hub hold the same
 // records, every ledger (the hub's too) verifies, and the receipts carry
-// exactly 1..K, the same on every device.
+// exactly 1..K, the same on every device, but for the numbers of a batch
+// a killed pass had recorded whose pending receipt was deleted before the
+// next pass finished it: those are voided in the hub's ledger, and with
+// the receipts' numbers they are 1..K, each once.
 func TestSyncSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills child processes: slow")
@@ -229,7 +232,7 @@ func TestSyncSurvivesKill(t *testing.T) {
 	}
 	got := assertConverged(t, hub, devs, vs...)
 	assert.NotEmpty(t, got)
-	k := assertReceiptsNumbered(t, hub, devs, rs, seed)
+	k := assertReceiptsNumbered(t, hub, devs, rs, seed, true)
 	assert.Positive(t, k)
 	t.Logf("%d receipts numbered 1..%d", k, k)
 }
