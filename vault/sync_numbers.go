@@ -156,11 +156,12 @@ func (v *Vault) numberSetter(series string) func([]byte, uint64) ([]byte, bool, 
 // Sync (which pushes the pending records), a Settle of every series this
 // vault has a NumberingOf handle of (each runs its pass on the hub, in
 // series name order), and a second Sync (which pulls the stamped records
-// and pushes what changed meanwhile). The report adds up both syncs, with
-// the passes' reports in Settled. A series whose pass another machine is
-// running (numbering.ErrPassRunning) is left to that pass: its records
-// come with a later sync; any other error of a pass ends the call (the
-// first Sync stays done). A vault without a hub gives ErrNoHub.
+// and pushes what changed meanwhile; with no handle open, the first Sync
+// is all). The report adds up both syncs, with the passes' reports in
+// Settled. A series whose pass another machine is running
+// (numbering.ErrPassRunning) is left to that pass: its records come with a
+// later sync; any other error of a pass ends the call (the first Sync
+// stays done). A vault without a hub gives ErrNoHub.
 func (v *Vault) SyncAndSettle(ctx context.Context) (SyncReport, error) {
 	rep, err := v.Sync(ctx)
 	if err != nil {
@@ -174,6 +175,9 @@ func (v *Vault) SyncAndSettle(ctx context.Context) (SyncReport, error) {
 		hooks[s] = h
 	}
 	v.syncs.mu.Unlock()
+	if len(names) == 0 {
+		return rep, nil // nothing to number: one Sync is all
+	}
 	sort.Strings(names)
 	for _, s := range names {
 		pr, err := hooks[s].settle(ctx)
