@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -241,4 +243,42 @@ func TestSyncerSettlesNumbers(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, got.Pending)
 	assert.Equal(t, Receipt{Number: 1, Total: 5}, got.Value)
+}
+
+// TestNumberedAuditCountsAPassVoid: a receipt deleted after the pass on
+// the hub recorded its batch, before the pass stamped it, has its number
+// voided (numbering's NumberVoided, naming the record). The series' audit
+// on a device accounts for it as voided: it is the pass's number, not a
+// number of the series' counter (which was never used), so the counter's
+// audit does not take it for a rollback.
+func TestNumberedAuditCountsAPassVoid(t *testing.T) {
+	ctx := context.Background()
+	inner := memstore.New()
+	var armed, struck atomic.Bool
+	hub := faultstore.New(inner, faultstore.Options{After: func(op faultstore.Op, _ string) error {
+		// The pass's first transaction records its batch; the receipt
+		// goes before the pass stamps it.
+		if op == faultstore.OpUpdate && armed.Load() && struck.CompareAndSwap(false, true) {
+			require.NoError(t, inner.Delete(ctx, "v/shop/receipts/r2"))
+		}
+		return nil
+	}})
+	v, nr := receiptDevice(t, memstore.New(), hub, vault.HigherRevisionWins)
+	for _, id := range []string{"r1", "r2", "r3"} {
+		_, err := nr.Put(ctx, id, Receipt{Total: 1})
+		require.NoError(t, err)
+	}
+	mustSync(t, v)
+	armed.Store(true)
+	rep, err := nr.Settle(ctx)
+	require.NoError(t, err)
+	require.True(t, struck.Load(), "the pass ran no transaction")
+	assert.Equal(t, 2, rep.Assigned)
+	assert.Equal(t, 1, rep.Voided)
+	audit, err := nr.Audit(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, audit.Numbered())
+	assert.Equal(t, 1, audit.Deferred.Voided)
+	assert.Zero(t, audit.Online.Voided)
+	assert.True(t, audit.Clean(), "%+v", audit)
 }
