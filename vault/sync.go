@@ -12,6 +12,7 @@ import (
 
 	"github.com/noydb-go/noydb/internal/codec"
 	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -138,6 +139,9 @@ type SyncReport struct {
 	Conflicts []SyncConflict
 	// Rejected lists the changes that were not synced, with why.
 	Rejected []SyncRejected
+	// Settled holds, by series, the reports of the numbering passes that
+	// SyncAndSettle ran on the hub (nil for Sync).
+	Settled map[string]numbering.PassReport `json:",omitempty"`
 }
 
 // SyncConflict is one record changed both on this device and on the hub.
@@ -176,6 +180,7 @@ type syncSettings struct {
 	mu       sync.Mutex
 	policies map[string]SyncPolicy
 	merges   map[string]mergeFunc
+	numbered map[string]numberedHook // sync_numbers.go
 	run      sync.Mutex
 }
 
@@ -239,6 +244,11 @@ func (v *Vault) mergeOf(collection string) mergeFunc {
 // is ErrHubTampered, an older feed ErrRollback, also after a restart when
 // Config.StateDir is set). It can withhold: serve nothing new, or refuse
 // pushes. A device cannot tell that from a quiet hub.
+//
+// Numbers travel with their records and are never dropped by a conflict:
+// a pending record's push carries its handoff entry, and a number stamped
+// on the hub stays with the record whichever side wins (see
+// SyncAndSettle for the round trip of records numbered by passes).
 func (v *Vault) Sync(ctx context.Context) (SyncReport, error) {
 	return v.SyncWith(ctx, SyncOptions{})
 }
@@ -673,6 +683,14 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	if err := tx.Delete(s.v.conflictKey(k.coll, k.id)); err != nil {
 		return 0, nil, nil, err
 	}
+	var hubMarks []mark // the marks of the hub's side (none: deleted)
+	if hv.exists() {
+		hst, err := s.h.openStored(k.coll, k.id, stores.Item{Value: hv.sealed}, true)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		hubMarks = hst.marks
+	}
 	pulledEntry := func() ledger.Entry {
 		if hv.exists() {
 			return ledger.Entry{Kind: ledger.RecordPulled, Collection: k.coll, ID: k.id, Revision: hv.rev, CipherHash: hv.hash, Number: e.Seq}
@@ -680,6 +698,9 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		return ledger.Entry{Kind: ledger.RecordPulledDelete, Collection: k.coll, ID: k.id, Revision: hv.rev, Number: e.Seq}
 	}
 	takeHub := func() error {
+		if err := s.v.dropLocalHandoffs(tx, k.id, dst.marks, hubMarks); err != nil {
+			return err
+		}
 		if hv.exists() {
 			return tx.Put(rkey, hv.sealed)
 		}
@@ -714,12 +735,19 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	if pol == Merge && (!dv.exists() || !hv.exists()) {
 		rule = HigherRevisionWins // a deletion has no value to merge
 	}
-	if rule == Manual || rule == Merge {
+	var hubWins bool
+	switch {
+	case !dv.exists() && len(hubNumbers(nil, hubMarks)) > 0:
+		// A number taken on the hub keeps its record: a deletion made
+		// here loses to it, whatever the policy (see sync_numbers.go).
+		hubWins = true
+	case rule == Manual || rule == Merge:
 		return s.keepOrMerge(ctx, tx, pol, k, c, dv, dst, hv, e)
-	}
-	hubWins, err := s.decide(ctx, rule, k, dv, dst, dRev, hv, hRev, e)
-	if err != nil {
-		return 0, nil, nil, err
+	default:
+		hubWins, err = s.decide(ctx, rule, k, dv, dst, dRev, hv, hRev, e)
+		if err != nil {
+			return 0, nil, nil, err
+		}
 	}
 	c.HubWon = hubWins
 	if hubWins {
@@ -732,11 +760,19 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	}
 	lost := ledger.Entry{Kind: ledger.SyncConflict, Collection: k.coll, ID: k.id, Revision: hv.rev,
 		CipherHash: hv.hash, Reason: pol.String() + ": hub lost", Number: e.Seq}
-	if dv.exists() && dv.rev <= hv.rev {
+	marks, body, numbered, err := s.v.keepNumbers(dst.marks, dst.body, hubMarks)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if dv.exists() && (dv.rev <= hv.rev || numbered) {
 		// The device's record must overwrite a hub revision at least as
-		// high: it is sealed again, unchanged, as the revision after it.
-		sealed, rev, err := s.v.sealMeta(k.coll, k.id, joinRecord(dst.marks, dst.body), hv.rev, dst.meta)
+		// high: it is sealed again as the revision after both, unchanged
+		// but for the numbers the hub's side carries and it lacks.
+		sealed, rev, err := s.v.sealMeta(k.coll, k.id, joinRecord(marks, body), max(dv.rev, hv.rev), dst.meta)
 		if err != nil {
+			return 0, nil, nil, err
+		}
+		if err := s.v.dropLocalHandoffs(tx, k.id, dst.marks, marks); err != nil {
 			return 0, nil, nil, err
 		}
 		if err := s.v.putSealedTx(ctx, tx, k.coll, k.id, sealed, rev, cipherHash(sealed), ledger.Entry{Kind: ledger.RecordPut}); err != nil {
@@ -941,9 +977,10 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 		return nil, err
 	}
 	type change struct {
-		k  recKey
-		dv version
-		b  base
+		k        recKey
+		dv       version
+		b        base
+		handoffs []string // the handoff keys of its pending marks
 	}
 	var changes []change
 	for i, k := range keys {
@@ -953,13 +990,14 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 			continue // a conflict kept for the application: held until resolved
 		}
 		if sealed, ok := got[dkeys[3*i]]; ok {
-			rev, err := s.v.recordRevision(k.coll, k.id, sealed)
+			st, err := s.v.openStored(k.coll, k.id, stores.Item{Value: sealed}, true)
 			if err != nil {
 				s.rep.Rejected = append(s.rep.Rejected, SyncRejected{Collection: k.coll, ID: k.id,
 					Reason: "the device's record does not open: " + err.Error()})
 				continue
 			}
-			c.dv = version{sealed: sealed, rev: rev, hash: cipherHash(sealed)}
+			c.dv = version{sealed: sealed, rev: st.rev, hash: cipherHash(sealed)}
+			c.handoffs = s.v.handoffKeys(k.id, st.marks)
 		}
 		if raw, ok := got[dkeys[3*i+1]]; ok {
 			b, err := s.v.openBase(k, raw)
@@ -970,27 +1008,44 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 		}
 		changes = append(changes, c)
 	}
+	// The handoff entries of the pending records, which travel with them
+	// (sync_numbers.go).
+	var handoffKeys []string
+	for _, c := range changes {
+		handoffKeys = append(handoffKeys, c.handoffs...)
+	}
+	handoffs, err := fetch(ctx, s.v.store, handoffKeys)
+	if err != nil {
+		return nil, err
+	}
 	// The hub commit: each record written where the hub still holds its base.
-	hkeys := make([]string, len(changes))
+	hkeys := make([]string, len(changes), len(changes)+len(handoffKeys))
 	for i, c := range changes {
 		hkeys[i] = s.h.recordKey(c.k.coll, c.k.id)
 	}
+	lockKeys := append(hkeys, handoffKeys...)
 	var acked []change
 	var stale []recKey
 	var pushed int
 	var appended []ledger.Entry // the feed entries of this commit
 	var head ledger.Head        // the feed's head after them
 	if len(changes) > 0 {
-		err = s.h.ledger.UpdateKeys(ctx, hkeys, func(tx stores.Tx) error {
+		err = s.h.ledger.UpdateKeys(ctx, lockKeys, func(tx stores.Tx) error {
 			acked, stale, pushed, appended = nil, nil, 0, nil
 			var entries []ledger.Entry
 			for i, c := range changes {
 				var hh []byte
+				var hit stores.Item
 				switch it, err := tx.Get(hkeys[i]); {
 				case err == nil:
-					hh = cipherHash(it.Value)
+					hh, hit = cipherHash(it.Value), it
 				case !errors.Is(err, stores.ErrNotFound):
 					return err
+				}
+				if c.dv.exists() && (bytes.Equal(hh, c.dv.hash) || bytes.Equal(hh, c.b.hash)) {
+					if err := copyHandoffs(tx, c.handoffs, handoffs); err != nil {
+						return err
+					}
 				}
 				switch {
 				case bytes.Equal(hh, c.dv.hash):
@@ -1002,6 +1057,11 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 						}
 						entries = append(entries, ledger.Entry{Kind: ledger.RecordPut, Collection: c.k.coll, ID: c.k.id, Revision: c.dv.rev, CipherHash: c.dv.hash})
 					} else {
+						if hh != nil {
+							if err := s.dropHubHandoffs(tx, c.k, hit); err != nil {
+								return err
+							}
+						}
 						if err := tx.Delete(hkeys[i]); err != nil {
 							return err
 						}
@@ -1122,33 +1182,28 @@ func entryHash(e ledger.Entry) []byte {
 	return cipherHash(b)
 }
 
-// fetch reads keys from st in one read-only transaction (prefetched where
-// the store's reads are round trips) and returns those found.
+// fetch reads keys from st with stores.GetMany (one round trip on
+// PostgreSQL, a read without locks) and returns those found. The answer
+// need not be one snapshot, and nothing here needs one: a hub record is
+// checked against its own feed entry (a record ahead of it waits for the
+// next sync, one behind it must be superseded by a later entry), and on
+// the device the sync state it reads (bases, kept conflicts) is written
+// by syncs only, one at a time, while a record the application writes
+// meanwhile is pushed as read or by the next pass, its ledger entry being
+// past the cursor this pass moves to.
 func fetch(ctx context.Context, st stores.Store, keys []string) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(keys))
 	if len(keys) == 0 {
 		return out, nil
 	}
-	err := st.(stores.Transactor).Update(ctx, func(tx stores.Tx) error {
-		clear(out)
-		if p, ok := tx.(stores.Prefetcher); ok {
-			if err := p.Prefetch(keys); err != nil {
-				return err
-			}
-		}
-		for _, k := range keys {
-			it, err := tx.Get(k)
-			if errors.Is(err, stores.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			out[k] = it.Value
-		}
-		return nil
-	})
-	return out, err
+	items, err := stores.GetMany(ctx, st, keys)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		out[it.Key] = it.Value
+	}
+	return out, nil
 }
 
 func (v *Vault) baseKey(coll, id string) string {

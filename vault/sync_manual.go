@@ -92,10 +92,17 @@ func decodeKept(plain []byte) (keptConflict, error) {
 // can, else the hub's side kept beside the device's record.
 func (s *syncRun) keepOrMerge(ctx context.Context, tx stores.Tx, pol SyncPolicy, k recKey, c *SyncConflict, dv version, dst stored, hv version, e ledger.Entry) (int, *SyncConflict, []ledger.Entry, error) {
 	if pol == Merge {
-		merged, err := s.merge(k, dst, hv)
+		merged, hubMarks, err := s.merge(k, dst, hv)
 		if err == nil {
-			sealed, rev, err := s.v.sealNext(k.coll, k.id, joinRecord(dst.marks, merged), max(dv.rev, hv.rev))
+			marks, body, _, err := s.v.keepNumbers(dst.marks, merged, hubMarks)
 			if err != nil {
+				return 0, nil, nil, err
+			}
+			sealed, rev, err := s.v.sealNext(k.coll, k.id, joinRecord(marks, body), max(dv.rev, hv.rev))
+			if err != nil {
+				return 0, nil, nil, err
+			}
+			if err := s.v.dropLocalHandoffs(tx, k.id, dst.marks, marks); err != nil {
 				return 0, nil, nil, err
 			}
 			if err := s.v.putSealedTx(ctx, tx, k.coll, k.id, sealed, rev, cipherHash(sealed), ledger.Entry{Kind: ledger.RecordPut}); err != nil {
@@ -121,17 +128,19 @@ func (s *syncRun) keepOrMerge(ctx context.Context, tx stores.Tx, pol SyncPolicy,
 		CipherHash: hv.hash, Reason: pol.String() + ": kept", Number: e.Seq}}, nil
 }
 
-// merge runs the collection's merge function on both sides' JSON bodies.
-func (s *syncRun) merge(k recKey, dst stored, hv version) ([]byte, error) {
+// merge runs the collection's merge function on both sides' JSON bodies,
+// and returns the merged body with the marks of the hub's side.
+func (s *syncRun) merge(k recKey, dst stored, hv version) ([]byte, []mark, error) {
 	f := s.v.mergeOf(k.coll)
 	if f == nil {
-		return nil, errors.New("no merge function")
+		return nil, nil, errors.New("no merge function")
 	}
 	hs, err := s.h.openStored(k.coll, k.id, stores.Item{Value: hv.sealed}, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return f(dst.body, hs.body)
+	out, err := f(dst.body, hs.body)
+	return out, hs.marks, err
 }
 
 // PendingConflict is a sync conflict kept for the application: the device
@@ -272,7 +281,18 @@ func (c *Collection[T]) Resolve(ctx context.Context, id string, value *T) error 
 			_, err := v.ledger.AppendTx(ctx, tx, ledger.Entry{Kind: ledger.RecordDelete, Collection: c.name, ID: id, Revision: top})
 			return err
 		}
-		sealed, rev, err := v.sealNext(c.name, id, joinRecord(prev.marks, plain), top)
+		marks, body := prev.marks, plain
+		if kc.sealed != nil {
+			// The hub's side may carry a number taken there: it stays.
+			hs, err := v.openStored(c.name, id, stores.Item{Value: kc.sealed}, true)
+			if err != nil {
+				return err
+			}
+			if marks, body, _, err = v.keepNumbers(prev.marks, plain, hs.marks); err != nil {
+				return err
+			}
+		}
+		sealed, rev, err := v.sealNext(c.name, id, joinRecord(marks, body), top)
 		if err != nil {
 			return err
 		}

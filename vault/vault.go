@@ -357,6 +357,12 @@ func (h history) Facts(ctx context.Context, series string, partition []string, a
 		case ledger.RecordPut:
 			f.Kind, f.Collection, f.ID = wire.FactBound, e.Collection, e.ID
 		case ledger.NumberVoided:
+			if e.Collection != "" {
+				// A pass's void (deferred numbering names the record): its
+				// numbers are the pass's, not the counter's. A counter's
+				// void names none.
+				continue
+			}
 			f.Kind, f.Reason = wire.FactVoided, e.Reason
 		case ledger.SeriesSeeded:
 			f.Kind, f.From = wire.FactSeeded, e.From
