@@ -669,7 +669,16 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		return 0, nil, nil, nil
 	}
 	// A conflict kept earlier is settled by what follows, or kept again
-	// with the hub's new side.
+	// with the hub's new side. While it was kept, pushes passed the
+	// device's side by (held): if the device wins now, it is written
+	// again below, so that the next push carries it.
+	held := false
+	switch _, err := tx.Get(s.v.conflictKey(k.coll, k.id)); {
+	case err == nil:
+		held = true
+	case !errors.Is(err, stores.ErrNotFound):
+		return 0, nil, nil, err
+	}
 	if err := tx.Delete(s.v.conflictKey(k.coll, k.id)); err != nil {
 		return 0, nil, nil, err
 	}
@@ -732,16 +741,22 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	}
 	lost := ledger.Entry{Kind: ledger.SyncConflict, Collection: k.coll, ID: k.id, Revision: hv.rev,
 		CipherHash: hv.hash, Reason: pol.String() + ": hub lost", Number: e.Seq}
-	if dv.exists() && dv.rev <= hv.rev {
+	if dv.exists() && (dv.rev <= hv.rev || held) {
 		// The device's record must overwrite a hub revision at least as
-		// high: it is sealed again, unchanged, as the revision after it.
-		sealed, rev, err := s.v.sealMeta(k.coll, k.id, joinRecord(dst.marks, dst.body), hv.rev, dst.meta)
+		// high: it is sealed again, unchanged, as the revision after it
+		// (after its own when higher: a side held back by a kept conflict
+		// gets a new revision, and a ledger entry the next push carries).
+		sealed, rev, err := s.v.sealMeta(k.coll, k.id, joinRecord(dst.marks, dst.body), max(dv.rev, hv.rev), dst.meta)
 		if err != nil {
 			return 0, nil, nil, err
 		}
 		if err := s.v.putSealedTx(ctx, tx, k.coll, k.id, sealed, rev, cipherHash(sealed), ledger.Entry{Kind: ledger.RecordPut}); err != nil {
 			return 0, nil, nil, err
 		}
+	}
+	if !dv.exists() && held {
+		// A deletion held back: a deletion entry the next push carries.
+		return 0, c, []ledger.Entry{lost, {Kind: ledger.RecordDelete, Collection: k.coll, ID: k.id, Revision: c.DeviceRevision}}, nil
 	}
 	return 0, c, []ledger.Entry{lost}, nil
 }
