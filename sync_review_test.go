@@ -85,3 +85,28 @@ func TestSyncHeldConflictWonLaterIsPushed(t *testing.T) {
 		assert.Equal(t, map[string]string{}, assertConverged(t, hub, []stores.Store{da, db}, a, b))
 	})
 }
+
+// TestSyncMergeThatPanics: a merge function that panics is a merge that
+// failed: the conflict is kept (in Rejected), the sync returns, and the
+// vault keeps working (a background Syncer must not take the app down).
+func TestSyncMergeThatPanics(t *testing.T) {
+	ctx := context.Background()
+	panicking := func(b *vault.Vault) {
+		require.NoError(t, vault.MergeWith(b, "notes", func(local, hub Note) (Note, error) {
+			panic("merge bug")
+		}))
+	}
+	_, _, _, _, b := conflictSetup(t, putX("A"), putX("B"), panicking)
+	var rep vault.SyncReport
+	var err error
+	require.NotPanics(t, func() { rep, err = b.Sync(ctx) })
+	require.NoError(t, err)
+	require.Len(t, rep.Conflicts, 1)
+	assert.True(t, rep.Conflicts[0].Kept)
+	require.Len(t, rep.Rejected, 1)
+	assert.Contains(t, rep.Rejected[0].Reason, "merge bug")
+	pending, err := b.Conflicts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []vault.PendingConflict{{Collection: "notes", ID: "x", HubRevision: 2}}, pending)
+	require.NoError(t, vault.CollectionOf[Note](b, "notes").Put(ctx, "y", Note{"still writes"}))
+}
