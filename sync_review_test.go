@@ -3,12 +3,16 @@ package noydb_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -109,4 +113,110 @@ func TestSyncMergeThatPanics(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []vault.PendingConflict{{Collection: "notes", ID: "x", HubRevision: 2}}, pending)
 	require.NoError(t, vault.CollectionOf[Note](b, "notes").Put(ctx, "y", Note{"still writes"}))
+}
+
+// droppingHub acknowledges its transactions without committing them
+// while drop is set: a hub that loses what it accepted.
+type droppingHub struct {
+	*memstore.Store
+	drop bool
+}
+
+var errDropped = errors.New("dropped")
+
+func (h *droppingHub) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+	if !h.drop {
+		return h.Store.Update(ctx, fn)
+	}
+	err := h.Store.Update(ctx, func(tx stores.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return errDropped
+	})
+	if errors.Is(err, errDropped) {
+		return nil
+	}
+	return err
+}
+
+// TestSyncHubAcknowledgesThenDropsAPush: the README's row "acknowledges
+// changes, then loses them": the pushing device sees it in the same sync,
+// reading its push back (ErrRollback: the feed head is behind what it
+// appended), and on every sync after; the other device cannot tell
+// (withholding).
+func TestSyncHubAcknowledgesThenDropsAPush(t *testing.T) {
+	ctx := context.Background()
+	hub := &droppingHub{Store: memstore.New()}
+	a, b := syncDevice(t, memstore.New(), hub), syncDevice(t, memstore.New(), hub)
+	na := vault.CollectionOf[Note](a, "notes")
+	require.NoError(t, na.Put(ctx, "x", Note{"xylophone"}))
+	mustSync(t, a)
+	mustSync(t, b)
+	require.NoError(t, na.Put(ctx, "x", Note{"xenon"}))
+	hub.drop = true
+	_, err := a.Sync(ctx) // read back from the feed in the same sync
+	hub.drop = false
+	assert.ErrorIs(t, err, vault.ErrRollback)
+	_, err = a.Sync(ctx)
+	assert.ErrorIs(t, err, vault.ErrRollback)
+	assert.Equal(t, vault.SyncReport{}, mustSync(t, b))
+	assert.Equal(t, map[string]string{"x": "xylophone@1"}, notes(t, b))
+}
+
+// TestSyncDevicesWithDifferentPolicies: three devices, each deciding
+// conflicts by its own policy, edit or delete the same record, then sync
+// in some order: after two more rounds they all hold what the hub holds.
+// (Which side wins depends on who syncs when; that they converge does
+// not.)
+func TestSyncDevicesWithDifferentPolicies(t *testing.T) {
+	ctx := context.Background()
+	policies := []vault.SyncPolicy{vault.HigherRevisionWins, vault.DeviceWins, vault.HubWins,
+		vault.LastWriterWins, vault.FirstWriterWins, vault.Merge}
+	rng := rand.New(rand.NewPCG(13, 13))
+	for round := 0; round < 60; round++ {
+		hub := memstore.New()
+		devs := make([]stores.Store, 3)
+		vs := make([]*vault.Vault, 3)
+		var desc []string
+		for i := range vs {
+			devs[i] = memstore.New()
+			vs[i] = syncDevice(t, devs[i], hub)
+			p := policies[rng.IntN(len(policies))]
+			if p == vault.Merge {
+				require.NoError(t, vault.MergeWith(vs[i], "notes", func(l, h Note) (Note, error) {
+					return Note{max(l.Text, h.Text)}, nil
+				}))
+			} else {
+				require.NoError(t, vs[i].SetConflictPolicy("notes", p))
+			}
+			desc = append(desc, p.String())
+		}
+		require.NoError(t, vault.CollectionOf[Note](vs[0], "notes").Put(ctx, "x", Note{"base"}))
+		for _, v := range vs {
+			mustSync(t, v)
+		}
+		for i, v := range vs {
+			c := vault.CollectionOf[Note](v, "notes")
+			switch rng.IntN(3) {
+			case 0:
+				require.NoError(t, c.Delete(ctx, "x"))
+				desc = append(desc, fmt.Sprintf("%d deletes", i))
+			default:
+				n := 1 + rng.IntN(3)
+				require.NoError(t, putXTimes(fmt.Sprintf("d%d", i), n)(c))
+				desc = append(desc, fmt.Sprintf("%d puts %d", i, n))
+			}
+		}
+		order := rng.Perm(3)
+		for r := 0; r < 3; r++ {
+			for _, i := range order {
+				_, err := vs[i].Sync(ctx)
+				require.NoError(t, err, "%v", desc)
+			}
+		}
+		t.Run(strings.Join(desc, ","), func(t *testing.T) {
+			assertConverged(t, hub, devs, vs...)
+		})
+	}
 }
