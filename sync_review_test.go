@@ -220,3 +220,48 @@ func TestSyncDevicesWithDifferentPolicies(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncManualResolvedDifferentlyOnTwoDevices: B and C keep the same
+// conflict and resolve it differently. The first resolution to reach the
+// hub wins there; the second is not written over it silently: it is a
+// new conflict on its device, with the first resolution as the hub's side.
+func TestSyncManualResolvedDifferentlyOnTwoDevices(t *testing.T) {
+	ctx := context.Background()
+	hub := memstore.New()
+	devs := []stores.Store{memstore.New(), memstore.New(), memstore.New()}
+	a, b, c := syncDevice(t, devs[0], hub), syncDevice(t, devs[1], hub), syncDevice(t, devs[2], hub)
+	require.NoError(t, b.SetConflictPolicy("notes", vault.Manual))
+	require.NoError(t, c.SetConflictPolicy("notes", vault.Manual))
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "x", Note{"base"}))
+	for _, v := range []*vault.Vault{a, b, c} {
+		mustSync(t, v)
+	}
+	for _, v := range []*vault.Vault{b, c} {
+		require.NoError(t, putX("edit")(vault.CollectionOf[Note](v, "notes")))
+	}
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "x", Note{"A"}))
+	mustSync(t, a)
+	for _, v := range []*vault.Vault{b, c} {
+		rep := mustSync(t, v)
+		require.Len(t, rep.Conflicts, 1)
+		require.True(t, rep.Conflicts[0].Kept)
+	}
+	nb, nc := vault.CollectionOf[Note](b, "notes"), vault.CollectionOf[Note](c, "notes")
+	require.NoError(t, nb.Resolve(ctx, "x", &Note{"B-res"}))
+	require.NoError(t, nc.Resolve(ctx, "x", &Note{"C-res"}))
+	assert.Equal(t, 1, mustSync(t, b).Pushed)
+	rep := mustSync(t, c)
+	assert.Equal(t, 0, rep.Pushed)
+	require.Len(t, rep.Conflicts, 1)
+	assert.True(t, rep.Conflicts[0].Kept)
+	dev, hubSide, err := nc.ConflictSides(ctx, "x")
+	require.NoError(t, err)
+	assert.Equal(t, "C-res", dev.Value.Text)
+	assert.Equal(t, "B-res", hubSide.Value.Text)
+	require.NoError(t, nc.Resolve(ctx, "x", &Note{"final"}))
+	for _, v := range []*vault.Vault{c, a, b} {
+		mustSync(t, v)
+	}
+	got := assertConverged(t, hub, devs, a, b, c)
+	assert.Equal(t, "final", strings.Split(got["x"], "@")[0])
+}
