@@ -265,3 +265,31 @@ func TestSyncManualResolvedDifferentlyOnTwoDevices(t *testing.T) {
 	got := assertConverged(t, hub, devs, a, b, c)
 	assert.Equal(t, "final", strings.Split(got["x"], "@")[0])
 }
+
+// TestSyncPullsARecordChangedAgainFarLater: a record's feed entry is
+// followed, more than a batch of entries later, by the record's next
+// change. A device pulling the first entry finds the hub's record ahead of
+// it (at the later revision): that is no hub write in flight, the later
+// entry is in the feed, and the pull must go on, not stop there at every
+// sync.
+func TestSyncPullsARecordChangedAgainFarLater(t *testing.T) {
+	ctx := context.Background()
+	hub := memstore.New()
+	da, db := memstore.New(), memstore.New()
+	a := syncDevice(t, da, hub)
+	na := vault.CollectionOf[Note](a, "notes")
+	require.NoError(t, na.Put(ctx, "x", Note{"first"}))
+	mustSync(t, a)
+	for i := range 600 {
+		require.NoError(t, na.Put(ctx, fmt.Sprintf("n%03d", i), Note{"filler"}))
+	}
+	require.NoError(t, na.Put(ctx, "x", Note{"second"}))
+	mustSync(t, a)
+
+	b := syncDevice(t, db, hub)
+	rep := mustSync(t, b)
+	assert.Empty(t, rep.Rejected)
+	assert.Equal(t, 601, rep.Pulled)
+	got := assertConverged(t, hub, []stores.Store{da, db}, a, b)
+	assert.Equal(t, "second@2", got["x"])
+}

@@ -464,8 +464,9 @@ func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int
 	}
 	// Check each record against its entry.
 	hubv := make(map[recKey]version, len(keys))
-	var odd []recKey // records not at their entry: superseded, or tampered
-	cut := len(win)  // entries from cut on are left to the next batch
+	var odd []recKey             // records not at their entry: superseded, or tampered
+	aheadOf := map[recKey]bool{} // records at a later revision than their entry
+	cut := len(win)              // entries from cut on are left to the next batch
 	for i, k := range keys {
 		e := win[last[k]]
 		sealed, found := got[storeKeys[i]]
@@ -474,14 +475,17 @@ func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int
 		case ok:
 			hubv[k] = x
 		case ahead:
-			cut = min(cut, last[k])
+			aheadOf[k] = true
+			odd = append(odd, k)
 		default:
 			odd = append(odd, k)
 		}
 	}
 	if len(odd) > 0 {
 		// A record not at its entry is fine only if a later entry of the
-		// feed changed it again: among those read, or written since.
+		// feed changed it again (among those read, or written since): it
+		// is applied with that entry. Else a record ahead of its entry is
+		// a hub commit in flight, and any other is tampered.
 		later := map[recKey]bool{}
 		for _, e := range rest {
 			if isRecordEntry(e) {
@@ -504,7 +508,11 @@ func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int
 				return 0, err
 			}
 			for _, k := range unknown {
-				if !since[k] {
+				switch {
+				case since[k]:
+				case aheadOf[k]:
+					cut = min(cut, last[k])
+				default:
 					e := win[last[k]]
 					return 0, fmt.Errorf("%w: %s/%s is not the revision %d its feed entry %d names", ErrHubTampered, k.coll, k.id, e.Revision, e.Seq)
 				}
