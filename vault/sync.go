@@ -86,7 +86,9 @@ const (
 	// LastWriterWins: the revision written last wins, by the write time
 	// sealed in the record (Record.Modified), or the authenticated time of
 	// the deletion's ledger entry. A tie is decided as by
-	// HigherRevisionWins.
+	// HigherRevisionWins. The time is the writing device's own clock:
+	// authenticated (no hub can alter it) but not checked, so a device
+	// whose clock runs ahead wins every such conflict.
 	LastWriterWins
 	// FirstWriterWins: the revision written first wins, timed as for
 	// LastWriterWins.
