@@ -2,9 +2,11 @@ package noydb_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,4 +73,23 @@ func TestHubPutNumberedReplyLost(t *testing.T) {
 	n, err := q.Next(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3), uint64(n))
+}
+
+// TestHubCallerDeadlineIsNotOffline: a caller's own deadline, shorter
+// than the hub's timeout, ending while the hub does not answer, is the
+// caller's error (context.DeadlineExceeded), not ErrOffline; also for Sync.
+func TestHubCallerDeadlineIsNotOffline(t *testing.T) {
+	hub := &stallingHub{Store: memstore.New()}
+	v := openOnHub(t, memstore.New(), hub, deviceOpts{timeout: time.Hour})
+	q, err := v.Sequence("invoice", sequence.Options{})
+	require.NoError(t, err)
+	hub.stalled.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = q.Next(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.False(t, errors.Is(err, sequence.ErrOffline), "the caller's deadline is not an offline hub: %v", err)
+	_, err = v.Sync(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.False(t, errors.Is(err, sequence.ErrOffline), "the caller's deadline is not an offline hub: %v", err)
 }
