@@ -293,3 +293,24 @@ func TestSyncPullsARecordChangedAgainFarLater(t *testing.T) {
 	got := assertConverged(t, hub, []stores.Store{da, db}, a, b)
 	assert.Equal(t, "second@2", got["x"])
 }
+
+// TestSyncHubHeaderSwappedAfterPairing: the hub replaces the vault's
+// header (another vault's, say) after devices paired with it: the next
+// sync is ErrHubMismatch and carries nothing either way.
+func TestSyncHubHeaderSwappedAfterPairing(t *testing.T) {
+	ctx := context.Background()
+	hub, da, _, a, _ := hostileSetup(t)
+	other := memstore.New()
+	openVault(t, openDB(t, other, "alice", "s3cret"), "shop")
+	oh, err := other.Get(ctx, "v/shop/_header")
+	require.NoError(t, err)
+	_, err = hub.Put(ctx, "v/shop/_header", oh.Value)
+	require.NoError(t, err)
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "z", Note{"zebra"}))
+	before := snapshot(t, hub)
+	beforeDev := sealedRecords(t, da)
+	_, err = a.Sync(ctx)
+	require.ErrorIs(t, err, vault.ErrHubMismatch)
+	assert.Equal(t, before, snapshot(t, hub))
+	assert.Equal(t, beforeDev, sealedRecords(t, da))
+}
