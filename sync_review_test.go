@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
@@ -313,4 +314,58 @@ func TestSyncHubHeaderSwappedAfterPairing(t *testing.T) {
 	require.ErrorIs(t, err, vault.ErrHubMismatch)
 	assert.Equal(t, before, snapshot(t, hub))
 	assert.Equal(t, beforeDev, sealedRecords(t, da))
+}
+
+// TestSyncResumesAfterACutWhileOthersWrite: A's sync cut at its k-th
+// store operation (device or hub side), then B edits the same records and
+// new ones and syncs before A resumes: every device converges, with B's
+// new record, and every ledger verifies.
+func TestSyncResumesAfterACutWhileOthersWrite(t *testing.T) {
+	ctx := context.Background()
+	for _, side := range []string{"device", "hub"} {
+		for _, after := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/after=%v", side, after), func(t *testing.T) {
+				for k := int64(1); ; k++ {
+					c := &cutter{k: k, after: after}
+					opts := faultstore.Options{Before: c.before, After: c.afterWrite}
+					rawHub, rawA, rawB := memstore.New(), memstore.New(), memstore.New()
+					var hub, da stores.Store = rawHub, rawA
+					if side == "hub" {
+						hub = faultstore.New(rawHub, opts)
+					} else {
+						da = faultstore.New(rawA, opts)
+					}
+					a, b := syncDevice(t, da, hub), syncDevice(t, rawB, hub)
+					na, nb := vault.CollectionOf[Note](a, "notes"), vault.CollectionOf[Note](b, "notes")
+					require.NoError(t, na.Put(ctx, "x", Note{"x"}))
+					require.NoError(t, na.Put(ctx, "y", Note{"y"}))
+					mustSync(t, a)
+					mustSync(t, b)
+					require.NoError(t, na.Put(ctx, "x", Note{"x-a"}))
+					require.NoError(t, na.Delete(ctx, "y"))
+					require.NoError(t, na.Put(ctx, "z", Note{"z-a"}))
+
+					c.armed.Store(true)
+					_, err := a.Sync(ctx)
+					c.armed.Store(false)
+					if !c.reached() {
+						require.NoError(t, err)
+						assert.Greater(t, k, int64(10), "a sync takes more store operations than that")
+						return
+					}
+					require.NoError(t, nb.Put(ctx, "x", Note{"x-b"}))
+					require.NoError(t, nb.Put(ctx, "y", Note{"y-b"}))
+					require.NoError(t, nb.Put(ctx, "w", Note{"w-b"}))
+					mustSync(t, b)
+					mustSync(t, a)
+					mustSync(t, b)
+					mustSync(t, a)
+					got := assertConverged(t, rawHub, []stores.Store{rawA, rawB}, a, b)
+					if !assert.Equal(t, "w-b@1", got["w"], "cut at %d", k) || !assert.Equal(t, "z-a@1", got["z"], "cut at %d", k) {
+						return
+					}
+				}
+			})
+		}
+	}
 }
