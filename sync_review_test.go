@@ -369,3 +369,51 @@ func TestSyncResumesAfterACutWhileOthersWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncForgedKeyringSlot: the hub makes key slots of its own, bound to
+// the vault's header (it needs no key for that: a slot for a user whose
+// secret it chose, wrapping a data key of its own). Such a slot travels
+// to the devices as any slot does, but opens nothing of the vault: the
+// vault's records do not open under its key, and a forged slot put at an
+// existing user's name neither replaces that user's slot on a device
+// nor opens with the user's secret on a new device.
+func TestSyncForgedKeyringSlot(t *testing.T) {
+	ctx := context.Background()
+	hub, da, _, a, _ := hostileSetup(t)
+	hh, err := hub.Get(ctx, "v/shop/_header")
+	require.NoError(t, err)
+	forge := func(user string) []byte {
+		scratch := memstore.New()
+		_, err := scratch.Put(ctx, "v/shop/_header", hh.Value)
+		require.NoError(t, err)
+		openVault(t, openDB(t, scratch, user, "hub-chosen"), "shop")
+		it, err := scratch.Get(ctx, "v/shop/_keyring/"+user)
+		require.NoError(t, err)
+		return it.Value
+	}
+	_, err = hub.Put(ctx, "v/shop/_keyring/mallory", forge("mallory"))
+	require.NoError(t, err)
+	aliceSlot, err := da.Get(ctx, "v/shop/_keyring/alice")
+	require.NoError(t, err)
+	_, err = hub.Put(ctx, "v/shop/_keyring/alice", forge("alice"))
+	require.NoError(t, err)
+
+	mustSync(t, a)
+	got, err := da.Get(ctx, "v/shop/_keyring/alice")
+	require.NoError(t, err)
+	assert.Equal(t, aliceSlot.Value, got.Value, "the device keeps its own slot")
+	_, err = da.Get(ctx, "v/shop/_keyring/mallory")
+	require.NoError(t, err, "a slot travels as any slot")
+
+	// mallory's key opens none of the vault's records.
+	m, err := openDevice(t, da, hub, "mallory", "hub-chosen").OpenVault(ctx, "shop")
+	if err == nil {
+		_, err = vault.CollectionOf[Note](m, "notes").Get(ctx, "x")
+	}
+	assert.ErrorIs(t, err, vault.ErrTampered)
+
+	// A new device of alice gets the forged slot from the hub: her
+	// secret does not open it.
+	_, err = openDevice(t, memstore.New(), hub, "alice", "s3cret").OpenVault(ctx, "shop")
+	assert.ErrorIs(t, err, vault.ErrWrongSecret)
+}
