@@ -13,6 +13,7 @@ import (
 
 	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/filestore"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 )
@@ -416,4 +417,22 @@ func TestSyncForgedKeyringSlot(t *testing.T) {
 	// secret does not open it.
 	_, err = openDevice(t, memstore.New(), hub, "alice", "s3cret").OpenVault(ctx, "shop")
 	assert.ErrorIs(t, err, vault.ErrWrongSecret)
+}
+
+// TestSyncFileFolderDevice: the README and issue 13 name a file folder
+// among a device's stores ("badger on disk, a file folder, memory"), but
+// Sync needs transactions on the device's store, which filestore has not.
+func TestSyncFileFolderDevice(t *testing.T) {
+	t.Skip("known bug: Sync refuses a filestore device (no transactions: stores.ErrNotSupported), " +
+		"though the README lists a file folder among a device's stores")
+	ctx := context.Background()
+	fs, err := filestore.Open(t.TempDir(), nil)
+	require.NoError(t, err)
+	defer func() { _ = fs.Close() }()
+	hub, other := memstore.New(), memstore.New()
+	a, b := syncDevice(t, fs, hub), syncDevice(t, other, hub)
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "x", Note{"from a folder"}))
+	mustSync(t, a)
+	mustSync(t, b)
+	assert.Equal(t, map[string]string{"x": "from a folder@1"}, notes(t, b))
 }
