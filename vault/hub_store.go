@@ -141,8 +141,16 @@ func Unreachable(err error) bool {
 	if err == nil {
 		return false
 	}
+	if errors.Is(err, stores.ErrUnavailable) {
+		return true
+	}
+	// context.DeadlineExceeded is a net.Error (a timeout) too, but a done
+	// context is the caller's.
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
 	var ne net.Error
-	return errors.Is(err, stores.ErrUnavailable) || errors.As(err, &ne)
+	return errors.As(err, &ne)
 }
 
 // Get implements stores.Store.

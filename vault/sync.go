@@ -87,7 +87,9 @@ const (
 	// LastWriterWins: the revision written last wins, by the write time
 	// sealed in the record (Record.Modified), or the authenticated time of
 	// the deletion's ledger entry. A tie is decided as by
-	// HigherRevisionWins.
+	// HigherRevisionWins. The time is the writing device's own clock:
+	// authenticated (no hub can alter it) but not checked, so a device
+	// whose clock runs ahead wins every such conflict.
 	LastWriterWins
 	// FirstWriterWins: the revision written first wins, timed as for
 	// LastWriterWins.
@@ -474,8 +476,9 @@ func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int
 	}
 	// Check each record against its entry.
 	hubv := make(map[recKey]version, len(keys))
-	var odd []recKey // records not at their entry: superseded, or tampered
-	cut := len(win)  // entries from cut on are left to the next batch
+	var odd []recKey             // records not at their entry: superseded, or tampered
+	aheadOf := map[recKey]bool{} // records at a later revision than their entry
+	cut := len(win)              // entries from cut on are left to the next batch
 	for i, k := range keys {
 		e := win[last[k]]
 		sealed, found := got[storeKeys[i]]
@@ -484,14 +487,17 @@ func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int
 		case ok:
 			hubv[k] = x
 		case ahead:
-			cut = min(cut, last[k])
+			aheadOf[k] = true
+			odd = append(odd, k)
 		default:
 			odd = append(odd, k)
 		}
 	}
 	if len(odd) > 0 {
 		// A record not at its entry is fine only if a later entry of the
-		// feed changed it again: among those read, or written since.
+		// feed changed it again (among those read, or written since): it
+		// is applied with that entry. Else a record ahead of its entry is
+		// a hub commit in flight, and any other is tampered.
 		later := map[recKey]bool{}
 		for _, e := range rest {
 			if isRecordEntry(e) {
@@ -514,7 +520,11 @@ func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int
 				return 0, err
 			}
 			for _, k := range unknown {
-				if !since[k] {
+				switch {
+				case since[k]:
+				case aheadOf[k]:
+					cut = min(cut, last[k])
+				default:
 					e := win[last[k]]
 					return 0, fmt.Errorf("%w: %s/%s is not the revision %d its feed entry %d names", ErrHubTampered, k.coll, k.id, e.Revision, e.Seq)
 				}
@@ -679,7 +689,16 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		return 0, nil, nil, nil
 	}
 	// A conflict kept earlier is settled by what follows, or kept again
-	// with the hub's new side.
+	// with the hub's new side. While it was kept, pushes passed the
+	// device's side by (held): if the device wins now, it is written
+	// again below, so that the next push carries it.
+	held := false
+	switch _, err := tx.Get(s.v.conflictKey(k.coll, k.id)); {
+	case err == nil:
+		held = true
+	case !errors.Is(err, stores.ErrNotFound):
+		return 0, nil, nil, err
+	}
 	if err := tx.Delete(s.v.conflictKey(k.coll, k.id)); err != nil {
 		return 0, nil, nil, err
 	}
@@ -764,10 +783,12 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	if dv.exists() && (dv.rev <= hv.rev || numbered) {
+	if dv.exists() && (dv.rev <= hv.rev || numbered || held) {
 		// The device's record must overwrite a hub revision at least as
 		// high: it is sealed again as the revision after both, unchanged
-		// but for the numbers the hub's side carries and it lacks.
+		// but for the numbers the hub's side carries and it lacks (a side
+		// held back by a kept conflict gets a new revision too, and a
+		// ledger entry the next push carries).
 		sealed, rev, err := s.v.sealMeta(k.coll, k.id, joinRecord(marks, body), max(dv.rev, hv.rev), dst.meta)
 		if err != nil {
 			return 0, nil, nil, err
@@ -778,6 +799,10 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		if err := s.v.putSealedTx(ctx, tx, k.coll, k.id, sealed, rev, cipherHash(sealed), ledger.Entry{Kind: ledger.RecordPut}); err != nil {
 			return 0, nil, nil, err
 		}
+	}
+	if !dv.exists() && held {
+		// A deletion held back: a deletion entry the next push carries.
+		return 0, c, []ledger.Entry{lost, {Kind: ledger.RecordDelete, Collection: k.coll, ID: k.id, Revision: c.DeviceRevision}}, nil
 	}
 	return 0, c, []ledger.Entry{lost}, nil
 }

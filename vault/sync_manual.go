@@ -20,7 +20,7 @@ var ErrNoConflict = fmt.Errorf("no sync conflict kept for this record: %w", ErrN
 // gets the device's and the hub's values and returns the record's value,
 // written on this device above both sides' revisions and pushed. When a
 // side is a deletion, the conflict is decided as by HigherRevisionWins;
-// when merge fails, it is kept as under Manual. merge may run during any Sync of v; it should only compute. A
+// when merge fails (or panics), it is kept as under Manual. merge may run during any Sync of v; it should only compute. A
 // nil merge or an invalid collection name gives an error (ErrInvalidArgument,
 // or the name's) and changes nothing. SetConflictPolicy on the collection
 // replaces it.
@@ -39,7 +39,7 @@ func MergeWith[T any](v *Vault, collection string, merge func(local, hub T) (T, 
 		if err := json.Unmarshal(hub, &h); err != nil {
 			return nil, fmt.Errorf("decode the hub's value: %w", err)
 		}
-		m, err := merge(l, h)
+		m, err := callMerge(merge, l, h)
 		if err != nil {
 			return nil, err
 		}
@@ -52,6 +52,18 @@ func MergeWith[T any](v *Vault, collection string, merge func(local, hub T) (T, 
 	}
 	v.syncs.merges[collection] = f
 	return nil
+}
+
+// callMerge runs merge, a panic in it being a failure to merge (the
+// conflict is kept): it runs inside a sync, maybe a background one, where
+// a panic would take the application down.
+func callMerge[T any](merge func(local, hub T) (T, error), l, h T) (m T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("merge function panicked: %v", r)
+		}
+	}()
+	return merge(l, h)
 }
 
 // keptConflict is the hub's side of a conflict kept for the application.
