@@ -619,7 +619,32 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 			continue // refused before the plan (a definition mismatch)
 		}
 		if st.closed {
-			if o.kind != opClose { // closing again is a no-op
+			switch o.kind {
+			case opClose: // closing again is a no-op
+			case opClaim:
+				// A retry of a claim served before the close gets its
+				// number (taken while the period was open); a new one
+				// is refused.
+				if n, ok := served[o.id]; ok {
+					o.n = n
+					continue
+				}
+				n, found, err := c.findClaim(tx, st, o)
+				if err != nil {
+					return false, nil, err
+				}
+				switch {
+				case o.err != nil:
+				case found:
+					o.n = n
+					if served == nil {
+						served = make(map[string]uint64)
+					}
+					served[o.id] = n
+				default:
+					o.err = c.closedError()
+				}
+			default:
 				o.err = c.closedError()
 			}
 			continue
