@@ -113,6 +113,10 @@ type counter struct {
 	cacheValid   bool   // cacheVersion is known: a compare-and-swap can skip the read
 	checked      bool   // the counter was checked against the History (see checkHistory)
 	floor        uint64 // the highest number the History recorded at that check
+	// shut is true once the History recorded a close of the counter's
+	// period, or this Service closed it: an open counter is then one the
+	// store replayed or deleted.
+	shut bool
 
 	view ledgerView // what the History says, read incrementally; has its own lock
 	tx   txFloor    // the floor for numbers taken in a caller's transaction (see intx.go)
@@ -300,6 +304,10 @@ func (c *counter) run(ctx context.Context, batch []*op) {
 	if c.w.defined != nil {
 		c.w.defined.stored.Store(true)
 	}
+	if c.cache.closed {
+		c.shut = true
+		c.tx.closed.Store(true)
+	}
 	pinErr := c.w.unpinned
 	if c.svc.pins != nil {
 		if err := c.svc.pins.RaiseCounter(c.key, c.cache.value); err != nil && pinErr == nil {
@@ -364,7 +372,7 @@ func (c *counter) checkHistory(ctx context.Context) error {
 		return fmt.Errorf("check the counter against the ledger: %w", err)
 	}
 	c.view.mu.Lock()
-	c.floor = c.view.highest
+	c.floor, c.shut = c.view.highest, c.shut || c.view.closed
 	c.view.mu.Unlock()
 	c.checked = true
 	return nil
@@ -607,6 +615,9 @@ func (c *counter) casAttempt() error {
 func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, events []event, err error) {
 	if st.value < c.floor {
 		return false, nil, behind(st.value, c.floor)
+	}
+	if c.shut && !st.closed {
+		return false, nil, reopened(st.value)
 	}
 	start := st.value
 	c.w.start, c.w.seeds = start, c.w.seeds[:0]

@@ -345,6 +345,8 @@ func (h history) Facts(ctx context.Context, series string, partition []string, a
 			f.Kind, f.Reason = wire.FactVoided, e.Reason
 		case ledger.SeriesSeeded:
 			f.Kind, f.From = wire.FactSeeded, e.From
+		case ledger.PeriodClosed:
+			f.Kind = wire.FactClosed
 		default:
 			continue
 		}

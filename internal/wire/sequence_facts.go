@@ -71,6 +71,10 @@ const (
 	// The history reports deletions of any record; Audit keeps those of
 	// records that carried one of the series' numbers.
 	FactRecordDeleted
+	// FactClosed: the period ending the partition was closed, with Number
+	// its last number (ClosePeriod). A counter found open after it was
+	// replayed or deleted by the store.
+	FactClosed
 )
 
 // SequenceFact is one recorded event about a number of a series, as a
