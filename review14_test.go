@@ -2,6 +2,7 @@ package noydb_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -98,4 +100,95 @@ func TestClosedPeriodReplayedIsRollback(t *testing.T) {
 			})
 		}
 	}
+}
+
+// The store deletes a series' stored definition after numbers were taken
+// under it: a handle opened with another definition must not define the
+// series anew (its numbers would render, or count, another way), since the
+// ledger records the first definition.
+func TestDeletedDefinitionIsRollback(t *testing.T) {
+	ctx := context.Background()
+	const defKey = "v/books/_sequences/inv\x01d\x00"
+	for storeName, newAdv := range adversaries() {
+		t.Run(storeName, func(t *testing.T) {
+			adv := newAdv(t)
+			db, v := openSession(t, adv.Store(), "")
+			q, err := v.Sequence("inv", sequence.Options{Format: "R-{seq:05}"})
+			require.NoError(t, err)
+			s, err := q.NextSerial(ctx)
+			require.NoError(t, err)
+			require.Equal(t, "R-00001", s.Formatted)
+			require.NoError(t, db.Close())
+			require.NoError(t, adv.Drop(ctx, defKey))
+
+			before, err := adv.Snapshot(ctx)
+			require.NoError(t, err)
+
+			_, v2 := openSession(t, adv.Store(), "")
+			other, err := v2.Sequence("inv", sequence.Options{Format: "X-{seq}"})
+			require.NoError(t, err)
+			s, err = other.NextSerial(ctx)
+			assert.ErrorIs(t, err, noydb.ErrRollback, "defined anew as %q", s.Formatted)
+			_, err = other.Peek(ctx)
+			assert.ErrorIs(t, err, noydb.ErrRollback, "peek")
+			// A handle without a definition does not number the series
+			// as undefined either, on both paths.
+			plain, err := v2.Sequence("inv", sequence.Options{})
+			require.NoError(t, err)
+			s, err = plain.NextSerial(ctx)
+			assert.ErrorIs(t, err, noydb.ErrRollback, "numbered as undefined: %q", s.Formatted)
+			_, v3 := openSession(t, adv.Store(), "")
+			plain3, err := v3.Sequence("inv", sequence.Options{})
+			require.NoError(t, err)
+			err = v3.Update(ctx, func(tx *vault.Tx) error {
+				s, err := tx.Next(plain3)
+				assert.Empty(t, s.Formatted)
+				return err
+			})
+			assert.ErrorIs(t, err, noydb.ErrRollback, "tx.Next")
+			after, err := adv.Snapshot(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, before, after, "nothing taken, nothing defined")
+		})
+	}
+}
+
+// The gap report of one period (Audit of a handle of At) of a series whose
+// period was seeded to 2,026,000,000, with a few facts: its memory follows
+// the facts, not the numbers, and other periods' facts are not in it.
+func TestPeriodAuditOfAHugeSeed(t *testing.T) {
+	ctx := context.Background()
+	const seed = 2_026_000_000
+	_, v := openSession(t, memstore.New(), "")
+	q, err := v.Sequence("inv", sequence.Options{Period: sequence.PeriodYear})
+	require.NoError(t, err)
+	p := q.At(midday(2026, 5, 1))
+	require.NoError(t, p.SeedTo(ctx, seed))
+	for range 3 {
+		_, err := p.Next(ctx)
+		require.NoError(t, err)
+	}
+	require.NoError(t, p.Void(ctx, seed+2, "cancelled"))
+	_, err = q.NextAt(ctx, midday(2025, 5, 1)) // another period
+	require.NoError(t, err)
+
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rep, err := p.Audit(ctx)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("audit of a period seeded to %d plus 3 numbers: %d bytes allocated", seed, allocated)
+	assert.Equal(t, sequence.AuditReport{
+		Series: "inv", Period: "2026", Head: seed + 3,
+		Runs: []sequence.Run{
+			{From: 1, To: seed, State: sequence.StateSeeded},
+			{From: seed + 1, To: seed + 1, State: sequence.StateUnbound},
+			{From: seed + 2, To: seed + 2, State: sequence.StateVoided, Reason: "cancelled"},
+			{From: seed + 3, To: seed + 3, State: sequence.StateUnbound},
+		},
+		Seeded: seed, Unbound: 2, Voided: 1,
+	}, rep)
+	assert.Less(t, allocated, uint64(1<<20), "bytes allocated by the audit")
 }

@@ -419,6 +419,7 @@ type ledgerView struct {
 	highest uint64 // the highest number read in the history
 	covered uint64 // seeds and claims of numbers up to covered are all known
 	closed  bool   // the history records a close of the counter's period
+	defined bool   // the history records a definition of the counter's series
 	seeds   []seedRange
 	claims  map[string]uint64 // claim index key (see indexKey) -> number; nil until wanted
 }
@@ -442,6 +443,8 @@ func (c *counter) catchUp(ctx context.Context, wantClaims bool) error {
 			return nil
 		case wire.FactClosed:
 			v.closed = true
+		case wire.FactDefined:
+			v.defined = true
 		case wire.FactSeeded:
 			if f.Seq > old && f.Number > f.From {
 				v.seeds = addSeed(v.seeds, f.From, f.Number)

@@ -373,7 +373,13 @@ func (c *counter) checkHistory(ctx context.Context) error {
 	}
 	c.view.mu.Lock()
 	c.floor, c.shut = c.view.highest, c.shut || c.view.closed
+	defined := c.view.defined
 	c.view.mu.Unlock()
+	if defined {
+		if err := c.svc.checkDefinition(ctx, c.series); err != nil {
+			return err
+		}
+	}
 	c.checked = true
 	return nil
 }

@@ -109,10 +109,15 @@ func checkInTx(ctx context.Context, q *Sequence) error {
 		return q.errorf("next", err)
 	}
 	c.view.mu.Lock()
-	highest, closed := c.view.highest, c.view.closed
+	highest, closed, defined := c.view.highest, c.view.closed, c.view.defined
 	c.view.mu.Unlock()
 	if closed {
 		c.tx.closed.Store(true)
+	}
+	if defined {
+		if err := c.svc.checkDefinition(ctx, c.series); err != nil {
+			return q.errorf("next", err)
+		}
 	}
 	for {
 		old := c.tx.floor.Load()

@@ -332,6 +332,13 @@ func (h history) Facts(ctx context.Context, series string, partition []string, a
 			}
 			continue
 		}
+		if e.Kind == ledger.SeriesDefined && e.Series == series {
+			// A definition holds for every partition of its series.
+			if err := fn(wire.SequenceFact{Seq: e.Seq, Kind: wire.FactDefined}); err != nil {
+				return after, err
+			}
+			continue
+		}
 		if e.Series != series || !slices.Equal(e.Partition, partition) {
 			continue
 		}
