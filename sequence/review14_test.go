@@ -3,6 +3,7 @@ package sequence_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,5 +41,44 @@ func TestClaimRetriedAcrossAClose(t *testing.T) {
 			assert.Equal(t, uint64(2), head)
 			assert.True(t, closed)
 		})
+	}
+}
+
+// A number dated at the edges of time.Time's years is either refused as
+// bad input (ErrInvalid, nothing taken) or taken into a period that
+// ClosePeriod and PeekPeriod can name: never into a period that can
+// never be closed.
+func TestPeriodLabelsAtTheYearEdges(t *testing.T) {
+	ctx := context.Background()
+	dates := []time.Time{
+		time.Date(0, time.January, 1, 12, 0, 0, 0, time.UTC),
+		time.Date(-1, time.June, 1, 12, 0, 0, 0, time.UTC),
+		time.Date(9999, time.December, 31, 12, 0, 0, 0, time.UTC),
+		time.Date(10000, time.January, 1, 12, 0, 0, 0, time.UTC),
+		time.Date(123456, time.March, 3, 12, 0, 0, 0, time.UTC),
+	}
+	for _, o := range []sequence.Options{
+		{Period: sequence.PeriodDay}, {Period: sequence.PeriodMonth}, {Period: sequence.PeriodYear},
+		{Period: sequence.PeriodFiscalYear}, {Period: sequence.PeriodFiscalYear, FiscalStart: sequence.MonthDay{Month: time.April, Day: 1}},
+	} {
+		for _, d := range dates {
+			st := newMem()
+			svc := newService(t, st, sequence.Config{})
+			q := mustSequence(t, svc, "inv", o)
+			s, err := q.NextSerialAt(ctx, d)
+			if err != nil {
+				assert.ErrorIs(t, err, sequence.ErrInvalid, "%v %v", o.Period, d)
+				assert.Empty(t, listing(t, st), "%v %v: nothing written", o.Period, d)
+				continue
+			}
+			head, closed, err := q.PeekPeriod(ctx, s.Period)
+			if assert.NoError(t, err, "%v %v: peek period %q", o.Period, d, s.Period) {
+				assert.Equal(t, uint64(1), head)
+				assert.False(t, closed)
+			}
+			assert.NoError(t, q.ClosePeriod(ctx, s.Period), "%v %v: close period %q", o.Period, d, s.Period)
+			_, err = q.NextAt(ctx, d)
+			assert.ErrorIs(t, err, sequence.ErrPeriodClosed, "%v %v", o.Period, d)
+		}
 	}
 }
