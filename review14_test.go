@@ -2,7 +2,10 @@ package noydb_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
@@ -191,4 +195,86 @@ func TestPeriodAuditOfAHugeSeed(t *testing.T) {
 		Seeded: seed, Unbound: 2, Voided: 1,
 	}, rep)
 	assert.Less(t, allocated, uint64(1<<20), "bytes allocated by the audit")
+}
+
+// A close racing callers on every vault allocation path (NextAt, NextN,
+// PutNumbered, tx.Next): the numbers returned are exactly 1..head at the
+// close, each with its ledger entry, and no record carries a number above
+// it.
+func TestVaultCloseRacingEveryPath(t *testing.T) {
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			_, v := openSession(t, newStore(t), "")
+			q, err := v.Sequence("inv", sequence.Options{Period: sequence.PeriodMonth, Format: "{seq}"})
+			require.NoError(t, err)
+			invoices := vault.CollectionOf[Invoice](v, "invoices")
+			date := midday(2026, 2, 10)
+			paths := []func(i, j int) ([]uint64, error){
+				func(int, int) ([]uint64, error) { n, err := q.NextAt(ctx, date); return []uint64{n}, err },
+				func(int, int) ([]uint64, error) {
+					first, err := q.At(date).NextN(ctx, 2)
+					return []uint64{first, first + 1}, err
+				},
+				func(i, j int) ([]uint64, error) {
+					var n uint64
+					_, err := invoices.PutNumbered(ctx, fmt.Sprintf("p%d-%d", i, j), q.At(date), func(s sequence.Serial) (Invoice, error) {
+						n = s.N
+						return Invoice{Number: s.Formatted}, nil
+					})
+					return []uint64{n}, err
+				},
+				func(i, j int) ([]uint64, error) {
+					var n uint64
+					err := v.Update(ctx, func(tx *vault.Tx) error {
+						s, err := tx.Next(q.At(date))
+						n = s.N
+						return err
+					})
+					return []uint64{n}, err
+				},
+			}
+			const callers, before = 8, 24
+			var (
+				wg    sync.WaitGroup
+				mu    sync.Mutex
+				got   []uint64
+				taken = make(chan struct{}, before)
+			)
+			for i := range callers {
+				wg.Go(func() {
+					for j := 0; ; j++ {
+						ns, err := paths[(i+j)%len(paths)](i, j)
+						if errors.Is(err, sequence.ErrPeriodClosed) {
+							return
+						}
+						if !assert.NoError(t, err) {
+							return
+						}
+						mu.Lock()
+						got = append(got, ns...)
+						mu.Unlock()
+						select {
+						case taken <- struct{}{}:
+						default:
+						}
+					}
+				})
+			}
+			for range before {
+				<-taken
+			}
+			require.NoError(t, q.ClosePeriod(ctx, "2026-02"))
+			wg.Wait()
+			closes := entriesOfKind(t, v, ledger.PeriodClosed)
+			require.Len(t, closes, 1)
+			head := closes[0].Number
+			exactlyOneToN(t, got, head)
+			assert.Len(t, entriesOfKind(t, v, ledger.NumberAllocated), int(head))
+			after, closed, err := q.PeekPeriod(ctx, "2026-02")
+			require.NoError(t, err)
+			assert.True(t, closed)
+			assert.Equal(t, head, after)
+		})
+	}
 }

@@ -2,6 +2,7 @@ package sequence_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,5 +81,71 @@ func TestPeriodLabelsAtTheYearEdges(t *testing.T) {
 			_, err = q.NextAt(ctx, d)
 			assert.ErrorIs(t, err, sequence.ErrPeriodClosed, "%v %v", o.Period, d)
 		}
+	}
+}
+
+// Claims racing a close, each retried once after it: a claim served before
+// the close gets the same number on its retry, one refused before is
+// refused again (never a new number), and the numbers are exactly
+// 1..head.
+func TestClaimsRacingAClose(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			ctx := context.Background()
+			svc := newService(t, kind.new(newMem(), faultstore.Options{}), sequence.Config{})
+			q := mustSequence(t, svc, "inv", sequence.Options{Period: sequence.PeriodMonth})
+			at := q.At(day(2026, 2, 10))
+			const callers, each = 16, 20
+			type result struct {
+				id  string
+				n   uint64
+				err error
+			}
+			var (
+				wg      sync.WaitGroup
+				mu      sync.Mutex
+				results []result
+				started = make(chan struct{}, callers)
+			)
+			for range callers {
+				wg.Go(func() {
+					for i := range each {
+						id := sequence.NewRequestID()
+						n, err := at.Claim(ctx, id)
+						mu.Lock()
+						results = append(results, result{id, n, err})
+						mu.Unlock()
+						if i == 2 {
+							started <- struct{}{}
+						}
+					}
+				})
+			}
+			for range callers {
+				<-started
+			}
+			require.NoError(t, q.ClosePeriod(ctx, "2026-02"))
+			wg.Wait()
+			head, closed, err := q.PeekPeriod(ctx, "2026-02")
+			require.NoError(t, err)
+			require.True(t, closed)
+			var got []uint64
+			for _, r := range results {
+				again, err := at.Claim(ctx, r.id)
+				if r.err != nil {
+					require.ErrorIs(t, r.err, sequence.ErrPeriodClosed)
+					assert.ErrorIs(t, err, sequence.ErrPeriodClosed, "a claim refused by the close")
+					continue
+				}
+				got = append(got, r.n)
+				if assert.NoError(t, err, "the retry of a claim served before the close") {
+					assert.Equal(t, r.n, again)
+				}
+			}
+			requireExactly(t, got, int(head))
+			after, _, err := q.PeekPeriod(ctx, "2026-02")
+			require.NoError(t, err)
+			assert.Equal(t, head, after)
+		})
 	}
 }
