@@ -149,3 +149,47 @@ func TestClaimsRacingAClose(t *testing.T) {
 		})
 	}
 }
+
+// The period of a document date is read in the series' zone, whatever the
+// date's own location, its monotonic clock reading, or a zone's odd
+// offset (+05:45, +12:45/+13:45).
+func TestPeriodOfDatesInOtherZones(t *testing.T) {
+	ctx := context.Background()
+	load := func(name string) *time.Location {
+		l, err := time.LoadLocation(name)
+		require.NoError(t, err)
+		return l
+	}
+	ny, kathmandu, chatham := load("America/New_York"), load("Asia/Kathmandu"), load("Pacific/Chatham")
+	for _, c := range []struct {
+		zone *time.Location
+		date time.Time
+		want string
+	}{
+		// 20:00 on 31 December in New York is 01:00 on 1 January UTC.
+		{nil, time.Date(2025, 12, 31, 20, 0, 0, 0, ny), "2026"},
+		{ny, time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC), "2025"},
+		// Midnight in Kathmandu is 18:15 UTC the day before.
+		{kathmandu, time.Date(2025, 12, 31, 18, 15, 0, 0, time.UTC), "2026"},
+		{kathmandu, time.Date(2025, 12, 31, 18, 14, 59, 999_999_999, time.UTC), "2025"},
+		// Midnight in Chatham (summer, +13:45) is 10:15 UTC the day before.
+		{chatham, time.Date(2025, 12, 31, 10, 15, 0, 0, time.UTC), "2026"},
+		{chatham, time.Date(2025, 12, 31, 10, 14, 0, 0, time.UTC), "2025"},
+	} {
+		svc := newService(t, newMem(), sequence.Config{})
+		q := mustSequence(t, svc, "inv", sequence.Options{Period: sequence.PeriodYear, Location: c.zone})
+		s, err := q.NextSerialAt(ctx, c.date)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, s.Period, "%v in %v", c.date, c.zone)
+	}
+	// A reading of the monotonic clock changes nothing.
+	svc := newService(t, newMem(), sequence.Config{})
+	q := mustSequence(t, svc, "inv", sequence.Options{Period: sequence.PeriodDay, Location: kathmandu})
+	now := time.Now()
+	a, err := q.NextSerialAt(ctx, now)
+	require.NoError(t, err)
+	b, err := q.NextSerialAt(ctx, now.Round(0))
+	require.NoError(t, err)
+	assert.Equal(t, a.Period, b.Period)
+	assert.Equal(t, uint64(2), b.N)
+}
