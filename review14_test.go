@@ -306,3 +306,63 @@ func TestVaultCloseRacingEveryPath(t *testing.T) {
 		})
 	}
 }
+
+// Two DBs over one store define one series differently, each with callers
+// in flight: exactly one definition is stored, every number taken renders
+// the winner's way, the numbers are exactly 1..N, and the loser's callers
+// get a *DefinitionError (ErrDefinitionMismatch) and take nothing.
+func TestDefinitionRaceAcrossTwoDBs(t *testing.T) {
+	ctx := context.Background()
+	_, v1, v2 := twoDBsOnBadger(t)
+	formats := []string{"A-{seq:04}", "B-{seq:04}"}
+	var handles []*sequence.Sequence
+	for i, v := range []*vault.Vault{v1, v2} {
+		q, err := v.Sequence("inv", sequence.Options{Format: formats[i]})
+		require.NoError(t, err)
+		handles = append(handles, q)
+	}
+	const callers = 16
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		serials  = map[int][]sequence.Serial{}
+		mismatch [2]int
+	)
+	for i := range callers {
+		wg.Go(func() {
+			s, err := handles[i%2].NextSerial(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				var de *sequence.DefinitionError
+				if assert.ErrorAs(t, err, &de) && assert.ErrorIs(t, err, sequence.ErrDefinitionMismatch) {
+					mismatch[i%2]++
+				}
+				return
+			}
+			serials[i%2] = append(serials[i%2], s)
+		})
+	}
+	wg.Wait()
+	require.True(t, len(serials[0]) == 0 || len(serials[1]) == 0, "both definitions took numbers: %v", serials)
+	winner := 0
+	if len(serials[0]) == 0 {
+		winner = 1
+	}
+	assert.Zero(t, mismatch[winner], "the winner's callers are not refused")
+	var got []uint64
+	for _, s := range serials[winner] {
+		assert.Equal(t, fmt.Sprintf("%c-%04d", 'A'+winner, s.N), s.Formatted)
+		got = append(got, s.N)
+	}
+	exactlyOneToN(t, got, uint64(len(got)))
+	assert.Len(t, entriesOfKind(t, v1, ledger.SeriesDefined), 1)
+	// The loser's handles opened without options now number the winner's way.
+	for _, v := range []*vault.Vault{v1, v2} {
+		q, err := v.Sequence("inv", sequence.Options{})
+		require.NoError(t, err)
+		s, err := q.NextSerial(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprintf("%c-%04d", 'A'+winner, s.N), s.Formatted)
+	}
+}
