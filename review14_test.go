@@ -366,3 +366,31 @@ func TestDefinitionRaceAcrossTwoDBs(t *testing.T) {
 		assert.Equal(t, fmt.Sprintf("%c-%04d", 'A'+winner, s.N), s.Formatted)
 	}
 }
+
+// Series lists every period of a series with many periods, each with its
+// head and closed flag, and the partition without the period.
+func TestSeriesListsManyPeriods(t *testing.T) {
+	ctx := context.Background()
+	_, v := openSession(t, memstore.New(), "")
+	q, err := v.Sequence("inv", sequence.Options{Partition: []any{"shop1"}, Period: sequence.PeriodDay})
+	require.NoError(t, err)
+	const days = 120
+	first := midday(2026, 1, 1)
+	for i := range days {
+		for range i%3 + 1 {
+			_, err := q.NextAt(ctx, first.AddDate(0, 0, i))
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, q.ClosePeriod(ctx, "2026-01-31"))
+	list, err := v.Series(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, days)
+	for i, info := range list {
+		label := first.AddDate(0, 0, i).Format("2006-01-02")
+		assert.Equal(t, vault.SeriesInfo{
+			Name: "inv", Partition: []string{"shop1"}, Period: label, Closed: label == "2026-01-31",
+			Head: uint64(i%3 + 1), Definition: sequence.Definition{Period: sequence.PeriodDay},
+		}, info)
+	}
+}
