@@ -26,7 +26,8 @@ import (
 // format's date tokens. The handle is cheap; its period is chosen at its
 // first call, once the series' definition is known. On a series with
 // periods, a date whose period starts in a year outside 0000 to 9999 (no
-// label ClosePeriod reads names it) is refused with a *ValidationError.
+// label ClosePeriod reads names it), or the zero time.Time, is refused
+// with a *ValidationError.
 func (q *Sequence) At(date time.Time) *Sequence {
 	if q.target {
 		q = q.base
@@ -94,8 +95,12 @@ func (q *Sequence) resolveAt(ctx context.Context, date time.Time, dated bool) (*
 	if p == PeriodNone {
 		return q, date, nil
 	}
-	if !dated {
+	switch {
+	case !dated:
 		date = time.Now()
+	case date.IsZero():
+		// Rendering reads a zero date as now: it cannot choose year 1.
+		return nil, time.Time{}, invalid("date", "0001-01-01 00:00:00 UTC", "the zero time.Time: a document date is needed to choose the period")
 	}
 	d := date.In(hs.eff.loc)
 	id := periodID(p, hs.eff.def.FiscalStart, d)

@@ -193,3 +193,20 @@ func TestPeriodOfDatesInOtherZones(t *testing.T) {
 	assert.Equal(t, a.Period, b.Period)
 	assert.Equal(t, uint64(2), b.N)
 }
+
+// A zero document date does not take a number into the period of year 1
+// while rendering today's date: it is refused as bad input, or it means
+// now for both.
+func TestZeroDocumentDate(t *testing.T) {
+	ctx := context.Background()
+	st := newMem()
+	svc := newService(t, st, sequence.Config{})
+	q := mustSequence(t, svc, "inv", sequence.Options{Period: sequence.PeriodYear, Format: "{YYYY}/{seq}"})
+	s, err := q.NextSerialAt(ctx, time.Time{})
+	if err != nil {
+		assert.ErrorIs(t, err, sequence.ErrInvalid)
+		assert.Empty(t, listing(t, st), "nothing written")
+		return
+	}
+	assert.Equal(t, s.Period+"/1", s.Formatted, "the period and the rendered year agree")
+}
