@@ -338,6 +338,13 @@ func (h history) Facts(ctx context.Context, series string, partition []string, a
 			}
 			continue
 		}
+		if e.Kind == ledger.SeriesDefined && e.Series == series {
+			// A definition holds for every partition of its series.
+			if err := fn(wire.SequenceFact{Seq: e.Seq, Kind: wire.FactDefined}); err != nil {
+				return after, err
+			}
+			continue
+		}
 		if e.Series != series || !slices.Equal(e.Partition, partition) {
 			if e.Kind == ledger.NumberAllocated && e.Reason != "" {
 				// A correction of one of series' numbers, taken in another.
@@ -366,6 +373,8 @@ func (h history) Facts(ctx context.Context, series string, partition []string, a
 			f.Kind, f.Reason = wire.FactVoided, e.Reason
 		case ledger.SeriesSeeded:
 			f.Kind, f.From = wire.FactSeeded, e.From
+		case ledger.PeriodClosed:
+			f.Kind = wire.FactClosed
 		default:
 			continue
 		}
