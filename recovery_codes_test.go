@@ -280,3 +280,31 @@ func TestRecoveryThroughHub(t *testing.T) {
 	assert.ErrorIs(t, err, vault.ErrRecoveryCodeUsed)
 	openPerson(t, hubPerson(devB, hub, "bob", "b3"))
 }
+
+// TestRecoveryReplayedEntryIsCaught: a store that serves the recovery entry
+// as it was before a code was used does not make the code open again: the
+// ledger records the use (ErrRecoveryCodeUsed and ErrTampered), and nothing
+// is written.
+func TestRecoveryReplayedEntryIsCaught(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	v := openPerson(t, personCfg(st, "olga", "o"))
+	codes, err := v.RecoveryCodes(ctx, 1)
+	require.NoError(t, err)
+	require.NoError(t, v.Close())
+	const key = "v/team/_recovery/olga"
+	before, err := st.Get(ctx, key)
+	require.NoError(t, err)
+	w, err := vault.Open(ctx, recoverCfg(st, "olga", codes[0], "new"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+
+	_, err = st.Put(ctx, key, before.Value) // the replay
+	require.NoError(t, err)
+	snap := snapshot(t, st)
+	_, err = vault.Open(ctx, recoverCfg(st, "olga", codes[0], "newer"))
+	assert.ErrorIs(t, err, vault.ErrRecoveryCodeUsed)
+	assert.ErrorIs(t, err, vault.ErrTampered)
+	assert.Equal(t, snap, snapshot(t, st), "nothing written")
+	openPerson(t, personCfg(st, "olga", "new"))
+}

@@ -39,11 +39,15 @@ type Config struct {
 	// opens again (ErrRecoveryCodeUsed). Secret and Identity must be empty.
 	//
 	// A store is an adversary: one that serves the person's recovery entry
-	// as it was before the code was used (a replay) lets the code open once
-	// more; the ledger then holds two RecoveryCodeUsed entries with the
-	// same RequestID (the code's id), which an audit shows, and a device
-	// with a StateDir that saw the later ledger refuses a rolled back one
-	// (ErrRollback).
+	// as it was before the code was used (a replay) is caught by the
+	// ledger, which Open reads for an earlier RecoveryCodeUsed entry of the
+	// code (ErrRecoveryCodeUsed and ErrTampered; this costs one read of the
+	// ledger per recovery). A store that also drops the ledger's tail is
+	// caught by a StateDir that saw it (ErrRollback); without one, or on a
+	// device whose ledger never held the use (another device of a hub,
+	// before the recovery entry reached it), the code opens once more and
+	// the ledger then holds two RecoveryCodeUsed entries with the same
+	// RequestID, which an audit shows.
 	RecoveryCode string
 	// NewSecret is the secret that replaces the lost one on an open with
 	// RecoveryCode; it must not be empty. It is set only with RecoveryCode

@@ -501,7 +501,8 @@ type pendingRecovery struct {
 }
 
 // finishRecovery writes the pending recovery of an open: both entries and
-// a ledger.RecoveryCodeUsed entry, in one commit on stores with
+// a ledger.RecoveryCodeUsed entry (after reading the ledger for an earlier
+// use of the code, which a replayed recovery entry would hide), in one commit on stores with
 // transactions (on others: the code is marked used first, then the
 // keyring entry, then the ledger entry; a crash between may burn the code
 // without changing the secret). Racing another use of the same code, one
@@ -511,6 +512,18 @@ func (v *Vault) finishRecovery(ctx context.Context) error {
 	v.me.recovery = nil
 	if p == nil {
 		return nil
+	}
+	// A store replaying the recovery entry as it was before this code was
+	// used: the ledger this device holds records the use.
+	hexID := hex.EncodeToString(p.id)
+	for e, err := range v.ledger.Read(ctx, 1) {
+		if err != nil {
+			return err
+		}
+		if e.Kind == ledger.RecoveryCodeUsed && e.ID == v.user && e.RequestID == hexID {
+			return fmt.Errorf("%w: the ledger records its use at position %d, so the store served an older recovery entry: %w",
+				ErrRecoveryCodeUsed, e.Seq, ErrTampered)
+		}
 	}
 	keyring := p.writes[1]
 	// The keyring entry as the store holds it now (its version).
@@ -524,7 +537,7 @@ func (v *Vault) finishRecovery(ctx context.Context) error {
 	p.writes[1].old = it
 	val := p.writes[1].val
 	err = v.writeEntries(ctx, p.writes, ledger.Entry{
-		Kind: ledger.RecoveryCodeUsed, ID: v.user, RequestID: hex.EncodeToString(p.id), CipherHash: hashOf(val),
+		Kind: ledger.RecoveryCodeUsed, ID: v.user, RequestID: hexID, CipherHash: hashOf(val),
 	}, errPeopleChanged)
 	if errors.Is(err, errPeopleChanged) {
 		// Another use of this person's codes won: was it this code?
