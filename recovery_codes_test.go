@@ -214,7 +214,8 @@ func TestRecoveryCodesBadInput(t *testing.T) {
 }
 
 // TestRecoveryCodeKDFCeiling: the code's derivation respects the opener's
-// MaxKDF: a ceiling below the vault's cost refuses before deriving.
+// MaxKDF: a ceiling below the vault's cost refuses before deriving. Neither
+// that nor a cancelled open uses the code up.
 func TestRecoveryCodeKDFCeiling(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
@@ -226,7 +227,14 @@ func TestRecoveryCodeKDFCeiling(t *testing.T) {
 	cfg.MaxKDF = crypto.KDFParams{Time: 1, MemoryKiB: 32, Threads: 1}
 	_, err = vault.Open(ctx, cfg)
 	assert.ErrorIs(t, err, vault.ErrKDFTooCostly)
-	// The code was not used by the refused open.
+	// A cancelled open: its context's error, nothing written.
+	before := snapshot(t, st)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = vault.Open(cancelled, recoverCfg(st, "olga", codes[0], "new"))
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, before, snapshot(t, st))
+	// The code was not used by the refused opens.
 	w, err := vault.Open(ctx, recoverCfg(st, "olga", codes[0], "new"))
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
