@@ -72,6 +72,14 @@ var (
 	// the number it took when it took one, and so does every later call of
 	// the vault until it is reopened on a working folder.
 	ErrPinsNotSaved = vault.ErrPinsNotSaved
+	// ErrBadRecoveryCode: DB.RecoverVault was given text that is not a
+	// recovery code (a typo, caught by its checksum before any key work).
+	ErrBadRecoveryCode = vault.ErrBadRecoveryCode
+	// ErrRecoveryCodeUsed: the recovery code opened the vault once already.
+	ErrRecoveryCodeUsed = vault.ErrRecoveryCodeUsed
+	// ErrRecoveryCodeRefused: the recovery code was revoked, replaced by a
+	// later set, or never issued to this user.
+	ErrRecoveryCodeRefused = vault.ErrRecoveryCodeRefused
 	// ErrUnpinned marks, among errors matching ErrPinsNotSaved, those of a
 	// call that committed (its number taken, its record written) although the
 	// pin covering it was not saved; later calls, refused before writing, do

@@ -73,7 +73,13 @@ func TestDBRecoverVault(t *testing.T) {
 	assert.ErrorIs(t, err, noydb.ErrWrongSecret)
 	openVault(t, openDB(t, st, "olga", "found"), "books")
 	_, err = openDB(t, st, "olga", "again").RecoverVault(ctx, "books", codes[0])
-	assert.ErrorIs(t, err, vault.ErrRecoveryCodeUsed)
+	assert.ErrorIs(t, err, noydb.ErrRecoveryCodeUsed)
+	other, err := crypto.NewRecoveryCode()
+	require.NoError(t, err)
+	_, err = openDB(t, st, "olga", "again").RecoverVault(ctx, "books", other)
+	assert.ErrorIs(t, err, noydb.ErrRecoveryCodeRefused)
+	_, err = openDB(t, st, "olga", "again").RecoverVault(ctx, "books", "nope")
+	assert.ErrorIs(t, err, noydb.ErrBadRecoveryCode)
 }
 
 // TestDBIdentity: a DB opened with an identity and no secret opens a vault
