@@ -22,9 +22,9 @@ const (
 	// RoleWriter may read and write records, take numbers and append events.
 	RoleWriter Role = 2
 	// RoleReader may only read: records, series, the ledger. Every write
-	// of a reader's vault fails with ErrNotPermitted, including, for now,
-	// the pull of Sync on a device of a hub (a reader opens the vault on a
-	// new device from the hub, but does not pull later changes yet).
+	// of a reader's vault fails with ErrNotPermitted. On a device of a hub
+	// a reader's Sync pulls (it applies the hub's changes on the device)
+	// and pushes nothing (see reader_pull.go).
 	RoleReader Role = 3
 )
 

@@ -18,11 +18,15 @@ type member struct {
 	header []byte
 	store  stores.Store // the vault's own store, writable whatever the role
 
-	mu      sync.Mutex // guards what follows, changed by people calls
-	role    Role
-	seed    *crypto.Key   // the signing key; nil for a version 1 entry
-	entry   *keyringEntry // nil for a version 1 entry
-	version uint64        // the store version of the entry as last read or written
+	mu   sync.Mutex // guards what follows, changed by people calls
+	role Role
+	seed *crypto.Key // the signing key; nil for a version 1 entry
+	box  *crypto.Key // the X25519 private key of a secret lock (recovery.go); else nil
+
+	// recovery is what an open with a recovery code still writes (recovery.go).
+	recovery *pendingRecovery
+	entry    *keyringEntry // nil for a version 1 entry
+	version  uint64        // the store version of the entry as last read or written
 }
 
 // wipe wipes the data key and the signing key (a failed open).
@@ -40,6 +44,9 @@ func (m *member) wipeSigner() {
 	defer m.mu.Unlock()
 	if m.seed != nil {
 		m.seed.Wipe()
+	}
+	if m.box != nil {
+		m.box.Wipe()
 	}
 }
 
@@ -62,7 +69,6 @@ func unlockEntry(ctx context.Context, cfg Config, prefix string, header, raw []b
 		return nil, fmt.Errorf("user %q was revoked: %w", cfg.User, ErrNoAccess)
 	}
 	ad := func(p string) []byte { return wrapAD(cfg.Name, cfg.User, header, p) }
-	var box *crypto.Identity
 	switch e.lock {
 	case lockSecret:
 		if len(cfg.Secret) == 0 {
@@ -84,8 +90,14 @@ func unlockEntry(ctx context.Context, cfg Config, prefix string, header, raw []b
 		if err != nil {
 			return nil, ErrWrongSecret
 		}
-		box = crypto.IdentityFromKey(k)
-		defer box.Wipe()
+		// The member keeps the private key (wiped with it) for RecoveryCodes.
+		m, err := unlockWithBox(ctx, cfg, prefix, header, e, crypto.IdentityFromKey(k))
+		if err != nil {
+			k.Wipe()
+			return nil, err
+		}
+		m.box = k
+		return m, nil
 	case lockIdentity:
 		if cfg.Identity == nil {
 			return nil, fmt.Errorf("user %q opens with an identity (Config.Identity): %w", cfg.User, ErrWrongSecret)
@@ -97,9 +109,19 @@ func unlockEntry(ctx context.Context, cfg Config, prefix string, header, raw []b
 		if !bytes.Equal(pub, e.boxPub) {
 			return nil, fmt.Errorf("user %q: identity does not match: %w", cfg.User, ErrWrongSecret)
 		}
-		box = cfg.Identity
 	}
-	var dk *crypto.Key
+	return unlockWithBox(ctx, cfg, prefix, header, e, cfg.Identity)
+}
+
+// unlockWithBox finishes unlockEntry once the entry's X25519 private key
+// box is known: it unwraps the data key and the signing key, and checks
+// the entry's MAC and grant.
+func unlockWithBox(ctx context.Context, cfg Config, prefix string, header []byte, e *keyringEntry, box *crypto.Identity) (*member, error) {
+	ad := func(p string) []byte { return wrapAD(cfg.Name, cfg.User, header, p) }
+	var (
+		dk  *crypto.Key
+		err error
+	)
 	for _, g := range e.gens {
 		if g.gen == e.macGen {
 			dk, err = crypto.UnwrapKeyWith(box, g.key, ad(genPurpose(g.gen)))

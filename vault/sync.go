@@ -277,12 +277,24 @@ func (v *Vault) SyncWith(ctx context.Context, opts SyncOptions) (SyncReport, err
 	v.syncs.run.Lock()
 	defer v.syncs.run.Unlock()
 	s := &syncRun{v: v, h: v.hub, rep: &rep, progress: opts.Progress}
-	if err := s.keyrings(ctx); err != nil {
+	keyrings, reader := s.keyrings, v.Role() == RoleReader
+	if reader { // a reader pulls through a writable view of its device (reader_pull.go)
+		s.v = v.pullView()
+		defer s.v.release()
+		keyrings = s.readerKeyrings
+	}
+	if err := keyrings(ctx); err != nil {
 		return rep, fmt.Errorf("sync %s: keyring: %w", v.name, err)
 	}
 	for round := 0; ; round++ {
 		if err := s.pull(ctx); err != nil {
 			return rep, fmt.Errorf("sync %s: pull: %w", v.name, err)
+		}
+		if reader {
+			if err := s.refusePush(ctx); err != nil {
+				return rep, fmt.Errorf("sync %s: push: %w", v.name, err)
+			}
+			break
 		}
 		stale, err := s.push(ctx)
 		if err != nil {

@@ -160,7 +160,7 @@ removed.`,
 func (a *app) vaultCmd() *cobra.Command {
 	vc := &cobra.Command{
 		Use:   "vault",
-		Short: "Manage your access to a vault (passwd)",
+		Short: "Manage your access to a vault (passwd, recovery codes, identities)",
 		Args:  a.noArgs,
 		RunE:  a.groupRun,
 	}
@@ -204,6 +204,7 @@ to add people.`,
 	}
 	passwd.Flags().StringVar(&newSecretFile, "new-secret-file", "", "read the new secret from this file (else a prompt)")
 	vc.AddCommand(passwd)
+	vc.AddCommand(a.recoveryCmds()...)
 	return vc
 }
 
