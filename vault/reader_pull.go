@@ -24,7 +24,7 @@ func (v *Vault) pullView() *Vault {
 	pv := newVault(cfg, v.prefix, v.dk, v.pins)
 	pv.sharesKey, pv.me = true, v.me
 	v.syncs.mu.Lock()
-	pv.syncs.policies, pv.syncs.merges = v.syncs.policies, v.syncs.merges
+	pv.syncs.policies, pv.syncs.merges, pv.syncs.numbered = v.syncs.policies, v.syncs.merges, v.syncs.numbered
 	v.syncs.mu.Unlock()
 	return pv
 }
