@@ -71,6 +71,12 @@ const (
 	// rewritten in the current layout (ID the person, Reason the role,
 	// CipherHash the SHA-256 of the new entry).
 	KeyringUpgraded Kind = 16
+	// KeysRotated: a new generation of data keys was made and wrapped for
+	// every person not revoked (Number the new generation, Reason what
+	// caused it: "rotate" or "revoke <user>"). Records written afterwards
+	// are sealed with it; older ones are re-sealed by RecordPut entries
+	// whose Reason is "resealed".
+	KeysRotated Kind = 17
 )
 
 var kindNames = [...]string{
@@ -90,10 +96,11 @@ var kindNames = [...]string{
 	PersonRevoked:      "person-revoked",
 	SecretChanged:      "secret-changed",
 	KeyringUpgraded:    "keyring-upgraded",
+	KeysRotated:        "keys-rotated",
 }
 
 // Valid reports whether k is one of the defined kinds.
-func (k Kind) Valid() bool { return k >= RecordPut && k <= KeyringUpgraded }
+func (k Kind) Valid() bool { return k >= RecordPut && k <= KeysRotated }
 
 // String returns the kind's name, e.g. "record-put".
 func (k Kind) String() string {

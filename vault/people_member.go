@@ -18,6 +18,14 @@ type member struct {
 	header []byte
 	store  stores.Store // the vault's own store, writable whatever the role
 
+	// gens holds the data keys of every generation the entry wraps (the
+	// first is dk); box is the person's X25519 identity, kept to unwrap a
+	// generation a rotation adds later (ownBox: ours to wipe). Both are
+	// empty for a version 1 entry, which holds the first generation only.
+	gens   map[uint64]*crypto.Key
+	box    *crypto.Identity
+	ownBox bool
+
 	mu      sync.Mutex // guards what follows, changed by people calls
 	role    Role
 	seed    *crypto.Key   // the signing key; nil for a version 1 entry
@@ -25,9 +33,12 @@ type member struct {
 	version uint64        // the store version of the entry as last read or written
 }
 
-// wipe wipes the data key and the signing key (a failed open).
+// wipe wipes the data keys and the signing key (a failed open).
 func (m *member) wipe() {
 	m.dk.Wipe()
+	for _, k := range m.gens {
+		k.Wipe()
+	}
 	m.wipeSigner()
 }
 
@@ -40,6 +51,9 @@ func (m *member) wipeSigner() {
 	defer m.mu.Unlock()
 	if m.seed != nil {
 		m.seed.Wipe()
+	}
+	if m.box != nil && m.ownBox {
+		m.box.Wipe()
 	}
 }
 
@@ -85,7 +99,6 @@ func unlockEntry(ctx context.Context, cfg Config, prefix string, header, raw []b
 			return nil, ErrWrongSecret
 		}
 		box = crypto.IdentityFromKey(k)
-		defer box.Wipe()
 	case lockIdentity:
 		if cfg.Identity == nil {
 			return nil, fmt.Errorf("user %q opens with an identity (Config.Identity): %w", cfg.User, ErrWrongSecret)
@@ -99,16 +112,29 @@ func unlockEntry(ctx context.Context, cfg Config, prefix string, header, raw []b
 		}
 		box = cfg.Identity
 	}
-	var dk *crypto.Key
-	for _, g := range e.gens {
-		if g.gen == e.macGen {
-			dk, err = crypto.UnwrapKeyWith(box, g.key, ad(genPurpose(g.gen)))
+	ownBox := e.lock == lockSecret
+	gens := make(map[uint64]*crypto.Key, len(e.gens))
+	fail := func(err error) (*member, error) {
+		for _, k := range gens {
+			k.Wipe()
 		}
+		if ownBox {
+			box.Wipe()
+		}
+		return nil, err
 	}
-	if dk == nil || err != nil {
-		return nil, fmt.Errorf("keyring entry of %q: data key: %w", cfg.User, ErrTampered)
+	for _, g := range e.gens {
+		k, err := crypto.UnwrapKeyWith(box, g.key, ad(genPurpose(g.gen)))
+		if err != nil {
+			return fail(fmt.Errorf("keyring entry of %q: data key of generation %d: %w", cfg.User, g.gen, ErrTampered))
+		}
+		gens[g.gen] = k
 	}
-	m := &member{dk: dk, header: header, role: e.role, entry: e}
+	dk := gens[e.macGen]
+	if dk == nil {
+		return fail(fmt.Errorf("keyring entry of %q: data key: %w", cfg.User, ErrTampered))
+	}
+	m := &member{dk: dk, header: header, role: e.role, entry: e, gens: gens, box: box, ownBox: ownBox}
 	if err := e.verify(dk, cfg.Name, cfg.User, header); err != nil {
 		m.wipe()
 		return nil, err
