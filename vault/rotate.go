@@ -438,21 +438,25 @@ func (v *Vault) recordsBelow(ctx context.Context, gen uint64) ([]recKey, error) 
 	}
 	defer v.exit()
 	var out []recKey
-	for it, err := range stores.ListUnder(ctx, v.store, v.prefix) {
-		if err != nil {
-			return nil, err
-		}
-		rest := it.Key[len(v.prefix):]
-		if strings.HasPrefix(rest, "_") {
+	// One listing per first byte a collection name may start with, so
+	// that the vault's internal values (under '_': the ledger above all,
+	// which outgrows the records) are not listed.
+	for b := 0x20; b <= 0xff; b++ {
+		if b == '_' || b == '/' || b == 0x7f {
 			continue
 		}
-		coll, id, ok := strings.Cut(rest, "/")
-		if !ok {
-			continue
-		}
-		g, err := recordGeneration(it.Value)
-		if err != nil || g < gen {
-			out = append(out, recKey{coll, id})
+		for it, err := range stores.ListUnder(ctx, v.store, v.prefix+string([]byte{byte(b)})) {
+			if err != nil {
+				return nil, err
+			}
+			coll, id, ok := strings.Cut(it.Key[len(v.prefix):], "/")
+			if !ok {
+				continue
+			}
+			g, err := recordGeneration(it.Value)
+			if err != nil || g < gen {
+				out = append(out, recKey{coll, id})
+			}
 		}
 	}
 	return out, nil
