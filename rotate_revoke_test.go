@@ -214,3 +214,28 @@ func TestRotateRefusals(t *testing.T) {
 }
 
 func newMem(t testing.TB) stores.Store { return memAndBadger()["memstore"](t) }
+
+// TestRotateGrantAfterRotationElsewhere: an owner's handle opened before
+// another handle rotated grants a new person, who gets every generation
+// (the later one loaded from the owner's keyring entry) and reads a record
+// sealed with it.
+func TestRotateGrantAfterRotationElsewhere(t *testing.T) {
+	ctx := context.Background()
+	st := newMem(t)
+	stale := openPerson(t, personCfg(st, "olga", "o"))
+	other := openPerson(t, personCfg(st, "olga", "o"))
+	rot, err := other.RotateKeys(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rot.Wait(ctx))
+	require.NoError(t, vault.CollectionOf[Note](other, "notes").Put(ctx, "g2", Note{Text: "sealed with generation 2"}))
+	require.NoError(t, stale.Grant(ctx, "bob", vault.Secret([]byte("bob-secret")), vault.RoleReader))
+	bob := openPerson(t, personCfg(st, "bob", "bob-secret"))
+	got, err := vault.CollectionOf[Note](bob, "notes").Get(ctx, "g2")
+	require.NoError(t, err)
+	assert.Equal(t, "sealed with generation 2", got.Text)
+	hdr, err := st.Get(ctx, "v/team/_header")
+	require.NoError(t, err)
+	entry, err := st.Get(ctx, "v/team/_keyring/bob")
+	require.NoError(t, err)
+	assert.Len(t, heldKeys(t, "team", "bob", "bob-secret", hdr.Value, entry.Value), 2)
+}

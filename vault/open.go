@@ -353,7 +353,19 @@ func (o opener) creator(header []byte) (*member, *keyringEntry, error) {
 		dk.Wipe()
 		return nil, nil, err
 	}
-	return &member{dk: dk, seed: seed, role: RoleOwner, entry: e, header: header}, e, nil
+	m := &member{dk: dk, seed: seed, role: RoleOwner, entry: e, header: header, gens: map[uint64]*crypto.Key{1: dk}}
+	// The box key, to unwrap the generations later rotations add.
+	if spec.kek != nil {
+		k, err := crypto.UnwrapKey(spec.kek, e.boxPriv, wrapAD(o.cfg.Name, o.cfg.User, header, "box"))
+		if err != nil {
+			m.wipe()
+			return nil, nil, err
+		}
+		m.box, m.ownBox = crypto.IdentityFromKey(k), true
+	} else {
+		m.box = o.cfg.Identity
+	}
+	return m, e, nil
 }
 
 func (o opener) create(ctx context.Context) (*member, error) {

@@ -205,10 +205,14 @@ func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Ro
 	if err != nil {
 		return fmt.Errorf("vault header: %w", err)
 	}
+	later, err := v.heldGenerations(ctx)
+	if err != nil {
+		return err
+	}
 	spec := entrySpec{
 		vault: v.name, user: user, grantedBy: v.user, header: v.me.header, role: role,
 		at: time.Now(), serial: serial, pub: cred.pub, dk: v.dk, granterSeed: seed,
-		later: v.keys.snap.Load().keys,
+		later: later,
 	}
 	if cred.pub == nil {
 		spec.salt, spec.kdf = make([]byte, crypto.SaltSize), h.KDF

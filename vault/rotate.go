@@ -37,7 +37,8 @@ const progressEvery = 200 * time.Millisecond
 type RotationProgress struct {
 	// Generation is the data key generation records are re-sealed with.
 	Generation uint64
-	// Done counts the records re-sealed so far; Total the records found
+	// Done counts the records handled so far (re-sealed, or found
+	// written, re-sealed or deleted meanwhile); Total the records found
 	// sealed by an older generation so far (it may grow: records written
 	// by another handle meanwhile are found by a later pass).
 	Done, Total uint64
@@ -126,6 +127,10 @@ func (v *Vault) Rotation() *Rotation { return v.rot.Load() }
 // chain key and the claim key, and the MAC of keyring entries are all
 // derived from the first data key, which every person granted ever held.
 // A rotation protects records written afterwards, not those values.
+//
+// Other handles open on the vault (another process, another device) keep
+// sealing with the generation they know until they read a record of the
+// new one or are opened again; ResumeRotation re-seals what they wrote.
 //
 // Only an owner rotates (ErrNotPermitted), on a store with transactions
 // (stores.ErrNotSupported otherwise); a keyring holding an entry of layout

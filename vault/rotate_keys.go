@@ -152,3 +152,25 @@ func (m *member) genKeys(cfg Config, prefix string) *genKeys {
 	}
 	return g
 }
+
+// heldGenerations returns every data key generation the vault's person
+// holds, those a rotation made by another handle added to their stored
+// keyring entry included (a grant gives them all to the new person).
+func (v *Vault) heldGenerations(ctx context.Context) (map[uint64]*crypto.Key, error) {
+	it, err := v.me.store.Get(ctx, v.prefix+keyringPrefix+v.user)
+	if err != nil {
+		return nil, err
+	}
+	if isKeyringV2(it.Value) {
+		e, err := v.readEntry(v.user, it.Value)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range e.gens {
+			if _, err := v.keys.get(g.gen); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return v.keys.snap.Load().keys, nil
+}
