@@ -203,3 +203,33 @@ func TestRotateCloseEndsReseal(t *testing.T) {
 	}
 	assert.Equal(t, 2000, n)
 }
+
+// TestRotateTamperedMark: a rotation mark the store changed, or moved
+// from another key, is ErrTampered for PendingRotation and
+// ResumeRotation; records still read.
+func TestRotateTamperedMark(t *testing.T) {
+	ctx := context.Background()
+	st := newMem(t)
+	v := openPerson(t, personCfg(st, "olga", "o"))
+	putNotes(t, v, 10)
+	rot, err := v.RotateKeys(ctx)
+	require.NoError(t, err)
+	rot.Stop()
+	mark, err := st.Get(ctx, "v/team/_rotation")
+	require.NoError(t, err)
+	counter, err := st.Get(ctx, "v/team/_ledger/head")
+	require.NoError(t, err)
+	for name, bad := range map[string][]byte{
+		"flipped": append(append([]byte{}, mark.Value[:len(mark.Value)-1]...), mark.Value[len(mark.Value)-1]^1),
+		"moved":   counter.Value,
+		"short":   mark.Value[:3],
+	} {
+		_, err := st.Put(ctx, "v/team/_rotation", bad)
+		require.NoError(t, err)
+		_, _, err = v.PendingRotation(ctx)
+		assert.ErrorIs(t, err, vault.ErrTampered, name)
+		_, err = v.ResumeRotation(ctx)
+		assert.ErrorIs(t, err, vault.ErrTampered, name)
+	}
+	assert.Len(t, notesOf(t, v), 10)
+}

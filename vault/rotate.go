@@ -217,10 +217,28 @@ func (v *Vault) openRotationMark(sealed []byte) (uint64, error) {
 	if err != nil {
 		return 0, v.openFailed(err)
 	}
-	r := codec.NewReader(plain)
+	gen, err := decodeRotationMark(plain)
+	if err != nil {
+		return 0, fmt.Errorf("rotation mark: %w: %w", ErrTampered, err)
+	}
+	return gen, nil
+}
+
+// encodeRotationMark is the plaintext of the rotation mark: the
+// generation being re-sealed with, as a uvarint (2 or more: the first
+// generation is no rotation).
+func encodeRotationMark(gen uint64) []byte { return codec.AppendUvarint(nil, gen) }
+
+// decodeRotationMark reads encodeRotationMark's layout; anything else is
+// a *codec.Error (matching ErrCorrupt).
+func decodeRotationMark(b []byte) (uint64, error) {
+	r := codec.NewReader(b)
 	gen := r.Uvarint()
-	if r.End() != nil || gen < 2 {
-		return 0, fmt.Errorf("rotation mark: %w", ErrTampered)
+	if r.Err() == nil && gen < 2 {
+		r.Fail("rotation to a generation below 2")
+	}
+	if err := r.End(); err != nil {
+		return 0, err
 	}
 	return gen, nil
 }
@@ -313,7 +331,7 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 	if also != nil {
 		changes = append(changes, change{key: kp + also.user, old: also.old, val: also.val})
 	}
-	mark, err := v.seal.Seal(v.prefix+rotationKey, codec.AppendUvarint(nil, gen))
+	mark, err := v.seal.Seal(v.prefix+rotationKey, encodeRotationMark(gen))
 	if err != nil {
 		k.Wipe()
 		return 0, err
