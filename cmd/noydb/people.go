@@ -171,7 +171,7 @@ store without transactions, such as file:). The last owner cannot be removed.`,
 func (a *app) vaultCmd() *cobra.Command {
 	vc := &cobra.Command{
 		Use:   "vault",
-		Short: "Manage your access to a vault (passwd)",
+		Short: "Manage your access to a vault and its keys (passwd, rotate)",
 		Args:  a.noArgs,
 		RunE:  a.groupRun,
 	}
