@@ -82,6 +82,12 @@ const (
 	// RecoveryCodesRevoked: a person's unused recovery codes were revoked
 	// (ID the person, CipherHash the SHA-256 of the new recovery entry).
 	RecoveryCodesRevoked Kind = 19
+	// KeysRotated: a new generation of data keys was made and wrapped for
+	// every person not revoked (Number the new generation, Reason what
+	// caused it: "rotate" or "revoke <user>"). Records written afterwards
+	// are sealed with it; older ones are re-sealed by RecordPut entries
+	// whose Reason is "resealed".
+	KeysRotated Kind = 20
 )
 
 var kindNames = [...]string{
@@ -104,10 +110,11 @@ var kindNames = [...]string{
 	RecoveryCodesIssued:  "recovery-codes-issued",
 	RecoveryCodeUsed:     "recovery-code-used",
 	RecoveryCodesRevoked: "recovery-codes-revoked",
+	KeysRotated:          "keys-rotated",
 }
 
 // Valid reports whether k is one of the defined kinds.
-func (k Kind) Valid() bool { return k >= RecordPut && k <= RecoveryCodesRevoked }
+func (k Kind) Valid() bool { return k >= RecordPut && k <= KeysRotated }
 
 // String returns the kind's name, e.g. "record-put".
 func (k Kind) String() string {

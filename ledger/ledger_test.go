@@ -128,7 +128,7 @@ func TestAppendRejectsInvalidEntries(t *testing.T) {
 
 		_, err := l.Append(ctx, fact(2), ledger.Entry{Kind: 0})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
-		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.RecoveryCodesRevoked + 1})
+		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.KeysRotated + 1})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
 		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Reason: strings.Repeat("x", 65<<10)})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
@@ -410,5 +410,7 @@ func TestKindString(t *testing.T) {
 	assert.True(t, ledger.KeyringUpgraded.Valid())
 	assert.Equal(t, "recovery-codes-revoked", ledger.RecoveryCodesRevoked.String())
 	assert.True(t, ledger.RecoveryCodesRevoked.Valid())
-	assert.False(t, ledger.Kind(20).Valid())
+	assert.Equal(t, "keys-rotated", ledger.KeysRotated.String())
+	assert.True(t, ledger.KeysRotated.Valid())
+	assert.False(t, ledger.Kind(21).Valid())
 }

@@ -218,6 +218,7 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 		v := newVault(cfg, prefix, dk, p)
 		m.store = cfg.Store
 		v.me = m
+		v.keys = m.genKeys(cfg, prefix)
 		if err := v.finishRecovery(ctx); err != nil {
 			_ = v.Close()
 			return nil, fmt.Errorf("open vault %q: recovery code: %w", cfg.Name, err)
@@ -227,6 +228,7 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 				_ = v.Close()
 				return nil, fmt.Errorf("open vault %q: hub: %w", cfg.Name, err)
 			}
+			v.hub.keys = v.keys
 		} else if v.hubless, err = isDevice(ctx, cfg, prefix); err != nil {
 			_ = v.Close()
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
@@ -405,13 +407,17 @@ func (o opener) creator(header []byte) (*member, *keyringEntry, error) {
 		dk.Wipe()
 		return nil, nil, err
 	}
-	m := &member{dk: dk, seed: seed, role: RoleOwner, entry: e, header: header}
+	m := &member{dk: dk, seed: seed, role: RoleOwner, entry: e, header: header, gens: map[uint64]*crypto.Key{1: dk}}
+	// The box key, to unwrap the generations later rotations add.
 	if spec.kek != nil {
-		// The member keeps its private key, as unlockEntry does (recovery.go).
-		if m.box, err = crypto.UnwrapKey(spec.kek, e.boxPriv, wrapAD(o.cfg.Name, o.cfg.User, header, "box")); err != nil {
+		k, err := crypto.UnwrapKey(spec.kek, e.boxPriv, wrapAD(o.cfg.Name, o.cfg.User, header, "box"))
+		if err != nil {
 			m.wipe()
 			return nil, nil, err
 		}
+		m.box, m.ownBox = crypto.IdentityFromKey(k), true
+	} else {
+		m.box = o.cfg.Identity
 	}
 	return m, e, nil
 }

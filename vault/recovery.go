@@ -325,7 +325,7 @@ func (v *Vault) ownSecretEntry() (*keyringEntry, *crypto.Key, error) {
 	case v.me.box == nil:
 		return nil, nil, fmt.Errorf("%w: %q upgraded the keyring entry in this handle: open the vault again first", ErrInvalidArgument, v.user)
 	}
-	return v.me.entry, v.me.box, nil
+	return v.me.entry, v.me.box.Key(), nil
 }
 
 // readRecovery reads and checks the person's recovery entry (nil, and a
@@ -446,12 +446,10 @@ func (o opener) recoverEntry(ctx context.Context, header, raw []byte) (*member, 
 	if err != nil {
 		return nil, fmt.Errorf("recovery entry of %q: %w", o.cfg.User, ErrTampered)
 	}
-	m, err := unlockWithBox(ctx, o.cfg, o.prefix, header, e, crypto.IdentityFromKey(k))
+	m, err := unlockWithBox(ctx, o.cfg, o.prefix, header, e, crypto.IdentityFromKey(k), true)
 	if err != nil {
-		k.Wipe()
 		return nil, err
 	}
-	m.box = k
 	if err := r.verify(m.dk, o.cfg.Name, o.cfg.User, header); err != nil {
 		m.wipe()
 		return nil, err

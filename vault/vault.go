@@ -25,7 +25,8 @@ type Vault struct {
 	user   string
 	store  stores.Store
 	prefix string
-	dk     *crypto.Key
+	dk     *crypto.Key   // the first generation's data key: internal values, the ledger's and claims' keys
+	keys   *genKeys      // the data keys by generation, for records (rotate_keys.go)
 	macer  *crypto.MACer // the ledger's chain key, wiped with dk
 	claims *crypto.MACer // the sequences' claim key, wiped with dk
 	seal   keySealer
@@ -45,6 +46,8 @@ type Vault struct {
 	syncs   syncSettings // sync.go
 	// me is the vault's person: role, keyring entry, signing key (people.go).
 	me *member
+	// rot is the last rotation this handle started (rotate.go).
+	rot atomic.Pointer[Rotation]
 
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.
@@ -65,6 +68,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 		store:  cfg.Store,
 		prefix: prefix,
 		dk:     dk,
+		keys:   newGenKeys(map[uint64]*crypto.Key{1: dk}),
 		seal:   keySealer{dk: dk, vault: cfg.Name},
 		pins:   p,
 	}
@@ -204,6 +208,7 @@ func (v *Vault) Close() error {
 		v.claims.Wipe()
 		if !v.sharesKey {
 			v.dk.Wipe()
+			v.keys.wipe()
 			v.me.wipeSigner()
 		}
 		v.closeErr = errors.Join(errs...)
