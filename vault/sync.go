@@ -269,13 +269,16 @@ func (v *Vault) SyncWith(ctx context.Context, opts SyncOptions) (SyncReport, err
 		return rep, fmt.Errorf("sync %s: %w", v.name, err)
 	}
 	defer v.hub.exit()
-	for _, st := range []stores.Store{v.store, v.hub.store} {
-		if _, ok := st.(stores.Transactor); !ok || !st.Capabilities().Transactions {
-			return rep, fmt.Errorf("sync %s: %s has no transactions: %w", v.name, storeType(st), stores.ErrNotSupported)
-		}
+	// The hub needs transactions; a device without them (a file folder)
+	// commits in steps (sync_staged.go).
+	if st := v.hub.store; !isTransactor(st) {
+		return rep, fmt.Errorf("sync %s: %s has no transactions: %w", v.name, storeType(st), stores.ErrNotSupported)
 	}
 	v.syncs.run.Lock()
 	defer v.syncs.run.Unlock()
+	if err := v.recoverStaged(ctx); err != nil {
+		return rep, fmt.Errorf("sync %s: %w", v.name, err)
+	}
 	s := &syncRun{v: v, h: v.hub, rep: &rep, progress: opts.Progress}
 	if err := s.keyrings(ctx); err != nil {
 		return rep, fmt.Errorf("sync %s: keyring: %w", v.name, err)
@@ -625,7 +628,7 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	cur := pullCursor{seq: end.Seq, hash: entryHash(end)}
 	var pulled int
 	var conflicts []SyncConflict
-	err := s.v.ledger.UpdateKeys(ctx, tkeys, func(tx stores.Tx) error {
+	err := s.v.localCommit(ctx, tkeys, func(tx stores.Tx) error {
 		pulled, conflicts, s.rejected = 0, nil, nil
 		var entries []ledger.Entry
 		for _, k := range keys {
@@ -642,7 +645,7 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 		}
 		for len(entries) > 0 {
 			n := min(len(entries), 1024)
-			if _, err := s.v.ledger.AppendTx(ctx, tx, entries[:n]...); err != nil {
+			if err := s.v.appendTx(ctx, tx, entries[:n]...); err != nil {
 				return err
 			}
 			entries = entries[n:]
@@ -983,7 +986,7 @@ func (s *syncRun) skipEchoes(ctx context.Context) error {
 	if err != nil || pull == nil {
 		return err
 	}
-	return s.v.ledger.Update(ctx, func(tx stores.Tx) error {
+	return s.v.localCommit(ctx, nil, func(tx stores.Tx) error {
 		return s.v.putSealedValue(tx, syncPullKey, encodePull(*pull))
 	})
 }
@@ -1125,7 +1128,7 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 	if len(appended) > 0 {
 		s.appendedHead = head
 	}
-	err = s.v.ledger.Update(ctx, func(tx stores.Tx) error {
+	err = s.v.localCommit(ctx, nil, func(tx stores.Tx) error {
 		for _, c := range acked {
 			b := base{rev: c.dv.rev, hash: c.dv.hash}
 			if !c.dv.exists() {
