@@ -18,6 +18,6 @@ func TestSyncPostgresHub(t *testing.T) {
 		})
 	}
 	t.Run("convergence schedules", func(t *testing.T) {
-		convergenceSchedules(t, 30, func() stores.Store { return pgtest.Open(t, nil) }, func() stores.Store { return memstore.New() })
+		convergenceSchedules(t, 30, func() stores.Store { return pgtest.Open(t, nil) }, func(int) stores.Store { return memstore.New() })
 	})
 }
