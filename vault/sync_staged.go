@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/noydb-go/noydb/internal/codec"
 	"github.com/noydb-go/noydb/ledger"
@@ -26,7 +27,7 @@ import (
 //  2. the records, each by compare-and-swap against the version the
 //     function read (a local write meanwhile is ErrConflict: the commit
 //     runs again);
-//  3. the ledger entries, by one Append;
+//  3. the ledger entries, by Append (1024 at a time);
 //  4. the sync state (bases, kept conflicts, handoffs) in the order
 //     written;
 //  5. the cursors (pull, push);
@@ -222,15 +223,11 @@ func decodeIntent(plain []byte) (intent, error) {
 
 // flushStaged writes a staged commit in the order the file comment gives.
 func (v *Vault) flushStaged(ctx context.Context, t *stageTx) error {
-	recKeys := map[string]bool{}
-	for _, e := range t.entries {
-		recKeys[v.recordKey(e.Collection, e.ID)] = true
-	}
 	cursors := map[string]bool{v.prefix + syncPullKey: true, v.prefix + syncPushKey: true}
 	var recs, rest, last []stagedOp
 	for _, op := range t.ops {
 		switch {
-		case recKeys[op.key]:
+		case v.isRecordKey(op.key):
 			recs = append(recs, op)
 		case cursors[op.key]:
 			last = append(last, op)
@@ -271,10 +268,12 @@ func (v *Vault) flushStaged(ctx context.Context, t *stageTx) error {
 			return err
 		}
 	}
-	if len(t.entries) > 0 {
-		if _, err := v.ledger.Append(ctx, t.entries...); err != nil {
+	for es := t.entries; len(es) > 0; {
+		n := min(len(es), 1024)
+		if _, err := v.ledger.Append(ctx, es[:n]...); err != nil {
 			return err
 		}
+		es = es[n:]
 	}
 	for _, ops := range [][]stagedOp{rest, last} {
 		for _, op := range ops {
@@ -326,6 +325,13 @@ func (t *stageTx) writeRecord(ctx context.Context, op stagedOp) error {
 		}
 	}
 	return t.st.Delete(ctx, op.key)
+}
+
+// isRecordKey reports whether key is a record's (a collection's key:
+// collection names never start with '_', the SDK's own data does).
+func (v *Vault) isRecordKey(key string) bool {
+	rest, ok := strings.CutPrefix(key, v.prefix)
+	return ok && rest != "" && rest[0] != '_'
 }
 
 // putValue seals plain at the vault key name and puts it in the store.
@@ -386,10 +392,12 @@ func (v *Vault) recoverStaged(ctx context.Context) error {
 		}
 		due = append(due, e)
 	}
-	if len(due) > 0 {
-		if _, err := v.ledger.Append(ctx, due...); err != nil {
+	for len(due) > 0 {
+		n := min(len(due), 1024)
+		if _, err := v.ledger.Append(ctx, due[:n]...); err != nil {
 			return err
 		}
+		due = due[n:]
 	}
 	return v.store.Delete(ctx, v.prefix+syncApplyKey)
 }
