@@ -366,3 +366,50 @@ func TestSyncFileFolderLocalWriteDuringApply(t *testing.T) {
 	_, err := rawA.Get(ctx, "v/shop/_sync/apply")
 	require.ErrorIs(t, err, stores.ErrNotFound, "the intent is removed")
 }
+
+// TestSyncFileFolderManualAndMerge: on a file-folder device, a conflict
+// kept under Manual is listed, resolved and synced everywhere; one under
+// Merge is merged on the device and synced everywhere.
+func TestSyncFileFolderManualAndMerge(t *testing.T) {
+	ctx := context.Background()
+	setup := func(t *testing.T, policy func(b *vault.Vault)) (stores.Store, stores.Store, stores.Store, *vault.Vault, *vault.Vault) {
+		hub, da, db := memstore.New(), memstore.New(), newFolder(t)
+		a, b := syncDevice(t, da, hub), syncDevice(t, db, hub)
+		policy(b)
+		require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "x", Note{"base"}))
+		mustSync(t, a)
+		mustSync(t, b)
+		require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "x", Note{"A"}))
+		require.NoError(t, vault.CollectionOf[Note](b, "notes").Put(ctx, "x", Note{"B"}))
+		mustSync(t, a)
+		return hub, da, db, a, b
+	}
+	t.Run("manual", func(t *testing.T) {
+		hub, da, db, a, b := setup(t, func(b *vault.Vault) { require.NoError(t, b.SetConflictPolicy("notes", vault.Manual)) })
+		rep := mustSync(t, b)
+		assert.Equal(t, []vault.SyncConflict{{Collection: "notes", ID: "x", Policy: vault.Manual,
+			DeviceRevision: 2, HubRevision: 2, Kept: true}}, rep.Conflicts)
+		assert.Zero(t, rep.Pushed)
+		pending, err := b.Conflicts(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, []vault.PendingConflict{{Collection: "notes", ID: "x", HubRevision: 2}}, pending)
+		nb := vault.CollectionOf[Note](b, "notes")
+		require.NoError(t, nb.Resolve(ctx, "x", &Note{"A and B"}))
+		assert.ErrorIs(t, nb.Resolve(ctx, "x", &Note{"again"}), vault.ErrNoConflict)
+		assert.Equal(t, 1, mustSync(t, b).Pushed)
+		mustSync(t, a)
+		assert.Equal(t, map[string]string{"x": "A and B@3"}, assertConverged(t, hub, []stores.Store{da, db}, a, b))
+	})
+	t.Run("merge", func(t *testing.T) {
+		hub, da, db, a, b := setup(t, func(b *vault.Vault) {
+			require.NoError(t, vault.MergeWith(b, "notes", func(local, hub Note) (Note, error) {
+				return Note{local.Text + "+" + hub.Text}, nil
+			}))
+		})
+		rep := mustSync(t, b)
+		require.Len(t, rep.Conflicts, 1)
+		assert.Equal(t, 1, rep.Pushed)
+		mustSync(t, a)
+		assert.Equal(t, map[string]string{"x": "B+A@3"}, assertConverged(t, hub, []stores.Store{da, db}, a, b))
+	})
+}

@@ -35,6 +35,11 @@ import (
 // the commit that covers them, so a sync cut short anywhere leaves both
 // sides consistent and the next one continues.
 //
+// The hub's store needs transactions; a device's need not: on a device
+// store without them (a file folder) each local commit is written in
+// steps, records, then ledger entries, then sync state, then cursors,
+// behind an intent the next sync finishes after a crash (sync_staged.go).
+//
 // Device storage, each value sealed with the vault's key bound to its key:
 //
 //	prefix + "_sync/pull"                  1 || uvarint seq || lp(sha256 of the feed entry at seq)
@@ -236,7 +241,9 @@ func (v *Vault) mergeOf(collection string) mergeFunc {
 // verify gives ErrHubTampered, and one serving an older feed than this
 // device has seen ErrRollback; what was applied before stays applied. A
 // sync cut short (a lost connection, ctx ending, a crash) leaves both sides
-// consistent: the next Sync continues where it stopped. One Sync of a vault
+// consistent: the next Sync continues where it stopped. The device's store
+// may lack transactions (a file folder: see the package's sync notes); the
+// hub's may not (stores.ErrNotSupported). One Sync of a vault
 // runs at a time; the vault can be read and written meanwhile.
 //
 // What a hostile hub can do: it cannot read records, nor make a device
