@@ -11,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/badgerstore"
+	"github.com/noydb-go/noydb/stores/filestore"
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 	"github.com/noydb-go/noydb/vault"
 )
@@ -20,7 +22,8 @@ import (
 // badger devices: a push of N changed records, the first pull of them on a
 // fresh device, and an incremental sync of 10 changes. It is a measurement,
 // not a proof, so it runs only with NOYDB_SYNC_FIGURES=N set (records of
-// 1 KiB), under scripts/with-postgres.
+// 1 KiB), under scripts/with-postgres. With NOYDB_SYNC_FIGURES_DEVICE=folder
+// the devices are file folders (filestore, with fsync) instead.
 func TestSyncFigures(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("NOYDB_SYNC_FIGURES"))
 	if n <= 0 {
@@ -28,7 +31,13 @@ func TestSyncFigures(t *testing.T) {
 	}
 	ctx := context.Background()
 	hub := pgtest.Open(t, nil)
-	newBadger := func() *badgerstore.Store {
+	newBadger := func() stores.Store {
+		if os.Getenv("NOYDB_SYNC_FIGURES_DEVICE") == "folder" {
+			st, err := filestore.Open(t.TempDir(), nil)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		}
 		st, err := badgerstore.Open(t.TempDir(), nil)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = st.Close() })
