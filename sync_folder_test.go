@@ -326,9 +326,10 @@ func TestSyncFileFolderWhileWriting(t *testing.T) {
 // between a file-folder device's reading it and writing the hub's version
 // (injected just as the commit writes its intent): the write is not lost.
 // The commit finds the record moved (compare-and-swap), drops its
-// entries for it and runs again, now deciding a conflict (the local
-// revision 3 beats the hub's 2); the ledger shows no pull of the
-// overwritten revision, and every side converges on the local write.
+// entries for it and runs again, now deciding a conflict (both sides at
+// revision 2; under DeviceWins the local write stands, resealed as 3); the
+// ledger shows no pull of the hub's revision, and every side converges on
+// the local write.
 func TestSyncFileFolderLocalWriteDuringApply(t *testing.T) {
 	ctx := context.Background()
 	hub, rawA, db := memstore.New(), newFolder(t), memstore.New()
@@ -342,6 +343,7 @@ func TestSyncFileFolderLocalWriteDuringApply(t *testing.T) {
 		return nil
 	}})
 	a, b := syncDevice(t, da, hub), syncDevice(t, db, hub)
+	require.NoError(t, a.SetConflictPolicy("notes", vault.DeviceWins))
 	na = vault.CollectionOf[Note](a, "notes")
 	nb := vault.CollectionOf[Note](b, "notes")
 	require.NoError(t, na.Put(ctx, "x", Note{"x"}))
