@@ -189,6 +189,7 @@ type syncSettings struct {
 	merges   map[string]mergeFunc
 	numbered map[string]numberedHook // sync_numbers.go
 	run      sync.Mutex
+	staged   sync.Mutex // one staged commit at a time (sync_staged.go)
 }
 
 // mergeFunc merges the JSON bodies of a record's two sides.

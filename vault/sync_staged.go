@@ -33,6 +33,10 @@ import (
 //  5. the cursors (pull, push);
 //  6. the intent removed.
 //
+// Staged commits take turns (lockStaged: a vault mutex, and the store's
+// named lock where it has one, so that processes sharing a folder take
+// turns too), so one intent exists at a time.
+//
 // A crash before 3 leaves records the ledger does not show: the next
 // Sync first finishes the intent (recoverStaged): each entry of a record
 // that is at the state the intent names, and is not in the ledger after
@@ -81,7 +85,11 @@ func (v *Vault) localCommit(ctx context.Context, keys []string, fn func(tx store
 		}
 		return v.ledger.UpdateKeys(ctx, keys, fn)
 	}
-	var err error
+	unlock, err := v.lockStaged(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	for range stagedRetries {
 		t := &stageTx{ctx: ctx, st: v.store, read: map[string]uint64{}, idx: map[string]int{}}
 		if err = fn(t); err != nil {
@@ -261,7 +269,7 @@ func (v *Vault) flushStaged(ctx context.Context, t *stageTx) error {
 			if errors.Is(err, stores.ErrConflict) {
 				// A local write meanwhile: the records written so far get
 				// their entries, and the commit runs again.
-				if rerr := v.recoverStaged(ctx); rerr != nil {
+				if rerr := v.finishIntent(ctx); rerr != nil {
 					return rerr
 				}
 			}
@@ -353,6 +361,33 @@ func (v *Vault) recoverStaged(ctx context.Context) error {
 	if v.transactional() {
 		return nil
 	}
+	unlock, err := v.lockStaged(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return v.finishIntent(ctx)
+}
+
+// lockStaged takes the turn of a staged commit: one at a time in this
+// vault, and, on a store with named locks (a file folder), among every
+// process using the store.
+func (v *Vault) lockStaged(ctx context.Context) (func(), error) {
+	v.syncs.staged.Lock()
+	l, ok := v.store.(stores.Locker)
+	if !ok {
+		return v.syncs.staged.Unlock, nil
+	}
+	unlock, err := l.Lock(ctx, v.prefix+syncApplyKey)
+	if err != nil {
+		v.syncs.staged.Unlock()
+		return nil, err
+	}
+	return func() { unlock(); v.syncs.staged.Unlock() }, nil
+}
+
+// finishIntent is recoverStaged with the turn taken.
+func (v *Vault) finishIntent(ctx context.Context) error {
 	plain, err := v.getSealedValue(ctx, syncApplyKey)
 	if err != nil || plain == nil {
 		return err
