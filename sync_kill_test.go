@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,12 +20,13 @@ import (
 	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/filestore"
 	"github.com/noydb-go/noydb/stores/pgstore"
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 	"github.com/noydb-go/noydb/vault"
 )
 
-// syncKillChildEnv, when set to "<badger dir>|<pg url>|<schema>|<kill at>|<hub side>|<settle>",
+// syncKillChildEnv, when set to "<device dir>|<pg url>|<schema>|<kill at>|<hub side>|<settle>",
 // makes TestSyncKillChild sync the vault on that device with that hub
 // (settle "1": SyncAndSettle, with the receipts' numbering handle open, so
 // the kill may strike the numbering pass on the hub too) and send itself
@@ -64,7 +66,7 @@ func TestSyncKillChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	bst := openBadger(t, parts[0])
+	bst := openKillDevice(t, parts[0])
 	pg, err := pgstore.Open(ctx, parts[1], &pgstore.Options{Schema: parts[2]})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +108,21 @@ func TestSyncKillChild(t *testing.T) {
 	killSelf()
 }
 
-// TestSyncSurvivesKill: two badger devices and a PostgreSQL hub. In each
+// openKillDevice opens the device store in dir: a file folder when dir is
+// named "folder", else badger.
+func openKillDevice(t testing.TB, dir string) stores.Store {
+	t.Helper()
+	if filepath.Base(dir) == "folder" {
+		st, err := filestore.Open(dir, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	return openBadger(t, dir)
+}
+
+// TestSyncSurvivesKill: two devices, one on badger, one on a file folder
+// (no transactions: its syncs commit in steps), and a PostgreSQL hub. In each
 // of 30 rounds, one device (in turn) gets changes on overlapping ids and
 // new deferred receipts, written offline (the hub unreachable) from the
 // third round on, with edits of receipts it holds and deletions of those
@@ -130,7 +146,7 @@ func TestSyncSurvivesKill(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("kill points from seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
-	dirs := []string{t.TempDir(), t.TempDir()}
+	dirs := []string{t.TempDir(), filepath.Join(t.TempDir(), "folder")}
 	openHub := func() *pgstore.Store {
 		pg, err := pgstore.Open(ctx, url, &pgstore.Options{Schema: schema})
 		require.NoError(t, err)
@@ -145,7 +161,7 @@ func TestSyncSurvivesKill(t *testing.T) {
 	synced := 0
 	for round := range rounds {
 		d := round % 2
-		st := openBadger(t, dirs[d])
+		st := openKillDevice(t, dirs[d])
 		reach := stores.Store(hub)
 		if round >= 2 {
 			reach = down
@@ -211,7 +227,7 @@ func TestSyncSurvivesKill(t *testing.T) {
 	var vs []*vault.Vault
 	var rs []*vault.Numbered[Receipt]
 	for _, dir := range dirs {
-		st := openBadger(t, dir)
+		st := openKillDevice(t, dir)
 		_, v, err := openSyncSession(ctx, st, hub)
 		require.NoError(t, err)
 		nr, err := vault.NumberingOf(vault.CollectionOf[Receipt](v, "receipts"), "receipt", sequence.Options{}, setReceiptNumber)

@@ -29,20 +29,19 @@ func TestSyncConvergenceProperty(t *testing.T) {
 	if testing.Short() {
 		schedules = 40
 	}
-	newMem := func() stores.Store { return memstore.New() }
-	convergenceSchedules(t, schedules, newMem, newMem)
+	convergenceSchedules(t, schedules, func() stores.Store { return memstore.New() }, func(int) stores.Store { return memstore.New() })
 }
 
 // TestSyncConvergenceBadgerDevices: schedules of TestSyncConvergenceProperty
 // with badger devices.
 func TestSyncConvergenceBadgerDevices(t *testing.T) {
 	newBadger := memAndBadger()["badgerstore"]
-	convergenceSchedules(t, 20, func() stores.Store { return memstore.New() }, func() stores.Store { return newBadger(t) })
+	convergenceSchedules(t, 20, func() stores.Store { return memstore.New() }, func(int) stores.Store { return newBadger(t) })
 }
 
 // convergenceSchedules runs the schedules of TestSyncConvergenceProperty,
-// each with a hub from newHub.
-func convergenceSchedules(t *testing.T, schedules int, newHub, newDevice func() stores.Store) {
+// each with a hub from newHub and device i's store from newDevice(i).
+func convergenceSchedules(t *testing.T, schedules int, newHub func() stores.Store, newDevice func(i int) stores.Store) {
 	ctx := context.Background()
 	policies := []vault.SyncPolicy{vault.HigherRevisionWins, vault.DeviceWins, vault.HubWins, vault.LastWriterWins, vault.FirstWriterWins, vault.Merge}
 	ids := []string{"p", "q", "r", "s"}
@@ -59,7 +58,7 @@ func convergenceSchedules(t *testing.T, schedules int, newHub, newDevice func() 
 		vs := make([]*vault.Vault, 3)
 		rs := make([]*vault.Numbered[Receipt], 3)
 		for i := range devs {
-			raw := newDevice()
+			raw := newDevice(i)
 			devs[i] = raw
 			vs[i] = syncDevice(t, faultstore.New(raw, faultstore.Options{Before: c.before, After: c.afterWrite}), hubCut)
 			if p := policies[rng.IntN(len(policies))]; p == vault.Merge {

@@ -420,11 +420,10 @@ func TestSyncForgedKeyringSlot(t *testing.T) {
 }
 
 // TestSyncFileFolderDevice: the README and issue 13 name a file folder
-// among a device's stores ("badger on disk, a file folder, memory"), but
-// Sync needs transactions on the device's store, which filestore has not.
+// among a device's stores ("badger on disk, a file folder, memory"); a
+// device store without transactions commits a sync in steps
+// (vault/sync_staged.go).
 func TestSyncFileFolderDevice(t *testing.T) {
-	t.Skip("known bug: Sync refuses a filestore device (no transactions: stores.ErrNotSupported), " +
-		"though the README lists a file folder among a device's stores")
 	ctx := context.Background()
 	fs, err := filestore.Open(t.TempDir(), nil)
 	require.NoError(t, err)

@@ -420,8 +420,7 @@ func (v *Vault) putSealedTx(ctx context.Context, tx stores.Tx, collection, id st
 	}
 	e.Revision, e.CipherHash = rev, hash
 	e.Collection, e.ID = collection, id
-	_, err := v.ledger.AppendTx(ctx, tx, e)
-	return err
+	return v.appendTx(ctx, tx, e) // a sync's staged commit keeps it (sync_staged.go)
 }
 
 // stored is an authenticated stored record: its revision (0 when there is

@@ -35,6 +35,11 @@ import (
 // the commit that covers them, so a sync cut short anywhere leaves both
 // sides consistent and the next one continues.
 //
+// The hub's store needs transactions; a device's need not: on a device
+// store without them (a file folder) each local commit is written in
+// steps, records, then ledger entries, then sync state, then cursors,
+// behind an intent the next sync finishes after a crash (sync_staged.go).
+//
 // Device storage, each value sealed with the vault's key bound to its key:
 //
 //	prefix + "_sync/pull"                  1 || uvarint seq || lp(sha256 of the feed entry at seq)
@@ -184,6 +189,7 @@ type syncSettings struct {
 	merges   map[string]mergeFunc
 	numbered map[string]numberedHook // sync_numbers.go
 	run      sync.Mutex
+	staged   sync.Mutex // one staged commit at a time (sync_staged.go)
 }
 
 // mergeFunc merges the JSON bodies of a record's two sides.
@@ -236,7 +242,9 @@ func (v *Vault) mergeOf(collection string) mergeFunc {
 // verify gives ErrHubTampered, and one serving an older feed than this
 // device has seen ErrRollback; what was applied before stays applied. A
 // sync cut short (a lost connection, ctx ending, a crash) leaves both sides
-// consistent: the next Sync continues where it stopped. One Sync of a vault
+// consistent: the next Sync continues where it stopped. The device's store
+// may lack transactions (a file folder: see the package's sync notes); the
+// hub's may not (stores.ErrNotSupported). One Sync of a vault
 // runs at a time; the vault can be read and written meanwhile.
 //
 // What a hostile hub can do: it cannot read records, nor make a device
@@ -269,13 +277,16 @@ func (v *Vault) SyncWith(ctx context.Context, opts SyncOptions) (SyncReport, err
 		return rep, fmt.Errorf("sync %s: %w", v.name, err)
 	}
 	defer v.hub.exit()
-	for _, st := range []stores.Store{v.store, v.hub.store} {
-		if _, ok := st.(stores.Transactor); !ok || !st.Capabilities().Transactions {
-			return rep, fmt.Errorf("sync %s: %s has no transactions: %w", v.name, storeType(st), stores.ErrNotSupported)
-		}
+	// The hub needs transactions; a device without them (a file folder)
+	// commits in steps (sync_staged.go).
+	if st := v.hub.store; !isTransactor(st) {
+		return rep, fmt.Errorf("sync %s: %s has no transactions: %w", v.name, storeType(st), stores.ErrNotSupported)
 	}
 	v.syncs.run.Lock()
 	defer v.syncs.run.Unlock()
+	if err := v.recoverStaged(ctx); err != nil {
+		return rep, fmt.Errorf("sync %s: %w", v.name, err)
+	}
 	s := &syncRun{v: v, h: v.hub, rep: &rep, progress: opts.Progress}
 	keyrings, reader := s.keyrings, v.Role() == RoleReader
 	if reader { // a reader pulls through a writable view of its device (reader_pull.go)
@@ -637,7 +648,7 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	cur := pullCursor{seq: end.Seq, hash: entryHash(end)}
 	var pulled int
 	var conflicts []SyncConflict
-	err := s.v.ledger.UpdateKeys(ctx, tkeys, func(tx stores.Tx) error {
+	err := s.v.localCommit(ctx, tkeys, func(tx stores.Tx) error {
 		pulled, conflicts, s.rejected = 0, nil, nil
 		var entries []ledger.Entry
 		for _, k := range keys {
@@ -654,7 +665,7 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 		}
 		for len(entries) > 0 {
 			n := min(len(entries), 1024)
-			if _, err := s.v.ledger.AppendTx(ctx, tx, entries[:n]...); err != nil {
+			if err := s.v.appendTx(ctx, tx, entries[:n]...); err != nil {
 				return err
 			}
 			entries = entries[n:]
@@ -995,7 +1006,7 @@ func (s *syncRun) skipEchoes(ctx context.Context) error {
 	if err != nil || pull == nil {
 		return err
 	}
-	return s.v.ledger.Update(ctx, func(tx stores.Tx) error {
+	return s.v.localCommit(ctx, nil, func(tx stores.Tx) error {
 		return s.v.putSealedValue(tx, syncPullKey, encodePull(*pull))
 	})
 }
@@ -1137,7 +1148,7 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 	if len(appended) > 0 {
 		s.appendedHead = head
 	}
-	err = s.v.ledger.Update(ctx, func(tx stores.Tx) error {
+	err = s.v.localCommit(ctx, nil, func(tx stores.Tx) error {
 		for _, c := range acked {
 			b := base{rev: c.dv.rev, hash: c.dv.hash}
 			if !c.dv.exists() {

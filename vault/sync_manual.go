@@ -264,7 +264,7 @@ func (c *Collection[T]) Resolve(ctx context.Context, id string, value *T) error 
 	}
 	v := c.v
 	ck := v.conflictKey(c.name, id)
-	err := v.ledger.UpdateKeys(ctx, []string{ck, v.recordKey(c.name, id)}, func(tx stores.Tx) error {
+	err := v.localCommit(ctx, []string{ck, v.recordKey(c.name, id)}, func(tx stores.Tx) error {
 		it, err := tx.Get(ck)
 		if errors.Is(err, stores.ErrNotFound) {
 			return ErrNoConflict
@@ -290,8 +290,7 @@ func (c *Collection[T]) Resolve(ctx context.Context, id string, value *T) error 
 			if err := tx.Delete(v.recordKey(c.name, id)); err != nil {
 				return err
 			}
-			_, err := v.ledger.AppendTx(ctx, tx, ledger.Entry{Kind: ledger.RecordDelete, Collection: c.name, ID: id, Revision: top})
-			return err
+			return v.appendTx(ctx, tx, ledger.Entry{Kind: ledger.RecordDelete, Collection: c.name, ID: id, Revision: top})
 		}
 		marks, body := prev.marks, plain
 		if kc.sealed != nil {
