@@ -207,3 +207,40 @@ func TestReview15StaleHandleWritesAfterRotation(t *testing.T) {
 	}
 	readNotes(t, b, map[string]string{"n1": "by a"})
 }
+
+// TestReview15RecoveryOnDeviceAfterSync: olga issues codes on device A
+// and syncs; on device B, with the hub, a code opens (the codes came with
+// the hub), then B rotates and syncs; on A the new secret opens, reads
+// the records of both generations, the code is used and the old secret
+// refused.
+func TestReview15RecoveryOnDeviceAfterSync(t *testing.T) {
+	ctx := context.Background()
+	hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "g1", Note{Text: "gen 1"}))
+	codes, err := a.RecoveryCodes(ctx, 2)
+	require.NoError(t, err)
+	mustSync(t, a)
+	require.NoError(t, a.Close())
+
+	cfg := recoverCfg(devB, "olga", codes[0], "o2")
+	cfg.Hub = hub
+	b := openPerson(t, cfg)
+	mustSync(t, b)
+	rot, err := b.RotateKeys(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rot.Wait(ctx))
+	require.NoError(t, vault.CollectionOf[Note](b, "notes").Put(ctx, "g2", Note{Text: "gen 2"}))
+	mustSync(t, b)
+
+	_, err = vault.Open(ctx, hubPerson(devA, hub, "olga", "o"))
+	assert.ErrorIs(t, err, vault.ErrWrongSecret)
+	used := recoverCfg(devA, "olga", codes[0], "o3")
+	used.Hub = hub
+	_, err = vault.Open(ctx, used)
+	assert.ErrorIs(t, err, vault.ErrRecoveryCodeUsed)
+	a = openPerson(t, hubPerson(devA, hub, "olga", "o2"))
+	mustSync(t, a)
+	readNotes(t, a, map[string]string{"g1": "gen 1", "g2": "gen 2"})
+	verified(t, a)
+}
