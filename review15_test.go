@@ -244,3 +244,39 @@ func TestReview15RecoveryOnDeviceAfterSync(t *testing.T) {
 	readNotes(t, a, map[string]string{"g1": "gen 1", "g2": "gen 2"})
 	verified(t, a)
 }
+
+// TestReview15RecoveryRacesRotationOnTwoDevices: while olga rotates on
+// device A, bob recovers on device B (both offline); after both Sync, bob's
+// new secret should open on A and read the records of generation 2.
+func TestReview15RecoveryRacesRotationOnTwoDevices(t *testing.T) {
+	t.Skip("known bug: the rotation and the recovery each raise bob's keyring entry serial by one; " +
+		"copyKeyring keeps the entry with the higher serial, so neither replaces the other: the hub keeps " +
+		"the rotated entry (old secret), device B the recovered one (new secret, no generation 2), and " +
+		"bob's Sync on B fails (notes/g2 does not open: 'feed does not verify'); the code is used up")
+	ctx := context.Background()
+	hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+	mustSync(t, a)
+	bob := openPerson(t, hubPerson(devB, hub, "bob", "b"))
+	codes, err := bob.RecoveryCodes(ctx, 1)
+	require.NoError(t, err)
+	mustSync(t, bob)
+	require.NoError(t, bob.Close())
+
+	rot, err := a.RotateKeys(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rot.Wait(ctx))
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "g2", Note{Text: "gen 2"}))
+	cfg := recoverCfg(devB, "bob", codes[0], "b2")
+	bob = openPerson(t, cfg) // on the device alone: not synced yet
+	require.NoError(t, bob.Close())
+	mustSync(t, a)
+	mustSync(t, openPerson(t, hubPerson(devB, hub, "bob", "b2")))
+	mustSync(t, a)
+
+	v, err := vault.Open(ctx, hubPerson(devA, hub, "bob", "b2"))
+	require.NoError(t, err, "bob's new secret, after both devices synced")
+	t.Cleanup(func() { _ = v.Close() })
+	readNotes(t, v, map[string]string{"g2": "gen 2"})
+}
