@@ -1,0 +1,76 @@
+package noydb_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// TestSyncFileFolderCutPullThenHubDeletes: device A, on a file folder,
+// pulls B's new note x and pending receipt r, its sync cut at each store
+// operation on the device (before or after it applied); then B deletes
+// both (r while pending) and syncs before A syncs again. A cut that left
+// x or r written on A without its sync base (a staged commit stops before
+// its sync state) must not make the hub's deletion look like A's own last
+// sync: A deletes them, and every side ends with only B's note y. (A
+// kill-test failure: a receipt deleted on the hub stayed on the file
+// folder for ever.)
+func TestSyncFileFolderCutPullThenHubDeletes(t *testing.T) {
+	ctx := context.Background()
+	run := func(t *testing.T, c *cutter) bool {
+		rawHub, rawA, rawB := memstore.New(), newFolder(t), memstore.New()
+		a := syncDevice(t, faultstore.New(rawA, faultstore.Options{Before: c.before, After: c.afterWrite}), rawHub)
+		b := syncDevice(t, rawB, rawHub)
+		defer func() { _ = a.Close(); _ = b.Close() }()
+		nb := vault.CollectionOf[Note](b, "notes")
+		rb, err := vault.NumberingOf(vault.CollectionOf[Receipt](b, "receipts"), "receipt", sequence.Options{}, setReceiptNumber)
+		require.NoError(t, err)
+		require.NoError(t, nb.Put(ctx, "x", Note{"x"}))
+		require.NoError(t, nb.Put(ctx, "y", Note{"y"}))
+		r, err := rb.Put(ctx, "r", Receipt{Total: 1})
+		require.NoError(t, err)
+		require.True(t, r.Pending)
+		mustSync(t, b)
+		c.armed.Store(true)
+		_, err = a.Sync(ctx)
+		c.armed.Store(false)
+		if !c.reached() {
+			require.NoError(t, err)
+			return false
+		}
+		require.NoError(t, nb.Delete(ctx, "x"))
+		require.NoError(t, rb.Delete(ctx, "r"))
+		mustSync(t, b)
+		mustSync(t, a)
+		mustSync(t, b)
+		mustSync(t, a)
+		assert.Equal(t, map[string]string{"y": "y@1"}, assertConverged(t, rawHub, []stores.Store{rawA, rawB}, a, b),
+			"cut at %d (after=%v)", c.k, c.after)
+		return true
+	}
+	for _, after := range []bool{false, true} {
+		t.Run(fmt.Sprintf("after=%v", after), func(t *testing.T) {
+			cuts := 0
+			for k := int64(1); ; k++ {
+				if !run(t, &cutter{k: k, after: after}) {
+					break
+				}
+				cuts++
+				if t.Failed() {
+					return
+				}
+			}
+			assert.Greater(t, cuts, 10, "a sync takes more store operations than that")
+			t.Logf("%d cuts", cuts)
+		})
+	}
+}
