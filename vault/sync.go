@@ -332,6 +332,11 @@ type syncRun struct {
 	// deleted holds, for LastWriterWins and FirstWriterWins, when this
 	// device deleted each record it deleted since its push cursor.
 	deleted map[recKey]time.Time
+	// own holds the records with a change of this device's own in its
+	// ledger after the push cursor (read through ownRead; see
+	// ownChanges).
+	own     map[recKey]bool
+	ownRead uint64
 	// rejected collects the rejections of one attempt of a local commit.
 	rejected []SyncRejected
 	// appended and appendedHead are the feed entries this push pass
@@ -644,6 +649,14 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	if err := s.deletionTimes(ctx, keys); err != nil {
 		return err
 	}
+	for _, k := range keys {
+		if !hubv[k].exists() {
+			if err := s.ownChanges(ctx); err != nil {
+				return err
+			}
+			break
+		}
+	}
 	end := win[len(win)-1]
 	cur := pullCursor{seq: end.Seq, hash: entryHash(end)}
 	var pulled int
@@ -696,6 +709,16 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	b, err := s.v.loadBase(tx, k)
 	if err != nil {
 		return 0, nil, nil, err
+	}
+	if !hv.exists() && dv.exists() && b.rev == 0 && b.hash == nil && !s.own[k] {
+		// A record here without a sync base, and without a change of
+		// this device's own to push, was pulled by a staged commit cut
+		// before it wrote the base (sync_staged.go): it is what this
+		// device last synced. Without this, the hub's deletion would
+		// match the missing base (no hash either) and pass for this
+		// device's own last sync, and the record would stay here for
+		// ever.
+		b = base{rev: dv.rev, hash: dv.hash}
 	}
 	newBase := base{rev: hv.rev, hash: hv.hash}
 	if err := s.v.putSealedValue(tx, s.v.baseKey(k.coll, k.id), encodeBase(newBase)); err != nil {
@@ -906,6 +929,31 @@ func (s *syncRun) deletionTimes(ctx context.Context, keys []recKey) error {
 		if e.Kind == ledger.RecordDelete {
 			s.deleted[recKey{e.Collection, e.ID}] = e.Time
 		}
+	}
+	return nil
+}
+
+// ownChanges reads into s.own the records this device changed itself
+// (own record entries of its ledger) after its push cursor, from where the
+// last call stopped: a pull asks before a commit that applies a hub
+// deletion (see applyOne). A record pushed meanwhile stays in s.own; its
+// push wrote its base, which is what applyOne looks at first.
+func (s *syncRun) ownChanges(ctx context.Context) error {
+	if s.own == nil {
+		from, err := s.loadPush(ctx)
+		if err != nil {
+			return err
+		}
+		s.own, s.ownRead = map[recKey]bool{}, from
+	}
+	for e, err := range s.v.ledger.Read(ctx, s.ownRead+1) {
+		if err != nil {
+			return err
+		}
+		if isOwnRecordEntry(e) {
+			s.own[recKey{e.Collection, e.ID}] = true
+		}
+		s.ownRead = e.Seq
 	}
 	return nil
 }
