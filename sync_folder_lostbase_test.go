@@ -16,14 +16,16 @@ import (
 )
 
 // TestSyncFileFolderCutPullThenHubDeletes: device A, on a file folder,
-// pulls B's new note x and pending receipt r, its sync cut at each store
-// operation on the device (before or after it applied); then B deletes
-// both (r while pending) and syncs before A syncs again. A cut that left
-// x or r written on A without its sync base (a staged commit stops before
-// its sync state) must not make the hub's deletion look like A's own last
-// sync: A deletes them, and every side ends with only B's note y. (A
-// kill-test failure: a receipt deleted on the hub stayed on the file
-// folder for ever.)
+// pulls B's notes x (at revision 3), y and z and pending receipt r, its
+// sync cut at each store operation on the device (before or after it
+// applied); then B deletes x and writes it anew (revision 1), deletes z,
+// and r while pending, and syncs before A syncs again. A cut that left a
+// record written on A without its sync base (a staged commit stops before
+// its sync state) must not make the hub's change look like A's own last
+// sync (a deletion matching the missing base) or lose to A's pulled copy
+// (a lower revision): A takes them, and every side ends with B's x and y.
+// (Kill-test failures: a receipt deleted on the hub, and notes re-created
+// on it, stayed on the file folder as they were, for ever.)
 func TestSyncFileFolderCutPullThenHubDeletes(t *testing.T) {
 	ctx := context.Background()
 	run := func(t *testing.T, c *cutter) bool {
@@ -34,8 +36,11 @@ func TestSyncFileFolderCutPullThenHubDeletes(t *testing.T) {
 		nb := vault.CollectionOf[Note](b, "notes")
 		rb, err := vault.NumberingOf(vault.CollectionOf[Receipt](b, "receipts"), "receipt", sequence.Options{}, setReceiptNumber)
 		require.NoError(t, err)
-		require.NoError(t, nb.Put(ctx, "x", Note{"x"}))
+		for _, x := range []string{"x", "x-edit", "x-edit2"} {
+			require.NoError(t, nb.Put(ctx, "x", Note{x}))
+		}
 		require.NoError(t, nb.Put(ctx, "y", Note{"y"}))
+		require.NoError(t, nb.Put(ctx, "z", Note{"z"}))
 		r, err := rb.Put(ctx, "r", Receipt{Total: 1})
 		require.NoError(t, err)
 		require.True(t, r.Pending)
@@ -48,12 +53,14 @@ func TestSyncFileFolderCutPullThenHubDeletes(t *testing.T) {
 			return false
 		}
 		require.NoError(t, nb.Delete(ctx, "x"))
+		require.NoError(t, nb.Put(ctx, "x", Note{"x-new"}))
+		require.NoError(t, nb.Delete(ctx, "z"))
 		require.NoError(t, rb.Delete(ctx, "r"))
 		mustSync(t, b)
 		mustSync(t, a)
 		mustSync(t, b)
 		mustSync(t, a)
-		assert.Equal(t, map[string]string{"y": "y@1"}, assertConverged(t, rawHub, []stores.Store{rawA, rawB}, a, b),
+		assert.Equal(t, map[string]string{"x": "x-new@1", "y": "y@1"}, assertConverged(t, rawHub, []stores.Store{rawA, rawB}, a, b),
 			"cut at %d (after=%v)", c.k, c.after)
 		return true
 	}

@@ -649,14 +649,6 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	if err := s.deletionTimes(ctx, keys); err != nil {
 		return err
 	}
-	for _, k := range keys {
-		if !hubv[k].exists() {
-			if err := s.ownChanges(ctx); err != nil {
-				return err
-			}
-			break
-		}
-	}
 	end := win[len(win)-1]
 	cur := pullCursor{seq: end.Seq, hash: entryHash(end)}
 	var pulled int
@@ -710,15 +702,21 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	if !hv.exists() && dv.exists() && b.rev == 0 && b.hash == nil && !s.own[k] {
+	if dv.exists() && b.rev == 0 && b.hash == nil && !s.v.transactional() {
 		// A record here without a sync base, and without a change of
 		// this device's own to push, was pulled by a staged commit cut
 		// before it wrote the base (sync_staged.go): it is what this
-		// device last synced. Without this, the hub's deletion would
-		// match the missing base (no hash either) and pass for this
-		// device's own last sync, and the record would stay here for
-		// ever.
-		b = base{rev: dv.rev, hash: dv.hash}
+		// device last synced. Else a hub deletion would match the
+		// missing base (no hash either), or a hub revision lower than
+		// the record's would lose to it by revision, as if the record
+		// were this device's change, which no push carries: the record
+		// would stay here for ever.
+		if err := s.ownChanges(ctx); err != nil {
+			return 0, nil, nil, err
+		}
+		if !s.own[k] {
+			b = base{rev: dv.rev, hash: dv.hash}
+		}
 	}
 	newBase := base{rev: hv.rev, hash: hv.hash}
 	if err := s.v.putSealedValue(tx, s.v.baseKey(k.coll, k.id), encodeBase(newBase)); err != nil {
@@ -935,8 +933,8 @@ func (s *syncRun) deletionTimes(ctx context.Context, keys []recKey) error {
 
 // ownChanges reads into s.own the records this device changed itself
 // (own record entries of its ledger) after its push cursor, from where the
-// last call stopped: a pull asks before a commit that applies a hub
-// deletion (see applyOne). A record pushed meanwhile stays in s.own; its
+// last call stopped: a staged pull asks when it meets a record without a
+// sync base (see applyOne). A record pushed meanwhile stays in s.own; its
 // push wrote its base, which is what applyOne looks at first.
 func (s *syncRun) ownChanges(ctx context.Context) error {
 	if s.own == nil {

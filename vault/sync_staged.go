@@ -51,7 +51,8 @@ import (
 // pulled record without its sync base; if the hub changes it before the
 // window is applied again, the record is taken as what this device last
 // synced when it has no change of this device's own after the push
-// cursor (applyOne), so a hub deletion still applies. The one repetition a crash can cause is
+// cursor (applyOne), so the hub's change (a deletion, or a re-created
+// record at a lower revision) still applies. The one repetition a crash can cause is
 // a conflict's SyncConflict entry recorded twice, when a crash falls
 // after the entries and before the record's base: the conflict is decided
 // again, the same way. A record change is never recorded twice; it goes
