@@ -52,10 +52,10 @@ import (
 // window is applied again, the record is taken as what this device last
 // synced when it has no change of this device's own after the push
 // cursor (applyOne), so the hub's change (a deletion, or a re-created
-// record at a lower revision) still applies. The one repetition a crash can cause is
-// a conflict's SyncConflict entry recorded twice, when a crash falls
-// after the entries and before the record's base: the conflict is decided
-// again, the same way. A record change is never recorded twice; it goes
+// record at a lower revision) still applies. The one repetition a crash
+// can cause is a conflict's SyncConflict entry recorded twice, when a
+// crash falls after the entries and before the record's base: the
+// conflict is decided again, the same way. A record change is never recorded twice; it goes
 // unrecorded only when a crash falls before 3 and the record is written
 // again locally before the next Sync (the same gap as a local write on
 // such a store, see write; Verify passes).
