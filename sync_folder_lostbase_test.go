@@ -16,14 +16,17 @@ import (
 )
 
 // TestSyncFileFolderCutPullThenHubDeletes: device A, on a file folder,
-// pulls B's notes x (at revision 3), y and z and pending receipt r, its
-// sync cut at each store operation on the device (before or after it
-// applied); then B deletes x and writes it anew (revision 1), deletes z,
-// and r while pending, and syncs before A syncs again. A cut that left a
-// record written on A without its sync base (a staged commit stops before
-// its sync state) must not make the hub's change look like A's own last
-// sync (a deletion matching the missing base) or lose to A's pulled copy
-// (a lower revision): A takes them, and every side ends with B's x and y.
+// holds B's notes w and v; it pulls B's edits of w (to revision 3), the
+// deletion of v, new notes x (at revision 3), y and z and pending receipt
+// r, its sync cut at each store operation on the device (before or after
+// it applied); then B deletes w and x and writes them anew (revision 1),
+// writes v anew, deletes z, and r while pending, and syncs before A syncs
+// again. A cut that left a record written (or deleted) on A without its
+// sync base (none, or the one before: a staged commit stops before its
+// sync state) must not make the hub's change look like A's own last sync
+// (a deletion matching a missing base) or lose to A's pulled copy (a lower
+// revision, a deletion): A takes them, and every side ends with B's v, w,
+// x and y.
 // (Kill-test failures: a receipt deleted on the hub, and notes re-created
 // on it, stayed on the file folder as they were, for ever.)
 func TestSyncFileFolderCutPullThenHubDeletes(t *testing.T) {
@@ -36,6 +39,14 @@ func TestSyncFileFolderCutPullThenHubDeletes(t *testing.T) {
 		nb := vault.CollectionOf[Note](b, "notes")
 		rb, err := vault.NumberingOf(vault.CollectionOf[Receipt](b, "receipts"), "receipt", sequence.Options{}, setReceiptNumber)
 		require.NoError(t, err)
+		// w and v are on A already; then B edits w twice and deletes v.
+		require.NoError(t, nb.Put(ctx, "w", Note{"w"}))
+		require.NoError(t, nb.Put(ctx, "v", Note{"v"}))
+		mustSync(t, b)
+		mustSync(t, a)
+		require.NoError(t, nb.Put(ctx, "w", Note{"w-edit"}))
+		require.NoError(t, nb.Put(ctx, "w", Note{"w-edit2"}))
+		require.NoError(t, nb.Delete(ctx, "v"))
 		for _, x := range []string{"x", "x-edit", "x-edit2"} {
 			require.NoError(t, nb.Put(ctx, "x", Note{x}))
 		}
@@ -55,12 +66,15 @@ func TestSyncFileFolderCutPullThenHubDeletes(t *testing.T) {
 		require.NoError(t, nb.Delete(ctx, "x"))
 		require.NoError(t, nb.Put(ctx, "x", Note{"x-new"}))
 		require.NoError(t, nb.Delete(ctx, "z"))
+		require.NoError(t, nb.Delete(ctx, "w"))
+		require.NoError(t, nb.Put(ctx, "w", Note{"w-new"}))
+		require.NoError(t, nb.Put(ctx, "v", Note{"v-new"}))
 		require.NoError(t, rb.Delete(ctx, "r"))
 		mustSync(t, b)
 		mustSync(t, a)
 		mustSync(t, b)
 		mustSync(t, a)
-		assert.Equal(t, map[string]string{"x": "x-new@1", "y": "y@1"}, assertConverged(t, rawHub, []stores.Store{rawA, rawB}, a, b),
+		assert.Equal(t, map[string]string{"v": "v-new@1", "w": "w-new@1", "x": "x-new@1", "y": "y@1"}, assertConverged(t, rawHub, []stores.Store{rawA, rawB}, a, b),
 			"cut at %d (after=%v)", c.k, c.after)
 		return true
 	}

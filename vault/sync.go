@@ -702,20 +702,29 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	if dv.exists() && b.rev == 0 && b.hash == nil && !s.v.transactional() {
-		// A record here without a sync base, and without a change of
-		// this device's own to push, was pulled by a staged commit cut
-		// before it wrote the base (sync_staged.go): it is what this
-		// device last synced. Else a hub deletion would match the
-		// missing base (no hash either), or a hub revision lower than
-		// the record's would lose to it by revision, as if the record
-		// were this device's change, which no push carries: the record
-		// would stay here for ever.
-		if err := s.ownChanges(ctx); err != nil {
+	if !s.v.transactional() && !bytes.Equal(dv.hash, b.hash) {
+		// The record differs from its sync base. Without a change of this
+		// device's own to push (and no conflict kept for it), that is a
+		// staged commit cut after it wrote the record and before its base
+		// (sync_staged.go): the record is what this device last synced,
+		// and the hub's change applies. Else a hub deletion would match a
+		// missing base (no hash either), or a hub revision lower than the
+		// record's would lose to it by revision, as if the record were
+		// this device's change, which no push carries: it would stay here
+		// for ever.
+		switch _, err := tx.Get(s.v.conflictKey(k.coll, k.id)); {
+		case errors.Is(err, stores.ErrNotFound):
+			if err := s.ownChanges(ctx); err != nil {
+				return 0, nil, nil, err
+			}
+			if !s.own[k] {
+				b.hash = dv.hash
+				if dv.exists() {
+					b.rev = dv.rev
+				}
+			}
+		case err != nil:
 			return 0, nil, nil, err
-		}
-		if !s.own[k] {
-			b = base{rev: dv.rev, hash: dv.hash}
 		}
 	}
 	newBase := base{rev: hv.rev, hash: hv.hash}
@@ -933,8 +942,8 @@ func (s *syncRun) deletionTimes(ctx context.Context, keys []recKey) error {
 
 // ownChanges reads into s.own the records this device changed itself
 // (own record entries of its ledger) after its push cursor, from where the
-// last call stopped: a staged pull asks when it meets a record without a
-// sync base (see applyOne). A record pushed meanwhile stays in s.own; its
+// last call stopped: a staged pull asks when it meets a record that
+// differs from its sync base (see applyOne). A record pushed meanwhile stays in s.own; its
 // push wrote its base, which is what applyOne looks at first.
 func (s *syncRun) ownChanges(ctx context.Context) error {
 	if s.own == nil {

@@ -48,10 +48,11 @@ import (
 // written). A push whose hub commit succeeded but whose acknowledgement
 // (bases, push cursor) was lost is recognised by the next push (the hub
 // holds the device's cipher hash). A crash after 2 and before 4 leaves a
-// pulled record without its sync base; if the hub changes it before the
-// window is applied again, the record is taken as what this device last
-// synced when it has no change of this device's own after the push
-// cursor (applyOne), so the hub's change (a deletion, or a re-created
+// pulled record (or deletion) without its sync base (none, or the one
+// before); if the hub changes it again before the window is applied
+// again, the record is taken as what this device last synced when it has
+// no change of this device's own after the push cursor and no kept
+// conflict (applyOne), so the hub's change (a deletion, a re-created
 // record at a lower revision) still applies. The one repetition a crash
 // can cause is a conflict's SyncConflict entry recorded twice, when a
 // crash falls after the entries and before the record's base: the
