@@ -389,7 +389,7 @@ func (v *Vault) readTx(tx stores.Tx, collection, id string, missingOK bool) (sto
 	if err != nil {
 		return stored{}, err
 	}
-	return v.openStored(collection, id, it, true)
+	return v.openStoredTx(v.keyTx(tx), collection, id, it, true)
 }
 
 // applyTx writes, in tx, the record after prev with the full plaintext plain
@@ -436,10 +436,16 @@ type stored struct {
 // A record that fails to open, or whose marks do not decode, is ErrTampered
 // (ErrClosed when the vault's key was wiped by Close meanwhile).
 func (v *Vault) openStored(collection, id string, it stores.Item, found bool) (stored, error) {
+	return v.openStoredTx(nil, collection, id, it, found)
+}
+
+// openStoredTx is openStored in tx, a transaction on the device's store
+// (or nil), through which a data key generation is loaded (see genKeys.get).
+func (v *Vault) openStoredTx(tx stores.Tx, collection, id string, it stores.Item, found bool) (stored, error) {
 	if !found {
 		return stored{}, nil
 	}
-	plain, rev, err := v.openRecord(collection, id, it.Value)
+	plain, rev, err := v.openRecordTx(tx, collection, id, it.Value)
 	if err != nil {
 		return stored{}, err
 	}
@@ -487,13 +493,15 @@ func (v *Vault) sealMeta(collection, id string, plain []byte, rev uint64, m meta
 // It returns the whole plaintext (metadata, marks and body) and the
 // revision. A record that fails to open is ErrTampered (ErrClosed when the
 // key was wiped by Close meanwhile); one naming a generation its person
-// does not hold is ErrTampered too, wrapping the reason.
-func (v *Vault) openRecord(collection, id string, sealed []byte) ([]byte, uint64, error) {
+// does not hold is ErrTampered too, wrapping the reason. tx is nil, or a
+// transaction on the device's store, through which an unknown generation
+// is loaded (see genKeys.get).
+func (v *Vault) openRecordTx(tx stores.Tx, collection, id string, sealed []byte) ([]byte, uint64, error) {
 	gen, err := recordGeneration(sealed)
 	if err != nil {
 		return nil, 0, ErrTampered
 	}
-	k, err := v.keys.get(gen)
+	k, err := v.keys.get(gen, tx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %w", ErrTampered, closedIfWiped(err))
 	}

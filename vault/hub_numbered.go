@@ -85,14 +85,14 @@ func (v *Vault) copyFromHub(ctx context.Context, collection, id string, after ui
 	}
 	hash := cipherHash(hit.Value)
 	// check decides from the device's item whether to write.
-	check := func(it stores.Item, found bool) (bool, error) {
+	check := func(tx stores.Tx, it stores.Item, found bool) (bool, error) {
 		if !found {
 			return true, nil
 		}
 		if bytes.Equal(it.Value, hit.Value) {
 			return false, nil
 		}
-		prev, err := v.openStored(collection, id, it, true)
+		prev, err := v.openStoredTx(v.keyTx(tx), collection, id, it, true)
 		if err != nil {
 			return false, err
 		}
@@ -114,7 +114,7 @@ func (v *Vault) copyFromHub(ctx context.Context, collection, id string, after ui
 			if err != nil && !errors.Is(err, stores.ErrNotFound) {
 				return err
 			}
-			write, err := check(it, found)
+			write, err := check(tx, it, found)
 			if err != nil || !write {
 				return err
 			}
@@ -134,7 +134,7 @@ func (v *Vault) copyFromHub(ctx context.Context, collection, id string, after ui
 		if err != nil && !errors.Is(err, stores.ErrNotFound) {
 			return err
 		}
-		write, err := check(it, found)
+		write, err := check(nil, it, found)
 		if err != nil || !write {
 			return err
 		}

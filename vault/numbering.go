@@ -140,7 +140,7 @@ func (r stampRecords) Stamp(ctx context.Context, collection, id string, m deferr
 					return err
 				}
 				var sealed []byte
-				if sealed, out, err = r.stampItem(collection, id, m, it); err != nil || sealed == nil {
+				if sealed, out, err = r.stampItem(tx, collection, id, m, it); err != nil || sealed == nil {
 					return err
 				}
 				return tx.Put(key, sealed)
@@ -153,7 +153,7 @@ func (r stampRecords) Stamp(ctx context.Context, collection, id string, m deferr
 				return err
 			}
 			var sealed []byte
-			if sealed, out, err = r.stampItem(collection, id, m, it); err != nil || sealed == nil {
+			if sealed, out, err = r.stampItem(nil, collection, id, m, it); err != nil || sealed == nil {
 				return err
 			}
 			_, err = v.store.CompareAndSwap(ctx, key, it.Version, sealed)
@@ -196,7 +196,7 @@ func (r stampTxRecords) StampBatch(ctx context.Context, collection string, ids [
 					return err
 				}
 				found[i] = true
-				sealed, st, err := r.stampItem(collection, id, marks[i], it)
+				sealed, st, err := r.stampItem(tx, collection, id, marks[i], it)
 				if err != nil {
 					return fmt.Errorf("stamp %s/%s: %w", collection, id, err)
 				}
@@ -220,10 +220,11 @@ func (r stampTxRecords) StampBatch(ctx context.Context, collection string, ids [
 // sealed new revision and its Stamp, or nil and the current revision's
 // Stamp when the record already carries a number of m.Series (m.N, or
 // another: Stamp.Carries). The new revision has its body passed through
-// apply, the series' pending mark replaced by its number mark.
-func (r stampRecords) stampItem(collection, id string, m deferred.Mark, it stores.Item) ([]byte, deferred.Stamp, error) {
+// apply, the series' pending mark replaced by its number mark. tx is the
+// transaction on v's store it was read in, or nil.
+func (r stampRecords) stampItem(tx stores.Tx, collection, id string, m deferred.Mark, it stores.Item) ([]byte, deferred.Stamp, error) {
 	v := r.v
-	rec, err := v.openStored(collection, id, it, true)
+	rec, err := v.openStoredTx(v.keyTx(tx), collection, id, it, true)
 	if err != nil {
 		return nil, deferred.Stamp{}, err
 	}

@@ -175,7 +175,7 @@ func (v *Vault) ResumeRotation(ctx context.Context, opts ...RotateOption) (*Rota
 	}
 	if pending {
 		// A rotation made by another handle: learn its key.
-		if _, err := v.keys.get(gen); err != nil {
+		if _, err := v.keys.get(gen, nil); err != nil {
 			return nil, fmt.Errorf("resume rotation: %w", err)
 		}
 	}
@@ -521,7 +521,7 @@ func (v *Vault) resealKeys(ctx context.Context, keys []recKey, gen uint64) (rese
 			if g, err := recordGeneration(it.Value); err == nil && g >= gen {
 				continue // written again meanwhile
 			}
-			plain, rev, err := v.openRecord(k.coll, k.id, it.Value)
+			plain, rev, err := v.openRecordTx(v.keyTx(tx), k.coll, k.id, it.Value)
 			if err != nil {
 				if errors.Is(err, ErrClosed) {
 					return err

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/stores"
 )
 
 // genKeys holds the data keys, by generation, that a vault's person holds,
@@ -15,11 +16,12 @@ import (
 // without locking; adding a generation copies it.
 type genKeys struct {
 	snap atomic.Pointer[genSnap]
-	mu   sync.Mutex // serialises add and load
+	mu   sync.Mutex // serialises add and wipe (not load: see get)
 	// load fetches a generation this handle does not hold from the
-	// person's keyring entry (written by a rotation made elsewhere); nil
-	// when it cannot (a version 1 entry).
-	load func(ctx context.Context, gen uint64) (*crypto.Key, error)
+	// person's keyring entry (written by a rotation made elsewhere),
+	// reading it through tx when not nil; nil when it cannot (a version 1
+	// entry).
+	load func(ctx context.Context, gen uint64, tx stores.Tx) (*crypto.Key, error)
 }
 
 type genSnap struct {
@@ -48,24 +50,28 @@ func (g *genKeys) current() (uint64, *crypto.Key) {
 // get returns the key of generation gen, loading it from the person's
 // keyring entry when this handle does not hold it yet; nil (and an
 // error) when the person holds no such generation.
-func (g *genKeys) get(gen uint64) (*crypto.Key, error) {
-	if k := g.snap.Load().keys[gen]; k != nil {
-		return k, nil
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
+//
+// tx is nil, or a transaction the caller holds on the store the keys load
+// from (the device's store, Config.Store): the entry is then read through
+// it. A store's own transaction may hold a lock its plain Get waits for
+// (memstore holds its write lock, badgerstore its close lock for reading),
+// so a load inside one that read the store directly could wait for ever.
+// For the same reason the load runs without g.mu: a caller outside any
+// transaction, waiting for the store, must never hold back one inside.
+func (g *genKeys) get(gen uint64, tx stores.Tx) (*crypto.Key, error) {
 	if k := g.snap.Load().keys[gen]; k != nil {
 		return k, nil
 	}
 	if g.load == nil {
 		return nil, fmt.Errorf("data key generation %d: %w", gen, ErrNoAccess)
 	}
-	k, err := g.load(context.Background(), gen)
+	k, err := g.load(context.Background(), gen, tx)
 	if err != nil {
 		return nil, err
 	}
-	g.addLocked(gen, k)
-	return k, nil
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.addLocked(gen, k), nil
 }
 
 // add installs the key of generation gen; a generation above the current
@@ -76,11 +82,14 @@ func (g *genKeys) add(gen uint64, k *crypto.Key) {
 	g.addLocked(gen, k)
 }
 
-func (g *genKeys) addLocked(gen uint64, k *crypto.Key) {
+// addLocked installs k as generation gen and returns it, unless the
+// generation is held already (loaded by a racing get): k is wiped then, and
+// the held key returned.
+func (g *genKeys) addLocked(gen uint64, k *crypto.Key) *crypto.Key {
 	old := g.snap.Load()
-	if old.keys[gen] != nil {
+	if held := old.keys[gen]; held != nil {
 		k.Wipe()
-		return
+		return held
 	}
 	s := &genSnap{cur: max(old.cur, gen), keys: make(map[uint64]*crypto.Key, len(old.keys)+1)}
 	for n, key := range old.keys {
@@ -88,6 +97,7 @@ func (g *genKeys) addLocked(gen uint64, k *crypto.Key) {
 	}
 	s.keys[gen] = k
 	g.snap.Store(s)
+	return k
 }
 
 // wipe wipes every key.
@@ -124,8 +134,14 @@ func (m *member) genKeys(cfg Config, prefix string) *genKeys {
 	}
 	g := newGenKeys(m.gens)
 	name, user, header, st, box, dk := cfg.Name, cfg.User, m.header, cfg.Store, m.box, m.dk
-	g.load = func(ctx context.Context, gen uint64) (*crypto.Key, error) {
-		it, err := st.Get(ctx, prefix+keyringPrefix+user)
+	g.load = func(ctx context.Context, gen uint64, tx stores.Tx) (*crypto.Key, error) {
+		var it stores.Item
+		var err error
+		if tx != nil {
+			it, err = tx.Get(prefix + keyringPrefix + user)
+		} else {
+			it, err = st.Get(ctx, prefix+keyringPrefix+user)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("data key generation %d: keyring entry: %w", gen, err)
 		}
@@ -167,10 +183,20 @@ func (v *Vault) heldGenerations(ctx context.Context) (map[uint64]*crypto.Key, er
 			return nil, err
 		}
 		for _, g := range e.gens {
-			if _, err := v.keys.get(g.gen); err != nil {
+			if _, err := v.keys.get(g.gen, nil); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return v.keys.snap.Load().keys, nil
+}
+
+// keyTx returns tx, a transaction on v's store, when data keys load from
+// that store (see genKeys.get), else nil: a hub-side vault's transactions
+// are on the hub, and its keys (the device vault's) load from the device.
+func (v *Vault) keyTx(tx stores.Tx) stores.Tx {
+	if v.sharesKey {
+		return nil
+	}
+	return tx
 }

@@ -757,7 +757,7 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	}
 	var hubMarks []mark // the marks of the hub's side (none: deleted)
 	if hv.exists() {
-		hst, err := s.h.openStored(k.coll, k.id, stores.Item{Value: hv.sealed}, true)
+		hst, err := s.h.openStoredTx(tx, k.coll, k.id, stores.Item{Value: hv.sealed}, true) // tx: the device's
 		if err != nil {
 			return 0, nil, nil, err
 		}
@@ -974,7 +974,7 @@ func (v *Vault) localVersion(tx stores.Tx, k recKey) (version, stored, error) {
 	if err != nil {
 		return version{}, stored{}, err
 	}
-	st, err := v.openStored(k.coll, k.id, it, true)
+	st, err := v.openStoredTx(v.keyTx(tx), k.coll, k.id, it, true)
 	if err != nil {
 		return version{}, stored{}, fmt.Errorf("%s/%s: %w", k.coll, k.id, err)
 	}

@@ -295,7 +295,7 @@ func (c *Collection[T]) Resolve(ctx context.Context, id string, value *T) error 
 		marks, body := prev.marks, plain
 		if kc.sealed != nil {
 			// The hub's side may carry a number taken there: it stays.
-			hs, err := v.openStored(c.name, id, stores.Item{Value: kc.sealed}, true)
+			hs, err := v.openStoredTx(v.keyTx(tx), c.name, id, stores.Item{Value: kc.sealed}, true)
 			if err != nil {
 				return err
 			}
