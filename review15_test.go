@@ -2,6 +2,7 @@ package noydb_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/filestore"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
@@ -353,37 +355,87 @@ func TestReview15RecoveryOnDeviceAfterSync(t *testing.T) {
 }
 
 // TestReview15RecoveryRacesRotationOnTwoDevices: while olga rotates on
-// device A, bob recovers on device B (both offline); after both Sync, bob's
-// new secret should open on A and read the records of generation 2.
+// device A, bob changes his secret on device B, with a recovery code or
+// with ChangeSecret, offline; each change raises bob's keyring entry to
+// the same serial (or, with a recovery then a secret change, B's to a
+// higher one, which lacks generation 2). After both devices Sync, his
+// entry is one and the same on the hub and both devices: the new secret
+// opens on each and reads the records of both generations, the old one is
+// refused.
 func TestReview15RecoveryRacesRotationOnTwoDevices(t *testing.T) {
-	t.Skip("known bug: the rotation and the recovery each raise bob's keyring entry serial by one; " +
-		"copyKeyring keeps the entry with the higher serial, so neither replaces the other: the hub keeps " +
-		"the rotated entry (old secret), device B the recovered one (new secret, no generation 2), and " +
-		"bob's Sync on B fails (notes/g2 does not open: 'feed does not verify'); the code is used up")
-	ctx := context.Background()
-	hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
-	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
-	require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
-	mustSync(t, a)
-	bob := openPerson(t, hubPerson(devB, hub, "bob", "b"))
-	codes, err := bob.RecoveryCodes(ctx, 1)
-	require.NoError(t, err)
-	mustSync(t, bob)
-	require.NoError(t, bob.Close())
+	for _, how := range []string{"recovery", "change secret", "recovery then change secret", "recovery then change secret, B first"} {
+		bFirst := strings.HasSuffix(how, "B first")
+		t.Run(how, func(t *testing.T) {
+			ctx := context.Background()
+			hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+			a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+			require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+			require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "g1", Note{Text: "gen 1"}))
+			mustSync(t, a)
+			bob := openPerson(t, hubPerson(devB, hub, "bob", "b"))
+			codes, err := bob.RecoveryCodes(ctx, 1)
+			require.NoError(t, err)
+			mustSync(t, bob)
+			require.NoError(t, bob.Close())
 
-	rot, err := a.RotateKeys(ctx)
-	require.NoError(t, err)
-	require.NoError(t, rot.Wait(ctx))
-	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "g2", Note{Text: "gen 2"}))
-	cfg := recoverCfg(devB, "bob", codes[0], "b2")
-	bob = openPerson(t, cfg) // on the device alone: not synced yet
-	require.NoError(t, bob.Close())
-	mustSync(t, a)
-	mustSync(t, openPerson(t, hubPerson(devB, hub, "bob", "b2")))
-	mustSync(t, a)
+			rot, err := a.RotateKeys(ctx)
+			require.NoError(t, err)
+			require.NoError(t, rot.Wait(ctx))
+			require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "g2", Note{Text: "gen 2"}))
+			// On device B alone, not synced: bob's new secret, and a record.
+			secret := "b2"
+			switch how {
+			case "recovery":
+				bob = openPerson(t, recoverCfg(devB, "bob", codes[0], "b2"))
+			case "change secret":
+				bob = openPerson(t, personCfg(devB, "bob", "b"))
+				require.NoError(t, bob.ChangeSecret(ctx, []byte("b"), []byte("b2")))
+			default:
+				bob = openPerson(t, recoverCfg(devB, "bob", codes[0], "b2"))
+				require.NoError(t, bob.ChangeSecret(ctx, []byte("b2"), []byte("b3")))
+				secret = "b3"
+			}
+			require.NoError(t, vault.CollectionOf[Note](bob, "notes").Put(ctx, "by-bob", Note{Text: "offline"}))
+			require.NoError(t, bob.Close())
 
-	v, err := vault.Open(ctx, hubPerson(devA, hub, "bob", "b2"))
-	require.NoError(t, err, "bob's new secret, after both devices synced")
-	t.Cleanup(func() { _ = v.Close() })
-	readNotes(t, v, map[string]string{"g2": "gen 2"})
+			syncB := func() {
+				rep := mustSync(t, openPerson(t, hubPerson(devB, hub, "bob", secret)))
+				assert.Empty(t, rep.Rejected)
+			}
+			if bFirst {
+				// B's change reaches the hub first; A then opens with the
+				// hub (which brings a newer entry of bob, without
+				// generation 2) and syncs.
+				syncB()
+				require.NoError(t, a.Close())
+				a = openPerson(t, hubPerson(devA, hub, "olga", "o"))
+				mustSync(t, a)
+				syncB()
+			} else {
+				mustSync(t, a)
+				syncB()
+			}
+			mustSync(t, a)
+
+			want := map[string]string{"g1": "gen 1", "g2": "gen 2", "by-bob": "offline"}
+			readNotes(t, a, want)
+			entry := func(st stores.Store) []byte {
+				it, err := st.Get(ctx, "v/team/_keyring/bob")
+				require.NoError(t, err)
+				return it.Value
+			}
+			assert.Equal(t, entry(hub), entry(devA), "the hub's and device A's entry of bob")
+			assert.Equal(t, entry(hub), entry(devB), "the hub's and device B's entry of bob")
+			for name, dev := range map[string]stores.Store{"A": devA, "B": devB} {
+				v, err := vault.Open(ctx, hubPerson(dev, hub, "bob", secret))
+				require.NoError(t, err, "bob's new secret on device %s", name)
+				readNotes(t, v, want)
+				verified(t, v)
+				require.NoError(t, v.Close())
+				_, err = vault.Open(ctx, hubPerson(dev, hub, "bob", "b"))
+				assert.ErrorIs(t, err, vault.ErrWrongSecret, "bob's old secret on device %s", name)
+			}
+			verified(t, a)
+		})
+	}
 }

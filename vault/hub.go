@@ -65,7 +65,7 @@ func openHub(ctx context.Context, cfg Config, prefix string, dk *crypto.Key) (*V
 	if err != nil {
 		return nil, err
 	}
-	link := &hubLink{device: cfg.Store, prefix: prefix, header: dh.Value}
+	link := &hubLink{device: cfg.Store, prefix: prefix, header: dh.Value, merge: keyringMerger(dk, cfg.Name, dh.Value)}
 	hub := wrapHub(cfg.Hub, hubTimeout(cfg), link)
 	err = hubStore{inner: cfg.Hub, timeout: hubTimeout(cfg), link: link}.ready(ctx)
 	if err != nil && !errors.Is(err, sequence.ErrOffline) {
@@ -90,6 +90,14 @@ func openHub(ctx context.Context, cfg Config, prefix string, dk *crypto.Key) (*V
 // same bytes, or none (ErrHubMismatch). Entries are created only where
 // absent (compare-and-swap from nothing), so two copiers racing agree.
 func copyKeyring(ctx context.Context, src, dst stores.Store, prefix string, header []byte) error {
+	return copyKeyringWith(ctx, src, dst, prefix, header, nil)
+}
+
+// copyKeyringWith is copyKeyring that first offers each pair of entries
+// held on both sides to merge (nil: none), which returns the entry to
+// write in dst, or nil to keep the rule of the higher serial (see
+// mergeKeyring; Sync merges, with the vault's key).
+func copyKeyringWith(ctx context.Context, src, dst stores.Store, prefix string, header []byte, merge func(src, dst []byte) []byte) error {
 	hk := prefix + headerKey
 	switch it, err := dst.Get(ctx, hk); {
 	case errors.Is(err, stores.ErrNotFound):
@@ -97,7 +105,7 @@ func copyKeyring(ctx context.Context, src, dst stores.Store, prefix string, head
 			return err
 		}
 		// A racing copier may have won: check what is there now.
-		return copyKeyring(ctx, src, dst, prefix, header)
+		return copyKeyringWith(ctx, src, dst, prefix, header, merge)
 	case err != nil:
 		return err
 	case !bytes.Equal(it.Value, header):
@@ -113,8 +121,16 @@ func copyKeyring(ctx context.Context, src, dst stores.Store, prefix string, head
 		}
 		cur, err := dst.Get(ctx, it.Key)
 		if err == nil {
-			// A newer entry (a secret changed, a person revoked) replaces an older one.
-			if keyringNewer(it.Value, cur.Value) {
+			if m := mergeOrNil(merge, it.Value, cur.Value); m != nil {
+				if _, err := dst.CompareAndSwap(ctx, it.Key, cur.Version, m); err != nil && !errors.Is(err, stores.ErrConflict) {
+					return err
+				}
+				continue
+			}
+			// A newer entry (a secret changed, a person revoked) replaces an
+			// older one, unless it would lose a generation that only a merge
+			// keeps, which this copy cannot make (no key): Sync does.
+			if keyringNewer(it.Value, cur.Value) && (merge != nil || !losesGenerations(it.Value, cur.Value)) {
 				if _, err := dst.CompareAndSwap(ctx, it.Key, cur.Version, it.Value); err != nil && !errors.Is(err, stores.ErrConflict) {
 					return err
 				}
@@ -129,6 +145,13 @@ func copyKeyring(ctx context.Context, src, dst stores.Store, prefix string, head
 		}
 	}
 	return copyRecovery(ctx, src, dst, prefix) // recovery codes travel with the keyring
+}
+
+func mergeOrNil(merge func(src, dst []byte) []byte, src, dst []byte) []byte {
+	if merge == nil {
+		return nil
+	}
+	return merge(src, dst)
 }
 
 // hubPinsName is the name under which a device's state folder keeps the

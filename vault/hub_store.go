@@ -38,6 +38,9 @@ type hubLink struct {
 	device stores.Store
 	prefix string
 	header []byte // the device's header
+	// merge merges an entry of the device with the hub's (see
+	// mergeKeyring); nil: none.
+	merge func(src, dst []byte) []byte
 
 	mu   sync.Mutex
 	done atomic.Bool
@@ -54,7 +57,7 @@ func (l *hubLink) ensure(ctx context.Context, hub stores.Store) error {
 	if l.done.Load() {
 		return nil
 	}
-	if err := copyKeyring(ctx, l.device, hub, l.prefix, l.header); err != nil {
+	if err := copyKeyringWith(ctx, l.device, hub, l.prefix, l.header, l.merge); err != nil {
 		return err
 	}
 	l.done.Store(true)

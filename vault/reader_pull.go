@@ -50,10 +50,11 @@ func (s *syncRun) readerKeyrings(ctx context.Context) error {
 		return err
 	}
 	hub := writable(s.h.store)
-	if err := copyKeyring(ctx, s.v.store, hub, s.v.prefix, dh.Value); err != nil {
+	merge := keyringMerger(s.v.dk, s.v.name, dh.Value) // see keyring_merge.go
+	if err := copyKeyringWith(ctx, s.v.store, hub, s.v.prefix, dh.Value, merge); err != nil {
 		return err
 	}
-	return copyKeyring(ctx, hub, s.v.store, s.v.prefix, dh.Value)
+	return copyKeyringWith(ctx, hub, s.v.store, s.v.prefix, dh.Value, merge)
 }
 
 // refusePush is the push of a reader: ErrNotPermitted when the device's

@@ -192,10 +192,12 @@ func (v *Vault) heldGenerations(ctx context.Context) (map[uint64]*crypto.Key, er
 }
 
 // keyTx returns tx, a transaction on v's store, when data keys load from
-// that store (see genKeys.get), else nil: a hub-side vault's transactions
-// are on the hub, and its keys (the device vault's) load from the device.
+// that store (see genKeys.get), else nil. They do for a device vault and
+// a reader's pull view (over the device's store); not for a hub-side vault
+// (the only one without a member of its own), whose transactions are on
+// the hub while its keys, the device vault's, load from the device.
 func (v *Vault) keyTx(tx stores.Tx) stores.Tx {
-	if v.sharesKey {
+	if v.me == nil {
 		return nil
 	}
 	return tx

@@ -355,10 +355,11 @@ func (s *syncRun) keyrings(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := copyKeyring(ctx, s.v.store, s.h.store, s.v.prefix, dh.Value); err != nil {
+	merge := keyringMerger(s.v.dk, s.v.name, dh.Value) // see keyring_merge.go
+	if err := copyKeyringWith(ctx, s.v.store, s.h.store, s.v.prefix, dh.Value, merge); err != nil {
 		return err
 	}
-	return copyKeyring(ctx, s.h.store, s.v.store, s.v.prefix, dh.Value)
+	return copyKeyringWith(ctx, s.h.store, s.v.store, s.v.prefix, dh.Value, merge)
 }
 
 // recKey names a record.
