@@ -129,9 +129,12 @@ type app struct {
 	// identityFile is --identity-file: open with an X25519 identity
 	// instead of a secret (recovery.go).
 	identityFile string
-	// recoveryCode opens with a recovery code ('vault recover'), with
-	// fixedSecret as the new secret.
-	recoveryCode string
+	// recoveryCode is --recovery-code: open with a recovery code instead
+	// of the secret, setting a new secret: fixedSecret ('vault recover'),
+	// else read from recoverySecretFile (--recovery-new-secret-file) or
+	// asked twice (recovery.go).
+	recoveryCode       string
+	recoverySecretFile string
 	// quietMem drops the note that mem: keeps nothing (the demo says it itself).
 	quietMem bool
 
@@ -327,6 +330,8 @@ cheap key-derivation cost. Never set it for real data.`,
 	a.flags = pf
 	pf.StringVar(&a.secretFile, "secret-file", "", "read the secret from this file (else $"+envSecret+", else a prompt)")
 	pf.StringVar(&a.identityFile, "identity-file", "", "open with the X25519 identity in this file (see 'noydb vault keygen') instead of a secret")
+	pf.StringVar(&a.recoveryCode, "recovery-code", "", "open with this one-time recovery code instead of the lost secret, and set a new secret (see 'noydb vault recover')")
+	pf.StringVar(&a.recoverySecretFile, "recovery-new-secret-file", "", "with --recovery-code: read the new secret from this file (else it is asked twice)")
 	pf.BoolVar(&a.insecureSecretFile, "insecure-secret-file", false, "accept a --secret-file that group or others may read or write")
 	pf.StringVar(&a.stateRoot, "state-dir", setting(envStateDir, "state-dir", ""), "root of this device's state folders (rollback pins), one per store ($"+envStateDir+"; default noydb in the user state folder)")
 	pf.BoolVar(&a.create, "create", false, "create the vault if it does not exist (else only 'noydb init' does)")
@@ -542,6 +547,9 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 	if err := a.checkSecretFile(); err != nil {
 		return nil, err
 	}
+	if err := a.checkRecoveryCode(); err != nil {
+		return nil, err
+	}
 	stateDir, err := a.stateDir()
 	if err != nil {
 		return nil, err
@@ -609,11 +617,19 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 		return nil, err
 	}
 	cfg := noydb.Config{User: a.user, Store: st, StateDir: stateDir}
-	if a.identityFile != "" {
+	switch {
+	case a.identityFile != "":
 		if cfg.Identity, err = a.identity(); err != nil {
 			return nil, err
 		}
-	} else {
+	case a.recoveryCode != "" && a.fixedSecret == nil:
+		s, err := a.newSecret(a.recoverySecretFile, fmt.Sprintf("Recovery code: new secret for vault %q (user %q): ", a.vaultName, a.user))
+		if err != nil {
+			return nil, errors.New(strings.Replace(err.Error(), "--new-secret-file", "--recovery-new-secret-file", 1))
+		}
+		defer clear(s)
+		cfg.Secret = s
+	default:
 		secret, err := a.secret(a.vaultName, !exists && !onHub)
 		if err != nil {
 			return nil, err
@@ -636,6 +652,9 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 	}
 	a.db = db
 	v, err := a.openNamed(ctx)
+	if err == nil && a.recoveryCode != "" && a.fixedSecret == nil {
+		fmt.Fprintf(a.io.err, "note: vault %q recovered with a recovery code: the secret of %s is the new one\n", a.vaultName, a.user)
+	}
 	if err == nil {
 		a.created = !exists && !onHub
 		a.fetched = !exists && onHub

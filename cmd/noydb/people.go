@@ -188,6 +188,9 @@ to add people.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The current secret opens the vault and proves who changes it:
 			// asked once, used for both.
+			if a.recoveryCode != "" {
+				return usagef("--recovery-code sets a new secret itself: run 'noydb vault recover' instead")
+			}
 			if err := a.checkSecretFile(); err != nil {
 				return err
 			}

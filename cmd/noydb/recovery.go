@@ -74,31 +74,33 @@ working. Only a person who opens with a secret has recovery codes.`,
 		},
 	}
 
-	var code, newSecretFile string
+	var newSecretFile string
 	recoverCmd := &cobra.Command{
 		Use:   "recover --recovery-code CODE",
 		Short: "Open the vault with a recovery code and set a new secret",
 		Long: `Open --vault as --user with one of their recovery codes instead of the lost
 secret, and set a new secret (asked twice on a terminal, or read from
 --new-secret-file). The code is used up and the old secret stops working.
-A mistyped code is caught by its checksum before anything is read.`,
+A mistyped code is caught by its checksum before anything is read.
+--recovery-code is a global flag: any command that opens the vault takes
+it, with the new secret from --recovery-new-secret-file or a prompt.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if code == "" {
+			if a.recoveryCode == "" {
 				return usagef("--recovery-code is required")
 			}
-			if _, err := crypto.ParseRecoveryCode(code); err != nil {
+			if err := a.checkRecoveryCode(); err != nil {
 				return err
 			}
-			if a.secretFile != "" || a.identityFile != "" {
-				return usagef("--recovery-code opens without --secret-file or --identity-file")
+			if newSecretFile == "" {
+				newSecretFile = a.recoverySecretFile
 			}
 			s, err := a.newSecret(newSecretFile, fmt.Sprintf("New secret for vault %q (user %q): ", a.vaultName, a.user))
 			if err != nil {
 				return err
 			}
 			defer clear(s)
-			a.fixedSecret, a.recoveryCode = s, code
+			a.fixedSecret = s
 			if _, err := a.openVault(cmd.Context()); err != nil {
 				return err
 			}
@@ -106,7 +108,6 @@ A mistyped code is caught by its checksum before anything is read.`,
 			return nil
 		},
 	}
-	recoverCmd.Flags().StringVar(&code, "recovery-code", "", "one of the user's recovery codes (required)")
 	recoverCmd.Flags().StringVar(&newSecretFile, "new-secret-file", "", "read the new secret from this file (else a prompt)")
 
 	var out string
@@ -165,6 +166,24 @@ func (a *app) identity() (*crypto.Identity, error) {
 		return nil, fmt.Errorf("--identity-file: %w", err)
 	}
 	return id, nil
+}
+
+// checkRecoveryCode checks --recovery-code, when given, before anything is
+// opened: a code that its checksum refuses, or one given with another way
+// in (--secret-file, --identity-file), is an error. A recovery writes (the
+// new secret, the code used up), so the store is not opened read-only.
+func (a *app) checkRecoveryCode() error {
+	if a.recoveryCode == "" {
+		return nil
+	}
+	if _, err := crypto.ParseRecoveryCode(a.recoveryCode); err != nil {
+		return err
+	}
+	if a.secretFile != "" || a.identityFile != "" {
+		return usagef("--recovery-code opens without --secret-file or --identity-file")
+	}
+	a.readOnly = false
+	return nil
 }
 
 // openNamed opens the vault in a.db: with the recovery code of 'vault

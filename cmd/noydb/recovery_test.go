@@ -1,10 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // cmdLineVar sets an environment variable to one line of a file, so a
@@ -24,4 +31,66 @@ func cmdLineVar(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("linevar: %s has %d lines", args[1], len(lines))
 	}
 	ts.Setenv(args[0], strings.TrimSpace(lines[n-1]))
+}
+
+// terminalRun runs noydb in this process as on a terminal that answers the
+// secret prompts with answers, in order, with env as the environment; it
+// returns the exit status, standard output and standard error.
+func terminalRun(t *testing.T, env map[string]string, answers []string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errs bytes.Buffer
+	data := t.TempDir()
+	code := run(context.Background(), args, stdio{
+		in: strings.NewReader(""), out: &out, err: &errs, inTerminal: true,
+		readPassword: func() ([]byte, error) {
+			if len(answers) == 0 {
+				return nil, errors.New("no more answers")
+			}
+			a := answers[0]
+			answers = answers[1:]
+			return []byte(a), nil
+		},
+		lookupEnv:     func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		userConfigDir: func() (string, error) { return data, nil },
+		userStateDir:  func() (string, error) { return data, nil },
+		userDataDir:   func() (string, error) { return data, nil },
+	})
+	return code, out.String(), errs.String()
+}
+
+// TestRecoveryCodeFlagPrompts: --recovery-code on a command that is not
+// 'vault recover' asks for the new secret twice on a terminal; two
+// different answers change nothing (the code stays good), two equal ones
+// recover the vault, whose new secret then opens it.
+func TestRecoveryCodeFlagPrompts(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{envTestKDF: "1", envUser: "olga", envSecret: "old",
+		envStore: "badger:" + filepath.Join(dir, "data"), envStateDir: filepath.Join(dir, "state")}
+	code, _, stderr := terminalRun(t, env, nil, "--vault", "team", "init")
+	require.Equal(t, exitOK, code, stderr)
+	code, _, stderr = terminalRun(t, env, nil, "--vault", "team", "put", "notes", "n1", `{"text":"hi"}`)
+	require.Equal(t, exitOK, code, stderr)
+	code, stdout, stderr := terminalRun(t, env, nil, "--vault", "team", "vault", "recovery-codes", "-n", "1")
+	require.Equal(t, exitOK, code, stderr)
+	rc := strings.TrimSpace(stdout)
+
+	delete(env, envSecret) // lost
+	code, _, stderr = terminalRun(t, env, []string{"new", "typo"}, "--vault", "team", "--recovery-code", rc, "get", "notes", "n1")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, stderr, `Recovery code: new secret for vault "team" (user "olga"): `)
+	assert.Contains(t, stderr, "the two secrets differ")
+
+	code, stdout, stderr = terminalRun(t, env, []string{"new", "new"}, "--vault", "team", "--recovery-code", rc, "get", "notes", "n1")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "hi")
+	assert.Contains(t, stderr, `note: vault "team" recovered with a recovery code: the secret of olga is the new one`)
+
+	env[envSecret] = "new"
+	code, stdout, stderr = terminalRun(t, env, nil, "--vault", "team", "get", "notes", "n1")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "hi")
+	env[envSecret] = "old"
+	code, _, stderr = terminalRun(t, env, nil, "--vault", "team", "get", "notes", "n1")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, stderr, "wrong secret")
 }
