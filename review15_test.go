@@ -190,11 +190,11 @@ func TestReview15IdentityAcrossRotation(t *testing.T) {
 // records sealed by it, each through another path (a Put, a
 // Collection.Update, a Delete, a Vault.Update), all of which open the
 // previous revision inside their transaction and load the generation
-// there. On memstore that load once waited for the transaction's own lock
-// for ever; a hung write fails the test (after a timeout) instead of
-// hanging it.
+// there, on every store with transactions. On memstore that load once
+// waited for the transaction's own lock for ever; a hung write fails the
+// test (after a timeout) instead of hanging it.
 func TestReview15StaleHandleWritesAfterRotation(t *testing.T) {
-	for name, newStore := range memAndBadger() {
+	for name, newStore := range txStores() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			st := newStore(t)
