@@ -69,6 +69,9 @@ func (c *Collection[T]) begin(ctx context.Context, op, id string) error {
 			return fmt.Errorf("%s %s: %w", op, c.name, err)
 		}
 	}
+	if err := c.v.keys.permits(c.name); err != nil {
+		return fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
+	}
 	if err := c.v.enter(ctx); err != nil {
 		return fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
 	}
@@ -472,14 +475,25 @@ func (v *Vault) sealMeta(collection, id string, plain []byte, rev uint64, m meta
 	rev++
 	bp := plainBufs.Get().(*[]byte)
 	buf := appendMeta((*bp)[:0], m, plain)
-	gen, k := v.keys.current()
-	sealed, err := crypto.SealRecord(k, buf, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id, Revision: rev, Generation: gen})
+	sealed, err := v.sealRecord(collection, id, buf, rev)
 	if cap(buf) <= maxPooledPlain {
 		clear(buf) // plaintext: not left behind in a pooled buffer
 		*bp = buf
 		plainBufs.Put(bp)
 	}
 	return sealed, rev, err
+}
+
+// sealRecord seals a record's whole plaintext as revision rev with the
+// key records are written with now (genKeys.sealKey): the data key of
+// generation 1, else the collection's key of the current generation.
+func (v *Vault) sealRecord(collection, id string, plain []byte, rev uint64) ([]byte, error) {
+	gen, k, perCol, err := v.keys.sealKey(collection)
+	if err != nil {
+		return nil, err
+	}
+	return crypto.SealRecord(k, plain, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id, Revision: rev,
+		Generation: gen, PerCollection: perCol})
 }
 
 // openRecord authenticates and decrypts a stored record envelope with the
@@ -489,11 +503,13 @@ func (v *Vault) sealMeta(collection, id string, plain []byte, rev uint64, m meta
 // key was wiped by Close meanwhile); one naming a generation its person
 // does not hold is ErrTampered too, wrapping the reason.
 func (v *Vault) openRecord(collection, id string, sealed []byte) ([]byte, uint64, error) {
-	gen, err := recordGeneration(sealed)
-	if err != nil {
+	if err := v.keys.permits(collection); err != nil {
+		return nil, 0, err
+	}
+	if _, _, err := crypto.RecordKeyOf(sealed); err != nil {
 		return nil, 0, ErrTampered
 	}
-	k, err := v.keys.get(gen)
+	k, err := v.keys.openKey(collection, sealed)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %w", ErrTampered, closedIfWiped(err))
 	}

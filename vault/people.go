@@ -137,9 +137,26 @@ func (v *Vault) readEntry(user string, raw []byte) (*keyringEntry, error) {
 // ledger.PersonGranted entry, in one commit on stores with transactions.
 // A person granted on a device of a hub opens on the others after Sync.
 //
-// Limiting a person to some collections needs collection keys, which come
-// with key rotation: collections must be empty for now (an error matching
-// stores.ErrNotSupported otherwise).
+// Given collections, the person may use only those (a writer or reader;
+// an owner cannot be limited: ErrInvalidArgument), enforced by keys: they
+// hold the first generation's data key, for the vault's internal values
+// (counters, ledger entries, sync state), and, from a new generation on,
+// only their collections' own keys, never a generation's data key. So the
+// grant rotates the keys (see RotateKeys: an owner on a store with
+// transactions, else stores.ErrNotSupported) and waits, honouring ctx,
+// until every record is re-sealed with the new generation, whose records
+// are sealed with their collection's key: afterwards the person cannot
+// open a record of another collection even with the raw store and every
+// key their keyring entry holds. Later rotations wrap their collections'
+// keys of the new generation for them. Through the API a call on another
+// collection fails with ErrNotPermitted before touching the store. What
+// they can still read with the raw store: the ledger's metadata
+// (collection names, record ids, revisions, numbers, hashes), sealed by
+// the first generation. When ctx ends before the re-sealing, Grant returns
+// its error with the person granted and the re-sealing continuing in the
+// background (Vault.Rotation; ResumeRotation after a Close or a crash):
+// records not yet re-sealed stay readable by the new person until then.
+// To change a person's collections, Revoke and Grant again.
 //
 // Bad input writes nothing: an invalid user name (ErrInvalidName), an
 // invalid role or an empty credential (ErrInvalidArgument), a malformed
@@ -170,8 +187,12 @@ func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Ro
 			return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 		}
 	}
-	if len(collections) > 0 {
-		return fmt.Errorf("access limited to collections comes with collection keys: %w", stores.ErrNotSupported)
+	cols, err := limitTo(role, collections)
+	if err != nil {
+		return err
+	}
+	if cols != nil && !transactional(v.me.store) {
+		return fmt.Errorf("limiting a person to some collections rotates the keys, which needs a store with transactions: %w", stores.ErrNotSupported)
 	}
 	if err := v.enter(ctx); err != nil {
 		return err
@@ -212,7 +233,7 @@ func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Ro
 	spec := entrySpec{
 		vault: v.name, user: user, grantedBy: v.user, header: v.me.header, role: role,
 		at: time.Now(), serial: serial, pub: cred.pub, dk: v.dk, granterSeed: seed,
-		later: later,
+		later: later, collections: cols,
 	}
 	if cred.pub == nil {
 		spec.salt, spec.kdf = make([]byte, crypto.SaltSize), h.KDF
@@ -229,8 +250,49 @@ func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Ro
 		return closedIfWiped(err)
 	}
 	pseed.Wipe()
-	val := e.encode()
-	return v.writePeople(ctx, key, old, val, ledger.Entry{Kind: ledger.PersonGranted, ID: user, Reason: role.String(), CipherHash: hashOf(val)})
+	entry := ledger.Entry{Kind: ledger.PersonGranted, ID: user, Reason: role.String()}
+	if cols == nil {
+		val := e.encode()
+		entry.CipherHash = hashOf(val)
+		return v.writePeople(ctx, key, old, val, entry)
+	}
+	// A limited person holds the first generation's data key, which every
+	// record sealed before opens with: the grant makes a new generation,
+	// whose collection keys are theirs, and re-seals every record with it
+	// before returning.
+	gen, err := v.newGeneration(ctx, "grant "+user, &keyringWrite{user: user, old: old.Value, add: e, entry: entry})
+	if err != nil {
+		return err
+	}
+	r := v.startReseal(gen, nil)
+	if err := r.Wait(ctx); err != nil {
+		return fmt.Errorf("granted, but the records are not all re-sealed yet (Vault.Rotation follows it; "+
+			"ResumeRotation continues it after a Close): %w", err)
+	}
+	return nil
+}
+
+// limitTo checks the collections a grant limits a person to and returns
+// them sorted and unique; nil for none (all collections). An owner is
+// never limited: they wrap every generation's data key for the others.
+func limitTo(role Role, collections []string) ([]string, error) {
+	if len(collections) == 0 {
+		return nil, nil
+	}
+	if role == RoleOwner {
+		return nil, fmt.Errorf("%w: an owner cannot be limited to some collections", ErrInvalidArgument)
+	}
+	if len(collections) > maxKeyringList/4 {
+		return nil, fmt.Errorf("%w: %d collections, at most %d", ErrInvalidArgument, len(collections), maxKeyringList/4)
+	}
+	for _, c := range collections {
+		if err := CheckCollectionName(c); err != nil {
+			return nil, err
+		}
+	}
+	cols := slices.Clone(collections)
+	slices.Sort(cols)
+	return slices.Compact(cols), nil
 }
 
 // ownerSeed returns the signing key of the vault's person if they are an
