@@ -194,6 +194,20 @@ func TestCollectionsLimitedPerson(t *testing.T) {
 			}
 			_, err = bpay.PutNumbered(ctx, "p-09", seq, func(sequence.Serial) (Note, error) { return Note{}, nil })
 			assert.ErrorIs(t, err, vault.ErrNotPermitted)
+			_, err = bpay.GetMany(ctx, []string{"p-01"})
+			assert.ErrorIs(t, err, vault.ErrNotPermitted)
+			assert.ErrorIs(t, bpay.PutMany(ctx, map[string]Note{"p-01": {}}), vault.ErrNotPermitted)
+			assert.ErrorIs(t, bpay.DeleteMany(ctx, []string{"p-01"}), vault.ErrNotPermitted)
+			_, err = bpay.GetRecord(ctx, "p-01")
+			assert.ErrorIs(t, err, vault.ErrNotPermitted)
+			assert.ErrorIs(t, bpay.PutIf(ctx, "p-01", Note{}, 1), vault.ErrNotPermitted)
+			_, err = bpay.Update(ctx, "p-01", func(*Note) error { return nil })
+			assert.ErrorIs(t, err, vault.ErrNotPermitted)
+			assert.ErrorIs(t, bob.Update(ctx, func(tx *vault.Tx) error {
+				return bpay.In(tx).Put("p-01", Note{Text: "raise"})
+			}), vault.ErrNotPermitted)
+			_, err = vault.NumberingOf(bpay, "pay", sequence.Options{}, func(*Note, sequence.Serial) {})
+			assert.ErrorIs(t, err, vault.ErrNotPermitted)
 			_, err = bob.ResumeRotation(ctx)
 			assert.ErrorIs(t, err, vault.ErrNotPermitted)
 			assert.Equal(t, before, snapshot(t, st), "nothing written")
@@ -290,4 +304,66 @@ func TestCollectionsOldRecordsStillOpen(t *testing.T) {
 	_, perCol, err = crypto.RecordKeyOf(it.Value)
 	require.NoError(t, err)
 	assert.True(t, perCol)
+}
+
+// TestCollectionsThroughHub: olga, on device A of a hub, limits bob to
+// "notes". On device B bob opens, syncs, reads and writes notes; his Sync
+// pulls the notes and none of the payroll records (his device never holds
+// them), and pushes his notes, which olga reads after her Sync. Payroll
+// records on the hub do not open with any key bob's entry holds.
+func TestCollectionsThroughHub(t *testing.T) {
+	ctx := context.Background()
+	hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	anotes, apay := vault.CollectionOf[Note](a, "notes"), vault.CollectionOf[Note](a, "payroll")
+	for i := range 5 {
+		require.NoError(t, anotes.Put(ctx, fmt.Sprintf("n-%d", i), Note{Text: "note"}))
+		require.NoError(t, apay.Put(ctx, fmt.Sprintf("p-%d", i), Note{Text: "salary"}))
+	}
+	mustSync(t, a)
+	require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter, "notes"))
+	mustSync(t, a)
+
+	b := openPerson(t, hubPerson(devB, hub, "bob", "b"))
+	mustSync(t, b)
+	bnotes := vault.CollectionOf[Note](b, "notes")
+	got, err := bnotes.Get(ctx, "n-3")
+	require.NoError(t, err)
+	assert.Equal(t, "note", got.Text)
+	require.NoError(t, bnotes.Put(ctx, "from-bob", Note{Text: "hi"}))
+	mustSync(t, b)
+
+	// Olga writes more of both; bob's next Sync brings notes only.
+	require.NoError(t, anotes.Put(ctx, "n-late", Note{Text: "late"}))
+	require.NoError(t, apay.Put(ctx, "p-late", Note{Text: "late salary"}))
+	mustSync(t, a)
+	mustSync(t, b)
+	got, err = bnotes.Get(ctx, "n-late")
+	require.NoError(t, err)
+	assert.Equal(t, "late", got.Text)
+	_, err = vault.CollectionOf[Note](b, "payroll").Get(ctx, "p-late")
+	assert.ErrorIs(t, err, vault.ErrNotPermitted)
+	n := 0
+	for range stores.ListUnder(ctx, devB, "v/team/payroll/") {
+		n++
+	}
+	assert.Zero(t, n, "payroll records on bob's device")
+	n = 0
+	for range stores.ListUnder(ctx, devB, "v/team/notes/") {
+		n++
+	}
+	assert.Equal(t, 7, n, "notes on bob's device")
+
+	got, err = anotes.Get(ctx, "from-bob")
+	require.NoError(t, err)
+	assert.Equal(t, "hi", got.Text)
+
+	keys := entryKeys(t, hub, "bob", "b")
+	opened, total := rawOpens(t, hub, "payroll", keys)
+	assert.Equal(t, 6, total)
+	assert.Zero(t, opened)
+	opened, total = rawOpens(t, hub, "notes", keys)
+	assert.Equal(t, 7, total)
+	assert.Equal(t, 7, opened)
+	verified(t, a)
 }

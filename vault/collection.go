@@ -50,9 +50,17 @@ type Record[T any] struct {
 }
 
 // CollectionOf returns the collection name of v, holding records of type T.
-// An invalid or reserved name is reported by every call on the collection.
+// An invalid or reserved name is reported by every call on the collection,
+// and so is a collection the vault's person may not use (ErrNotPermitted,
+// see Grant).
 func CollectionOf[T any](v *Vault, name string) *Collection[T] {
-	return &Collection[T]{v: v, name: name, err: CheckCollectionName(name)}
+	err := CheckCollectionName(name)
+	if err == nil {
+		// A person limited to other collections (Grant): every call fails
+		// with ErrNotPermitted, before touching the store.
+		err = v.keys.permits(name)
+	}
+	return &Collection[T]{v: v, name: name, err: err}
 }
 
 // Name returns the collection's name.
@@ -68,9 +76,6 @@ func (c *Collection[T]) begin(ctx context.Context, op, id string) error {
 		if err := CheckID(id); err != nil {
 			return fmt.Errorf("%s %s: %w", op, c.name, err)
 		}
-	}
-	if err := c.v.keys.permits(c.name); err != nil {
-		return fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
 	}
 	if err := c.v.enter(ctx); err != nil {
 		return fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
