@@ -23,8 +23,8 @@ type personJSON struct {
 	// Collections lists the only collections the person may use; empty: all.
 	Collections []string `json:"collections,omitempty"`
 	Revoked     bool     `json:"revoked"`
-	Identity  bool   `json:"identity"`
-	Legacy    bool   `json:"legacy"`
+	Identity    bool     `json:"identity"`
+	Legacy      bool     `json:"legacy"`
 }
 
 func (a *app) peopleCmd() *cobra.Command {
