@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/codec"
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -366,4 +368,144 @@ func TestCollectionsThroughHub(t *testing.T) {
 	assert.Equal(t, 7, total)
 	assert.Equal(t, 7, opened)
 	verified(t, a)
+}
+
+// TestCollectionsGrantInterrupted: the re-sealing of a limited grant fails
+// (a store error in its first pass, as a crash would leave it): Grant
+// reports it, bob is granted, the rotation is pending and the records
+// not yet re-sealed still open with the first generation's key he holds.
+// After a new Open, ResumeRotation finishes it, and then no payroll
+// record opens with any key of bob's entry.
+func TestCollectionsGrantInterrupted(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	var fail atomic.Bool
+	st := faultstore.New(mem, faultstore.Options{Before: func(op faultstore.Op, key string) error {
+		if op == faultstore.OpList && key == "v/team/p" && fail.CompareAndSwap(true, false) {
+			return faultstore.ErrInjected
+		}
+		return nil
+	}})
+	owner, err := vault.Open(ctx, personCfg(st, "olga", "o"))
+	require.NoError(t, err)
+	payroll := vault.CollectionOf[Note](owner, "payroll")
+	for i := range 8 {
+		require.NoError(t, payroll.Put(ctx, fmt.Sprintf("p-%d", i), Note{Text: "salary"}))
+	}
+	fail.Store(true)
+	err = owner.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleReader, "notes")
+	require.ErrorIs(t, err, faultstore.ErrInjected)
+	require.NoError(t, owner.Close())
+
+	bobKeys := entryKeys(t, mem, "bob", "b")
+	opened, total := rawOpens(t, mem, "payroll", bobKeys)
+	assert.Equal(t, 8, total)
+	assert.Equal(t, 8, opened, "not re-sealed yet: open with generation 1")
+
+	owner = openPerson(t, personCfg(mem, "olga", "o"))
+	gen, pending, err := owner.PendingRotation(ctx)
+	require.NoError(t, err)
+	require.True(t, pending)
+	assert.Equal(t, uint64(2), gen)
+	rot, err := owner.ResumeRotation(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rot.Wait(ctx))
+	assert.Equal(t, uint64(8), rot.Progress().Done)
+	opened, total = rawOpens(t, mem, "payroll", bobKeys)
+	assert.Equal(t, 8, total)
+	assert.Zero(t, opened)
+	bob := openPerson(t, personCfg(mem, "bob", "b"))
+	_, err = vault.CollectionOf[Note](bob, "payroll").Get(ctx, "p-1")
+	assert.ErrorIs(t, err, vault.ErrNotPermitted)
+	verified(t, owner)
+}
+
+// TestCollectionsChange: an owner changes bob's collections. Adding
+// "memos" wraps its keys without a rotation: bob's next handle reads
+// memos, and his keys open every memo. Taking "notes" away rotates: no
+// note opens with his keys any more, and the API refuses notes. Giving
+// him all collections wraps every data key: payroll opens. Bad input
+// writes nothing.
+func TestCollectionsChange(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	owner := openPerson(t, personCfg(st, "olga", "o"))
+	require.NoError(t, owner.Grant(ctx, "rita", vault.Secret([]byte("r")), vault.RoleReader))
+	put := func(coll string, n int) {
+		for i := range n {
+			require.NoError(t, vault.CollectionOf[Note](owner, coll).Put(ctx, fmt.Sprintf("%s-%d", coll, i), Note{Text: coll}))
+		}
+	}
+	put("notes", 4)
+	put("memos", 3)
+	put("payroll", 5)
+	require.NoError(t, owner.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter, "notes"))
+	put("memos", 6) // memos 0..5, at generation 2
+	count := func(coll string) (int, int) { return rawOpens(t, st, coll, entryKeys(t, st, "bob", "b")) }
+	opened, total := count("memos")
+	require.Equal(t, 6, total)
+	require.Zero(t, opened)
+
+	// Bad input: nothing written.
+	before := snapshot(t, st)
+	rita := openPerson(t, personCfg(st, "rita", "r"))
+	assert.ErrorIs(t, rita.SetCollections(ctx, "bob", "memos"), vault.ErrNotPermitted)
+	assert.ErrorIs(t, owner.SetCollections(ctx, "nobody", "memos"), vault.ErrNotFound)
+	assert.ErrorIs(t, owner.SetCollections(ctx, "olga", "memos"), vault.ErrInvalidArgument)
+	assert.ErrorIs(t, owner.SetCollections(ctx, "bob", "_x"), vault.ErrReservedName)
+	assert.NoError(t, owner.SetCollections(ctx, "bob", "notes"), "unchanged")
+	assert.Equal(t, before, snapshot(t, st), "nothing written")
+
+	// Adding: no rotation.
+	require.NoError(t, owner.SetCollections(ctx, "bob", "notes", "memos"))
+	_, pending, err := owner.PendingRotation(ctx)
+	require.NoError(t, err)
+	assert.False(t, pending)
+	opened, total = count("memos")
+	assert.Equal(t, 6, total)
+	assert.Equal(t, 6, opened)
+	opened, _ = count("payroll")
+	assert.Zero(t, opened)
+	for it, err := range stores.ListUnder(ctx, st, "v/team/memos/") {
+		require.NoError(t, err)
+		gen, _, err := crypto.RecordKeyOf(it.Value)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(2), gen, "no rotation")
+	}
+	bob := openPerson(t, personCfg(st, "bob", "b"))
+	got, err := vault.CollectionOf[Note](bob, "memos").Get(ctx, "memos-5")
+	require.NoError(t, err)
+	assert.Equal(t, "memos", got.Text)
+	require.NoError(t, bob.Close())
+
+	// Taking notes away: a rotation, and no note opens with bob's keys.
+	require.NoError(t, owner.SetCollections(ctx, "bob", "memos"))
+	opened, total = count("notes")
+	assert.Equal(t, 4, total)
+	assert.Zero(t, opened)
+	opened, total = count("memos")
+	assert.Equal(t, 6, total)
+	assert.Equal(t, 6, opened)
+	bob = openPerson(t, personCfg(st, "bob", "b"))
+	_, err = vault.CollectionOf[Note](bob, "notes").Get(ctx, "notes-1")
+	assert.ErrorIs(t, err, vault.ErrNotPermitted)
+	_, err = vault.CollectionOf[Note](bob, "memos").Get(ctx, "memos-1")
+	require.NoError(t, err)
+	require.NoError(t, bob.Close())
+
+	// All collections: every data key.
+	require.NoError(t, owner.SetCollections(ctx, "bob"))
+	opened, total = count("payroll")
+	assert.Equal(t, 5, total)
+	assert.Equal(t, 5, opened)
+	bob = openPerson(t, personCfg(st, "bob", "b"))
+	got, err = vault.CollectionOf[Note](bob, "payroll").Get(ctx, "payroll-4")
+	require.NoError(t, err)
+	assert.Equal(t, "payroll", got.Text)
+	people, err := owner.People(ctx)
+	require.NoError(t, err)
+	for _, p := range people {
+		assert.Empty(t, p.Collections, p.Name)
+	}
+	verified(t, owner)
 }

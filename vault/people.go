@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -156,7 +158,7 @@ func (v *Vault) readEntry(user string, raw []byte) (*keyringEntry, error) {
 // its error with the person granted and the re-sealing continuing in the
 // background (Vault.Rotation; ResumeRotation after a Close or a crash):
 // records not yet re-sealed stay readable by the new person until then.
-// To change a person's collections, Revoke and Grant again.
+// SetCollections changes a person's collections later.
 //
 // Bad input writes nothing: an invalid user name (ErrInvalidName), an
 // invalid role or an empty credential (ErrInvalidArgument), a malformed
@@ -641,4 +643,155 @@ func (v *Vault) writePeople(ctx context.Context, key string, old stores.Item, va
 	}
 	_, err := l.Append(ctx, e)
 	return closedIfWiped(err)
+}
+
+// SetCollections changes the collections user may use: collections names
+// them (a writer or reader only: ErrInvalidArgument for an owner), none
+// gives access to all. Only an owner changes it (ErrNotPermitted); a
+// person without access is an error matching ErrNotFound. The person's
+// keyring entry is granted again by the caller, with a ledger.PersonGranted
+// entry, and takes effect for the handles they open afterwards.
+//
+// Giving more (collections added, or all) wraps for the person the keys
+// they lacked: each added collection's key of every generation since
+// they were limited, or every generation's data key. Taking any
+// collection away rotates the keys and waits for every record to be
+// re-sealed, as a Grant with collections does (see Grant, also for ctx
+// and a store without transactions): records of a collection taken away
+// then open with no key the person holds, although they may have read
+// them before. Setting the collections the person already has writes
+// nothing.
+func (v *Vault) SetCollections(ctx context.Context, user string, collections ...string) error {
+	if err := v.setCollections(ctx, user, collections); err != nil {
+		return fmt.Errorf("set collections of %q: %w", user, err)
+	}
+	return nil
+}
+
+func (v *Vault) setCollections(ctx context.Context, user string, collections []string) error {
+	if err := CheckCollectionName(user); err != nil {
+		return err
+	}
+	if err := v.enter(ctx); err != nil {
+		return err
+	}
+	defer v.exit()
+	seed, err := v.ownerSeed()
+	if err != nil {
+		return err
+	}
+	key := v.prefix + keyringPrefix + user
+	old, err := v.me.store.Get(ctx, key)
+	if errors.Is(err, stores.ErrNotFound) {
+		return fmt.Errorf("no such person: %w", ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if !isKeyringV2(old.Value) {
+		return fmt.Errorf("%w: %q is an owner (keyring entry of layout version 1)", ErrInvalidArgument, user)
+	}
+	e, err := v.readEntry(user, old.Value)
+	if err != nil {
+		return err
+	}
+	if e.revoked {
+		return fmt.Errorf("revoked: %w", ErrNotFound)
+	}
+	cols, err := limitTo(e.role, collections)
+	if err != nil {
+		return err
+	}
+	if slices.Equal(cols, e.collections) {
+		return nil
+	}
+	narrows := cols != nil && e.collections == nil
+	for _, c := range e.collections {
+		if _, ok := slices.BinarySearch(cols, c); cols != nil && !ok {
+			narrows = true
+		}
+	}
+	if narrows && !transactional(v.me.store) {
+		return fmt.Errorf("taking collections away rotates the keys, which needs a store with transactions: %w", stores.ErrNotSupported)
+	}
+	held, err := v.heldGenerations(ctx)
+	if err != nil {
+		return err
+	}
+	ne := *e
+	ne.serial, ne.collections, ne.grantedBy, ne.grantedAt = e.serial+1, cols, v.user, time.Now().UnixNano()
+	if err := ne.rewrap(v.name, v.me.header, e, held); err != nil {
+		return closedIfWiped(err)
+	}
+	if ne.grantSig, err = crypto.Sign(seed, grantStatement(v.name, v.me.header, &ne)); err != nil {
+		return closedIfWiped(err)
+	}
+	entry := ledger.Entry{Kind: ledger.PersonGranted, ID: user, Reason: e.role.String()}
+	if !narrows {
+		ne.seal(v.dk, v.name, v.me.header)
+		val := ne.encode()
+		entry.CipherHash = hashOf(val)
+		return v.writePeople(ctx, key, old, val, entry)
+	}
+	gen, err := v.newGeneration(ctx, "collections of "+user, &keyringWrite{user: user, old: old.Value, add: &ne, entry: entry})
+	if err != nil {
+		return err
+	}
+	if err := v.startReseal(gen, nil).Wait(ctx); err != nil {
+		return fmt.Errorf("changed, but the records are not all re-sealed yet (Vault.Rotation follows it; "+
+			"ResumeRotation continues it after a Close): %w", err)
+	}
+	return nil
+}
+
+// rewrap sets the wrapped keys of e, whose collections changed from
+// those of was, from the data keys held by generation: every generation
+// for a person no longer limited; else generation 1, the collection keys
+// was held for collections kept, and each added collection's key of every
+// generation from the first was held a collection key of (none when was
+// was not limited: the caller rotates, and the new generation's keys are
+// added then).
+func (e *keyringEntry) rewrap(vaultName string, header []byte, was *keyringEntry, held map[uint64]*crypto.Key) error {
+	ad := func(p string) []byte { return wrapAD(vaultName, e.user, header, p) }
+	e.gens, e.colKeys = nil, nil
+	if e.collections == nil {
+		for _, g := range slices.Sorted(maps.Keys(held)) {
+			w, err := crypto.WrapKeyTo(e.boxPub, held[g], ad(genPurpose(g)))
+			if err != nil {
+				return err
+			}
+			e.gens = append(e.gens, wrappedGen{gen: g, key: w})
+		}
+		return nil
+	}
+	for _, g := range was.gens {
+		if g.gen == 1 {
+			e.gens = append(e.gens, g)
+		}
+	}
+	from := uint64(math.MaxUint64)
+	for _, c := range was.colKeys {
+		from = min(from, c.gen)
+		if _, ok := slices.BinarySearch(e.collections, c.name); ok {
+			e.colKeys = append(e.colKeys, c)
+		}
+	}
+	for _, c := range e.collections {
+		if _, ok := slices.BinarySearch(was.collections, c); ok {
+			continue
+		}
+		for _, g := range slices.Sorted(maps.Keys(held)) {
+			if g < from || g < 2 {
+				continue
+			}
+			ck := crypto.CollectionKey(held[g], c)
+			w, err := crypto.WrapKeyTo(e.boxPub, ck, ad(colPurpose(g, c)))
+			ck.Wipe()
+			if err != nil {
+				return err
+			}
+			e.colKeys = append(e.colKeys, wrappedCol{name: c, gen: g, key: w})
+		}
+	}
+	return nil
 }

@@ -191,7 +191,47 @@ store without transactions, such as file:). The last owner cannot be removed.`,
 		},
 	}
 	remove.Flags().BoolVar(&keepKeys, "keep-keys", false, "do not rotate the keys (the removed person's keys keep opening records)")
-	p.AddCommand(list, add, remove)
+	var setCols []string
+	var allCols bool
+	limit := &cobra.Command{
+		Use:   "collections USER (--collections a,b | --all)",
+		Short: "Change the collections a person may use",
+		Long: `Change the collections USER (a writer or reader) may use in --vault:
+--collections names them, --all gives every collection. Adding collections
+wraps their keys for the person; taking any away rotates the keys and
+re-seals every record before the command returns, so that the person's keys
+no longer open the records of the collections taken away.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := vault.CheckCollectionName(args[0]); err != nil {
+				return usagef("USER %q: %v", args[0], err)
+			}
+			if allCols == (len(setCols) > 0) {
+				return usagef("give either --collections or --all")
+			}
+			for _, c := range setCols {
+				if err := vault.CheckCollectionName(c); err != nil {
+					return usagef("--collections %q: %v", c, err)
+				}
+			}
+			v, err := a.openVault(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := v.SetCollections(cmd.Context(), args[0], setCols...); err != nil {
+				return err
+			}
+			if allCols {
+				fmt.Fprintf(a.io.out, "%s may use every collection of vault %q\n", args[0], a.vaultName)
+				return nil
+			}
+			fmt.Fprintf(a.io.out, "%s may use %s of vault %q\n", args[0], strings.Join(setCols, ","), a.vaultName)
+			return nil
+		},
+	}
+	limit.Flags().StringSliceVar(&setCols, "collections", nil, "the collections the person may use (comma separated)")
+	limit.Flags().BoolVar(&allCols, "all", false, "the person may use every collection")
+	p.AddCommand(list, add, remove, limit)
 	return p
 }
 
