@@ -698,6 +698,9 @@ func (v *Vault) setCollections(ctx context.Context, user string, collections []s
 	if e.revoked {
 		return fmt.Errorf("revoked: %w", ErrNotFound)
 	}
+	if err := checkGrant(ctx, v.me.store, v.prefix, v.name, v.me.header, v.dk, e); err != nil {
+		return closedIfWiped(err)
+	}
 	cols, err := limitTo(e.role, collections)
 	if err != nil {
 		return err

@@ -134,7 +134,10 @@ func (v *Vault) Rotation() *Rotation { return v.rot.Load() }
 // Only an owner rotates (ErrNotPermitted), on a store with transactions
 // (stores.ErrNotSupported otherwise); a keyring holding an entry of layout
 // version 1 that is not revoked cannot give it the new key
-// (ErrNotPermitted: its holder calls UpgradeKeyring first). A crash, Stop
+// (ErrNotPermitted: its holder calls UpgradeKeyring first), and an entry
+// whose grant is not signed by its granter (one rewritten by someone
+// holding the first generation's key, which keys the entries' MAC) is
+// refused with ErrTampered rather than given the new key. A crash, Stop
 // or Close leaves the rotation pending: ResumeRotation continues it. On a
 // device of a hub the new keyring entries and the re-sealed records reach
 // the hub and the other devices with Sync.
@@ -305,6 +308,15 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 			top = max(top, g.gen)
 		}
 		if !e.revoked {
+			// The new key goes to the public key and within the
+			// collections the entry names: its MAC, keyed by the first
+			// generation, which every person holds, is not enough; its
+			// grant must be signed by an owner (else a person could add
+			// a key of theirs, or lift their own limit, and be given the
+			// new generation).
+			if err := checkGrant(ctx, v.me.store, v.prefix, v.name, v.me.header, v.dk, e); err != nil {
+				return 0, closedIfWiped(err)
+			}
 			active = append(active, e)
 			olds = append(olds, it.Value)
 		}
