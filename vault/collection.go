@@ -511,10 +511,10 @@ func (v *Vault) openRecord(collection, id string, sealed []byte) ([]byte, uint64
 	if err := v.keys.permits(collection); err != nil {
 		return nil, 0, err
 	}
-	if _, _, err := crypto.RecordKeyOf(sealed); err != nil {
+	k, err := v.keys.openKey(collection, sealed)
+	if errors.Is(err, crypto.ErrMalformed) {
 		return nil, 0, ErrTampered
 	}
-	k, err := v.keys.openKey(collection, sealed)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %w", ErrTampered, closedIfWiped(err))
 	}
