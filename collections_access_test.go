@@ -360,6 +360,34 @@ func TestCollectionsThroughHub(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "hi", got.Text)
 
+	// A reader limited to payroll, on a third device: her Sync pulls the
+	// payroll records only.
+	devC := memstore.New()
+	require.NoError(t, a.Grant(ctx, "rita", vault.Secret([]byte("r")), vault.RoleReader, "payroll"))
+	mustSync(t, a)
+	c := openPerson(t, hubPerson(devC, hub, "rita", "r"))
+	mustSync(t, c)
+	got, err = vault.CollectionOf[Note](c, "payroll").Get(ctx, "p-late")
+	require.NoError(t, err)
+	assert.Equal(t, "late salary", got.Text)
+	_, err = vault.CollectionOf[Note](c, "notes").Get(ctx, "n-late")
+	assert.ErrorIs(t, err, vault.ErrNotPermitted)
+	n = 0
+	for range stores.ListUnder(ctx, devC, "v/team/notes/") {
+		n++
+	}
+	assert.Zero(t, n, "notes on rita's device")
+	n = 0
+	for range stores.ListUnder(ctx, devC, "v/team/payroll/") {
+		n++
+	}
+	assert.Equal(t, 6, n, "payroll records on rita's device")
+	// Bob, after the rotation rita's grant made, still syncs and reads.
+	mustSync(t, b)
+	got, err = bnotes.Get(ctx, "n-late")
+	require.NoError(t, err)
+	assert.Equal(t, "late", got.Text)
+
 	keys := entryKeys(t, hub, "bob", "b")
 	opened, total := rawOpens(t, hub, "payroll", keys)
 	assert.Equal(t, 6, total)
