@@ -309,7 +309,8 @@ func TestCollectionsOldRecordsStillOpen(t *testing.T) {
 }
 
 // TestCollectionsThroughHub: olga, on device A of a hub, limits bob to
-// "notes". On device B bob opens, syncs, reads and writes notes; his Sync
+// "notes". On device B bob opens, syncs, reads and writes notes, and
+// takes a number through the hub; his Sync
 // pulls the notes and none of the payroll records (his device never holds
 // them), and pushes his notes, which olga reads after her Sync. Payroll
 // records on the hub do not open with any key bob's entry holds.
@@ -333,6 +334,13 @@ func TestCollectionsThroughHub(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "note", got.Text)
 	require.NoError(t, bnotes.Put(ctx, "from-bob", Note{Text: "hi"}))
+	seq, err := b.Sequence("memos", sequence.Options{})
+	require.NoError(t, err)
+	rec, err := bnotes.PutNumbered(ctx, "memo", seq, func(s sequence.Serial) (Note, error) {
+		return Note{Text: "memo " + strconv.FormatUint(s.N, 10)}, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "memo 1", rec.Text)
 	mustSync(t, b)
 
 	// Olga writes more of both; bob's next Sync brings notes only.
@@ -354,7 +362,7 @@ func TestCollectionsThroughHub(t *testing.T) {
 	for range stores.ListUnder(ctx, devB, "v/team/notes/") {
 		n++
 	}
-	assert.Equal(t, 7, n, "notes on bob's device")
+	assert.Equal(t, 8, n, "notes on bob's device")
 
 	got, err = anotes.Get(ctx, "from-bob")
 	require.NoError(t, err)
@@ -393,8 +401,8 @@ func TestCollectionsThroughHub(t *testing.T) {
 	assert.Equal(t, 6, total)
 	assert.Zero(t, opened)
 	opened, total = rawOpens(t, hub, "notes", keys)
-	assert.Equal(t, 7, total)
-	assert.Equal(t, 7, opened)
+	assert.Equal(t, 8, total)
+	assert.Equal(t, 8, opened)
 	verified(t, a)
 }
 
