@@ -2,6 +2,7 @@ package noydb_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -544,4 +545,47 @@ func TestCollectionsChange(t *testing.T) {
 		assert.Empty(t, p.Collections, p.Name)
 	}
 	verified(t, owner)
+}
+
+// TestCollectionsConcurrentGrants: two owner handles grant the same
+// person, limited, at once: exactly one succeeds, the other gets
+// ErrPersonExists, and the person's entry opens.
+func TestCollectionsConcurrentGrants(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	a := openPerson(t, personCfg(st, "olga", "o"))
+	require.NoError(t, a.Grant(ctx, "oscar", vault.Secret([]byte("x")), vault.RoleOwner))
+	b := openPerson(t, personCfg(st, "oscar", "x"))
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "n", Note{Text: "n"}))
+	errs := make(chan error, 2)
+	for i, v := range []*vault.Vault{a, b} {
+		go func() {
+			errs <- v.Grant(ctx, "bob", vault.Secret([]byte("b"+strconv.Itoa(i))), vault.RoleReader, "notes")
+		}()
+	}
+	var ok, exists int
+	for range 2 {
+		err := <-errs
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, vault.ErrPersonExists):
+			exists++
+		default:
+			t.Fatalf("unexpected error: %v", err)
+		}
+	}
+	assert.Equal(t, 1, ok)
+	assert.Equal(t, 1, exists)
+	opened := 0
+	for _, secret := range []string{"b0", "b1"} {
+		if v, err := vault.Open(ctx, personCfg(st, "bob", secret)); err == nil {
+			opened++
+			got, err := vault.CollectionOf[Note](v, "notes").Get(ctx, "n")
+			require.NoError(t, err)
+			assert.Equal(t, "n", got.Text)
+			require.NoError(t, v.Close())
+		}
+	}
+	assert.Equal(t, 1, opened)
 }

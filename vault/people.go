@@ -160,13 +160,16 @@ func (v *Vault) readEntry(user string, raw []byte) (*keyringEntry, error) {
 // records not yet re-sealed stay readable by the new person until then.
 // SetCollections changes a person's collections later.
 //
-// Bad input writes nothing: an invalid user name (ErrInvalidName), an
-// invalid role or an empty credential (ErrInvalidArgument), a malformed
+// Bad input writes nothing: an invalid user or collection name
+// (ErrInvalidName, ErrReservedName), an invalid role or an empty
+// credential (ErrInvalidArgument), a malformed
 // public key (crypto.ErrBadPublicKey and ErrInvalidArgument), a person who
 // already has access (ErrPersonExists, also when another owner granted
-// them meanwhile). A revoked person may be granted again. Revoke and
-// ChangeSecret racing another change of the same person fail with an
-// error matching stores.ErrConflict, writing nothing: try again.
+// them meanwhile). A revoked person may be granted again. Revoke,
+// ChangeSecret and a grant with collections racing another change of the
+// same person (for a grant with collections: of anyone, as a rotation)
+// fail with an error matching stores.ErrConflict, writing nothing: try
+// again.
 func (v *Vault) Grant(ctx context.Context, user string, cred Credential, role Role, collections ...string) error {
 	if err := v.grant(ctx, user, cred, role, collections); err != nil {
 		return fmt.Errorf("grant %q: %w", user, err)
@@ -263,6 +266,11 @@ func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Ro
 	// whose collection keys are theirs, and re-seals every record with it
 	// before returning.
 	gen, err := v.newGeneration(ctx, "grant "+user, &keyringWrite{user: user, old: old.Value, add: e, entry: entry})
+	if errors.Is(err, errPeopleChanged) && old.Value == nil {
+		if _, gerr := v.me.store.Get(ctx, key); gerr == nil {
+			return ErrPersonExists // granted meanwhile
+		}
+	}
 	if err != nil {
 		return err
 	}
