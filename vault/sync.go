@@ -483,10 +483,12 @@ func (s *syncRun) pullPass(ctx context.Context) (bool, error) {
 // fewer than len(win) when a record is ahead of its entry (a hub commit in
 // flight), whose entry and those after wait for the next sync.
 func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int, error) {
-	// The last feed entry of each record in the window.
+	// The last feed entry of each record in the window. A person limited
+	// to some collections (Grant) pulls only theirs: the others' records
+	// do not open with their keys, and their device never holds them.
 	last := map[recKey]int{}
 	for i, e := range win {
-		if isRecordEntry(e) {
+		if isRecordEntry(e) && s.v.keys.permits(e.Collection) == nil {
 			last[recKey{e.Collection, e.ID}] = i
 		}
 	}

@@ -68,7 +68,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 		store:  cfg.Store,
 		prefix: prefix,
 		dk:     dk,
-		keys:   newGenKeys(map[uint64]*crypto.Key{1: dk}),
+		keys:   newGenKeys(map[uint64]*crypto.Key{1: dk}, nil),
 		seal:   keySealer{dk: dk, vault: cfg.Name},
 		pins:   p,
 	}
