@@ -51,6 +51,8 @@ type ledger struct {
 	now     func() time.Time
 	policy  cas.Policy
 	pins    pins.Ledger
+	signer  wire.LedgerSigner // nil: entries are not signed
+	people  func(ctx context.Context) (map[string]wire.LedgerPerson, error)
 
 	magic [tokenMagicLen]byte   // random prefix of this ledger's head tokens
 	q     batch.Queue[*request] // Append, AppendFunc and Update calls
@@ -105,6 +107,8 @@ func newLedger(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix st
 		now:     opts.Now,
 		policy:  cas.Policy{MaxAttempts: opts.MaxAttempts},
 		pins:    opts.Pins,
+		signer:  opts.Signer,
+		people:  opts.People,
 	}
 	if tr, ok := store.(stores.Transactor); ok && store.Capabilities().Transactions {
 		l.tr = tr
@@ -483,6 +487,10 @@ func (l *ledger) build(head Head, entries []Entry) ([]record, error) {
 	now := l.now().UTC()
 	recs := make([]record, len(entries))
 	prev, seq := head.MAC, head.Seq
+	var pub []byte
+	if l.signer != nil {
+		pub = l.signer.Public()
+	}
 	for i, e := range entries {
 		seq++
 		e.Seq = seq
@@ -492,7 +500,15 @@ func (l *ledger) build(head Head, entries []Entry) ([]record, error) {
 		if e.Actor == "" {
 			e.Actor = l.actor
 		}
-		plain, err := e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
+		var (
+			plain []byte
+			err   error
+		)
+		if pub != nil {
+			plain, err = l.signEntry(&e, pub, prev)
+		} else {
+			plain, err = e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -186,12 +186,13 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 		}
 		v := newVault(cfg, prefix, dk, p)
 		m.store = cfg.Store
-		v.me = m
+		v.me, v.signAs = m, m
 		if cfg.Hub != nil {
 			if v.hub, err = openHub(ctx, cfg, prefix, dk); err != nil {
 				_ = v.Close()
 				return nil, fmt.Errorf("open vault %q: hub: %w", cfg.Name, err)
 			}
+			v.hub.signAs = m
 		} else if v.hubless, err = isDevice(ctx, cfg, prefix); err != nil {
 			_ = v.Close()
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)

@@ -45,6 +45,10 @@ type Vault struct {
 	syncs   syncSettings // sync.go
 	// me is the vault's person: role, keyring entry, signing key (people.go).
 	me *member
+	// signAs is the person whose signing key signs the ledger's entries
+	// (signing.go): me on a device's vault, the device's me on its hub-side
+	// vault.
+	signAs *member
 
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.
@@ -71,7 +75,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	v.exitFn = v.exit
 	v.macer = newMACer(dk, "noydb ledger v1")
 	v.claims = newMACer(dk, "noydb claim keys v1")
-	v.ledger = newLedger()(cfg.Store, v.seal, v.macer, prefix, wire.LedgerOptions{Actor: cfg.User, Pins: p})
+	v.ledger = newLedger()(cfg.Store, v.seal, v.macer, prefix, v.ledgerOptions())
 	v.audit = &Audit{l: v.ledger}
 	// Sequences write their counters and ledger entries through the
 	// ledger's batches, like record writes, so that writers of this process

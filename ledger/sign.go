@@ -1,0 +1,407 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/noydb-go/noydb/internal/codec"
+	"github.com/noydb-go/noydb/internal/wire"
+)
+
+// Signed entries.
+//
+// A vault whose person has a signing key (a keyring entry of layout
+// version 2) signs every entry it appends: the entry is encoded in format
+// version 2 and its last field is the signature, by the author's Ed25519
+// key, of
+//
+//	sigDomain || len(prevMAC) as one byte || prevMAC || the encoding up to the signature field
+//
+// where prevMAC is the chain MAC of the entry before (empty for entry 1).
+// The encoding holds the entry's position (Seq), so the signature covers
+// the entry, its position and the history it follows; the chain MAC of the
+// stored entry covers the signature in turn.
+//
+// Verify replays who may sign what, in ledger order:
+//
+//   - Genesis: the author of the first signed entry is the vault's first
+//     owner. Their key is the entry's own SigningKey (the ledger puts the
+//     author's key on entry 1), or else their keyring entry, which must be
+//     self-granted (the creator's).
+//   - PersonGranted (by an owner) gives the person named in ID the role in
+//     Reason and the key in SigningKey from the next entry on; PersonRevoked
+//     (by an owner) ends the person's right to sign: any later entry of
+//     theirs fails. KeyringUpgraded introduces its author's own new key as
+//     an owner: accepted only in a ledger that began unsigned (a vault of
+//     layout version 1) and for a key the keyring holds, self-granted.
+//   - Authors the ledger does not introduce (a person granted on another
+//     device, the many authors of a hub's ledger) are taken from the
+//     keyring (wire.LedgerOptions.People): a person granted by an owner the
+//     replay accepts, with the keyring's key and role.
+//   - Owners and writers write records, numbers and application events;
+//     only owners change people; anyone changes their own secret
+//     (SecretChanged about themselves); a reader writes nothing else.
+//   - Unsigned entries before the first signed one are accepted (a ledger
+//     of a vault of layout version 1); after it, an unsigned entry fails.
+const sigDomain = "noydb ledger signature v1"
+
+// ErrBadSignature: Verify found an entry whose signature does not hold, or
+// that its author could not sign (unsigned after the first signed entry,
+// an unknown author, a role that does not allow it, a revoked author).
+// Every *SignatureError matches it, and ErrTampered too.
+var ErrBadSignature = errors.New("ledger entry signature not accepted")
+
+// SignatureProblem says why Verify did not accept an entry's signature.
+type SignatureProblem uint8
+
+// The signature problems.
+const (
+	// BadSignature: the signature is not the author's key's over the entry.
+	BadSignature SignatureProblem = iota + 1
+	// Unsigned: an unsigned entry after the first signed one.
+	Unsigned
+	// UnknownSigner: the author has no key the ledger or keyring vouches for.
+	UnknownSigner
+	// NotPermitted: the author's role does not allow the entry.
+	NotPermitted
+	// Revoked: the author was revoked before the entry.
+	Revoked
+	// KeyMismatch: the keyring holds another signing key for a person than
+	// the ledger introduced (Seq is the introducing entry).
+	KeyMismatch
+)
+
+var problemNames = [...]string{
+	BadSignature:  "bad signature",
+	Unsigned:      "unsigned entry after signed ones",
+	UnknownSigner: "unknown signer",
+	NotPermitted:  "not permitted to the author's role",
+	Revoked:       "author revoked",
+	KeyMismatch:   "keyring signing key differs from the ledger's",
+}
+
+// String names the problem.
+func (p SignatureProblem) String() string {
+	if p >= BadSignature && p <= KeyMismatch {
+		return problemNames[p]
+	}
+	return fmt.Sprintf("problem(%d)", uint8(p))
+}
+
+// SignatureError reports an entry Verify did not accept as signed by its
+// author. It matches ErrBadSignature and ErrTampered.
+type SignatureError struct {
+	// Seq is the entry's position.
+	Seq uint64
+	// Actor is the entry's author (for KeyMismatch, the person).
+	Actor string
+	// Problem says what is wrong.
+	Problem SignatureProblem
+}
+
+// Error describes the entry and the problem.
+func (e *SignatureError) Error() string {
+	return fmt.Sprintf("ledger: entry %d by %q: %s", e.Seq, e.Actor, e.Problem)
+}
+
+// Is reports whether target is ErrBadSignature or ErrTampered.
+func (e *SignatureError) Is(target error) bool {
+	return target == ErrBadSignature || target == ErrTampered
+}
+
+// signedMessage is what the signature of an entry covers (see above).
+func signedMessage(b []byte, prev, fields []byte) []byte {
+	b = append(b, sigDomain...)
+	b = append(b, byte(len(prev)))
+	b = append(b, prev...)
+	return append(b, fields...)
+}
+
+// signEntry encodes e signed by the ledger's signer, whose key is pub,
+// after the entry whose MAC is prev. Entry 1 carries the author's key.
+func (l *ledger) signEntry(e *Entry, pub, prev []byte) ([]byte, error) {
+	e.Signature = nil
+	if e.Seq == 1 && e.SigningKey == nil {
+		e.SigningKey = pub
+	}
+	if err := e.check(); err != nil {
+		return nil, err
+	}
+	b := e.appendFields(make([]byte, 0, e.encodedLen()+signatureSize+64), entryVersionSigned)
+	msg := signedMessage(make([]byte, 0, len(sigDomain)+1+len(prev)+len(b)), prev, b)
+	sig, err := l.signer.Sign(msg)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: sign entry %d: %w", e.Seq, err)
+	}
+	if len(sig) != signatureSize {
+		return nil, fmt.Errorf("ledger: signer returned %d bytes (want %d)", len(sig), signatureSize)
+	}
+	e.Signature = sig
+	return codec.AppendBytes(b, sig), nil
+}
+
+// signer is a person as the replay of Verify knows them.
+type signer struct {
+	pub     []byte
+	role    string
+	revoked bool
+	at      uint64 // the entry that introduced the key (0: the keyring)
+}
+
+// verifier replays the people of a ledger and checks each entry's
+// signature, on a pool of workers.
+type verifier struct {
+	dir     map[string]wire.LedgerPerson
+	known   map[string]*signer
+	signed  bool // a signed entry was seen
+	legacy  bool // entry 1 was unsigned: the ledger began in layout version 1
+	pending []sigJob
+	jobs    chan []sigJob
+	wg      sync.WaitGroup
+
+	mu  sync.Mutex
+	bad *SignatureError // the first bad signature found by a worker
+}
+
+type sigJob struct {
+	seq   uint64
+	actor string
+	pub   []byte
+	msg   []byte
+	sig   []byte
+}
+
+// sigBatch is how many signatures a worker takes at a time.
+const sigBatch = 64
+
+func newVerifier(dir map[string]wire.LedgerPerson) *verifier {
+	v := &verifier{dir: dir, known: map[string]*signer{}}
+	workers := runtime.GOMAXPROCS(0)
+	v.jobs = make(chan []sigJob, 2*workers)
+	for range workers {
+		v.wg.Go(func() {
+			for batch := range v.jobs {
+				for _, j := range batch {
+					if !ed25519.Verify(j.pub, j.msg, j.sig) {
+						v.fail(&SignatureError{Seq: j.seq, Actor: j.actor, Problem: BadSignature})
+					}
+				}
+			}
+		})
+	}
+	return v
+}
+
+func (v *verifier) fail(err *SignatureError) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.bad == nil || err.Seq < v.bad.Seq {
+		v.bad = err
+	}
+}
+
+// finish waits for the signature checks and returns the first failure.
+func (v *verifier) finish() *SignatureError {
+	if len(v.pending) > 0 {
+		v.jobs <- v.pending
+		v.pending = nil
+	}
+	close(v.jobs)
+	v.wg.Wait()
+	return v.bad
+}
+
+// check replays entry r, whose predecessor's MAC is prev: it checks at
+// once what depends on the order (unsigned entries, the author's right to
+// sign the entry) and queues the signature check.
+func (v *verifier) check(r record, prev []byte) *SignatureError {
+	e := &r.entry
+	if len(e.Signature) == 0 {
+		if e.Seq == 1 {
+			v.legacy = true
+		}
+		if v.signed {
+			return &SignatureError{Seq: e.Seq, Problem: Unsigned}
+		}
+		return nil
+	}
+	// Verify skims: the strings the replay needs are decoded again.
+	full, _, err := decodeEntry(r.enc(), false)
+	if err != nil {
+		return &SignatureError{Seq: e.Seq, Problem: BadSignature}
+	}
+	e = &full
+	fail := func(p SignatureProblem) *SignatureError {
+		return &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: p}
+	}
+	s := v.author(e)
+	if s == nil {
+		return fail(UnknownSigner)
+	}
+	if s.revoked {
+		return fail(Revoked)
+	}
+	if !permitted(s.role, e) {
+		return fail(NotPermitted)
+	}
+	v.signed = true
+	enc := r.enc()
+	fields := enc[:len(enc)-1-signatureSize]
+	v.pending = append(v.pending, sigJob{seq: e.Seq, actor: e.Actor, pub: s.pub,
+		msg: signedMessage(nil, prev, fields), sig: e.Signature})
+	if len(v.pending) == sigBatch {
+		v.jobs <- v.pending
+		v.pending = make([]sigJob, 0, sigBatch)
+	}
+	v.apply(e)
+	return nil
+}
+
+// author returns who signs e: known to the replay, the genesis, a
+// KeyringUpgraded self-introduction, or vouched for by the keyring. It
+// returns nil for an author none of these accounts for.
+func (v *verifier) author(e *Entry) *signer {
+	if s := v.known[e.Actor]; s != nil {
+		return s
+	}
+	self := len(e.SigningKey) > 0 && (e.Kind != PersonGranted || e.ID == e.Actor)
+	d, inDir := v.dir[e.Actor]
+	switch {
+	case !v.signed && self:
+		// Genesis, introducing its own key: the vault's first owner, or on
+		// a hub's ledger the first device's person, whose role the keyring
+		// says.
+		role := RoleOwner
+		if inDir && bytes.Equal(d.SigningKey, e.SigningKey) {
+			role = d.Role
+		}
+		return v.introduce(e.Actor, e.SigningKey, role, e.Seq)
+	case !v.signed && inDir && d.Root:
+		// Genesis, by the creator of the keyring.
+		return v.introduce(e.Actor, d.SigningKey, RoleOwner, 0)
+	case e.Kind == KeyringUpgraded && e.ID == e.Actor && self && v.legacy &&
+		inDir && d.Root && bytes.Equal(d.SigningKey, e.SigningKey):
+		return v.introduce(e.Actor, e.SigningKey, RoleOwner, e.Seq)
+	}
+	return v.vouched(e.Actor, 0)
+}
+
+// vouched returns the keyring's person name when an owner the replay
+// accepts granted them (depth bounds a chain of grants).
+func (v *verifier) vouched(name string, depth int) *signer {
+	if s := v.known[name]; s != nil {
+		return s
+	}
+	d, ok := v.dir[name]
+	if !ok || d.Root || depth > len(v.dir) {
+		return nil
+	}
+	g := v.vouched(d.GrantedBy, depth+1)
+	if g == nil || g.revoked || g.role != RoleOwner {
+		return nil
+	}
+	// The keyring's revocation has no position in this ledger: the person
+	// keeps signing here until a PersonRevoked entry of this ledger.
+	return v.introduce(name, d.SigningKey, d.Role, 0)
+}
+
+func (v *verifier) introduce(name string, pub []byte, role string, at uint64) *signer {
+	s := &signer{pub: pub, role: role, at: at}
+	v.known[name] = s
+	return s
+}
+
+// apply records the change of people e makes, from the next entry on.
+func (v *verifier) apply(e *Entry) {
+	switch e.Kind {
+	case PersonGranted:
+		v.known[e.ID] = &signer{pub: e.SigningKey, role: e.Reason, at: e.Seq}
+	case PersonRevoked:
+		if s := v.known[e.ID]; s != nil {
+			s.revoked = true
+		} else {
+			v.known[e.ID] = &signer{revoked: true, at: e.Seq}
+		}
+	case KeyringUpgraded:
+		v.known[e.ID] = &signer{pub: e.SigningKey, role: RoleOwner, at: e.Seq}
+	}
+}
+
+// keyring compares the keys the ledger introduced with the keyring's.
+func (v *verifier) keyring() *SignatureError {
+	var first *SignatureError
+	for name, s := range v.known {
+		d, ok := v.dir[name]
+		if !ok || s.at == 0 || s.pub == nil || s.revoked || bytes.Equal(d.SigningKey, s.pub) {
+			continue
+		}
+		if first == nil || s.at < first.Seq {
+			first = &SignatureError{Seq: s.at, Actor: name, Problem: KeyMismatch}
+		}
+	}
+	return first
+}
+
+// Role names, as PersonGranted entries hold them (vault.Role.String).
+const (
+	RoleOwner  = "owner"
+	RoleWriter = "writer"
+	RoleReader = "reader"
+)
+
+// permitted reports whether a person of role may author e.
+func permitted(role string, e *Entry) bool {
+	switch e.Kind {
+	case PersonGranted, PersonRevoked:
+		return role == RoleOwner
+	case KeyringUpgraded:
+		return role == RoleOwner && e.ID == e.Actor
+	case SecretChanged:
+		return e.ID == e.Actor
+	}
+	return role == RoleOwner || role == RoleWriter
+}
+
+// verifySigned is Verify with the signature replay: the walk runs as
+// Verify's, each entry is replayed in order, and the first problem of
+// either kind, by position, is the one reported.
+func (l *ledger) verifySigned(ctx context.Context) (Report, error) {
+	var dir map[string]wire.LedgerPerson
+	if l.people != nil {
+		var err error
+		if dir, err = l.people(ctx); err != nil {
+			return Report{}, fmt.Errorf("verify ledger: keyring: %w", err)
+		}
+	}
+	v := newVerifier(dir)
+	var (
+		rep    Report
+		sigErr *SignatureError
+	)
+	head, err := l.walk(ctx, 1, true, func(r record, prev []byte) bool {
+		if sigErr = v.check(r, prev); sigErr != nil {
+			return false
+		}
+		rep.Entries++
+		return true
+	})
+	rep.Head = head
+	bad := v.finish()
+	switch {
+	case bad != nil:
+		err = bad
+	case sigErr != nil:
+		err = sigErr
+	case err == nil:
+		if km := v.keyring(); km != nil && l.people != nil {
+			rep.Problem, rep.FirstBad = km, km.Seq
+			return rep, km
+		}
+	}
+	return rep.finish(err)
+}

@@ -1,0 +1,94 @@
+package vault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/wire"
+)
+
+// ledgerSigner signs the vault's ledger entries with the signing key of
+// the person the vault was opened as (Vault.signAs): the device's person
+// on both the device's vault and its hub-side vault, so that every device
+// signs its own entries on the hub. A person without a signing key (a
+// keyring entry of layout version 1) signs nothing.
+type ledgerSigner struct{ v *Vault }
+
+// Public returns the person's signing key, nil when they have none.
+func (s ledgerSigner) Public() []byte {
+	m := s.v.signAs
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seed == nil || m.entry == nil {
+		return nil
+	}
+	return m.entry.signPub
+}
+
+// Sign signs msg with the person's signing key.
+func (s ledgerSigner) Sign(msg []byte) ([]byte, error) {
+	m := s.v.signAs
+	if m == nil {
+		return nil, fmt.Errorf("no signing key: %w", ErrNotPermitted)
+	}
+	m.mu.Lock()
+	seed := m.seed
+	m.mu.Unlock()
+	if seed == nil {
+		return nil, fmt.Errorf("no signing key: %w", ErrNotPermitted)
+	}
+	return crypto.Sign(seed, msg)
+}
+
+// ledgerOptions are the options of the vault's ledgers.
+func (v *Vault) ledgerOptions() wire.LedgerOptions {
+	return wire.LedgerOptions{Actor: v.user, Pins: v.pins, Signer: ledgerSigner{v}, People: v.ledgerPeople}
+}
+
+// ledgerPeople lists the keyring of the vault's store for the ledger's
+// Verify: every person with a signing key whose entry passes the checks
+// of an open (MAC and grant signature). An entry that fails them is left
+// out, as are entries of layout version 1, which have no key: the ledger
+// does not take a key from them, so an entry a store altered cannot vouch
+// for an author (its person's own open fails with ErrTampered).
+func (v *Vault) ledgerPeople(ctx context.Context) (map[string]wire.LedgerPerson, error) {
+	m := v.signAs
+	if m == nil {
+		return nil, nil
+	}
+	out := map[string]wire.LedgerPerson{}
+	kp := v.prefix + keyringPrefix
+	for it, err := range v.store.List(ctx, kp) {
+		if err != nil {
+			return nil, err
+		}
+		name := it.Key[len(kp):]
+		if !isKeyringV2(it.Value) {
+			continue
+		}
+		e, err := decodeKeyring(it.Value)
+		if err != nil || e.user != name {
+			continue
+		}
+		if err := e.verify(v.dk, v.name, name, m.header); err != nil {
+			if errors.Is(err, crypto.ErrKeyWiped) {
+				return nil, closedIfWiped(err)
+			}
+			continue
+		}
+		if err := checkGrant(ctx, v.store, v.prefix, v.name, m.header, v.dk, e); err != nil {
+			if !errors.Is(err, ErrTampered) {
+				return nil, closedIfWiped(err)
+			}
+			continue
+		}
+		out[name] = wire.LedgerPerson{SigningKey: e.signPub, Role: e.role.String(), Root: e.grantedBy == e.user,
+			Revoked: e.revoked, GrantedBy: e.grantedBy}
+	}
+	return out, nil
+}
