@@ -29,10 +29,13 @@ import (
 //
 // Verify replays who may sign what, in ledger order:
 //
-//   - Genesis: the author of the first signed entry is the vault's first
-//     owner. Their key is the entry's own SigningKey (the ledger puts the
-//     author's key on entry 1), or else their keyring entry, which must be
-//     self-granted (the creator's).
+//   - Genesis: the author of the first signed entry is trusted: with the
+//     entry's own SigningKey (the ledger puts the author's key on entry
+//     1), else with their keyring entry. So is the self-granted person at
+//     the root of the keyring's chain of grants leading to them, as an
+//     owner: the vault's creator (who is the genesis author on a vault's
+//     own ledger; on a hub's ledger, the first author may be a person the
+//     creator granted).
 //   - PersonGranted (by an owner) gives the person named in ID the role in
 //     Reason and the key in SigningKey from the next entry on; PersonRevoked
 //     (by an owner) ends the person's right to sign: any later entry of
@@ -271,24 +274,47 @@ func (v *verifier) author(e *Entry) *signer {
 	}
 	self := len(e.SigningKey) > 0 && (e.Kind != PersonGranted || e.ID == e.Actor)
 	d, inDir := v.dir[e.Actor]
-	switch {
-	case !v.signed && self:
-		// Genesis, introducing its own key: the vault's first owner, or on
-		// a hub's ledger the first device's person, whose role the keyring
-		// says.
-		role := RoleOwner
-		if inDir && bytes.Equal(d.SigningKey, e.SigningKey) {
-			role = d.Role
+	if !v.signed {
+		// The genesis: its author is trusted, and so is the root of the
+		// keyring's chain of grants that leads to them (the vault's
+		// creator, on a hub's ledger whose first author is someone else).
+		if self {
+			role := RoleOwner
+			if inDir && bytes.Equal(d.SigningKey, e.SigningKey) {
+				role = d.Role
+			}
+			s := v.introduce(e.Actor, e.SigningKey, role, e.Seq)
+			if inDir && !d.Root {
+				v.anchor(d.GrantedBy)
+			}
+			return s
 		}
-		return v.introduce(e.Actor, e.SigningKey, role, e.Seq)
-	case !v.signed && inDir && d.Root:
-		// Genesis, by the creator of the keyring.
-		return v.introduce(e.Actor, d.SigningKey, RoleOwner, 0)
-	case e.Kind == KeyringUpgraded && e.ID == e.Actor && self && v.legacy &&
-		inDir && d.Root && bytes.Equal(d.SigningKey, e.SigningKey):
+		v.anchor(e.Actor)
+	}
+	if e.Kind == KeyringUpgraded && e.ID == e.Actor && self && v.legacy &&
+		inDir && d.Root && bytes.Equal(d.SigningKey, e.SigningKey) {
 		return v.introduce(e.Actor, e.SigningKey, RoleOwner, e.Seq)
 	}
 	return v.vouched(e.Actor, 0)
+}
+
+// anchor accepts, as an owner, the self-granted person at the root of the
+// keyring's chain of grants through name.
+func (v *verifier) anchor(name string) {
+	for range len(v.dir) + 1 {
+		if v.known[name] != nil {
+			return
+		}
+		d, ok := v.dir[name]
+		if !ok {
+			return
+		}
+		if d.Root {
+			v.introduce(name, d.SigningKey, RoleOwner, 0)
+			return
+		}
+		name = d.GrantedBy
+	}
 }
 
 // vouched returns the keyring's person name when an owner the replay

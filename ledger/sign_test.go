@@ -1,0 +1,303 @@
+package ledger_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// edSigner is a person's signing key in the tests.
+type edSigner struct{ priv ed25519.PrivateKey }
+
+// newSigner derives a key from a one-byte seed, so that runs agree.
+func newSigner(b byte) *edSigner {
+	return &edSigner{priv: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{b}, ed25519.SeedSize))}
+}
+
+func (s *edSigner) Public() []byte { return s.priv.Public().(ed25519.PublicKey) }
+
+func (s *edSigner) Sign(msg []byte) ([]byte, error) { return ed25519.Sign(s.priv, msg), nil }
+
+// People of the signing tests: olga the first owner, will a writer, rita
+// a reader, mal an outsider who holds the data key (the test's seal and
+// MAC keys) but was never granted.
+var (
+	olga = newSigner(1)
+	will = newSigner(2)
+	rita = newSigner(3)
+	mal  = newSigner(4)
+)
+
+// signedOn is a ledger on st whose entries actor signs with s (nil: an
+// unsigned writer), and whose Verify takes authors the ledger does not
+// introduce from dir.
+func signedOn(st stores.Store, actor string, s *edSigner, dir map[string]wire.LedgerPerson) *ledger.Ledger {
+	opts := ledger.Options{Actor: actor, Now: func() time.Time { return fixedNow }}
+	if s != nil {
+		opts.Signer = s
+	}
+	opts.People = func(context.Context) (map[string]wire.LedgerPerson, error) { return dir, nil }
+	return ledger.New(st, newSealer(nil), macer{macKey}, prefix, opts)
+}
+
+// peopleSetup writes entry 1 (olga's genesis), the grants of will
+// (writer) and rita (reader), and one record of will: 4 entries.
+func peopleSetup(t *testing.T, st stores.Store) (owner, writer *ledger.Ledger) {
+	t.Helper()
+	ctx := context.Background()
+	owner = signedOn(st, "olga", olga, nil)
+	_, err := owner.Append(ctx, fact(1))
+	require.NoError(t, err)
+	_, err = owner.Append(ctx,
+		ledger.Entry{Kind: ledger.PersonGranted, ID: "will", Reason: "writer", SigningKey: will.Public()},
+		ledger.Entry{Kind: ledger.PersonGranted, ID: "rita", Reason: "reader", SigningKey: rita.Public()})
+	require.NoError(t, err)
+	writer = signedOn(st, "will", will, nil)
+	_, err = writer.Append(ctx, fact(2))
+	require.NoError(t, err)
+	return owner, writer
+}
+
+// sigProblem verifies l and asserts that it fails at seq with problem.
+func sigProblem(t *testing.T, l *ledger.Ledger, seq uint64, problem ledger.SignatureProblem) {
+	t.Helper()
+	rep, err := l.Verify(context.Background())
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ledger.ErrBadSignature)
+	assert.ErrorIs(t, err, ledger.ErrTampered)
+	var se *ledger.SignatureError
+	require.True(t, errors.As(err, &se), "%v", err)
+	assert.Equal(t, seq, se.Seq)
+	assert.Equal(t, problem, se.Problem, "%v", err)
+	assert.Equal(t, seq, rep.FirstBad)
+	assert.Equal(t, seq-1, rep.Entries)
+	assert.Equal(t, err, rep.Problem)
+}
+
+// TestSignedEntries: every entry is signed by its author, Verify accepts
+// the honest ledger, and each kind of forgery by someone holding the data
+// key (seal and MAC keys: the chain recomputed) but not the right signing
+// key fails with a *SignatureError at the forged position.
+func TestSignedEntries(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		owner, writer := peopleSetup(t, st)
+		rep := verifyClean(t, owner, 4)
+		assert.True(t, rep.OK())
+		es := readAll(t, owner, 1)
+		require.Len(t, es, 4)
+		assert.Equal(t, olga.Public(), es[0].SigningKey, "entry 1 introduces its author")
+		for _, e := range es {
+			assert.Len(t, e.Signature, ed25519.SignatureSize)
+		}
+		assert.Equal(t, "will", es[3].Actor)
+		_ = writer
+	})
+
+	cases := []struct {
+		name    string
+		forge   func(t *testing.T, st stores.Store)
+		problem ledger.SignatureProblem
+	}{
+		{"unsigned, with the data key", func(t *testing.T, st stores.Store) {
+			_, err := signedOn(st, "olga", nil, nil).Append(ctx, fact(9))
+			require.NoError(t, err)
+		}, ledger.Unsigned},
+		{"signed in the owner's name with another key", func(t *testing.T, st stores.Store) {
+			_, err := signedOn(st, "olga", mal, nil).Append(ctx, fact(9))
+			require.NoError(t, err)
+		}, ledger.BadSignature},
+		{"signed by someone never granted", func(t *testing.T, st stores.Store) {
+			_, err := signedOn(st, "mal", mal, nil).Append(ctx, fact(9))
+			require.NoError(t, err)
+		}, ledger.UnknownSigner},
+		{"a record by a reader", func(t *testing.T, st stores.Store) {
+			_, err := signedOn(st, "rita", rita, nil).Append(ctx, fact(9))
+			require.NoError(t, err)
+		}, ledger.NotPermitted},
+		{"a grant by a writer", func(t *testing.T, st stores.Store) {
+			_, err := signedOn(st, "will", will, nil).Append(ctx,
+				ledger.Entry{Kind: ledger.PersonGranted, ID: "mal", Reason: "owner", SigningKey: mal.Public()})
+			require.NoError(t, err)
+		}, ledger.NotPermitted},
+		{"a revocation by a writer", func(t *testing.T, st stores.Store) {
+			_, err := signedOn(st, "will", will, nil).Append(ctx, ledger.Entry{Kind: ledger.PersonRevoked, ID: "olga"})
+			require.NoError(t, err)
+		}, ledger.NotPermitted},
+		{"someone else's secret changed", func(t *testing.T, st stores.Store) {
+			_, err := signedOn(st, "rita", rita, nil).Append(ctx, ledger.Entry{Kind: ledger.SecretChanged, ID: "will"})
+			require.NoError(t, err)
+		}, ledger.NotPermitted},
+		{"a self-introduction after the genesis", func(t *testing.T, st stores.Store) {
+			_, err := signedOn(st, "mal", mal, nil).Append(ctx,
+				ledger.Entry{Kind: ledger.KeyringUpgraded, ID: "mal", Reason: "owner", SigningKey: mal.Public()})
+			require.NoError(t, err)
+		}, ledger.UnknownSigner},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, st stores.Store) {
+				owner, _ := peopleSetup(t, st)
+				c.forge(t, st)
+				// An honest entry after the forgery does not hide it.
+				_, err := owner.Append(ctx, fact(10))
+				require.NoError(t, err)
+				sigProblem(t, owner, 5, c.problem)
+			})
+		})
+	}
+}
+
+// TestSignedReaderSecret: a reader may record the change of their own
+// secret, and nothing else.
+func TestSignedReaderSecret(t *testing.T) {
+	st := storeKinds[0].make()
+	owner, _ := peopleSetup(t, st)
+	_, err := signedOn(st, "rita", rita, nil).Append(context.Background(), ledger.Entry{Kind: ledger.SecretChanged, ID: "rita"})
+	require.NoError(t, err)
+	verifyClean(t, owner, 5)
+}
+
+// TestSignedRevocation: a revoked person's entries before the revocation
+// verify; the first one after it fails.
+func TestSignedRevocation(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		owner, writer := peopleSetup(t, st)
+		_, err := writer.Append(ctx, fact(3))
+		require.NoError(t, err)
+		_, err = owner.Append(ctx, ledger.Entry{Kind: ledger.PersonRevoked, ID: "will"})
+		require.NoError(t, err)
+		verifyClean(t, owner, 6)
+		_, err = writer.Append(ctx, fact(4)) // a handle opened before the revocation
+		require.NoError(t, err)
+		sigProblem(t, owner, 7, ledger.Revoked)
+
+		// Granted again with a new key: the old key stays refused.
+		st2 := storeKinds[0].make()
+		owner2, writer2 := peopleSetup(t, st2)
+		_, err = owner2.Append(ctx, ledger.Entry{Kind: ledger.PersonRevoked, ID: "will"},
+			ledger.Entry{Kind: ledger.PersonGranted, ID: "will", Reason: "writer", SigningKey: mal.Public()})
+		require.NoError(t, err)
+		_, err = signedOn(st2, "will", mal, nil).Append(ctx, fact(5))
+		require.NoError(t, err)
+		verifyClean(t, owner2, 7)
+		_, err = writer2.Append(ctx, fact(6))
+		require.NoError(t, err)
+		sigProblem(t, owner2, 8, ledger.BadSignature)
+	})
+}
+
+// TestSignedLegacy: a ledger of unsigned entries verifies; its first
+// signed entry starts the signed part, after which an unsigned entry
+// fails; a person of the unsigned era introduces their key with a
+// KeyringUpgraded entry that the keyring backs.
+func TestSignedLegacy(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		dir := map[string]wire.LedgerPerson{
+			"olga": {SigningKey: olga.Public(), Role: "owner", Root: true, GrantedBy: "olga"},
+			"otto": {SigningKey: will.Public(), Role: "owner", Root: true, GrantedBy: "otto"},
+		}
+		old := signedOn(st, "olga", nil, dir)
+		appendN(t, old, 3)
+		verifyClean(t, old, 3)
+
+		_, err := signedOn(st, "olga", olga, dir).Append(ctx,
+			ledger.Entry{Kind: ledger.KeyringUpgraded, ID: "olga", Reason: "owner", SigningKey: olga.Public()})
+		require.NoError(t, err)
+		_, err = signedOn(st, "otto", will, dir).Append(ctx,
+			ledger.Entry{Kind: ledger.KeyringUpgraded, ID: "otto", Reason: "owner", SigningKey: will.Public()})
+		require.NoError(t, err)
+		_, err = signedOn(st, "otto", will, dir).Append(ctx, fact(7))
+		require.NoError(t, err)
+		verifyClean(t, old, 6)
+
+		_, err = old.Append(ctx, fact(8))
+		require.NoError(t, err)
+		sigProblem(t, old, 7, ledger.Unsigned)
+	})
+}
+
+// TestSignedKeyring: authors the ledger does not introduce (granted on
+// another device, the authors of a hub's ledger) are taken from the
+// keyring when an owner the replay accepts granted them; a keyring that
+// disagrees with the key the ledger introduced fails Verify.
+func TestSignedKeyring(t *testing.T) {
+	ctx := context.Background()
+	st := storeKinds[0].make()
+	dir := map[string]wire.LedgerPerson{
+		"olga": {SigningKey: olga.Public(), Role: "owner", Root: true, GrantedBy: "olga"},
+		"will": {SigningKey: will.Public(), Role: "writer", GrantedBy: "olga"},
+		"rita": {SigningKey: rita.Public(), Role: "reader", GrantedBy: "olga"},
+		"mal":  {SigningKey: mal.Public(), Role: "owner", Root: true, GrantedBy: "mal"},
+	}
+	// will writes first, as the first pusher of a hub's ledger does.
+	l := signedOn(st, "will", will, dir)
+	_, err := l.Append(ctx, fact(1))
+	require.NoError(t, err)
+	_, err = signedOn(st, "olga", olga, dir).Append(ctx, fact(2))
+	require.NoError(t, err)
+	verifyClean(t, l, 2)
+
+	// A self-granted keyring entry that is not the genesis vouches for
+	// nobody, nor for the people it "granted".
+	dir["eve"] = wire.LedgerPerson{SigningKey: rita.Public(), Role: "writer", GrantedBy: "mal"}
+	_, err = signedOn(st, "eve", rita, dir).Append(ctx, fact(3))
+	require.NoError(t, err)
+	sigProblem(t, l, 3, ledger.UnknownSigner)
+
+	// The keyring's key of the genesis author replaced.
+	st2 := storeKinds[0].make()
+	owner, _ := peopleSetup(t, st2)
+	l2 := signedOn(st2, "olga", olga, map[string]wire.LedgerPerson{
+		"olga": {SigningKey: mal.Public(), Role: "owner", Root: true, GrantedBy: "olga"},
+	})
+	_, err = l2.Verify(ctx)
+	var se *ledger.SignatureError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, ledger.KeyMismatch, se.Problem)
+	assert.Equal(t, uint64(1), se.Seq)
+	verifyClean(t, owner, 4)
+}
+
+// TestSignedParallel: on a ledger long enough for Verify's parallel walk,
+// a forgery is found at its position, at a chunk's first entry (whose
+// predecessor's MAC comes from the chunk before) and inside a chunk.
+func TestSignedParallel(t *testing.T) {
+	ctx := context.Background()
+	for _, at := range []int{257, 600} {
+		st := storeKinds[0].make()
+		owner := signedOn(st, "olga", olga, nil)
+		batch := make([]ledger.Entry, 0, 100)
+		for i := 1; i < at; i++ {
+			batch = append(batch, fact(i))
+			if len(batch) == cap(batch) || i == at-1 {
+				_, err := owner.Append(ctx, batch...)
+				require.NoError(t, err)
+				batch = batch[:0]
+			}
+		}
+		_, err := signedOn(st, "olga", mal, nil).Append(ctx, fact(at))
+		require.NoError(t, err)
+		for i := at + 1; i <= 1500; i += 100 {
+			for j := i; j < i+100 && j <= 1500; j++ {
+				batch = append(batch, fact(j))
+			}
+			_, err := owner.Append(ctx, batch...)
+			require.NoError(t, err)
+			batch = batch[:0]
+		}
+		sigProblem(t, owner, uint64(at), ledger.BadSignature)
+	}
+}
