@@ -279,7 +279,7 @@ func (v *verifier) author(e *Entry) *signer {
 		// keyring's chain of grants that leads to them (the vault's
 		// creator, on a hub's ledger whose first author is someone else).
 		if self {
-			role := RoleOwner
+			role := roleOwner
 			if inDir && bytes.Equal(d.SigningKey, e.SigningKey) {
 				role = d.Role
 			}
@@ -293,7 +293,7 @@ func (v *verifier) author(e *Entry) *signer {
 	}
 	if e.Kind == KeyringUpgraded && e.ID == e.Actor && self && v.legacy &&
 		inDir && d.Root && bytes.Equal(d.SigningKey, e.SigningKey) {
-		return v.introduce(e.Actor, e.SigningKey, RoleOwner, e.Seq)
+		return v.introduce(e.Actor, e.SigningKey, roleOwner, e.Seq)
 	}
 	return v.vouched(e.Actor, 0)
 }
@@ -310,7 +310,7 @@ func (v *verifier) anchor(name string) {
 			return
 		}
 		if d.Root {
-			v.introduce(name, d.SigningKey, RoleOwner, 0)
+			v.introduce(name, d.SigningKey, roleOwner, 0)
 			return
 		}
 		name = d.GrantedBy
@@ -328,7 +328,7 @@ func (v *verifier) vouched(name string, depth int) *signer {
 		return nil
 	}
 	g := v.vouched(d.GrantedBy, depth+1)
-	if g == nil || g.revoked || g.role != RoleOwner {
+	if g == nil || g.revoked || g.role != roleOwner {
 		return nil
 	}
 	// The keyring's revocation has no position in this ledger: the person
@@ -354,7 +354,7 @@ func (v *verifier) apply(e *Entry) {
 			v.known[e.ID] = &signer{revoked: true, at: e.Seq}
 		}
 	case KeyringUpgraded:
-		v.known[e.ID] = &signer{pub: e.SigningKey, role: RoleOwner, at: e.Seq}
+		v.known[e.ID] = &signer{pub: e.SigningKey, role: roleOwner, at: e.Seq}
 	}
 }
 
@@ -375,22 +375,22 @@ func (v *verifier) keyring() *SignatureError {
 
 // Role names, as PersonGranted entries hold them (vault.Role.String).
 const (
-	RoleOwner  = "owner"
-	RoleWriter = "writer"
-	RoleReader = "reader"
+	roleOwner  = "owner"
+	roleWriter = "writer"
+	roleReader = "reader"
 )
 
 // permitted reports whether a person of role may author e.
 func permitted(role string, e *Entry) bool {
 	switch e.Kind {
 	case PersonGranted, PersonRevoked:
-		return role == RoleOwner
+		return role == roleOwner
 	case KeyringUpgraded:
-		return role == RoleOwner && e.ID == e.Actor
+		return role == roleOwner && e.ID == e.Actor
 	case SecretChanged:
 		return e.ID == e.Actor
 	}
-	return role == RoleOwner || role == RoleWriter
+	return role == roleOwner || role == roleWriter
 }
 
 // verifySigned is Verify with the signature replay: the walk runs as

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/wire"
@@ -14,7 +15,42 @@ import (
 // on both the device's vault and its hub-side vault, so that every device
 // signs its own entries on the hub. A person without a signing key (a
 // keyring entry of layout version 1) signs nothing.
-type ledgerSigner struct{ v *Vault }
+type ledgerSigner struct {
+	v *Vault
+	c *signerCache
+}
+
+// signerCache holds the person's signing key expanded (crypto.Signer) for
+// the seed it was made from: a new seed (UpgradeKeyring) makes a new one.
+// The vault wipes it at Close.
+type signerCache struct {
+	mu   sync.Mutex
+	seed *crypto.Key
+	s    *crypto.Signer
+}
+
+// signer returns the Signer of seed.
+func (c *signerCache) signer(seed *crypto.Key) (*crypto.Signer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seed != seed || c.s == nil {
+		s, err := crypto.NewSigner(seed)
+		if err != nil {
+			return nil, err
+		}
+		c.s.Wipe()
+		c.seed, c.s = seed, s
+	}
+	return c.s, nil
+}
+
+// wipe wipes the expanded key.
+func (c *signerCache) wipe() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.s.Wipe()
+	c.seed, c.s = nil, nil
+}
 
 // Public returns the person's signing key, nil when they have none.
 func (s ledgerSigner) Public() []byte {
@@ -42,12 +78,19 @@ func (s ledgerSigner) Sign(msg []byte) ([]byte, error) {
 	if seed == nil {
 		return nil, fmt.Errorf("no signing key: %w", ErrNotPermitted)
 	}
-	return crypto.Sign(seed, msg)
+	if seed.Wiped() {
+		return nil, closedIfWiped(crypto.ErrKeyWiped)
+	}
+	sg, err := s.c.signer(seed)
+	if err != nil {
+		return nil, closedIfWiped(err)
+	}
+	return sg.Sign(msg)
 }
 
 // ledgerOptions are the options of the vault's ledgers.
 func (v *Vault) ledgerOptions() wire.LedgerOptions {
-	return wire.LedgerOptions{Actor: v.user, Pins: v.pins, Signer: ledgerSigner{v}, People: v.ledgerPeople}
+	return wire.LedgerOptions{Actor: v.user, Pins: v.pins, Signer: ledgerSigner{v: v, c: v.signers}, People: v.ledgerPeople}
 }
 
 // ledgerPeople lists the keyring of the vault's store for the ledger's

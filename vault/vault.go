@@ -48,7 +48,8 @@ type Vault struct {
 	// signAs is the person whose signing key signs the ledger's entries
 	// (signing.go): me on a device's vault, the device's me on its hub-side
 	// vault.
-	signAs *member
+	signAs  *member
+	signers *signerCache // signAs's key, expanded; wiped by Close
 
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.
@@ -72,6 +73,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 		seal:   keySealer{dk: dk, vault: cfg.Name},
 		pins:   p,
 	}
+	v.signers = &signerCache{}
 	v.exitFn = v.exit
 	v.macer = newMACer(dk, "noydb ledger v1")
 	v.claims = newMACer(dk, "noydb claim keys v1")
@@ -204,6 +206,7 @@ func (v *Vault) Close() error {
 		// Outer services next: sequences append to the ledger.
 		errs = append(errs, v.seqs.Close(), v.ledger.Close())
 		errs = append(errs, v.pins.Close())
+		v.signers.wipe()
 		v.macer.Wipe()
 		v.claims.Wipe()
 		if !v.sharesKey {
