@@ -243,7 +243,7 @@ func (v *verifier) check(r record, prev []byte) *SignatureError {
 		return &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: p}
 	}
 	s := v.author(e)
-	if s == nil {
+	if s == nil || (len(s.pub) != signingKeySize && !s.revoked) {
 		return fail(UnknownSigner)
 	}
 	if s.revoked {

@@ -138,6 +138,12 @@ func TestSignedEntries(t *testing.T) {
 			_, err := signedOn(st, "rita", rita, nil).Append(ctx, ledger.Entry{Kind: ledger.SecretChanged, ID: "will"})
 			require.NoError(t, err)
 		}, ledger.NotPermitted},
+		{"by a person granted without a key", func(t *testing.T, st stores.Store) {
+			_, err := signedOn(st, "olga", olga, nil).Append(ctx, ledger.Entry{Kind: ledger.PersonGranted, ID: "kim", Reason: "writer"})
+			require.NoError(t, err)
+			_, err = signedOn(st, "kim", mal, nil).Append(ctx, fact(9))
+			require.NoError(t, err)
+		}, ledger.UnknownSigner},
 		{"a self-introduction after the genesis", func(t *testing.T, st stores.Store) {
 			_, err := signedOn(st, "mal", mal, nil).Append(ctx,
 				ledger.Entry{Kind: ledger.KeyringUpgraded, ID: "mal", Reason: "owner", SigningKey: mal.Public()})
@@ -152,7 +158,11 @@ func TestSignedEntries(t *testing.T) {
 				// An honest entry after the forgery does not hide it.
 				_, err := owner.Append(ctx, fact(10))
 				require.NoError(t, err)
-				sigProblem(t, owner, 5, c.problem)
+				at := uint64(5)
+				if c.name == "by a person granted without a key" {
+					at = 6 // the grant itself is the owner's right
+				}
+				sigProblem(t, owner, at, c.problem)
 			})
 		})
 	}
