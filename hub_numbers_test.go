@@ -267,24 +267,48 @@ func TestHubPutNumberedOnDevice(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2*perDevice+1), s)
 
-	// Each device's ledger records its copies; both ledgers verify.
+	// Each device's ledger records its copies as pulled, at the hub's feed
+	// position of the commit (so no push carries them back); both ledgers
+	// verify.
+	var copies []ledger.Entry
 	for _, v := range []*vault.Vault{va, vb} {
 		_, err := v.Audit().Verify(ctx)
 		require.NoError(t, err)
-		puts := 0
+		puts, pulled := 0, 0
 		for e, err := range v.Audit().Read(ctx, 1) {
 			require.NoError(t, err)
-			if e.Kind == ledger.RecordPut && e.Collection == "invoices" {
+			switch {
+			case e.Kind == ledger.RecordPut && e.Collection == "invoices":
 				puts++
+			case e.Kind == ledger.RecordPulled && e.Collection == "invoices":
+				pulled++
+				copies = append(copies, e)
 			}
 		}
-		assert.Equal(t, perDevice, puts)
+		assert.Zero(t, puts)
+		assert.Equal(t, perDevice, pulled)
+	}
+	// A sync then has nothing to push, and pulls only the other device's.
+	for _, v := range []*vault.Vault{va, vb} {
+		rep := mustSync(t, v)
+		assert.Equal(t, vault.SyncReport{Pulled: perDevice}, rep)
 	}
 	require.NoError(t, va.Close())
 	require.NoError(t, vb.Close())
 	h := openHubDirect(t, hub)
 	_, err = h.Audit().Verify(ctx)
 	require.NoError(t, err)
+	for _, c := range copies {
+		var at ledger.Entry
+		for e, err := range h.Audit().Read(ctx, c.Number) {
+			require.NoError(t, err)
+			at = e
+			break
+		}
+		assert.Equal(t, c.Number, at.Seq)
+		assert.Equal(t, ledger.RecordPut, at.Kind, c.ID)
+		assert.Equal(t, []any{c.Collection, c.ID, c.Revision, c.CipherHash}, []any{at.Collection, at.ID, at.Revision, at.CipherHash})
+	}
 	rep, err := mustSeq(t, h, "invoice").Audit(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 2*perDevice, rep.Bound)

@@ -72,6 +72,14 @@ var (
 	// the number it took when it took one, and so does every later call of
 	// the vault until it is reopened on a working folder.
 	ErrPinsNotSaved = vault.ErrPinsNotSaved
+	// ErrBadRecoveryCode: DB.RecoverVault was given text that is not a
+	// recovery code (a typo, caught by its checksum before any key work).
+	ErrBadRecoveryCode = vault.ErrBadRecoveryCode
+	// ErrRecoveryCodeUsed: the recovery code opened the vault once already.
+	ErrRecoveryCodeUsed = vault.ErrRecoveryCodeUsed
+	// ErrRecoveryCodeRefused: the recovery code was revoked, replaced by a
+	// later set, or never issued to this user.
+	ErrRecoveryCodeRefused = vault.ErrRecoveryCodeRefused
 	// ErrUnpinned marks, among errors matching ErrPinsNotSaved, those of a
 	// call that committed (its number taken, its record written) although the
 	// pin covering it was not saved; later calls, refused before writing, do
@@ -84,8 +92,14 @@ var (
 type Config struct {
 	// User names the caller's key slot in each vault and the actor in ledgers. Required.
 	User string
-	// Secret unlocks the user's key slots. Required. Open keeps a copy until Close.
+	// Secret unlocks the user's key slots. Required unless Identity is set.
+	// Open keeps a copy until Close. DB.RecoverVault sets it as the new
+	// secret of the vault it recovers.
 	Secret []byte
+	// Identity unlocks the key slots of a user granted to an X25519 public
+	// key (vault.PublicKey; see vault.Config.Identity), without a secret.
+	// It stays the caller's: the DB does not wipe it.
+	Identity *crypto.Identity
 	// Store holds the vaults. Nil means a fresh in-memory store, closed by DB.Close;
 	// a store given here stays open after DB.Close and is the caller's to close.
 	Store stores.Store
@@ -160,8 +174,8 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if cfg.User == "" {
 		return nil, errors.New("open: Config.User is empty")
 	}
-	if len(cfg.Secret) == 0 {
-		return nil, errors.New("open: Config.Secret is empty")
+	if len(cfg.Secret) == 0 && cfg.Identity == nil {
+		return nil, errors.New("open: Config.Secret is empty (and no Config.Identity)")
 	}
 	if cfg.KDF != (crypto.KDFParams{}) {
 		if err := cfg.KDF.Check(cfg.InsecureAllowWeakKDF); err != nil {
@@ -238,29 +252,118 @@ func (db *DB) OpenVault(ctx context.Context, name string) (*vault.Vault, error) 
 		db.opening[name] = op
 		db.openersDone.Add(1)
 		db.mu.Unlock()
-		db.lead(ctx, name, op)
+		db.lead(ctx, name, op, "")
 		return op.v, op.err
 	}
 }
 
-// lead unlocks the vault for op and publishes the result to the callers
-// waiting for it.
-func (db *DB) lead(ctx context.Context, name string, op *opening) {
-	defer db.openersDone.Done()
-	openCtx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(db.closing, cancel)
-	v, err := vault.Open(openCtx, vault.Config{
+// RecoverVault opens the named vault with one of the user's recovery
+// codes (vault.Vault.RecoveryCodes) instead of a lost secret, and makes
+// Config.Secret, which the DB was opened with, the vault's new secret: the
+// code is used up, the old secret no longer opens the vault, and the
+// returned vault is open in the DB as OpenVault would return it. A
+// mistyped code is an error matching vault.ErrBadRecoveryCode (before
+// any key derivation), a used one vault.ErrRecoveryCodeUsed, a revoked or
+// unknown one vault.ErrRecoveryCodeRefused. A vault open (or being
+// opened) in this DB is not recovered (vault.ErrInvalidArgument): the DB
+// holds its key already. A DB opened with an Identity and no Secret has no
+// new secret to set (vault.ErrInvalidArgument).
+func (db *DB) RecoverVault(ctx context.Context, name, code string) (*vault.Vault, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(db.cfg.Secret) == 0 {
+		return nil, fmt.Errorf("recover vault %q: %w: the DB has no Config.Secret to set", name, vault.ErrInvalidArgument)
+	}
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return nil, fmt.Errorf("recover vault %q: %w", name, ErrClosed)
+	}
+	db.dropClosedLocked()
+	_, inFlight := db.opening[name]
+	if v, ok := db.vaults[name]; inFlight || (ok && !v.Closed()) {
+		db.mu.Unlock()
+		return nil, fmt.Errorf("recover vault %q: %w: it is open in this DB", name, vault.ErrInvalidArgument)
+	}
+	delete(db.vaults, name)
+	op := &opening{done: make(chan struct{})}
+	db.opening[name] = op
+	db.openersDone.Add(1)
+	db.mu.Unlock()
+	if code == "" {
+		code = "\x00" // an empty code is a bad code, not an open with the secret
+	}
+	db.lead(ctx, name, op, code)
+	return op.v, op.err
+}
+
+// ChangeSecret changes the user's secret of the named vault from old to
+// new (see vault.Vault.ChangeSecret): old must open it (ErrWrongSecret
+// otherwise), new must not be empty. It uses the vault open in the DB, or
+// opens it with old for the call. Afterwards old no longer opens the
+// vault, here and, after Sync, on every device; the DB keeps its
+// Config.Secret for its other vaults, so a DB opened later opens this
+// vault with new.
+func (db *DB) ChangeSecret(ctx context.Context, vaultName string, old, new []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return fmt.Errorf("change secret of vault %q: %w", vaultName, ErrClosed)
+	}
+	v, ok := db.vaults[vaultName]
+	if ok && v.Closed() {
+		v, ok = nil, false
+	}
+	db.mu.Unlock()
+	if ok {
+		return v.ChangeSecret(ctx, old, new)
+	}
+	if len(old) == 0 {
+		return fmt.Errorf("change secret of vault %q: empty old secret: %w", vaultName, ErrWrongSecret)
+	}
+	cfg := db.vaultConfig(vaultName)
+	cfg.Secret, cfg.Identity = old, nil
+	v, err := vault.Open(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("change secret of vault %q: %w", vaultName, err)
+	}
+	err = v.ChangeSecret(ctx, old, new)
+	return errors.Join(err, v.Close())
+}
+
+// vaultConfig is the vault.Config of the named vault for this DB.
+func (db *DB) vaultConfig(name string) vault.Config {
+	return vault.Config{
 		Store:                db.cfg.Store,
 		Name:                 name,
 		User:                 db.cfg.User,
 		Secret:               db.cfg.Secret,
+		Identity:             db.cfg.Identity,
 		KDF:                  db.cfg.KDF,
 		MaxKDF:               db.cfg.MaxKDF,
 		InsecureAllowWeakKDF: db.cfg.InsecureAllowWeakKDF,
 		StateDir:             db.cfg.StateDir,
 		Hub:                  db.cfg.Hub,
 		HubTimeout:           db.cfg.HubTimeout,
-	})
+	}
+}
+
+// lead unlocks the vault for op and publishes the result to the callers
+// waiting for it. A non-empty code opens with that recovery code, setting
+// the DB's secret as the vault's new one.
+func (db *DB) lead(ctx context.Context, name string, op *opening, code string) {
+	defer db.openersDone.Done()
+	openCtx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(db.closing, cancel)
+	cfg := db.vaultConfig(name)
+	if code != "" {
+		cfg.RecoveryCode, cfg.NewSecret, cfg.Secret, cfg.Identity = code, cfg.Secret, nil, nil
+	}
+	v, err := vault.Open(openCtx, cfg)
 	stop()
 	cancel()
 

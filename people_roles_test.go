@@ -183,6 +183,7 @@ func TestPeopleRevoke(t *testing.T) {
 	// Two owners: either may go, but not both.
 	otto := openPerson(t, personCfg(st, "otto", "o-secret"))
 	require.NoError(t, otto.Revoke(ctx, "olga"))
+	require.NoError(t, otto.Rotation().Wait(ctx), "the rotation of the revocation ends before the snapshot")
 	before := snapshot(t, st)
 	assert.ErrorIs(t, otto.Revoke(ctx, "otto"), vault.ErrNotPermitted, "the last owner stays")
 	assert.Equal(t, before, snapshot(t, st))

@@ -2,9 +2,11 @@ package noydb_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,17 +18,21 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/filestore"
 	"github.com/noydb-go/noydb/stores/pgstore"
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 	"github.com/noydb-go/noydb/vault"
 )
 
-// syncKillChildEnv, when set to "<badger dir>|<pg url>|<schema>|<kill at>|<hub side>",
-// makes TestSyncKillChild sync the vault on that device with that hub and
-// send itself SIGKILL at its kill-at-th store operation on the hub's side
-// (hub side "1") or the device's, just after a write applied or before an
-// operation ran (odd kill-at).
+// syncKillChildEnv, when set to "<device dir>|<pg url>|<schema>|<kill at>|<hub side>|<settle>",
+// makes TestSyncKillChild sync the vault on that device with that hub
+// (settle "1": SyncAndSettle, with the receipts' numbering handle open, so
+// the kill may strike the numbering pass on the hub too) and send itself
+// SIGKILL at its kill-at-th store operation on the hub's side (hub side
+// "1") or the device's, just after a write applied or before an operation
+// ran (odd kill-at).
 const syncKillChildEnv = "NOYDB_SYNC_KILL_CHILD"
 
 // openSyncSession opens vault "shop" on device st synced through hub.
@@ -52,7 +58,7 @@ func TestSyncKillChild(t *testing.T) {
 		t.Skip("runs only as the child process of TestSyncSurvivesKill")
 	}
 	parts := strings.Split(spec, "|")
-	if len(parts) != 5 {
+	if len(parts) != 6 {
 		t.Fatalf("bad %s", syncKillChildEnv)
 	}
 	killAt, err := strconv.ParseInt(parts[3], 10, 64)
@@ -60,7 +66,7 @@ func TestSyncKillChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	bst := openBadger(t, parts[0])
+	bst := openKillDevice(t, parts[0])
 	pg, err := pgstore.Open(ctx, parts[1], &pgstore.Options{Schema: parts[2]})
 	if err != nil {
 		t.Fatal(err)
@@ -87,20 +93,49 @@ func TestSyncKillChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := vault.NumberingOf(vault.CollectionOf[Receipt](v, "receipts"), "receipt", sequence.Options{}, setReceiptNumber); err != nil {
+		t.Fatal(err)
+	}
+	sync := v.Sync
+	if parts[5] == "1" {
+		sync = v.SyncAndSettle
+	}
 	armed.Store(true)
-	if _, err := v.Sync(ctx); err != nil {
+	if _, err := sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Println("synced")
 	killSelf()
 }
 
-// TestSyncSurvivesKill: two badger devices and a PostgreSQL hub. In each
-// of 30 rounds, one device (in turn) gets changes on overlapping ids, then
-// a child process syncs it and is killed with SIGKILL at a random store
-// operation of the device or the hub, before or just after it applied.
-// After the rounds, syncs without kills converge: both devices and the hub
-// hold the same records, and every ledger (the hub's too) verifies.
+// openKillDevice opens the device store in dir: a file folder when dir is
+// named "folder", else badger.
+func openKillDevice(t testing.TB, dir string) stores.Store {
+	t.Helper()
+	if filepath.Base(dir) == "folder" {
+		st, err := filestore.Open(dir, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	return openBadger(t, dir)
+}
+
+// TestSyncSurvivesKill: two devices, one on badger, one on a file folder
+// (no transactions: its syncs commit in steps), and a PostgreSQL hub. In each
+// of 30 rounds, one device (in turn) gets changes on overlapping ids and
+// new deferred receipts, written offline (the hub unreachable) from the
+// third round on, with edits of receipts it holds and deletions of those
+// it holds pending; then a child process syncs it (every other round
+// SyncAndSettle: sync, numbering pass on the hub, sync) and is killed with
+// SIGKILL at a random store operation of the device or the hub, before or
+// just after it applied. After the rounds, a SyncAndSettle of each device
+// and syncs without kills converge: both devices and the hub hold the same
+// records, every ledger (the hub's too) verifies, and the receipts carry
+// exactly 1..K, the same on every device, but for the numbers of a batch
+// a killed pass had recorded whose pending receipt was deleted before the
+// next pass finished it: those are voided in the hub's ledger, and with
+// the receipts' numbers they are 1..K, each once.
 func TestSyncSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills child processes: slow")
@@ -111,7 +146,7 @@ func TestSyncSurvivesKill(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("kill points from seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
-	dirs := []string{t.TempDir(), t.TempDir()}
+	dirs := []string{t.TempDir(), filepath.Join(t.TempDir(), "folder")}
 	openHub := func() *pgstore.Store {
 		pg, err := pgstore.Open(ctx, url, &pgstore.Options{Schema: schema})
 		require.NoError(t, err)
@@ -119,13 +154,48 @@ func TestSyncSurvivesKill(t *testing.T) {
 		return pg
 	}
 	hub := openHub()
+	// The hub as a device sees it when the network is down.
+	down := faultstore.New(hub, faultstore.Options{Before: func(faultstore.Op, string) error {
+		return fmt.Errorf("dial tcp 127.0.0.1:5432: connection refused: %w", stores.ErrUnavailable)
+	}})
 	synced := 0
 	for round := range rounds {
 		d := round % 2
-		st := openBadger(t, dirs[d])
-		db, v, err := openSyncSession(ctx, st, hub)
+		st := openKillDevice(t, dirs[d])
+		reach := stores.Store(hub)
+		if round >= 2 {
+			reach = down
+		}
+		db, v, err := openSyncSession(ctx, st, reach)
 		require.NoError(t, err)
 		notes := vault.CollectionOf[Note](v, "notes")
+		receipts := vault.CollectionOf[Receipt](v, "receipts")
+		nr, err := vault.NumberingOf(receipts, "receipt", sequence.Options{}, setReceiptNumber)
+		require.NoError(t, err)
+		for i := range 3 {
+			r, err := nr.Put(ctx, fmt.Sprintf("k%02d-%d", round, i), Receipt{Total: i})
+			require.NoError(t, err)
+			require.True(t, r.Pending)
+		}
+		var held []string
+		for r, err := range receipts.List(ctx) {
+			require.NoError(t, err)
+			held = append(held, r.ID)
+		}
+		for range 2 {
+			id := held[rng.IntN(len(held))]
+			got, err := nr.Get(ctx, id)
+			if errors.Is(err, vault.ErrNotFound) {
+				continue // deleted by the first of the two
+			}
+			require.NoError(t, err)
+			if got.Pending && rng.IntN(3) == 0 {
+				require.NoError(t, nr.Delete(ctx, id))
+				continue
+			}
+			_, err = nr.Put(ctx, id, Receipt{Total: 100 + round})
+			require.NoError(t, err)
+		}
 		for i := range 20 {
 			id := fmt.Sprintf("n%d", rng.IntN(40))
 			if rng.IntN(4) == 0 {
@@ -141,8 +211,12 @@ func TestSyncSurvivesKill(t *testing.T) {
 
 		killAt := 1 + rng.IntN(10)
 		side := strconv.Itoa(rng.IntN(2))
+		settle := strconv.Itoa(round % 2)
+		if settle == "1" {
+			killAt = 1 + rng.IntN(60) // the pass's operations too
+		}
 		lines := runKilledChild(t, "TestSyncKillChild", round, 0,
-			syncKillChildEnv+"="+strings.Join([]string{dirs[d], url, schema, strconv.Itoa(killAt), side}, "|"))
+			syncKillChildEnv+"="+strings.Join([]string{dirs[d], url, schema, strconv.Itoa(killAt), side, settle}, "|"))
 		if len(lines) > 0 && lines[len(lines)-1] == "synced" {
 			synced++
 		}
@@ -151,19 +225,32 @@ func TestSyncSurvivesKill(t *testing.T) {
 
 	var devs []stores.Store
 	var vs []*vault.Vault
+	var rs []*vault.Numbered[Receipt]
 	for _, dir := range dirs {
-		st := openBadger(t, dir)
+		st := openKillDevice(t, dir)
 		_, v, err := openSyncSession(ctx, st, hub)
+		require.NoError(t, err)
+		nr, err := vault.NumberingOf(vault.CollectionOf[Receipt](v, "receipts"), "receipt", sequence.Options{}, setReceiptNumber)
 		require.NoError(t, err)
 		devs = append(devs, st)
 		vs = append(vs, v)
+		rs = append(rs, nr)
 	}
-	for range 2 {
+	resumed := 0 // numbers of a batch a killed pass left, finished now
+	for round := range 3 {
 		for _, v := range vs {
-			_, err := v.Sync(ctx)
+			sync := v.Sync
+			if round == 1 {
+				sync = v.SyncAndSettle
+			}
+			rep, err := sync(ctx)
 			require.NoError(t, err)
+			resumed += rep.Settled["receipt"].Resumed
 		}
 	}
 	got := assertConverged(t, hub, devs, vs...)
 	assert.NotEmpty(t, got)
+	k := assertReceiptsNumbered(t, hub, devs, rs, seed, true)
+	assert.Positive(t, k)
+	t.Logf("%d receipts numbered; the final passes finished %d numbers of a killed pass's batch", k, resumed)
 }

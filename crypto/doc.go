@@ -28,10 +28,17 @@
 //	version (1) | nonce [24] | ciphertext+tag [n+16]
 //	AEAD associated data: version | ad
 //
-// Record envelope made by [SealRecord], version 1:
+// Record envelope made by [SealRecord], version 1 (no key generation; made
+// before generations existed, and still for a RecordRef without one):
 //
 //	version (1) | revision uint64 | nonce [24] | ciphertext+tag [n+16]
 //	AEAD associated data: version | lp("noydb record") | lp(vault) | lp(collection) | lp(id) | revision uint64
+//
+// Record envelope made by [SealRecord], version 2 (naming the generation of
+// its key, [RecordGeneration]):
+//
+//	version (2) | revision uint64 | generation uint64 | nonce [24] | ciphertext+tag [n+16]
+//	AEAD associated data: version | lp("noydb record") | lp(vault) | lp(collection) | lp(id) | revision uint64 | generation uint64
 //
 // Associated data for an internal value stored at a key ([KeyAD]):
 //

@@ -14,16 +14,27 @@ import (
 const (
 	// EnvelopeVersion is the version byte of envelopes made by [Seal].
 	EnvelopeVersion uint8 = 1
-	// RecordEnvelopeVersion is the version byte of envelopes made by [SealRecord].
+	// RecordEnvelopeVersion is the version byte of envelopes made by
+	// [SealRecord] for a [RecordRef] without a Generation: the layout that
+	// predates key generations.
 	RecordEnvelopeVersion uint8 = 1
+	// RecordEnvelopeVersionGen is the version byte of envelopes made by
+	// [SealRecord] for a [RecordRef] naming a Generation: the layout stores
+	// the generation of the key in clear and authenticates it.
+	RecordEnvelopeVersionGen uint8 = 2
 	// NonceSize is the XChaCha20-Poly1305 nonce length in bytes.
 	NonceSize = chacha20poly1305.NonceSizeX
 	// TagSize is the Poly1305 authentication tag length in bytes.
 	TagSize = chacha20poly1305.Overhead
 	// EnvelopeOverhead is how many bytes [Seal] adds to a plaintext.
 	EnvelopeOverhead = 1 + NonceSize + TagSize
-	// RecordEnvelopeOverhead is how many bytes [SealRecord] adds to a plaintext.
+	// RecordEnvelopeOverhead is how many bytes [SealRecord] adds to a
+	// plaintext in a version 1 envelope (no generation), the shortest record
+	// envelope.
 	RecordEnvelopeOverhead = 1 + 8 + NonceSize + TagSize
+	// RecordEnvelopeOverheadGen is how many bytes [SealRecord] adds to a
+	// plaintext in a version 2 envelope (one naming its key generation).
+	RecordEnvelopeOverheadGen = RecordEnvelopeOverhead + 8
 )
 
 // Domain-separation labels inside associated data.
@@ -45,6 +56,12 @@ type RecordRef struct {
 	ID string
 	// Revision is the record revision; it is stored in clear in the envelope.
 	Revision uint64
+	// Generation is the generation of the key that seals the record (a
+	// vault's data keys are numbered from 1 and a rotation adds the next).
+	// Zero names none: SealRecord then writes the version 1 envelope, which
+	// predates generations. Stored in clear and authenticated; read it with
+	// [RecordGeneration] to pick the key, before opening.
+	Generation uint64
 }
 
 // Seal encrypts and authenticates plaintext under k with XChaCha20-Poly1305
@@ -103,15 +120,29 @@ func Open(k *Key, envelope, ad []byte) ([]byte, error) {
 }
 
 // SealRecord encrypts a record's plaintext under k, binding it to the
-// record's vault, collection, id and revision. The envelope layout,
-// version 1, is
+// record's vault, collection, id and revision, and to the key's generation
+// when ref names one. For a ref with a Generation the envelope layout,
+// version 2, is
+//
+//	[1]  record envelope version (2)
+//	[8]  revision, big-endian, in clear
+//	[8]  key generation, big-endian, in clear
+//	[24] nonce
+//	[n+16] ciphertext and tag
+//
+// with the AEAD associated data
+//
+//	version byte || lp("noydb record") || lp(vault) || lp(collection) || lp(id) || revision (8 bytes) || generation (8 bytes)
+//
+// For a ref without one (Generation 0) it is version 1, the layout made
+// before key generations:
 //
 //	[1]  record envelope version (1)
 //	[8]  revision, big-endian, in clear
 //	[24] nonce
 //	[n+16] ciphertext and tag
 //
-// The AEAD associated data is
+// with the associated data
 //
 //	version byte || lp("noydb record") || lp(vault) || lp(collection) || lp(id) || revision (8 bytes, big-endian)
 //
@@ -133,29 +164,70 @@ func sealRecordWithNonce(k *Key, nonce, plaintext []byte, ref RecordRef) ([]byte
 	if err != nil {
 		return nil, fmt.Errorf("seal record: %w", err)
 	}
-	out := make([]byte, 0, RecordEnvelopeOverhead+len(plaintext))
-	out = append(out, RecordEnvelopeVersion)
+	version := RecordEnvelopeVersion
+	if ref.Generation != 0 {
+		version = RecordEnvelopeVersionGen
+	}
+	out := make([]byte, 0, RecordEnvelopeOverheadGen+len(plaintext))
+	out = append(out, version)
 	out = binary.BigEndian.AppendUint64(out, ref.Revision)
+	if version == RecordEnvelopeVersionGen {
+		out = binary.BigEndian.AppendUint64(out, ref.Generation)
+	}
 	out = append(out, nonce...)
-	return aead.Seal(out, nonce, plaintext, recordAD(RecordEnvelopeVersion, ref)), nil
+	bp := adBuffers.Get().(*[]byte)
+	ad := appendRecordAD((*bp)[:0], version, ref)
+	out = aead.Seal(out, nonce, plaintext, ad)
+	*bp = ad[:0]
+	adBuffers.Put(bp)
+	return out, nil
 }
 
-// OpenRecord authenticates and decrypts an envelope made by [SealRecord].
-// ref.Revision is ignored: the revision is read from the envelope, checked
-// as part of the associated data, and returned. Any failure, including an
-// envelope sealed for another vault, collection or id, returns exactly
-// [ErrTampered]. OpenRecord is safe for concurrent use.
+// recordHeader parses the clear part of a record envelope: its version,
+// revision, generation (0 for version 1) and the offset of the nonce.
+func recordHeader(envelope []byte) (version byte, rev, gen uint64, at int, ok bool) {
+	if len(envelope) < RecordEnvelopeOverhead {
+		return 0, 0, 0, 0, false
+	}
+	switch envelope[0] {
+	case RecordEnvelopeVersion:
+		return envelope[0], binary.BigEndian.Uint64(envelope[1:9]), 0, 9, true
+	case RecordEnvelopeVersionGen:
+		if len(envelope) < RecordEnvelopeOverheadGen {
+			return 0, 0, 0, 0, false
+		}
+		gen = binary.BigEndian.Uint64(envelope[9:17])
+		if gen == 0 {
+			return 0, 0, 0, 0, false // version 2 always names one
+		}
+		return envelope[0], binary.BigEndian.Uint64(envelope[1:9]), gen, 17, true
+	}
+	return 0, 0, 0, 0, false
+}
+
+// OpenRecord authenticates and decrypts an envelope made by [SealRecord],
+// of either version. ref.Revision and ref.Generation are ignored: both are
+// read from the envelope, checked as part of the associated data, and the
+// revision is returned (pick k by [RecordGeneration] first). Any failure,
+// including an envelope sealed for another vault, collection or id, or a
+// generation changed in clear, returns exactly [ErrTampered]. OpenRecord
+// is safe for concurrent use.
 func OpenRecord(k *Key, envelope []byte, ref RecordRef) (plaintext []byte, revision uint64, err error) {
-	if len(envelope) < RecordEnvelopeOverhead || envelope[0] != RecordEnvelopeVersion {
+	version, rev, gen, at, ok := recordHeader(envelope)
+	if !ok {
 		return nil, 0, ErrTampered
 	}
-	ref.Revision = binary.BigEndian.Uint64(envelope[1:9])
-	nonce := envelope[9 : 9+NonceSize]
+	ref.Revision, ref.Generation = rev, gen
+	nonce := envelope[at : at+NonceSize]
 	aead, err := newAEAD(k)
 	if err != nil {
 		return nil, 0, err
 	}
-	pt, err := aead.Open(nil, nonce, envelope[9+NonceSize:], recordAD(envelope[0], ref))
+	bp := adBuffers.Get().(*[]byte)
+	ad := appendRecordAD((*bp)[:0], version, ref)
+	pt, err := aead.Open(nil, nonce, envelope[at+NonceSize:], ad)
+	*bp = ad[:0]
+	adBuffers.Put(bp)
 	if err != nil {
 		return nil, 0, ErrTampered
 	}
@@ -170,13 +242,35 @@ func OpenRecord(k *Key, envelope []byte, ref RecordRef) (plaintext []byte, revis
 // trust only the revision [OpenRecord] returns. A short envelope or an
 // unknown version gives an error wrapping [ErrMalformed].
 func RecordRevision(envelope []byte) (uint64, error) {
+	_, rev, _, err := recordClear(envelope, "record revision")
+	return rev, err
+}
+
+// RecordGeneration returns the key generation a record envelope names in
+// clear, without decrypting or authenticating it: 0 for a version 1
+// envelope, which predates generations (a vault reads it as sealed by its
+// first key). Use it to pick the key to open the envelope with; a changed
+// generation then fails to open. A short envelope or an unknown version
+// gives an error wrapping [ErrMalformed].
+func RecordGeneration(envelope []byte) (uint64, error) {
+	_, _, gen, err := recordClear(envelope, "record generation")
+	return gen, err
+}
+
+// recordClear is recordHeader with errors for RecordRevision and
+// RecordGeneration.
+func recordClear(envelope []byte, op string) (byte, uint64, uint64, error) {
 	if len(envelope) < RecordEnvelopeOverhead {
-		return 0, fmt.Errorf("record revision: envelope of %d bytes is shorter than %d: %w", len(envelope), RecordEnvelopeOverhead, ErrMalformed)
+		return 0, 0, 0, fmt.Errorf("%s: envelope of %d bytes is shorter than %d: %w", op, len(envelope), RecordEnvelopeOverhead, ErrMalformed)
 	}
-	if envelope[0] != RecordEnvelopeVersion {
-		return 0, fmt.Errorf("record revision: unknown envelope version %d: %w", envelope[0], ErrMalformed)
+	version, rev, gen, _, ok := recordHeader(envelope)
+	if !ok {
+		if envelope[0] == RecordEnvelopeVersionGen {
+			return 0, 0, 0, fmt.Errorf("%s: version 2 envelope too short or without a generation: %w", op, ErrMalformed)
+		}
+		return 0, 0, 0, fmt.Errorf("%s: unknown envelope version %d: %w", op, envelope[0], ErrMalformed)
 	}
-	return binary.BigEndian.Uint64(envelope[1:9]), nil
+	return version, rev, gen, nil
 }
 
 // KeyAD returns the associated data for a value sealed with [Seal] and
@@ -247,15 +341,19 @@ func sealAD(version byte, ad []byte) []byte {
 	return append(b, ad...)
 }
 
-// recordAD is the AEAD associated data of a SealRecord envelope.
-func recordAD(version byte, ref RecordRef) []byte {
-	b := make([]byte, 0, 1+4*8+len(recordDomain)+len(ref.Vault)+len(ref.Collection)+len(ref.ID)+8)
+// appendRecordAD appends the AEAD associated data of a record envelope
+// of version to b.
+func appendRecordAD(b []byte, version byte, ref RecordRef) []byte {
 	b = append(b, version)
 	b = appendLP(b, recordDomain)
 	b = appendLP(b, ref.Vault)
 	b = appendLP(b, ref.Collection)
 	b = appendLP(b, ref.ID)
-	return binary.BigEndian.AppendUint64(b, ref.Revision)
+	b = binary.BigEndian.AppendUint64(b, ref.Revision)
+	if version == RecordEnvelopeVersionGen {
+		b = binary.BigEndian.AppendUint64(b, ref.Generation)
+	}
+	return b
 }
 
 // wrapAD is the associated data WrapKey passes to Seal.

@@ -219,6 +219,49 @@ func TestRecordRevisionMalformed(t *testing.T) {
 	assert.ErrorIs(t, err, crypto.ErrMalformed)
 }
 
+// TestRecordGeneration: a version 2 envelope names its generation in clear
+// and authenticates it: the same envelope with another generation, or
+// moved to the version 1 layout, does not open; a version 2 envelope
+// naming generation 0 is malformed.
+func TestRecordGeneration(t *testing.T) {
+	k := newKey(t)
+	ref := crypto.RecordRef{Vault: "v", Collection: "c", ID: "id", Revision: 3, Generation: 2}
+	env, err := crypto.SealRecord(k, []byte("body"), ref)
+	require.NoError(t, err)
+	assert.Len(t, env, 4+crypto.RecordEnvelopeOverheadGen)
+	gen, err := crypto.RecordGeneration(env)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), gen)
+	pt, rev, err := crypto.OpenRecord(k, env, crypto.RecordRef{Vault: "v", Collection: "c", ID: "id", Generation: 9})
+	require.NoError(t, err, "the ref's generation is ignored: the envelope's is used")
+	assert.Equal(t, []byte("body"), pt)
+	assert.Equal(t, uint64(3), rev)
+
+	other := bytes.Clone(env)
+	other[16] = 3 // generation 3 in clear
+	gen, err = crypto.RecordGeneration(other)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), gen)
+	_, _, err = crypto.OpenRecord(k, other, ref)
+	assert.ErrorIs(t, err, crypto.ErrTampered)
+
+	zero := bytes.Clone(env)
+	zero[16] = 0
+	_, err = crypto.RecordGeneration(zero)
+	assert.ErrorIs(t, err, crypto.ErrMalformed)
+	_, _, err = crypto.OpenRecord(k, zero, ref)
+	assert.ErrorIs(t, err, crypto.ErrTampered)
+
+	// The version 1 layout of the same bytes, without the generation.
+	v1 := append([]byte{crypto.RecordEnvelopeVersion}, env[1:9]...)
+	v1 = append(v1, env[17:]...)
+	_, _, err = crypto.OpenRecord(k, v1, ref)
+	assert.ErrorIs(t, err, crypto.ErrTampered)
+
+	_, err = crypto.RecordGeneration(env[:crypto.RecordEnvelopeOverheadGen-1])
+	assert.ErrorIs(t, err, crypto.ErrMalformed)
+}
+
 func TestEnvelopeKindsDoNotCross(t *testing.T) {
 	k := newKey(t)
 	ref := crypto.RecordRef{Vault: "v", Collection: "c", ID: "id", Revision: 1}

@@ -45,6 +45,9 @@ func FuzzOpenRecord(f *testing.F) {
 	for _, v := range loadVectors(f).SealRecord {
 		f.Add([]byte(v.Key), []byte(v.Envelope), v.Vault, v.Collection, v.ID)
 	}
+	for _, v := range loadVectors(f).SealRecordGen {
+		f.Add([]byte(v.Key), []byte(v.Envelope), v.Vault, v.Collection, v.ID)
+	}
 	f.Add([]byte{}, []byte{}, "", "", "")
 	f.Fuzz(func(t *testing.T, key, envelope []byte, vault, collection, id string) {
 		k := keyFrom(key)
@@ -66,8 +69,16 @@ func FuzzOpenRecord(f *testing.F) {
 		if revErr != nil || clearRev != rev {
 			t.Fatalf("authenticated revision %d, clear revision %d (%v)", rev, clearRev, revErr)
 		}
-		ref.Revision = rev
-		again := crypto.SealRecordWithNonce(k, envelope[9:9+crypto.NonceSize], pt, ref)
+		gen, genErr := crypto.RecordGeneration(envelope)
+		if genErr != nil {
+			t.Fatalf("an envelope that opens has no clear generation: %v", genErr)
+		}
+		ref.Revision, ref.Generation = rev, gen
+		at := 9
+		if gen != 0 {
+			at = 17
+		}
+		again := crypto.SealRecordWithNonce(k, envelope[at:at+crypto.NonceSize], pt, ref)
 		if !bytes.Equal(again, envelope) {
 			t.Fatal("OpenRecord accepted a non-canonical envelope")
 		}

@@ -55,6 +55,13 @@ type vectors struct {
 		Revision              decUint64
 		Envelope              hexBytes
 	} `json:"seal_record"`
+	SealRecordGen []struct {
+		Name                  string
+		Key, Nonce, Plaintext hexBytes
+		Vault, Collection, ID string
+		Revision, Generation  decUint64
+		Envelope              hexBytes
+	} `json:"seal_record_gen"`
 	MAC []struct {
 		Name  string
 		Key   hexBytes
@@ -99,6 +106,7 @@ func loadVectors(tb testing.TB) vectors {
 	require.NoError(tb, json.Unmarshal(b, &v))
 	require.NotEmpty(tb, v.Seal)
 	require.NotEmpty(tb, v.SealRecord)
+	require.NotEmpty(tb, v.SealRecordGen)
 	return v
 }
 

@@ -43,6 +43,37 @@ func TestVectorsSealRecord(t *testing.T) {
 	}
 }
 
+// TestVectorsSealRecordGen checks the version 2 record envelope, which
+// names its key generation, against the published vectors, and that the
+// version 1 vectors still open and name no generation.
+func TestVectorsSealRecordGen(t *testing.T) {
+	for _, v := range loadVectors(t).SealRecordGen {
+		k := crypto.KeyFromBytes(v.Key)
+		ref := crypto.RecordRef{Vault: v.Vault, Collection: v.Collection, ID: v.ID, Revision: uint64(v.Revision), Generation: uint64(v.Generation)}
+		got := crypto.SealRecordWithNonce(k, v.Nonce, v.Plaintext, ref)
+		assert.Equal(t, []byte(v.Envelope), got, v.Name)
+		assert.Equal(t, crypto.RecordEnvelopeVersionGen, v.Envelope[0], v.Name)
+
+		rev, err := crypto.RecordRevision(v.Envelope)
+		require.NoError(t, err, v.Name)
+		assert.Equal(t, uint64(v.Revision), rev, v.Name)
+		gen, err := crypto.RecordGeneration(v.Envelope)
+		require.NoError(t, err, v.Name)
+		assert.Equal(t, uint64(v.Generation), gen, v.Name)
+
+		ref.Revision, ref.Generation = 0, 0
+		pt, rev, err := crypto.OpenRecord(k, v.Envelope, ref)
+		require.NoError(t, err, v.Name)
+		assert.Equal(t, []byte(v.Plaintext), pt, v.Name)
+		assert.Equal(t, uint64(v.Revision), rev, v.Name)
+	}
+	for _, v := range loadVectors(t).SealRecord {
+		gen, err := crypto.RecordGeneration(v.Envelope)
+		require.NoError(t, err, v.Name)
+		assert.Zero(t, gen, v.Name)
+	}
+}
+
 func TestVectorsMAC(t *testing.T) {
 	for _, v := range loadVectors(t).MAC {
 		parts := make([][]byte, len(v.Parts))

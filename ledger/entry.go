@@ -71,29 +71,50 @@ const (
 	// rewritten in the current layout (ID the person, Reason the role,
 	// CipherHash the SHA-256 of the new entry).
 	KeyringUpgraded Kind = 16
+	// RecoveryCodesIssued: a person was given a new set of one-time
+	// recovery codes, replacing any earlier set (ID the person, Number how
+	// many, CipherHash the SHA-256 of the person's new recovery entry).
+	RecoveryCodesIssued Kind = 17
+	// RecoveryCodeUsed: a person opened the vault with a recovery code and
+	// set a new secret (ID the person, RequestID the used code's id,
+	// CipherHash the SHA-256 of the person's new recovery entry).
+	RecoveryCodeUsed Kind = 18
+	// RecoveryCodesRevoked: a person's unused recovery codes were revoked
+	// (ID the person, CipherHash the SHA-256 of the new recovery entry).
+	RecoveryCodesRevoked Kind = 19
+	// KeysRotated: a new generation of data keys was made and wrapped for
+	// every person not revoked (Number the new generation, Reason what
+	// caused it: "rotate" or "revoke <user>"). Records written afterwards
+	// are sealed with it; older ones are re-sealed by RecordPut entries
+	// whose Reason is "resealed".
+	KeysRotated Kind = 20
 )
 
 var kindNames = [...]string{
-	RecordPut:          "record-put",
-	RecordDelete:       "record-delete",
-	NumberAllocated:    "number-allocated",
-	SeriesSeeded:       "series-seeded",
-	NumberVoided:       "number-voided",
-	NumberAssigned:     "number-assigned",
-	AppEvent:           "app-event",
-	SeriesDefined:      "series-defined",
-	PeriodClosed:       "period-closed",
-	RecordPulled:       "record-pulled",
-	RecordPulledDelete: "record-pulled-delete",
-	SyncConflict:       "sync-conflict",
-	PersonGranted:      "person-granted",
-	PersonRevoked:      "person-revoked",
-	SecretChanged:      "secret-changed",
-	KeyringUpgraded:    "keyring-upgraded",
+	RecordPut:            "record-put",
+	RecordDelete:         "record-delete",
+	NumberAllocated:      "number-allocated",
+	SeriesSeeded:         "series-seeded",
+	NumberVoided:         "number-voided",
+	NumberAssigned:       "number-assigned",
+	AppEvent:             "app-event",
+	SeriesDefined:        "series-defined",
+	PeriodClosed:         "period-closed",
+	RecordPulled:         "record-pulled",
+	RecordPulledDelete:   "record-pulled-delete",
+	SyncConflict:         "sync-conflict",
+	PersonGranted:        "person-granted",
+	PersonRevoked:        "person-revoked",
+	SecretChanged:        "secret-changed",
+	KeyringUpgraded:      "keyring-upgraded",
+	RecoveryCodesIssued:  "recovery-codes-issued",
+	RecoveryCodeUsed:     "recovery-code-used",
+	RecoveryCodesRevoked: "recovery-codes-revoked",
+	KeysRotated:          "keys-rotated",
 }
 
 // Valid reports whether k is one of the defined kinds.
-func (k Kind) Valid() bool { return k >= RecordPut && k <= KeyringUpgraded }
+func (k Kind) Valid() bool { return k >= RecordPut && k <= KeysRotated }
 
 // String returns the kind's name, e.g. "record-put".
 func (k Kind) String() string {

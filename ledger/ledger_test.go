@@ -128,7 +128,7 @@ func TestAppendRejectsInvalidEntries(t *testing.T) {
 
 		_, err := l.Append(ctx, fact(2), ledger.Entry{Kind: 0})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
-		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.KeyringUpgraded + 1})
+		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.KeysRotated + 1})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
 		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Reason: strings.Repeat("x", 65<<10)})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
@@ -408,5 +408,9 @@ func TestKindString(t *testing.T) {
 	assert.Equal(t, "person-granted", ledger.PersonGranted.String())
 	assert.Equal(t, "keyring-upgraded", ledger.KeyringUpgraded.String())
 	assert.True(t, ledger.KeyringUpgraded.Valid())
-	assert.False(t, ledger.Kind(17).Valid())
+	assert.Equal(t, "recovery-codes-revoked", ledger.RecoveryCodesRevoked.String())
+	assert.True(t, ledger.RecoveryCodesRevoked.Valid())
+	assert.Equal(t, "keys-rotated", ledger.KeysRotated.String())
+	assert.True(t, ledger.KeysRotated.Valid())
+	assert.False(t, ledger.Kind(21).Valid())
 }

@@ -423,6 +423,12 @@ func behind(value, recorded uint64) error {
 	return fmt.Errorf("counter is at %d but the ledger records number %d: %w", value, recorded, ErrRollback)
 }
 
+// reopened is the error of a counter found open, at value, although its
+// period was closed: the store replayed or deleted its closed state.
+func reopened(value uint64) error {
+	return fmt.Errorf("counter is open at %d but its period was closed: %w", value, ErrRollback)
+}
+
 // ledgerView is what a counter has learnt from the History: the highest
 // number recorded (for the rollback check), the ranges skipped by seeds (for
 // Void) and, once a claim record was found missing, the request ids of
@@ -441,6 +447,8 @@ type ledgerView struct {
 	through uint64 // history position read through
 	highest uint64 // the highest number read in the history
 	covered uint64 // seeds and claims of numbers up to covered are all known
+	closed  bool   // the history records a close of the counter's period
+	defined bool   // the history records a definition of the counter's series
 	seeds   []seedRange
 	claims  map[string]uint64 // claim index key (see indexKey) -> number; nil until wanted
 }
@@ -462,6 +470,10 @@ func (c *counter) catchUp(ctx context.Context, wantClaims bool) error {
 		switch f.Kind {
 		case wire.FactRecordDeleted, wire.FactCorrected:
 			return nil
+		case wire.FactClosed:
+			v.closed = true
+		case wire.FactDefined:
+			v.defined = true
 		case wire.FactSeeded:
 			if f.Seq > old && f.Number > f.From {
 				v.seeds = addSeed(v.seeds, f.From, f.Number)

@@ -114,6 +114,10 @@ type counter struct {
 	cacheValid   bool   // cacheVersion is known: a compare-and-swap can skip the read
 	checked      bool   // the counter was checked against the History (see checkHistory)
 	floor        uint64 // the highest number the History recorded at that check
+	// shut is true once the History recorded a close of the counter's
+	// period, or this Service closed it: an open counter is then one the
+	// store replayed or deleted.
+	shut bool
 
 	view ledgerView // what the History says, read incrementally; has its own lock
 	tx   txFloor    // the floor for numbers taken in a caller's transaction (see intx.go)
@@ -301,6 +305,10 @@ func (c *counter) run(ctx context.Context, batch []*op) {
 	if c.w.defined != nil {
 		c.w.defined.stored.Store(true)
 	}
+	if c.cache.closed {
+		c.shut = true
+		c.tx.closed.Store(true)
+	}
 	pinErr := c.w.unpinned
 	if c.svc.pins != nil {
 		if err := c.svc.pins.RaiseCounter(c.key, c.cache.value); err != nil && pinErr == nil {
@@ -365,8 +373,14 @@ func (c *counter) checkHistory(ctx context.Context) error {
 		return fmt.Errorf("check the counter against the ledger: %w", err)
 	}
 	c.view.mu.Lock()
-	c.floor = c.view.highest
+	c.floor, c.shut = c.view.highest, c.shut || c.view.closed
+	defined := c.view.defined
 	c.view.mu.Unlock()
+	if defined {
+		if err := c.svc.checkDefinition(ctx, c.series); err != nil {
+			return err
+		}
+	}
 	c.checked = true
 	return nil
 }
@@ -609,6 +623,9 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 	if st.value < c.floor {
 		return false, nil, behind(st.value, c.floor)
 	}
+	if c.shut && !st.closed {
+		return false, nil, reopened(st.value)
+	}
 	start := st.value
 	c.w.start, c.w.seeds = start, c.w.seeds[:0]
 	var served map[string]uint64 // request ids answered in this batch
@@ -620,7 +637,32 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 			continue // refused before the plan (a definition mismatch)
 		}
 		if st.closed {
-			if o.kind != opClose { // closing again is a no-op
+			switch o.kind {
+			case opClose: // closing again is a no-op
+			case opClaim:
+				// A retry of a claim served before the close gets its
+				// number (taken while the period was open); a new one
+				// is refused.
+				if n, ok := served[o.id]; ok {
+					o.n = n
+					continue
+				}
+				n, found, err := c.findClaim(tx, st, o)
+				if err != nil {
+					return false, nil, err
+				}
+				switch {
+				case o.err != nil:
+				case found:
+					o.n = n
+					if served == nil {
+						served = make(map[string]uint64)
+					}
+					served[o.id] = n
+				default:
+					o.err = c.closedError()
+				}
+			default:
 				o.err = c.closedError()
 			}
 			continue

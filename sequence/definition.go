@@ -316,6 +316,13 @@ func (q *Sequence) prepare(ctx context.Context) (*handleSpec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if q.defined && !eff.defined && eff.stored.Load() {
+		// None is stored: the ledger must not record one (deleted by the
+		// store), else this handle would define the series anew.
+		if eff, err = q.svc.storedOrRecorded(ctx, q.series, sd, eff); err != nil {
+			return nil, q.errorf("definition", err)
+		}
+	}
 	switch {
 	case !q.defined:
 	case !eff.defined:
@@ -349,6 +356,71 @@ func (q *Sequence) loadSeries(ctx context.Context) (*effective, error) {
 		q.sd.cur.Store(eff)
 	}
 	return eff, nil
+}
+
+// errDefinitionGone: the ledger records a definition of the series but the
+// store holds none.
+var errDefinitionGone = fmt.Errorf("the ledger records the series' definition but the store holds none: %w", ErrRollback)
+
+// storedOrRecorded is called when none, the series' effective as loaded
+// from the store, has no definition, before a handle defines the series:
+// if the history records a definition, it is read again from the store
+// (stored meanwhile by another process: returned and kept), and a store
+// that still holds none deleted it (errDefinitionGone). It reads the
+// history once, when a series is first defined. sd.mu must be held.
+func (s *service) storedOrRecorded(ctx context.Context, series string, sd *seriesDef, none *effective) (*effective, error) {
+	if s.history == nil {
+		return none, nil
+	}
+	recorded, err := s.recordsDefinition(ctx, series)
+	if err != nil || !recorded {
+		return none, err
+	}
+	eff, err := s.loadDefinition(ctx, sd.key)
+	if err != nil {
+		return nil, err
+	}
+	if !eff.defined {
+		return nil, errDefinitionGone
+	}
+	sd.cur.CompareAndSwap(none, eff)
+	return eff, nil
+}
+
+// recordsDefinition reports whether the history records a definition of
+// series.
+func (s *service) recordsDefinition(ctx context.Context, series string) (bool, error) {
+	if !s.gate.Enter() {
+		return false, stores.ErrClosed
+	}
+	defer s.gate.Exit()
+	found := false
+	_, err := s.history.Facts(ctx, series, nil, 0, func(f fact) error {
+		found = found || f.Kind == wire.FactDefined
+		return nil
+	})
+	return found, err
+}
+
+// checkDefinition is called when the history records a definition of
+// series: a service that knows the series without one reads it again from
+// the store, adopting it if another process stored it meanwhile, and fails
+// with errDefinitionGone if the store holds none.
+func (s *service) checkDefinition(ctx context.Context, series string) error {
+	sd := s.seriesOf(series)
+	cur := sd.cur.Load()
+	if cur == nil || cur.defined {
+		return nil
+	}
+	eff, err := s.loadDefinition(ctx, sd.key)
+	if err != nil {
+		return err
+	}
+	if !eff.defined {
+		return errDefinitionGone
+	}
+	sd.cur.CompareAndSwap(cur, eff)
+	return nil
 }
 
 // loadDefinition reads the definition stored at key (none: an effective

@@ -84,6 +84,7 @@ func pinInTx(q *Sequence) uint64 { return q.svc.pinOf(targetOf(q).c.key) }
 type txFloor struct {
 	checked atomic.Bool
 	floor   atomic.Uint64
+	closed  atomic.Bool // the period was closed (see counter.shut)
 }
 
 // checkInTx loads the definition of q's series and reads the highest
@@ -113,8 +114,16 @@ func checkInTx(ctx context.Context, q *Sequence) error {
 		return q.errorf("next", err)
 	}
 	c.view.mu.Lock()
-	highest := c.view.highest
+	highest, closed, defined := c.view.highest, c.view.closed, c.view.defined
 	c.view.mu.Unlock()
+	if closed {
+		c.tx.closed.Store(true)
+	}
+	if defined {
+		if err := c.svc.checkDefinition(ctx, c.series); err != nil {
+			return q.errorf("next", err)
+		}
+	}
 	for {
 		old := c.tx.floor.Load()
 		if highest <= old || c.tx.floor.CompareAndSwap(old, highest) {
@@ -207,6 +216,12 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx, pinned *uint64) (S
 	}
 	if st.closed {
 		return Serial{}, false, q.errorf("next", c.closedError())
+	}
+	if c.tx.closed.Load() {
+		// The ledger or this Service saw the period closed after this
+		// transaction's snapshot, or the store reopened it: stale too,
+		// until run again.
+		return Serial{}, false, q.errorf("next", stale(reopened(st.value)))
 	}
 	var defined *event
 	if eff := q.hs.Load().pending(); eff != nil {

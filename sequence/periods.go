@@ -24,7 +24,10 @@ import (
 // PutNumbered and Tx.Next given it number into that period. On a series
 // without periods At's handle is q's counter, with date used to render the
 // format's date tokens. The handle is cheap; its period is chosen at its
-// first call, once the series' definition is known.
+// first call, once the series' definition is known. On a series with
+// periods, a date whose period starts in a year outside 0000 to 9999 (no
+// label ClosePeriod reads names it), or the zero time.Time, is refused
+// with a *ValidationError.
 func (q *Sequence) At(date time.Time) *Sequence {
 	if q.target {
 		q = q.base
@@ -92,13 +95,20 @@ func (q *Sequence) resolveAt(ctx context.Context, date time.Time, dated bool) (*
 	if p == PeriodNone {
 		return q, date, nil
 	}
-	if !dated {
+	switch {
+	case !dated:
 		date = time.Now()
+	case date.IsZero():
+		// Rendering reads a zero date as now: it cannot choose year 1.
+		return nil, time.Time{}, invalid("date", "0001-01-01 00:00:00 UTC", "the zero time.Time: a document date is needed to choose the period")
 	}
 	d := date.In(hs.eff.loc)
 	id := periodID(p, hs.eff.def.FiscalStart, d)
 	if pc := q.last.Load(); pc != nil && pc.id == id && pc.eff == hs.eff {
 		return pc.t, date, nil
+	}
+	if !nameable(p, hs.eff.def.FiscalStart, d) {
+		return nil, time.Time{}, invalid("date", date.String(), "a period of a year outside 0000 to 9999, which ClosePeriod could not name")
 	}
 	t, err := q.svc.periodTarget(q, hs, periodLabel(p, hs.eff.def.FiscalStart, d))
 	if err != nil {
@@ -106,6 +116,16 @@ func (q *Sequence) resolveAt(ctx context.Context, date time.Time, dated bool) (*
 	}
 	q.last.Store(&periodCache{eff: hs.eff, id: id, t: t})
 	return t, date, nil
+}
+
+// nameable reports whether the period of kind p holding d's date has a
+// label checkLabel accepts: its (first) year is 0000 to 9999.
+func nameable(p Period, start MonthDay, d time.Time) bool {
+	y := d.Year()
+	if p == PeriodFiscalYear {
+		y, _ = fiscalYear(start, d)
+	}
+	return y >= 0 && y <= 9999
 }
 
 // periodID names the period of kind p holding d's date as a number,

@@ -420,8 +420,7 @@ func (v *Vault) putSealedTx(ctx context.Context, tx stores.Tx, collection, id st
 	}
 	e.Revision, e.CipherHash = rev, hash
 	e.Collection, e.ID = collection, id
-	_, err := v.ledger.AppendTx(ctx, tx, e)
-	return err
+	return v.appendTx(ctx, tx, e) // a sync's staged commit keeps it (sync_staged.go)
 }
 
 // stored is an authenticated stored record: its revision (0 when there is
@@ -440,9 +439,9 @@ func (v *Vault) openStored(collection, id string, it stores.Item, found bool) (s
 	if !found {
 		return stored{}, nil
 	}
-	plain, rev, err := crypto.OpenRecord(v.dk, it.Value, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id})
+	plain, rev, err := v.openRecord(collection, id, it.Value)
 	if err != nil {
-		return stored{}, v.openFailed(err)
+		return stored{}, err
 	}
 	m, rest, err := splitMeta(plain, v.user)
 	if err != nil {
@@ -473,13 +472,36 @@ func (v *Vault) sealMeta(collection, id string, plain []byte, rev uint64, m meta
 	rev++
 	bp := plainBufs.Get().(*[]byte)
 	buf := appendMeta((*bp)[:0], m, plain)
-	sealed, err := crypto.SealRecord(v.dk, buf, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id, Revision: rev})
+	gen, k := v.keys.current()
+	sealed, err := crypto.SealRecord(k, buf, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id, Revision: rev, Generation: gen})
 	if cap(buf) <= maxPooledPlain {
 		clear(buf) // plaintext: not left behind in a pooled buffer
 		*bp = buf
 		plainBufs.Put(bp)
 	}
 	return sealed, rev, err
+}
+
+// openRecord authenticates and decrypts a stored record envelope with the
+// data key of the generation it names (a version 1 envelope: the first).
+// It returns the whole plaintext (metadata, marks and body) and the
+// revision. A record that fails to open is ErrTampered (ErrClosed when the
+// key was wiped by Close meanwhile); one naming a generation its person
+// does not hold is ErrTampered too, wrapping the reason.
+func (v *Vault) openRecord(collection, id string, sealed []byte) ([]byte, uint64, error) {
+	gen, err := recordGeneration(sealed)
+	if err != nil {
+		return nil, 0, ErrTampered
+	}
+	k, err := v.keys.get(gen)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %w", ErrTampered, closedIfWiped(err))
+	}
+	plain, rev, err := crypto.OpenRecord(k, sealed, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id})
+	if err != nil {
+		return nil, 0, v.openFailed(err)
+	}
+	return plain, rev, nil
 }
 
 func cipherHash(sealed []byte) []byte {

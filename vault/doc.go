@@ -36,9 +36,36 @@
 // an Ed25519 signing key, and the granter's signature of the grant, all
 // under a MAC keyed by the data key (see Vault.Grant, Revoke, People,
 // ChangeSecret). A reader's vault refuses every write with
-// ErrNotPermitted. Revocation makes the vault refuse a person; it does not
-// change the data key, so a revoked person who kept it can still read
-// records until keys are rotated, which is not available yet.
+// ErrNotPermitted. Revocation makes the vault refuse a person and, by
+// default, rotates the keys.
+//
+// # Key rotation
+//
+// Data keys come in generations, numbered from 1. Vault.RotateKeys (and
+// Revoke) makes the next one, wraps it for every person not revoked and
+// commits it with a ledger.KeysRotated entry; new records are sealed with
+// it at once, and a background pass (Rotation; ResumeRotation after a crash
+// or Close) re-seals the older ones. A record envelope names the
+// generation that sealed it (crypto.RecordGeneration; version 1 envelopes,
+// written before generations, are generation 1), so reads work throughout.
+//
+// A re-sealed record is a new revision with the same content and
+// metadata, written with a ledger.RecordPut entry whose Reason is
+// ResealedReason, not the same revision with a new ciphertext: Sync pushes
+// and pulls it as any write (a hub that saw two ciphertexts for one
+// revision would take them for a conflict), the ledger keeps the hash of
+// every ciphertext the store holds, and the conflict rules apply when
+// another device changed the record meanwhile. The cost: a PutIf holding
+// the revision read before gets a conflict, as after any write.
+//
+// What stays on generation 1: internal values (counters, ledger entries,
+// sync state, rollback pins), the ledger's chain key, the claim key and the
+// MAC of keyring entries. The ledger cannot be re-sealed (its hash chain
+// covers the sealed entries), so it verifies with one key across
+// rotations. A revoked person who kept generation 1 can therefore still
+// read ledger entries (collections, ids, numbers, application events) and
+// counters written later, though no record body sealed after the
+// revocation.
 //
 // The audit ledger records every write, number and application event in one
 // hash chain (package ledger). The vault writes it; Audit is its read-only

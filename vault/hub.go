@@ -128,7 +128,7 @@ func copyKeyring(ctx context.Context, src, dst stores.Store, prefix string, head
 			return err
 		}
 	}
-	return nil
+	return copyRecovery(ctx, src, dst, prefix) // recovery codes travel with the keyring
 }
 
 // hubPinsName is the name under which a device's state folder keeps the

@@ -39,11 +39,17 @@ var ErrNotOnDevice = errors.New("numbered on the hub, not copied to the device: 
 // copied to the device store with an entry in the device's ledger.
 func putNumberedOnHub[T any](ctx context.Context, c *Collection[T], id string, seq *sequence.Sequence, build func(sequence.Serial) (T, error)) (T, error) {
 	hc := &Collection[T]{v: c.v.hub, name: c.name}
+	// The hub's feed position before the commit: copyFromHub finds the
+	// commit's entry after it.
+	before, err := c.v.hub.ledger.Head(ctx)
+	if err != nil {
+		return *new(T), fmt.Errorf("put numbered %s/%s: hub's feed: %w", c.name, id, feedErr(err))
+	}
 	out, err := hc.PutNumbered(ctx, id, seq, build)
 	if err != nil && !errors.Is(err, ledger.ErrUnpinned) {
 		return out, err // nothing committed (or, for a lost connection, unknown)
 	}
-	if cerr := c.v.copyFromHub(ctx, c.name, id); cerr != nil {
+	if cerr := c.v.copyFromHub(ctx, c.name, id, before.Seq); cerr != nil {
 		return out, errors.Join(err, fmt.Errorf("put numbered %s/%s: %w: %w", c.name, id, ErrNotOnDevice, cerr))
 	}
 	return out, err
@@ -54,11 +60,20 @@ func putNumberedOnHub[T any](ctx context.Context, c *Collection[T], id string, s
 var errDeviceAhead = errors.New("the device holds another revision of the record, as new or newer")
 
 // copyFromHub copies the hub's current revision of record collection/id,
-// its sealed bytes unchanged, to the device store with a RecordPut entry in
-// the device's ledger, unless the device holds those bytes already. A
-// device holding another revision as new or newer is left as it is
-// (errDeviceAhead). The hub's revision is authenticated first.
-func (v *Vault) copyFromHub(ctx context.Context, collection, id string) error {
+// its sealed bytes unchanged, to the device store, unless the device holds
+// those bytes already. A device holding another revision as new or newer
+// is left as it is (errDeviceAhead). The hub's revision is authenticated
+// first.
+//
+// The copy is recorded as a sync would record pulling it: its sync base
+// becomes the hub's revision (so a later change here is no conflict with
+// it, and a pull of its feed entry changes nothing), and the device's
+// ledger gets a RecordPulled entry with the hub's feed position of the
+// revision, found among the entries after position after; a push never
+// carries it back. When the position is not found (the hub's feed moved on
+// by many entries meanwhile), the entry is a RecordPut of this device, which
+// the next push finds on the hub already.
+func (v *Vault) copyFromHub(ctx context.Context, collection, id string, after uint64) error {
 	key := v.recordKey(collection, id)
 	hit, err := v.hub.store.Get(ctx, key)
 	if err != nil {
@@ -87,6 +102,11 @@ func (v *Vault) copyFromHub(ctx context.Context, collection, id string) error {
 		return true, nil
 	}
 	e := ledger.Entry{Kind: ledger.RecordPut}
+	if seq, ok, err := v.hubPosition(ctx, after, collection, id, hrec.rev, hash); err != nil {
+		return err
+	} else if ok {
+		e = ledger.Entry{Kind: ledger.RecordPulled, Number: seq}
+	}
 	if _, ok := v.store.(stores.Transactor); ok && v.store.Capabilities().Transactions {
 		err := v.ledger.UpdateKeys(ctx, []string{key}, func(tx stores.Tx) error {
 			it, err := tx.Get(key)
@@ -96,6 +116,9 @@ func (v *Vault) copyFromHub(ctx context.Context, collection, id string) error {
 			}
 			write, err := check(it, found)
 			if err != nil || !write {
+				return err
+			}
+			if err := v.putSealedValue(tx, v.baseKey(collection, id), encodeBase(base{rev: hrec.rev, hash: hash})); err != nil {
 				return err
 			}
 			return v.putSealedTx(ctx, tx, collection, id, hit.Value, hrec.rev, hash, e)
@@ -217,4 +240,26 @@ func (n *Numbered[T]) handOffToHub(ctx context.Context) ([]hubHandoff, error) {
 		out = append(out, hubHandoff{key: it.Key, provisional: p})
 	}
 	return out, nil
+}
+
+// hubPositionScan bounds the feed entries hubPosition reads.
+const hubPositionScan = 4096
+
+// hubPosition finds, among the hub's feed entries after position after,
+// the RecordPut of revision rev of collection/id with cipher hash hash,
+// and returns its position.
+func (v *Vault) hubPosition(ctx context.Context, after uint64, collection, id string, rev uint64, hash []byte) (uint64, bool, error) {
+	n := 0
+	for e, err := range v.hub.ledger.Read(ctx, after+1) {
+		if err != nil {
+			return 0, false, feedErr(err)
+		}
+		if e.Kind == ledger.RecordPut && e.Collection == collection && e.ID == id && e.Revision == rev && bytes.Equal(e.CipherHash, hash) {
+			return e.Seq, true, nil
+		}
+		if n++; n == hubPositionScan {
+			break
+		}
+	}
+	return 0, false, nil
 }

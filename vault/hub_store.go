@@ -141,8 +141,16 @@ func Unreachable(err error) bool {
 	if err == nil {
 		return false
 	}
+	if errors.Is(err, stores.ErrUnavailable) {
+		return true
+	}
+	// context.DeadlineExceeded is a net.Error (a timeout) too, but a done
+	// context is the caller's.
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
 	var ne net.Error
-	return errors.Is(err, stores.ErrUnavailable) || errors.As(err, &ne)
+	return errors.As(err, &ne)
 }
 
 // Get implements stores.Store.
@@ -249,4 +257,35 @@ func (h hubTxLockStore) Lock(ctx context.Context, name string) (func(), error) {
 // TryLock implements stores.Locker.
 func (h hubTxLockStore) TryLock(ctx context.Context, name string) (func(), error) {
 	return hubLockStore{h.hubStore, h.lk}.TryLock(ctx, name)
+}
+
+// ListAfter implements stores.RangeLister through stores.ListAfter on the
+// hub, so a device's reads of the hub's feed keep the hub's range listing;
+// the hub's timeout bounds the whole listing.
+func (h hubStore) ListAfter(ctx context.Context, prefix, after string) iter.Seq2[stores.Item, error] {
+	return func(yield func(stores.Item, error) bool) {
+		if err := h.ready(ctx); err != nil {
+			yield(stores.Item{}, err)
+			return
+		}
+		c, cancel := h.call(ctx)
+		defer cancel()
+		for it, err := range stores.ListAfter(c, h.inner, prefix, after) {
+			if !yield(it, classify(ctx, c, err)) {
+				return
+			}
+		}
+	}
+}
+
+// GetMany implements stores.MultiGetter through stores.GetMany on the hub
+// (one round trip on PostgreSQL), under the hub's timeout.
+func (h hubStore) GetMany(ctx context.Context, keys []string) ([]stores.Item, error) {
+	if err := h.ready(ctx); err != nil {
+		return nil, err
+	}
+	c, cancel := h.call(ctx)
+	defer cancel()
+	items, err := stores.GetMany(c, h.inner, keys)
+	return items, classify(ctx, c, err)
 }

@@ -3,6 +3,7 @@ package vault
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -22,9 +23,9 @@ const (
 	// RoleWriter may read and write records, take numbers and append events.
 	RoleWriter Role = 2
 	// RoleReader may only read: records, series, the ledger. Every write
-	// of a reader's vault fails with ErrNotPermitted, including, for now,
-	// the pull of Sync on a device of a hub (a reader opens the vault on a
-	// new device from the hub, but does not pull later changes yet).
+	// of a reader's vault fails with ErrNotPermitted. On a device of a hub
+	// a reader's Sync pulls (it applies the hub's changes on the device)
+	// and pushes nothing (see reader_pull.go).
 	RoleReader Role = 3
 )
 
@@ -355,8 +356,10 @@ type entrySpec struct {
 	salt []byte
 	kdf  crypto.KDFParams
 	pub  []byte
-	// The keys.
+	// The keys: dk is generation 1; later holds the later generations
+	// (rotations) the person gets too.
 	dk          *crypto.Key
+	later       map[uint64]*crypto.Key
 	granterSeed *crypto.Key // nil: the person signs their own grant
 }
 
@@ -400,6 +403,16 @@ func (s entrySpec) build() (*keyringEntry, *crypto.Key, error) {
 		return fail(err)
 	}
 	e.gens = []wrappedGen{{gen: 1, key: w}}
+	for _, n := range slices.Sorted(maps.Keys(s.later)) {
+		if n <= 1 {
+			continue
+		}
+		w, err := crypto.WrapKeyTo(e.boxPub, s.later[n], ad(genPurpose(n)))
+		if err != nil {
+			return fail(err)
+		}
+		e.gens = append(e.gens, wrappedGen{gen: n, key: w})
+	}
 	signer := s.granterSeed
 	if signer == nil {
 		signer = seed

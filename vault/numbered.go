@@ -142,6 +142,9 @@ func NumberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 			return nil, err
 		}
 		n.onHub = hn
+		// Syncs keep the numbers the hub stamps (sync_numbers.go), and
+		// SyncAndSettle runs this handle's pass.
+		v.registerNumbered(series, numberedHook{set: n.setKnown, settle: n.Settle})
 	}
 	ns, hooks, err := v.numberingSeries(series, numbering.Options{Collection: c.name, Format: opts.Format}, n.apply)
 	if err != nil {
@@ -170,6 +173,23 @@ func (n *Numbered[T]) apply(body []byte, s sequence.Serial) ([]byte, error) {
 		return nil, fmt.Errorf("encode: %w", err)
 	}
 	return out, nil
+}
+
+// setKnown puts number num into body with the setter, in the series'
+// format once this handle knows it (ok false before: body unchanged).
+func (n *Numbered[T]) setKnown(body []byte, num uint64) ([]byte, bool, error) {
+	n.mu.Lock()
+	ready := n.ready
+	var s sequence.Serial
+	if ready {
+		s = n.serial(num)
+	}
+	n.mu.Unlock()
+	if !ready {
+		return body, false, nil
+	}
+	out, err := n.apply(body, s)
+	return out, err == nil, err
 }
 
 // Series returns the deferred-numbering series behind the handle: its
@@ -539,6 +559,12 @@ func (n *Numbered[T]) Delete(ctx context.Context, id string) error {
 // handle and never numbered has neither. A missing record is an error
 // wrapping ErrNotFound; one the store serves as it was before a pass
 // stamped it, an error wrapping ErrRollback (see Put).
+//
+// On a device of a hub Get reads the device only, and works offline: a
+// record numbered on the hub (pulled by a sync) shows its number, but not
+// its Provisional id, which only the hub's index of the series holds (a
+// read of the hub on every Get would make Get wait for an unreachable hub
+// up to Config.HubTimeout). Lookup asks the hub for it.
 func (n *Numbered[T]) Get(ctx context.Context, id string) (NumberedRecord[T], error) {
 	c := n.c
 	if err := c.begin(ctx, "get numbered", id); err != nil {

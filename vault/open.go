@@ -29,6 +29,30 @@ type Config struct {
 	// with crypto.GenerateIdentity and give its public key to an owner.
 	// A vault created with an Identity and no Secret is unlocked by it.
 	Identity *crypto.Identity
+	// RecoveryCode, with NewSecret, opens the vault with one of the
+	// person's recovery codes (see Vault.RecoveryCodes) instead of their
+	// lost secret: Open checks the code's checksum first (a typo is
+	// ErrBadRecoveryCode, before any store access or key derivation), then
+	// marks the code used and replaces the person's secret with NewSecret,
+	// with a ledger.RecoveryCodeUsed entry, before it returns the vault.
+	// The old secret no longer opens (ErrWrongSecret); the code never
+	// opens again (ErrRecoveryCodeUsed). Secret and Identity must be empty.
+	//
+	// A store is an adversary: one that serves the person's recovery entry
+	// as it was before the code was used (a replay) is caught by the
+	// ledger, which Open reads for an earlier RecoveryCodeUsed entry of the
+	// code (ErrRecoveryCodeUsed and ErrTampered; this costs one read of the
+	// ledger per recovery). A store that also drops the ledger's tail is
+	// caught by a StateDir that saw it (ErrRollback); without one, or on a
+	// device whose ledger never held the use (another device of a hub,
+	// before the recovery entry reached it), the code opens once more and
+	// the ledger then holds two RecoveryCodeUsed entries with the same
+	// RequestID, which an audit shows.
+	RecoveryCode string
+	// NewSecret is the secret that replaces the lost one on an open with
+	// RecoveryCode; it must not be empty. It is set only with RecoveryCode
+	// (ErrInvalidArgument otherwise) and not kept by the vault.
+	NewSecret []byte
 	// KDF is the key-derivation cost used when this call creates the vault.
 	// The zero value means crypto.DefaultKDF. An existing vault keeps the cost
 	// recorded in its header.
@@ -139,7 +163,14 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("open vault %q: no store", cfg.Name)
 	}
-	if len(cfg.Secret) == 0 && cfg.Identity == nil {
+	ro, err := checkRecoveryConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
+	}
+	if ro != nil {
+		defer clear(ro.code)
+	}
+	if len(cfg.Secret) == 0 && cfg.Identity == nil && ro == nil {
 		return nil, fmt.Errorf("open vault %q: empty secret: %w", cfg.Name, ErrWrongSecret)
 	}
 	kdf := cfg.KDF
@@ -159,7 +190,7 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open vault %q: state folder: %w", cfg.Name, err)
 	}
-	o := opener{cfg: cfg, kdf: kdf, prefix: prefix, known: known}
+	o := opener{cfg: cfg, kdf: kdf, prefix: prefix, known: known, recovery: ro}
 	// Each round either opens an existing vault or tries to create it; losing
 	// the creation race sends us round again to open what the winner wrote.
 	for range 8 {
@@ -187,12 +218,18 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 		v := newVault(cfg, prefix, dk, p)
 		m.store = cfg.Store
 		v.me, v.signAs = m, m
+		v.keys = m.genKeys(cfg, prefix)
+		if err := v.finishRecovery(ctx); err != nil {
+			_ = v.Close()
+			return nil, fmt.Errorf("open vault %q: recovery code: %w", cfg.Name, err)
+		}
 		if cfg.Hub != nil {
 			if v.hub, err = openHub(ctx, cfg, prefix, dk); err != nil {
 				_ = v.Close()
 				return nil, fmt.Errorf("open vault %q: hub: %w", cfg.Name, err)
 			}
 			v.hub.signAs = m
+			v.hub.keys = v.keys
 		} else if v.hubless, err = isDevice(ctx, cfg, prefix); err != nil {
 			_ = v.Close()
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
@@ -207,6 +244,8 @@ type opener struct {
 	kdf    crypto.KDFParams
 	prefix string
 	known  []byte // the salt this device knew the vault by, nil if none
+	// recovery is set for an open with Config.RecoveryCode (recovery.go).
+	recovery *recoveryOpen
 }
 
 // attempt opens or creates the vault and returns the opener's person.
@@ -214,6 +253,9 @@ func (o opener) attempt(ctx context.Context) (*member, error) {
 	st := o.cfg.Store
 	hi, err := st.Get(ctx, o.prefix+headerKey)
 	if errors.Is(err, stores.ErrNotFound) {
+		if o.recovery != nil {
+			return nil, fmt.Errorf("no such vault to recover: %w", ErrNoAccess)
+		}
 		if o.known != nil {
 			return nil, fmt.Errorf("the store has no such vault, but this device has used it "+
 				"(restore the store, or call Forget to start over): %w", ErrVaultLost)
@@ -248,6 +290,20 @@ func (o opener) unlock(ctx context.Context, header []byte) (*member, error) {
 	ki, err := o.cfg.Store.Get(ctx, o.prefix+keyringPrefix+o.cfg.User)
 	if err != nil && !errors.Is(err, stores.ErrNotFound) {
 		return nil, err
+	}
+	if o.recovery != nil {
+		switch {
+		case errors.Is(err, stores.ErrNotFound):
+			return nil, fmt.Errorf("user %q: %w", o.cfg.User, ErrNoAccess)
+		case !isKeyringV2(ki.Value):
+			return nil, fmt.Errorf("user %q has a keyring entry of layout version 1: %w", o.cfg.User, ErrRecoveryCodeRefused)
+		}
+		m, err := o.recoverEntry(ctx, header, ki.Value)
+		if err != nil {
+			return nil, err
+		}
+		m.salt, m.version = h.Salt, ki.Version
+		return m, nil
 	}
 	if err == nil && isKeyringV2(ki.Value) {
 		m, err := unlockEntry(ctx, o.cfg, o.prefix, header, ki.Value)
@@ -352,7 +408,19 @@ func (o opener) creator(header []byte) (*member, *keyringEntry, error) {
 		dk.Wipe()
 		return nil, nil, err
 	}
-	return &member{dk: dk, seed: seed, role: RoleOwner, entry: e, header: header}, e, nil
+	m := &member{dk: dk, seed: seed, role: RoleOwner, entry: e, header: header, gens: map[uint64]*crypto.Key{1: dk}}
+	// The box key, to unwrap the generations later rotations add.
+	if spec.kek != nil {
+		k, err := crypto.UnwrapKey(spec.kek, e.boxPriv, wrapAD(o.cfg.Name, o.cfg.User, header, "box"))
+		if err != nil {
+			m.wipe()
+			return nil, nil, err
+		}
+		m.box, m.ownBox = crypto.IdentityFromKey(k), true
+	} else {
+		m.box = o.cfg.Identity
+	}
+	return m, e, nil
 }
 
 func (o opener) create(ctx context.Context) (*member, error) {

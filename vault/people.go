@@ -204,9 +204,14 @@ func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Ro
 	if err != nil {
 		return fmt.Errorf("vault header: %w", err)
 	}
+	later, err := v.heldGenerations(ctx)
+	if err != nil {
+		return err
+	}
 	spec := entrySpec{
 		vault: v.name, user: user, grantedBy: v.user, header: v.me.header, role: role,
 		at: time.Now(), serial: serial, pub: cred.pub, dk: v.dk, granterSeed: seed,
+		later: later,
 	}
 	if cred.pub == nil {
 		spec.salt, spec.kdf = make([]byte, crypto.SaltSize), h.KDF
@@ -251,19 +256,40 @@ func (v *Vault) ownerSeed() (*crypto.Key, error) {
 // written on error. An owner may revoke themselves while another owner
 // remains; the handle that did so keeps its access until it is closed.
 //
-// What revocation cannot do yet: the data key does not change. A revoked
-// person who kept a copy of the data key (or a copy of the store) can
-// still read every record written before and after the revocation, until
-// the keys are rotated, which is the next step of this work. Revoke makes
-// the vault refuse them; it cannot make them forget.
-func (v *Vault) Revoke(ctx context.Context, user string) error {
-	if err := v.revoke(ctx, user); err != nil {
+// Revoke rotates the keys (see RotateKeys) in the same commit: a new data
+// key generation is wrapped for everyone but the revoked person, records
+// written afterwards are sealed with it, and older records are re-sealed
+// in the background (Vault.Rotation follows it). So a revoked person who
+// kept their old keys, or the keys themselves, and reads the raw store
+// cannot open a record written or re-sealed after the revocation. What it
+// cannot do: make them forget what they read before, and the vault's
+// internal values (ledger entries, counters) stay sealed by the first
+// generation (see RotateKeys). RevokeWithoutRotation skips the rotation;
+// a store without transactions, and a keyring holding another person's
+// entry of layout version 1, cannot rotate: Revoke then fails with
+// stores.ErrNotSupported or ErrNotPermitted, writing nothing, unless
+// RevokeWithoutRotation is given.
+func (v *Vault) Revoke(ctx context.Context, user string, opts ...RevokeOption) error {
+	var o revokeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := v.revoke(ctx, user, o); err != nil {
 		return fmt.Errorf("revoke %q: %w", user, err)
 	}
 	return nil
 }
 
-func (v *Vault) revoke(ctx context.Context, user string) error {
+// RevokeOption configures Revoke.
+type RevokeOption func(*revokeOptions)
+
+type revokeOptions struct{ keepKeys bool }
+
+// RevokeWithoutRotation makes Revoke leave the data keys as they are: the
+// revoked person's keys keep opening every record (with the raw store).
+func RevokeWithoutRotation() RevokeOption { return func(o *revokeOptions) { o.keepKeys = true } }
+
+func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error {
 	if err := CheckCollectionName(user); err != nil {
 		return err
 	}
@@ -308,8 +334,17 @@ func (v *Vault) revoke(ctx context.Context, user string) error {
 	}
 	tomb.seal(v.dk, v.name, v.me.header)
 	val := tomb.encode()
-	if err := v.writePeople(ctx, key, old, val, ledger.Entry{Kind: ledger.PersonRevoked, ID: user, CipherHash: hashOf(val)}); err != nil {
-		return err
+	entry := ledger.Entry{Kind: ledger.PersonRevoked, ID: user, CipherHash: hashOf(val)}
+	if o.keepKeys {
+		if err := v.writePeople(ctx, key, old, val, entry); err != nil {
+			return err
+		}
+	} else {
+		gen, err := v.newGeneration(ctx, "revoke "+user, &keyringWrite{user: user, old: old.Value, val: val, entry: entry})
+		if err != nil {
+			return err
+		}
+		v.startReseal(gen, nil)
 	}
 	if user == v.user {
 		v.me.mu.Lock()

@@ -18,16 +18,30 @@ type member struct {
 	header []byte
 	store  stores.Store // the vault's own store, writable whatever the role
 
-	mu      sync.Mutex // guards what follows, changed by people calls
-	role    Role
-	seed    *crypto.Key   // the signing key; nil for a version 1 entry
-	entry   *keyringEntry // nil for a version 1 entry
-	version uint64        // the store version of the entry as last read or written
+	// gens holds the data keys of every generation the entry wraps (the
+	// first is dk); box is the person's X25519 identity, kept to unwrap a
+	// generation a rotation adds later and to issue recovery codes (ownBox:
+	// ours to wipe). Both are empty for a version 1 entry, which holds the
+	// first generation only.
+	gens   map[uint64]*crypto.Key
+	box    *crypto.Identity
+	ownBox bool
+
+	mu   sync.Mutex // guards what follows, changed by people calls
+	role Role
+	seed *crypto.Key // the signing key; nil for a version 1 entry
+	// recovery is what an open with a recovery code still writes (recovery.go).
+	recovery *pendingRecovery
+	entry    *keyringEntry // nil for a version 1 entry
+	version  uint64        // the store version of the entry as last read or written
 }
 
-// wipe wipes the data key and the signing key (a failed open).
+// wipe wipes the data keys and the signing key (a failed open).
 func (m *member) wipe() {
 	m.dk.Wipe()
+	for _, k := range m.gens {
+		k.Wipe()
+	}
 	m.wipeSigner()
 }
 
@@ -40,6 +54,9 @@ func (m *member) wipeSigner() {
 	defer m.mu.Unlock()
 	if m.seed != nil {
 		m.seed.Wipe()
+	}
+	if m.box != nil && m.ownBox {
+		m.box.Wipe()
 	}
 }
 
@@ -62,7 +79,6 @@ func unlockEntry(ctx context.Context, cfg Config, prefix string, header, raw []b
 		return nil, fmt.Errorf("user %q was revoked: %w", cfg.User, ErrNoAccess)
 	}
 	ad := func(p string) []byte { return wrapAD(cfg.Name, cfg.User, header, p) }
-	var box *crypto.Identity
 	switch e.lock {
 	case lockSecret:
 		if len(cfg.Secret) == 0 {
@@ -84,8 +100,9 @@ func unlockEntry(ctx context.Context, cfg Config, prefix string, header, raw []b
 		if err != nil {
 			return nil, ErrWrongSecret
 		}
-		box = crypto.IdentityFromKey(k)
-		defer box.Wipe()
+		// The member keeps the private key (wiped with it): to unwrap the
+		// generations later rotations add, and for RecoveryCodes.
+		return unlockWithBox(ctx, cfg, prefix, header, e, crypto.IdentityFromKey(k), true)
 	case lockIdentity:
 		if cfg.Identity == nil {
 			return nil, fmt.Errorf("user %q opens with an identity (Config.Identity): %w", cfg.User, ErrWrongSecret)
@@ -97,22 +114,44 @@ func unlockEntry(ctx context.Context, cfg Config, prefix string, header, raw []b
 		if !bytes.Equal(pub, e.boxPub) {
 			return nil, fmt.Errorf("user %q: identity does not match: %w", cfg.User, ErrWrongSecret)
 		}
-		box = cfg.Identity
 	}
-	var dk *crypto.Key
-	for _, g := range e.gens {
-		if g.gen == e.macGen {
-			dk, err = crypto.UnwrapKeyWith(box, g.key, ad(genPurpose(g.gen)))
+	return unlockWithBox(ctx, cfg, prefix, header, e, cfg.Identity, false)
+}
+
+// unlockWithBox finishes unlockEntry once the entry's X25519 private key
+// box is known: it unwraps the data keys of every generation and the
+// signing key, and checks the entry's MAC and grant. ownBox: box is the
+// member's to keep and wipe (a secret's or a recovery code's), else the
+// caller's (Config.Identity). On failure an own box is wiped.
+func unlockWithBox(ctx context.Context, cfg Config, prefix string, header []byte, e *keyringEntry, box *crypto.Identity, ownBox bool) (*member, error) {
+	ad := func(p string) []byte { return wrapAD(cfg.Name, cfg.User, header, p) }
+	gens := make(map[uint64]*crypto.Key, len(e.gens))
+	fail := func(err error) (*member, error) {
+		for _, k := range gens {
+			k.Wipe()
 		}
+		if ownBox {
+			box.Wipe()
+		}
+		return nil, err
 	}
-	if dk == nil || err != nil {
-		return nil, fmt.Errorf("keyring entry of %q: data key: %w", cfg.User, ErrTampered)
+	for _, g := range e.gens {
+		k, err := crypto.UnwrapKeyWith(box, g.key, ad(genPurpose(g.gen)))
+		if err != nil {
+			return fail(fmt.Errorf("keyring entry of %q: data key of generation %d: %w", cfg.User, g.gen, ErrTampered))
+		}
+		gens[g.gen] = k
 	}
-	m := &member{dk: dk, header: header, role: e.role, entry: e}
+	dk := gens[e.macGen]
+	if dk == nil {
+		return fail(fmt.Errorf("keyring entry of %q: data key: %w", cfg.User, ErrTampered))
+	}
+	m := &member{dk: dk, header: header, role: e.role, entry: e, gens: gens, box: box, ownBox: ownBox}
 	if err := e.verify(dk, cfg.Name, cfg.User, header); err != nil {
 		m.wipe()
 		return nil, err
 	}
+	var err error
 	if m.seed, err = crypto.UnwrapKeyWith(box, e.signPriv, ad("sign")); err != nil {
 		m.wipe()
 		return nil, fmt.Errorf("keyring entry of %q: signing key: %w", cfg.User, ErrTampered)

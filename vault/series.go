@@ -60,6 +60,10 @@ type (
 // holds (its memory with the series only); SeriesNamed reads one series at
 // a cost that does not. A key the vault did not write, or a value that does
 // not authenticate, is an error.
+//
+// On a device of a hub (Config.Hub) Series and SeriesNamed list the hub's
+// series, where the counters and passes are; an unreachable hub gives an
+// error wrapping sequence.ErrOffline.
 func (v *Vault) Series(ctx context.Context) ([]SeriesInfo, error) {
 	return v.listSeries(ctx, "", false)
 }
@@ -82,6 +86,9 @@ func (v *Vault) listSeries(ctx context.Context, name string, one bool) ([]Series
 		return nil, fmt.Errorf("series: %w", err)
 	}
 	defer v.exit()
+	if v.hub != nil {
+		return v.hub.listSeries(ctx, name, one)
+	}
 	counterOf := wire.Hook[counterOfFunc]("SequenceCounterOf", wire.SequenceCounterOf)
 	passInfo := wire.Hook[passInfoFunc]("NumberingInfo", wire.NumberingInfo)
 	counterInfo := wire.Hook[counterInfoFunc]("SequenceCounterInfo", wire.SequenceCounterInfo)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/noydb-go/noydb/internal/codec"
 	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -33,6 +34,11 @@ import (
 // that also append the feed entries. Both sides' cursors move only after
 // the commit that covers them, so a sync cut short anywhere leaves both
 // sides consistent and the next one continues.
+//
+// The hub's store needs transactions; a device's need not: on a device
+// store without them (a file folder) each local commit is written in
+// steps, records, then ledger entries, then sync state, then cursors,
+// behind an intent the next sync finishes after a crash (sync_staged.go).
 //
 // Device storage, each value sealed with the vault's key bound to its key:
 //
@@ -86,7 +92,9 @@ const (
 	// LastWriterWins: the revision written last wins, by the write time
 	// sealed in the record (Record.Modified), or the authenticated time of
 	// the deletion's ledger entry. A tie is decided as by
-	// HigherRevisionWins.
+	// HigherRevisionWins. The time is the writing device's own clock:
+	// authenticated (no hub can alter it) but not checked, so a device
+	// whose clock runs ahead wins every such conflict.
 	LastWriterWins
 	// FirstWriterWins: the revision written first wins, timed as for
 	// LastWriterWins.
@@ -138,6 +146,9 @@ type SyncReport struct {
 	Conflicts []SyncConflict
 	// Rejected lists the changes that were not synced, with why.
 	Rejected []SyncRejected
+	// Settled holds, by series, the reports of the numbering passes that
+	// SyncAndSettle ran on the hub (nil for Sync).
+	Settled map[string]numbering.PassReport `json:",omitempty"`
 }
 
 // SyncConflict is one record changed both on this device and on the hub.
@@ -176,7 +187,9 @@ type syncSettings struct {
 	mu       sync.Mutex
 	policies map[string]SyncPolicy
 	merges   map[string]mergeFunc
+	numbered map[string]numberedHook // sync_numbers.go
 	run      sync.Mutex
+	staged   sync.Mutex // one staged commit at a time (sync_staged.go)
 }
 
 // mergeFunc merges the JSON bodies of a record's two sides.
@@ -229,7 +242,9 @@ func (v *Vault) mergeOf(collection string) mergeFunc {
 // verify gives ErrHubTampered, and one serving an older feed than this
 // device has seen ErrRollback; what was applied before stays applied. A
 // sync cut short (a lost connection, ctx ending, a crash) leaves both sides
-// consistent: the next Sync continues where it stopped. One Sync of a vault
+// consistent: the next Sync continues where it stopped. The device's store
+// may lack transactions (a file folder: see the package's sync notes); the
+// hub's may not (stores.ErrNotSupported). One Sync of a vault
 // runs at a time; the vault can be read and written meanwhile.
 //
 // What a hostile hub can do: it cannot read records, nor make a device
@@ -239,6 +254,11 @@ func (v *Vault) mergeOf(collection string) mergeFunc {
 // is ErrHubTampered, an older feed ErrRollback, also after a restart when
 // Config.StateDir is set). It can withhold: serve nothing new, or refuse
 // pushes. A device cannot tell that from a quiet hub.
+//
+// Numbers travel with their records and are never dropped by a conflict:
+// a pending record's push carries its handoff entry, and a number stamped
+// on the hub stays with the record whichever side wins (see
+// SyncAndSettle for the round trip of records numbered by passes).
 func (v *Vault) Sync(ctx context.Context) (SyncReport, error) {
 	return v.SyncWith(ctx, SyncOptions{})
 }
@@ -257,20 +277,35 @@ func (v *Vault) SyncWith(ctx context.Context, opts SyncOptions) (SyncReport, err
 		return rep, fmt.Errorf("sync %s: %w", v.name, err)
 	}
 	defer v.hub.exit()
-	for _, st := range []stores.Store{v.store, v.hub.store} {
-		if _, ok := st.(stores.Transactor); !ok || !st.Capabilities().Transactions {
-			return rep, fmt.Errorf("sync %s: %s has no transactions: %w", v.name, storeType(st), stores.ErrNotSupported)
-		}
+	// The hub needs transactions; a device without them (a file folder)
+	// commits in steps (sync_staged.go).
+	if st := v.hub.store; !isTransactor(st) {
+		return rep, fmt.Errorf("sync %s: %s has no transactions: %w", v.name, storeType(st), stores.ErrNotSupported)
 	}
 	v.syncs.run.Lock()
 	defer v.syncs.run.Unlock()
+	if err := v.recoverStaged(ctx); err != nil {
+		return rep, fmt.Errorf("sync %s: %w", v.name, err)
+	}
 	s := &syncRun{v: v, h: v.hub, rep: &rep, progress: opts.Progress}
-	if err := s.keyrings(ctx); err != nil {
+	keyrings, reader := s.keyrings, v.Role() == RoleReader
+	if reader { // a reader pulls through a writable view of its device (reader_pull.go)
+		s.v = v.pullView()
+		defer s.v.release()
+		keyrings = s.readerKeyrings
+	}
+	if err := keyrings(ctx); err != nil {
 		return rep, fmt.Errorf("sync %s: keyring: %w", v.name, err)
 	}
 	for round := 0; ; round++ {
 		if err := s.pull(ctx); err != nil {
 			return rep, fmt.Errorf("sync %s: pull: %w", v.name, err)
+		}
+		if reader {
+			if err := s.refusePush(ctx); err != nil {
+				return rep, fmt.Errorf("sync %s: push: %w", v.name, err)
+			}
+			break
 		}
 		stale, err := s.push(ctx)
 		if err != nil {
@@ -464,8 +499,9 @@ func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int
 	}
 	// Check each record against its entry.
 	hubv := make(map[recKey]version, len(keys))
-	var odd []recKey // records not at their entry: superseded, or tampered
-	cut := len(win)  // entries from cut on are left to the next batch
+	var odd []recKey             // records not at their entry: superseded, or tampered
+	aheadOf := map[recKey]bool{} // records at a later revision than their entry
+	cut := len(win)              // entries from cut on are left to the next batch
 	for i, k := range keys {
 		e := win[last[k]]
 		sealed, found := got[storeKeys[i]]
@@ -474,14 +510,17 @@ func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int
 		case ok:
 			hubv[k] = x
 		case ahead:
-			cut = min(cut, last[k])
+			aheadOf[k] = true
+			odd = append(odd, k)
 		default:
 			odd = append(odd, k)
 		}
 	}
 	if len(odd) > 0 {
 		// A record not at its entry is fine only if a later entry of the
-		// feed changed it again: among those read, or written since.
+		// feed changed it again (among those read, or written since): it
+		// is applied with that entry. Else a record ahead of its entry is
+		// a hub commit in flight, and any other is tampered.
 		later := map[recKey]bool{}
 		for _, e := range rest {
 			if isRecordEntry(e) {
@@ -504,7 +543,11 @@ func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int
 				return 0, err
 			}
 			for _, k := range unknown {
-				if !since[k] {
+				switch {
+				case since[k]:
+				case aheadOf[k]:
+					cut = min(cut, last[k])
+				default:
 					e := win[last[k]]
 					return 0, fmt.Errorf("%w: %s/%s is not the revision %d its feed entry %d names", ErrHubTampered, k.coll, k.id, e.Revision, e.Seq)
 				}
@@ -605,7 +648,7 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	cur := pullCursor{seq: end.Seq, hash: entryHash(end)}
 	var pulled int
 	var conflicts []SyncConflict
-	err := s.v.ledger.UpdateKeys(ctx, tkeys, func(tx stores.Tx) error {
+	err := s.v.localCommit(ctx, tkeys, func(tx stores.Tx) error {
 		pulled, conflicts, s.rejected = 0, nil, nil
 		var entries []ledger.Entry
 		for _, k := range keys {
@@ -622,7 +665,7 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 		}
 		for len(entries) > 0 {
 			n := min(len(entries), 1024)
-			if _, err := s.v.ledger.AppendTx(ctx, tx, entries[:n]...); err != nil {
+			if err := s.v.appendTx(ctx, tx, entries[:n]...); err != nil {
 				return err
 			}
 			entries = entries[n:]
@@ -669,9 +712,26 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		return 0, nil, nil, nil
 	}
 	// A conflict kept earlier is settled by what follows, or kept again
-	// with the hub's new side.
+	// with the hub's new side. While it was kept, pushes passed the
+	// device's side by (held): if the device wins now, it is written
+	// again below, so that the next push carries it.
+	held := false
+	switch _, err := tx.Get(s.v.conflictKey(k.coll, k.id)); {
+	case err == nil:
+		held = true
+	case !errors.Is(err, stores.ErrNotFound):
+		return 0, nil, nil, err
+	}
 	if err := tx.Delete(s.v.conflictKey(k.coll, k.id)); err != nil {
 		return 0, nil, nil, err
+	}
+	var hubMarks []mark // the marks of the hub's side (none: deleted)
+	if hv.exists() {
+		hst, err := s.h.openStored(k.coll, k.id, stores.Item{Value: hv.sealed}, true)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		hubMarks = hst.marks
 	}
 	pulledEntry := func() ledger.Entry {
 		if hv.exists() {
@@ -680,6 +740,9 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		return ledger.Entry{Kind: ledger.RecordPulledDelete, Collection: k.coll, ID: k.id, Revision: hv.rev, Number: e.Seq}
 	}
 	takeHub := func() error {
+		if err := s.v.dropLocalHandoffs(tx, k.id, dst.marks, hubMarks); err != nil {
+			return err
+		}
 		if hv.exists() {
 			return tx.Put(rkey, hv.sealed)
 		}
@@ -714,12 +777,19 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	if pol == Merge && (!dv.exists() || !hv.exists()) {
 		rule = HigherRevisionWins // a deletion has no value to merge
 	}
-	if rule == Manual || rule == Merge {
+	var hubWins bool
+	switch {
+	case !dv.exists() && len(hubNumbers(nil, hubMarks)) > 0:
+		// A number taken on the hub keeps its record: a deletion made
+		// here loses to it, whatever the policy (see sync_numbers.go).
+		hubWins = true
+	case rule == Manual || rule == Merge:
 		return s.keepOrMerge(ctx, tx, pol, k, c, dv, dst, hv, e)
-	}
-	hubWins, err := s.decide(ctx, rule, k, dv, dst, dRev, hv, hRev, e)
-	if err != nil {
-		return 0, nil, nil, err
+	default:
+		hubWins, err = s.decide(ctx, rule, k, dv, dst, dRev, hv, hRev, e)
+		if err != nil {
+			return 0, nil, nil, err
+		}
 	}
 	c.HubWon = hubWins
 	if hubWins {
@@ -732,16 +802,30 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	}
 	lost := ledger.Entry{Kind: ledger.SyncConflict, Collection: k.coll, ID: k.id, Revision: hv.rev,
 		CipherHash: hv.hash, Reason: pol.String() + ": hub lost", Number: e.Seq}
-	if dv.exists() && dv.rev <= hv.rev {
+	marks, body, numbered, err := s.v.keepNumbers(dst.marks, dst.body, hubMarks)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if dv.exists() && (dv.rev <= hv.rev || numbered || held) {
 		// The device's record must overwrite a hub revision at least as
-		// high: it is sealed again, unchanged, as the revision after it.
-		sealed, rev, err := s.v.sealMeta(k.coll, k.id, joinRecord(dst.marks, dst.body), hv.rev, dst.meta)
+		// high: it is sealed again as the revision after both, unchanged
+		// but for the numbers the hub's side carries and it lacks (a side
+		// held back by a kept conflict gets a new revision too, and a
+		// ledger entry the next push carries).
+		sealed, rev, err := s.v.sealMeta(k.coll, k.id, joinRecord(marks, body), max(dv.rev, hv.rev), dst.meta)
 		if err != nil {
+			return 0, nil, nil, err
+		}
+		if err := s.v.dropLocalHandoffs(tx, k.id, dst.marks, marks); err != nil {
 			return 0, nil, nil, err
 		}
 		if err := s.v.putSealedTx(ctx, tx, k.coll, k.id, sealed, rev, cipherHash(sealed), ledger.Entry{Kind: ledger.RecordPut}); err != nil {
 			return 0, nil, nil, err
 		}
+	}
+	if !dv.exists() && held {
+		// A deletion held back: a deletion entry the next push carries.
+		return 0, c, []ledger.Entry{lost, {Kind: ledger.RecordDelete, Collection: k.coll, ID: k.id, Revision: c.DeviceRevision}}, nil
 	}
 	return 0, c, []ledger.Entry{lost}, nil
 }
@@ -922,7 +1006,7 @@ func (s *syncRun) skipEchoes(ctx context.Context) error {
 	if err != nil || pull == nil {
 		return err
 	}
-	return s.v.ledger.Update(ctx, func(tx stores.Tx) error {
+	return s.v.localCommit(ctx, nil, func(tx stores.Tx) error {
 		return s.v.putSealedValue(tx, syncPullKey, encodePull(*pull))
 	})
 }
@@ -941,9 +1025,10 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 		return nil, err
 	}
 	type change struct {
-		k  recKey
-		dv version
-		b  base
+		k        recKey
+		dv       version
+		b        base
+		handoffs []string // the handoff keys of its pending marks
 	}
 	var changes []change
 	for i, k := range keys {
@@ -953,13 +1038,14 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 			continue // a conflict kept for the application: held until resolved
 		}
 		if sealed, ok := got[dkeys[3*i]]; ok {
-			rev, err := s.v.recordRevision(k.coll, k.id, sealed)
+			st, err := s.v.openStored(k.coll, k.id, stores.Item{Value: sealed}, true)
 			if err != nil {
 				s.rep.Rejected = append(s.rep.Rejected, SyncRejected{Collection: k.coll, ID: k.id,
 					Reason: "the device's record does not open: " + err.Error()})
 				continue
 			}
-			c.dv = version{sealed: sealed, rev: rev, hash: cipherHash(sealed)}
+			c.dv = version{sealed: sealed, rev: st.rev, hash: cipherHash(sealed)}
+			c.handoffs = s.v.handoffKeys(k.id, st.marks)
 		}
 		if raw, ok := got[dkeys[3*i+1]]; ok {
 			b, err := s.v.openBase(k, raw)
@@ -970,27 +1056,44 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 		}
 		changes = append(changes, c)
 	}
+	// The handoff entries of the pending records, which travel with them
+	// (sync_numbers.go).
+	var handoffKeys []string
+	for _, c := range changes {
+		handoffKeys = append(handoffKeys, c.handoffs...)
+	}
+	handoffs, err := fetch(ctx, s.v.store, handoffKeys)
+	if err != nil {
+		return nil, err
+	}
 	// The hub commit: each record written where the hub still holds its base.
-	hkeys := make([]string, len(changes))
+	hkeys := make([]string, len(changes), len(changes)+len(handoffKeys))
 	for i, c := range changes {
 		hkeys[i] = s.h.recordKey(c.k.coll, c.k.id)
 	}
+	lockKeys := append(hkeys, handoffKeys...)
 	var acked []change
 	var stale []recKey
 	var pushed int
 	var appended []ledger.Entry // the feed entries of this commit
 	var head ledger.Head        // the feed's head after them
 	if len(changes) > 0 {
-		err = s.h.ledger.UpdateKeys(ctx, hkeys, func(tx stores.Tx) error {
+		err = s.h.ledger.UpdateKeys(ctx, lockKeys, func(tx stores.Tx) error {
 			acked, stale, pushed, appended = nil, nil, 0, nil
 			var entries []ledger.Entry
 			for i, c := range changes {
 				var hh []byte
+				var hit stores.Item
 				switch it, err := tx.Get(hkeys[i]); {
 				case err == nil:
-					hh = cipherHash(it.Value)
+					hh, hit = cipherHash(it.Value), it
 				case !errors.Is(err, stores.ErrNotFound):
 					return err
+				}
+				if c.dv.exists() && (bytes.Equal(hh, c.dv.hash) || bytes.Equal(hh, c.b.hash)) {
+					if err := copyHandoffs(tx, c.handoffs, handoffs); err != nil {
+						return err
+					}
 				}
 				switch {
 				case bytes.Equal(hh, c.dv.hash):
@@ -1002,6 +1105,11 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 						}
 						entries = append(entries, ledger.Entry{Kind: ledger.RecordPut, Collection: c.k.coll, ID: c.k.id, Revision: c.dv.rev, CipherHash: c.dv.hash})
 					} else {
+						if hh != nil {
+							if err := s.dropHubHandoffs(tx, c.k, hit); err != nil {
+								return err
+							}
+						}
 						if err := tx.Delete(hkeys[i]); err != nil {
 							return err
 						}
@@ -1040,7 +1148,7 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 	if len(appended) > 0 {
 		s.appendedHead = head
 	}
-	err = s.v.ledger.Update(ctx, func(tx stores.Tx) error {
+	err = s.v.localCommit(ctx, nil, func(tx stores.Tx) error {
 		for _, c := range acked {
 			b := base{rev: c.dv.rev, hash: c.dv.hash}
 			if !c.dv.exists() {
@@ -1122,33 +1230,28 @@ func entryHash(e ledger.Entry) []byte {
 	return cipherHash(b)
 }
 
-// fetch reads keys from st in one read-only transaction (prefetched where
-// the store's reads are round trips) and returns those found.
+// fetch reads keys from st with stores.GetMany (one round trip on
+// PostgreSQL, a read without locks) and returns those found. The answer
+// need not be one snapshot, and nothing here needs one: a hub record is
+// checked against its own feed entry (a record ahead of it waits for the
+// next sync, one behind it must be superseded by a later entry), and on
+// the device the sync state it reads (bases, kept conflicts) is written
+// by syncs only, one at a time, while a record the application writes
+// meanwhile is pushed as read or by the next pass, its ledger entry being
+// past the cursor this pass moves to.
 func fetch(ctx context.Context, st stores.Store, keys []string) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(keys))
 	if len(keys) == 0 {
 		return out, nil
 	}
-	err := st.(stores.Transactor).Update(ctx, func(tx stores.Tx) error {
-		clear(out)
-		if p, ok := tx.(stores.Prefetcher); ok {
-			if err := p.Prefetch(keys); err != nil {
-				return err
-			}
-		}
-		for _, k := range keys {
-			it, err := tx.Get(k)
-			if errors.Is(err, stores.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			out[k] = it.Value
-		}
-		return nil
-	})
-	return out, err
+	items, err := stores.GetMany(ctx, st, keys)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		out[it.Key] = it.Value
+	}
+	return out, nil
 }
 
 func (v *Vault) baseKey(coll, id string) string {

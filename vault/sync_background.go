@@ -13,6 +13,7 @@ import (
 type Syncer struct {
 	v      *Vault
 	period time.Duration
+	settle bool // each sync is a SyncAndSettle
 	cancel context.CancelFunc
 	done   chan struct{}
 	now    chan chan syncResult
@@ -45,13 +46,21 @@ type syncResult struct {
 	err error
 }
 
+// SyncerOption configures a Syncer (SyncEvery).
+type SyncerOption func(*Syncer)
+
+// SettleNumbers makes each sync of a Syncer a SyncAndSettle: the records
+// written with the vault's NumberingOf handles get their numbers from a
+// pass on the hub within one period, and come back with them.
+func SettleNumbers() SyncerOption { return func(s *Syncer) { s.settle = true } }
+
 // SyncEvery starts syncing v in the background: at once, then every
 // period, until Stop is called, ctx ends or the vault is closed (the sync
 // then under way ends with ErrClosed, in Status). A vault without a hub gives
 // ErrNoHub and a period that is not positive ErrInvalidArgument; neither
 // starts anything. A sync that fails is retried at the next period; its
-// error is in Status.
-func (v *Vault) SyncEvery(ctx context.Context, period time.Duration) (*Syncer, error) {
+// error is in Status. With SettleNumbers each sync is a SyncAndSettle.
+func (v *Vault) SyncEvery(ctx context.Context, period time.Duration, opts ...SyncerOption) (*Syncer, error) {
 	if v.hub == nil {
 		return nil, fmt.Errorf("sync %s: %w", v.name, ErrNoHub)
 	}
@@ -60,6 +69,11 @@ func (v *Vault) SyncEvery(ctx context.Context, period time.Duration) (*Syncer, e
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Syncer{v: v, period: period, cancel: cancel, done: make(chan struct{}), now: make(chan chan syncResult)}
+	for _, o := range opts {
+		if o != nil {
+			o(s)
+		}
+	}
 	go s.loop(ctx)
 	return s, nil
 }
@@ -102,7 +116,11 @@ func (s *Syncer) run(ctx context.Context) syncResult {
 	s.mu.Lock()
 	s.status.Running = true
 	s.mu.Unlock()
-	rep, err := s.v.Sync(ctx)
+	sync := s.v.Sync
+	if s.settle {
+		sync = s.v.SyncAndSettle
+	}
+	rep, err := sync(ctx)
 	s.mu.Lock()
 	s.status = SyncStatus{Syncs: s.status.Syncs + 1, LastReport: rep, LastError: err, LastEnded: time.Now()}
 	s.mu.Unlock()

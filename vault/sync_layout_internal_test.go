@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/noydb-go/noydb/internal/codec"
 	"github.com/noydb-go/noydb/internal/codec/codectest"
+	"github.com/noydb-go/noydb/ledger"
 )
 
 // The sync state layouts of sync.go and sync_manual.go (pull and push
-// cursors, a record's base, a kept conflict), pinned to
+// cursors, a record's base, a kept conflict, a staged commit's intent), pinned to
 // testdata/sync_layouts.json both ways, and their fuzz targets.
 
 func syncLayouts() []codectest.Layout {
@@ -27,6 +29,9 @@ func syncLayouts() []codectest.Layout {
 		{Seeds: "testdata/sync_layouts.json", Prefix: "sync-conflict/", Err: codec.ErrCorrupt,
 			Decode: func(b []byte) (any, error) { return decodeKept(b) },
 			Encode: func(v any) ([]byte, error) { return encodeKept(v.(keptConflict)), nil }},
+		{Seeds: "testdata/sync_layouts.json", Prefix: "sync-intent/", Err: codec.ErrCorrupt,
+			Decode: func(b []byte) (any, error) { return decodeIntent(b) },
+			Encode: func(v any) ([]byte, error) { return encodeIntent(v.(intent)) }},
 	}
 }
 
@@ -53,6 +58,14 @@ func TestSyncLayoutVectors(t *testing.T) {
 		cs(ls[2], "revision 3", base{rev: 3, hash: hash}),
 		cs(ls[3], "hub deleted", keptConflict{seq: 9, rev: 4}),
 		cs(ls[3], "hub record", keptConflict{seq: 12, rev: 5, sealed: []byte("sealed record bytes")}),
+		cs(ls[4], "empty", intent{}),
+		cs(ls[4], "a pull and a conflict", intent{head: 41,
+			records: []intentRecord{{key: "v/shop/notes/x", hash: hash}, {key: "v/shop/notes/y"}},
+			entries: []ledger.Entry{
+				{Kind: ledger.RecordPulled, Collection: "notes", ID: "x", Revision: 3, CipherHash: hash, Number: 77, Time: time.Unix(0, 0).UTC()},
+				{Kind: ledger.SyncConflict, Collection: "notes", ID: "y", Revision: 2, Reason: "higher-revision-wins: device lost", Number: 78, Time: time.Unix(0, 0).UTC()},
+				{Kind: ledger.RecordPulledDelete, Collection: "notes", ID: "y", Revision: 2, Number: 78, Time: time.Unix(0, 0).UTC()},
+			}}),
 	})
 }
 
@@ -60,3 +73,4 @@ func FuzzSyncPull(f *testing.F)     { codectest.Fuzz(f, syncLayouts()[0]) }
 func FuzzSyncPush(f *testing.F)     { codectest.Fuzz(f, syncLayouts()[1]) }
 func FuzzSyncBase(f *testing.F)     { codectest.Fuzz(f, syncLayouts()[2]) }
 func FuzzSyncConflict(f *testing.F) { codectest.Fuzz(f, syncLayouts()[3]) }
+func FuzzSyncIntent(f *testing.F)   { codectest.Fuzz(f, syncLayouts()[4]) }

@@ -20,7 +20,7 @@ var ErrNoConflict = fmt.Errorf("no sync conflict kept for this record: %w", ErrN
 // gets the device's and the hub's values and returns the record's value,
 // written on this device above both sides' revisions and pushed. When a
 // side is a deletion, the conflict is decided as by HigherRevisionWins;
-// when merge fails, it is kept as under Manual. merge may run during any Sync of v; it should only compute. A
+// when merge fails (or panics), it is kept as under Manual. merge may run during any Sync of v; it should only compute. A
 // nil merge or an invalid collection name gives an error (ErrInvalidArgument,
 // or the name's) and changes nothing. SetConflictPolicy on the collection
 // replaces it.
@@ -39,7 +39,7 @@ func MergeWith[T any](v *Vault, collection string, merge func(local, hub T) (T, 
 		if err := json.Unmarshal(hub, &h); err != nil {
 			return nil, fmt.Errorf("decode the hub's value: %w", err)
 		}
-		m, err := merge(l, h)
+		m, err := callMerge(merge, l, h)
 		if err != nil {
 			return nil, err
 		}
@@ -52,6 +52,18 @@ func MergeWith[T any](v *Vault, collection string, merge func(local, hub T) (T, 
 	}
 	v.syncs.merges[collection] = f
 	return nil
+}
+
+// callMerge runs merge, a panic in it being a failure to merge (the
+// conflict is kept): it runs inside a sync, maybe a background one, where
+// a panic would take the application down.
+func callMerge[T any](merge func(local, hub T) (T, error), l, h T) (m T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("merge function panicked: %v", r)
+		}
+	}()
+	return merge(l, h)
 }
 
 // keptConflict is the hub's side of a conflict kept for the application.
@@ -92,10 +104,17 @@ func decodeKept(plain []byte) (keptConflict, error) {
 // can, else the hub's side kept beside the device's record.
 func (s *syncRun) keepOrMerge(ctx context.Context, tx stores.Tx, pol SyncPolicy, k recKey, c *SyncConflict, dv version, dst stored, hv version, e ledger.Entry) (int, *SyncConflict, []ledger.Entry, error) {
 	if pol == Merge {
-		merged, err := s.merge(k, dst, hv)
+		merged, hubMarks, err := s.merge(k, dst, hv)
 		if err == nil {
-			sealed, rev, err := s.v.sealNext(k.coll, k.id, joinRecord(dst.marks, merged), max(dv.rev, hv.rev))
+			marks, body, _, err := s.v.keepNumbers(dst.marks, merged, hubMarks)
 			if err != nil {
+				return 0, nil, nil, err
+			}
+			sealed, rev, err := s.v.sealNext(k.coll, k.id, joinRecord(marks, body), max(dv.rev, hv.rev))
+			if err != nil {
+				return 0, nil, nil, err
+			}
+			if err := s.v.dropLocalHandoffs(tx, k.id, dst.marks, marks); err != nil {
 				return 0, nil, nil, err
 			}
 			if err := s.v.putSealedTx(ctx, tx, k.coll, k.id, sealed, rev, cipherHash(sealed), ledger.Entry{Kind: ledger.RecordPut}); err != nil {
@@ -121,17 +140,19 @@ func (s *syncRun) keepOrMerge(ctx context.Context, tx stores.Tx, pol SyncPolicy,
 		CipherHash: hv.hash, Reason: pol.String() + ": kept", Number: e.Seq}}, nil
 }
 
-// merge runs the collection's merge function on both sides' JSON bodies.
-func (s *syncRun) merge(k recKey, dst stored, hv version) ([]byte, error) {
+// merge runs the collection's merge function on both sides' JSON bodies,
+// and returns the merged body with the marks of the hub's side.
+func (s *syncRun) merge(k recKey, dst stored, hv version) ([]byte, []mark, error) {
 	f := s.v.mergeOf(k.coll)
 	if f == nil {
-		return nil, errors.New("no merge function")
+		return nil, nil, errors.New("no merge function")
 	}
 	hs, err := s.h.openStored(k.coll, k.id, stores.Item{Value: hv.sealed}, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return f(dst.body, hs.body)
+	out, err := f(dst.body, hs.body)
+	return out, hs.marks, err
 }
 
 // PendingConflict is a sync conflict kept for the application: the device
@@ -243,7 +264,7 @@ func (c *Collection[T]) Resolve(ctx context.Context, id string, value *T) error 
 	}
 	v := c.v
 	ck := v.conflictKey(c.name, id)
-	err := v.ledger.UpdateKeys(ctx, []string{ck, v.recordKey(c.name, id)}, func(tx stores.Tx) error {
+	err := v.localCommit(ctx, []string{ck, v.recordKey(c.name, id)}, func(tx stores.Tx) error {
 		it, err := tx.Get(ck)
 		if errors.Is(err, stores.ErrNotFound) {
 			return ErrNoConflict
@@ -269,10 +290,20 @@ func (c *Collection[T]) Resolve(ctx context.Context, id string, value *T) error 
 			if err := tx.Delete(v.recordKey(c.name, id)); err != nil {
 				return err
 			}
-			_, err := v.ledger.AppendTx(ctx, tx, ledger.Entry{Kind: ledger.RecordDelete, Collection: c.name, ID: id, Revision: top})
-			return err
+			return v.appendTx(ctx, tx, ledger.Entry{Kind: ledger.RecordDelete, Collection: c.name, ID: id, Revision: top})
 		}
-		sealed, rev, err := v.sealNext(c.name, id, joinRecord(prev.marks, plain), top)
+		marks, body := prev.marks, plain
+		if kc.sealed != nil {
+			// The hub's side may carry a number taken there: it stays.
+			hs, err := v.openStored(c.name, id, stores.Item{Value: kc.sealed}, true)
+			if err != nil {
+				return err
+			}
+			if marks, body, _, err = v.keepNumbers(prev.marks, plain, hs.marks); err != nil {
+				return err
+			}
+		}
+		sealed, rev, err := v.sealNext(c.name, id, joinRecord(marks, body), top)
 		if err != nil {
 			return err
 		}

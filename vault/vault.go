@@ -25,7 +25,8 @@ type Vault struct {
 	user   string
 	store  stores.Store
 	prefix string
-	dk     *crypto.Key
+	dk     *crypto.Key   // the first generation's data key: internal values, the ledger's and claims' keys
+	keys   *genKeys      // the data keys by generation, for records (rotate_keys.go)
 	macer  *crypto.MACer // the ledger's chain key, wiped with dk
 	claims *crypto.MACer // the sequences' claim key, wiped with dk
 	seal   keySealer
@@ -50,6 +51,8 @@ type Vault struct {
 	// vault.
 	signAs  *member
 	signers *signerCache // signAs's key, expanded; wiped by Close
+	// rot is the last rotation this handle started (rotate.go).
+	rot atomic.Pointer[Rotation]
 
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.
@@ -70,6 +73,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 		store:  cfg.Store,
 		prefix: prefix,
 		dk:     dk,
+		keys:   newGenKeys(map[uint64]*crypto.Key{1: dk}),
 		seal:   keySealer{dk: dk, vault: cfg.Name},
 		pins:   p,
 	}
@@ -211,6 +215,7 @@ func (v *Vault) Close() error {
 		v.claims.Wipe()
 		if !v.sharesKey {
 			v.dk.Wipe()
+			v.keys.wipe()
 			v.me.wipeSigner()
 		}
 		v.closeErr = errors.Join(errs...)
@@ -345,6 +350,13 @@ func (h history) Facts(ctx context.Context, series string, partition []string, a
 			}
 			continue
 		}
+		if e.Kind == ledger.SeriesDefined && e.Series == series {
+			// A definition holds for every partition of its series.
+			if err := fn(wire.SequenceFact{Seq: e.Seq, Kind: wire.FactDefined}); err != nil {
+				return after, err
+			}
+			continue
+		}
 		if e.Series != series || !slices.Equal(e.Partition, partition) {
 			if e.Kind == ledger.NumberAllocated && e.Reason != "" {
 				// A correction of one of series' numbers, taken in another.
@@ -364,9 +376,17 @@ func (h history) Facts(ctx context.Context, series string, partition []string, a
 		case ledger.RecordPut:
 			f.Kind, f.Collection, f.ID = wire.FactBound, e.Collection, e.ID
 		case ledger.NumberVoided:
+			if e.Collection != "" {
+				// A pass's void (deferred numbering names the record): its
+				// numbers are the pass's, not the counter's. A counter's
+				// void names none.
+				continue
+			}
 			f.Kind, f.Reason = wire.FactVoided, e.Reason
 		case ledger.SeriesSeeded:
 			f.Kind, f.From = wire.FactSeeded, e.From
+		case ledger.PeriodClosed:
+			f.Kind = wire.FactClosed
 		default:
 			continue
 		}

@@ -126,6 +126,12 @@ type app struct {
 	// fixedSecret, when set, is used instead of asking for one (the demo's
 	// own secret, a throwaway for a benchmark in memory).
 	fixedSecret []byte
+	// identityFile is --identity-file: open with an X25519 identity
+	// instead of a secret (recovery.go).
+	identityFile string
+	// recoveryCode opens with a recovery code ('vault recover'), with
+	// fixedSecret as the new secret.
+	recoveryCode string
 	// quietMem drops the note that mem: keeps nothing (the demo says it itself).
 	quietMem bool
 
@@ -320,6 +326,7 @@ cheap key-derivation cost. Never set it for real data.`,
 	pf.StringVar(&a.user, "user", setting(envUser, "user", ""), "user whose key opens the vault ($"+envUser+"; default the vault's only user, and $USER for a new vault)")
 	a.flags = pf
 	pf.StringVar(&a.secretFile, "secret-file", "", "read the secret from this file (else $"+envSecret+", else a prompt)")
+	pf.StringVar(&a.identityFile, "identity-file", "", "open with the X25519 identity in this file (see 'noydb vault keygen') instead of a secret")
 	pf.BoolVar(&a.insecureSecretFile, "insecure-secret-file", false, "accept a --secret-file that group or others may read or write")
 	pf.StringVar(&a.stateRoot, "state-dir", setting(envStateDir, "state-dir", ""), "root of this device's state folders (rollback pins), one per store ($"+envStateDir+"; default noydb in the user state folder)")
 	pf.BoolVar(&a.create, "create", false, "create the vault if it does not exist (else only 'noydb init' does)")
@@ -601,12 +608,19 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 	if err := a.pickUser(ctx, users, exists || onHub); err != nil {
 		return nil, err
 	}
-	secret, err := a.secret(a.vaultName, !exists && !onHub)
-	if err != nil {
-		return nil, err
+	cfg := noydb.Config{User: a.user, Store: st, StateDir: stateDir}
+	if a.identityFile != "" {
+		if cfg.Identity, err = a.identity(); err != nil {
+			return nil, err
+		}
+	} else {
+		secret, err := a.secret(a.vaultName, !exists && !onHub)
+		if err != nil {
+			return nil, err
+		}
+		defer clear(secret)
+		cfg.Secret = secret
 	}
-	defer clear(secret)
-	cfg := noydb.Config{User: a.user, Secret: secret, Store: st, StateDir: stateDir}
 	if hub != nil {
 		cfg.Hub = hub.store
 		if hub.offline != nil && !a.quietOffline {
@@ -621,7 +635,7 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 		return nil, err
 	}
 	a.db = db
-	v, err := db.OpenVault(ctx, a.vaultName)
+	v, err := a.openNamed(ctx)
 	if err == nil {
 		a.created = !exists && !onHub
 		a.fetched = !exists && onHub

@@ -45,6 +45,8 @@ func fromHub(err error) bool {
 // explain turns err into one line that says what happened and what to do.
 func (a *app) explain(err error) string {
 	switch {
+	case errors.Is(err, vault.ErrWrongSecret) && a.identityFile != "":
+		return fmt.Sprintf("the identity in --identity-file does not open vault %q for user %q", a.vaultName, a.user)
 	case errors.Is(err, vault.ErrWrongSecret):
 		return fmt.Sprintf("wrong secret for vault %q (user %q): check $%s or --secret-file", a.vaultName, a.user, envSecret)
 	case errors.Is(err, vault.ErrNoAccess):

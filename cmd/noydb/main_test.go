@@ -83,10 +83,11 @@ func scriptParams(dir string, env map[string]string) testscript.Params {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":  cmdExits,
-			"hold":   cmdHold,
-			"json":   cmdJSON,
-			"tamper": cmdTamper,
+			"exits":   cmdExits,
+			"hold":    cmdHold,
+			"json":    cmdJSON,
+			"tamper":  cmdTamper,
+			"linevar": cmdLineVar,
 		},
 	}
 }

@@ -129,14 +129,15 @@ they hold (the text form noydb-x25519-public:…).`,
 	add.Flags().StringVar(&publicKey, "public-key", "", "the person's X25519 public key (noydb-x25519-public:…) instead of a secret")
 	add.Flags().StringVar(&newSecretFile, "new-secret-file", "", "read the person's secret from this file (else a prompt)")
 	_ = add.MarkFlagRequired("role")
+	var keepKeys bool
 	remove := &cobra.Command{
 		Use:   "remove USER",
 		Short: "Remove a person's access",
 		Long: `Remove USER's access to --vault: their secret or key no longer opens it.
-It cannot make them forget what they read, nor the data key they held: until
-keys are rotated (not yet available), a removed person who kept a copy of
-the key or of the store can still read records. The last owner cannot be
-removed.`,
+The keys are rotated at once (see 'noydb vault rotate'): records written or
+re-sealed afterwards do not open with any key they held. It cannot make them
+forget what they read before. --keep-keys skips the rotation (needed on a
+store without transactions, such as file:). The last owner cannot be removed.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := vault.CheckCollectionName(args[0]); err != nil {
@@ -146,13 +147,23 @@ removed.`,
 			if err != nil {
 				return err
 			}
-			if err := v.Revoke(cmd.Context(), args[0]); err != nil {
+			var opts []vault.RevokeOption
+			if keepKeys {
+				opts = append(opts, vault.RevokeWithoutRotation())
+			}
+			if err := v.Revoke(cmd.Context(), args[0], opts...); err != nil {
 				return err
+			}
+			if rot := v.Rotation(); rot != nil {
+				if err := a.waitRotation(cmd.Context(), rot); err != nil { // rotate.go
+					return err
+				}
 			}
 			fmt.Fprintf(a.io.out, "removed %s from vault %q\n", args[0], a.vaultName)
 			return nil
 		},
 	}
+	remove.Flags().BoolVar(&keepKeys, "keep-keys", false, "do not rotate the keys (the removed person's keys keep opening records)")
 	p.AddCommand(list, add, remove)
 	return p
 }
@@ -160,7 +171,7 @@ removed.`,
 func (a *app) vaultCmd() *cobra.Command {
 	vc := &cobra.Command{
 		Use:   "vault",
-		Short: "Manage your access to a vault (passwd)",
+		Short: "Manage your access to a vault and its keys (passwd, recovery codes, identities, rotate)",
 		Args:  a.noArgs,
 		RunE:  a.groupRun,
 	}
@@ -204,6 +215,8 @@ to add people.`,
 	}
 	passwd.Flags().StringVar(&newSecretFile, "new-secret-file", "", "read the new secret from this file (else a prompt)")
 	vc.AddCommand(passwd)
+	vc.AddCommand(a.recoveryCmds()...)
+	vc.AddCommand(a.rotateCmd()) // rotate.go
 	return vc
 }
 

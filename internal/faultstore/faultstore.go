@@ -265,6 +265,37 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[stores.Item, 
 	}
 }
 
+// ListAfter lists through stores.ListAfter on the inner store, keeping its
+// range listing when it has one; with Options.Reads it may fail first (as
+// a List).
+func (s *Store) ListAfter(ctx context.Context, prefix, after string) iter.Seq2[stores.Item, error] {
+	return func(yield func(stores.Item, error) bool) {
+		if err := s.enter(ctx, OpList, prefix); err != nil {
+			yield(stores.Item{}, err)
+			return
+		}
+		for it, err := range stores.ListAfter(ctx, s.inner, prefix, after) {
+			if !yield(it, err) {
+				return
+			}
+		}
+	}
+}
+
+// GetMany reads through stores.GetMany on the inner store, keeping its
+// one-step read when it has one; it counts as one Get (of its first key)
+// for the faults and hooks.
+func (s *Store) GetMany(ctx context.Context, keys []string) ([]stores.Item, error) {
+	key := ""
+	if len(keys) > 0 {
+		key = keys[0]
+	}
+	if err := s.enter(ctx, OpGet, key); err != nil {
+		return nil, err
+	}
+	return stores.GetMany(ctx, s.inner, keys)
+}
+
 // Capabilities reports the inner store's, adjusted by HideTransactor and NotCASAtomic.
 func (s *Store) Capabilities() stores.Capabilities {
 	c := s.inner.Capabilities()

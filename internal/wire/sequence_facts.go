@@ -76,6 +76,15 @@ const (
 	// another series (an allocation whose Reason is a CorrectionText
 	// naming this series, partition and number).
 	FactCorrected
+	// FactClosed: the period ending the partition was closed, with Number
+	// its last number (ClosePeriod). A counter found open after it was
+	// replayed or deleted by the store.
+	FactClosed
+	// FactDefined: the series' definition was stored (SeriesDefined). It
+	// concerns every partition of the series, so a History yields it
+	// whatever partition it is asked about. A series found without a
+	// definition after it had its definition deleted by the store.
+	FactDefined
 )
 
 // SequenceFact is one recorded event about a number of a series, as a

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// recoveryWarning is printed (to standard error) with new recovery codes.
+const recoveryWarning = `Store these recovery codes somewhere safe, away from this computer (on paper,
+or in a password manager). They are shown only this once. Each opens the
+vault once, with a new secret, if you lose yours:
+  noydb vault recover --recovery-code CODE
+Anyone holding one can do so: keep them as safe as the secret itself.`
+
+// recoveryCmds are the vault subcommands of recovery codes and identities.
+func (a *app) recoveryCmds() []*cobra.Command {
+	var n int
+	codes := &cobra.Command{
+		Use:   "recovery-codes",
+		Short: "Make one-time recovery codes for --user (replacing earlier ones)",
+		Long: `Make -n one-time recovery codes for --user in --vault and print them once.
+Each opens the vault once, with a new secret, if the secret is lost ('noydb
+vault recover'). A new set replaces the earlier one: its unused codes stop
+working. Only a person who opens with a secret has recovery codes.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if n < 1 || n > vault.MaxRecoveryCodes {
+				return usagef("-n %d: from 1 to %d", n, vault.MaxRecoveryCodes)
+			}
+			v, err := a.openVault(cmd.Context())
+			if err != nil {
+				return err
+			}
+			codes, err := v.RecoveryCodes(cmd.Context(), n)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(a.io.err, recoveryWarning)
+			if a.json {
+				return a.printJSON(struct {
+					Codes []string `json:"codes"`
+				}{codes})
+			}
+			for _, c := range codes {
+				fmt.Fprintln(a.io.out, c)
+			}
+			return nil
+		},
+	}
+	codes.Flags().IntVarP(&n, "n", "n", 10, "how many codes (1 to 16)")
+
+	revoke := &cobra.Command{
+		Use:   "revoke-recovery-codes",
+		Short: "Revoke the unused recovery codes of --user",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := a.openVault(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := v.RevokeRecoveryCodes(cmd.Context()); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.out, "recovery codes of %s in vault %q revoked\n", a.user, a.vaultName)
+			return nil
+		},
+	}
+
+	var code, newSecretFile string
+	recoverCmd := &cobra.Command{
+		Use:   "recover --recovery-code CODE",
+		Short: "Open the vault with a recovery code and set a new secret",
+		Long: `Open --vault as --user with one of their recovery codes instead of the lost
+secret, and set a new secret (asked twice on a terminal, or read from
+--new-secret-file). The code is used up and the old secret stops working.
+A mistyped code is caught by its checksum before anything is read.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if code == "" {
+				return usagef("--recovery-code is required")
+			}
+			if _, err := crypto.ParseRecoveryCode(code); err != nil {
+				return err
+			}
+			if a.secretFile != "" || a.identityFile != "" {
+				return usagef("--recovery-code opens without --secret-file or --identity-file")
+			}
+			s, err := a.newSecret(newSecretFile, fmt.Sprintf("New secret for vault %q (user %q): ", a.vaultName, a.user))
+			if err != nil {
+				return err
+			}
+			defer clear(s)
+			a.fixedSecret, a.recoveryCode = s, code
+			if _, err := a.openVault(cmd.Context()); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.out, "vault %q recovered: the secret of %s is the new one\n", a.vaultName, a.user)
+			return nil
+		},
+	}
+	recoverCmd.Flags().StringVar(&code, "recovery-code", "", "one of the user's recovery codes (required)")
+	recoverCmd.Flags().StringVar(&newSecretFile, "new-secret-file", "", "read the new secret from this file (else a prompt)")
+
+	var out string
+	keygen := &cobra.Command{
+		Use:   "keygen --out FILE",
+		Short: "Make an identity (an X25519 key pair) to be added with --public-key",
+		Long: `Write a new private identity to --out (readable by you only) and print its
+public key. Give the public key to an owner, who adds you with 'noydb people
+add --public-key'; then open with --identity-file FILE instead of a secret.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usagef("--out is required")
+			}
+			id, err := crypto.GenerateIdentity()
+			if err != nil {
+				return err
+			}
+			defer id.Wipe()
+			text, err := crypto.EncodeIdentity(id)
+			if err != nil {
+				return err
+			}
+			f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintln(f, text); err != nil {
+				_ = f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			pub, err := id.PublicKey()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(a.io.out, crypto.EncodePublicKey(pub))
+			return nil
+		},
+	}
+	keygen.Flags().StringVar(&out, "out", "", "file to write the private identity to (must not exist)")
+	return []*cobra.Command{codes, revoke, recoverCmd, keygen}
+}
+
+// identity reads --identity-file (checked like --secret-file).
+func (a *app) identity() (*crypto.Identity, error) {
+	b, err := readSecretFile(a.identityFile, a.insecureSecretFile)
+	if err != nil {
+		return nil, errors.New(strings.Replace(err.Error(), "--secret-file", "--identity-file", 1))
+	}
+	defer clear(b)
+	id, err := crypto.ParseIdentity(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("--identity-file: %w", err)
+	}
+	return id, nil
+}
+
+// openNamed opens the vault in a.db: with the recovery code of 'vault
+// recover', else as every command does.
+func (a *app) openNamed(ctx context.Context) (*vault.Vault, error) {
+	if a.recoveryCode != "" {
+		return a.db.RecoverVault(ctx, a.vaultName, a.recoveryCode)
+	}
+	return a.db.OpenVault(ctx, a.vaultName)
+}

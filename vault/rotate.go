@@ -1,0 +1,581 @@
+package vault
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/codec"
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// rotationKey holds, sealed, the generation a rotation re-seals records
+// with, from the commit that made it until every record is re-sealed.
+const rotationKey = "_rotation"
+
+// ResealedReason is the Reason of the ledger.RecordPut entry of a record
+// re-sealed by a rotation: a new revision with the same content (metadata
+// included: Modified and Author stay those of the revision re-sealed).
+const ResealedReason = "resealed"
+
+// resealBatch is how many records one re-sealing commit holds.
+const resealBatch = 256
+
+// progressEvery is how often a rotation calls its progress function.
+const progressEvery = 200 * time.Millisecond
+
+// RotationProgress is the state of a rotation's re-sealing.
+type RotationProgress struct {
+	// Generation is the data key generation records are re-sealed with.
+	Generation uint64
+	// Done counts the records handled so far (re-sealed, or found
+	// written, re-sealed or deleted meanwhile); Total the records found
+	// sealed by an older generation so far (it may grow: records written
+	// by another handle meanwhile are found by a later pass).
+	Done, Total uint64
+	// Finished is true once no record is sealed by an older generation.
+	Finished bool
+}
+
+// RotateOption configures RotateKeys and ResumeRotation.
+type RotateOption func(*rotateOptions)
+
+type rotateOptions struct {
+	progress func(RotationProgress)
+}
+
+// WithRotationProgress has fn called with the rotation's progress from the
+// re-sealing goroutine every 200 milliseconds while it runs and once when
+// it ends (with Finished set when it finished). fn must return quickly and
+// must not call the vault's Close.
+func WithRotationProgress(fn func(RotationProgress)) RotateOption {
+	return func(o *rotateOptions) { o.progress = fn }
+}
+
+// Rotation is the re-sealing of a vault's records under a new data key
+// generation, running in the background. Its methods are safe for
+// concurrent use.
+type Rotation struct {
+	gen         uint64
+	done, total atomic.Uint64
+	finished    atomic.Bool
+	stop        context.CancelFunc
+	end         chan struct{}
+	err         error // set before end is closed
+}
+
+// Generation returns the generation records are re-sealed with.
+func (r *Rotation) Generation() uint64 { return r.gen }
+
+// Progress returns how far the re-sealing is.
+func (r *Rotation) Progress() RotationProgress {
+	return RotationProgress{Generation: r.gen, Done: r.done.Load(), Total: r.total.Load(), Finished: r.finished.Load()}
+}
+
+// Done is closed when the re-sealing ends: finished, failed, stopped, or
+// ended by the vault's Close.
+func (r *Rotation) Done() <-chan struct{} { return r.end }
+
+// Wait waits for the re-sealing to end and returns why it did: nil once
+// every record is sealed with the rotation's generation (or a later one),
+// else the error (ErrClosed when the vault was closed, context.Canceled
+// after Stop). A rotation that did not finish is continued by
+// ResumeRotation, on this handle or after a new Open. ctx bounds the wait
+// only.
+func (r *Rotation) Wait(ctx context.Context) error {
+	select {
+	case <-r.end:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stop ends the re-sealing after the commit in progress and waits for it;
+// ResumeRotation continues it later.
+func (r *Rotation) Stop() {
+	r.stop()
+	<-r.end
+}
+
+// Rotation returns the last rotation this handle started (RotateKeys,
+// ResumeRotation, or a Revoke that rotated), or nil.
+func (v *Vault) Rotation() *Rotation { return v.rot.Load() }
+
+// RotateKeys makes a new generation of data keys and starts re-sealing the
+// vault's records with it in the background. In one commit, with a
+// ledger.KeysRotated entry, the new data key is wrapped for every person
+// not revoked (to their public key, so no secret is needed) and the
+// rotation is recorded as pending; from then on every record this handle
+// writes is sealed with the new generation. Records are then re-sealed,
+// in batches, each a new revision of unchanged content with a
+// ledger.RecordPut entry whose Reason is ResealedReason (see the package
+// documentation on rotation for why a new revision). Reads work
+// throughout: a record names the generation that sealed it.
+//
+// What stays on the first generation: the vault's internal values
+// (counters, ledger entries, sync state, rollback pins), the ledger's
+// chain key and the claim key, and the MAC of keyring entries are all
+// derived from the first data key, which every person granted ever held.
+// A rotation protects records written afterwards, not those values.
+//
+// Other handles open on the vault (another process, another device) keep
+// sealing with the generation they know until they read a record of the
+// new one or are opened again; ResumeRotation re-seals what they wrote.
+//
+// Only an owner rotates (ErrNotPermitted), on a store with transactions
+// (stores.ErrNotSupported otherwise); a keyring holding an entry of layout
+// version 1 that is not revoked cannot give it the new key
+// (ErrNotPermitted: its holder calls UpgradeKeyring first). A crash, Stop
+// or Close leaves the rotation pending: ResumeRotation continues it. On a
+// device of a hub the new keyring entries and the re-sealed records reach
+// the hub and the other devices with Sync.
+func (v *Vault) RotateKeys(ctx context.Context, opts ...RotateOption) (*Rotation, error) {
+	if err := v.enter(ctx); err != nil {
+		return nil, fmt.Errorf("rotate keys: %w", err)
+	}
+	defer v.exit()
+	gen, err := v.newGeneration(ctx, "rotate", nil)
+	if err != nil {
+		return nil, fmt.Errorf("rotate keys: %w", err)
+	}
+	return v.startReseal(gen, opts), nil
+}
+
+// ResumeRotation continues re-sealing records under the latest data key
+// generation: the rotation left pending by a crash, Stop or Close (see
+// PendingRotation), or records still sealed by an older generation for
+// another reason (written by a handle that did not know of the rotation,
+// or pulled by Sync from a device that did not). Without anything left it
+// returns a rotation that finishes at once. Any role but a reader may
+// resume (re-sealing writes records); it needs a store with transactions.
+func (v *Vault) ResumeRotation(ctx context.Context, opts ...RotateOption) (*Rotation, error) {
+	if err := v.enter(ctx); err != nil {
+		return nil, fmt.Errorf("resume rotation: %w", err)
+	}
+	defer v.exit()
+	if v.Role() == RoleReader {
+		return nil, fmt.Errorf("resume rotation: a reader writes nothing: %w", ErrNotPermitted)
+	}
+	if !transactional(v.store) {
+		return nil, fmt.Errorf("resume rotation: %w", stores.ErrNotSupported)
+	}
+	gen, pending, err := v.pendingRotation(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("resume rotation: %w", err)
+	}
+	if pending {
+		// A rotation made by another handle: learn its key.
+		if _, err := v.keys.get(gen); err != nil {
+			return nil, fmt.Errorf("resume rotation: %w", err)
+		}
+	}
+	cur, _ := v.keys.current()
+	return v.startReseal(max(gen, cur), opts), nil
+}
+
+// PendingRotation reports whether a rotation is pending on the vault's
+// store (made, and its records not all re-sealed yet), and its generation.
+func (v *Vault) PendingRotation(ctx context.Context) (gen uint64, pending bool, err error) {
+	if err := v.enter(ctx); err != nil {
+		return 0, false, fmt.Errorf("pending rotation: %w", err)
+	}
+	defer v.exit()
+	gen, pending, err = v.pendingRotation(ctx)
+	if err != nil {
+		return 0, false, fmt.Errorf("pending rotation: %w", err)
+	}
+	return gen, pending, nil
+}
+
+func (v *Vault) pendingRotation(ctx context.Context) (uint64, bool, error) {
+	it, err := v.store.Get(ctx, v.prefix+rotationKey)
+	if errors.Is(err, stores.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	gen, err := v.openRotationMark(it.Value)
+	if err != nil {
+		return 0, false, err
+	}
+	return gen, true, nil
+}
+
+func (v *Vault) openRotationMark(sealed []byte) (uint64, error) {
+	plain, err := v.seal.Open(v.prefix+rotationKey, sealed)
+	if err != nil {
+		return 0, v.openFailed(err)
+	}
+	gen, err := decodeRotationMark(plain)
+	if err != nil {
+		return 0, fmt.Errorf("rotation mark: %w: %w", ErrTampered, err)
+	}
+	return gen, nil
+}
+
+// encodeRotationMark is the plaintext of the rotation mark: the
+// generation being re-sealed with, as a uvarint (2 or more: the first
+// generation is no rotation).
+func encodeRotationMark(gen uint64) []byte { return codec.AppendUvarint(nil, gen) }
+
+// decodeRotationMark reads encodeRotationMark's layout; anything else is
+// a *codec.Error (matching ErrCorrupt).
+func decodeRotationMark(b []byte) (uint64, error) {
+	r := codec.NewReader(b)
+	gen := r.Uvarint()
+	if r.Err() == nil && gen < 2 {
+		r.Fail("rotation to a generation below 2")
+	}
+	if err := r.End(); err != nil {
+		return 0, err
+	}
+	return gen, nil
+}
+
+func transactional(st stores.Store) bool {
+	_, ok := st.(stores.Transactor)
+	return ok && st.Capabilities().Transactions
+}
+
+// keyringWrite is a keyring entry to replace in the rotation's commit: the
+// revocation a Revoke rotates with.
+type keyringWrite struct {
+	user     string
+	old, val []byte
+	entry    ledger.Entry
+}
+
+// newGeneration makes the next data key generation and commits it: every
+// active person's entry with the new key wrapped for them, the rotation
+// mark and a ledger.KeysRotated entry (after also's own change and entry,
+// when given), then installs the key in the handle.
+func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringWrite) (uint64, error) {
+	if _, err := v.ownerSeed(); err != nil {
+		return 0, err
+	}
+	if !transactional(v.me.store) {
+		return 0, fmt.Errorf("a rotation needs a store with transactions: %w", stores.ErrNotSupported)
+	}
+	type change struct {
+		key      string
+		old, val []byte
+	}
+	var (
+		changes []change
+		active  []*keyringEntry
+		olds    [][]byte
+	)
+	cur, _ := v.keys.current()
+	top := cur
+	kp := v.prefix + keyringPrefix
+	for it, err := range v.me.store.List(ctx, kp) {
+		if err != nil {
+			return 0, err
+		}
+		name := it.Key[len(kp):]
+		if also != nil && name == also.user {
+			continue
+		}
+		if !isKeyringV2(it.Value) {
+			return 0, fmt.Errorf("%q holds a keyring entry of layout version 1, which cannot take a new key "+
+				"(they call UpgradeKeyring first, or are revoked): %w", name, ErrNotPermitted)
+		}
+		e, err := v.readEntry(name, it.Value)
+		if err != nil {
+			return 0, err
+		}
+		for _, g := range e.gens {
+			top = max(top, g.gen)
+		}
+		if !e.revoked {
+			active = append(active, e)
+			olds = append(olds, it.Value)
+		}
+	}
+	if top >= maxKeyringList {
+		return 0, fmt.Errorf("%w: the vault has %d key generations, the most a keyring entry holds", ErrInvalidArgument, top)
+	}
+	gen := top + 1
+	k, err := crypto.GenerateKey()
+	if err != nil {
+		return 0, err
+	}
+	var mine *keyringEntry
+	for i, e := range active {
+		ne := *e
+		ne.serial++
+		ne.gens = slices.Clone(e.gens)
+		w, err := crypto.WrapKeyTo(e.boxPub, k, wrapAD(v.name, e.user, v.me.header, genPurpose(gen)))
+		if err != nil {
+			k.Wipe()
+			return 0, err
+		}
+		ne.gens = append(ne.gens, wrappedGen{gen: gen, key: w})
+		ne.seal(v.dk, v.name, v.me.header)
+		changes = append(changes, change{key: kp + e.user, old: olds[i], val: ne.encode()})
+		if e.user == v.user {
+			mine = &ne
+		}
+	}
+	if also != nil {
+		changes = append(changes, change{key: kp + also.user, old: also.old, val: also.val})
+	}
+	mark, err := v.seal.Seal(v.prefix+rotationKey, encodeRotationMark(gen))
+	if err != nil {
+		k.Wipe()
+		return 0, err
+	}
+	err = v.ledger.Update(ctx, func(tx stores.Tx) error {
+		for _, c := range changes {
+			it, err := tx.Get(c.key)
+			switch {
+			case errors.Is(err, stores.ErrNotFound):
+				return errEntryMoved
+			case err != nil:
+				return err
+			case !bytes.Equal(it.Value, c.old):
+				return errEntryMoved
+			}
+			if err := tx.Put(c.key, c.val); err != nil {
+				return err
+			}
+		}
+		if err := tx.Put(v.prefix+rotationKey, mark); err != nil {
+			return err
+		}
+		var entries []ledger.Entry
+		if also != nil {
+			entries = append(entries, also.entry)
+		}
+		entries = append(entries, ledger.Entry{Kind: ledger.KeysRotated, Number: gen, Reason: reason})
+		_, err := v.ledger.AppendTx(ctx, tx, entries...)
+		return err
+	})
+	if errors.Is(err, errEntryMoved) {
+		err = errPeopleChanged
+	}
+	if err != nil {
+		k.Wipe()
+		return 0, closedIfWiped(err)
+	}
+	v.keys.add(gen, k)
+	if mine != nil {
+		v.me.mu.Lock()
+		v.me.entry = mine
+		v.me.mu.Unlock()
+	}
+	return gen, nil
+}
+
+// startReseal starts the background re-sealing of records below gen.
+func (v *Vault) startReseal(gen uint64, opts []RotateOption) *Rotation {
+	var o rotateOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Rotation{gen: gen, stop: cancel, end: make(chan struct{})}
+	v.rot.Store(r)
+	var ticker sync.WaitGroup
+	tickDone := make(chan struct{})
+	if o.progress != nil {
+		ticker.Add(1)
+		go func() {
+			defer ticker.Done()
+			t := time.NewTicker(progressEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-tickDone:
+					return
+				case <-t.C:
+					o.progress(r.Progress())
+				}
+			}
+		}()
+	}
+	go func() {
+		r.err = v.reseal(ctx, r)
+		if r.err == nil {
+			r.finished.Store(true)
+		}
+		close(tickDone)
+		ticker.Wait()
+		if o.progress != nil {
+			o.progress(r.Progress())
+		}
+		cancel()
+		close(r.end)
+	}()
+	return r
+}
+
+// reseal re-seals, pass after pass, the records sealed below r.gen, until
+// a pass finds none; then it clears the rotation mark.
+func (v *Vault) reseal(ctx context.Context, r *Rotation) error {
+	for {
+		keys, err := v.recordsBelow(ctx, r.gen)
+		if err != nil {
+			return fmt.Errorf("rotation: %w", err)
+		}
+		if len(keys) == 0 {
+			return v.clearRotation(ctx, r.gen)
+		}
+		r.total.Add(uint64(len(keys)))
+		var bad error
+		for len(keys) > 0 {
+			n := min(len(keys), resealBatch)
+			done, err := v.resealKeys(ctx, keys[:n], r.gen)
+			if err != nil {
+				return fmt.Errorf("rotation: %w", err)
+			}
+			r.done.Add(uint64(n))
+			if done.bad != nil && bad == nil {
+				bad = done.bad
+			}
+			keys = keys[n:]
+		}
+		if bad != nil {
+			// A record that does not open stays as it is; the rotation
+			// stays pending.
+			return fmt.Errorf("rotation: %w", bad)
+		}
+	}
+}
+
+// recordsBelow lists the records sealed by a generation below gen.
+func (v *Vault) recordsBelow(ctx context.Context, gen uint64) ([]recKey, error) {
+	if err := v.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer v.exit()
+	var out []recKey
+	// One listing per first byte a collection name may start with, so
+	// that the vault's internal values (under '_': the ledger above all,
+	// which outgrows the records) are not listed.
+	for b := 0x20; b <= 0xff; b++ {
+		if b == '_' || b == '/' || b == 0x7f {
+			continue
+		}
+		for it, err := range stores.ListUnder(ctx, v.store, v.prefix+string([]byte{byte(b)})) {
+			if err != nil {
+				return nil, err
+			}
+			coll, id, ok := strings.Cut(it.Key[len(v.prefix):], "/")
+			if !ok {
+				continue
+			}
+			g, err := recordGeneration(it.Value)
+			if err != nil || g < gen {
+				out = append(out, recKey{coll, id})
+			}
+		}
+	}
+	return out, nil
+}
+
+// resealed is what one re-sealing commit did: a record that did not open
+// (left as it is) in bad.
+type resealed struct{ bad error }
+
+// resealKeys re-seals, in one commit, those of keys still sealed below gen.
+func (v *Vault) resealKeys(ctx context.Context, keys []recKey, gen uint64) (resealed, error) {
+	if err := v.enter(ctx); err != nil {
+		return resealed{}, err
+	}
+	defer v.exit()
+	full := make([]string, len(keys))
+	for i, k := range keys {
+		full[i] = v.recordKey(k.coll, k.id)
+	}
+	var out resealed
+	err := v.ledger.UpdateKeys(ctx, full, func(tx stores.Tx) error {
+		out = resealed{}
+		entries := make([]ledger.Entry, 0, len(keys))
+		for i, k := range keys {
+			it, err := tx.Get(full[i])
+			if errors.Is(err, stores.ErrNotFound) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			if g, err := recordGeneration(it.Value); err == nil && g >= gen {
+				continue // written again meanwhile
+			}
+			plain, rev, err := v.openRecord(k.coll, k.id, it.Value)
+			if err != nil {
+				if errors.Is(err, ErrClosed) {
+					return err
+				}
+				out.bad = fmt.Errorf("%s/%s: %w", k.coll, k.id, err)
+				continue
+			}
+			if rev == math.MaxUint64 {
+				out.bad = fmt.Errorf("%s/%s: %w", k.coll, k.id, ErrRevisionOverflow)
+				continue
+			}
+			cg, ck := v.keys.current()
+			sealed, err := crypto.SealRecord(ck, plain, crypto.RecordRef{Vault: v.name, Collection: k.coll, ID: k.id, Revision: rev + 1, Generation: cg})
+			clear(plain)
+			if err != nil {
+				return closedIfWiped(err)
+			}
+			if err := tx.Put(full[i], sealed); err != nil {
+				return err
+			}
+			entries = append(entries, ledger.Entry{Kind: ledger.RecordPut, Collection: k.coll, ID: k.id,
+				Revision: rev + 1, CipherHash: cipherHash(sealed), Reason: ResealedReason})
+		}
+		if len(entries) == 0 {
+			return nil
+		}
+		_, err := v.ledger.AppendTx(ctx, tx, entries...)
+		return err
+	})
+	if errors.Is(err, ledger.ErrUnpinned) {
+		err = nil // committed; the pin is caught up by the next write
+	}
+	return out, closedIfWiped(err)
+}
+
+// clearRotation removes the rotation mark once its generation's records
+// are all re-sealed (a later rotation's mark stays).
+func (v *Vault) clearRotation(ctx context.Context, gen uint64) error {
+	if err := v.enter(ctx); err != nil {
+		return err
+	}
+	defer v.exit()
+	tr, ok := v.store.(stores.Transactor)
+	if !ok {
+		return stores.ErrNotSupported
+	}
+	return closedIfWiped(tr.Update(ctx, func(tx stores.Tx) error {
+		it, err := tx.Get(v.prefix + rotationKey)
+		if errors.Is(err, stores.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		g, err := v.openRotationMark(it.Value)
+		if err != nil {
+			return err
+		}
+		if g > gen {
+			return nil
+		}
+		return tx.Delete(v.prefix + rotationKey)
+	}))
+}
