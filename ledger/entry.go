@@ -168,6 +168,13 @@ type Entry struct {
 	// one (a keyring entry of layout version 1) and on entries written
 	// before signatures existed.
 	Signature []byte
+	// Covered marks an entry that has no signature of its own: it is not
+	// the last entry of its commit, and the signature of that last entry,
+	// by the same author, covers it through the chain (the signed message
+	// holds the MAC of the entry before the last, which commits every entry
+	// before it). Set by the ledger; an entry with a Signature is not
+	// Covered.
+	Covered bool
 }
 
 // Versions of the entry encoding: the first byte of every entry encoding.
@@ -176,6 +183,9 @@ const (
 	entryVersion = 1
 	// entryVersionSigned encodes an entry with SigningKey or Signature.
 	entryVersionSigned = 2
+	// entryVersionCovered encodes a Covered entry: version 2 without the
+	// Signature field.
+	entryVersionCovered = 3
 )
 
 // Sizes of the signature fields.
@@ -214,7 +224,8 @@ const (
 //
 //	str SigningKey (empty or 32 bytes), str Signature (empty or 64 bytes)
 //
-// so entries without them keep their version 1 bytes.
+// so entries without them keep their version 1 bytes. A Covered entry is
+// encoded in format version 3: version 2 without the Signature field.
 // Varints are minimal, so every entry has exactly one encoding. It fails with
 // ErrInvalidEntry for an unknown kind, a time outside the years 1 to 9999, a
 // field longer than 64 KiB, more than 64 partition components, or a
@@ -256,6 +267,9 @@ func (e Entry) check() error {
 	if n := len(e.Signature); n != 0 && n != signatureSize {
 		return fmt.Errorf("%w: signature of %d bytes (want %d)", ErrInvalidEntry, n, signatureSize)
 	}
+	if e.Covered && len(e.Signature) > 0 {
+		return fmt.Errorf("%w: a covered entry with a signature of its own", ErrInvalidEntry)
+	}
 	return nil
 }
 
@@ -273,6 +287,9 @@ func (e Entry) encodedLen() int {
 }
 
 func (e Entry) appendTo(b []byte) []byte {
+	if e.Covered {
+		return e.appendFields(b, entryVersionCovered)
+	}
 	if !e.signed() {
 		return e.appendFields(b, entryVersion)
 	}
@@ -302,7 +319,7 @@ func (e *Entry) appendFields(b []byte, version byte) []byte {
 	b = codec.AppendUvarint(b, e.From)
 	b = codec.AppendString(b, e.RequestID)
 	b = codec.AppendString(b, e.Reason)
-	if version == entryVersionSigned {
+	if version != entryVersion {
 		b = codec.AppendBytes(b, e.SigningKey)
 	}
 	return b
@@ -362,7 +379,7 @@ func (r *reader) str() string {
 // entry reads one entry; on failure r.Err() is set and the entry is zero.
 func (r *reader) entry() Entry {
 	version := r.Byte()
-	if r.Err() == nil && version != entryVersion && version != entryVersionSigned {
+	if r.Err() == nil && (version < entryVersion || version > entryVersionCovered) {
 		r.Fail("unknown version")
 	}
 	var e Entry
@@ -403,7 +420,7 @@ func (r *reader) entry() Entry {
 	e.From = r.Uvarint()
 	e.RequestID = r.str()
 	e.Reason = r.str()
-	if version == entryVersionSigned {
+	if version != entryVersion {
 		// Kept even when skimming: verification needs them.
 		if k := r.Bytes(signingKeySize); len(k) > 0 {
 			if len(k) != signingKeySize {
@@ -411,6 +428,9 @@ func (r *reader) entry() Entry {
 			}
 			e.SigningKey = bytes.Clone(k)
 		}
+		e.Covered = version == entryVersionCovered
+	}
+	if version == entryVersionSigned {
 		if s := r.Bytes(signatureSize); len(s) > 0 {
 			if len(s) != signatureSize {
 				r.Fail("bad signature size")

@@ -105,7 +105,9 @@ func Example_signatures() {
 
 	for e, err := range owner.Audit().Read(ctx, 1) {
 		if err == nil {
-			fmt.Println(e.Seq, e.Kind, "by", e.Actor, "signed:", len(e.Signature) > 0)
+			// The last entry of a commit is signed; the others are
+			// covered by its signature.
+			fmt.Println(e.Seq, e.Kind, "by", e.Actor, "signed:", len(e.Signature) > 0, "covered:", e.Covered)
 		}
 	}
 	_, err = owner.Audit().Verify(ctx)
@@ -113,10 +115,11 @@ func Example_signatures() {
 	var se *ledger.SignatureError
 	fmt.Println(errors.As(err, &se) && se.Problem == ledger.Revoked, errors.Is(err, ledger.ErrBadSignature))
 	// Output:
-	// 1 person-granted by ann signed: true
-	// 2 app-event by bob signed: true
-	// 3 person-revoked by ann signed: true
-	// 4 app-event by bob signed: true
-	// ledger: entry 4 by "bob": author revoked
+	// 1 person-granted by ann signed: true covered: false
+	// 2 app-event by bob signed: true covered: false
+	// 3 person-revoked by ann signed: false covered: true
+	// 4 keys-rotated by ann signed: true covered: false
+	// 5 app-event by bob signed: true covered: false
+	// ledger: entry 5 by "bob": author revoked
 	// true true
 }

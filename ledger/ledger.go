@@ -60,6 +60,7 @@ type ledger struct {
 	mu         sync.Mutex
 	lastSealed []byte    // the head bytes this ledger last wrote in a transaction
 	lastHead   headState // what lastSealed decodes to
+	built      record    // the last entry putEntries wrote (signCommit)
 
 	gate gate.Gate // calls in flight; closed by Close
 }
@@ -292,7 +293,7 @@ type planFunc func(head Head) ([]record, error)
 
 // planOf plans entries as they are.
 func (l *ledger) planOf(entries []Entry) planFunc {
-	return func(h Head) ([]record, error) { return l.build(h, entries) }
+	return func(h Head) ([]record, error) { return l.buildSigned(h, entries) }
 }
 
 // headOf is the head right after recs, or hs when nothing was appended.
@@ -505,7 +506,7 @@ func (l *ledger) build(head Head, entries []Entry) ([]record, error) {
 			err   error
 		)
 		if pub != nil {
-			plain, err = l.signEntry(&e, pub, prev)
+			plain, err = l.coverEntry(&e, pub)
 		} else {
 			plain, err = e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
 		}
@@ -516,7 +517,7 @@ func (l *ledger) build(head Head, entries []Entry) ([]record, error) {
 		if len(mac) == 0 || len(mac) > maxMAC {
 			return nil, fmt.Errorf("ledger: MACer returned %d bytes (want 1 to %d)", len(mac), maxMAC)
 		}
-		recs[i] = record{entry: e, plain: append(plain, mac...), encLen: len(plain)}
+		recs[i] = record{entry: e, plain: append(plain, mac...), encLen: len(plain), prev: prev}
 		prev = mac
 	}
 	return recs, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/noydb-go/noydb/internal/codec"
 	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/stores"
 )
 
 // Signed entries.
@@ -164,6 +165,10 @@ type verifier struct {
 	signed  bool // a signed entry was seen
 	legacy  bool // entry 1 was unsigned: the ledger began in layout version 1
 	pending []sigJob
+	// openSeq and openActor: the first of the Covered entries since the
+	// last signed one (0: none), and their author.
+	openSeq   uint64
+	openActor string
 	jobs    chan []sigJob
 	wg      sync.WaitGroup
 
@@ -224,9 +229,12 @@ func (v *verifier) finish() *SignatureError {
 // sign the entry) and queues the signature check.
 func (v *verifier) check(r record, prev []byte) *SignatureError {
 	e := &r.entry
-	if len(e.Signature) == 0 {
+	if len(e.Signature) == 0 && !e.Covered {
 		if e.Seq == 1 {
 			v.legacy = true
+		}
+		if v.openSeq != 0 {
+			return &SignatureError{Seq: v.openSeq, Actor: v.openActor, Problem: Unsigned}
 		}
 		if v.signed {
 			return &SignatureError{Seq: e.Seq, Problem: Unsigned}
@@ -253,6 +261,23 @@ func (v *verifier) check(r record, prev []byte) *SignatureError {
 		return fail(NotPermitted)
 	}
 	v.signed = true
+	if e.Covered {
+		// The signature of the commit's last entry will vouch for it: by
+		// the same author.
+		if v.openSeq == 0 {
+			v.openSeq, v.openActor = e.Seq, e.Actor
+		} else if e.Actor != v.openActor {
+			return fail(BadSignature)
+		}
+		v.apply(e)
+		return nil
+	}
+	if v.openSeq != 0 {
+		if e.Actor != v.openActor {
+			return fail(BadSignature)
+		}
+		v.openSeq, v.openActor = 0, ""
+	}
 	enc := r.enc()
 	fields := enc[:len(enc)-1-signatureSize]
 	v.pending = append(v.pending, sigJob{seq: e.Seq, actor: e.Actor, pub: s.pub,
@@ -417,6 +442,10 @@ func (l *ledger) verifySigned(ctx context.Context) (Report, error) {
 		return true
 	})
 	rep.Head = head
+	if sigErr == nil && err == nil && v.openSeq != 0 {
+		// Covered entries no signature vouches for.
+		sigErr = &SignatureError{Seq: v.openSeq, Actor: v.openActor, Problem: Unsigned}
+	}
 	bad := v.finish()
 	switch {
 	case bad != nil:
@@ -430,4 +459,112 @@ func (l *ledger) verifySigned(ctx context.Context) (Report, error) {
 		}
 	}
 	return rep.finish(err)
+}
+
+// One signature per commit.
+//
+// The entries a commit appends are all written by the ledger's own
+// author, so the ledger signs only the last of them: the others are
+// encoded Covered (without a signature field), and the signature of the
+// last covers them through the chain, since the signed message holds the
+// MAC of the entry before the last. Verify accepts a run of Covered
+// entries only when an entry of the same author, signed, ends it.
+
+// coverEntry encodes e, to be appended by the ledger's signer whose key is
+// pub, as a Covered entry. Entry 1 carries the author's key.
+func (l *ledger) coverEntry(e *Entry, pub []byte) ([]byte, error) {
+	e.Signature, e.Covered = nil, true
+	if e.Seq == 1 && e.SigningKey == nil {
+		e.SigningKey = pub
+	}
+	return e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
+}
+
+// buildSigned is build for a commit of its own: the last entry is signed.
+func (l *ledger) buildSigned(head Head, entries []Entry) ([]record, error) {
+	recs, err := l.build(head, entries)
+	if err != nil {
+		return nil, err
+	}
+	return recs, l.signLast(recs)
+}
+
+// signLast signs the last of recs, the entries of one commit, in place.
+func (l *ledger) signLast(recs []record) error {
+	if l.signer == nil || len(recs) == 0 {
+		return nil
+	}
+	signed, err := l.resign(recs[len(recs)-1])
+	if err != nil {
+		return err
+	}
+	recs[len(recs)-1] = signed
+	return nil
+}
+
+// resign returns r, a Covered entry built by this ledger, signed.
+func (l *ledger) resign(r record) (record, error) {
+	e := r.entry
+	e.Covered = false
+	plain, err := l.signEntry(&e, l.signer.Public(), r.prev)
+	if err != nil {
+		return record{}, err
+	}
+	mac := l.chainMAC(r.prev, e.Seq, plain)
+	if len(mac) == 0 || len(mac) > maxMAC {
+		return record{}, fmt.Errorf("ledger: MACer returned %d bytes (want 1 to %d)", len(mac), maxMAC)
+	}
+	return record{entry: e, plain: append(plain, mac...), encLen: len(plain), prev: r.prev}, nil
+}
+
+// signCommit signs the last entry of a commit in tx, which moved the head
+// from start to end, rewrites it and returns the head after it. The entry
+// is the one putEntries wrote last when its MAC is end's (an Update
+// closure whose writes were dropped may have written another since), else
+// it is read back from tx.
+func (l *ledger) signCommit(tx stores.Tx, start, end Head) (Head, error) {
+	l.mu.Lock()
+	last := l.built
+	l.built = record{}
+	l.mu.Unlock()
+	if last.entry.Seq != end.Seq || !bytes.Equal(last.mac(), end.MAC) || last.plain == nil {
+		var err error
+		if last, err = l.readBack(tx, end.Seq); err != nil {
+			return Head{}, err
+		}
+		if !bytes.Equal(last.mac(), end.MAC) {
+			return Head{}, fmt.Errorf("ledger: sign commit: entry %d is not the commit's last", end.Seq)
+		}
+		switch {
+		case end.Seq-1 == start.Seq:
+			last.prev = start.MAC
+		default:
+			before, err := l.readBack(tx, end.Seq-1)
+			if err != nil {
+				return Head{}, err
+			}
+			last.prev = before.mac()
+		}
+	}
+	if !last.entry.Covered {
+		return end, nil // signed already
+	}
+	signed, err := l.resign(last)
+	if err != nil {
+		return Head{}, err
+	}
+	if err := l.putEntry(tx, signed); err != nil {
+		return Head{}, err
+	}
+	return Head{Seq: end.Seq, MAC: bytes.Clone(signed.mac())}, nil
+}
+
+// readBack reads and decodes the entry at seq as tx holds it.
+func (l *ledger) readBack(tx stores.Tx, seq uint64) (record, error) {
+	key := l.entryKey(seq)
+	it, err := tx.Get(key)
+	if err != nil {
+		return record{}, fmt.Errorf("ledger: sign commit: read entry %d: %w", seq, err)
+	}
+	return l.openEntry(key, seq, it.Value, false)
 }
