@@ -118,17 +118,29 @@ func (e *SignatureError) Is(target error) bool {
 	return target == ErrBadSignature || target == ErrTampered
 }
 
-// signedMessage is what the signature of an entry covers (see above).
-func signedMessage(b []byte, prev, fields []byte) []byte {
+// signedMessage is what the signature of an entry covers (see above),
+// followed, when the entry ends a commit of several entries, by
+// coverDomain and the number of Covered entries before it in the commit:
+// so Covered entries put before an honest commit by someone holding the
+// data key are not vouched for by its signature.
+func signedMessage(b []byte, prev, fields []byte, covered uint64) []byte {
 	b = append(b, sigDomain...)
 	b = append(b, byte(len(prev)))
 	b = append(b, prev...)
-	return append(b, fields...)
+	b = append(b, fields...)
+	if covered > 0 {
+		b = append(b, coverDomain...)
+		b = codec.AppendUvarint(b, covered)
+	}
+	return b
 }
+
+// coverDomain separates the count of Covered entries in a signed message.
+const coverDomain = "covers"
 
 // signEntry encodes e signed by the ledger's signer, whose key is pub,
 // after the entry whose MAC is prev. Entry 1 carries the author's key.
-func (l *ledger) signEntry(e *Entry, pub, prev []byte) ([]byte, error) {
+func (l *ledger) signEntry(e *Entry, pub, prev []byte, covered uint64) ([]byte, error) {
 	e.Signature = nil
 	if e.Seq == 1 && e.SigningKey == nil {
 		e.SigningKey = pub
@@ -137,7 +149,7 @@ func (l *ledger) signEntry(e *Entry, pub, prev []byte) ([]byte, error) {
 		return nil, err
 	}
 	b := e.appendFields(make([]byte, 0, e.encodedLen()+signatureSize+64), entryVersionSigned)
-	msg := signedMessage(make([]byte, 0, len(sigDomain)+1+len(prev)+len(b)), prev, b)
+	msg := signedMessage(make([]byte, 0, len(sigDomain)+1+len(prev)+len(b)+len(coverDomain)+codec.MaxVarintLen), prev, b, covered)
 	sig, err := l.signer.Sign(msg)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: sign entry %d: %w", e.Seq, err)
@@ -169,8 +181,8 @@ type verifier struct {
 	// last signed one (0: none), and their author.
 	openSeq   uint64
 	openActor string
-	jobs    chan []sigJob
-	wg      sync.WaitGroup
+	jobs      chan []sigJob
+	wg        sync.WaitGroup
 
 	mu  sync.Mutex
 	bad *SignatureError // the first bad signature found by a worker
@@ -272,16 +284,19 @@ func (v *verifier) check(r record, prev []byte) *SignatureError {
 		v.apply(e)
 		return nil
 	}
+	var covered uint64
 	if v.openSeq != 0 {
 		if e.Actor != v.openActor {
-			return fail(BadSignature)
+			// The covered entries claim another author than the signer.
+			return &SignatureError{Seq: v.openSeq, Actor: v.openActor, Problem: BadSignature}
 		}
+		covered = e.Seq - v.openSeq
 		v.openSeq, v.openActor = 0, ""
 	}
 	enc := r.enc()
 	fields := enc[:len(enc)-1-signatureSize]
-	v.pending = append(v.pending, sigJob{seq: e.Seq, actor: e.Actor, pub: s.pub,
-		msg: signedMessage(nil, prev, fields), sig: e.Signature})
+	v.pending = append(v.pending, sigJob{seq: e.Seq - covered, actor: e.Actor, pub: s.pub,
+		msg: signedMessage(nil, prev, fields, covered), sig: e.Signature})
 	if len(v.pending) == sigBatch {
 		v.jobs <- v.pending
 		v.pending = make([]sigJob, 0, sigBatch)
@@ -494,7 +509,8 @@ func (l *ledger) signLast(recs []record) error {
 	if l.signer == nil || len(recs) == 0 {
 		return nil
 	}
-	signed, err := l.resign(recs[len(recs)-1])
+	last := recs[len(recs)-1]
+	signed, err := l.resign(last, last.entry.Seq-recs[0].entry.Seq)
 	if err != nil {
 		return err
 	}
@@ -502,11 +518,12 @@ func (l *ledger) signLast(recs []record) error {
 	return nil
 }
 
-// resign returns r, a Covered entry built by this ledger, signed.
-func (l *ledger) resign(r record) (record, error) {
+// resign returns r, a Covered entry built by this ledger, signed: the last
+// entry of a commit, after covered entries of the commit.
+func (l *ledger) resign(r record, covered uint64) (record, error) {
 	e := r.entry
 	e.Covered = false
-	plain, err := l.signEntry(&e, l.signer.Public(), r.prev)
+	plain, err := l.signEntry(&e, l.signer.Public(), r.prev, covered)
 	if err != nil {
 		return record{}, err
 	}
@@ -549,7 +566,7 @@ func (l *ledger) signCommit(tx stores.Tx, start, end Head) (Head, error) {
 	if !last.entry.Covered {
 		return end, nil // signed already
 	}
-	signed, err := l.resign(last)
+	signed, err := l.resign(last, end.Seq-start.Seq-1)
 	if err != nil {
 		return Head{}, err
 	}

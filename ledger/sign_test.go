@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
 )
 
 // edSigner is a person's signing key in the tests.
@@ -312,4 +314,120 @@ func TestSignedParallel(t *testing.T) {
 		}
 		sigProblem(t, owner, uint64(at), ledger.BadSignature)
 	}
+}
+
+// TestSignedCommits: a commit of several entries carries one signature, on
+// its last entry, which covers the others; each way of slipping an entry
+// into a signed commit, or of leaving covered entries without one, fails.
+func TestSignedCommits(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		owner, _ := peopleSetup(t, st)
+		_, err := owner.Append(ctx, fact(5), fact(6), fact(7))
+		require.NoError(t, err)
+		es := readAll(t, owner, 5)
+		require.Len(t, es, 3)
+		for _, e := range es[:2] {
+			assert.True(t, e.Covered, "entry %d", e.Seq)
+			assert.Empty(t, e.Signature, "entry %d", e.Seq)
+		}
+		assert.False(t, es[2].Covered)
+		assert.Len(t, es[2].Signature, ed25519.SignatureSize)
+		verifyClean(t, owner, 7)
+	})
+
+	cases := []struct {
+		name    string
+		forge   func(t *testing.T, st stores.Store, owner *ledger.Ledger)
+		at      uint64
+		problem ledger.SignatureProblem
+	}{
+		{"a covered entry put before an honest commit", func(t *testing.T, st stores.Store, owner *ledger.Ledger) {
+			e := fact(9)
+			e.Covered = true
+			_, err := signedOn(st, "olga", nil, nil).Append(ctx, e)
+			require.NoError(t, err)
+			_, err = owner.Append(ctx, fact(10))
+			require.NoError(t, err)
+		}, 5, ledger.BadSignature},
+		{"covered entries no signature ends", func(t *testing.T, st stores.Store, owner *ledger.Ledger) {
+			e := fact(9)
+			e.Covered = true
+			_, err := signedOn(st, "olga", nil, nil).Append(ctx, e, e)
+			require.NoError(t, err)
+		}, 5, ledger.Unsigned},
+		{"covered entries, then an unsigned one", func(t *testing.T, st stores.Store, owner *ledger.Ledger) {
+			e := fact(9)
+			e.Covered = true
+			_, err := signedOn(st, "olga", nil, nil).Append(ctx, e, fact(10))
+			require.NoError(t, err)
+		}, 5, ledger.Unsigned},
+		{"a commit whose covered entry claims another author", func(t *testing.T, st stores.Store, owner *ledger.Ledger) {
+			e := ledger.Entry{Kind: ledger.PersonGranted, Actor: "olga", ID: "mal", Reason: "owner", SigningKey: mal.Public()}
+			_, err := signedOn(st, "will", will, nil).Append(ctx, e, fact(9))
+			require.NoError(t, err)
+		}, 5, ledger.BadSignature},
+		{"a covered entry rewritten with the data key", func(t *testing.T, st stores.Store, owner *ledger.Ledger) {
+			_, err := owner.Append(ctx, fact(5), fact(6), fact(7))
+			require.NoError(t, err)
+			// Re-chain the ledger with entry 6 changed, keeping entry 7's
+			// signature: the MAC it signed no longer is the one before it.
+			es := readAll(t, owner, 1)
+			scratch := memstore.New()
+			forger := signedOn(scratch, "olga", nil, nil)
+			for _, e := range es {
+				if e.Seq == 6 {
+					e.ID = "forged"
+				}
+				_, err := forger.Append(ctx, e)
+				require.NoError(t, err)
+			}
+			for seq := uint64(1); seq <= 7; seq++ {
+				put(t, st, entryKey(seq), raw(t, scratch, entryKey(seq)))
+			}
+			put(t, st, headKey, raw(t, scratch, headKey))
+		}, 5, ledger.BadSignature},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, st stores.Store) {
+				owner, _ := peopleSetup(t, st)
+				c.forge(t, st, owner)
+				sigProblem(t, owner, c.at, c.problem)
+			})
+		})
+	}
+}
+
+// TestSignedCommitOfUpdates: the Update calls and appends that share one
+// commit of the batch share its one signature, and verify.
+func TestSignedCommitOfUpdates(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		owner, _ := peopleSetup(t, st)
+		_, tx := st.(stores.Transactor) // without transactions: appends only
+		var wg sync.WaitGroup
+		for i := range 32 {
+			wg.Go(func() {
+				var err error
+				switch {
+				case !tx && i%2 == 1:
+					_, err = owner.Append(ctx, fact(100+i), fact(200+i))
+				case i%2 == 0:
+					_, err = owner.Append(ctx, fact(100+i))
+				default:
+					err = owner.Update(ctx, func(tx stores.Tx) error {
+						_, err := owner.AppendTx(ctx, tx, fact(100+i), fact(200+i))
+						return err
+					})
+				}
+				assert.NoError(t, err)
+			})
+		}
+		wg.Wait()
+		es := readAll(t, owner, 5)
+		require.Len(t, es, 16+32)
+		assert.Len(t, es[len(es)-1].Signature, ed25519.SignatureSize)
+		verifyClean(t, owner, 4+16+32)
+	})
 }
