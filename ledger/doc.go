@@ -19,11 +19,15 @@
 // # Signatures
 //
 // The MAC key is the data key's, which every person of the vault holds, so
-// the chain alone does not say who wrote an entry. Every entry is therefore
-// also signed by its author: the vault's person signs with the Ed25519
-// signing key of their keyring entry, over the entry's encoding (which
-// holds its position) and the MAC of the entry before it, and Verify checks
-// each signature against the author's key and that the author's role, as
+// the chain alone does not say who wrote an entry. Every commit is therefore
+// also signed by its author, once: the vault's person signs the last entry
+// of the commit with the Ed25519 signing key of their keyring entry, over
+// the entry's encoding (which holds its position), the MAC of the entry
+// before it (which commits every entry before it) and the number of the
+// commit's other entries, which are marked Covered and carry no signature
+// of their own. Verify checks each signature against the author's key,
+// that the covered entries before it are the same author's, and that the
+// author's role, as
 // the ledger's own PersonGranted and PersonRevoked entries replay it,
 // allowed the entry at its position: a reader signs nothing but the change
 // of their own secret, a writer no change of people, and a revoked person

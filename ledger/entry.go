@@ -162,11 +162,12 @@ type Entry struct {
 	// KeyringUpgraded entry, and the author's own on the first entry of a
 	// ledger (its genesis). Empty otherwise.
 	SigningKey []byte
-	// Signature is the author's Ed25519 signature of the entry (see
-	// SignedBytes), set by the ledger when the entry is appended by a vault
-	// whose person has a signing key; empty on entries of a person without
-	// one (a keyring entry of layout version 1) and on entries written
-	// before signatures existed.
+	// Signature is the author's Ed25519 signature of the entry and of the
+	// commit it ends (see sign.go), set by the ledger on the last entry of
+	// each commit by a vault whose person has a signing key; empty on the
+	// commit's other entries (Covered), on entries of a person without one
+	// (a keyring entry of layout version 1) and on entries written before
+	// signatures existed.
 	Signature []byte
 	// Covered marks an entry that has no signature of its own: it is not
 	// the last entry of its commit, and the signature of that last entry,

@@ -17,16 +17,23 @@ import (
 // Signed entries.
 //
 // A vault whose person has a signing key (a keyring entry of layout
-// version 2) signs every entry it appends: the entry is encoded in format
-// version 2 and its last field is the signature, by the author's Ed25519
-// key, of
+// version 2) signs every commit it makes, once: the last entry of the
+// commit is encoded in format version 2 and its last field is the
+// signature, by the author's Ed25519 key, of
 //
 //	sigDomain || len(prevMAC) as one byte || prevMAC || the encoding up to the signature field
+//	[ || coverDomain || uvarint n ]   when the commit has n > 0 other entries
 //
 // where prevMAC is the chain MAC of the entry before (empty for entry 1).
-// The encoding holds the entry's position (Seq), so the signature covers
-// the entry, its position and the history it follows; the chain MAC of the
-// stored entry covers the signature in turn.
+// The commit's other entries are Covered (format version 3: no signature
+// field). The encoding holds the entry's position (Seq), so the signature
+// covers the entry, its position, the history it follows (through
+// prevMAC, the commit's covered entries too) and how many entries before
+// it are the commit's; the chain MAC of the stored entry covers the
+// signature in turn. Verify accepts a run of covered entries only when the
+// entry that ends it is signed by the same author with the run's length:
+// covered entries left at the end, followed by an unsigned entry, claiming
+// another author or slipped before an honest commit all fail.
 //
 // Verify replays who may sign what, in ledger order:
 //
