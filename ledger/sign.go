@@ -54,9 +54,10 @@ import (
 //     device, the many authors of a hub's ledger) are taken from the
 //     keyring (wire.LedgerOptions.People): a person granted by an owner the
 //     replay accepts, with the keyring's key and role.
-//   - Owners and writers write records, numbers and application events;
-//     only owners change people; anyone changes their own secret
-//     (SecretChanged about themselves); a reader writes nothing else.
+//   - Owners and writers write records, numbers, application events and
+//     key rotations; only owners change people; anyone changes their own
+//     secret (SecretChanged about themselves) and their own recovery codes
+//     (an owner anyone's); a reader writes nothing else.
 //   - Unsigned entries before the first signed one are accepted (a ledger
 //     of a vault of layout version 1); after it, an unsigned entry fails.
 const sigDomain = "noydb ledger signature v1"
@@ -436,6 +437,10 @@ func permitted(role string, e *Entry) bool {
 		return role == roleOwner && e.ID == e.Actor
 	case SecretChanged:
 		return e.ID == e.Actor
+	case RecoveryCodesIssued, RecoveryCodeUsed, RecoveryCodesRevoked:
+		// A person's own recovery codes, or an owner's doing (revoking a
+		// person revokes their codes).
+		return e.ID == e.Actor || role == roleOwner
 	}
 	return role == roleOwner || role == roleWriter
 }

@@ -431,3 +431,22 @@ func TestSignedCommitOfUpdates(t *testing.T) {
 		verifyClean(t, owner, 4+16+32)
 	})
 }
+
+// TestSignedRecoveryCodes: a person's own recovery codes are theirs to
+// issue, use and revoke, whatever their role; another's are an owner's.
+func TestSignedRecoveryCodes(t *testing.T) {
+	ctx := context.Background()
+	st := storeKinds[0].make()
+	owner, _ := peopleSetup(t, st)
+	reader := signedOn(st, "rita", rita, nil)
+	for _, k := range []ledger.Kind{ledger.RecoveryCodesIssued, ledger.RecoveryCodeUsed, ledger.RecoveryCodesRevoked} {
+		_, err := reader.Append(ctx, ledger.Entry{Kind: k, ID: "rita"})
+		require.NoError(t, err)
+	}
+	_, err := owner.Append(ctx, ledger.Entry{Kind: ledger.RecoveryCodesRevoked, ID: "will"})
+	require.NoError(t, err)
+	verifyClean(t, owner, 8)
+	_, err = reader.Append(ctx, ledger.Entry{Kind: ledger.RecoveryCodesIssued, ID: "will"})
+	require.NoError(t, err)
+	sigProblem(t, owner, 9, ledger.NotPermitted)
+}
