@@ -53,8 +53,9 @@ func (a *Audit) Read(ctx context.Context, from uint64) iter.Seq2[ledger.Entry, e
 }
 
 // Verify walks the whole ledger from position 1, as Read does, and reports
-// what it found. It also checks every entry's signature against its
-// author's signing key and that the author's role allowed the entry at its
+// what it found. It also checks the signature of every commit (one, on
+// the commit's last entry, covering the others through the chain) against
+// its author's signing key and that the author's role allowed each entry at its
 // position (a *ledger.SignatureError, matching ledger.ErrBadSignature and
 // ErrTampered, otherwise; see package ledger): the people the ledger does
 // not introduce itself (granted on another device, the authors of a hub's

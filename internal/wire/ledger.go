@@ -51,8 +51,8 @@ type LedgerOptions struct {
 	// device has seen, so that a store serving an older ledger is caught.
 	// The vault sets it to its rollback pins.
 	Pins pins.Ledger
-	// Signer, if set, signs every entry the ledger appends (the vault's
-	// person's signing key). A Signer whose Public returns nil signs
+	// Signer, if set, signs every commit the ledger makes, once, on its
+	// last entry (the vault's person's signing key). A Signer whose Public returns nil signs
 	// nothing: the person has no signing key yet.
 	Signer LedgerSigner
 	// People, if set, is called by Verify for the people the vault's
