@@ -522,6 +522,9 @@ func (l *ledger) signLast(recs []record) error {
 		return nil
 	}
 	last := recs[len(recs)-1]
+	if !last.entry.Covered {
+		return nil // the signer has no key: nothing is signed
+	}
 	signed, err := l.resign(last, last.entry.Seq-recs[0].entry.Seq)
 	if err != nil {
 		return err

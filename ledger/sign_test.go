@@ -450,3 +450,27 @@ func TestSignedRecoveryCodes(t *testing.T) {
 	require.NoError(t, err)
 	sigProblem(t, owner, 9, ledger.NotPermitted)
 }
+
+// keyless is a Signer for a person without a signing key yet.
+type keyless struct{}
+
+func (keyless) Public() []byte              { return nil }
+func (keyless) Sign([]byte) ([]byte, error) { return nil, errors.New("keyless: no key") }
+
+// TestSignerWithoutKey: a signer without a key signs nothing, on every
+// path of a commit, and the ledger verifies as unsigned.
+func TestSignerWithoutKey(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		l := ledger.New(st, newSealer(nil), macer{macKey}, prefix, ledger.Options{Actor: "olga", Signer: keyless{}})
+		_, err := l.Append(ctx, fact(1), fact(2))
+		require.NoError(t, err)
+		_, err = l.Append(ctx, fact(3))
+		require.NoError(t, err)
+		for _, e := range readAll(t, l, 1) {
+			assert.False(t, e.Covered, "entry %d", e.Seq)
+			assert.Empty(t, e.Signature, "entry %d", e.Seq)
+		}
+		verifyClean(t, l, 3)
+	})
+}
