@@ -432,6 +432,76 @@ func TestSignedCommitOfUpdates(t *testing.T) {
 	})
 }
 
+// TestSignedCommitDroppedUpdate: an Update whose closure appended and
+// then failed leaves nothing in the commit it shared, whose signature,
+// on the last entry kept, verifies.
+func TestSignedCommitDroppedUpdate(t *testing.T) {
+	ctx := context.Background()
+	errDrop := errors.New("dropped")
+	for _, sk := range storeKinds {
+		st := sk.make()
+		if _, ok := st.(stores.Transactor); !ok {
+			continue // Update needs transactions
+		}
+		t.Run(sk.name, func(t *testing.T) {
+			owner, _ := peopleSetup(t, st)
+			var wg sync.WaitGroup
+			for i := range 48 {
+				wg.Go(func() {
+					err := owner.Update(ctx, func(tx stores.Tx) error {
+						if _, err := owner.AppendTx(ctx, tx, fact(100+i)); err != nil {
+							return err
+						}
+						if i%3 == 2 {
+							return errDrop
+						}
+						return nil
+					})
+					if i%3 == 2 {
+						assert.ErrorIs(t, err, errDrop)
+					} else {
+						assert.NoError(t, err)
+					}
+				})
+			}
+			wg.Wait()
+			verifyClean(t, owner, 4+32)
+
+			// The closure that fails is the last of its batch: the entry
+			// to sign is read back from the transaction.
+			hold, held := make(chan struct{}), make(chan struct{})
+			wg.Go(func() {
+				assert.NoError(t, owner.Update(ctx, func(tx stores.Tx) error {
+					close(held)
+					<-hold
+					_, err := owner.AppendTx(ctx, tx, fact(300))
+					return err
+				}))
+			})
+			<-held
+			wg.Go(func() {
+				assert.NoError(t, owner.Update(ctx, func(tx stores.Tx) error {
+					_, err := owner.AppendTx(ctx, tx, fact(301), fact(302))
+					return err
+				}))
+			})
+			waitQueued(owner, 1)
+			wg.Go(func() {
+				assert.ErrorIs(t, owner.Update(ctx, func(tx stores.Tx) error {
+					if _, err := owner.AppendTx(ctx, tx, fact(303)); err != nil {
+						return err
+					}
+					return errDrop
+				}), errDrop)
+			})
+			waitQueued(owner, 2)
+			close(hold)
+			wg.Wait()
+			verifyClean(t, owner, 4+32+3)
+		})
+	}
+}
+
 // TestSignedRecoveryCodes: a person's own recovery codes are theirs to
 // issue, use and revoke, whatever their role; another's are an owner's.
 func TestSignedRecoveryCodes(t *testing.T) {
