@@ -75,8 +75,9 @@ func (s seedSigner) Public() []byte                  { return s.priv.Public().(e
 func (s seedSigner) Sign(msg []byte) ([]byte, error) { return ed25519.Sign(s.priv, msg), nil }
 
 // TestSignedVectors pins what an entry's signature covers: the stored
-// plaintexts (encoding, signature, MAC) of the first two entries of a
-// signed ledger under fixed keys and clock, in testdata/signed.json. Ed25519
+// plaintexts (encoding, signature, MAC) of the first four entries of a
+// signed ledger under fixed keys and clock (two commits of one entry, one
+// of two: a covered entry and the signed last), in testdata/signed.json. Ed25519
 // signatures are deterministic, so any change to the signed message shows.
 func TestSignedVectors(t *testing.T) {
 	st := memstore.New()
@@ -88,8 +89,11 @@ func TestSignedVectors(t *testing.T) {
 	require.NoError(t, err)
 	_, err = l.Append(ctx, Entry{Kind: AppEvent, Reason: "login"})
 	require.NoError(t, err)
+	// A commit of two entries: 3 is covered, 4 signed over both.
+	_, err = l.Append(ctx, Entry{Kind: AppEvent, Reason: "export"}, Entry{Kind: AppEvent, Reason: "logout"})
+	require.NoError(t, err)
 	var cases []codectest.Case
-	for seq := uint64(1); seq <= 2; seq++ {
+	for seq := uint64(1); seq <= 4; seq++ {
 		it, err := st.Get(ctx, l.entryKey(seq))
 		require.NoError(t, err)
 		r, err := decodeRecord(it.Value, false)
@@ -104,7 +108,7 @@ func TestSignedVectors(t *testing.T) {
 	verifier := newLedger(st, plainSealer{}, hmacMACer{key: []byte("mac key for the signed vectors..")}, "v/t/", wire.LedgerOptions{})
 	rep, err := verifier.Verify(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, uint64(2), rep.Entries)
+	assert.Equal(t, uint64(4), rep.Entries)
 }
 
 // plainSealer stores plaintexts as they are.
