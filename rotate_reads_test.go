@@ -2,6 +2,7 @@ package noydb_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/vault"
 )
@@ -209,12 +211,23 @@ func TestRotateCloseEndsReseal(t *testing.T) {
 // ResumeRotation; records still read.
 func TestRotateTamperedMark(t *testing.T) {
 	ctx := context.Background()
-	st := newMem(t)
+	// Every commit after the rotation's own fails, so the re-sealing
+	// cannot finish (and clear the mark) before Stop.
+	var armed atomic.Bool
+	var commits atomic.Int32
+	st := faultstore.New(newMem(t), faultstore.Options{Before: func(op faultstore.Op, _ string) error {
+		if op == faultstore.OpUpdate && armed.Load() && commits.Add(1) > 1 {
+			return errors.New("re-sealing held back by the test")
+		}
+		return nil
+	}})
 	v := openPerson(t, personCfg(st, "olga", "o"))
 	putNotes(t, v, 10)
+	armed.Store(true)
 	rot, err := v.RotateKeys(ctx)
 	require.NoError(t, err)
 	rot.Stop()
+	armed.Store(false)
 	mark, err := st.Get(ctx, "v/team/_rotation")
 	require.NoError(t, err)
 	counter, err := st.Get(ctx, "v/team/_ledger/head")

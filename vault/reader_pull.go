@@ -22,7 +22,8 @@ import (
 func (v *Vault) pullView() *Vault {
 	cfg := Config{Store: v.me.store, Name: v.name, User: v.user, role: RoleWriter}
 	pv := newVault(cfg, v.prefix, v.dk, v.pins)
-	pv.sharesKey, pv.me = true, v.me
+	// The reader's generations too: a record a rotation sealed opens here.
+	pv.sharesKey, pv.me, pv.keys = true, v.me, v.keys
 	v.syncs.mu.Lock()
 	pv.syncs.policies, pv.syncs.merges, pv.syncs.numbered = v.syncs.policies, v.syncs.merges, v.syncs.numbered
 	v.syncs.mu.Unlock()

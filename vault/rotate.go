@@ -460,6 +460,13 @@ func (v *Vault) recordsBelow(ctx context.Context, gen uint64) ([]recKey, error) 
 		return nil, err
 	}
 	defer v.exit()
+	// Learn first every generation the person holds (a rotation made by
+	// another handle): the re-sealing commits open records inside a
+	// transaction, where loading a key from the store would wait for the
+	// transaction itself on a store that locks (memstore).
+	if _, err := v.heldGenerations(ctx); err != nil {
+		return nil, closedIfWiped(err)
+	}
 	var out []recKey
 	// One listing per first byte a collection name may start with, so
 	// that the vault's internal values (under '_': the ledger above all,

@@ -332,6 +332,11 @@ type syncRun struct {
 	// deleted holds, for LastWriterWins and FirstWriterWins, when this
 	// device deleted each record it deleted since its push cursor.
 	deleted map[recKey]time.Time
+	// own holds the records with a change of this device's own in its
+	// ledger after the push cursor (read through ownRead; see
+	// ownChanges).
+	own     map[recKey]bool
+	ownRead uint64
 	// rejected collects the rejections of one attempt of a local commit.
 	rejected []SyncRejected
 	// appended and appendedHead are the feed entries this push pass
@@ -697,6 +702,31 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	if err != nil {
 		return 0, nil, nil, err
 	}
+	if !s.v.transactional() && !bytes.Equal(dv.hash, b.hash) {
+		// The record differs from its sync base. Without a change of this
+		// device's own to push (and no conflict kept for it), that is a
+		// staged commit cut after it wrote the record and before its base
+		// (sync_staged.go): the record is what this device last synced,
+		// and the hub's change applies. Else a hub deletion would match a
+		// missing base (no hash either), or a hub revision lower than the
+		// record's would lose to it by revision, as if the record were
+		// this device's change, which no push carries: it would stay here
+		// for ever.
+		switch _, err := tx.Get(s.v.conflictKey(k.coll, k.id)); {
+		case errors.Is(err, stores.ErrNotFound):
+			if err := s.ownChanges(ctx); err != nil {
+				return 0, nil, nil, err
+			}
+			if !s.own[k] {
+				b.hash = dv.hash
+				if dv.exists() {
+					b.rev = dv.rev
+				}
+			}
+		case err != nil:
+			return 0, nil, nil, err
+		}
+	}
 	newBase := base{rev: hv.rev, hash: hv.hash}
 	if err := s.v.putSealedValue(tx, s.v.baseKey(k.coll, k.id), encodeBase(newBase)); err != nil {
 		return 0, nil, nil, err
@@ -906,6 +936,31 @@ func (s *syncRun) deletionTimes(ctx context.Context, keys []recKey) error {
 		if e.Kind == ledger.RecordDelete {
 			s.deleted[recKey{e.Collection, e.ID}] = e.Time
 		}
+	}
+	return nil
+}
+
+// ownChanges reads into s.own the records this device changed itself
+// (own record entries of its ledger) after its push cursor, from where the
+// last call stopped: a staged pull asks when it meets a record that
+// differs from its sync base (see applyOne). A record pushed meanwhile stays in s.own; its
+// push wrote its base, which is what applyOne looks at first.
+func (s *syncRun) ownChanges(ctx context.Context) error {
+	if s.own == nil {
+		from, err := s.loadPush(ctx)
+		if err != nil {
+			return err
+		}
+		s.own, s.ownRead = map[recKey]bool{}, from
+	}
+	for e, err := range s.v.ledger.Read(ctx, s.ownRead+1) {
+		if err != nil {
+			return err
+		}
+		if isOwnRecordEntry(e) {
+			s.own[recKey{e.Collection, e.ID}] = true
+		}
+		s.ownRead = e.Seq
 	}
 	return nil
 }

@@ -47,10 +47,16 @@ import (
 // revision and cipher hash is recognised (no second entry; its base is
 // written). A push whose hub commit succeeded but whose acknowledgement
 // (bases, push cursor) was lost is recognised by the next push (the hub
-// holds the device's cipher hash). The one repetition a crash can cause is
-// a conflict's SyncConflict entry recorded twice, when a crash falls
-// after the entries and before the record's base: the conflict is decided
-// again, the same way. A record change is never recorded twice; it goes
+// holds the device's cipher hash). A crash after 2 and before 4 leaves a
+// pulled record (or deletion) without its sync base (none, or the one
+// before); if the hub changes it again before the window is applied
+// again, the record is taken as what this device last synced when it has
+// no change of this device's own after the push cursor and no kept
+// conflict (applyOne), so the hub's change (a deletion, a re-created
+// record at a lower revision) still applies. The one repetition a crash
+// can cause is a conflict's SyncConflict entry recorded twice, when a
+// crash falls after the entries and before the record's base: the
+// conflict is decided again, the same way. A record change is never recorded twice; it goes
 // unrecorded only when a crash falls before 3 and the record is written
 // again locally before the next Sync (the same gap as a local write on
 // such a store, see write; Verify passes).
