@@ -402,104 +402,108 @@ func TestSignedCommits(t *testing.T) {
 // TestSignedCommitOfUpdates: the Update calls and appends that share one
 // commit of the batch share its one signature, and verify.
 func TestSignedCommitOfUpdates(t *testing.T) {
+	eachStore(t, signedCommitOfUpdates)
+}
+
+func signedCommitOfUpdates(t *testing.T, st stores.Store) {
 	ctx := context.Background()
-	eachStore(t, func(t *testing.T, st stores.Store) {
-		owner, _ := peopleSetup(t, st)
-		_, tx := st.(stores.Transactor) // without transactions: appends only
-		var wg sync.WaitGroup
-		for i := range 32 {
-			wg.Go(func() {
-				var err error
-				switch {
-				case !tx && i%2 == 1:
-					_, err = owner.Append(ctx, fact(100+i), fact(200+i))
-				case i%2 == 0:
-					_, err = owner.Append(ctx, fact(100+i))
-				default:
-					err = owner.Update(ctx, func(tx stores.Tx) error {
-						_, err := owner.AppendTx(ctx, tx, fact(100+i), fact(200+i))
-						return err
-					})
-				}
-				assert.NoError(t, err)
-			})
-		}
-		wg.Wait()
-		es := readAll(t, owner, 5)
-		require.Len(t, es, 16+32)
-		assert.Len(t, es[len(es)-1].Signature, ed25519.SignatureSize)
-		verifyClean(t, owner, 4+16+32)
-	})
+	owner, _ := peopleSetup(t, st)
+	_, tx := st.(stores.Transactor) // without transactions: appends only
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Go(func() {
+			var err error
+			switch {
+			case !tx && i%2 == 1:
+				_, err = owner.Append(ctx, fact(100+i), fact(200+i))
+			case i%2 == 0:
+				_, err = owner.Append(ctx, fact(100+i))
+			default:
+				err = owner.Update(ctx, func(tx stores.Tx) error {
+					_, err := owner.AppendTx(ctx, tx, fact(100+i), fact(200+i))
+					return err
+				})
+			}
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	es := readAll(t, owner, 5)
+	require.Len(t, es, 16+32)
+	assert.Len(t, es[len(es)-1].Signature, ed25519.SignatureSize)
+	verifyClean(t, owner, 4+16+32)
 }
 
 // TestSignedCommitDroppedUpdate: an Update whose closure appended and
 // then failed leaves nothing in the commit it shared, whose signature,
 // on the last entry kept, verifies.
 func TestSignedCommitDroppedUpdate(t *testing.T) {
-	ctx := context.Background()
-	errDrop := errors.New("dropped")
 	for _, sk := range storeKinds {
 		st := sk.make()
 		if _, ok := st.(stores.Transactor); !ok {
 			continue // Update needs transactions
 		}
-		t.Run(sk.name, func(t *testing.T) {
-			owner, _ := peopleSetup(t, st)
-			var wg sync.WaitGroup
-			for i := range 48 {
-				wg.Go(func() {
-					err := owner.Update(ctx, func(tx stores.Tx) error {
-						if _, err := owner.AppendTx(ctx, tx, fact(100+i)); err != nil {
-							return err
-						}
-						if i%3 == 2 {
-							return errDrop
-						}
-						return nil
-					})
-					if i%3 == 2 {
-						assert.ErrorIs(t, err, errDrop)
-					} else {
-						assert.NoError(t, err)
-					}
-				})
-			}
-			wg.Wait()
-			verifyClean(t, owner, 4+32)
+		t.Run(sk.name, func(t *testing.T) { signedCommitDroppedUpdate(t, st) })
+	}
+}
 
-			// The closure that fails is the last of its batch: the entry
-			// to sign is read back from the transaction.
-			hold, held := make(chan struct{}), make(chan struct{})
-			wg.Go(func() {
-				assert.NoError(t, owner.Update(ctx, func(tx stores.Tx) error {
-					close(held)
-					<-hold
-					_, err := owner.AppendTx(ctx, tx, fact(300))
+func signedCommitDroppedUpdate(t *testing.T, st stores.Store) {
+	ctx := context.Background()
+	errDrop := errors.New("dropped")
+	owner, _ := peopleSetup(t, st)
+	var wg sync.WaitGroup
+	for i := range 48 {
+		wg.Go(func() {
+			err := owner.Update(ctx, func(tx stores.Tx) error {
+				if _, err := owner.AppendTx(ctx, tx, fact(100+i)); err != nil {
 					return err
-				}))
-			})
-			<-held
-			wg.Go(func() {
-				assert.NoError(t, owner.Update(ctx, func(tx stores.Tx) error {
-					_, err := owner.AppendTx(ctx, tx, fact(301), fact(302))
-					return err
-				}))
-			})
-			waitQueued(owner, 1)
-			wg.Go(func() {
-				assert.ErrorIs(t, owner.Update(ctx, func(tx stores.Tx) error {
-					if _, err := owner.AppendTx(ctx, tx, fact(303)); err != nil {
-						return err
-					}
+				}
+				if i%3 == 2 {
 					return errDrop
-				}), errDrop)
+				}
+				return nil
 			})
-			waitQueued(owner, 2)
-			close(hold)
-			wg.Wait()
-			verifyClean(t, owner, 4+32+3)
+			if i%3 == 2 {
+				assert.ErrorIs(t, err, errDrop)
+			} else {
+				assert.NoError(t, err)
+			}
 		})
 	}
+	wg.Wait()
+	verifyClean(t, owner, 4+32)
+
+	// The closure that fails is the last of its batch: the entry
+	// to sign is read back from the transaction.
+	hold, held := make(chan struct{}), make(chan struct{})
+	wg.Go(func() {
+		assert.NoError(t, owner.Update(ctx, func(tx stores.Tx) error {
+			close(held)
+			<-hold
+			_, err := owner.AppendTx(ctx, tx, fact(300))
+			return err
+		}))
+	})
+	<-held
+	wg.Go(func() {
+		assert.NoError(t, owner.Update(ctx, func(tx stores.Tx) error {
+			_, err := owner.AppendTx(ctx, tx, fact(301), fact(302))
+			return err
+		}))
+	})
+	waitQueued(owner, 1)
+	wg.Go(func() {
+		assert.ErrorIs(t, owner.Update(ctx, func(tx stores.Tx) error {
+			if _, err := owner.AppendTx(ctx, tx, fact(303)); err != nil {
+				return err
+			}
+			return errDrop
+		}), errDrop)
+	})
+	waitQueued(owner, 2)
+	close(hold)
+	wg.Wait()
+	verifyClean(t, owner, 4+32+3)
 }
 
 // TestSignedRecoveryCodes: a person's own recovery codes are theirs to
