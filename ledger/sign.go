@@ -257,7 +257,9 @@ func (v *verifier) check(r record, prev []byte) *SignatureError {
 			return &SignatureError{Seq: v.openSeq, Actor: v.openActor, Problem: Unsigned}
 		}
 		if v.signed {
-			return &SignatureError{Seq: e.Seq, Problem: Unsigned}
+			// The walk skims: the author's name is decoded for the report.
+			full, _, _ := decodeEntry(r.enc(), false)
+			return &SignatureError{Seq: e.Seq, Actor: full.Actor, Problem: Unsigned}
 		}
 		return nil
 	}
