@@ -197,3 +197,43 @@ func TestSigningWriterRevokes(t *testing.T) {
 	require.NoError(t, err)
 	badEntry(t, owner, rep.Head.Seq+1, ledger.NotPermitted)
 }
+
+// TestSigningHubRevocation: a revocation reaches the hub's ledger, not
+// only its keyring. bob's handle, opened before olga revoked him, keeps
+// writing and pushing: the hub accepts the push (bob's device still holds
+// the keys), and the hub's ledger, which holds olga's revocation at the
+// position her sync reached the hub, fails Verify at bob's first entry
+// after it. His entries before it verify; a second sync of olga's records
+// the revocation no second time.
+func TestSigningHubRevocation(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			hub := memstore.New()
+			a := openPerson(t, hubPerson(newStore(t), hub, "olga", "o"))
+			require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+			mustSync(t, a)
+			b := openPerson(t, hubPerson(newStore(t), hub, "bob", "b"))
+			require.NoError(t, vault.CollectionOf[Note](b, "notes").Put(ctx, "b1", Note{Text: "b"}))
+			mustSync(t, b)
+			require.NoError(t, a.Revoke(ctx, "bob", vault.RevokeWithoutRotation()))
+			mustSync(t, a)
+			mustSync(t, a)
+
+			onHub := openPerson(t, personCfg(hub, "olga", "o"))
+			var revocations []string
+			for _, e := range signedBy(t, onHub) {
+				if e.Kind == ledger.PersonRevoked {
+					revocations = append(revocations, e.Actor+" "+e.ID)
+				}
+			}
+			assert.Equal(t, []string{"olga bob"}, revocations, "one revocation, by olga, on the hub's ledger")
+			rep, err := onHub.Audit().Verify(ctx)
+			require.NoError(t, err)
+
+			require.NoError(t, vault.CollectionOf[Note](b, "notes").Put(ctx, "b2", Note{Text: "late"}))
+			mustSync(t, b)
+			badEntry(t, onHub, rep.Head.Seq+1, ledger.Revoked)
+		})
+	}
+}

@@ -30,8 +30,9 @@
 // author's role, as
 // the ledger's own PersonGranted and PersonRevoked entries replay it,
 // allowed the entry at its position: a reader signs nothing but the change
-// of their own secret, a writer no change of people, and a revoked person
-// nothing after the revocation. A forgery by someone who holds the data
+// of their own secret and recovery codes and the pulls of a sync on their
+// own device, a writer no change of people, and a revoked person nothing
+// after the revocation. A forgery by someone who holds the data
 // key but not the author's signing key fails with a *SignatureError
 // (ErrBadSignature, also ErrTampered). sign.go has the rules: where the
 // first owner's key comes from (the genesis entry, entry 1, carries its

@@ -57,7 +57,9 @@ import (
 //   - Owners and writers write records, numbers, application events and
 //     key rotations; only owners change people; anyone changes their own
 //     secret (SecretChanged about themselves) and their own recovery codes
-//     (an owner anyone's); a reader writes nothing else.
+//     (an owner anyone's), and records the pulls of a sync on their own
+//     device (RecordPulled, RecordPulledDelete, SyncConflict); a reader
+//     writes nothing else.
 //   - Unsigned entries before the first signed one are accepted (a ledger
 //     of a vault of layout version 1); after it, an unsigned entry fails.
 const sigDomain = "noydb ledger signature v1"
@@ -443,6 +445,11 @@ func permitted(role string, e *Entry) bool {
 		// A person's own recovery codes, or an owner's doing (revoking a
 		// person revokes their codes).
 		return e.ID == e.Actor || role == roleOwner
+	case RecordPulled, RecordPulledDelete, SyncConflict:
+		// What a sync applied on the author's own device, from a hub that
+		// accepted it: a reader's device pulls too. These entries change
+		// no record of the hub and vouch for no one else's.
+		return role == roleOwner || role == roleWriter || role == roleReader
 	}
 	return role == roleOwner || role == roleWriter
 }

@@ -548,3 +548,30 @@ func TestSignerWithoutKey(t *testing.T) {
 		verifyClean(t, l, 3)
 	})
 }
+
+// TestSignedReaderPulls: a reader's device records the pulls of its
+// syncs, signed by the reader; a reader's record, deletion or number is
+// still refused.
+func TestSignedReaderPulls(t *testing.T) {
+	ctx := context.Background()
+	st := storeKinds[0].make()
+	owner, _ := peopleSetup(t, st)
+	reader := signedOn(st, "rita", rita, nil)
+	_, err := reader.Append(ctx,
+		ledger.Entry{Kind: ledger.RecordPulled, Collection: "notes", ID: "a", Revision: 1, Number: 1},
+		ledger.Entry{Kind: ledger.RecordPulledDelete, Collection: "notes", ID: "b", Revision: 2, Number: 2},
+		ledger.Entry{Kind: ledger.SyncConflict, Collection: "notes", ID: "c", Revision: 1, Reason: "hub-wins: device lost", Number: 3})
+	require.NoError(t, err)
+	verifyClean(t, owner, 7)
+	for _, e := range []ledger.Entry{
+		{Kind: ledger.RecordDelete, Collection: "notes", ID: "a", Revision: 2},
+		{Kind: ledger.NumberAllocated, Series: "inv", Number: 1},
+		{Kind: ledger.AppEvent, Reason: "login"},
+	} {
+		st := storeKinds[0].make()
+		owner, _ := peopleSetup(t, st)
+		_, err := signedOn(st, "rita", rita, nil).Append(ctx, e)
+		require.NoError(t, err)
+		sigProblem(t, owner, 5, ledger.NotPermitted)
+	}
+}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores"
 )
 
 // ledgerSigner signs the vault's ledger entries with the signing key of
@@ -134,4 +136,53 @@ func (v *Vault) ledgerPeople(ctx context.Context) (map[string]wire.LedgerPerson,
 			Revoked: e.revoked, GrantedBy: e.grantedBy}
 	}
 	return out, nil
+}
+
+// hubRevocations appends to the hub's ledger (the sync feed, whose entries
+// each device's person signs) a PersonRevoked entry for every person this
+// device's keyring holds revoked and the hub's keyring does not yet: the
+// revocation then has a position in the hub's ledger, and Verify refuses
+// the person's entries after it, such as the pushes of a handle opened
+// before the revocation. The hub's ledger has no other way to learn it:
+// the keyring entry travels by itself, and the revocation entry of the
+// device's own ledger stays there. Only an owner's device records it (only
+// owners revoke). Sync calls it before it copies the keyring to the hub:
+// a crash between the two leaves the revocation recorded, and the next
+// sync records it once more, which changes nothing.
+func (s *syncRun) hubRevocations(ctx context.Context) error {
+	if s.v.Role() != RoleOwner {
+		return nil
+	}
+	kp := s.v.prefix + keyringPrefix
+	var entries []ledger.Entry
+	for it, err := range s.v.store.List(ctx, kp) {
+		if err != nil {
+			return err
+		}
+		if !isKeyringV2(it.Value) {
+			continue
+		}
+		e, err := decodeKeyring(it.Value)
+		if err != nil || !e.revoked || e.user != it.Key[len(kp):] {
+			continue
+		}
+		cur, err := s.h.store.Get(ctx, it.Key)
+		switch {
+		case errors.Is(err, stores.ErrNotFound):
+		case err != nil:
+			return err
+		case !keyringNewer(it.Value, cur.Value):
+			continue
+		default:
+			if h, err := decodeKeyring(cur.Value); err == nil && h.revoked {
+				continue
+			}
+		}
+		entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, CipherHash: hashOf(it.Value)})
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	_, err := s.h.ledger.Append(ctx, entries...)
+	return closedIfWiped(err)
 }
