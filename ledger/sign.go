@@ -259,18 +259,10 @@ func (v *verifier) check(r record, prev []byte) *SignatureError {
 			return &SignatureError{Seq: v.openSeq, Actor: v.openActor, Problem: Unsigned}
 		}
 		if v.signed {
-			// The walk skims: the author's name is decoded for the report.
-			full, _, _ := decodeEntry(r.enc(), false)
-			return &SignatureError{Seq: e.Seq, Actor: full.Actor, Problem: Unsigned}
+			return &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: Unsigned}
 		}
 		return nil
 	}
-	// Verify skims: the strings the replay needs are decoded again.
-	full, _, err := decodeEntry(r.enc(), false)
-	if err != nil {
-		return &SignatureError{Seq: e.Seq, Problem: BadSignature}
-	}
-	e = &full
 	fail := func(p SignatureProblem) *SignatureError {
 		return &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: p}
 	}
@@ -470,7 +462,10 @@ func (l *ledger) verifySigned(ctx context.Context) (Report, error) {
 		rep    Report
 		sigErr *SignatureError
 	)
-	head, err := l.walk(ctx, 1, true, func(r record, prev []byte) bool {
+	// The walk decodes the entries whole (not skimmed): the replay needs
+	// their authors, kinds and people fields, and the parallel walk
+	// decodes on its workers.
+	head, err := l.walk(ctx, 1, false, func(r record, prev []byte) bool {
 		if sigErr = v.check(r, prev); sigErr != nil {
 			return false
 		}
