@@ -237,3 +237,41 @@ func TestSigningHubRevocation(t *testing.T) {
 		})
 	}
 }
+
+// TestSigningHubRegrant: a person revoked and granted again (a new
+// secret, a new signing key) writes through the hub again: olga's sync
+// records the re-grant on the hub's ledger after the revocation, and the
+// hub's ledger verifies with bob's entries before the revocation and after
+// the re-grant.
+func TestSigningHubRegrant(t *testing.T) {
+	ctx := context.Background()
+	hub := memstore.New()
+	a := openPerson(t, hubPerson(memstore.New(), hub, "olga", "o"))
+	require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+	mustSync(t, a)
+	b := openPerson(t, hubPerson(memstore.New(), hub, "bob", "b"))
+	require.NoError(t, vault.CollectionOf[Note](b, "notes").Put(ctx, "b1", Note{Text: "b"}))
+	mustSync(t, b)
+	require.NoError(t, b.Close())
+	require.NoError(t, a.Revoke(ctx, "bob", vault.RevokeWithoutRotation()))
+	mustSync(t, a)
+	require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b2")), vault.RoleWriter))
+	mustSync(t, a)
+	mustSync(t, a)
+
+	c := openPerson(t, hubPerson(memstore.New(), hub, "bob", "b2"))
+	require.NoError(t, vault.CollectionOf[Note](c, "notes").Put(ctx, "b2", Note{Text: "again"}))
+	mustSync(t, c)
+
+	onHub := openPerson(t, personCfg(hub, "olga", "o"))
+	var people []string
+	for _, e := range signedBy(t, onHub) {
+		switch e.Kind {
+		case ledger.PersonRevoked, ledger.PersonGranted, ledger.RecordPut:
+			people = append(people, e.Actor+" "+e.Kind.String()+" "+e.ID)
+		}
+	}
+	assert.Equal(t, []string{"bob record-put b1", "olga person-revoked bob", "olga person-granted bob", "bob record-put b2"}, people)
+	verified(t, onHub)
+	verified(t, c)
+}

@@ -138,18 +138,22 @@ func (v *Vault) ledgerPeople(ctx context.Context) (map[string]wire.LedgerPerson,
 	return out, nil
 }
 
-// hubRevocations appends to the hub's ledger (the sync feed, whose entries
-// each device's person signs) a PersonRevoked entry for every person this
-// device's keyring holds revoked and the hub's keyring does not yet: the
-// revocation then has a position in the hub's ledger, and Verify refuses
-// the person's entries after it, such as the pushes of a handle opened
-// before the revocation. The hub's ledger has no other way to learn it:
-// the keyring entry travels by itself, and the revocation entry of the
-// device's own ledger stays there. Only an owner's device records it (only
-// owners revoke). Sync calls it before it copies the keyring to the hub:
-// a crash between the two leaves the revocation recorded, and the next
-// sync records it once more, which changes nothing.
-func (s *syncRun) hubRevocations(ctx context.Context) error {
+// hubPeople appends to the hub's ledger (the sync feed, whose entries
+// each device's person signs) the revocations and re-grants this device's
+// keyring holds and the hub's does not yet: a PersonRevoked entry for a
+// person revoked here but not on the hub, a PersonGranted entry (role and
+// signing key) for a person granted again here after a revocation the hub
+// holds. The revocation then has a position in the hub's ledger, and Verify
+// refuses the person's entries after it, such as the pushes of a handle
+// opened before the revocation; the re-grant, one, so that their entries
+// after it verify. The hub's ledger has no other way to learn them: the
+// keyring entry travels by itself, and the people entries of the device's
+// own ledger stay there. (A first grant needs no entry: Verify takes a
+// person the ledger does not introduce from the keyring.) Only an owner's
+// device records them (only owners change people). Sync calls it before it
+// copies the keyring to the hub: a crash between the two leaves the change
+// recorded, and the next sync records it once more, which changes nothing.
+func (s *syncRun) hubPeople(ctx context.Context) error {
 	if s.v.Role() != RoleOwner {
 		return nil
 	}
@@ -163,9 +167,10 @@ func (s *syncRun) hubRevocations(ctx context.Context) error {
 			continue
 		}
 		e, err := decodeKeyring(it.Value)
-		if err != nil || !e.revoked || e.user != it.Key[len(kp):] {
+		if err != nil || e.user != it.Key[len(kp):] {
 			continue
 		}
+		hubRevoked := false
 		cur, err := s.h.store.Get(ctx, it.Key)
 		switch {
 		case errors.Is(err, stores.ErrNotFound):
@@ -174,11 +179,16 @@ func (s *syncRun) hubRevocations(ctx context.Context) error {
 		case !keyringNewer(it.Value, cur.Value):
 			continue
 		default:
-			if h, err := decodeKeyring(cur.Value); err == nil && h.revoked {
-				continue
-			}
+			h, err := decodeKeyring(cur.Value)
+			hubRevoked = err == nil && h.revoked
 		}
-		entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, CipherHash: hashOf(it.Value)})
+		switch {
+		case e.revoked && !hubRevoked:
+			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, CipherHash: hashOf(it.Value)})
+		case !e.revoked && hubRevoked:
+			entries = append(entries, ledger.Entry{Kind: ledger.PersonGranted, ID: e.user, Reason: e.role.String(),
+				CipherHash: hashOf(it.Value), SigningKey: e.signPub})
+		}
 	}
 	if len(entries) == 0 {
 		return nil

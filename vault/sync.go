@@ -355,7 +355,7 @@ func (s *syncRun) keyrings(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.hubRevocations(ctx); err != nil { // signing.go
+	if err := s.hubPeople(ctx); err != nil { // signing.go
 		return err
 	}
 	if err := copyKeyring(ctx, s.v.store, s.h.store, s.v.prefix, dh.Value); err != nil {
