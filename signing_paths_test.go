@@ -136,7 +136,8 @@ func TestSigningEveryWritePath(t *testing.T) {
 
 // TestSigningSyncPaths: the entries a sync appends (pulled records and
 // deletions, the conflicts it settles, the hub-side entries of every
-// device's pushes) are signed by the person of the device that syncs,
+// device's pushes) and the numbers a hub's device takes on the hub are
+// signed by the person of the device that syncs,
 // and every ledger, the hub's included, verifies.
 func TestSigningSyncPaths(t *testing.T) {
 	ctx := context.Background()
@@ -161,6 +162,9 @@ func TestSigningSyncPaths(t *testing.T) {
 			mustSync(t, a)
 			mustSync(t, b)
 			mustSync(t, a)
+			// Numbers of a hub's device are taken on the hub.
+			nextN(t, mustSeq(t, a, "inv"), 1)
+			nextN(t, mustSeq(t, b, "inv"), 2)
 
 			kb := kindsBy(signedBy(t, b))
 			assert.Equal(t, map[string]bool{"bob": true}, kb[ledger.RecordPulled], "b's pulls")
@@ -175,6 +179,7 @@ func TestSigningSyncPaths(t *testing.T) {
 			onHub := openPerson(t, personCfg(hub, "olga", "o"))
 			kh := kindsBy(signedBy(t, onHub))
 			assert.Equal(t, map[string]bool{"olga": true, "bob": true}, kh[ledger.RecordPut], "the hub's feed has both devices' pushes")
+			assert.Equal(t, map[string]bool{"olga": true, "bob": true}, kh[ledger.NumberAllocated], "numbers taken on the hub")
 			verified(t, onHub)
 		})
 	}
