@@ -233,7 +233,10 @@ func (v *Vault) mergeOf(collection string) mergeFunc {
 }
 
 // Sync converges this device's vault with the hub: it copies the keyring
-// entries each side lacks, pulls the changes the hub accepted since the
+// entries each side lacks (an owner's Sync records on the hub's ledger the
+// revocations, and re-grants after them, that the hub learns from it, so
+// that the hub's Audit().Verify refuses a revoked person's later pushes),
+// pulls the changes the hub accepted since the
 // last sync, then pushes this device's changes, and repeats (a few rounds
 // at most) while another device's push raced its own. Its cost is
 // proportional to the changes since the last sync.
