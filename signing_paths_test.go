@@ -280,3 +280,31 @@ func TestSigningHubRegrant(t *testing.T) {
 	verified(t, onHub)
 	verified(t, c)
 }
+
+// TestSigningKeyringPutBack: a store that puts back a revoked person's
+// keyring entry as it was before the revocation lets their secret open
+// the vault again, but what they write then fails Verify: the ledger
+// holds the revocation, signed by the owner, at its position.
+func TestSigningKeyringPutBack(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			st := newStore(t)
+			owner := openPerson(t, personCfg(st, "olga", "o"))
+			require.NoError(t, owner.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+			before, err := st.Get(ctx, "v/team/_keyring/bob")
+			require.NoError(t, err)
+			require.NoError(t, owner.Revoke(ctx, "bob", vault.RevokeWithoutRotation()))
+			_, err = vault.Open(ctx, personCfg(st, "bob", "b"))
+			require.ErrorIs(t, err, vault.ErrNoAccess)
+			rep, err := owner.Audit().Verify(ctx)
+			require.NoError(t, err)
+
+			_, err = st.Put(ctx, "v/team/_keyring/bob", before.Value)
+			require.NoError(t, err)
+			bob := openPerson(t, personCfg(st, "bob", "b"))
+			require.NoError(t, vault.CollectionOf[Note](bob, "notes").Put(ctx, "back", Note{Text: "again"}))
+			badEntry(t, owner, rep.Head.Seq+1, ledger.Revoked)
+		})
+	}
+}
