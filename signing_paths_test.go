@@ -244,14 +244,17 @@ func TestSigningHubRevocation(t *testing.T) {
 }
 
 // TestSigningHubRegrant: a person revoked and granted again (a new
-// secret, a new signing key) writes through the hub again: olga's sync
-// records the re-grant on the hub's ledger after the revocation, and the
-// hub's ledger verifies with bob's entries before the revocation and after
-// the re-grant.
+// secret, a new signing key) writes through the hub again: olga's syncs
+// record on the hub's ledger the grant, the revocation and the re-grant,
+// each key at its position, and the hub's ledger verifies with bob's
+// entries signed by his first key before the revocation and by his second
+// after the re-grant (the keyring holds only the second).
 func TestSigningHubRegrant(t *testing.T) {
 	ctx := context.Background()
 	hub := memstore.New()
 	a := openPerson(t, hubPerson(memstore.New(), hub, "olga", "o"))
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "a1", Note{Text: "a"}))
+	mustSync(t, a)
 	require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
 	mustSync(t, a)
 	b := openPerson(t, hubPerson(memstore.New(), hub, "bob", "b"))
@@ -276,7 +279,8 @@ func TestSigningHubRegrant(t *testing.T) {
 			people = append(people, e.Actor+" "+e.Kind.String()+" "+e.ID)
 		}
 	}
-	assert.Equal(t, []string{"bob record-put b1", "olga person-revoked bob", "olga person-granted bob", "bob record-put b2"}, people)
+	assert.Equal(t, []string{"olga record-put a1", "olga person-granted bob", "bob record-put b1",
+		"olga person-revoked bob", "olga person-granted bob", "bob record-put b2"}, people)
 	verified(t, onHub)
 	verified(t, c)
 }

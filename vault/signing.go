@@ -139,20 +139,23 @@ func (v *Vault) ledgerPeople(ctx context.Context) (map[string]wire.LedgerPerson,
 }
 
 // hubPeople appends to the hub's ledger (the sync feed, whose entries
-// each device's person signs) the revocations and re-grants this device's
-// keyring holds and the hub's does not yet: a PersonRevoked entry for a
-// person revoked here but not on the hub, a PersonGranted entry (role and
-// signing key) for a person granted again here after a revocation the hub
-// holds. The revocation then has a position in the hub's ledger, and Verify
-// refuses the person's entries after it, such as the pushes of a handle
-// opened before the revocation; the re-grant, one, so that their entries
-// after it verify. The hub's ledger has no other way to learn them: the
+// each device's person signs) the changes of people this device's keyring
+// holds and the hub's does not yet: a PersonGranted entry (role and
+// signing key) for a person granted here whom the hub lacks, or granted
+// again after a revocation the hub holds; a PersonRevoked entry for a
+// person revoked here but not on the hub. Each key then has a position in
+// the hub's ledger: Verify checks a person's entries with the key they
+// held then (after a re-grant the keyring holds only the new one), and
+// refuses their entries after a revocation, such as the pushes of a handle
+// opened before it. The hub's ledger has no other way to learn them: the
 // keyring entry travels by itself, and the people entries of the device's
-// own ledger stay there. (A first grant needs no entry: Verify takes a
-// person the ledger does not introduce from the keyring.) Only an owner's
-// device records them (only owners change people). Sync calls it before it
-// copies the keyring to the hub: a crash between the two leaves the change
-// recorded, and the next sync records it once more, which changes nothing.
+// own ledger stay there. (A person the hub's ledger does not introduce,
+// granted before this was recorded, is taken from the keyring.) Only an
+// owner's device records them (only owners change people), and not the
+// self-granted root of the keyring. Sync calls it before it copies the
+// keyring to the hub, so the person's first push comes after their grant;
+// a crash between the two leaves the change recorded, and the next sync
+// records it once more, which changes nothing.
 func (s *syncRun) hubPeople(ctx context.Context) error {
 	if s.v.Role() != RoleOwner {
 		return nil
@@ -170,10 +173,11 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 		if err != nil || e.user != it.Key[len(kp):] {
 			continue
 		}
-		hubRevoked := false
+		hubRevoked, onHub := false, true
 		cur, err := s.h.store.Get(ctx, it.Key)
 		switch {
 		case errors.Is(err, stores.ErrNotFound):
+			onHub = false
 		case err != nil:
 			return err
 		case !keyringNewer(it.Value, cur.Value):
@@ -185,7 +189,7 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 		switch {
 		case e.revoked && !hubRevoked:
 			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, CipherHash: hashOf(it.Value)})
-		case !e.revoked && hubRevoked:
+		case !e.revoked && (hubRevoked || !onHub && e.grantedBy != e.user):
 			entries = append(entries, ledger.Entry{Kind: ledger.PersonGranted, ID: e.user, Reason: e.role.String(),
 				CipherHash: hashOf(it.Value), SigningKey: e.signPub})
 		}
