@@ -234,8 +234,9 @@ func (v *Vault) mergeOf(collection string) mergeFunc {
 
 // Sync converges this device's vault with the hub: it copies the keyring
 // entries each side lacks (an owner's Sync records on the hub's ledger the
-// revocations, and re-grants after them, that the hub learns from it, so
-// that the hub's Audit().Verify refuses a revoked person's later pushes),
+// grants and revocations the hub learns from it, so that the hub's
+// Audit().Verify checks each person's pushes with the key they held then
+// and refuses a revoked person's later ones),
 // pulls the changes the hub accepted since the
 // last sync, then pushes this device's changes, and repeats (a few rounds
 // at most) while another device's push raced its own. Its cost is
