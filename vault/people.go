@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/noydb-go/noydb/crypto"
-	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 )
@@ -255,7 +254,7 @@ func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Ro
 		return closedIfWiped(err)
 	}
 	pseed.Wipe()
-	entry := ledger.Entry{Kind: ledger.PersonGranted, ID: user, Reason: role.String()}
+	entry := ledger.Entry{Kind: ledger.PersonGranted, ID: user, Reason: role.String(), SigningKey: e.signPub}
 	if cols == nil {
 		val := e.encode()
 		entry.CipherHash = hashOf(val)
@@ -578,14 +577,19 @@ func (v *Vault) upgrade(ctx context.Context, key string, old stores.Item, h cryp
 		return closedIfWiped(err)
 	}
 	val := e.encode()
-	err = v.writePeople(ctx, key, old, val, ledger.Entry{Kind: ledger.KeyringUpgraded, ID: v.user, Reason: RoleOwner.String(), CipherHash: hashOf(val)})
+	// The entry is signed with the new key it introduces.
+	v.me.mu.Lock()
+	v.me.entry, v.me.seed = e, seed
+	v.me.mu.Unlock()
+	err = v.writePeople(ctx, key, old, val, ledger.Entry{Kind: ledger.KeyringUpgraded, ID: v.user, Reason: RoleOwner.String(), CipherHash: hashOf(val), SigningKey: e.signPub})
+	v.me.mu.Lock()
+	defer v.me.mu.Unlock()
 	if err != nil {
+		v.me.entry, v.me.seed = nil, nil
 		seed.Wipe()
 		return err
 	}
-	v.me.mu.Lock()
-	v.me.entry, v.me.seed, v.me.role = e, seed, RoleOwner
-	v.me.mu.Unlock()
+	v.me.role = RoleOwner
 	return nil
 }
 
@@ -611,7 +615,7 @@ var errEntryMoved = errors.New("keyring entry moved")
 func (v *Vault) writePeople(ctx context.Context, key string, old stores.Item, val []byte, e ledger.Entry) error {
 	l := v.ledger
 	if v.me.store != v.store {
-		l = newLedger()(v.me.store, v.seal, v.macer, v.prefix, wire.LedgerOptions{Actor: v.user, Pins: v.pins})
+		l = newLedger()(v.me.store, v.seal, v.macer, v.prefix, v.ledgerOptions())
 		defer func() { _ = l.Close() }()
 	}
 	// A person granted meanwhile is ErrPersonExists for a grant.
@@ -737,7 +741,7 @@ func (v *Vault) setCollections(ctx context.Context, user string, collections []s
 	if ne.grantSig, err = crypto.Sign(seed, grantStatement(v.name, v.me.header, &ne)); err != nil {
 		return closedIfWiped(err)
 	}
-	entry := ledger.Entry{Kind: ledger.PersonGranted, ID: user, Reason: e.role.String()}
+	entry := ledger.Entry{Kind: ledger.PersonGranted, ID: user, Reason: e.role.String(), SigningKey: ne.signPub}
 	if !narrows {
 		ne.seal(v.dk, v.name, v.me.header)
 		val := ne.encode()

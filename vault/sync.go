@@ -233,7 +233,11 @@ func (v *Vault) mergeOf(collection string) mergeFunc {
 }
 
 // Sync converges this device's vault with the hub: it copies the keyring
-// entries each side lacks, pulls the changes the hub accepted since the
+// entries each side lacks (an owner's Sync records on the hub's ledger the
+// grants and revocations the hub learns from it, so that the hub's
+// Audit().Verify checks each person's pushes with the key they held then
+// and refuses a revoked person's later ones),
+// pulls the changes the hub accepted since the
 // last sync, then pushes this device's changes, and repeats (a few rounds
 // at most) while another device's push raced its own. Its cost is
 // proportional to the changes since the last sync.
@@ -353,6 +357,9 @@ func (s *syncRun) keyrings(ctx context.Context) error {
 	hk := s.v.prefix + headerKey
 	dh, err := s.v.store.Get(ctx, hk)
 	if err != nil {
+		return err
+	}
+	if err := s.hubPeople(ctx); err != nil { // signing.go
 		return err
 	}
 	merge := keyringMerger(s.v.dk, s.v.name, dh.Value) // see keyring_merge.go
