@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -143,6 +145,89 @@ func TestSyncSurvivesKillFileFolder(t *testing.T) {
 	syncSurvivesKill(t, true)
 }
 
+// killSeedEnv names the variable that sets the seed of the kill points
+// (and of the operations between them) of syncSurvivesKill; without it
+// the seed comes from the clock.
+const killSeedEnv = "NOYDB_KILL_SEED"
+
+// killSeed returns the seed set in killSeedEnv, or one from the clock.
+func killSeed(t *testing.T) uint64 {
+	t.Helper()
+	if s := os.Getenv(killSeedEnv); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err, "%s", killSeedEnv)
+		return seed
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// killKeepEnv names the variable that says where a failed syncSurvivesKill
+// keeps its state (default: the system's temporary folder).
+const killKeepEnv = "NOYDB_KILL_KEEP"
+
+// keepKillState arranges that a failed run keeps, outside t.TempDir, a
+// copy of the device folders and of the hub's keys and values as they were
+// before the final syncs (in before-final/), as they are when the test
+// ends (in final/), and every child's output (children.txt), and says
+// where with t.Logf. The returned function takes a copy under the name it
+// is given now (nil when copies cannot be taken).
+func keepKillState(t *testing.T, seed uint64, dirs []string, hub stores.Store, children *strings.Builder, hubBefore *map[string][]byte) func(string) {
+	t.Helper()
+	stage, err := os.MkdirTemp("", "noydb-kill-stage-")
+	if err != nil {
+		t.Logf("cannot stage kill state: %v", err)
+		return nil
+	}
+	copyNow := func(name string) {
+		for i, dir := range dirs {
+			dst := filepath.Join(stage, name, "device"+strconv.Itoa(i))
+			if err := os.CopyFS(dst, os.DirFS(dir)); err != nil {
+				t.Logf("cannot copy device %d: %v", i, err)
+			}
+		}
+	}
+	t.Cleanup(func() {
+		defer func() { _ = os.RemoveAll(stage) }()
+		if !t.Failed() {
+			return
+		}
+		copyNow("final")
+		writeHub := func(name string, snap map[string][]byte) {
+			var b strings.Builder
+			for _, k := range slices.Sorted(maps.Keys(snap)) {
+				fmt.Fprintf(&b, "%q %x\n", k, snap[k])
+			}
+			_ = os.WriteFile(filepath.Join(stage, name, "hub.txt"), []byte(b.String()), 0o600)
+		}
+		if *hubBefore != nil {
+			writeHub("before-final", *hubBefore)
+		}
+		final := map[string][]byte{}
+		for it, err := range hub.List(context.Background(), "") {
+			if err != nil {
+				break
+			}
+			final[it.Key] = slices.Clone(it.Value)
+		}
+		writeHub("final", final)
+		_ = os.WriteFile(filepath.Join(stage, "children.txt"), []byte(children.String()), 0o600)
+		root := os.Getenv(killKeepEnv)
+		if root == "" {
+			root = os.TempDir()
+		}
+		dst := filepath.Join(root, fmt.Sprintf("noydb-kill-%d", seed))
+		_ = os.RemoveAll(dst)
+		if err := os.Rename(stage, dst); err != nil {
+			if err := os.CopyFS(dst, os.DirFS(stage)); err != nil {
+				t.Logf("cannot keep the state: %v", err)
+				return
+			}
+		}
+		t.Logf("state of the failed run (seed %d) kept in %s", seed, dst)
+	})
+	return copyNow
+}
+
 // syncSurvivesKill: two devices, badger, or badger and a file folder
 // (folder), and a PostgreSQL hub. In each
 // of 30 rounds, one device (in turn) gets changes on overlapping ids and
@@ -165,13 +250,15 @@ func syncSurvivesKill(t *testing.T, folder bool) {
 	const rounds = 30
 	ctx := context.Background()
 	url, schema := pgtest.URL(t), pgtest.Schema(t)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("kill points from seed %d", seed)
+	seed := killSeed(t)
+	t.Logf("kill points from seed %d (set %s=%d to run them again)", seed, killSeedEnv, seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	dirs := []string{t.TempDir(), t.TempDir()}
 	if folder {
 		dirs[1] = filepath.Join(t.TempDir(), "folder")
 	}
+	var children strings.Builder // every child's output, kept on failure
+	var beforeFinal map[string][]byte
 	openHub := func() *pgstore.Store {
 		pg, err := pgstore.Open(ctx, url, &pgstore.Options{Schema: schema})
 		require.NoError(t, err)
@@ -179,6 +266,7 @@ func syncSurvivesKill(t *testing.T, folder bool) {
 		return pg
 	}
 	hub := openHub()
+	keep := keepKillState(t, seed, dirs, hub, &children, &beforeFinal)
 	// The hub as a device sees it when the network is down.
 	down := faultstore.New(hub, faultstore.Options{Before: func(faultstore.Op, string) error {
 		return fmt.Errorf("dial tcp 127.0.0.1:5432: connection refused: %w", stores.ErrUnavailable)
@@ -240,13 +328,19 @@ func syncSurvivesKill(t *testing.T, folder bool) {
 		if settle == "1" {
 			killAt = 1 + rng.IntN(60) // the pass's operations too
 		}
+		fmt.Fprintf(&children, "== round %d: device %d, kill at %d, hub side %s, settle %s\n", round, d, killAt, side, settle)
 		lines := runKilledChild(t, "TestSyncKillChild", round, 0,
 			syncKillChildEnv+"="+strings.Join([]string{dirs[d], url, schema, strconv.Itoa(killAt), side, settle}, "|"))
+		children.WriteString(strings.Join(lines, "\n") + "\n")
 		if len(lines) > 0 && lines[len(lines)-1] == "synced" {
 			synced++
 		}
 	}
 	t.Logf("%d of %d children finished their sync before the kill point", synced, rounds)
+	beforeFinal = snapshotStore(t, hub)
+	if keep != nil {
+		keep("before-final")
+	}
 
 	var devs []stores.Store
 	var vs []*vault.Vault
