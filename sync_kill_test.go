@@ -126,22 +126,12 @@ func openKillDevice(t testing.TB, dir string) stores.Store {
 // TestSyncSurvivesKill: two badger devices and a PostgreSQL hub (see
 // syncSurvivesKill).
 func TestSyncSurvivesKill(t *testing.T) {
-	if os.Getenv("NOYDB_KILL_KNOWN_BUG") == "" {
-		t.Skip("known bug: about 1 run in 60 fails even on badger devices (65 of 66 looped runs passed; " +
-			"the failing one is undiagnosed, see the note on issue 13); set NOYDB_KILL_KNOWN_BUG=1 to run it")
-	}
 	syncSurvivesKill(t, false)
 }
 
 // TestSyncSurvivesKillFileFolder is TestSyncSurvivesKill with the second
 // device on a file folder (no transactions: its syncs commit in steps).
 func TestSyncSurvivesKillFileFolder(t *testing.T) {
-	if os.Getenv("NOYDB_KILL_KNOWN_BUG") == "" {
-		t.Skip("known bug: about 1 run in 30 fails on the file-folder device: a kill between a numbered " +
-			"record's staged write and its handoff delete leaves a handoff entry behind, and one run read a hub " +
-			"record as it was before a pass stamped it (ErrRollback); see the note on issue 13; " +
-			"set NOYDB_KILL_KNOWN_BUG=1 to run it")
-	}
 	syncSurvivesKill(t, true)
 }
 
@@ -243,6 +233,11 @@ func keepKillState(t *testing.T, seed uint64, dirs []string, hub stores.Store, c
 // a killed pass had recorded whose pending receipt was deleted before the
 // next pass finished it: those are voided in the hub's ledger, and with
 // the receipts' numbers they are 1..K, each once.
+//
+// The kill points and the operations between them come from a seed, logged
+// at the start; NOYDB_KILL_SEED runs a seed again. A failed run keeps its
+// device folders, the hub's keys and values (before the final syncs and at
+// the end) and every child's output, and logs where (see keepKillState).
 func syncSurvivesKill(t *testing.T, folder bool) {
 	if testing.Short() {
 		t.Skip("kills child processes: slow")
