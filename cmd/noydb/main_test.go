@@ -11,10 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 )
 
@@ -200,9 +202,26 @@ func cmdHold(ts *testscript.TestScript, neg bool, args []string) {
 	if spec.dir != "" {
 		spec.dir = ts.MkAbs(spec.dir)
 	}
-	st, err := spec.open(context.Background(), true)
+	st, err := openInProcess(context.Background(), spec)
 	ts.Check(err)
 	ts.Defer(func() { _ = st.Close() })
+}
+
+// openInProcess opens spec's store inside the test process. The scripts
+// run in parallel, and a child another script forks holds copies of this
+// process's open files until it execs noydb: a badger folder's lock, just
+// released here by an earlier command, can stay held by such a child for
+// that moment. So a locked store is tried again for up to ten seconds; a
+// store a noydb process really holds stays locked and fails.
+func openInProcess(ctx context.Context, spec storeSpec) (stores.Store, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := spec.open(ctx, true)
+		if !errors.Is(err, stores.ErrLocked) || time.Now().After(deadline) {
+			return st, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // cmdTamper changes a stored value behind noydb's back, as a hostile or
@@ -222,7 +241,7 @@ func cmdTamper(ts *testscript.TestScript, neg bool, args []string) {
 	if spec.dir != "" {
 		spec.dir = ts.MkAbs(spec.dir)
 	}
-	st, err := spec.open(ctx, true)
+	st, err := openInProcess(ctx, spec)
 	ts.Check(err)
 	defer st.Close()
 	key, err := strconv.Unquote(`"` + args[1] + `"`)
