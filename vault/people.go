@@ -301,6 +301,11 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 	if _, err := v.ownerSeed(); err != nil {
 		return err
 	}
+	if !o.keepKeys {
+		if err := v.readyToRotate(ctx); err != nil { // rotate_hub.go
+			return err
+		}
+	}
 	key := v.prefix + keyringPrefix + user
 	old, err := v.me.store.Get(ctx, key)
 	if errors.Is(err, stores.ErrNotFound) {

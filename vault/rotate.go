@@ -144,6 +144,9 @@ func (v *Vault) RotateKeys(ctx context.Context, opts ...RotateOption) (*Rotation
 		return nil, fmt.Errorf("rotate keys: %w", err)
 	}
 	defer v.exit()
+	if err := v.readyToRotate(ctx); err != nil {
+		return nil, fmt.Errorf("rotate keys: %w", err)
+	}
 	gen, err := v.newGeneration(ctx, "rotate", nil)
 	if err != nil {
 		return nil, fmt.Errorf("rotate keys: %w", err)
@@ -259,7 +262,8 @@ type keyringWrite struct {
 // newGeneration makes the next data key generation and commits it: every
 // active person's entry with the new key wrapped for them, the rotation
 // mark and a ledger.KeysRotated entry (after also's own change and entry,
-// when given), then installs the key in the handle.
+// when given), then installs the key in the handle. On a device of a hub
+// the keyring entries are committed on the hub first (rotate_hub.go).
 func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringWrite) (uint64, error) {
 	if _, err := v.ownerSeed(); err != nil {
 		return 0, err
@@ -267,19 +271,15 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 	if !transactional(v.me.store) {
 		return 0, fmt.Errorf("a rotation needs a store with transactions: %w", stores.ErrNotSupported)
 	}
-	type change struct {
-		key      string
-		old, val []byte
-	}
 	var (
-		changes []change
+		changes []keyringChange
 		active  []*keyringEntry
 		olds    [][]byte
 	)
 	cur, _ := v.keys.current()
 	top := cur
 	kp := v.prefix + keyringPrefix
-	for it, err := range v.me.store.List(ctx, kp) {
+	for it, err := range v.keyringStore().List(ctx, kp) { // see rotate_hub.go
 		if err != nil {
 			return 0, err
 		}
@@ -323,23 +323,36 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 		}
 		ne.gens = append(ne.gens, wrappedGen{gen: gen, key: w})
 		ne.seal(v.dk, v.name, v.me.header)
-		changes = append(changes, change{key: kp + e.user, old: olds[i], val: ne.encode()})
+		changes = append(changes, keyringChange{key: kp + e.user, old: olds[i], val: ne.encode()})
 		if e.user == v.user {
 			mine = &ne
 		}
 	}
 	if also != nil {
-		changes = append(changes, change{key: kp + also.user, old: also.old, val: also.val})
+		changes = append(changes, keyringChange{key: kp + also.user, old: also.old, val: also.val})
 	}
 	mark, err := v.seal.Seal(v.prefix+rotationKey, encodeRotationMark(gen))
 	if err != nil {
 		k.Wipe()
 		return 0, err
 	}
+	if v.rotatesOnHub() {
+		if err := v.commitOnHub(ctx, changes); err != nil {
+			k.Wipe()
+			return 0, err
+		}
+	}
 	err = v.ledger.Update(ctx, func(tx stores.Tx) error {
 		for _, c := range changes {
 			it, err := tx.Get(c.key)
 			switch {
+			case v.rotatesOnHub(): // committed on the hub already
+				if err != nil && !errors.Is(err, stores.ErrNotFound) {
+					return err
+				}
+				if !takesHubEntry(it, err == nil, c) {
+					continue
+				}
 			case errors.Is(err, stores.ErrNotFound):
 				return errEntryMoved
 			case err != nil:
@@ -367,6 +380,9 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 	}
 	if err != nil {
 		k.Wipe()
+		if v.rotatesOnHub() {
+			err = fmt.Errorf("generation %d is on the hub, not on this device (its next Sync brings it): %w", gen, err)
+		}
 		return 0, closedIfWiped(err)
 	}
 	v.keys.add(gen, k)
