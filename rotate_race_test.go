@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -223,4 +224,87 @@ func changedKeys(a, b faultstore.Snapshot) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestRotateConcurrentOnTwoDevices: two devices of one hub rotate at the
+// same moment. The hub takes one rotation at a time: each either makes
+// its own generation (2 and 3) or fails with an error matching
+// stores.ErrConflict, writing nothing (the other committed first); never
+// two rotations of one number. After Sync both ways every record written
+// meanwhile reads on both devices and on the hub.
+func TestRotateConcurrentOnTwoDevices(t *testing.T) {
+	for round := range 5 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			ctx := context.Background()
+			hub := memstore.New()
+			a := openPerson(t, hubPerson(memstore.New(), hub, "olga", "o"))
+			require.NoError(t, a.Grant(ctx, "pia", vault.Secret([]byte("p")), vault.RoleOwner))
+			want := map[string]string{}
+			putTexts(t, a, want, "a-0")
+			mustSync(t, a)
+			b := openPerson(t, hubPerson(memstore.New(), hub, "pia", "p"))
+			mustSync(t, b)
+
+			devs := []*vault.Vault{a, b}
+			gens := make([]uint64, 2)
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			for i, v := range devs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rot, err := v.RotateKeys(ctx)
+					if errs[i] = err; err == nil {
+						gens[i], errs[i] = rot.Generation(), rot.Wait(ctx)
+					}
+				}()
+			}
+			wg.Wait()
+			made := map[uint64]bool{}
+			for i, err := range errs {
+				if err != nil {
+					assert.ErrorIs(t, err, stores.ErrConflict, "device %d", i)
+					continue
+				}
+				assert.False(t, made[gens[i]], "generation %d made twice", gens[i])
+				made[gens[i]] = true
+			}
+			t.Logf("made %v, errors %v", made, errs)
+			require.NotEmpty(t, made, "one rotation at least commits")
+			putTexts(t, a, want, "a-1")
+			putTexts(t, b, want, "b-1")
+			for range 2 {
+				mustSync(t, a)
+				mustSync(t, b)
+			}
+			allReadable(t, a, want, "device A")
+			allReadable(t, b, want, "device B")
+			allReadable(t, onHub(t, hub, "olga", "o"), want, "hub")
+		})
+	}
+}
+
+// TestRotateOnDeviceOpenedWithoutHub: a device of a hub opened without it
+// does not rotate: RotateKeys and a rotating Revoke fail with an error
+// wrapping sequence.ErrOffline, writing nothing.
+func TestRotateOnDeviceOpenedWithoutHub(t *testing.T) {
+	ctx := context.Background()
+	hub, dev := memstore.New(), faultstore.NewAdversary(memstore.New())
+	a := openPerson(t, hubPerson(dev.Store(), hub, "olga", "o"))
+	require.NoError(t, a.Grant(ctx, "rex", vault.Secret([]byte("r")), vault.RoleWriter))
+	mustSync(t, a)
+	require.NoError(t, a.Close())
+
+	v := openPerson(t, personCfg(dev.Store(), "olga", "o"))
+	before, err := dev.Snapshot(ctx)
+	require.NoError(t, err)
+	_, err = v.RotateKeys(ctx)
+	assert.ErrorIs(t, err, sequence.ErrOffline)
+	assert.ErrorIs(t, v.Revoke(ctx, "rex"), sequence.ErrOffline)
+	after, err := dev.Snapshot(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, changedKeys(before, after))
+	// Without a rotation the revocation itself is a keyring change, which
+	// travels with Sync like a grant.
+	require.NoError(t, v.Revoke(ctx, "rex", vault.RevokeWithoutRotation()))
 }

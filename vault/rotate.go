@@ -136,9 +136,20 @@ func (v *Vault) Rotation() *Rotation { return v.rot.Load() }
 // (stores.ErrNotSupported otherwise); a keyring holding an entry of layout
 // version 1 that is not revoked cannot give it the new key
 // (ErrNotPermitted: its holder calls UpgradeKeyring first). A crash, Stop
-// or Close leaves the rotation pending: ResumeRotation continues it. On a
-// device of a hub the new keyring entries and the re-sealed records reach
-// the hub and the other devices with Sync.
+// or Close leaves the rotation pending: ResumeRotation continues it.
+//
+// On a device of a hub the rotation is made on the hub first (see
+// rotate_hub.go): the new keyring entries commit on the hub, then on the
+// device; the re-sealed records reach the hub and the other devices with
+// Sync, and each device seals with the new generation from its next Sync
+// on. A device that cannot reach its hub, or opened without it, does not
+// rotate: an error wrapping sequence.ErrOffline, nothing written. A
+// rotation (or any change of a person) committed on the hub meanwhile by
+// another device makes it fail with an error matching stores.ErrConflict,
+// writing nothing: call again, which makes the next generation. Should
+// the device's commit fail after the hub's, the error says so: the
+// generation is on the hub, the device's next Sync brings it, and
+// ResumeRotation then re-seals the records.
 func (v *Vault) RotateKeys(ctx context.Context, opts ...RotateOption) (*Rotation, error) {
 	if err := v.enter(ctx); err != nil {
 		return nil, fmt.Errorf("rotate keys: %w", err)
