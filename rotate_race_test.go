@@ -3,6 +3,7 @@ package noydb_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -307,4 +308,57 @@ func TestRotateOnDeviceOpenedWithoutHub(t *testing.T) {
 	// Without a rotation the revocation itself is a keyring change, which
 	// travels with Sync like a grant.
 	require.NoError(t, v.Revoke(ctx, "rex", vault.RevokeWithoutRotation()))
+}
+
+// TestRotateDeviceCommitFails: the rotation commits on the hub, then the
+// device's commit fails. RotateKeys says so; the generation is on the
+// hub only. The device's next Sync brings it: from then on it seals with
+// it, ResumeRotation re-seals its older records, and every record reads on
+// both devices and the hub.
+func TestRotateDeviceCommitFails(t *testing.T) {
+	ctx := context.Background()
+	hub := memstore.New()
+	var failUpdate atomic.Bool
+	injected := errors.New("injected: disk full")
+	devA := faultstore.New(memstore.New(), faultstore.Options{Before: func(op faultstore.Op, _ string) error {
+		if op == faultstore.OpUpdate && failUpdate.CompareAndSwap(true, false) {
+			return injected
+		}
+		return nil
+	}})
+	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	want := map[string]string{}
+	putTexts(t, a, want, "a-0", "a-1")
+	mustSync(t, a)
+	b := openPerson(t, hubPerson(memstore.New(), hub, "olga", "o"))
+	mustSync(t, b)
+
+	failUpdate.Store(true)
+	_, err := a.RotateKeys(ctx)
+	require.ErrorIs(t, err, injected)
+	assert.ErrorContains(t, err, "generation 2 is on the hub")
+	assert.Nil(t, a.Rotation())
+	putTexts(t, a, want, "a-2") // still generation 1 here
+
+	mustSync(t, a)
+	putTexts(t, a, want, "a-3")
+	gens := generations(t, devA)
+	assert.Equal(t, map[uint64]int{1: 3, 2: 1}, gens, "a-3 sealed by the generation the Sync brought")
+	rot, err := a.ResumeRotation(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rot.Wait(ctx))
+	assert.Equal(t, map[uint64]int{2: 4}, generations(t, devA))
+
+	rot, err = b.RotateKeys(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rot.Wait(ctx))
+	assert.Equal(t, uint64(3), rot.Generation())
+	putTexts(t, b, want, "b-0")
+	for range 2 {
+		mustSync(t, a)
+		mustSync(t, b)
+	}
+	allReadable(t, a, want, "device A")
+	allReadable(t, b, want, "device B")
+	allReadable(t, onHub(t, hub, "olga", "o"), want, "hub")
 }
