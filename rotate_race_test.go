@@ -18,6 +18,7 @@ import (
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -95,50 +96,72 @@ func TestRotateRaceOnTwoDevices(t *testing.T) {
 	for name, newStore := range memAndBadger() {
 		for _, same := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/same-person=%v", name, same), func(t *testing.T) {
-				ctx := context.Background()
-				hub := memstore.New()
-				a := openPerson(t, hubPerson(newStore(t), hub, "olga", "o"))
-				require.NoError(t, a.Grant(ctx, "pia", vault.Secret([]byte("p")), vault.RoleOwner))
-				require.NoError(t, a.Grant(ctx, "rex", vault.Secret([]byte("r")), vault.RoleWriter))
-				want := map[string]string{}
-				putTexts(t, a, want, "a-0", "a-1")
-				mustSync(t, a)
-				userB, secretB := "pia", "p"
-				if same {
-					userB, secretB = "olga", "o"
-				}
-				b := openPerson(t, hubPerson(newStore(t), hub, userB, secretB))
-				mustSync(t, b)
-				putTexts(t, b, want, "b-0")
-
-				// A rotates and writes; B, not synced since, revokes rex
-				// (which rotates) and writes.
-				rot, err := a.RotateKeys(ctx)
-				require.NoError(t, err)
-				require.NoError(t, rot.Wait(ctx))
-				putTexts(t, a, want, "a-2", "a-3")
-				require.NoError(t, b.Revoke(ctx, "rex"))
-				require.NoError(t, b.Rotation().Wait(ctx))
-				assert.Equal(t, uint64(3), b.Rotation().Generation(), "B saw A's generation 2 on the hub")
-				putTexts(t, b, want, "b-1", "b-2")
-
-				for range 2 {
-					mustSync(t, a)
-					mustSync(t, b)
-				}
-				allReadable(t, a, want, "device A")
-				allReadable(t, b, want, "device B")
-				allReadable(t, onHub(t, hub, "olga", "o"), want, "hub")
-				gens := generations(t, hub)
-				assert.Equal(t, len(want), gens[2]+gens[3], "every record on the hub sealed by a rotation's generation: %v", gens)
-
-				// rex, revoked by B after A's rotation reached the hub,
-				// opens nowhere.
-				_, err = vault.Open(ctx, personCfg(hub, "rex", "r"))
-				assert.ErrorIs(t, err, vault.ErrNoAccess)
+				rotationRace(t, memstore.New(), newStore, same)
 			})
 		}
 	}
+}
+
+// TestRotateRaceOnPGHub: TestRotateRaceOnTwoDevices and
+// TestRotateConcurrentOnTwoDevices with a PostgreSQL hub, whose
+// transactions detect the racing keyring writes.
+func TestRotateRaceOnPGHub(t *testing.T) {
+	mem := func(testing.TB) stores.Store { return memstore.New() }
+	for _, same := range []bool{true, false} {
+		t.Run(fmt.Sprintf("same-person=%v", same), func(t *testing.T) {
+			rotationRace(t, pgtest.Open(t, nil), mem, same)
+		})
+	}
+	for round := range 3 {
+		t.Run(fmt.Sprint("concurrent-", round), func(t *testing.T) {
+			concurrentRotation(t, pgtest.Open(t, nil))
+		})
+	}
+}
+
+// rotationRace is TestRotateRaceOnTwoDevices on hub, with devices made by
+// newStore; same puts one person on both devices.
+func rotationRace(t *testing.T, hub stores.Store, newStore func(testing.TB) stores.Store, same bool) {
+	ctx := context.Background()
+	a := openPerson(t, hubPerson(newStore(t), hub, "olga", "o"))
+	require.NoError(t, a.Grant(ctx, "pia", vault.Secret([]byte("p")), vault.RoleOwner))
+	require.NoError(t, a.Grant(ctx, "rex", vault.Secret([]byte("r")), vault.RoleWriter))
+	want := map[string]string{}
+	putTexts(t, a, want, "a-0", "a-1")
+	mustSync(t, a)
+	userB, secretB := "pia", "p"
+	if same {
+		userB, secretB = "olga", "o"
+	}
+	b := openPerson(t, hubPerson(newStore(t), hub, userB, secretB))
+	mustSync(t, b)
+	putTexts(t, b, want, "b-0")
+
+	// A rotates and writes; B, not synced since, revokes rex
+	// (which rotates) and writes.
+	rot, err := a.RotateKeys(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rot.Wait(ctx))
+	putTexts(t, a, want, "a-2", "a-3")
+	require.NoError(t, b.Revoke(ctx, "rex"))
+	require.NoError(t, b.Rotation().Wait(ctx))
+	assert.Equal(t, uint64(3), b.Rotation().Generation(), "B saw A's generation 2 on the hub")
+	putTexts(t, b, want, "b-1", "b-2")
+
+	for range 2 {
+		mustSync(t, a)
+		mustSync(t, b)
+	}
+	allReadable(t, a, want, "device A")
+	allReadable(t, b, want, "device B")
+	allReadable(t, onHub(t, hub, "olga", "o"), want, "hub")
+	gens := generations(t, hub)
+	assert.Equal(t, len(want), gens[2]+gens[3], "every record on the hub sealed by a rotation's generation: %v", gens)
+
+	// rex, revoked by B after A's rotation reached the hub,
+	// opens nowhere.
+	_, err = vault.Open(ctx, personCfg(hub, "rex", "r"))
+	assert.ErrorIs(t, err, vault.ErrNoAccess)
 }
 
 // TestRotateOfflineRefused: a device that cannot reach its hub does not
@@ -235,54 +258,56 @@ func changedKeys(a, b faultstore.Snapshot) []string {
 // meanwhile reads on both devices and on the hub.
 func TestRotateConcurrentOnTwoDevices(t *testing.T) {
 	for round := range 5 {
-		t.Run(fmt.Sprint(round), func(t *testing.T) {
-			ctx := context.Background()
-			hub := memstore.New()
-			a := openPerson(t, hubPerson(memstore.New(), hub, "olga", "o"))
-			require.NoError(t, a.Grant(ctx, "pia", vault.Secret([]byte("p")), vault.RoleOwner))
-			want := map[string]string{}
-			putTexts(t, a, want, "a-0")
-			mustSync(t, a)
-			b := openPerson(t, hubPerson(memstore.New(), hub, "pia", "p"))
-			mustSync(t, b)
-
-			devs := []*vault.Vault{a, b}
-			gens := make([]uint64, 2)
-			errs := make([]error, 2)
-			var wg sync.WaitGroup
-			for i, v := range devs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					rot, err := v.RotateKeys(ctx)
-					if errs[i] = err; err == nil {
-						gens[i], errs[i] = rot.Generation(), rot.Wait(ctx)
-					}
-				}()
-			}
-			wg.Wait()
-			made := map[uint64]bool{}
-			for i, err := range errs {
-				if err != nil {
-					assert.ErrorIs(t, err, stores.ErrConflict, "device %d", i)
-					continue
-				}
-				assert.False(t, made[gens[i]], "generation %d made twice", gens[i])
-				made[gens[i]] = true
-			}
-			t.Logf("made %v, errors %v", made, errs)
-			require.NotEmpty(t, made, "one rotation at least commits")
-			putTexts(t, a, want, "a-1")
-			putTexts(t, b, want, "b-1")
-			for range 2 {
-				mustSync(t, a)
-				mustSync(t, b)
-			}
-			allReadable(t, a, want, "device A")
-			allReadable(t, b, want, "device B")
-			allReadable(t, onHub(t, hub, "olga", "o"), want, "hub")
-		})
+		t.Run(fmt.Sprint(round), func(t *testing.T) { concurrentRotation(t, memstore.New()) })
 	}
+}
+
+// concurrentRotation is TestRotateConcurrentOnTwoDevices on hub.
+func concurrentRotation(t *testing.T, hub stores.Store) {
+	ctx := context.Background()
+	a := openPerson(t, hubPerson(memstore.New(), hub, "olga", "o"))
+	require.NoError(t, a.Grant(ctx, "pia", vault.Secret([]byte("p")), vault.RoleOwner))
+	want := map[string]string{}
+	putTexts(t, a, want, "a-0")
+	mustSync(t, a)
+	b := openPerson(t, hubPerson(memstore.New(), hub, "pia", "p"))
+	mustSync(t, b)
+
+	devs := []*vault.Vault{a, b}
+	gens := make([]uint64, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, v := range devs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rot, err := v.RotateKeys(ctx)
+			if errs[i] = err; err == nil {
+				gens[i], errs[i] = rot.Generation(), rot.Wait(ctx)
+			}
+		}()
+	}
+	wg.Wait()
+	made := map[uint64]bool{}
+	for i, err := range errs {
+		if err != nil {
+			assert.ErrorIs(t, err, stores.ErrConflict, "device %d", i)
+			continue
+		}
+		assert.False(t, made[gens[i]], "generation %d made twice", gens[i])
+		made[gens[i]] = true
+	}
+	t.Logf("made %v, errors %v", made, errs)
+	require.NotEmpty(t, made, "one rotation at least commits")
+	putTexts(t, a, want, "a-1")
+	putTexts(t, b, want, "b-1")
+	for range 2 {
+		mustSync(t, a)
+		mustSync(t, b)
+	}
+	allReadable(t, a, want, "device A")
+	allReadable(t, b, want, "device B")
+	allReadable(t, onHub(t, hub, "olga", "o"), want, "hub")
 }
 
 // TestRotateOnDeviceOpenedWithoutHub: a device of a hub opened without it
@@ -361,4 +386,67 @@ func TestRotateDeviceCommitFails(t *testing.T) {
 	allReadable(t, a, want, "device A")
 	allReadable(t, b, want, "device B")
 	allReadable(t, onHub(t, hub, "olga", "o"), want, "hub")
+}
+
+// TestRotateInterleavedOnHub: device A's rotation commits on the hub
+// between device B's reading of the hub's keyring and B's commit there
+// (forced: A rotates from a hook run before B's transaction on the hub).
+// B's rotation fails with an error matching stores.ErrConflict and writes
+// nothing, on the hub or on B; called again it makes generation 3. On
+// memstore and on PostgreSQL, whose transaction must see the entries A
+// replaced.
+func TestRotateInterleavedOnHub(t *testing.T) {
+	hubs := map[string]func(testing.TB) stores.Store{
+		"memstore":   func(testing.TB) stores.Store { return memstore.New() },
+		"postgresql": func(t testing.TB) stores.Store { return pgtest.Open(t, nil) },
+	}
+	for name, newHub := range hubs {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			hub := newHub(t)
+			var armed atomic.Bool
+			var a *vault.Vault
+			var aErr error
+			lineB := faultstore.New(hub, faultstore.Options{Before: func(op faultstore.Op, _ string) error {
+				if op == faultstore.OpUpdate && armed.CompareAndSwap(true, false) {
+					_, aErr = a.RotateKeys(ctx)
+				}
+				return nil
+			}})
+			a = openPerson(t, hubPerson(memstore.New(), hub, "olga", "o"))
+			require.NoError(t, a.Grant(ctx, "pia", vault.Secret([]byte("p")), vault.RoleOwner))
+			want := map[string]string{}
+			putTexts(t, a, want, "a-0")
+			mustSync(t, a)
+			devB := faultstore.NewAdversary(memstore.New())
+			b := openPerson(t, hubPerson(devB.Store(), lineB, "pia", "p"))
+			mustSync(t, b)
+
+			before, err := devB.Snapshot(ctx)
+			require.NoError(t, err)
+			armed.Store(true)
+			_, err = b.RotateKeys(ctx)
+			require.NoError(t, aErr, "A's rotation, run inside B's")
+			assert.ErrorIs(t, err, stores.ErrConflict)
+			after, err := devB.Snapshot(ctx)
+			require.NoError(t, err)
+			assert.Empty(t, changedKeys(before, after), "B's failed rotation wrote nothing on B")
+			require.NoError(t, a.Rotation().Wait(ctx))
+			assert.Equal(t, uint64(2), a.Rotation().Generation())
+
+			rot, err := b.RotateKeys(ctx)
+			require.NoError(t, err)
+			require.NoError(t, rot.Wait(ctx))
+			assert.Equal(t, uint64(3), rot.Generation())
+			putTexts(t, a, want, "a-1")
+			putTexts(t, b, want, "b-0")
+			for range 2 {
+				mustSync(t, a)
+				mustSync(t, b)
+			}
+			allReadable(t, a, want, "device A")
+			allReadable(t, b, want, "device B")
+			allReadable(t, onHub(t, hub, "olga", "o"), want, "hub")
+		})
+	}
 }
