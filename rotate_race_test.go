@@ -154,7 +154,15 @@ func rotationRace(t *testing.T, hub stores.Store, newStore func(testing.TB) stor
 	}
 	allReadable(t, a, want, "device A")
 	allReadable(t, b, want, "device B")
-	allReadable(t, onHub(t, hub, "olga", "o"), want, "hub")
+	h := onHub(t, hub, "olga", "o")
+	allReadable(t, h, want, "hub")
+	revoked := 0
+	for _, k := range peopleKinds(t, h) {
+		if k == "person-revoked "+userB+" rex" {
+			revoked++
+		}
+	}
+	assert.Equal(t, 1, revoked, "the hub's ledger records the revocation made on it once: %v", peopleKinds(t, h))
 	gens := generations(t, hub)
 	assert.Equal(t, len(want), gens[2]+gens[3], "every record on the hub sealed by a rotation's generation: %v", gens)
 

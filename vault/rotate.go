@@ -348,7 +348,11 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 		return 0, err
 	}
 	if v.rotatesOnHub() {
-		if err := v.commitOnHub(ctx, changes); err != nil {
+		var onHub []ledger.Entry
+		if also != nil {
+			onHub = append(onHub, also.entry)
+		}
+		if err := v.commitOnHub(ctx, changes, onHub); err != nil {
 			k.Wipe()
 			return 0, err
 		}

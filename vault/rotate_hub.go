@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -78,14 +79,19 @@ type keyringChange struct {
 
 // commitOnHub writes a rotation's keyring entries on the hub, in one
 // transaction that fails with errPeopleChanged, writing nothing, if any of
-// them is no longer as read.
-func (v *Vault) commitOnHub(ctx context.Context, changes []keyringChange) error {
-	err := v.hub.store.(stores.Transactor).Update(ctx, func(tx stores.Tx) error {
+// them is no longer as read (old nil: absent), with entries (the change of
+// a person the rotation comes with: a revocation) appended to the hub's
+// ledger, as Sync records there the people changes the hub learns from a
+// device.
+func (v *Vault) commitOnHub(ctx context.Context, changes []keyringChange, entries []ledger.Entry) error {
+	err := v.hub.ledger.Update(ctx, func(tx stores.Tx) error {
 		for _, c := range changes {
 			it, err := tx.Get(c.key)
 			switch {
 			case errors.Is(err, stores.ErrNotFound):
-				return errEntryMoved
+				if c.old != nil {
+					return errEntryMoved
+				}
 			case err != nil:
 				return err
 			case !bytes.Equal(it.Value, c.old):
@@ -95,12 +101,18 @@ func (v *Vault) commitOnHub(ctx context.Context, changes []keyringChange) error 
 				return err
 			}
 		}
-		return nil
+		if len(entries) == 0 {
+			return nil
+		}
+		_, err := v.hub.ledger.AppendTx(ctx, tx, entries...)
+		return err
 	})
-	if errors.Is(err, errEntryMoved) {
+	switch {
+	case errors.Is(err, errEntryMoved):
 		return errPeopleChanged
-	}
-	if err != nil {
+	case errors.Is(err, ledger.ErrUnpinned):
+		return nil // committed; the hub's pin lags, as after any write
+	case err != nil:
 		return fmt.Errorf("keys rotate on the hub: %w", err)
 	}
 	return nil
