@@ -155,9 +155,6 @@ func (v *Vault) RotateKeys(ctx context.Context, opts ...RotateOption) (*Rotation
 		return nil, fmt.Errorf("rotate keys: %w", err)
 	}
 	defer v.exit()
-	if err := v.readyToRotate(ctx); err != nil {
-		return nil, fmt.Errorf("rotate keys: %w", err)
-	}
 	gen, err := v.newGeneration(ctx, "rotate", nil)
 	if err != nil {
 		return nil, fmt.Errorf("rotate keys: %w", err)
@@ -281,6 +278,9 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 	}
 	if !transactional(v.me.store) {
 		return 0, fmt.Errorf("a rotation needs a store with transactions: %w", stores.ErrNotSupported)
+	}
+	if err := v.readyToRotate(ctx); err != nil { // rotate_hub.go
+		return 0, err
 	}
 	var (
 		changes []keyringChange

@@ -38,8 +38,10 @@ import (
 // rotatesOnHub reports whether v's rotations are made on a hub.
 func (v *Vault) rotatesOnHub() bool { return v.hub != nil }
 
-// readyToRotate is called by a rotation (RotateKeys, and Revoke before it
-// reads the entry it revokes): a device of a hub opened without it cannot
+// readyToRotate is called by every rotation (newGeneration: RotateKeys,
+// Revoke, and whatever else makes a generation), and by Revoke before it
+// reads the entry it revokes, so that it revokes the latest: a device of a
+// hub opened without it cannot
 // rotate (errHubless); a device of a hub brings its keyring and the hub's
 // into agreement, so that the rotation is made from the latest entries of
 // both (an error wrapping sequence.ErrOffline when the hub is out of
