@@ -68,15 +68,18 @@ func heldKeys(t testing.TB, vaultName, user, secret string, header, entry []byte
 }
 
 // opensWith reports whether the raw record at key (collection/id in vault
-// "team") opens with any of keys, trying each whatever generation the
-// envelope names.
+// "team") opens with any of keys, or with a collection's key derived from
+// one of them (crypto.CollectionKey: records of generation 2 and later are
+// sealed so), trying each whatever generation the envelope names.
 func opensWith(t testing.TB, st stores.Store, coll, id string, keys map[uint64]*crypto.Key) bool {
 	t.Helper()
 	it, err := st.Get(context.Background(), "v/team/"+coll+"/"+id)
 	require.NoError(t, err)
 	for _, k := range keys {
-		if _, _, err := crypto.OpenRecord(k, it.Value, crypto.RecordRef{Vault: "team", Collection: coll, ID: id}); err == nil {
-			return true
+		for _, k := range []*crypto.Key{k, crypto.CollectionKey(k, coll)} {
+			if _, _, err := crypto.OpenRecord(k, it.Value, crypto.RecordRef{Vault: "team", Collection: coll, ID: id}); err == nil {
+				return true
+			}
 		}
 	}
 	return false

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -124,23 +126,96 @@ func openKillDevice(t testing.TB, dir string) stores.Store {
 // TestSyncSurvivesKill: two badger devices and a PostgreSQL hub (see
 // syncSurvivesKill).
 func TestSyncSurvivesKill(t *testing.T) {
-	if os.Getenv("NOYDB_KILL_KNOWN_BUG") == "" {
-		t.Skip("known bug: about 1 run in 60 fails even on badger devices (65 of 66 looped runs passed; " +
-			"the failing one is undiagnosed, see the note on issue 13); set NOYDB_KILL_KNOWN_BUG=1 to run it")
-	}
 	syncSurvivesKill(t, false)
 }
 
 // TestSyncSurvivesKillFileFolder is TestSyncSurvivesKill with the second
 // device on a file folder (no transactions: its syncs commit in steps).
 func TestSyncSurvivesKillFileFolder(t *testing.T) {
-	if os.Getenv("NOYDB_KILL_KNOWN_BUG") == "" {
-		t.Skip("known bug: about 1 run in 30 fails on the file-folder device: a kill between a numbered " +
-			"record's staged write and its handoff delete leaves a handoff entry behind, and one run read a hub " +
-			"record as it was before a pass stamped it (ErrRollback); see the note on issue 13; " +
-			"set NOYDB_KILL_KNOWN_BUG=1 to run it")
-	}
 	syncSurvivesKill(t, true)
+}
+
+// killSeedEnv names the variable that sets the seed of the kill points
+// (and of the operations between them) of syncSurvivesKill; without it
+// the seed comes from the clock.
+const killSeedEnv = "NOYDB_KILL_SEED"
+
+// killSeed returns the seed set in killSeedEnv, or one from the clock.
+func killSeed(t *testing.T) uint64 {
+	t.Helper()
+	if s := os.Getenv(killSeedEnv); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err, "%s", killSeedEnv)
+		return seed
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// killKeepEnv names the variable that says where a failed syncSurvivesKill
+// keeps its state (default: the system's temporary folder).
+const killKeepEnv = "NOYDB_KILL_KEEP"
+
+// keepKillState arranges that a failed run keeps, outside t.TempDir, a
+// copy of the device folders and of the hub's keys and values as they were
+// before the final syncs (in before-final/), as they are when the test
+// ends (in final/), and every child's output (children.txt), and says
+// where with t.Logf. The returned function takes a copy under the name it
+// is given now (nil when copies cannot be taken).
+func keepKillState(t *testing.T, seed uint64, dirs []string, hub stores.Store, children *strings.Builder, hubBefore *map[string][]byte) func(string) {
+	t.Helper()
+	stage, err := os.MkdirTemp("", "noydb-kill-stage-")
+	if err != nil {
+		t.Logf("cannot stage kill state: %v", err)
+		return nil
+	}
+	copyNow := func(name string) {
+		for i, dir := range dirs {
+			dst := filepath.Join(stage, name, "device"+strconv.Itoa(i))
+			if err := os.CopyFS(dst, os.DirFS(dir)); err != nil {
+				t.Logf("cannot copy device %d: %v", i, err)
+			}
+		}
+	}
+	t.Cleanup(func() {
+		defer func() { _ = os.RemoveAll(stage) }()
+		if !t.Failed() {
+			return
+		}
+		copyNow("final")
+		writeHub := func(name string, snap map[string][]byte) {
+			var b strings.Builder
+			for _, k := range slices.Sorted(maps.Keys(snap)) {
+				fmt.Fprintf(&b, "%q %x\n", k, snap[k])
+			}
+			_ = os.WriteFile(filepath.Join(stage, name, "hub.txt"), []byte(b.String()), 0o600)
+		}
+		if *hubBefore != nil {
+			writeHub("before-final", *hubBefore)
+		}
+		final := map[string][]byte{}
+		for it, err := range hub.List(context.Background(), "") {
+			if err != nil {
+				break
+			}
+			final[it.Key] = slices.Clone(it.Value)
+		}
+		writeHub("final", final)
+		_ = os.WriteFile(filepath.Join(stage, "children.txt"), []byte(children.String()), 0o600)
+		root := os.Getenv(killKeepEnv)
+		if root == "" {
+			root = os.TempDir()
+		}
+		dst := filepath.Join(root, fmt.Sprintf("noydb-kill-%d", seed))
+		_ = os.RemoveAll(dst)
+		if err := os.Rename(stage, dst); err != nil {
+			if err := os.CopyFS(dst, os.DirFS(stage)); err != nil {
+				t.Logf("cannot keep the state: %v", err)
+				return
+			}
+		}
+		t.Logf("state of the failed run (seed %d) kept in %s", seed, dst)
+	})
+	return copyNow
 }
 
 // syncSurvivesKill: two devices, badger, or badger and a file folder
@@ -158,6 +233,11 @@ func TestSyncSurvivesKillFileFolder(t *testing.T) {
 // a killed pass had recorded whose pending receipt was deleted before the
 // next pass finished it: those are voided in the hub's ledger, and with
 // the receipts' numbers they are 1..K, each once.
+//
+// The kill points and the operations between them come from a seed, logged
+// at the start; NOYDB_KILL_SEED runs a seed again. A failed run keeps its
+// device folders, the hub's keys and values (before the final syncs and at
+// the end) and every child's output, and logs where (see keepKillState).
 func syncSurvivesKill(t *testing.T, folder bool) {
 	if testing.Short() {
 		t.Skip("kills child processes: slow")
@@ -165,13 +245,15 @@ func syncSurvivesKill(t *testing.T, folder bool) {
 	const rounds = 30
 	ctx := context.Background()
 	url, schema := pgtest.URL(t), pgtest.Schema(t)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("kill points from seed %d", seed)
+	seed := killSeed(t)
+	t.Logf("kill points from seed %d (set %s=%d to run them again)", seed, killSeedEnv, seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	dirs := []string{t.TempDir(), t.TempDir()}
 	if folder {
 		dirs[1] = filepath.Join(t.TempDir(), "folder")
 	}
+	var children strings.Builder // every child's output, kept on failure
+	var beforeFinal map[string][]byte
 	openHub := func() *pgstore.Store {
 		pg, err := pgstore.Open(ctx, url, &pgstore.Options{Schema: schema})
 		require.NoError(t, err)
@@ -179,6 +261,7 @@ func syncSurvivesKill(t *testing.T, folder bool) {
 		return pg
 	}
 	hub := openHub()
+	keep := keepKillState(t, seed, dirs, hub, &children, &beforeFinal)
 	// The hub as a device sees it when the network is down.
 	down := faultstore.New(hub, faultstore.Options{Before: func(faultstore.Op, string) error {
 		return fmt.Errorf("dial tcp 127.0.0.1:5432: connection refused: %w", stores.ErrUnavailable)
@@ -240,13 +323,19 @@ func syncSurvivesKill(t *testing.T, folder bool) {
 		if settle == "1" {
 			killAt = 1 + rng.IntN(60) // the pass's operations too
 		}
+		fmt.Fprintf(&children, "== round %d: device %d, kill at %d, hub side %s, settle %s\n", round, d, killAt, side, settle)
 		lines := runKilledChild(t, "TestSyncKillChild", round, 0,
 			syncKillChildEnv+"="+strings.Join([]string{dirs[d], url, schema, strconv.Itoa(killAt), side, settle}, "|"))
+		children.WriteString(strings.Join(lines, "\n") + "\n")
 		if len(lines) > 0 && lines[len(lines)-1] == "synced" {
 			synced++
 		}
 	}
 	t.Logf("%d of %d children finished their sync before the kill point", synced, rounds)
+	beforeFinal = snapshotStore(t, hub)
+	if keep != nil {
+		keep("before-final")
+	}
 
 	var devs []stores.Store
 	var vs []*vault.Vault

@@ -40,6 +40,13 @@
 //	version (2) | revision uint64 | generation uint64 | nonce [24] | ciphertext+tag [n+16]
 //	AEAD associated data: version | lp("noydb record") | lp(vault) | lp(collection) | lp(id) | revision uint64 | generation uint64
 //
+// Record envelope made by [SealRecord], version 3 (sealed with a
+// collection's key of a generation, [CollectionKey], HKDF-SHA256 of the
+// generation's data key with info "noydb collection v1" | 0x00 | collection):
+//
+//	version (3) | revision uint64 | generation uint64 | nonce [24] | ciphertext+tag [n+16]
+//	AEAD associated data: version | lp("noydb record") | lp(vault) | lp(collection) | lp(id) | revision uint64 | generation uint64
+//
 // Associated data for an internal value stored at a key ([KeyAD]):
 //
 //	lp("noydb key") | lp(vault) | lp(key)

@@ -22,6 +22,11 @@ const (
 	// [SealRecord] for a [RecordRef] naming a Generation: the layout stores
 	// the generation of the key in clear and authenticates it.
 	RecordEnvelopeVersionGen uint8 = 2
+	// RecordEnvelopeVersionCol is the version byte of envelopes made by
+	// [SealRecord] for a [RecordRef] with PerCollection set: the layout of
+	// version 2, sealed with the collection's own key of the generation
+	// ([CollectionKey]) rather than the generation's data key.
+	RecordEnvelopeVersionCol uint8 = 3
 	// NonceSize is the XChaCha20-Poly1305 nonce length in bytes.
 	NonceSize = chacha20poly1305.NonceSizeX
 	// TagSize is the Poly1305 authentication tag length in bytes.
@@ -62,6 +67,25 @@ type RecordRef struct {
 	// predates generations. Stored in clear and authenticated; read it with
 	// [RecordGeneration] to pick the key, before opening.
 	Generation uint64
+	// PerCollection says that the key sealing the record is the
+	// collection's own key of the generation ([CollectionKey] of the
+	// generation's data key), not the data key itself: SealRecord then
+	// writes the version 3 envelope (Generation must not be zero). Read
+	// it with [RecordKeyOf] before opening.
+	PerCollection bool
+}
+
+// collectionLabel is the HKDF label of a collection's key, followed by
+// the collection's name.
+const collectionLabel = "noydb collection v1\x00"
+
+// CollectionKey returns the key of collection derived from a data key dk:
+// HKDF-SHA256 of dk with the label "noydb collection v1", a zero byte and
+// the collection's name (see [Key.Derive]). Whoever holds dk can derive
+// every collection's key; whoever holds one collection's key cannot learn
+// dk or another collection's key. The caller wipes the result.
+func CollectionKey(dk *Key, collection string) *Key {
+	return dk.Derive(collectionLabel + collection)
 }
 
 // Seal encrypts and authenticates plaintext under k with XChaCha20-Poly1305
@@ -134,6 +158,10 @@ func Open(k *Key, envelope, ad []byte) ([]byte, error) {
 //
 //	version byte || lp("noydb record") || lp(vault) || lp(collection) || lp(id) || revision (8 bytes) || generation (8 bytes)
 //
+// For a ref with PerCollection set the envelope is version 3: the layout
+// and associated data of version 2 with the version byte 3, sealed with
+// the collection's key of the generation ([CollectionKey]).
+//
 // For a ref without one (Generation 0) it is version 1, the layout made
 // before key generations:
 //
@@ -165,13 +193,18 @@ func sealRecordWithNonce(k *Key, nonce, plaintext []byte, ref RecordRef) ([]byte
 		return nil, fmt.Errorf("seal record: %w", err)
 	}
 	version := RecordEnvelopeVersion
-	if ref.Generation != 0 {
+	switch {
+	case ref.PerCollection && ref.Generation == 0:
+		return nil, fmt.Errorf("seal record: a collection's key names a generation: %w", ErrMalformed)
+	case ref.PerCollection:
+		version = RecordEnvelopeVersionCol
+	case ref.Generation != 0:
 		version = RecordEnvelopeVersionGen
 	}
 	out := make([]byte, 0, RecordEnvelopeOverheadGen+len(plaintext))
 	out = append(out, version)
 	out = binary.BigEndian.AppendUint64(out, ref.Revision)
-	if version == RecordEnvelopeVersionGen {
+	if version != RecordEnvelopeVersion {
 		out = binary.BigEndian.AppendUint64(out, ref.Generation)
 	}
 	out = append(out, nonce...)
@@ -192,13 +225,13 @@ func recordHeader(envelope []byte) (version byte, rev, gen uint64, at int, ok bo
 	switch envelope[0] {
 	case RecordEnvelopeVersion:
 		return envelope[0], binary.BigEndian.Uint64(envelope[1:9]), 0, 9, true
-	case RecordEnvelopeVersionGen:
+	case RecordEnvelopeVersionGen, RecordEnvelopeVersionCol:
 		if len(envelope) < RecordEnvelopeOverheadGen {
 			return 0, 0, 0, 0, false
 		}
 		gen = binary.BigEndian.Uint64(envelope[9:17])
 		if gen == 0 {
-			return 0, 0, 0, 0, false // version 2 always names one
+			return 0, 0, 0, 0, false // versions 2 and 3 always name one
 		}
 		return envelope[0], binary.BigEndian.Uint64(envelope[1:9]), gen, 17, true
 	}
@@ -206,9 +239,10 @@ func recordHeader(envelope []byte) (version byte, rev, gen uint64, at int, ok bo
 }
 
 // OpenRecord authenticates and decrypts an envelope made by [SealRecord],
-// of either version. ref.Revision and ref.Generation are ignored: both are
-// read from the envelope, checked as part of the associated data, and the
-// revision is returned (pick k by [RecordGeneration] first). Any failure,
+// of any version. ref.Revision, ref.Generation and ref.PerCollection are
+// ignored: they are read from the envelope, checked as part of the
+// associated data, and the revision is returned (pick k by [RecordKeyOf]
+// first). Any failure,
 // including an envelope sealed for another vault, collection or id, or a
 // generation changed in clear, returns exactly [ErrTampered]. OpenRecord
 // is safe for concurrent use.
@@ -257,6 +291,18 @@ func RecordGeneration(envelope []byte) (uint64, error) {
 	return gen, err
 }
 
+// RecordKeyOf returns which key opens a record envelope, read in clear
+// without decrypting or authenticating it: the generation (0 for a
+// version 1 envelope, which predates generations) and whether the key is
+// the collection's own key of that generation ([CollectionKey], a version
+// 3 envelope) rather than the generation's data key. A changed byte then
+// fails to open. A short envelope or an unknown version gives an error
+// wrapping [ErrMalformed].
+func RecordKeyOf(envelope []byte) (gen uint64, perCollection bool, err error) {
+	version, _, gen, err := recordClear(envelope, "record key")
+	return gen, version == RecordEnvelopeVersionCol, err
+}
+
 // recordClear is recordHeader with errors for RecordRevision and
 // RecordGeneration.
 func recordClear(envelope []byte, op string) (byte, uint64, uint64, error) {
@@ -265,8 +311,8 @@ func recordClear(envelope []byte, op string) (byte, uint64, uint64, error) {
 	}
 	version, rev, gen, _, ok := recordHeader(envelope)
 	if !ok {
-		if envelope[0] == RecordEnvelopeVersionGen {
-			return 0, 0, 0, fmt.Errorf("%s: version 2 envelope too short or without a generation: %w", op, ErrMalformed)
+		if envelope[0] == RecordEnvelopeVersionGen || envelope[0] == RecordEnvelopeVersionCol {
+			return 0, 0, 0, fmt.Errorf("%s: version %d envelope too short or without a generation: %w", op, envelope[0], ErrMalformed)
 		}
 		return 0, 0, 0, fmt.Errorf("%s: unknown envelope version %d: %w", op, envelope[0], ErrMalformed)
 	}
@@ -350,7 +396,7 @@ func appendRecordAD(b []byte, version byte, ref RecordRef) []byte {
 	b = appendLP(b, ref.Collection)
 	b = appendLP(b, ref.ID)
 	b = binary.BigEndian.AppendUint64(b, ref.Revision)
-	if version == RecordEnvelopeVersionGen {
+	if version != RecordEnvelopeVersion {
 		b = binary.BigEndian.AppendUint64(b, ref.Generation)
 	}
 	return b

@@ -62,6 +62,15 @@ type vectors struct {
 		Revision, Generation  decUint64
 		Envelope              hexBytes
 	} `json:"seal_record_gen"`
+	SealRecordCol []struct {
+		Name                  string
+		DataKey               hexBytes `json:"data_key"`
+		CollectionKey         hexBytes `json:"collection_key"`
+		Nonce, Plaintext      hexBytes
+		Vault, Collection, ID string
+		Revision, Generation  decUint64
+		Envelope              hexBytes
+	} `json:"seal_record_col"`
 	MAC []struct {
 		Name  string
 		Key   hexBytes
@@ -107,6 +116,7 @@ func loadVectors(tb testing.TB) vectors {
 	require.NotEmpty(tb, v.Seal)
 	require.NotEmpty(tb, v.SealRecord)
 	require.NotEmpty(tb, v.SealRecordGen)
+	require.NotEmpty(tb, v.SealRecordCol)
 	return v
 }
 

@@ -74,6 +74,56 @@ func TestVectorsSealRecordGen(t *testing.T) {
 	}
 }
 
+// TestVectorsSealRecordCol checks the version 3 record envelope, sealed
+// with a collection's key derived from a generation's data key, against
+// the published vectors: the derivation, the envelope, what RecordKeyOf
+// reads, and that neither the data key nor another collection's key opens
+// it.
+func TestVectorsSealRecordCol(t *testing.T) {
+	for _, v := range loadVectors(t).SealRecordCol {
+		dk := crypto.KeyFromBytes(v.DataKey)
+		ck := crypto.CollectionKey(dk, v.Collection)
+		assert.True(t, sameKey(ck, crypto.KeyFromBytes(v.CollectionKey)), v.Name)
+		ref := crypto.RecordRef{Vault: v.Vault, Collection: v.Collection, ID: v.ID, Revision: uint64(v.Revision),
+			Generation: uint64(v.Generation), PerCollection: true}
+		got := crypto.SealRecordWithNonce(ck, v.Nonce, v.Plaintext, ref)
+		assert.Equal(t, []byte(v.Envelope), got, v.Name)
+		assert.Equal(t, crypto.RecordEnvelopeVersionCol, v.Envelope[0], v.Name)
+
+		gen, per, err := crypto.RecordKeyOf(v.Envelope)
+		require.NoError(t, err, v.Name)
+		assert.Equal(t, uint64(v.Generation), gen, v.Name)
+		assert.True(t, per, v.Name)
+		rev, err := crypto.RecordRevision(v.Envelope)
+		require.NoError(t, err, v.Name)
+		assert.Equal(t, uint64(v.Revision), rev, v.Name)
+
+		ref.Revision, ref.Generation, ref.PerCollection = 0, 0, false
+		pt, rev, err := crypto.OpenRecord(ck, v.Envelope, ref)
+		require.NoError(t, err, v.Name)
+		assert.Equal(t, []byte(v.Plaintext), pt, v.Name)
+		assert.Equal(t, uint64(v.Revision), rev, v.Name)
+		_, _, err = crypto.OpenRecord(dk, v.Envelope, ref)
+		assert.ErrorIs(t, err, crypto.ErrTampered, v.Name)
+		_, _, err = crypto.OpenRecord(crypto.CollectionKey(dk, v.Collection+"x"), v.Envelope, ref)
+		assert.ErrorIs(t, err, crypto.ErrTampered, v.Name)
+
+		// The same bytes relabelled version 2 (a store's swap) do not open.
+		v2 := append([]byte{crypto.RecordEnvelopeVersionGen}, v.Envelope[1:]...)
+		_, _, err = crypto.OpenRecord(ck, v2, ref)
+		assert.ErrorIs(t, err, crypto.ErrTampered, v.Name)
+	}
+	for _, v := range loadVectors(t).SealRecordGen {
+		gen, per, err := crypto.RecordKeyOf(v.Envelope)
+		require.NoError(t, err, v.Name)
+		assert.Equal(t, uint64(v.Generation), gen, v.Name)
+		assert.False(t, per, v.Name)
+	}
+	// A collection's key names a generation.
+	_, err := crypto.SealRecord(crypto.KeyFromBytes(make([]byte, 32)), nil, crypto.RecordRef{PerCollection: true})
+	assert.ErrorIs(t, err, crypto.ErrMalformed)
+}
+
 func TestVectorsMAC(t *testing.T) {
 	for _, v := range loadVectors(t).MAC {
 		parts := make([][]byte, len(v.Parts))

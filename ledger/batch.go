@@ -308,6 +308,18 @@ func (l *ledger) fill(tx stores.Tx, b []*request, pin Head) (head Head, sealed [
 	if bt.head.Equal(hs.Head) {
 		return bt.head, nil, false, nil
 	}
+	if l.signer != nil {
+		// One signature for the commit, on its last entry.
+		unsigned := bt.head
+		if bt.head, err = l.signCommit(tx, hs.Head, bt.head); err != nil {
+			return Head{}, nil, false, err
+		}
+		for _, r := range b {
+			if r.head.Equal(unsigned) {
+				r.head = bt.head
+			}
+		}
+	}
 	if sealed, err = l.sealHead(bt.head, nil); err != nil {
 		return Head{}, nil, false, err
 	}
@@ -400,7 +412,8 @@ func (l *ledger) readHeadTx(tx stores.Tx) (headState, error) {
 }
 
 // putEntries builds entries to follow head and writes them in tx, and
-// returns the head after them (head itself when entries is empty).
+// returns the head after them (head itself when entries is empty). With a
+// signer, the entries are Covered: fill signs the commit's last entry.
 func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry) (Head, error) {
 	recs, err := l.build(head, entries)
 	if err != nil {
@@ -410,6 +423,11 @@ func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry) (Head, err
 		if err := l.putEntry(tx, rec); err != nil {
 			return Head{}, err
 		}
+	}
+	if l.signer != nil && len(recs) > 0 {
+		l.mu.Lock()
+		l.built = recs[len(recs)-1]
+		l.mu.Unlock()
 	}
 	return headOf(recs, head), nil
 }
@@ -518,7 +536,8 @@ func (l *ledger) runCAS(ctx context.Context, b []*request) {
 			all = append(all, recs...)
 			h = headOf(recs, h)
 		}
-		return all, nil
+		// One signature for the commit, on its last entry.
+		return all, l.signLast(all)
 	}
 	recs, _, err := l.commitCAS(ctx, plan)
 	var pinErr error // the batch committed but its pin is not durable

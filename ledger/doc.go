@@ -16,6 +16,31 @@
 // re-chain entries unnoticed. Entries and the head record are sealed with
 // the vault's data key, each value bound to the store key it lives at.
 //
+// # Signatures
+//
+// The MAC key is the data key's, which every person of the vault holds, so
+// the chain alone does not say who wrote an entry. Every commit is therefore
+// also signed by its author, once: the vault's person signs the last entry
+// of the commit with the Ed25519 signing key of their keyring entry, over
+// the entry's encoding (which holds its position), the MAC of the entry
+// before it (which commits every entry before it) and the number of the
+// commit's other entries, which are marked Covered and carry no signature
+// of their own. Verify checks each signature against the author's key,
+// that the covered entries before it are the same author's, and that the
+// author's role, as
+// the ledger's own PersonGranted and PersonRevoked entries replay it,
+// allowed the entry at its position: a reader signs nothing but the change
+// of their own secret and recovery codes and the pulls of a sync on their
+// own device, a writer no change of people, and a revoked person nothing
+// after the revocation. A forgery by someone who holds the data
+// key but not the author's signing key fails with a *SignatureError
+// (ErrBadSignature, also ErrTampered). sign.go has the rules: where the
+// first owner's key comes from (the genesis entry, entry 1, carries its
+// author's key; the vault's keyring vouches for authors the ledger does not
+// introduce), and how a ledger of a vault of layout version 1 verifies
+// (unsigned entries are accepted up to the first signed one; after it an
+// unsigned entry fails). Signatures are checked by Verify, not by Read.
+//
 // # Usage
 //
 //	head, err := v.Record(ctx, "exported", []byte("invoices.csv")) // an AppEvent entry

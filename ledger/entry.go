@@ -156,10 +156,44 @@ type Entry struct {
 	RequestID string
 	// Reason is the caller's stated reason (seeding, voiding).
 	Reason string
+
+	// SigningKey is an Ed25519 public key the entry introduces: the new
+	// person's of a PersonGranted entry, the person's own of a
+	// KeyringUpgraded entry, and the author's own on the first entry of a
+	// ledger (its genesis). Empty otherwise.
+	SigningKey []byte
+	// Signature is the author's Ed25519 signature of the entry and of the
+	// commit it ends (see sign.go), set by the ledger on the last entry of
+	// each commit by a vault whose person has a signing key; empty on the
+	// commit's other entries (Covered), on entries of a person without one
+	// (a keyring entry of layout version 1) and on entries written before
+	// signatures existed.
+	Signature []byte
+	// Covered marks an entry that has no signature of its own: it is not
+	// the last entry of its commit, and the signature of that last entry,
+	// by the same author, covers it through the chain (the signed message
+	// holds the MAC of the entry before the last, which commits every entry
+	// before it). Set by the ledger; an entry with a Signature is not
+	// Covered.
+	Covered bool
 }
 
-// entryVersion is the first byte of every entry encoding.
-const entryVersion = 1
+// Versions of the entry encoding: the first byte of every entry encoding.
+const (
+	// entryVersion encodes an entry without SigningKey and Signature.
+	entryVersion = 1
+	// entryVersionSigned encodes an entry with SigningKey or Signature.
+	entryVersionSigned = 2
+	// entryVersionCovered encodes a Covered entry: version 2 without the
+	// Signature field.
+	entryVersionCovered = 3
+)
+
+// Sizes of the signature fields.
+const (
+	signingKeySize = 32
+	signatureSize  = 64
+)
 
 // Limits on the canonical encoding.
 const (
@@ -186,9 +220,17 @@ const (
 //	uvarint Number, uvarint From, str RequestID, str Reason
 //
 // where str is a uvarint length followed by the bytes (internal/codec).
+// An entry with a SigningKey or a Signature is encoded in format version 2:
+// the same fields after a version byte 2, followed by
+//
+//	str SigningKey (empty or 32 bytes), str Signature (empty or 64 bytes)
+//
+// so entries without them keep their version 1 bytes. A Covered entry is
+// encoded in format version 3: version 2 without the Signature field.
 // Varints are minimal, so every entry has exactly one encoding. It fails with
 // ErrInvalidEntry for an unknown kind, a time outside the years 1 to 9999, a
-// field longer than 64 KiB or more than 64 partition components.
+// field longer than 64 KiB, more than 64 partition components, or a
+// SigningKey or Signature of the wrong size.
 func (e Entry) MarshalBinary() ([]byte, error) {
 	return e.AppendBinary(make([]byte, 0, e.encodedLen()))
 }
@@ -220,12 +262,24 @@ func (e Entry) check() error {
 	if long {
 		return fmt.Errorf("%w: a field is longer than %d bytes", ErrInvalidEntry, maxField)
 	}
+	if n := len(e.SigningKey); n != 0 && n != signingKeySize {
+		return fmt.Errorf("%w: signing key of %d bytes (want %d)", ErrInvalidEntry, n, signingKeySize)
+	}
+	if n := len(e.Signature); n != 0 && n != signatureSize {
+		return fmt.Errorf("%w: signature of %d bytes (want %d)", ErrInvalidEntry, n, signatureSize)
+	}
+	if e.Covered && len(e.Signature) > 0 {
+		return fmt.Errorf("%w: a covered entry with a signature of its own", ErrInvalidEntry)
+	}
 	return nil
 }
 
+// signed reports whether e is encoded in format version 2.
+func (e *Entry) signed() bool { return len(e.SigningKey) > 0 || len(e.Signature) > 0 }
+
 // encodedLen is an upper bound of the encoding's length.
 func (e Entry) encodedLen() int {
-	n := 2 + 15*codec.MaxVarintLen + len(e.Actor) + len(e.Collection) +
+	n := 2 + 17*codec.MaxVarintLen + len(e.SigningKey) + len(e.Signature) + len(e.Actor) + len(e.Collection) +
 		len(e.ID) + len(e.CipherHash) + len(e.Series) + len(e.RequestID) + len(e.Reason)
 	for _, p := range e.Partition {
 		n += codec.MaxVarintLen + len(p)
@@ -234,7 +288,20 @@ func (e Entry) encodedLen() int {
 }
 
 func (e Entry) appendTo(b []byte) []byte {
-	b = append(b, entryVersion)
+	if e.Covered {
+		return e.appendFields(b, entryVersionCovered)
+	}
+	if !e.signed() {
+		return e.appendFields(b, entryVersion)
+	}
+	b = e.appendFields(b, entryVersionSigned)
+	return codec.AppendBytes(b, e.Signature)
+}
+
+// appendFields appends the encoding of e up to its Signature: with
+// version 2, everything but the last field.
+func (e *Entry) appendFields(b []byte, version byte) []byte {
+	b = append(b, version)
 	b = codec.AppendUvarint(b, e.Seq)
 	b = codec.AppendVarint(b, e.Time.Unix())
 	b = codec.AppendUvarint(b, uint64(e.Time.Nanosecond()))
@@ -252,7 +319,11 @@ func (e Entry) appendTo(b []byte) []byte {
 	b = codec.AppendUvarint(b, e.Number)
 	b = codec.AppendUvarint(b, e.From)
 	b = codec.AppendString(b, e.RequestID)
-	return codec.AppendString(b, e.Reason)
+	b = codec.AppendString(b, e.Reason)
+	if version != entryVersion {
+		b = codec.AppendBytes(b, e.SigningKey)
+	}
+	return b
 }
 
 // UnmarshalBinary decodes the canonical encoding made by MarshalBinary. It
@@ -308,7 +379,10 @@ func (r *reader) str() string {
 
 // entry reads one entry; on failure r.Err() is set and the entry is zero.
 func (r *reader) entry() Entry {
-	r.Version(entryVersion)
+	version := r.Byte()
+	if r.Err() == nil && (version < entryVersion || version > entryVersionCovered) {
+		r.Fail("unknown version")
+	}
 	var e Entry
 	e.Seq = r.Uvarint()
 	sec := r.Varint()
@@ -347,6 +421,27 @@ func (r *reader) entry() Entry {
 	e.From = r.Uvarint()
 	e.RequestID = r.str()
 	e.Reason = r.str()
+	if version != entryVersion {
+		// Kept even when skimming: verification needs them.
+		if k := r.Bytes(signingKeySize); len(k) > 0 {
+			if len(k) != signingKeySize {
+				r.Fail("bad signing key size")
+			}
+			e.SigningKey = bytes.Clone(k)
+		}
+		e.Covered = version == entryVersionCovered
+	}
+	if version == entryVersionSigned {
+		if s := r.Bytes(signatureSize); len(s) > 0 {
+			if len(s) != signatureSize {
+				r.Fail("bad signature size")
+			}
+			e.Signature = bytes.Clone(s)
+		}
+		if r.Err() == nil && !e.signed() {
+			r.Fail("version 2 without signing key or signature")
+		}
+	}
 	if r.Err() != nil {
 		return Entry{}
 	}

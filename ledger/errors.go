@@ -123,6 +123,7 @@ func integrity(err error) bool {
 		g *GapError
 		c *ChainError
 		t *TamperError
+		s *SignatureError
 	)
-	return errors.As(err, &g) || errors.As(err, &c) || errors.As(err, &t)
+	return errors.As(err, &g) || errors.As(err, &c) || errors.As(err, &t) || errors.As(err, &s)
 }

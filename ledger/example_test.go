@@ -80,3 +80,46 @@ func Example_verify() {
 	// first bad: 3 intact before it: 2 head: 5
 	// a gap: true
 }
+
+// Every entry is signed by its author, and Verify checks that the author
+// could write it there: here a writer's handle, opened before an owner
+// revoked them, keeps writing, and Verify names the first entry after the
+// revocation.
+func Example_signatures() {
+	ctx := context.Background()
+	st := memstore.New()
+	owner := openExampleVault(st)
+	defer owner.Close()
+	_ = owner.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter)
+	bob, err := vault.Open(ctx, vault.Config{
+		Store: st, Name: "books", User: "bob", Secret: []byte("b"),
+		KDF: crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}, InsecureAllowWeakKDF: true,
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer bob.Close()
+	_, _ = bob.Record(ctx, "login", nil)
+	_ = owner.Revoke(ctx, "bob")
+	_, _ = bob.Record(ctx, "export", nil) // the open handle still writes
+
+	for e, err := range owner.Audit().Read(ctx, 1) {
+		if err == nil {
+			// The last entry of a commit is signed; the others are
+			// covered by its signature.
+			fmt.Println(e.Seq, e.Kind, "by", e.Actor, "signed:", len(e.Signature) > 0, "covered:", e.Covered)
+		}
+	}
+	_, err = owner.Audit().Verify(ctx)
+	fmt.Println(err)
+	var se *ledger.SignatureError
+	fmt.Println(errors.As(err, &se) && se.Problem == ledger.Revoked, errors.Is(err, ledger.ErrBadSignature))
+	// Output:
+	// 1 person-granted by ann signed: true covered: false
+	// 2 app-event by bob signed: true covered: false
+	// 3 person-revoked by ann signed: false covered: true
+	// 4 keys-rotated by ann signed: true covered: false
+	// 5 app-event by bob signed: true covered: false
+	// ledger: entry 5 by "bob": author revoked
+	// true true
+}

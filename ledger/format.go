@@ -44,6 +44,7 @@ type record struct {
 	entry  Entry
 	plain  []byte // encoding || MAC
 	encLen int
+	prev   []byte // the MAC of the entry before, when built by this ledger
 }
 
 func (r record) enc() []byte { return r.plain[:r.encLen] }

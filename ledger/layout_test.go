@@ -2,10 +2,21 @@ package ledger
 
 import (
 	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/sha256"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/internal/codec"
 	"github.com/noydb-go/noydb/internal/codec/codectest"
+	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/stores/memstore"
 )
 
 // TestLayoutVectors pins the stored layouts of this package besides the
@@ -26,6 +37,10 @@ func TestLayoutVectors(t *testing.T) {
 	e2 := Entry{Seq: 2, Time: at, Actor: "svc", Kind: NumberVoided, Series: "invoice",
 		Partition: []string{"2026", "eu"}, Number: 7, Reason: "typo"}
 	r1, r2 := rec(e1, mac(1, 32)), rec(e2, mac(2, 32))
+	e3 := e1
+	e3.SigningKey, e3.Signature = mac(0x11, 32), mac(0x22, 64)
+	e4 := e2
+	e4.Signature = mac(0x33, 64)
 
 	stored := func(name string, r record) codectest.Case {
 		return codectest.Case{
@@ -44,9 +59,72 @@ func TestLayoutVectors(t *testing.T) {
 	codectest.Check(t, "testdata/layouts.json", []codectest.Case{
 		stored("record-put", r1),
 		stored("number-voided, 1-byte MAC", rec(e2, []byte{9})),
+		stored("signed record-put with signing key", rec(e3, mac(3, 32))),
+		stored("signed number-voided", rec(e4, mac(4, 32))),
 		hd("empty", headState{}),
 		hd("no pending", headState{Head: Head{Seq: 2, MAC: mac(2, 32)}}),
 		hd("one pending", headState{Head: Head{Seq: 2, MAC: mac(2, 32)}, pending: []record{r2}}),
 		hd("two pending", headState{Head: Head{Seq: 2, MAC: mac(2, 32)}, pending: []record{r1, r2}}),
 	})
+}
+
+// seedSigner signs with an Ed25519 key from a fixed seed.
+type seedSigner struct{ priv ed25519.PrivateKey }
+
+func (s seedSigner) Public() []byte                  { return s.priv.Public().(ed25519.PublicKey) }
+func (s seedSigner) Sign(msg []byte) ([]byte, error) { return ed25519.Sign(s.priv, msg), nil }
+
+// TestSignedVectors pins what an entry's signature covers: the stored
+// plaintexts (encoding, signature, MAC) of the first four entries of a
+// signed ledger under fixed keys and clock (two commits of one entry, one
+// of two: a covered entry and the signed last), in testdata/signed.json. Ed25519
+// signatures are deterministic, so any change to the signed message shows.
+func TestSignedVectors(t *testing.T) {
+	st := memstore.New()
+	s := seedSigner{priv: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, ed25519.SeedSize))}
+	l := newLedger(st, plainSealer{}, hmacMACer{key: []byte("mac key for the signed vectors..")}, "v/t/", wire.LedgerOptions{
+		Actor: "olga", Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC) }, Signer: s})
+	ctx := context.Background()
+	_, err := l.Append(ctx, Entry{Kind: RecordPut, Collection: "notes", ID: "n-1", Revision: 1, CipherHash: bytes.Repeat([]byte{0xab}, 32)})
+	require.NoError(t, err)
+	_, err = l.Append(ctx, Entry{Kind: AppEvent, Reason: "login"})
+	require.NoError(t, err)
+	// A commit of two entries: 3 is covered, 4 signed over both.
+	_, err = l.Append(ctx, Entry{Kind: AppEvent, Reason: "export"}, Entry{Kind: AppEvent, Reason: "logout"})
+	require.NoError(t, err)
+	var cases []codectest.Case
+	for seq := uint64(1); seq <= 4; seq++ {
+		it, err := st.Get(ctx, l.entryKey(seq))
+		require.NoError(t, err)
+		r, err := decodeRecord(it.Value, false)
+		require.NoError(t, err)
+		cases = append(cases, codectest.Case{
+			Name: fmt.Sprintf("signed ledger entry %d", seq), Value: r, Err: ErrMalformed, PrefixOK: true, TrailingOK: true,
+			Encode: func() ([]byte, error) { return r.plain, nil },
+			Decode: func(b []byte) (any, error) { return decodeRecord(b, false) },
+		})
+	}
+	codectest.Check(t, "testdata/signed.json", cases)
+	verifier := newLedger(st, plainSealer{}, hmacMACer{key: []byte("mac key for the signed vectors..")}, "v/t/", wire.LedgerOptions{})
+	rep, err := verifier.Verify(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(4), rep.Entries)
+}
+
+// plainSealer stores plaintexts as they are.
+type plainSealer struct{}
+
+func (plainSealer) Seal(_ string, p []byte) ([]byte, error) { return bytes.Clone(p), nil }
+func (plainSealer) Open(_ string, s []byte) ([]byte, error) { return bytes.Clone(s), nil }
+
+// hmacMACer is HMAC-SHA256 over length-prefixed parts.
+type hmacMACer struct{ key []byte }
+
+func (m hmacMACer) MAC(parts ...[]byte) []byte {
+	h := hmac.New(sha256.New, m.key)
+	for _, p := range parts {
+		h.Write(codec.AppendUint64(nil, uint64(len(p))))
+		h.Write(p)
+	}
+	return h.Sum(nil)
 }

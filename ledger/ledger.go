@@ -51,6 +51,8 @@ type ledger struct {
 	now     func() time.Time
 	policy  cas.Policy
 	pins    pins.Ledger
+	signer  wire.LedgerSigner // nil: entries are not signed
+	people  func(ctx context.Context) (map[string]wire.LedgerPerson, error)
 
 	magic [tokenMagicLen]byte   // random prefix of this ledger's head tokens
 	q     batch.Queue[*request] // Append, AppendFunc and Update calls
@@ -58,6 +60,7 @@ type ledger struct {
 	mu         sync.Mutex
 	lastSealed []byte    // the head bytes this ledger last wrote in a transaction
 	lastHead   headState // what lastSealed decodes to
+	built      record    // the last entry putEntries wrote (signCommit)
 
 	gate gate.Gate // calls in flight; closed by Close
 }
@@ -105,6 +108,8 @@ func newLedger(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix st
 		now:     opts.Now,
 		policy:  cas.Policy{MaxAttempts: opts.MaxAttempts},
 		pins:    opts.Pins,
+		signer:  opts.Signer,
+		people:  opts.People,
 	}
 	if tr, ok := store.(stores.Transactor); ok && store.Capabilities().Transactions {
 		l.tr = tr
@@ -288,7 +293,7 @@ type planFunc func(head Head) ([]record, error)
 
 // planOf plans entries as they are.
 func (l *ledger) planOf(entries []Entry) planFunc {
-	return func(h Head) ([]record, error) { return l.build(h, entries) }
+	return func(h Head) ([]record, error) { return l.buildSigned(h, entries) }
 }
 
 // headOf is the head right after recs, or hs when nothing was appended.
@@ -483,6 +488,10 @@ func (l *ledger) build(head Head, entries []Entry) ([]record, error) {
 	now := l.now().UTC()
 	recs := make([]record, len(entries))
 	prev, seq := head.MAC, head.Seq
+	var pub []byte
+	if l.signer != nil {
+		pub = l.signer.Public()
+	}
 	for i, e := range entries {
 		seq++
 		e.Seq = seq
@@ -492,7 +501,15 @@ func (l *ledger) build(head Head, entries []Entry) ([]record, error) {
 		if e.Actor == "" {
 			e.Actor = l.actor
 		}
-		plain, err := e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
+		var (
+			plain []byte
+			err   error
+		)
+		if pub != nil {
+			plain, err = l.coverEntry(&e, pub)
+		} else {
+			plain, err = e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -500,7 +517,7 @@ func (l *ledger) build(head Head, entries []Entry) ([]record, error) {
 		if len(mac) == 0 || len(mac) > maxMAC {
 			return nil, fmt.Errorf("ledger: MACer returned %d bytes (want 1 to %d)", len(mac), maxMAC)
 		}
-		recs[i] = record{entry: e, plain: append(plain, mac...), encLen: len(plain)}
+		recs[i] = record{entry: e, plain: append(plain, mac...), encLen: len(plain), prev: prev}
 		prev = mac
 	}
 	return recs, nil

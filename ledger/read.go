@@ -24,8 +24,8 @@ import (
 func (l *ledger) Read(ctx context.Context, from uint64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		stopped := false
-		_, err := l.walk(ctx, from, false, func(e Entry) bool {
-			stopped = !yield(e, nil)
+		_, err := l.walk(ctx, from, false, func(r record, _ []byte) bool {
+			stopped = !yield(r.entry, nil)
 			return !stopped
 		})
 		if err != nil && !stopped {
@@ -60,12 +60,11 @@ func (r Report) OK() bool { return r.Problem == nil }
 // failed or ctx ended (Report.Problem is nil, and the report covers what was
 // read before).
 func (l *ledger) Verify(ctx context.Context) (Report, error) {
-	var rep Report
-	head, err := l.walk(ctx, 1, true, func(Entry) bool {
-		rep.Entries++
-		return true
-	})
-	rep.Head = head
+	return l.verifySigned(ctx)
+}
+
+// finish completes a report with err, the walk's outcome.
+func (rep Report) finish(err error) (Report, error) {
 	if err == nil {
 		return rep, nil
 	}
@@ -77,6 +76,7 @@ func (l *ledger) Verify(ctx context.Context) (Report, error) {
 		g *GapError
 		c *ChainError
 		t *TamperError
+		s *SignatureError
 	)
 	switch {
 	case errors.As(err, &g):
@@ -85,14 +85,18 @@ func (l *ledger) Verify(ctx context.Context) (Report, error) {
 		rep.FirstBad = c.Seq
 	case errors.As(err, &t):
 		rep.FirstBad = t.Seq
+	case errors.As(err, &s):
+		rep.FirstBad = s.Seq
+		rep.Entries = s.Seq - 1
 	}
 	return rep, err
 }
 
 // walk checks and passes to fn the entries from position from up to the
 // head, stopping early when fn returns false, and returns the head it read.
-// With skim, fn gets entries without their strings (see decodeEntry).
-func (l *ledger) walk(ctx context.Context, from uint64, skim bool, fn func(Entry) bool) (Head, error) {
+// fn gets each entry's record and the MAC of the entry before it. With
+// skim, the records' entries come without their strings (see decodeEntry).
+func (l *ledger) walk(ctx context.Context, from uint64, skim bool, fn func(r record, prev []byte) bool) (Head, error) {
 	if err := l.enter(); err != nil {
 		return Head{}, err
 	}
@@ -136,10 +140,11 @@ func (l *ledger) walk(ctx context.Context, from uint64, skim bool, fn func(Entry
 		if r.entry.Seq < c.next {
 			continue
 		}
+		prev := c.prev
 		if err := c.link(r); err != nil {
 			return head, err
 		}
-		if !fn(r.entry) {
+		if !fn(r, prev) {
 			return head, nil
 		}
 	}
@@ -221,7 +226,7 @@ type listed struct {
 
 // walkStored checks and passes to fn the entries at their own keys from
 // c.next to last. more is false when fn stopped the walk.
-func (l *ledger) walkStored(ctx context.Context, c *chain, last uint64, skim bool, fn func(Entry) bool) (more bool, err error) {
+func (l *ledger) walkStored(ctx context.Context, c *chain, last uint64, skim bool, fn func(record, []byte) bool) (more bool, err error) {
 	for it, err := range l.listStored(ctx, c.next, last) {
 		if err != nil {
 			return false, err
@@ -240,10 +245,11 @@ func (l *ledger) walkStored(ctx context.Context, c *chain, last uint64, skim boo
 		if err != nil {
 			return false, err
 		}
+		prev := c.prev
 		if err := c.link(r); err != nil {
 			return false, err
 		}
-		if !fn(r.entry) {
+		if !fn(r, prev) {
 			return false, nil
 		}
 	}
@@ -270,7 +276,7 @@ type chunk struct {
 // and checks density, workers check chunks (each entry against the one
 // before it in the chunk), and the calling goroutine takes the chunks in
 // order, links each chunk's first entry to the previous chunk, and calls fn.
-func (l *ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, skim bool, fn func(Entry) bool) (more bool, err error) {
+func (l *ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, skim bool, fn func(record, []byte) bool) (more bool, err error) {
 	workers := runtime.GOMAXPROCS(0)
 	out := make(chan *chunk, 2*workers)
 	sem := make(chan struct{}, workers)
@@ -349,6 +355,7 @@ func (l *ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, 
 	for ch := range out {
 		<-ch.ready
 		for i, r := range ch.recs {
+			prev := c.prev
 			if i == 0 {
 				if err := c.link(r); err != nil {
 					return false, err
@@ -360,7 +367,7 @@ func (l *ledger) walkStoredParallel(ctx context.Context, c *chain, last uint64, 
 					return false, err
 				}
 			}
-			if !fn(r.entry) {
+			if !fn(r, prev) {
 				return false, nil
 			}
 		}

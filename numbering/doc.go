@@ -74,7 +74,10 @@
 // number's mark, as a new revision), the numbers
 // recorded in the vault's ledger (one ledger.NumberAssigned entry each,
 // carrying the stamped revision and ciphertext hash, or ledger.NumberVoided
-// when the record was deleted after the batch was recorded), indexed under
+// when the record was deleted after the batch was recorded; should the
+// record come back pending under the same provisional id, a sync of a
+// device whose edit won over the deletion, the next pass gives it a new
+// number), indexed under
 // "_numbering/<series>/assigned/<id>" for Lookup (and by provisional id
 // under "_numbering/<series>/provisional/<provisional>" for LookupProvisional),
 // and their pending entries removed; progress is saved in the head every

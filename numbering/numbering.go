@@ -345,10 +345,14 @@ func (s *Series) inFlight(ctx context.Context, match func(item) bool) (Assignmen
 	return Assignment{}, false, nil
 }
 
-// indexed is deferred.Hooks.Indexed.
+// indexed is deferred.Hooks.Indexed. A voided number is not the record's:
+// its record was gone when its batch was stamped, so a revision pending
+// under the same provisional id (the record brought back, by a device
+// whose edit won over the deletion) is no replay of one from before a
+// stamp; the next pass numbers it anew.
 func (s *Series) indexed(ctx context.Context, id string) (string, uint64, string, bool, error) {
 	a, ok, err := s.readAssigned(ctx, id)
-	if err != nil || !ok {
+	if err != nil || !ok || a.Voided {
 		return "", 0, "", false, wrapIf(s, "index "+id, err)
 	}
 	return a.Provisional, a.Number, a.Formatted, true, nil

@@ -406,7 +406,7 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 		if err != nil {
 			return fmt.Errorf("%s: %w", id, err)
 		}
-		if indexed && !handoffs[i] {
+		if indexed && !handoffs[i] && !a.Voided {
 			status[i] = drop // already numbered by an earlier batch
 			return nil
 		}
@@ -419,6 +419,11 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 			// The id was numbered, deleted and handed off again: the
 			// record in the store is a new one, in line under this
 			// entry, and the index entry is its predecessor's.
+		case indexed && ok && n == 0 && p == all[i].provisional && a.Voided:
+			// Its number was voided (the record was gone when its batch
+			// was stamped) and the record came back pending under this
+			// entry (a device's edit won over the deletion in a sync): it
+			// never carried that number, and gets a new one.
 		case indexed && ok:
 			// Numbered by an earlier batch (the index says so, whatever
 			// the record shows: a record the store served from before

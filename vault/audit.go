@@ -53,8 +53,14 @@ func (a *Audit) Read(ctx context.Context, from uint64) iter.Seq2[ledger.Entry, e
 }
 
 // Verify walks the whole ledger from position 1, as Read does, and reports
-// what it found. The error is non-nil whenever the ledger could not be
-// shown intact: then either Report.Problem is set (and is the error), or
+// what it found. It also checks the signature of every commit (one, on
+// the commit's last entry, covering the others through the chain) against
+// its author's signing key and that the author's role allowed each entry at its
+// position (a *ledger.SignatureError, matching ledger.ErrBadSignature and
+// ErrTampered, otherwise; see package ledger): the people the ledger does
+// not introduce itself (granted on another device, the authors of a hub's
+// feed) are taken from the keyring, each entry checked as at Open. The
+// error is non-nil whenever the ledger could not be shown intact: then either Report.Problem is set (and is the error), or
 // the store failed or ctx ended (Report.Problem is nil, and the report
 // covers what was read before).
 func (a *Audit) Verify(ctx context.Context) (ledger.Report, error) {

@@ -50,9 +50,17 @@ type Record[T any] struct {
 }
 
 // CollectionOf returns the collection name of v, holding records of type T.
-// An invalid or reserved name is reported by every call on the collection.
+// An invalid or reserved name is reported by every call on the collection,
+// and so is a collection the vault's person may not use (ErrNotPermitted,
+// see Grant).
 func CollectionOf[T any](v *Vault, name string) *Collection[T] {
-	return &Collection[T]{v: v, name: name, err: CheckCollectionName(name)}
+	err := CheckCollectionName(name)
+	if err == nil {
+		// A person limited to other collections (Grant): every call fails
+		// with ErrNotPermitted, before touching the store.
+		err = v.keys.permits(name)
+	}
+	return &Collection[T]{v: v, name: name, err: err}
 }
 
 // Name returns the collection's name.
@@ -478,14 +486,25 @@ func (v *Vault) sealMeta(collection, id string, plain []byte, rev uint64, m meta
 	rev++
 	bp := plainBufs.Get().(*[]byte)
 	buf := appendMeta((*bp)[:0], m, plain)
-	gen, k := v.keys.current()
-	sealed, err := crypto.SealRecord(k, buf, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id, Revision: rev, Generation: gen})
+	sealed, err := v.sealRecord(collection, id, buf, rev)
 	if cap(buf) <= maxPooledPlain {
 		clear(buf) // plaintext: not left behind in a pooled buffer
 		*bp = buf
 		plainBufs.Put(bp)
 	}
 	return sealed, rev, err
+}
+
+// sealRecord seals a record's whole plaintext as revision rev with the
+// key records are written with now (genKeys.sealKey): the data key of
+// generation 1, else the collection's key of the current generation.
+func (v *Vault) sealRecord(collection, id string, plain []byte, rev uint64) ([]byte, error) {
+	gen, k, perCol, err := v.keys.sealKey(collection)
+	if err != nil {
+		return nil, err
+	}
+	return crypto.SealRecord(k, plain, crypto.RecordRef{Vault: v.name, Collection: collection, ID: id, Revision: rev,
+		Generation: gen, PerCollection: perCol})
 }
 
 // openRecord authenticates and decrypts a stored record envelope with the
@@ -497,11 +516,13 @@ func (v *Vault) sealMeta(collection, id string, plain []byte, rev uint64, m meta
 // transaction on the device's store, through which an unknown generation
 // is loaded (see genKeys.get).
 func (v *Vault) openRecordTx(tx stores.Tx, collection, id string, sealed []byte) ([]byte, uint64, error) {
-	gen, err := recordGeneration(sealed)
-	if err != nil {
+	if err := v.keys.permits(collection); err != nil {
+		return nil, 0, err
+	}
+	k, err := v.keys.openKey(collection, sealed, tx)
+	if errors.Is(err, crypto.ErrMalformed) {
 		return nil, 0, ErrTampered
 	}
-	k, err := v.keys.get(gen, tx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %w", ErrTampered, closedIfWiped(err))
 	}

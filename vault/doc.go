@@ -78,6 +78,21 @@
 // until then it seals with the generation it knows, which a person revoked
 // meanwhile held; ResumeRotation, after a Sync, re-seals those records.
 //
+// # Per-collection access
+//
+// From generation 2 on a record is sealed with its collection's own key
+// of the generation (crypto.CollectionKey of the generation's data key;
+// record envelope version 3), not with the data key itself. A person
+// without limit holds every generation's data key and derives the
+// collection keys; a person Grant limits to some collections holds the
+// data key of generation 1 only (for the internal values above) and their
+// collections' keys from the generation their grant made on, which later
+// rotations add to their keyring entry. So they open no record of another
+// collection, even with the raw store; they do read the ledger's metadata.
+// Through the API, CollectionOf a collection outside their list fails
+// every call with ErrNotPermitted, and their device's Sync pulls their
+// collections only. SetCollections changes the list.
+//
 // The audit ledger records every write, number and application event in one
 // hash chain (package ledger). The vault writes it; Audit is its read-only
 // view, and Record adds an application's own event:

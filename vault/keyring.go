@@ -254,6 +254,11 @@ func (e *keyringEntry) check() error {
 	case !slices.IsSortedFunc(e.gens, func(a, b wrappedGen) int { return cmpU(a.gen, b.gen) }):
 		return bad("generations out of order")
 	}
+	for _, c := range e.colKeys {
+		if _, ok := slices.BinarySearch(e.collections, c.name); !ok {
+			return bad("a collection key of a collection the person is not limited to")
+		}
+	}
 	return nil
 }
 
@@ -295,6 +300,11 @@ func wrapAD(vaultName, user string, header []byte, purpose string) []byte {
 }
 
 func genPurpose(gen uint64) string { return "gen/" + strconv.FormatUint(gen, 10) }
+
+// colPurpose is the purpose of the wrap of a collection's key of gen.
+func colPurpose(gen uint64, coll string) string {
+	return "col/" + strconv.FormatUint(gen, 10) + "/" + coll
+}
 
 // keyMAC is the MAC of e's body under the data key dk of e.macGen, bound
 // to the vault and header.
@@ -357,10 +367,40 @@ type entrySpec struct {
 	kdf  crypto.KDFParams
 	pub  []byte
 	// The keys: dk is generation 1; later holds the later generations
-	// (rotations) the person gets too.
+	// (rotations) the person gets too, unless they are limited to some
+	// collections: they get generation 1 only, and their collections'
+	// keys of later generations are added by wrapNew.
 	dk          *crypto.Key
 	later       map[uint64]*crypto.Key
 	granterSeed *crypto.Key // nil: the person signs their own grant
+}
+
+// wrapNew adds to e the key of a new generation gen, wrapped for the
+// person: the data key k itself, or, for a person limited to some
+// collections, the key of each of their collections derived from k. The
+// caller seals e afterwards.
+func (e *keyringEntry) wrapNew(vaultName string, header []byte, gen uint64, k *crypto.Key) error {
+	ad := func(p string) []byte { return wrapAD(vaultName, e.user, header, p) }
+	if len(e.collections) == 0 {
+		w, err := crypto.WrapKeyTo(e.boxPub, k, ad(genPurpose(gen)))
+		if err != nil {
+			return err
+		}
+		e.gens = append(slices.Clone(e.gens), wrappedGen{gen: gen, key: w})
+		return nil
+	}
+	cols := slices.Clone(e.colKeys)
+	for _, c := range e.collections {
+		ck := crypto.CollectionKey(k, c)
+		w, err := crypto.WrapKeyTo(e.boxPub, ck, ad(colPurpose(gen, c)))
+		ck.Wipe()
+		if err != nil {
+			return err
+		}
+		cols = append(cols, wrappedCol{name: c, gen: gen, key: w})
+	}
+	e.colKeys = cols
+	return nil
 }
 
 // build returns the sealed entry of spec and the person's signing seed
@@ -404,7 +444,7 @@ func (s entrySpec) build() (*keyringEntry, *crypto.Key, error) {
 	}
 	e.gens = []wrappedGen{{gen: 1, key: w}}
 	for _, n := range slices.Sorted(maps.Keys(s.later)) {
-		if n <= 1 {
+		if n <= 1 || len(s.collections) > 0 {
 			continue
 		}
 		w, err := crypto.WrapKeyTo(e.boxPub, s.later[n], ad(genPurpose(n)))

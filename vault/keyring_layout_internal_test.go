@@ -119,6 +119,10 @@ func TestKeyringRefusals(t *testing.T) {
 		"collections unsorted":   func(e *keyringEntry) { e.collections = []string{"b", "a"} },
 		"collections duplicated": func(e *keyringEntry) { e.collections = []string{"a", "a"} },
 		"generations unsorted":   func(e *keyringEntry) { e.gens = []wrappedGen{{gen: 2}, {gen: 1}} },
+		"key of another collection": func(e *keyringEntry) {
+			e.collections, e.colKeys = []string{"a"}, []wrappedCol{{name: "b", gen: 2}}
+		},
+		"collection key, no limit": func(e *keyringEntry) { e.colKeys = []wrappedCol{{name: "a", gen: 2}} },
 	} {
 		e := good
 		mut(&e)

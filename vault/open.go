@@ -217,7 +217,7 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 		}
 		v := newVault(cfg, prefix, dk, p)
 		m.store = cfg.Store
-		v.me = m
+		v.me, v.signAs = m, m
 		v.keys = m.genKeys(cfg, prefix)
 		if err := v.finishRecovery(ctx); err != nil {
 			_ = v.Close()
@@ -228,6 +228,7 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 				_ = v.Close()
 				return nil, fmt.Errorf("open vault %q: hub: %w", cfg.Name, err)
 			}
+			v.hub.signAs = m
 			v.hub.keys = v.keys
 		} else if v.hubless, err = isDevice(ctx, cfg, prefix); err != nil {
 			_ = v.Close()

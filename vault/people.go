@@ -7,11 +7,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"time"
 
 	"github.com/noydb-go/noydb/crypto"
-	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 )
@@ -137,17 +138,37 @@ func (v *Vault) readEntry(user string, raw []byte) (*keyringEntry, error) {
 // ledger.PersonGranted entry, in one commit on stores with transactions.
 // A person granted on a device of a hub opens on the others after Sync.
 //
-// Limiting a person to some collections needs collection keys, which come
-// with key rotation: collections must be empty for now (an error matching
-// stores.ErrNotSupported otherwise).
+// Given collections, the person may use only those (a writer or reader;
+// an owner cannot be limited: ErrInvalidArgument), enforced by keys: they
+// hold the first generation's data key, for the vault's internal values
+// (counters, ledger entries, sync state), and, from a new generation on,
+// only their collections' own keys, never a generation's data key. So the
+// grant rotates the keys (see RotateKeys: an owner on a store with
+// transactions, else stores.ErrNotSupported) and waits, honouring ctx,
+// until every record is re-sealed with the new generation, whose records
+// are sealed with their collection's key: afterwards the person cannot
+// open a record of another collection even with the raw store and every
+// key their keyring entry holds. Later rotations wrap their collections'
+// keys of the new generation for them. Through the API a call on another
+// collection fails with ErrNotPermitted before touching the store. What
+// they can still read with the raw store: the ledger's metadata
+// (collection names, record ids, revisions, numbers, hashes), sealed by
+// the first generation. When ctx ends before the re-sealing, Grant returns
+// its error with the person granted and the re-sealing continuing in the
+// background (Vault.Rotation; ResumeRotation after a Close or a crash):
+// records not yet re-sealed stay readable by the new person until then.
+// SetCollections changes a person's collections later.
 //
-// Bad input writes nothing: an invalid user name (ErrInvalidName), an
-// invalid role or an empty credential (ErrInvalidArgument), a malformed
+// Bad input writes nothing: an invalid user or collection name
+// (ErrInvalidName, ErrReservedName), an invalid role or an empty
+// credential (ErrInvalidArgument), a malformed
 // public key (crypto.ErrBadPublicKey and ErrInvalidArgument), a person who
 // already has access (ErrPersonExists, also when another owner granted
-// them meanwhile). A revoked person may be granted again. Revoke and
-// ChangeSecret racing another change of the same person fail with an
-// error matching stores.ErrConflict, writing nothing: try again.
+// them meanwhile). A revoked person may be granted again. Revoke,
+// ChangeSecret and a grant with collections racing another change of the
+// same person (for a grant with collections: of anyone, as a rotation)
+// fail with an error matching stores.ErrConflict, writing nothing: try
+// again.
 func (v *Vault) Grant(ctx context.Context, user string, cred Credential, role Role, collections ...string) error {
 	if err := v.grant(ctx, user, cred, role, collections); err != nil {
 		return fmt.Errorf("grant %q: %w", user, err)
@@ -170,8 +191,12 @@ func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Ro
 			return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 		}
 	}
-	if len(collections) > 0 {
-		return fmt.Errorf("access limited to collections comes with collection keys: %w", stores.ErrNotSupported)
+	cols, err := limitTo(role, collections)
+	if err != nil {
+		return err
+	}
+	if cols != nil && !transactional(v.me.store) {
+		return fmt.Errorf("limiting a person to some collections rotates the keys, which needs a store with transactions: %w", stores.ErrNotSupported)
 	}
 	if err := v.enter(ctx); err != nil {
 		return err
@@ -212,7 +237,7 @@ func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Ro
 	spec := entrySpec{
 		vault: v.name, user: user, grantedBy: v.user, header: v.me.header, role: role,
 		at: time.Now(), serial: serial, pub: cred.pub, dk: v.dk, granterSeed: seed,
-		later: later,
+		later: later, collections: cols,
 	}
 	if cred.pub == nil {
 		spec.salt, spec.kdf = make([]byte, crypto.SaltSize), h.KDF
@@ -229,8 +254,54 @@ func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Ro
 		return closedIfWiped(err)
 	}
 	pseed.Wipe()
-	val := e.encode()
-	return v.writePeople(ctx, key, old, val, ledger.Entry{Kind: ledger.PersonGranted, ID: user, Reason: role.String(), CipherHash: hashOf(val)})
+	entry := ledger.Entry{Kind: ledger.PersonGranted, ID: user, Reason: role.String(), SigningKey: e.signPub}
+	if cols == nil {
+		val := e.encode()
+		entry.CipherHash = hashOf(val)
+		return v.writePeople(ctx, key, old, val, entry)
+	}
+	// A limited person holds the first generation's data key, which every
+	// record sealed before opens with: the grant makes a new generation,
+	// whose collection keys are theirs, and re-seals every record with it
+	// before returning.
+	gen, err := v.newGeneration(ctx, "grant "+user, &keyringWrite{user: user, old: old.Value, add: e, entry: entry})
+	if errors.Is(err, errPeopleChanged) && old.Value == nil {
+		if _, gerr := v.me.store.Get(ctx, key); gerr == nil {
+			return ErrPersonExists // granted meanwhile
+		}
+	}
+	if err != nil {
+		return err
+	}
+	r := v.startReseal(gen, nil)
+	if err := r.Wait(ctx); err != nil {
+		return fmt.Errorf("granted, but the records are not all re-sealed yet (Vault.Rotation follows it; "+
+			"ResumeRotation continues it after a Close): %w", err)
+	}
+	return nil
+}
+
+// limitTo checks the collections a grant limits a person to and returns
+// them sorted and unique; nil for none (all collections). An owner is
+// never limited: they wrap every generation's data key for the others.
+func limitTo(role Role, collections []string) ([]string, error) {
+	if len(collections) == 0 {
+		return nil, nil
+	}
+	if role == RoleOwner {
+		return nil, fmt.Errorf("%w: an owner cannot be limited to some collections", ErrInvalidArgument)
+	}
+	if len(collections) > maxKeyringList/4 {
+		return nil, fmt.Errorf("%w: %d collections, at most %d", ErrInvalidArgument, len(collections), maxKeyringList/4)
+	}
+	for _, c := range collections {
+		if err := CheckCollectionName(c); err != nil {
+			return nil, err
+		}
+	}
+	cols := slices.Clone(collections)
+	slices.Sort(cols)
+	return slices.Compact(cols), nil
 }
 
 // ownerSeed returns the signing key of the vault's person if they are an
@@ -516,14 +587,19 @@ func (v *Vault) upgrade(ctx context.Context, key string, old stores.Item, h cryp
 		return closedIfWiped(err)
 	}
 	val := e.encode()
-	err = v.writePeople(ctx, key, old, val, ledger.Entry{Kind: ledger.KeyringUpgraded, ID: v.user, Reason: RoleOwner.String(), CipherHash: hashOf(val)})
+	// The entry is signed with the new key it introduces.
+	v.me.mu.Lock()
+	v.me.entry, v.me.seed = e, seed
+	v.me.mu.Unlock()
+	err = v.writePeople(ctx, key, old, val, ledger.Entry{Kind: ledger.KeyringUpgraded, ID: v.user, Reason: RoleOwner.String(), CipherHash: hashOf(val), SigningKey: e.signPub})
+	v.me.mu.Lock()
+	defer v.me.mu.Unlock()
 	if err != nil {
+		v.me.entry, v.me.seed = nil, nil
 		seed.Wipe()
 		return err
 	}
-	v.me.mu.Lock()
-	v.me.entry, v.me.seed, v.me.role = e, seed, RoleOwner
-	v.me.mu.Unlock()
+	v.me.role = RoleOwner
 	return nil
 }
 
@@ -549,7 +625,7 @@ var errEntryMoved = errors.New("keyring entry moved")
 func (v *Vault) writePeople(ctx context.Context, key string, old stores.Item, val []byte, e ledger.Entry) error {
 	l := v.ledger
 	if v.me.store != v.store {
-		l = newLedger()(v.me.store, v.seal, v.macer, v.prefix, wire.LedgerOptions{Actor: v.user, Pins: v.pins})
+		l = newLedger()(v.me.store, v.seal, v.macer, v.prefix, v.ledgerOptions())
 		defer func() { _ = l.Close() }()
 	}
 	// A person granted meanwhile is ErrPersonExists for a grant.
@@ -589,4 +665,158 @@ func (v *Vault) writePeople(ctx context.Context, key string, old stores.Item, va
 	}
 	_, err := l.Append(ctx, e)
 	return closedIfWiped(err)
+}
+
+// SetCollections changes the collections user may use: collections names
+// them (a writer or reader only: ErrInvalidArgument for an owner), none
+// gives access to all. Only an owner changes it (ErrNotPermitted); a
+// person without access is an error matching ErrNotFound. The person's
+// keyring entry is granted again by the caller, with a ledger.PersonGranted
+// entry, and takes effect for the handles they open afterwards.
+//
+// Giving more (collections added, or all) wraps for the person the keys
+// they lacked: each added collection's key of every generation since
+// they were limited, or every generation's data key. Taking any
+// collection away rotates the keys and waits for every record to be
+// re-sealed, as a Grant with collections does (see Grant, also for ctx
+// and a store without transactions): records of a collection taken away
+// then open with no key the person holds, although they may have read
+// them before. Setting the collections the person already has writes
+// nothing.
+func (v *Vault) SetCollections(ctx context.Context, user string, collections ...string) error {
+	if err := v.setCollections(ctx, user, collections); err != nil {
+		return fmt.Errorf("set collections of %q: %w", user, err)
+	}
+	return nil
+}
+
+func (v *Vault) setCollections(ctx context.Context, user string, collections []string) error {
+	if err := CheckCollectionName(user); err != nil {
+		return err
+	}
+	if err := v.enter(ctx); err != nil {
+		return err
+	}
+	defer v.exit()
+	seed, err := v.ownerSeed()
+	if err != nil {
+		return err
+	}
+	key := v.prefix + keyringPrefix + user
+	old, err := v.me.store.Get(ctx, key)
+	if errors.Is(err, stores.ErrNotFound) {
+		return fmt.Errorf("no such person: %w", ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if !isKeyringV2(old.Value) {
+		return fmt.Errorf("%w: %q is an owner (keyring entry of layout version 1)", ErrInvalidArgument, user)
+	}
+	e, err := v.readEntry(user, old.Value)
+	if err != nil {
+		return err
+	}
+	if e.revoked {
+		return fmt.Errorf("revoked: %w", ErrNotFound)
+	}
+	if err := checkGrant(ctx, v.me.store, v.prefix, v.name, v.me.header, v.dk, e); err != nil {
+		return closedIfWiped(err)
+	}
+	cols, err := limitTo(e.role, collections)
+	if err != nil {
+		return err
+	}
+	if slices.Equal(cols, e.collections) {
+		return nil
+	}
+	narrows := cols != nil && e.collections == nil
+	for _, c := range e.collections {
+		if _, ok := slices.BinarySearch(cols, c); cols != nil && !ok {
+			narrows = true
+		}
+	}
+	if narrows && !transactional(v.me.store) {
+		return fmt.Errorf("taking collections away rotates the keys, which needs a store with transactions: %w", stores.ErrNotSupported)
+	}
+	held, err := v.heldGenerations(ctx)
+	if err != nil {
+		return err
+	}
+	ne := *e
+	ne.serial, ne.collections, ne.grantedBy, ne.grantedAt = e.serial+1, cols, v.user, time.Now().UnixNano()
+	if err := ne.rewrap(v.name, v.me.header, e, held); err != nil {
+		return closedIfWiped(err)
+	}
+	if ne.grantSig, err = crypto.Sign(seed, grantStatement(v.name, v.me.header, &ne)); err != nil {
+		return closedIfWiped(err)
+	}
+	entry := ledger.Entry{Kind: ledger.PersonGranted, ID: user, Reason: e.role.String(), SigningKey: ne.signPub}
+	if !narrows {
+		ne.seal(v.dk, v.name, v.me.header)
+		val := ne.encode()
+		entry.CipherHash = hashOf(val)
+		return v.writePeople(ctx, key, old, val, entry)
+	}
+	gen, err := v.newGeneration(ctx, "collections of "+user, &keyringWrite{user: user, old: old.Value, add: &ne, entry: entry})
+	if err != nil {
+		return err
+	}
+	if err := v.startReseal(gen, nil).Wait(ctx); err != nil {
+		return fmt.Errorf("changed, but the records are not all re-sealed yet (Vault.Rotation follows it; "+
+			"ResumeRotation continues it after a Close): %w", err)
+	}
+	return nil
+}
+
+// rewrap sets the wrapped keys of e, whose collections changed from
+// those of was, from the data keys held by generation: every generation
+// for a person no longer limited; else generation 1, the collection keys
+// was held for collections kept, and each added collection's key of every
+// generation from the first was held a collection key of (none when was
+// was not limited: the caller rotates, and the new generation's keys are
+// added then).
+func (e *keyringEntry) rewrap(vaultName string, header []byte, was *keyringEntry, held map[uint64]*crypto.Key) error {
+	ad := func(p string) []byte { return wrapAD(vaultName, e.user, header, p) }
+	e.gens, e.colKeys = nil, nil
+	if e.collections == nil {
+		for _, g := range slices.Sorted(maps.Keys(held)) {
+			w, err := crypto.WrapKeyTo(e.boxPub, held[g], ad(genPurpose(g)))
+			if err != nil {
+				return err
+			}
+			e.gens = append(e.gens, wrappedGen{gen: g, key: w})
+		}
+		return nil
+	}
+	for _, g := range was.gens {
+		if g.gen == 1 {
+			e.gens = append(e.gens, g)
+		}
+	}
+	from := uint64(math.MaxUint64)
+	for _, c := range was.colKeys {
+		from = min(from, c.gen)
+		if _, ok := slices.BinarySearch(e.collections, c.name); ok {
+			e.colKeys = append(e.colKeys, c)
+		}
+	}
+	for _, c := range e.collections {
+		if _, ok := slices.BinarySearch(was.collections, c); ok {
+			continue
+		}
+		for _, g := range slices.Sorted(maps.Keys(held)) {
+			if g < from || g < 2 {
+				continue
+			}
+			ck := crypto.CollectionKey(held[g], c)
+			w, err := crypto.WrapKeyTo(e.boxPub, ck, ad(colPurpose(g, c)))
+			ck.Wipe()
+			if err != nil {
+				return err
+			}
+			e.colKeys = append(e.colKeys, wrappedCol{name: c, gen: g, key: w})
+		}
+	}
+	return nil
 }

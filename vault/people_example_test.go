@@ -102,3 +102,53 @@ func ExampleVault_People() {
 	// rita reader granted by olga revoked: false
 	// wanda writer granted by olga revoked: true
 }
+
+// A writer limited to one collection reads and writes it, and every call
+// on another collection is refused; SetCollections gives her another.
+func ExampleVault_Grant_collections() {
+	ctx := context.Background()
+	// Cheap key derivation keeps the example fast; never do this in production.
+	cheap := crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}
+	st := memstore.New()
+	cfg := func(user, secret string) vault.Config {
+		return vault.Config{Store: st, Name: "books", User: user, Secret: []byte(secret), KDF: cheap, InsecureAllowWeakKDF: true}
+	}
+	owner, err := vault.Open(ctx, cfg("olga", "olga's secret"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer owner.Close()
+	if err := vault.CollectionOf[Customer](owner, "payroll").Put(ctx, "olga", Customer{Name: "salary"}); err != nil {
+		log.Fatal(err)
+	}
+	// The grant rotates the keys and returns once every record is
+	// re-sealed: lena holds no key that opens payroll.
+	if err := owner.Grant(ctx, "lena", vault.Secret([]byte("lena's secret")), vault.RoleWriter, "customers"); err != nil {
+		log.Fatal(err)
+	}
+
+	lena, err := vault.Open(ctx, cfg("lena", "lena's secret"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(vault.CollectionOf[Customer](lena, "customers").Put(ctx, "acme", Customer{Name: "ACME"}))
+	_, err = vault.CollectionOf[Customer](lena, "payroll").Get(ctx, "olga")
+	fmt.Println(errors.Is(err, vault.ErrNotPermitted))
+	lena.Close()
+
+	if err := owner.SetCollections(ctx, "lena", "customers", "orders"); err != nil {
+		log.Fatal(err)
+	}
+	people, err := owner.People(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, p := range people {
+		fmt.Println(p.Name, p.Role, p.Collections)
+	}
+	// Output:
+	// <nil>
+	// true
+	// lena writer [customers orders]
+	// olga owner []
+}

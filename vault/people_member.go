@@ -24,6 +24,7 @@ type member struct {
 	// ours to wipe). Both are empty for a version 1 entry, which holds the
 	// first generation only.
 	gens   map[uint64]*crypto.Key
+	cols   map[colGen]*crypto.Key // a limited person's collection keys
 	box    *crypto.Identity
 	ownBox bool
 
@@ -40,6 +41,9 @@ type member struct {
 func (m *member) wipe() {
 	m.dk.Wipe()
 	for _, k := range m.gens {
+		k.Wipe()
+	}
+	for _, k := range m.cols {
 		k.Wipe()
 	}
 	m.wipeSigner()
@@ -126,8 +130,12 @@ func unlockEntry(ctx context.Context, cfg Config, prefix string, header, raw []b
 func unlockWithBox(ctx context.Context, cfg Config, prefix string, header []byte, e *keyringEntry, box *crypto.Identity, ownBox bool) (*member, error) {
 	ad := func(p string) []byte { return wrapAD(cfg.Name, cfg.User, header, p) }
 	gens := make(map[uint64]*crypto.Key, len(e.gens))
+	cols := make(map[colGen]*crypto.Key, len(e.colKeys))
 	fail := func(err error) (*member, error) {
 		for _, k := range gens {
+			k.Wipe()
+		}
+		for _, k := range cols {
 			k.Wipe()
 		}
 		if ownBox {
@@ -142,11 +150,18 @@ func unlockWithBox(ctx context.Context, cfg Config, prefix string, header []byte
 		}
 		gens[g.gen] = k
 	}
+	for _, c := range e.colKeys {
+		k, err := crypto.UnwrapKeyWith(box, c.key, ad(colPurpose(c.gen, c.name)))
+		if err != nil {
+			return fail(fmt.Errorf("keyring entry of %q: key of collection %q, generation %d: %w", cfg.User, c.name, c.gen, ErrTampered))
+		}
+		cols[colGen{c.gen, c.name}] = k
+	}
 	dk := gens[e.macGen]
 	if dk == nil {
 		return fail(fmt.Errorf("keyring entry of %q: data key: %w", cfg.User, ErrTampered))
 	}
-	m := &member{dk: dk, header: header, role: e.role, entry: e, gens: gens, box: box, ownBox: ownBox}
+	m := &member{dk: dk, header: header, role: e.role, entry: e, gens: gens, cols: cols, box: box, ownBox: ownBox}
 	if err := e.verify(dk, cfg.Name, cfg.User, header); err != nil {
 		m.wipe()
 		return nil, err

@@ -24,6 +24,8 @@ func (v *Vault) pullView() *Vault {
 	pv := newVault(cfg, v.prefix, v.dk, v.pins)
 	// The reader's generations too: a record a rotation sealed opens here.
 	pv.sharesKey, pv.me, pv.keys = true, v.me, v.keys
+	// The reader signs the entries of her pulls (ledger.RecordPulled...).
+	pv.signAs = v.signAs
 	v.syncs.mu.Lock()
 	pv.syncs.policies, pv.syncs.merges, pv.syncs.numbered = v.syncs.policies, v.syncs.merges, v.syncs.numbered
 	v.syncs.mu.Unlock()
@@ -38,6 +40,7 @@ func (v *Vault) release() {
 	_ = v.ledger.Close()
 	v.macer.Wipe()
 	v.claims.Wipe()
+	v.signers.wipe()
 }
 
 // readerKeyrings is keyrings for a reader: the keyring entries (signed

@@ -12,7 +12,6 @@ import (
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/codec"
-	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 )
@@ -604,7 +603,7 @@ func (v *Vault) writeEntries(ctx context.Context, ws []entryWrite, e ledger.Entr
 	}
 	l := v.ledger
 	if v.me.store != v.store {
-		l = newLedger()(v.me.store, v.seal, v.macer, v.prefix, wire.LedgerOptions{Actor: v.user, Pins: v.pins})
+		l = newLedger()(v.me.store, v.seal, v.macer, v.prefix, v.ledgerOptions())
 		defer func() { _ = l.Close() }()
 	}
 	if _, ok := v.me.store.(stores.Transactor); ok && v.me.store.Capabilities().Transactions {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,7 +134,10 @@ func (v *Vault) Rotation() *Rotation { return v.rot.Load() }
 // Only an owner rotates (ErrNotPermitted), on a store with transactions
 // (stores.ErrNotSupported otherwise); a keyring holding an entry of layout
 // version 1 that is not revoked cannot give it the new key
-// (ErrNotPermitted: its holder calls UpgradeKeyring first). A crash, Stop
+// (ErrNotPermitted: its holder calls UpgradeKeyring first), and an entry
+// whose grant is not signed by its granter (one rewritten by someone
+// holding the first generation's key, which keys the entries' MAC) is
+// refused with ErrTampered rather than given the new key. A crash, Stop
 // or Close leaves the rotation pending: ResumeRotation continues it.
 //
 // On a device of a hub the rotation is made on the hub first (see
@@ -168,7 +170,8 @@ func (v *Vault) RotateKeys(ctx context.Context, opts ...RotateOption) (*Rotation
 // another reason (written by a handle that did not know of the rotation,
 // or pulled by Sync from a device that did not). Without anything left it
 // returns a rotation that finishes at once. Any role but a reader may
-// resume (re-sealing writes records); it needs a store with transactions.
+// resume (re-sealing writes records), except a person limited to some
+// collections (ErrNotPermitted); it needs a store with transactions.
 func (v *Vault) ResumeRotation(ctx context.Context, opts ...RotateOption) (*Rotation, error) {
 	if err := v.enter(ctx); err != nil {
 		return nil, fmt.Errorf("resume rotation: %w", err)
@@ -176,6 +179,9 @@ func (v *Vault) ResumeRotation(ctx context.Context, opts ...RotateOption) (*Rota
 	defer v.exit()
 	if v.Role() == RoleReader {
 		return nil, fmt.Errorf("resume rotation: a reader writes nothing: %w", ErrNotPermitted)
+	}
+	if v.keys.limited != nil {
+		return nil, fmt.Errorf("resume rotation: a person limited to some collections cannot open the others' records: %w", ErrNotPermitted)
 	}
 	if !transactional(v.store) {
 		return nil, fmt.Errorf("resume rotation: %w", stores.ErrNotSupported)
@@ -260,10 +266,13 @@ func transactional(st stores.Store) bool {
 }
 
 // keyringWrite is a keyring entry to replace in the rotation's commit: the
-// revocation a Revoke rotates with.
+// revocation a Revoke rotates with, or the grant of a person limited to
+// some collections (add: their entry, to which the new generation's keys
+// are added before it is sealed into val; old nil: no entry before).
 type keyringWrite struct {
 	user     string
 	old, val []byte
+	add      *keyringEntry
 	entry    ledger.Entry
 }
 
@@ -310,6 +319,15 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 			top = max(top, g.gen)
 		}
 		if !e.revoked {
+			// The new key goes to the public key and within the
+			// collections the entry names: its MAC, keyed by the first
+			// generation, which every person holds, is not enough; its
+			// grant must be signed by an owner (else a person could add
+			// a key of theirs, or lift their own limit, and be given the
+			// new generation).
+			if err := checkGrant(ctx, v.me.store, v.prefix, v.name, v.me.header, v.dk, e); err != nil {
+				return 0, closedIfWiped(err)
+			}
 			active = append(active, e)
 			olds = append(olds, it.Value)
 		}
@@ -326,13 +344,14 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 	for i, e := range active {
 		ne := *e
 		ne.serial++
-		ne.gens = slices.Clone(e.gens)
-		w, err := crypto.WrapKeyTo(e.boxPub, k, wrapAD(v.name, e.user, v.me.header, genPurpose(gen)))
-		if err != nil {
+		if len(ne.colKeys)+len(ne.collections) > maxKeyringList {
+			k.Wipe()
+			return 0, fmt.Errorf("%w: %q holds %d collection keys, the most a keyring entry holds", ErrInvalidArgument, e.user, len(ne.colKeys))
+		}
+		if err := ne.wrapNew(v.name, v.me.header, gen, k); err != nil {
 			k.Wipe()
 			return 0, err
 		}
-		ne.gens = append(ne.gens, wrappedGen{gen: gen, key: w})
 		ne.seal(v.dk, v.name, v.me.header)
 		changes = append(changes, keyringChange{key: kp + e.user, old: olds[i], val: ne.encode()})
 		if e.user == v.user {
@@ -340,6 +359,16 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 		}
 	}
 	if also != nil {
+		if also.add != nil {
+			// A person granted with this generation: it is theirs too.
+			if err := also.add.wrapNew(v.name, v.me.header, gen, k); err != nil {
+				k.Wipe()
+				return 0, err
+			}
+			also.add.seal(v.dk, v.name, v.me.header)
+			also.val = also.add.encode()
+			also.entry.CipherHash = hashOf(also.val)
+		}
 		changes = append(changes, keyringChange{key: kp + also.user, old: also.old, val: also.val})
 	}
 	mark, err := v.seal.Seal(v.prefix+rotationKey, encodeRotationMark(gen))
@@ -369,7 +398,11 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 					continue
 				}
 			case errors.Is(err, stores.ErrNotFound):
-				return errEntryMoved
+				if c.old != nil {
+					return errEntryMoved
+				}
+			case err == nil && c.old == nil:
+				return errEntryMoved // granted meanwhile
 			case err != nil:
 				return err
 			case !bytes.Equal(it.Value, c.old):
@@ -564,8 +597,7 @@ func (v *Vault) resealKeys(ctx context.Context, keys []recKey, gen uint64) (rese
 				out.bad = fmt.Errorf("%s/%s: %w", k.coll, k.id, ErrRevisionOverflow)
 				continue
 			}
-			cg, ck := v.keys.current()
-			sealed, err := crypto.SealRecord(ck, plain, crypto.RecordRef{Vault: v.name, Collection: k.coll, ID: k.id, Revision: rev + 1, Generation: cg})
+			sealed, err := v.sealRecord(k.coll, k.id, plain, rev+1)
 			clear(plain)
 			if err != nil {
 				return closedIfWiped(err)

@@ -3,6 +3,8 @@ package vault
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -11,9 +13,16 @@ import (
 )
 
 // genKeys holds the data keys, by generation, that a vault's person holds,
-// and the generation new records are sealed with (the highest known). A
-// device vault and its hub-side vault share one. Reads take a snapshot
-// without locking; adding a generation copies it.
+// the collections' keys of generations 2 and later (which seal records,
+// see sealKey), and the generation new records are sealed with (the
+// highest known). A device vault and its hub-side vault share one. Reads
+// take a snapshot without locking; adding a key copies it.
+//
+// A person limited to some collections (limited not nil) holds the data
+// key of generation 1 only (for the vault's internal values) and the
+// collection keys of their collections from the generation of their grant
+// on; every other person holds the data key of every generation and
+// derives a collection's key from it when first needed.
 type genKeys struct {
 	snap atomic.Pointer[genSnap]
 	mu   sync.Mutex // serialises add and wipe (not load: see get)
@@ -22,23 +31,131 @@ type genKeys struct {
 	// reading it through tx when not nil; nil when it cannot (a version 1
 	// entry).
 	load func(ctx context.Context, gen uint64, tx stores.Tx) (*crypto.Key, error)
+	// limited lists the collections of a person limited to some (sorted);
+	// nil: all.
+	limited []string
+	// loadCol fetches the keys of a limited person's collections of a
+	// generation this handle does not hold, from their keyring entry
+	// (through tx when not nil, as load does); every collection of theirs
+	// of that generation at once, so that a write after a read of a new
+	// generation finds its key held.
+	loadCol func(ctx context.Context, gen uint64, tx stores.Tx) (map[string]*crypto.Key, error)
+}
+
+// colGen names a collection's key of one generation.
+type colGen struct {
+	gen  uint64
+	coll string
 }
 
 type genSnap struct {
 	cur  uint64
 	keys map[uint64]*crypto.Key
+	cols map[colGen]*crypto.Key
 }
 
 // newGenKeys returns the keys of a member: its generations (at least the
-// first).
-func newGenKeys(keys map[uint64]*crypto.Key) *genKeys {
+// first) and, for a limited person, its collections' keys.
+func newGenKeys(keys map[uint64]*crypto.Key, cols map[colGen]*crypto.Key) *genKeys {
 	g := &genKeys{}
-	s := &genSnap{keys: keys}
+	s := &genSnap{keys: keys, cols: cols}
 	for n := range keys {
 		s.cur = max(s.cur, n)
 	}
+	for c := range cols {
+		s.cur = max(s.cur, c.gen)
+	}
 	g.snap.Store(s)
 	return g
+}
+
+// permits reports whether the person may read and write collection: nil,
+// or an error matching ErrNotPermitted.
+func (g *genKeys) permits(collection string) error {
+	if g == nil || g.limited == nil {
+		return nil
+	}
+	if _, ok := slices.BinarySearch(g.limited, collection); ok {
+		return nil
+	}
+	return fmt.Errorf("collection %q is not among those the person may use: %w", collection, ErrNotPermitted)
+}
+
+// sealKey returns the key a record of collection written now is sealed
+// with: the generation's data key for generation 1, else the collection's
+// key of the current generation (perCol), so that a person limited to
+// other collections cannot open it.
+func (g *genKeys) sealKey(collection string) (gen uint64, k *crypto.Key, perCol bool, err error) {
+	gen, k = g.current()
+	if gen <= 1 && g.limited == nil {
+		return gen, k, false, nil
+	}
+	k, err = g.colKey(gen, collection, nil)
+	return gen, k, true, err
+}
+
+// openKey returns the key that opens a record of collection sealed as
+// the envelope says (crypto.RecordKeyOf); tx as for get.
+func (g *genKeys) openKey(collection string, sealed []byte, tx stores.Tx) (*crypto.Key, error) {
+	gen, perCol, err := crypto.RecordKeyOf(sealed)
+	if err != nil {
+		return nil, err
+	}
+	if gen == 0 {
+		gen = 1 // a version 1 envelope
+	}
+	if perCol {
+		return g.colKey(gen, collection, tx)
+	}
+	return g.get(gen, tx)
+}
+
+// colKey returns the key of collection of generation gen (2 or more):
+// held, derived from the generation's data key, or, for a limited person,
+// loaded from their keyring entry; tx as for get.
+func (g *genKeys) colKey(gen uint64, collection string, tx stores.Tx) (*crypto.Key, error) {
+	id := colGen{gen, collection}
+	if k := g.snap.Load().cols[id]; k != nil {
+		return k, nil
+	}
+	if err := g.permits(collection); err != nil {
+		return nil, err
+	}
+	// The load runs without g.mu, as in get.
+	loaded := map[string]*crypto.Key{}
+	if g.limited == nil {
+		dk, err := g.get(gen, tx)
+		if err != nil {
+			return nil, err
+		}
+		loaded[collection] = crypto.CollectionKey(dk, collection)
+	} else {
+		if g.loadCol == nil {
+			return nil, fmt.Errorf("key of collection %q, generation %d: %w", collection, gen, ErrNoAccess)
+		}
+		var err error
+		if loaded, err = g.loadCol(context.Background(), gen, tx); err != nil {
+			return nil, err
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.snap.Load()
+	s := &genSnap{cur: old.cur, keys: old.keys, cols: make(map[colGen]*crypto.Key, len(old.cols)+len(loaded))}
+	maps.Copy(s.cols, old.cols)
+	for c, k := range loaded {
+		if s.cols[colGen{gen, c}] != nil {
+			k.Wipe() // loaded by a racing call meanwhile
+			continue
+		}
+		s.cols[colGen{gen, c}] = k
+		s.cur = max(s.cur, gen)
+	}
+	g.snap.Store(s)
+	if k := s.cols[id]; k != nil {
+		return k, nil
+	}
+	return nil, fmt.Errorf("user holds no key of collection %q, generation %d: %w", collection, gen, ErrNoAccess)
 }
 
 // current returns the generation and key new records are sealed with.
@@ -91,7 +208,7 @@ func (g *genKeys) addLocked(gen uint64, k *crypto.Key) *crypto.Key {
 		k.Wipe()
 		return held
 	}
-	s := &genSnap{cur: max(old.cur, gen), keys: make(map[uint64]*crypto.Key, len(old.keys)+1)}
+	s := &genSnap{cur: max(old.cur, gen), keys: make(map[uint64]*crypto.Key, len(old.keys)+1), cols: old.cols}
 	for n, key := range old.keys {
 		s.keys[n] = key
 	}
@@ -108,6 +225,9 @@ func (g *genKeys) wipe() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, k := range g.snap.Load().keys {
+		k.Wipe()
+	}
+	for _, k := range g.snap.Load().cols {
 		k.Wipe()
 	}
 }
@@ -130,11 +250,14 @@ func recordGeneration(sealed []byte) (uint64, error) {
 // by another handle or device, whose keyring entry Sync brought).
 func (m *member) genKeys(cfg Config, prefix string) *genKeys {
 	if m.gens == nil {
-		return newGenKeys(map[uint64]*crypto.Key{1: m.dk})
+		return newGenKeys(map[uint64]*crypto.Key{1: m.dk}, nil)
 	}
-	g := newGenKeys(m.gens)
+	g := newGenKeys(m.gens, m.cols)
+	if m.entry != nil && len(m.entry.collections) > 0 {
+		g.limited = slices.Clone(m.entry.collections)
+	}
 	name, user, header, st, box, dk := cfg.Name, cfg.User, m.header, cfg.Store, m.box, m.dk
-	g.load = func(ctx context.Context, gen uint64, tx stores.Tx) (*crypto.Key, error) {
+	entry := func(ctx context.Context, what string, tx stores.Tx) (*keyringEntry, error) {
 		var it stores.Item
 		var err error
 		if tx != nil {
@@ -143,7 +266,7 @@ func (m *member) genKeys(cfg Config, prefix string) *genKeys {
 			it, err = st.Get(ctx, prefix+keyringPrefix+user)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("data key generation %d: keyring entry: %w", gen, err)
+			return nil, fmt.Errorf("%s: keyring entry: %w", what, err)
 		}
 		e, err := decodeKeyring(it.Value)
 		if err != nil {
@@ -154,6 +277,34 @@ func (m *member) genKeys(cfg Config, prefix string) *genKeys {
 		}
 		if e.revoked {
 			return nil, fmt.Errorf("user %q was revoked: %w", user, ErrNoAccess)
+		}
+		return e, nil
+	}
+	g.loadCol = func(ctx context.Context, gen uint64, tx stores.Tx) (map[string]*crypto.Key, error) {
+		e, err := entry(ctx, fmt.Sprintf("collection keys of generation %d", gen), tx)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]*crypto.Key{}
+		for _, w := range e.colKeys {
+			if w.gen != gen {
+				continue
+			}
+			k, err := crypto.UnwrapKeyWith(box, w.key, wrapAD(name, user, header, colPurpose(gen, w.name)))
+			if err != nil {
+				for _, k := range out {
+					k.Wipe()
+				}
+				return nil, fmt.Errorf("keyring entry of %q: key of collection %q, generation %d: %w", user, w.name, gen, ErrTampered)
+			}
+			out[w.name] = k
+		}
+		return out, nil
+	}
+	g.load = func(ctx context.Context, gen uint64, tx stores.Tx) (*crypto.Key, error) {
+		e, err := entry(ctx, fmt.Sprintf("data key generation %d", gen), tx)
+		if err != nil {
+			return nil, err
 		}
 		for _, w := range e.gens {
 			if w.gen == gen {
@@ -184,6 +335,11 @@ func (v *Vault) heldGenerations(ctx context.Context) (map[uint64]*crypto.Key, er
 		}
 		for _, g := range e.gens {
 			if _, err := v.keys.get(g.gen, nil); err != nil {
+				return nil, err
+			}
+		}
+		for _, c := range e.colKeys {
+			if _, err := v.keys.colKey(c.gen, c.name, nil); err != nil {
 				return nil, err
 			}
 		}

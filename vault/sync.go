@@ -233,7 +233,11 @@ func (v *Vault) mergeOf(collection string) mergeFunc {
 }
 
 // Sync converges this device's vault with the hub: it copies the keyring
-// entries each side lacks, pulls the changes the hub accepted since the
+// entries each side lacks (an owner's Sync records on the hub's ledger the
+// grants and revocations the hub learns from it, so that the hub's
+// Audit().Verify checks each person's pushes with the key they held then
+// and refuses a revoked person's later ones),
+// pulls the changes the hub accepted since the
 // last sync, then pushes this device's changes, and repeats (a few rounds
 // at most) while another device's push raced its own. Its cost is
 // proportional to the changes since the last sync.
@@ -353,6 +357,9 @@ func (s *syncRun) keyrings(ctx context.Context) error {
 	hk := s.v.prefix + headerKey
 	dh, err := s.v.store.Get(ctx, hk)
 	if err != nil {
+		return err
+	}
+	if err := s.hubPeople(ctx); err != nil { // signing.go
 		return err
 	}
 	merge := keyringMerger(s.v.dk, s.v.name, dh.Value) // see keyring_merge.go
@@ -490,10 +497,12 @@ func (s *syncRun) pullPass(ctx context.Context) (bool, error) {
 // fewer than len(win) when a record is ahead of its entry (a hub commit in
 // flight), whose entry and those after wait for the next sync.
 func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int, error) {
-	// The last feed entry of each record in the window.
+	// The last feed entry of each record in the window. A person limited
+	// to some collections (Grant) pulls only theirs: the others' records
+	// do not open with their keys, and their device never holds them.
 	last := map[recKey]int{}
 	for i, e := range win {
-		if isRecordEntry(e) {
+		if isRecordEntry(e) && s.v.keys.permits(e.Collection) == nil {
 			last[recKey{e.Collection, e.ID}] = i
 		}
 	}

@@ -66,6 +66,12 @@ func TestSyncLayoutVectors(t *testing.T) {
 				{Kind: ledger.SyncConflict, Collection: "notes", ID: "y", Revision: 2, Reason: "higher-revision-wins: device lost", Number: 78, Time: time.Unix(0, 0).UTC()},
 				{Kind: ledger.RecordPulledDelete, Collection: "notes", ID: "y", Revision: 2, Number: 78, Time: time.Unix(0, 0).UTC()},
 			}}),
+		cs(ls[4], "a stamped receipt pulled", intent{head: 9,
+			records: []intentRecord{{key: "v/shop/receipts/r", hash: hash}},
+			entries: []ledger.Entry{
+				{Kind: ledger.RecordPulled, Collection: "receipts", ID: "r", Revision: 2, CipherHash: hash, Number: 12, Time: time.Unix(0, 0).UTC()},
+			},
+			drops: []intentDrop{{key: "v/shop/_numbering/receipt/pending/p1/r", record: "v/shop/receipts/r"}}}),
 	})
 }
 

@@ -33,6 +33,14 @@ import (
 //  5. the cursors (pull, push);
 //  6. the intent removed.
 //
+// The handoff entries a commit drops (a pulled revision replaced a pending
+// record, see dropLocalHandoffs) are named in the intent with their
+// record: a crash after 2 leaves the record at its new state, which a
+// second application of the window recognises without dropping anything,
+// so recoverStaged drops the handoff entry of each record that reached its
+// state (a record that did not keeps its entry: the window is applied
+// again and decides again).
+//
 // Staged commits take turns (lockStaged: a vault mutex, and the store's
 // named lock where it has one, so that processes sharing a folder take
 // turns too), so one intent exists at a time.
@@ -65,6 +73,10 @@ import (
 //
 //	1 || uvarint head seq || count records: (lp key || lp cipher hash, empty: deleted)
 //	  || count entries: lp(ledger.Entry binary encoding)
+//
+// or, when the commit drops handoff entries,
+//
+//	2 || the same || count drops (≥ 1): (lp handoff key || lp record key)
 const (
 	syncApplyKey  = syncDir + "apply"
 	maxIntentKey  = 64 << 10
@@ -178,6 +190,13 @@ type intent struct {
 	head    uint64
 	records []intentRecord
 	entries []ledger.Entry
+	drops   []intentDrop
+}
+
+// intentDrop is a handoff entry a staged commit deletes because of the
+// new state of record.
+type intentDrop struct {
+	key, record string
 }
 
 type intentRecord struct {
@@ -185,8 +204,15 @@ type intentRecord struct {
 	hash []byte // nil: deleted
 }
 
+// intentWithDrops is the version byte of an intent that names handoff
+// entries to drop.
+const intentWithDrops = 2
+
 func encodeIntent(in intent) ([]byte, error) {
 	b := []byte{syncVersion}
+	if len(in.drops) > 0 {
+		b[0] = intentWithDrops
+	}
 	b = codec.AppendUvarint(b, in.head)
 	b = codec.AppendUvarint(b, uint64(len(in.records)))
 	for _, r := range in.records {
@@ -201,12 +227,22 @@ func encodeIntent(in intent) ([]byte, error) {
 		}
 		b = codec.AppendBytes(b, eb)
 	}
+	if len(in.drops) > 0 {
+		b = codec.AppendUvarint(b, uint64(len(in.drops)))
+		for _, d := range in.drops {
+			b = codec.AppendString(b, d.key)
+			b = codec.AppendString(b, d.record)
+		}
+	}
 	return b, nil
 }
 
 func decodeIntent(plain []byte) (intent, error) {
 	r := codec.NewReader(plain)
-	r.Version(syncVersion)
+	version := r.Byte()
+	if r.Err() == nil && version != syncVersion && version != intentWithDrops {
+		r.Failf("unknown version %d", version)
+	}
 	in := intent{head: r.Uvarint()}
 	n := r.Count(uint64(r.Len()), 2)
 	for range n {
@@ -228,6 +264,15 @@ func decodeIntent(plain []byte) (intent, error) {
 			break
 		}
 		in.entries = append(in.entries, e)
+	}
+	if version == intentWithDrops {
+		n = r.Count(uint64(r.Len()), 2)
+		if n == 0 && r.Err() == nil {
+			r.Fail("no handoff drops") // version 1 has none
+		}
+		for range n {
+			in.drops = append(in.drops, intentDrop{key: r.String(maxIntentKey), record: r.String(maxIntentKey)})
+		}
 	}
 	if err := r.End(); err != nil {
 		return intent{}, err
@@ -254,7 +299,7 @@ func (v *Vault) flushStaged(ctx context.Context, t *stageTx) error {
 		if err != nil {
 			return err
 		}
-		in := intent{head: head.Seq, entries: t.entries}
+		in := intent{head: head.Seq, entries: t.entries, drops: v.handoffDrops(t.ops, recs)}
 		for _, op := range recs {
 			r := intentRecord{key: op.key}
 			if op.value != nil {
@@ -306,6 +351,36 @@ func (v *Vault) flushStaged(ctx context.Context, t *stageTx) error {
 		return v.store.Delete(ctx, v.prefix+syncApplyKey)
 	}
 	return nil
+}
+
+// handoffDrops returns the handoff entries ops deletes, each with the
+// record of recs it belongs to (the one with the entry's id; an entry
+// whose record is not among recs is left out).
+func (v *Vault) handoffDrops(ops, recs []stagedOp) []intentDrop {
+	var out []intentDrop
+	for _, op := range ops {
+		rest, ok := strings.CutPrefix(op.key, v.prefix+numberingDir)
+		if !ok || op.value != nil {
+			continue
+		}
+		// rest: series/pending/provisional/id
+		_, rest, ok = strings.Cut(rest, "/"+numberingQueue)
+		if !ok {
+			continue
+		}
+		_, id, ok := strings.Cut(rest, "/")
+		if !ok {
+			continue
+		}
+		for _, r := range recs {
+			_, rid, _ := strings.Cut(strings.TrimPrefix(r.key, v.prefix), "/")
+			if rid == id {
+				out = append(out, intentDrop{key: op.key, record: r.key})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // writeRecord writes a staged record op where the record is still at the
@@ -439,6 +514,14 @@ func (v *Vault) finishIntent(ctx context.Context) error {
 			return err
 		}
 		due = due[n:]
+	}
+	for _, d := range in.drops {
+		if !reached[d.record] || !strings.HasPrefix(d.key, v.prefix+numberingDir) {
+			continue
+		}
+		if err := v.store.Delete(ctx, d.key); err != nil && !errors.Is(err, stores.ErrNotFound) {
+			return err
+		}
 	}
 	return v.store.Delete(ctx, v.prefix+syncApplyKey)
 }

@@ -46,6 +46,11 @@ type Vault struct {
 	syncs   syncSettings // sync.go
 	// me is the vault's person: role, keyring entry, signing key (people.go).
 	me *member
+	// signAs is the person whose signing key signs the ledger's entries
+	// (signing.go): me on a device's vault, the device's me on its hub-side
+	// vault.
+	signAs  *member
+	signers *signerCache // signAs's key, expanded; wiped by Close
 	// rot is the last rotation this handle started (rotate.go).
 	rot atomic.Pointer[Rotation]
 
@@ -68,14 +73,15 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 		store:  cfg.Store,
 		prefix: prefix,
 		dk:     dk,
-		keys:   newGenKeys(map[uint64]*crypto.Key{1: dk}),
+		keys:   newGenKeys(map[uint64]*crypto.Key{1: dk}, nil),
 		seal:   keySealer{dk: dk, vault: cfg.Name},
 		pins:   p,
 	}
+	v.signers = &signerCache{}
 	v.exitFn = v.exit
 	v.macer = newMACer(dk, "noydb ledger v1")
 	v.claims = newMACer(dk, "noydb claim keys v1")
-	v.ledger = newLedger()(cfg.Store, v.seal, v.macer, prefix, wire.LedgerOptions{Actor: cfg.User, Pins: p})
+	v.ledger = newLedger()(cfg.Store, v.seal, v.macer, prefix, v.ledgerOptions())
 	v.audit = &Audit{l: v.ledger}
 	// Sequences write their counters and ledger entries through the
 	// ledger's batches, like record writes, so that writers of this process
@@ -204,6 +210,7 @@ func (v *Vault) Close() error {
 		// Outer services next: sequences append to the ledger.
 		errs = append(errs, v.seqs.Close(), v.ledger.Close())
 		errs = append(errs, v.pins.Close())
+		v.signers.wipe()
 		v.macer.Wipe()
 		v.claims.Wipe()
 		if !v.sharesKey {

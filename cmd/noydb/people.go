@@ -20,9 +20,11 @@ type personJSON struct {
 	Role      string `json:"role"`
 	GrantedBy string `json:"granted_by,omitempty"`
 	GrantedAt string `json:"granted_at,omitempty"`
-	Revoked   bool   `json:"revoked"`
-	Identity  bool   `json:"identity"`
-	Legacy    bool   `json:"legacy"`
+	// Collections lists the only collections the person may use; empty: all.
+	Collections []string `json:"collections,omitempty"`
+	Revoked     bool     `json:"revoked"`
+	Identity    bool     `json:"identity"`
+	Legacy      bool     `json:"legacy"`
 }
 
 func (a *app) peopleCmd() *cobra.Command {
@@ -32,10 +34,11 @@ func (a *app) peopleCmd() *cobra.Command {
 		Long: `Who can open --vault, and with which role: owner (everything, people
 included), writer (records and numbers) or reader (read only).
 
-Only an owner adds and removes people. Removing a person makes their secret
-or key stop opening the vault; it cannot make them forget the data key they
-held: until keys are rotated (not yet available), a removed person who kept
-a copy of the key or of the store can still read records.`,
+Only an owner adds and removes people. A writer or reader may be limited to
+some collections (people add --collections): they cannot read the others,
+even with a copy of the store and every key they hold. Removing a person
+makes their secret or key stop opening the vault and rotates the keys; it
+cannot make them forget what they read before.`,
 		Args: a.noArgs,
 		RunE: a.groupRun,
 	}
@@ -55,7 +58,7 @@ a copy of the key or of the store can still read records.`,
 			rows := make([]personJSON, len(people))
 			for i, p := range people {
 				rows[i] = personJSON{Name: p.Name, Role: p.Role.String(), GrantedBy: p.GrantedBy,
-					Revoked: p.Revoked, Identity: p.Identity, Legacy: p.Legacy}
+					Collections: p.Collections, Revoked: p.Revoked, Identity: p.Identity, Legacy: p.Legacy}
 				if !p.GrantedAt.IsZero() {
 					rows[i].GrantedAt = p.GrantedAt.Format(time.RFC3339)
 				}
@@ -64,7 +67,7 @@ a copy of the key or of the store can still read records.`,
 				return a.printJSON(rows)
 			}
 			tw := tabwriter.NewWriter(a.io.out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tROLE\tGRANTED BY\tGRANTED AT\tSTATUS")
+			fmt.Fprintln(tw, "NAME\tROLE\tCOLLECTIONS\tGRANTED BY\tGRANTED AT\tSTATUS")
 			for _, r := range rows {
 				status := "active"
 				switch {
@@ -73,19 +76,30 @@ a copy of the key or of the store can still read records.`,
 				case r.Legacy:
 					status = "active (old keyring layout: run 'noydb vault passwd')"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Role, dash(r.GrantedBy), dash(r.GrantedAt), status)
+				cols := "all"
+				if len(r.Collections) > 0 {
+					cols = strings.Join(r.Collections, ",")
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Role, cols, dash(r.GrantedBy), dash(r.GrantedAt), status)
 			}
 			return tw.Flush()
 		},
 	}
 	var role, publicKey, newSecretFile string
+	var collections []string
 	add := &cobra.Command{
 		Use:   "add USER --role owner|writer|reader",
 		Short: "Give a person access, with a secret or their public key",
 		Long: `Give USER access to --vault with --role. The person opens the vault with a
 secret you choose together (asked twice on a terminal, or read from
 --new-secret-file), or, with --public-key, with the private key that only
-they hold (the text form noydb-x25519-public:…).`,
+they hold (the text form noydb-x25519-public:…).
+
+--collections limits a writer or reader to those collections (comma
+separated): the keys are rotated and every record re-sealed before the
+command returns ('noydb vault rotate --resume' finishes the re-sealing if
+interrupted), so that the person holds no key opening another collection.
+They still see the ledger's metadata (collection names, ids, numbers).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := vault.ParseRole(role)
@@ -94,6 +108,14 @@ they hold (the text form noydb-x25519-public:…).`,
 			}
 			if err := vault.CheckCollectionName(args[0]); err != nil {
 				return usagef("USER %q: %v", args[0], err)
+			}
+			for _, c := range collections {
+				if err := vault.CheckCollectionName(c); err != nil {
+					return usagef("--collections %q: %v", c, err)
+				}
+			}
+			if len(collections) > 0 && r == vault.RoleOwner {
+				return usagef("--collections: an owner cannot be limited to some collections")
 			}
 			var cred vault.Credential
 			if publicKey != "" {
@@ -118,8 +140,12 @@ they hold (the text form noydb-x25519-public:…).`,
 				cred = vault.Secret(s)
 				clear(s)
 			}
-			if err := v.Grant(cmd.Context(), args[0], cred, r); err != nil {
+			if err := v.Grant(cmd.Context(), args[0], cred, r, collections...); err != nil {
 				return err
+			}
+			if len(collections) > 0 {
+				fmt.Fprintf(a.io.out, "%s is a %s of vault %q, limited to %s\n", args[0], r, a.vaultName, strings.Join(collections, ","))
+				return nil
 			}
 			fmt.Fprintf(a.io.out, "%s is a %s of vault %q\n", args[0], r, a.vaultName)
 			return nil
@@ -128,6 +154,7 @@ they hold (the text form noydb-x25519-public:…).`,
 	add.Flags().StringVar(&role, "role", "", "owner, writer or reader (required)")
 	add.Flags().StringVar(&publicKey, "public-key", "", "the person's X25519 public key (noydb-x25519-public:…) instead of a secret")
 	add.Flags().StringVar(&newSecretFile, "new-secret-file", "", "read the person's secret from this file (else a prompt)")
+	add.Flags().StringSliceVar(&collections, "collections", nil, "limit the person to these collections (comma separated; not for an owner)")
 	_ = add.MarkFlagRequired("role")
 	var keepKeys bool
 	remove := &cobra.Command{
@@ -164,7 +191,47 @@ store without transactions, such as file:). The last owner cannot be removed.`,
 		},
 	}
 	remove.Flags().BoolVar(&keepKeys, "keep-keys", false, "do not rotate the keys (the removed person's keys keep opening records)")
-	p.AddCommand(list, add, remove)
+	var setCols []string
+	var allCols bool
+	limit := &cobra.Command{
+		Use:   "collections USER (--collections a,b | --all)",
+		Short: "Change the collections a person may use",
+		Long: `Change the collections USER (a writer or reader) may use in --vault:
+--collections names them, --all gives every collection. Adding collections
+wraps their keys for the person; taking any away rotates the keys and
+re-seals every record before the command returns, so that the person's keys
+no longer open the records of the collections taken away.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := vault.CheckCollectionName(args[0]); err != nil {
+				return usagef("USER %q: %v", args[0], err)
+			}
+			if allCols == (len(setCols) > 0) {
+				return usagef("give either --collections or --all")
+			}
+			for _, c := range setCols {
+				if err := vault.CheckCollectionName(c); err != nil {
+					return usagef("--collections %q: %v", c, err)
+				}
+			}
+			v, err := a.openVault(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := v.SetCollections(cmd.Context(), args[0], setCols...); err != nil {
+				return err
+			}
+			if allCols {
+				fmt.Fprintf(a.io.out, "%s may use every collection of vault %q\n", args[0], a.vaultName)
+				return nil
+			}
+			fmt.Fprintf(a.io.out, "%s may use %s of vault %q\n", args[0], strings.Join(setCols, ","), a.vaultName)
+			return nil
+		},
+	}
+	limit.Flags().StringSliceVar(&setCols, "collections", nil, "the collections the person may use (comma separated)")
+	limit.Flags().BoolVar(&allCols, "all", false, "the person may use every collection")
+	p.AddCommand(list, add, remove, limit)
 	return p
 }
 

@@ -80,6 +80,12 @@ def seal_record_gen(key, nonce, pt, vault, coll, rid, rev, gen):
     return b"\x02" + struct.pack(">Q", rev) + struct.pack(">Q", gen) + nonce + xchacha_seal(key, nonce, pt, ad)
 
 
+def seal_record_col(dk, nonce, pt, vault, coll, rid, rev, gen):
+    ck = derive(dk, "noydb collection v1\x00" + coll)
+    ad = b"\x03" + lp("noydb record") + lp(vault) + lp(coll) + lp(rid) + struct.pack(">Q", rev) + struct.pack(">Q", gen)
+    return H(ck), b"\x03" + struct.pack(">Q", rev) + struct.pack(">Q", gen) + nonce + xchacha_seal(ck, nonce, pt, ad)
+
+
 def mac(key, parts):
     m = hmac.new(key, digestmod=hashlib.sha256)
     for p in parts:
@@ -111,6 +117,7 @@ out = {
     "seal": [],
     "seal_record": [],
     "seal_record_gen": [],
+    "seal_record_col": [],
     "mac": [],
     "derive": [],
     "derive_user_key": [],
@@ -144,6 +151,16 @@ for name, k, n, pt, v, c, i, r, g in [
     out["seal_record_gen"].append({"name": name, "key": H(k), "nonce": H(n), "plaintext": H(pt), "vault": v,
                                    "collection": c, "id": i, "revision": str(r), "generation": str(g),
                                    "envelope": H(seal_record_gen(k, n, pt, v, c, i, r, g))})
+
+for name, k, n, pt, v, c, i, r, g in [
+    ("empty plaintext, empty collection, revision 1, generation 2", K1, N1, b"", "", "", "", 1, 2),
+    ("invoice revision 7, generation 3", K2, N1, b'{"number":"INV-0001","total":"42.00"}', "books", "invoices", "01HZX3", 7, 3),
+    ("max revision and generation, unicode names", K1, N2, TEXT, "b\u00fccher", "re\u00e7us", "id/\u00e9\x00x", 2**64 - 1, 2**64 - 1),
+]:
+    ck, env = seal_record_col(k, n, pt, v, c, i, r, g)
+    out["seal_record_col"].append({"name": name, "data_key": H(k), "collection_key": ck, "nonce": H(n), "plaintext": H(pt),
+                                   "vault": v, "collection": c, "id": i, "revision": str(r), "generation": str(g),
+                                   "envelope": H(env)})
 
 for name, k, parts in [
     ("no parts", K1, []),

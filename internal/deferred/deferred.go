@@ -124,6 +124,7 @@ type Hooks struct {
 	Format func(ctx context.Context, want string) (string, error)
 	// Indexed returns the provisional id and number that the series' index
 	// (written after the record was stamped, never for a batch in flight)
-	// holds for record id; ok is false when it holds none.
+	// holds for record id; ok is false when it holds none, or a voided
+	// number (the record was gone when its batch was stamped).
 	Indexed func(ctx context.Context, id string) (provisional string, n uint64, formatted string, ok bool, err error)
 }

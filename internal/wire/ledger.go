@@ -51,6 +51,39 @@ type LedgerOptions struct {
 	// device has seen, so that a store serving an older ledger is caught.
 	// The vault sets it to its rollback pins.
 	Pins pins.Ledger
+	// Signer, if set, signs every commit the ledger makes, once, on its
+	// last entry (the vault's person's signing key). A Signer whose Public returns nil signs
+	// nothing: the person has no signing key yet.
+	Signer LedgerSigner
+	// People, if set, is called by Verify for the people the vault's
+	// keyring knows (checked), by name: the signing keys and roles of the
+	// authors the ledger itself does not introduce.
+	People func(ctx context.Context) (map[string]LedgerPerson, error)
+}
+
+// LedgerSigner signs ledger entries as one person.
+type LedgerSigner interface {
+	// Public returns the Ed25519 public key, nil when there is none.
+	Public() []byte
+	// Sign returns the Ed25519 signature of msg.
+	Sign(msg []byte) ([]byte, error)
+}
+
+// LedgerPerson is a person of a vault's keyring as the ledger's Verify
+// sees them.
+type LedgerPerson struct {
+	// SigningKey is the person's Ed25519 public key.
+	SigningKey []byte
+	// Role is "owner", "writer" or "reader".
+	Role string
+	// Root is true for a person who granted themselves (a vault's
+	// creator, an upgraded entry of layout version 1): such a key is
+	// trusted only as the ledger's own records allow.
+	Root bool
+	// Revoked is true for a revoked person.
+	Revoked bool
+	// GrantedBy is who granted the person (themselves for a Root).
+	GrantedBy string
 }
 
 // Ledger is the writable audit ledger of a vault (E is ledger.Entry, H

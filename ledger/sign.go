@@ -1,0 +1,606 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/noydb-go/noydb/internal/codec"
+	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// Signed entries.
+//
+// A vault whose person has a signing key (a keyring entry of layout
+// version 2) signs every commit it makes, once: the last entry of the
+// commit is encoded in format version 2 and its last field is the
+// signature, by the author's Ed25519 key, of
+//
+//	sigDomain || len(prevMAC) as one byte || prevMAC || the encoding up to the signature field
+//	[ || coverDomain || uvarint n ]   when the commit has n > 0 other entries
+//
+// where prevMAC is the chain MAC of the entry before (empty for entry 1).
+// The commit's other entries are Covered (format version 3: no signature
+// field). The encoding holds the entry's position (Seq), so the signature
+// covers the entry, its position, the history it follows (through
+// prevMAC, the commit's covered entries too) and how many entries before
+// it are the commit's; the chain MAC of the stored entry covers the
+// signature in turn. Verify accepts a run of covered entries only when the
+// entry that ends it is signed by the same author with the run's length:
+// covered entries left at the end, followed by an unsigned entry, claiming
+// another author or slipped before an honest commit all fail.
+//
+// Verify replays who may sign what, in ledger order:
+//
+//   - Genesis: the author of the first signed entry is trusted: with the
+//     entry's own SigningKey (the ledger puts the author's key on entry
+//     1), else with their keyring entry. So is the self-granted person at
+//     the root of the keyring's chain of grants leading to them, as an
+//     owner: the vault's creator (who is the genesis author on a vault's
+//     own ledger; on a hub's ledger, the first author may be a person the
+//     creator granted).
+//   - PersonGranted (by an owner) gives the person named in ID the role in
+//     Reason and the key in SigningKey from the next entry on; PersonRevoked
+//     (by an owner) ends the person's right to sign: any later entry of
+//     theirs fails. KeyringUpgraded introduces its author's own new key as
+//     an owner: accepted only in a ledger that began unsigned (a vault of
+//     layout version 1) and for a key the keyring holds, self-granted.
+//   - Authors the ledger does not introduce (a person granted on another
+//     device, the many authors of a hub's ledger) are taken from the
+//     keyring (wire.LedgerOptions.People): a person granted by an owner the
+//     replay accepts, with the keyring's key and role.
+//   - Owners and writers write records, numbers, application events and
+//     key rotations; only owners change people; anyone changes their own
+//     secret (SecretChanged about themselves) and their own recovery codes
+//     (an owner anyone's), and records the pulls of a sync on their own
+//     device (RecordPulled, RecordPulledDelete, SyncConflict); a reader
+//     writes nothing else.
+//   - Unsigned entries before the first signed one are accepted (a ledger
+//     of a vault of layout version 1); after it, an unsigned entry fails.
+const sigDomain = "noydb ledger signature v1"
+
+// ErrBadSignature: Verify found an entry whose signature does not hold, or
+// that its author could not sign (unsigned after the first signed entry,
+// an unknown author, a role that does not allow it, a revoked author).
+// Every *SignatureError matches it, and ErrTampered too.
+var ErrBadSignature = errors.New("ledger entry signature not accepted")
+
+// SignatureProblem says why Verify did not accept an entry's signature.
+type SignatureProblem uint8
+
+// The signature problems.
+const (
+	// BadSignature: the signature is not the author's key's over the entry.
+	BadSignature SignatureProblem = iota + 1
+	// Unsigned: an unsigned entry after the first signed one.
+	Unsigned
+	// UnknownSigner: the author has no key the ledger or keyring vouches for.
+	UnknownSigner
+	// NotPermitted: the author's role does not allow the entry.
+	NotPermitted
+	// Revoked: the author was revoked before the entry.
+	Revoked
+	// KeyMismatch: the keyring holds another signing key for a person than
+	// the ledger introduced (Seq is the introducing entry).
+	KeyMismatch
+)
+
+var problemNames = [...]string{
+	BadSignature:  "bad signature",
+	Unsigned:      "unsigned entry after signed ones",
+	UnknownSigner: "unknown signer",
+	NotPermitted:  "not permitted to the author's role",
+	Revoked:       "author revoked",
+	KeyMismatch:   "keyring signing key differs from the ledger's",
+}
+
+// String names the problem.
+func (p SignatureProblem) String() string {
+	if p >= BadSignature && p <= KeyMismatch {
+		return problemNames[p]
+	}
+	return fmt.Sprintf("problem(%d)", uint8(p))
+}
+
+// SignatureError reports an entry Verify did not accept as signed by its
+// author. It matches ErrBadSignature and ErrTampered.
+type SignatureError struct {
+	// Seq is the entry's position.
+	Seq uint64
+	// Actor is the entry's author (for KeyMismatch, the person).
+	Actor string
+	// Problem says what is wrong.
+	Problem SignatureProblem
+}
+
+// Error describes the entry and the problem.
+func (e *SignatureError) Error() string {
+	return fmt.Sprintf("ledger: entry %d by %q: %s", e.Seq, e.Actor, e.Problem)
+}
+
+// Is reports whether target is ErrBadSignature or ErrTampered.
+func (e *SignatureError) Is(target error) bool {
+	return target == ErrBadSignature || target == ErrTampered
+}
+
+// signedMessage is what the signature of an entry covers (see above),
+// followed, when the entry ends a commit of several entries, by
+// coverDomain and the number of Covered entries before it in the commit:
+// so Covered entries put before an honest commit by someone holding the
+// data key are not vouched for by its signature.
+func signedMessage(b []byte, prev, fields []byte, covered uint64) []byte {
+	b = append(b, sigDomain...)
+	b = append(b, byte(len(prev)))
+	b = append(b, prev...)
+	b = append(b, fields...)
+	if covered > 0 {
+		b = append(b, coverDomain...)
+		b = codec.AppendUvarint(b, covered)
+	}
+	return b
+}
+
+// coverDomain separates the count of Covered entries in a signed message.
+const coverDomain = "covers"
+
+// signEntry encodes e signed by the ledger's signer, whose key is pub,
+// after the entry whose MAC is prev. Entry 1 carries the author's key.
+func (l *ledger) signEntry(e *Entry, pub, prev []byte, covered uint64) ([]byte, error) {
+	e.Signature = nil
+	if e.Seq == 1 && e.SigningKey == nil {
+		e.SigningKey = pub
+	}
+	if err := e.check(); err != nil {
+		return nil, err
+	}
+	b := e.appendFields(make([]byte, 0, e.encodedLen()+signatureSize+64), entryVersionSigned)
+	msg := signedMessage(make([]byte, 0, len(sigDomain)+1+len(prev)+len(b)+len(coverDomain)+codec.MaxVarintLen), prev, b, covered)
+	sig, err := l.signer.Sign(msg)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: sign entry %d: %w", e.Seq, err)
+	}
+	if len(sig) != signatureSize {
+		return nil, fmt.Errorf("ledger: signer returned %d bytes (want %d)", len(sig), signatureSize)
+	}
+	e.Signature = sig
+	return codec.AppendBytes(b, sig), nil
+}
+
+// signer is a person as the replay of Verify knows them.
+type signer struct {
+	pub     []byte
+	role    string
+	revoked bool
+	at      uint64 // the entry that introduced the key (0: the keyring)
+}
+
+// verifier replays the people of a ledger and checks each entry's
+// signature, on a pool of workers.
+type verifier struct {
+	dir     map[string]wire.LedgerPerson
+	known   map[string]*signer
+	signed  bool // a signed entry was seen
+	legacy  bool // entry 1 was unsigned: the ledger began in layout version 1
+	pending []sigJob
+	// openSeq and openActor: the first of the Covered entries since the
+	// last signed one (0: none), and their author.
+	openSeq   uint64
+	openActor string
+	jobs      chan []sigJob
+	wg        sync.WaitGroup
+
+	mu  sync.Mutex
+	bad *SignatureError // the first bad signature found by a worker
+}
+
+type sigJob struct {
+	seq   uint64
+	actor string
+	pub   []byte
+	msg   []byte
+	sig   []byte
+}
+
+// sigBatch is how many signatures a worker takes at a time.
+const sigBatch = 64
+
+func newVerifier(dir map[string]wire.LedgerPerson) *verifier {
+	v := &verifier{dir: dir, known: map[string]*signer{}}
+	workers := runtime.GOMAXPROCS(0)
+	v.jobs = make(chan []sigJob, 2*workers)
+	for range workers {
+		v.wg.Go(func() {
+			for batch := range v.jobs {
+				for _, j := range batch {
+					if !ed25519.Verify(j.pub, j.msg, j.sig) {
+						v.fail(&SignatureError{Seq: j.seq, Actor: j.actor, Problem: BadSignature})
+					}
+				}
+			}
+		})
+	}
+	return v
+}
+
+func (v *verifier) fail(err *SignatureError) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.bad == nil || err.Seq < v.bad.Seq {
+		v.bad = err
+	}
+}
+
+// finish waits for the signature checks and returns the first failure.
+func (v *verifier) finish() *SignatureError {
+	if len(v.pending) > 0 {
+		v.jobs <- v.pending
+		v.pending = nil
+	}
+	close(v.jobs)
+	v.wg.Wait()
+	return v.bad
+}
+
+// check replays entry r, whose predecessor's MAC is prev: it checks at
+// once what depends on the order (unsigned entries, the author's right to
+// sign the entry) and queues the signature check.
+func (v *verifier) check(r record, prev []byte) *SignatureError {
+	e := &r.entry
+	if len(e.Signature) == 0 && !e.Covered {
+		if e.Seq == 1 {
+			v.legacy = true
+		}
+		if v.openSeq != 0 {
+			return &SignatureError{Seq: v.openSeq, Actor: v.openActor, Problem: Unsigned}
+		}
+		if v.signed {
+			return &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: Unsigned}
+		}
+		return nil
+	}
+	fail := func(p SignatureProblem) *SignatureError {
+		return &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: p}
+	}
+	s := v.author(e)
+	if s == nil || (len(s.pub) != signingKeySize && !s.revoked) {
+		return fail(UnknownSigner)
+	}
+	if s.revoked {
+		return fail(Revoked)
+	}
+	if !permitted(s.role, e) {
+		return fail(NotPermitted)
+	}
+	v.signed = true
+	if e.Covered {
+		// The signature of the commit's last entry will vouch for it: by
+		// the same author.
+		if v.openSeq == 0 {
+			v.openSeq, v.openActor = e.Seq, e.Actor
+		} else if e.Actor != v.openActor {
+			return fail(BadSignature)
+		}
+		v.apply(e)
+		return nil
+	}
+	var covered uint64
+	if v.openSeq != 0 {
+		if e.Actor != v.openActor {
+			// The covered entries claim another author than the signer.
+			return &SignatureError{Seq: v.openSeq, Actor: v.openActor, Problem: BadSignature}
+		}
+		covered = e.Seq - v.openSeq
+		v.openSeq, v.openActor = 0, ""
+	}
+	enc := r.enc()
+	fields := enc[:len(enc)-1-signatureSize]
+	v.pending = append(v.pending, sigJob{seq: e.Seq - covered, actor: e.Actor, pub: s.pub,
+		msg: signedMessage(nil, prev, fields, covered), sig: e.Signature})
+	if len(v.pending) == sigBatch {
+		v.jobs <- v.pending
+		v.pending = make([]sigJob, 0, sigBatch)
+	}
+	v.apply(e)
+	return nil
+}
+
+// author returns who signs e: known to the replay, the genesis, a
+// KeyringUpgraded self-introduction, or vouched for by the keyring. It
+// returns nil for an author none of these accounts for.
+func (v *verifier) author(e *Entry) *signer {
+	if s := v.known[e.Actor]; s != nil {
+		return s
+	}
+	self := len(e.SigningKey) > 0 && (e.Kind != PersonGranted || e.ID == e.Actor)
+	d, inDir := v.dir[e.Actor]
+	if !v.signed {
+		// The genesis: its author is trusted, and so is the root of the
+		// keyring's chain of grants that leads to them (the vault's
+		// creator, on a hub's ledger whose first author is someone else).
+		if self {
+			role := roleOwner
+			if inDir && bytes.Equal(d.SigningKey, e.SigningKey) {
+				role = d.Role
+			}
+			s := v.introduce(e.Actor, e.SigningKey, role, e.Seq)
+			if inDir && !d.Root {
+				v.anchor(d.GrantedBy)
+			}
+			return s
+		}
+		v.anchor(e.Actor)
+	}
+	if e.Kind == KeyringUpgraded && e.ID == e.Actor && self && v.legacy &&
+		inDir && d.Root && bytes.Equal(d.SigningKey, e.SigningKey) {
+		return v.introduce(e.Actor, e.SigningKey, roleOwner, e.Seq)
+	}
+	return v.vouched(e.Actor, 0)
+}
+
+// anchor accepts, as an owner, the self-granted person at the root of the
+// keyring's chain of grants through name.
+func (v *verifier) anchor(name string) {
+	for range len(v.dir) + 1 {
+		if v.known[name] != nil {
+			return
+		}
+		d, ok := v.dir[name]
+		if !ok {
+			return
+		}
+		if d.Root {
+			v.introduce(name, d.SigningKey, roleOwner, 0)
+			return
+		}
+		name = d.GrantedBy
+	}
+}
+
+// vouched returns the keyring's person name when an owner the replay
+// accepts granted them (depth bounds a chain of grants).
+func (v *verifier) vouched(name string, depth int) *signer {
+	if s := v.known[name]; s != nil {
+		return s
+	}
+	d, ok := v.dir[name]
+	if !ok || d.Root || depth > len(v.dir) {
+		return nil
+	}
+	g := v.vouched(d.GrantedBy, depth+1)
+	if g == nil || g.revoked || g.role != roleOwner {
+		return nil
+	}
+	// The keyring's revocation has no position in this ledger: the person
+	// keeps signing here until a PersonRevoked entry of this ledger.
+	return v.introduce(name, d.SigningKey, d.Role, 0)
+}
+
+func (v *verifier) introduce(name string, pub []byte, role string, at uint64) *signer {
+	s := &signer{pub: pub, role: role, at: at}
+	v.known[name] = s
+	return s
+}
+
+// apply records the change of people e makes, from the next entry on.
+func (v *verifier) apply(e *Entry) {
+	switch e.Kind {
+	case PersonGranted:
+		v.known[e.ID] = &signer{pub: e.SigningKey, role: e.Reason, at: e.Seq}
+	case PersonRevoked:
+		if s := v.known[e.ID]; s != nil {
+			s.revoked = true
+		} else {
+			v.known[e.ID] = &signer{revoked: true, at: e.Seq}
+		}
+	case KeyringUpgraded:
+		v.known[e.ID] = &signer{pub: e.SigningKey, role: roleOwner, at: e.Seq}
+	}
+}
+
+// keyring compares the keys the ledger introduced with the keyring's.
+func (v *verifier) keyring() *SignatureError {
+	var first *SignatureError
+	for name, s := range v.known {
+		d, ok := v.dir[name]
+		if !ok || s.at == 0 || s.pub == nil || s.revoked || bytes.Equal(d.SigningKey, s.pub) {
+			continue
+		}
+		if first == nil || s.at < first.Seq {
+			first = &SignatureError{Seq: s.at, Actor: name, Problem: KeyMismatch}
+		}
+	}
+	return first
+}
+
+// Role names, as PersonGranted entries hold them (vault.Role.String).
+const (
+	roleOwner  = "owner"
+	roleWriter = "writer"
+	roleReader = "reader"
+)
+
+// permitted reports whether a person of role may author e.
+func permitted(role string, e *Entry) bool {
+	switch e.Kind {
+	case PersonGranted, PersonRevoked:
+		return role == roleOwner
+	case KeyringUpgraded:
+		return role == roleOwner && e.ID == e.Actor
+	case SecretChanged:
+		return e.ID == e.Actor
+	case RecoveryCodesIssued, RecoveryCodeUsed, RecoveryCodesRevoked:
+		// A person's own recovery codes, or an owner's doing (revoking a
+		// person revokes their codes).
+		return e.ID == e.Actor || role == roleOwner
+	case RecordPulled, RecordPulledDelete, SyncConflict:
+		// What a sync applied on the author's own device, from a hub that
+		// accepted it: a reader's device pulls too. These entries change
+		// no record of the hub and vouch for no one else's.
+		return role == roleOwner || role == roleWriter || role == roleReader
+	}
+	return role == roleOwner || role == roleWriter
+}
+
+// verifySigned is Verify with the signature replay: the walk runs as
+// Verify's, each entry is replayed in order, and the first problem of
+// either kind, by position, is the one reported.
+func (l *ledger) verifySigned(ctx context.Context) (Report, error) {
+	var dir map[string]wire.LedgerPerson
+	if l.people != nil {
+		var err error
+		if dir, err = l.people(ctx); err != nil {
+			return Report{}, fmt.Errorf("verify ledger: keyring: %w", err)
+		}
+	}
+	v := newVerifier(dir)
+	var (
+		rep    Report
+		sigErr *SignatureError
+	)
+	// The walk decodes the entries whole (not skimmed): the replay needs
+	// their authors, kinds and people fields, and the parallel walk
+	// decodes on its workers.
+	head, err := l.walk(ctx, 1, false, func(r record, prev []byte) bool {
+		if sigErr = v.check(r, prev); sigErr != nil {
+			return false
+		}
+		rep.Entries++
+		return true
+	})
+	rep.Head = head
+	if sigErr == nil && err == nil && v.openSeq != 0 {
+		// Covered entries no signature vouches for.
+		sigErr = &SignatureError{Seq: v.openSeq, Actor: v.openActor, Problem: Unsigned}
+	}
+	bad := v.finish()
+	switch {
+	case bad != nil:
+		err = bad
+	case sigErr != nil:
+		err = sigErr
+	case err == nil:
+		if km := v.keyring(); km != nil && l.people != nil {
+			rep.Problem, rep.FirstBad = km, km.Seq
+			return rep, km
+		}
+	}
+	return rep.finish(err)
+}
+
+// One signature per commit.
+//
+// The entries a commit appends are all written by the ledger's own
+// author, so the ledger signs only the last of them: the others are
+// encoded Covered (without a signature field), and the signature of the
+// last covers them through the chain, since the signed message holds the
+// MAC of the entry before the last. Verify accepts a run of Covered
+// entries only when an entry of the same author, signed, ends it.
+
+// coverEntry encodes e, to be appended by the ledger's signer whose key is
+// pub, as a Covered entry. Entry 1 carries the author's key.
+func (l *ledger) coverEntry(e *Entry, pub []byte) ([]byte, error) {
+	e.Signature, e.Covered = nil, true
+	if e.Seq == 1 && e.SigningKey == nil {
+		e.SigningKey = pub
+	}
+	return e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
+}
+
+// buildSigned is build for a commit of its own: the last entry is signed.
+func (l *ledger) buildSigned(head Head, entries []Entry) ([]record, error) {
+	recs, err := l.build(head, entries)
+	if err != nil {
+		return nil, err
+	}
+	return recs, l.signLast(recs)
+}
+
+// signLast signs the last of recs, the entries of one commit, in place.
+func (l *ledger) signLast(recs []record) error {
+	if l.signer == nil || len(recs) == 0 {
+		return nil
+	}
+	last := recs[len(recs)-1]
+	if !last.entry.Covered {
+		return nil // the signer has no key: nothing is signed
+	}
+	signed, err := l.resign(last, last.entry.Seq-recs[0].entry.Seq)
+	if err != nil {
+		return err
+	}
+	recs[len(recs)-1] = signed
+	return nil
+}
+
+// resign returns r, a Covered entry built by this ledger, signed: the last
+// entry of a commit, after covered entries of the commit.
+func (l *ledger) resign(r record, covered uint64) (record, error) {
+	e := r.entry
+	e.Covered = false
+	plain, err := l.signEntry(&e, l.signer.Public(), r.prev, covered)
+	if err != nil {
+		return record{}, err
+	}
+	mac := l.chainMAC(r.prev, e.Seq, plain)
+	if len(mac) == 0 || len(mac) > maxMAC {
+		return record{}, fmt.Errorf("ledger: MACer returned %d bytes (want 1 to %d)", len(mac), maxMAC)
+	}
+	return record{entry: e, plain: append(plain, mac...), encLen: len(plain), prev: r.prev}, nil
+}
+
+// signCommit signs the last entry of a commit in tx, which moved the head
+// from start to end, rewrites it and returns the head after it. The entry
+// is the one putEntries wrote last when its MAC is end's (an Update
+// closure whose writes were dropped may have written another since), else
+// it is read back from tx.
+func (l *ledger) signCommit(tx stores.Tx, start, end Head) (Head, error) {
+	l.mu.Lock()
+	last := l.built
+	l.built = record{}
+	l.mu.Unlock()
+	if last.entry.Seq != end.Seq || !bytes.Equal(last.mac(), end.MAC) || last.plain == nil {
+		var err error
+		if last, err = l.readBack(tx, end.Seq); err != nil {
+			return Head{}, err
+		}
+		if !bytes.Equal(last.mac(), end.MAC) {
+			return Head{}, fmt.Errorf("ledger: sign commit: entry %d is not the commit's last", end.Seq)
+		}
+		switch {
+		case end.Seq-1 == start.Seq:
+			last.prev = start.MAC
+		default:
+			before, err := l.readBack(tx, end.Seq-1)
+			if err != nil {
+				return Head{}, err
+			}
+			last.prev = before.mac()
+		}
+	}
+	if !last.entry.Covered {
+		return end, nil // signed already
+	}
+	signed, err := l.resign(last, end.Seq-start.Seq-1)
+	if err != nil {
+		return Head{}, err
+	}
+	if err := l.putEntry(tx, signed); err != nil {
+		return Head{}, err
+	}
+	return Head{Seq: end.Seq, MAC: bytes.Clone(signed.mac())}, nil
+}
+
+// readBack reads and decodes the entry at seq as tx holds it.
+func (l *ledger) readBack(tx stores.Tx, seq uint64) (record, error) {
+	key := l.entryKey(seq)
+	it, err := tx.Get(key)
+	if err != nil {
+		return record{}, fmt.Errorf("ledger: sign commit: read entry %d: %w", seq, err)
+	}
+	return l.openEntry(key, seq, it.Value, false)
+}

@@ -1,0 +1,202 @@
+package vault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// ledgerSigner signs the vault's ledger entries with the signing key of
+// the person the vault was opened as (Vault.signAs): the device's person
+// on both the device's vault and its hub-side vault, so that every device
+// signs its own entries on the hub. A person without a signing key (a
+// keyring entry of layout version 1) signs nothing.
+type ledgerSigner struct {
+	v *Vault
+	c *signerCache
+}
+
+// signerCache holds the person's signing key expanded (crypto.Signer) for
+// the seed it was made from: a new seed (UpgradeKeyring) makes a new one.
+// The vault wipes it at Close.
+type signerCache struct {
+	mu   sync.Mutex
+	seed *crypto.Key
+	s    *crypto.Signer
+}
+
+// signer returns the Signer of seed.
+func (c *signerCache) signer(seed *crypto.Key) (*crypto.Signer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seed != seed || c.s == nil {
+		s, err := crypto.NewSigner(seed)
+		if err != nil {
+			return nil, err
+		}
+		c.s.Wipe()
+		c.seed, c.s = seed, s
+	}
+	return c.s, nil
+}
+
+// wipe wipes the expanded key.
+func (c *signerCache) wipe() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.s.Wipe()
+	c.seed, c.s = nil, nil
+}
+
+// Public returns the person's signing key, nil when they have none.
+func (s ledgerSigner) Public() []byte {
+	m := s.v.signAs
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seed == nil || m.entry == nil {
+		return nil
+	}
+	return m.entry.signPub
+}
+
+// Sign signs msg with the person's signing key.
+func (s ledgerSigner) Sign(msg []byte) ([]byte, error) {
+	m := s.v.signAs
+	if m == nil {
+		return nil, fmt.Errorf("no signing key: %w", ErrNotPermitted)
+	}
+	m.mu.Lock()
+	seed := m.seed
+	m.mu.Unlock()
+	if seed == nil {
+		return nil, fmt.Errorf("no signing key: %w", ErrNotPermitted)
+	}
+	if seed.Wiped() {
+		return nil, closedIfWiped(crypto.ErrKeyWiped)
+	}
+	sg, err := s.c.signer(seed)
+	if err != nil {
+		return nil, closedIfWiped(err)
+	}
+	return sg.Sign(msg)
+}
+
+// ledgerOptions are the options of the vault's ledgers.
+func (v *Vault) ledgerOptions() wire.LedgerOptions {
+	return wire.LedgerOptions{Actor: v.user, Pins: v.pins, Signer: ledgerSigner{v: v, c: v.signers}, People: v.ledgerPeople}
+}
+
+// ledgerPeople lists the keyring of the vault's store for the ledger's
+// Verify: every person with a signing key whose entry passes the checks
+// of an open (MAC and grant signature). An entry that fails them is left
+// out, as are entries of layout version 1, which have no key: the ledger
+// does not take a key from them, so an entry a store altered cannot vouch
+// for an author (its person's own open fails with ErrTampered).
+func (v *Vault) ledgerPeople(ctx context.Context) (map[string]wire.LedgerPerson, error) {
+	m := v.signAs
+	if m == nil {
+		return nil, nil
+	}
+	out := map[string]wire.LedgerPerson{}
+	kp := v.prefix + keyringPrefix
+	for it, err := range v.store.List(ctx, kp) {
+		if err != nil {
+			return nil, err
+		}
+		name := it.Key[len(kp):]
+		if !isKeyringV2(it.Value) {
+			continue
+		}
+		e, err := decodeKeyring(it.Value)
+		if err != nil || e.user != name {
+			continue
+		}
+		if err := e.verify(v.dk, v.name, name, m.header); err != nil {
+			if errors.Is(err, crypto.ErrKeyWiped) {
+				return nil, closedIfWiped(err)
+			}
+			continue
+		}
+		if err := checkGrant(ctx, v.store, v.prefix, v.name, m.header, v.dk, e); err != nil {
+			if !errors.Is(err, ErrTampered) {
+				return nil, closedIfWiped(err)
+			}
+			continue
+		}
+		out[name] = wire.LedgerPerson{SigningKey: e.signPub, Role: e.role.String(), Root: e.grantedBy == e.user,
+			Revoked: e.revoked, GrantedBy: e.grantedBy}
+	}
+	return out, nil
+}
+
+// hubPeople appends to the hub's ledger (the sync feed, whose entries
+// each device's person signs) the changes of people this device's keyring
+// holds and the hub's does not yet: a PersonGranted entry (role and
+// signing key) for a person granted here whom the hub lacks, or granted
+// again after a revocation the hub holds; a PersonRevoked entry for a
+// person revoked here but not on the hub. Each key then has a position in
+// the hub's ledger: Verify checks a person's entries with the key they
+// held then (after a re-grant the keyring holds only the new one), and
+// refuses their entries after a revocation, such as the pushes of a handle
+// opened before it. The hub's ledger has no other way to learn them: the
+// keyring entry travels by itself, and the people entries of the device's
+// own ledger stay there. (A person the hub's ledger does not introduce,
+// granted before this was recorded, is taken from the keyring.) Only an
+// owner's device records them (only owners change people), and not the
+// self-granted root of the keyring. Sync calls it before it copies the
+// keyring to the hub, so the person's first push comes after their grant;
+// a crash between the two leaves the change recorded, and the next sync
+// records it once more, which changes nothing.
+func (s *syncRun) hubPeople(ctx context.Context) error {
+	if s.v.Role() != RoleOwner {
+		return nil
+	}
+	kp := s.v.prefix + keyringPrefix
+	var entries []ledger.Entry
+	for it, err := range s.v.store.List(ctx, kp) {
+		if err != nil {
+			return err
+		}
+		if !isKeyringV2(it.Value) {
+			continue
+		}
+		e, err := decodeKeyring(it.Value)
+		if err != nil || e.user != it.Key[len(kp):] {
+			continue
+		}
+		hubRevoked, onHub := false, true
+		cur, err := s.h.store.Get(ctx, it.Key)
+		switch {
+		case errors.Is(err, stores.ErrNotFound):
+			onHub = false
+		case err != nil:
+			return err
+		case !keyringNewer(it.Value, cur.Value):
+			continue
+		default:
+			h, err := decodeKeyring(cur.Value)
+			hubRevoked = err == nil && h.revoked
+		}
+		switch {
+		case e.revoked && !hubRevoked:
+			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, CipherHash: hashOf(it.Value)})
+		case !e.revoked && (hubRevoked || !onHub && e.grantedBy != e.user):
+			entries = append(entries, ledger.Entry{Kind: ledger.PersonGranted, ID: e.user, Reason: e.role.String(),
+				CipherHash: hashOf(it.Value), SigningKey: e.signPub})
+		}
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	_, err := s.h.ledger.Append(ctx, entries...)
+	return closedIfWiped(err)
+}
