@@ -67,6 +67,17 @@
 // counters written later, though no record body sealed after the
 // revocation.
 //
+// On a device of a hub a generation is made on the hub: the device brings
+// its keyring and the hub's into agreement, makes the next generation from
+// the hub's keyring and commits it there, in one transaction that checks
+// every entry it replaces, before its own store. So two devices never make
+// one generation number with two keys (the keyring merge of Sync could
+// keep only one, and the records sealed by the other would be lost); a
+// device out of reach of its hub does not rotate (sequence.ErrOffline).
+// Each device seals with a new generation from the Sync that brings it on:
+// until then it seals with the generation it knows, which a person revoked
+// meanwhile held; ResumeRotation, after a Sync, re-seals those records.
+//
 // # Per-collection access
 //
 // From generation 2 on a record is sealed with its collection's own key

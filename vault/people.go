@@ -340,7 +340,12 @@ func (v *Vault) ownerSeed() (*crypto.Key, error) {
 // a store without transactions, and a keyring holding another person's
 // entry of layout version 1, cannot rotate: Revoke then fails with
 // stores.ErrNotSupported or ErrNotPermitted, writing nothing, unless
-// RevokeWithoutRotation is given.
+// RevokeWithoutRotation is given. On a device of a hub the rotation is
+// made on the hub first, as RotateKeys says: out of reach of the hub,
+// Revoke fails with an error wrapping sequence.ErrOffline, writing
+// nothing (RevokeWithoutRotation works offline and travels with Sync).
+// A device that has not synced since keeps sealing with the generation
+// the revoked person held until its next Sync brings the revocation.
 func (v *Vault) Revoke(ctx context.Context, user string, opts ...RevokeOption) error {
 	var o revokeOptions
 	for _, opt := range opts {
@@ -371,6 +376,11 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 	defer v.exit()
 	if _, err := v.ownerSeed(); err != nil {
 		return err
+	}
+	if !o.keepKeys {
+		if err := v.readyToRotate(ctx); err != nil { // rotate_hub.go
+			return err
+		}
 	}
 	key := v.prefix + keyringPrefix + user
 	old, err := v.me.store.Get(ctx, key)

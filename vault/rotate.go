@@ -138,9 +138,20 @@ func (v *Vault) Rotation() *Rotation { return v.rot.Load() }
 // whose grant is not signed by its granter (one rewritten by someone
 // holding the first generation's key, which keys the entries' MAC) is
 // refused with ErrTampered rather than given the new key. A crash, Stop
-// or Close leaves the rotation pending: ResumeRotation continues it. On a
-// device of a hub the new keyring entries and the re-sealed records reach
-// the hub and the other devices with Sync.
+// or Close leaves the rotation pending: ResumeRotation continues it.
+//
+// On a device of a hub the rotation is made on the hub first (see
+// rotate_hub.go): the new keyring entries commit on the hub, then on the
+// device; the re-sealed records reach the hub and the other devices with
+// Sync, and each device seals with the new generation from its next Sync
+// on. A device that cannot reach its hub, or opened without it, does not
+// rotate: an error wrapping sequence.ErrOffline, nothing written. A
+// rotation (or any change of a person) committed on the hub meanwhile by
+// another device makes it fail with an error matching stores.ErrConflict,
+// writing nothing: call again, which makes the next generation. Should
+// the device's commit fail after the hub's, the error says so: the
+// generation is on the hub, the device's next Sync brings it, and
+// ResumeRotation then re-seals the records.
 func (v *Vault) RotateKeys(ctx context.Context, opts ...RotateOption) (*Rotation, error) {
 	if err := v.enter(ctx); err != nil {
 		return nil, fmt.Errorf("rotate keys: %w", err)
@@ -268,7 +279,8 @@ type keyringWrite struct {
 // newGeneration makes the next data key generation and commits it: every
 // active person's entry with the new key wrapped for them, the rotation
 // mark and a ledger.KeysRotated entry (after also's own change and entry,
-// when given), then installs the key in the handle.
+// when given), then installs the key in the handle. On a device of a hub
+// the keyring entries are committed on the hub first (rotate_hub.go).
 func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringWrite) (uint64, error) {
 	if _, err := v.ownerSeed(); err != nil {
 		return 0, err
@@ -276,19 +288,18 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 	if !transactional(v.me.store) {
 		return 0, fmt.Errorf("a rotation needs a store with transactions: %w", stores.ErrNotSupported)
 	}
-	type change struct {
-		key      string
-		old, val []byte
+	if err := v.readyToRotate(ctx); err != nil { // rotate_hub.go
+		return 0, err
 	}
 	var (
-		changes []change
+		changes []keyringChange
 		active  []*keyringEntry
 		olds    [][]byte
 	)
 	cur, _ := v.keys.current()
 	top := cur
 	kp := v.prefix + keyringPrefix
-	for it, err := range v.me.store.List(ctx, kp) {
+	for it, err := range v.keyringStore().List(ctx, kp) { // see rotate_hub.go
 		if err != nil {
 			return 0, err
 		}
@@ -342,7 +353,7 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 			return 0, err
 		}
 		ne.seal(v.dk, v.name, v.me.header)
-		changes = append(changes, change{key: kp + e.user, old: olds[i], val: ne.encode()})
+		changes = append(changes, keyringChange{key: kp + e.user, old: olds[i], val: ne.encode()})
 		if e.user == v.user {
 			mine = &ne
 		}
@@ -358,17 +369,34 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 			also.val = also.add.encode()
 			also.entry.CipherHash = hashOf(also.val)
 		}
-		changes = append(changes, change{key: kp + also.user, old: also.old, val: also.val})
+		changes = append(changes, keyringChange{key: kp + also.user, old: also.old, val: also.val})
 	}
 	mark, err := v.seal.Seal(v.prefix+rotationKey, encodeRotationMark(gen))
 	if err != nil {
 		k.Wipe()
 		return 0, err
 	}
+	if v.rotatesOnHub() {
+		var onHub []ledger.Entry
+		if also != nil {
+			onHub = append(onHub, also.entry)
+		}
+		if err := v.commitOnHub(ctx, changes, onHub); err != nil {
+			k.Wipe()
+			return 0, err
+		}
+	}
 	err = v.ledger.Update(ctx, func(tx stores.Tx) error {
 		for _, c := range changes {
 			it, err := tx.Get(c.key)
 			switch {
+			case v.rotatesOnHub(): // committed on the hub already
+				if err != nil && !errors.Is(err, stores.ErrNotFound) {
+					return err
+				}
+				if !takesHubEntry(it, err == nil, c) {
+					continue
+				}
 			case errors.Is(err, stores.ErrNotFound):
 				if c.old != nil {
 					return errEntryMoved
@@ -400,6 +428,9 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 	}
 	if err != nil {
 		k.Wipe()
+		if v.rotatesOnHub() {
+			err = fmt.Errorf("generation %d is on the hub, not on this device (its next Sync brings it): %w", gen, err)
+		}
 		return 0, closedIfWiped(err)
 	}
 	v.keys.add(gen, k)

@@ -366,7 +366,14 @@ func (s *syncRun) keyrings(ctx context.Context) error {
 	if err := copyKeyringWith(ctx, s.v.store, s.h.store, s.v.prefix, dh.Value, merge); err != nil {
 		return err
 	}
-	return copyKeyringWith(ctx, s.h.store, s.v.store, s.v.prefix, dh.Value, merge)
+	if err := copyKeyringWith(ctx, s.h.store, s.v.store, s.v.prefix, dh.Value, merge); err != nil {
+		return err
+	}
+	// Learn every generation the person's entry now holds (a rotation made
+	// on another device): from now on this device seals with the latest,
+	// so a revocation holds for what it writes once it has heard of it.
+	_, err = s.v.heldGenerations(ctx)
+	return closedIfWiped(err)
 }
 
 // recKey names a record.
