@@ -462,3 +462,51 @@ func TestPrimeOrder(t *testing.T) {
 	}
 	assert.True(t, primeOrder(edwards25519.NewIdentityPoint()))
 }
+
+// FuzzBatchVerify: a batch of good signatures and crafted edge cases, with
+// corruptions the input chooses (three bytes each: entry, what, bit), gets
+// from checkSigs exactly the rejections ed25519.Verify gives.
+func FuzzBatchVerify(f *testing.F) {
+	pool := benchJobs(12, 2)
+	sp := specials(f, rand.New(rand.NewPCG(11, 12)))
+	f.Add([]byte{8})
+	f.Add([]byte{8, 3, 0, 17})
+	f.Add([]byte{11, 0, 1, 200, 5, 4, 3})
+	f.Add([]byte{6, 2, 5, 0, 2, 6, 1, 4, 2, 9})
+	f.Add([]byte{9, 1, 3, 77, 7, 3, 8})
+	keys := batchKeys{}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		n := 1 + int(data[0])%len(pool)
+		jobs := make([]sigJob, n)
+		for i := range jobs {
+			jobs[i] = sigJob{pub: slices.Clone(pool[i].pub), msg: slices.Clone(pool[i].msg), sig: slices.Clone(pool[i].sig)}
+		}
+		for c := data[1:]; len(c) >= 3; c = c[3:] {
+			i, bit := int(c[0])%n, int(c[2])
+			switch c[1] % 6 {
+			case 0:
+				jobs[i].sig[bit%256/8] ^= 1 << (bit % 8)
+			case 1:
+				jobs[i].sig[32+bit%256/8] ^= 1 << (bit % 8)
+			case 2:
+				jobs[i].pub[bit%256/8] ^= 1 << (bit % 8)
+			case 3:
+				jobs[i].msg[bit%len(jobs[i].msg)] ^= 1 << (bit % 8)
+			case 4:
+				k := bit % n
+				jobs[i].sig, jobs[k].sig = jobs[k].sig, jobs[i].sig
+			case 5:
+				s := sp[bit%len(sp)].job
+				jobs[i] = sigJob{pub: slices.Clone(s.pub), msg: slices.Clone(s.msg), sig: slices.Clone(s.sig)}
+			}
+		}
+		got, want := failing(jobs, keys)
+		require.Equal(t, want, got)
+		if batchVerify(jobs, keys) {
+			require.Empty(t, want)
+		}
+	})
+}
