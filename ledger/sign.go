@@ -206,7 +206,8 @@ type sigJob struct {
 	sig   []byte
 }
 
-// sigBatch is how many signatures a worker takes at a time.
+// sigBatch is how many signatures a worker takes at a time: one batch
+// equation (batchsig.go).
 const sigBatch = 64
 
 func newVerifier(dir map[string]wire.LedgerPerson) *verifier {
@@ -215,16 +216,27 @@ func newVerifier(dir map[string]wire.LedgerPerson) *verifier {
 	v.jobs = make(chan []sigJob, 2*workers)
 	for range workers {
 		v.wg.Go(func() {
+			keys := batchKeys{}
 			for batch := range v.jobs {
-				for _, j := range batch {
-					if !ed25519.Verify(j.pub, j.msg, j.sig) {
-						v.fail(&SignatureError{Seq: j.seq, Actor: j.actor, Problem: BadSignature})
-					}
-				}
+				checkSigs(batch, keys, v.fail)
 			}
 		})
 	}
 	return v
+}
+
+// checkSigs checks the signatures of batch, at once when they all hold,
+// and calls fail for each one ed25519.Verify rejects.
+func checkSigs(batch []sigJob, keys batchKeys, fail func(*SignatureError)) {
+	if batchVerify(batch, keys) {
+		return
+	}
+	// Which signatures fail, as ed25519.Verify finds them.
+	for _, j := range batch {
+		if !ed25519.Verify(j.pub, j.msg, j.sig) {
+			fail(&SignatureError{Seq: j.seq, Actor: j.actor, Problem: BadSignature})
+		}
+	}
 }
 
 func (v *verifier) fail(err *SignatureError) {
