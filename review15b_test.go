@@ -2,6 +2,7 @@ package noydb_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,6 +73,132 @@ func TestReview15bOfflineDeviceSealsForLimitedPerson(t *testing.T) {
 			require.Equal(t, 2, total)
 			assert.Zero(t, opened, "a payroll record written on olga's second device opens with bob's keys on the hub")
 			verified(t, a)
+		})
+	}
+}
+
+// TestReview15bLimitedLifecycleVerifies: a writer limited to notes works
+// through a hub while olga widens his collections, narrows them, rotates
+// and finally revokes him; after each step every ledger (olga's device,
+// bob's device, the hub) verifies.
+func TestReview15bLimitedLifecycleVerifies(t *testing.T) {
+	ctx := context.Background()
+	hub := memstore.New()
+	a := openPerson(t, hubPerson(memstore.New(), hub, "olga", "o"))
+	onHub := func() *vault.Vault { return openPerson(t, personCfg(hub, "olga", "o")) }
+	all := func(b *vault.Vault) {
+		t.Helper()
+		verified(t, a)
+		if b != nil {
+			verified(t, b)
+		}
+		verified(t, onHub())
+	}
+	require.NoError(t, vault.CollectionOf[Note](a, "payroll").Put(ctx, "p-1", Note{Text: "salary"}))
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "n-1", Note{Text: "note"}))
+	mustSync(t, a)
+	require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter, "notes"))
+	mustSync(t, a)
+	b := openPerson(t, hubPerson(memstore.New(), hub, "bob", "b"))
+	mustSync(t, b)
+	require.NoError(t, vault.CollectionOf[Note](b, "notes").Put(ctx, "b-1", Note{Text: "by bob"}))
+	mustSync(t, b)
+	mustSync(t, a)
+	all(b)
+
+	require.NoError(t, a.SetCollections(ctx, "bob", "notes", "memos"))
+	mustSync(t, a)
+	require.NoError(t, b.Close())
+	b = openPerson(t, hubPerson(memstore.New(), hub, "bob", "b"))
+	mustSync(t, b)
+	require.NoError(t, vault.CollectionOf[Note](b, "memos").Put(ctx, "m-1", Note{Text: "memo"}))
+	mustSync(t, b)
+	mustSync(t, a)
+	all(b)
+
+	require.NoError(t, a.SetCollections(ctx, "bob", "memos"))
+	mustSync(t, a)
+	require.NoError(t, b.Close())
+	b = openPerson(t, hubPerson(memstore.New(), hub, "bob", "b"))
+	mustSync(t, b)
+	require.NoError(t, vault.CollectionOf[Note](b, "memos").Put(ctx, "m-2", Note{Text: "memo 2"}))
+	_, err := vault.CollectionOf[Note](b, "notes").Get(ctx, "n-1")
+	assert.ErrorIs(t, err, vault.ErrNotPermitted)
+	mustSync(t, b)
+	mustSync(t, a)
+	all(b)
+
+	rot, err := a.RotateKeys(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rot.Wait(ctx))
+	mustSync(t, a)
+	mustSync(t, b)
+	require.NoError(t, vault.CollectionOf[Note](b, "memos").Put(ctx, "m-3", Note{Text: "memo 3"}))
+	mustSync(t, b)
+	mustSync(t, a)
+	all(b)
+
+	require.NoError(t, a.SetCollections(ctx, "bob"))
+	mustSync(t, a)
+	require.NoError(t, b.Close())
+	b = openPerson(t, hubPerson(memstore.New(), hub, "bob", "b"))
+	mustSync(t, b)
+	got, err := vault.CollectionOf[Note](b, "payroll").Get(ctx, "p-1")
+	require.NoError(t, err)
+	assert.Equal(t, "salary", got.Text)
+	mustSync(t, a)
+	all(b)
+
+	require.NoError(t, a.Revoke(ctx, "bob"))
+	require.NoError(t, a.Rotation().Wait(ctx))
+	mustSync(t, a)
+	all(nil)
+}
+
+// TestReview15bLimitedSecretChangeRacesRotation: bob, limited to notes,
+// changes his secret once or twice on his device (his entry's serial
+// rises by one or two) while olga, on hers, rotates (his entry gets the
+// notes key of the new generation, its serial rises by one) and re-seals
+// the notes. After both sync, bob's last secret opens on every store and
+// he still reads the note: the keyring merge keeps the collection keys of
+// the rotation, as it keeps a person's data key generations.
+func TestReview15bLimitedSecretChangeRacesRotation(t *testing.T) {
+	for _, changes := range []int{1, 2} {
+		t.Run(strconv.Itoa(changes), func(t *testing.T) {
+			ctx := context.Background()
+			hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+			a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+			require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "n-1", Note{Text: "note"}))
+			require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter, "notes"))
+			mustSync(t, a)
+			b := openPerson(t, hubPerson(devB, hub, "bob", "b"))
+			mustSync(t, b)
+
+			secret := "b"
+			for i := range changes {
+				next := "b" + strconv.Itoa(i+2)
+				require.NoError(t, b.ChangeSecret(ctx, []byte(secret), []byte(next)))
+				secret = next
+			}
+			rot, err := a.RotateKeys(ctx)
+			require.NoError(t, err)
+			require.NoError(t, rot.Wait(ctx))
+			mustSync(t, a)
+			mustSync(t, b)
+			mustSync(t, a)
+			mustSync(t, b)
+			require.NoError(t, b.Close())
+
+			for _, cfg := range []vault.Config{hubPerson(devB, hub, "bob", secret), personCfg(hub, "bob", secret),
+				hubPerson(devA, hub, "bob", secret)} {
+				again, err := vault.Open(ctx, cfg)
+				require.NoError(t, err)
+				got, err := vault.CollectionOf[Note](again, "notes").Get(ctx, "n-1")
+				if assert.NoError(t, err, "bob reads a note re-sealed by the rotation") {
+					assert.Equal(t, "note", got.Text)
+				}
+				require.NoError(t, again.Close())
+			}
 		})
 	}
 }
