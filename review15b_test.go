@@ -199,6 +199,13 @@ func TestReview15bLimitedSecretChangeRacesRotation(t *testing.T) {
 				}
 				require.NoError(t, again.Close())
 			}
+			verified(t, a)
+			verified(t, openPerson(t, personCfg(hub, "olga", "o")))
+			b = openPerson(t, hubPerson(devB, hub, "bob", secret))
+			require.NoError(t, vault.CollectionOf[Note](b, "notes").Put(ctx, "n-2", Note{Text: "by bob"}))
+			mustSync(t, b)
+			verified(t, b)
+			verified(t, openPerson(t, personCfg(hub, "olga", "o")))
 		})
 	}
 }
