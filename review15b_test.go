@@ -240,3 +240,53 @@ func TestReview15bWidenedPersonPullsOlderRecords(t *testing.T) {
 		assert.Equal(t, "memo", got.Text)
 	}
 }
+
+// TestReview15bPutBackEntryGetsNextGeneration: a store (or the person
+// themself, who shares it) puts back a keyring entry as it was before a
+// change that took access away: carl's before his revocation, bob's
+// before his collections were narrowed to notes. The next rotation an
+// owner makes must not wrap its new key for the entry put back: the
+// records written afterwards must not open with any key that entry then
+// holds.
+func TestReview15bPutBackEntryGetsNextGeneration(t *testing.T) {
+	t.Skip("known bug (review15b #6): newGeneration trusts a keyring entry whose MAC and grant signature hold; " +
+		"an entry put back as it was before a revocation or a SetCollections narrowing passes both, so the next " +
+		"rotation wraps the new data key (or the lost collections' keys) for the revoked or narrowed person, who " +
+		"then opens records written afterwards with the raw store (the person holds generation 1 and so can put " +
+		"the entry back themself). Fix: newGeneration checks each entry against the ledger's people history " +
+		"(the last PersonRevoked/PersonGranted of the person, whose CipherHash names the entry then written; " +
+		"PersonGranted entries would need to carry the collections), or entries carry a serial the granter signs")
+	for _, change := range []string{"revoke", "narrow"} {
+		t.Run(change, func(t *testing.T) {
+			ctx := context.Background()
+			st := memstore.New()
+			owner := openPerson(t, personCfg(st, "olga", "o"))
+			user, secret := "carl", "c"
+			if change == "narrow" {
+				user, secret = "bob", "b"
+				require.NoError(t, owner.Grant(ctx, user, vault.Secret([]byte(secret)), vault.RoleWriter, "notes", "payroll"))
+			} else {
+				require.NoError(t, owner.Grant(ctx, user, vault.Secret([]byte(secret)), vault.RoleWriter))
+			}
+			saved, err := st.Get(ctx, "v/team/_keyring/"+user)
+			require.NoError(t, err)
+			if change == "narrow" {
+				require.NoError(t, owner.SetCollections(ctx, user, "notes"))
+			} else {
+				require.NoError(t, owner.Revoke(ctx, user))
+				require.NoError(t, owner.Rotation().Wait(ctx))
+			}
+			_, err = st.Put(ctx, "v/team/_keyring/"+user, saved.Value)
+			require.NoError(t, err)
+
+			rot, err := owner.RotateKeys(ctx)
+			if err == nil {
+				require.NoError(t, rot.Wait(ctx))
+			}
+			require.NoError(t, vault.CollectionOf[Note](owner, "payroll").Put(ctx, "p-new", Note{Text: "after"}))
+			opened, total := rawOpens(t, st, "payroll", entryKeys(t, st, user, secret))
+			require.Equal(t, 1, total)
+			assert.Zero(t, opened, "a payroll record written after the rotation opens with the keys of the entry put back")
+		})
+	}
+}
