@@ -290,3 +290,57 @@ func TestReview15bPutBackEntryGetsNextGeneration(t *testing.T) {
 		})
 	}
 }
+
+// TestReview15bChangeRacesTakingAccessAway: on his device, offline, bob
+// changes his secret twice (his entry's serial rises by two) while olga,
+// on hers, revokes him or narrows his collections to notes (his entry's
+// serial rises by one). After both sync, the change olga made holds on
+// the hub and on her device: bob is revoked, or limited to notes.
+func TestReview15bChangeRacesTakingAccessAway(t *testing.T) {
+	for _, change := range []string{"revoke", "narrow"} {
+		t.Run(change, func(t *testing.T) {
+			ctx := context.Background()
+			hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+			a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+			require.NoError(t, vault.CollectionOf[Note](a, "payroll").Put(ctx, "p-1", Note{Text: "salary"}))
+			require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter, "notes", "payroll"))
+			mustSync(t, a)
+			b := openPerson(t, hubPerson(devB, hub, "bob", "b"))
+			mustSync(t, b)
+
+			require.NoError(t, b.ChangeSecret(ctx, []byte("b"), []byte("b2")))
+			require.NoError(t, b.ChangeSecret(ctx, []byte("b2"), []byte("b3")))
+			if change == "revoke" {
+				require.NoError(t, a.Revoke(ctx, "bob"))
+				require.NoError(t, a.Rotation().Wait(ctx))
+			} else {
+				require.NoError(t, a.SetCollections(ctx, "bob", "notes"))
+			}
+			mustSync(t, a)
+			_, _ = b.Sync(ctx) // a revoked person's sync may fail
+			mustSync(t, a)
+
+			for _, v := range []*vault.Vault{a, openPerson(t, personCfg(hub, "olga", "o"))} {
+				people, err := v.People(ctx)
+				require.NoError(t, err)
+				for _, p := range people {
+					if p.Name != "bob" {
+						continue
+					}
+					if change == "revoke" {
+						assert.True(t, p.Revoked, "bob's revocation undone by his secret changes")
+					} else {
+						assert.Equal(t, []string{"notes"}, p.Collections, "bob's narrowing undone by his secret changes")
+					}
+				}
+			}
+			again, err := vault.Open(ctx, hubPerson(memstore.New(), hub, "bob", "b3"))
+			if err == nil {
+				require.NoError(t, again.Close())
+			}
+			if change == "revoke" {
+				assert.ErrorIs(t, err, vault.ErrNoAccess, "bob's new secret opens after his revocation")
+			}
+		})
+	}
+}
