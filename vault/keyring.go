@@ -290,8 +290,36 @@ func keyringSerial(b []byte) uint64 {
 }
 
 // keyringNewer reports whether the keyring entry src should replace dst
-// on a copy between stores (see copyKeyring): its serial is higher.
-func keyringNewer(src, dst []byte) bool { return keyringSerial(src) > keyringSerial(dst) }
+// on a copy between stores (see copyKeyring). Between two entries of one
+// person that decode and hold the same grant, a revocation replaces any
+// other entry of the grant it revokes and is replaced by none (only by a
+// new grant, whose serial is above the revocation's). Else the higher
+// serial wins. A serial alone would let a person undo a revocation:
+// secret changes made on their own device while an owner revoked them
+// raise it past the revocation's. (Two different grants are still told
+// apart by serial only: the copy does not check grant signatures, so a
+// later grant time cannot be trusted here.)
+func keyringNewer(src, dst []byte) bool {
+	if isKeyringV2(src) && isKeyringV2(dst) {
+		es, serr := decodeKeyring(src)
+		ed, derr := decodeKeyring(dst)
+		if serr == nil && derr == nil && es.user == ed.user {
+			if es.revoked != ed.revoked && sameGrantStatement(es, ed) {
+				return es.revoked
+			}
+		}
+	}
+	return keyringSerial(src) > keyringSerial(dst)
+}
+
+// sameGrantStatement reports whether a and b hold the same grant: what
+// the granter signed (grantStatement) and the signature. A revocation
+// keeps the grant it revokes.
+func sameGrantStatement(a, b *keyringEntry) bool {
+	return a.user == b.user && a.role == b.role && a.grantedBy == b.grantedBy && a.grantedAt == b.grantedAt &&
+		slices.Equal(a.collections, b.collections) && bytes.Equal(a.boxPub, b.boxPub) &&
+		bytes.Equal(a.signPub, b.signPub) && bytes.Equal(a.grantSig, b.grantSig)
+}
 
 // wrapAD is the associated data of one wrap in a person's entry: the
 // entry's binding (vault, user, header) and the wrap's purpose.

@@ -31,8 +31,8 @@ func keyringMerger(dk *crypto.Key, vaultName string, header []byte) func(src, ds
 // same role, granter, time, collections and public keys, so the granter's
 // signature holds for the merge), neither revoked, both with a good MAC
 // under dk, when neither supersedes the other: the one with the higher
-// serial lacks a generation the other holds, or, with equal serials, they
-// differ. The merge takes the lock (and everything but the keys) of:
+// serial lacks a generation or a collection key the other holds, or, with
+// equal serials, they differ. The merge takes the lock (and everything but the keys) of:
 //
 //   - the entry with the higher serial;
 //   - with equal serials, the one whose generations the other's strictly
@@ -91,7 +91,7 @@ func mergeKeyring(dk *crypto.Key, vaultName string, header []byte, a, b []byte) 
 	gd := genSet(donor)
 	m.gens = slices.Clone(donor.gens)
 	for _, g := range other.gens {
-		if !gd[g.gen] {
+		if !gd[heldKey{gen: g.gen}] {
 			m.gens = append(m.gens, g)
 		}
 	}
@@ -123,7 +123,7 @@ func mergeKeyring(dk *crypto.Key, vaultName string, header []byte, a, b []byte) 
 // losesGenerations reports whether the entry src, replacing dst, would
 // lose a data key generation dst holds: both of the same grant, neither
 // revoked (a revocation or a new grant replaces what was), and src lacking
-// a generation of dst. Such a pair waits for mergeKeyring.
+// a generation or a collection key of dst. Such a pair waits for mergeKeyring.
 func losesGenerations(src, dst []byte) bool {
 	es, err := decodeKeyring(src)
 	if err != nil {
@@ -146,16 +146,30 @@ func sameGrant(a, b *keyringEntry) bool {
 		a.lock == b.lock && a.macGen == b.macGen
 }
 
-func genSet(e *keyringEntry) map[uint64]bool {
-	s := make(map[uint64]bool, len(e.gens))
+// heldKey names one key a keyring entry holds: a data key generation
+// (name empty) or a collection's key of a generation.
+type heldKey struct {
+	gen  uint64
+	name string
+}
+
+// genSet returns the keys e holds: its data key generations and its
+// collection keys. A person limited to some collections gains no data key
+// generation from a rotation, only collection keys: those must count too,
+// or an entry lacking a rotation's keys would seem to hold all of them.
+func genSet(e *keyringEntry) map[heldKey]bool {
+	s := make(map[heldKey]bool, len(e.gens)+len(e.colKeys))
 	for _, g := range e.gens {
-		s[g.gen] = true
+		s[heldKey{gen: g.gen}] = true
+	}
+	for _, c := range e.colKeys {
+		s[heldKey{gen: c.gen, name: c.name}] = true
 	}
 	return s
 }
 
 // containsAll reports whether every member of sub is in set.
-func containsAll(set, sub map[uint64]bool) bool {
+func containsAll(set, sub map[heldKey]bool) bool {
 	for n := range sub {
 		if !set[n] {
 			return false

@@ -1,0 +1,58 @@
+package vault
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/stores/memstore"
+)
+
+// TestReview15bLimitedWriterForgesOtherCollection: bob, a writer limited
+// to "notes", runs a client of his own: it forgets his limit and seals
+// with the first generation's data key he holds (what this package does
+// for a person without limit who knows generation 1 only). He writes a
+// payroll record and appends the ledger entry, signed with his own key,
+// as any write does. The owner reads it as a payroll record; Verify must
+// at least report bob's entry on a collection he may not use.
+func TestReview15bLimitedWriterForgesOtherCollection(t *testing.T) {
+	t.Skip("known bug (review15b #3): a limited writer writes into a collection not theirs with the first " +
+		"generation's data key and a ledger entry signed by themself: reads open it (a generation 1 envelope opens " +
+		"with the data key) and Verify passes (wire.LedgerPerson has no collections; PersonGranted entries carry the " +
+		"role only). Fix: PersonGranted entries name the collections and Verify refuses a record entry of a limited " +
+		"author outside them; reads refuse a record sealed by a data key older than the vault's first limited grant")
+	ctx := context.Background()
+	cheap := crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}
+	st := memstore.New()
+	cfg := Config{Store: st, Name: "team", User: "olga", Secret: []byte("o"), KDF: cheap, InsecureAllowWeakKDF: true}
+	owner, err := Open(ctx, cfg)
+	require.NoError(t, err)
+	defer owner.Close()
+	require.NoError(t, CollectionOf[map[string]string](owner, "payroll").Put(ctx, "p-1", map[string]string{"pay": "1"}))
+	require.NoError(t, owner.Grant(ctx, "bob", Secret([]byte("b")), RoleWriter, "notes"))
+	rep, err := owner.Audit().Verify(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rep.Problem)
+
+	bcfg := cfg
+	bcfg.User, bcfg.Secret = "bob", []byte("b")
+	bob, err := Open(ctx, bcfg)
+	require.NoError(t, err)
+	defer bob.Close()
+	// bob's own client: no limit, generation 1 only.
+	dk1 := bob.keys.snap.Load().keys[1]
+	require.NotNil(t, dk1)
+	bob.keys.limited = nil
+	bob.keys.snap.Store(&genSnap{cur: 1, keys: map[uint64]*crypto.Key{1: dk1}})
+	require.NoError(t, CollectionOf[map[string]string](bob, "payroll").Put(ctx, "p-2", map[string]string{"pay": "1000000"}))
+
+	got, err := CollectionOf[map[string]string](owner, "payroll").Get(ctx, "p-2")
+	require.NoError(t, err)
+	require.Equal(t, "1000000", got["pay"], "the owner reads bob's payroll record")
+	rep, err = owner.Audit().Verify(ctx)
+	require.NoError(t, err)
+	assert.Error(t, rep.Problem, "a limited writer's entry on a collection not theirs passes Verify")
+}
