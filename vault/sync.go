@@ -43,6 +43,10 @@ import (
 // Device storage, each value sealed with the vault's key bound to its key:
 //
 //	prefix + "_sync/pull"                  1 || uvarint seq || lp(sha256 of the feed entry at seq)
+//	                                       or 2 || uvarint seq || lp(sha256) || pulled-with
+//	    pulled-with: 0 (all collections) | 1 || uvarint n || n × lp(collection)
+//	    (version 1: written before the collections were recorded; taken
+//	    as the person's collections of now)
 //	prefix + "_sync/push"                  1 || uvarint seq (the device ledger position pushed through)
 //	prefix + "_sync/base/" + coll/id       1 || uvarint rev || lp(cipher hash; empty: the hub holds none)
 //	prefix + "_sync/conflict/" + coll/id   1 || uvarint feed seq || uvarint rev || lp(the hub's sealed record; empty: deleted)
@@ -53,6 +57,7 @@ const (
 	syncBaseDir   = syncDir + "base/"
 	syncConfDir   = syncDir + "conflict/"
 	syncVersion   = 1
+	pullVersion2  = 2
 	maxSyncHash   = 64
 	syncMaxRounds = 4
 )
@@ -351,6 +356,12 @@ type syncRun struct {
 	// the sync started at (see report).
 	progress func(SyncProgress)
 	from     [2]*uint64
+	// with are the collections the pull cursor records as pulled with
+	// (pullAdded); only, when set, limits a pull to some collections, and
+	// hold is then the cursor its commits keep (a catch-up before it).
+	with pullCursor
+	only func(coll string) bool
+	hold *pullCursor
 }
 
 func (s *syncRun) keyrings(ctx context.Context) error {
@@ -405,6 +416,9 @@ var syncPass = 128 * syncBatch
 
 // pull applies the hub's feed from the pull cursor to its head.
 func (s *syncRun) pull(ctx context.Context) error {
+	if err := s.pullAdded(ctx); err != nil {
+		return err
+	}
 	for {
 		done, err := s.pullPass(ctx)
 		if err != nil || done {
@@ -432,9 +446,23 @@ func isIntegrity(err error) bool {
 		errors.Is(err, ledger.ErrTampered) || errors.Is(err, ledger.ErrMalformed)
 }
 
+// pullCursor is how far this device applied the hub's feed, and with which
+// collections: a person limited to some pulls only theirs (pullWindow), so
+// when their collections grow the cursor tells which were skipped before
+// it (pullAdded).
 type pullCursor struct {
 	seq  uint64
 	hash []byte
+	// known: the collections pulled with are recorded (layout version 2);
+	// limited: they were some (cols, sorted), not all.
+	known, limited bool
+	cols           []string
+}
+
+// pulledWith returns c recording the collections this run pulls with.
+func (s *syncRun) pulledWith(c pullCursor) pullCursor {
+	c.known, c.limited, c.cols = true, s.with.limited, s.with.cols
+	return c
 }
 
 // pullPass reads up to syncPass feed entries after the pull cursor and
@@ -502,7 +530,7 @@ func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int
 	// do not open with their keys, and their device never holds them.
 	last := map[recKey]int{}
 	for i, e := range win {
-		if isRecordEntry(e) && s.v.keys.permits(e.Collection) == nil {
+		if isRecordEntry(e) && s.v.keys.permits(e.Collection) == nil && (s.only == nil || s.only(e.Collection)) {
 			last[recKey{e.Collection, e.ID}] = i
 		}
 	}
@@ -667,7 +695,10 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 		return err
 	}
 	end := win[len(win)-1]
-	cur := pullCursor{seq: end.Seq, hash: entryHash(end)}
+	cur := s.pulledWith(pullCursor{seq: end.Seq, hash: entryHash(end)})
+	if s.hold != nil {
+		cur = *s.hold
+	}
 	var pulled int
 	var conflicts []SyncConflict
 	err := s.v.localCommit(ctx, tkeys, func(tx stores.Tx) error {
@@ -1079,7 +1110,7 @@ func (s *syncRun) skipEchoes(ctx context.Context) error {
 		return err
 	}
 	return s.v.localCommit(ctx, nil, func(tx stores.Tx) error {
-		return s.v.putSealedValue(tx, syncPullKey, encodePull(*pull))
+		return s.v.putSealedValue(tx, syncPullKey, encodePull(s.pulledWith(*pull)))
 	})
 }
 
@@ -1374,10 +1405,26 @@ func (s *syncRun) loadPull(ctx context.Context) (pullCursor, error) {
 
 func decodePull(plain []byte) (pullCursor, error) {
 	r := codec.NewReader(plain)
-	r.Version(syncVersion)
-	c := pullCursor{seq: r.Uvarint()}
+	var c pullCursor
+	switch v := r.Byte(); {
+	case r.Err() != nil:
+	case v == pullVersion2:
+		c.known = true
+	case v == syncVersion:
+	default:
+		r.Failf("unknown version %d", v)
+	}
+	c.seq = r.Uvarint()
 	if h := r.Bytes(maxSyncHash); len(h) > 0 {
 		c.hash = bytes.Clone(h)
+	}
+	if c.known {
+		if c.limited = r.Bool(); c.limited {
+			n := r.Count(maxPulledCols, 1)
+			for range n {
+				c.cols = append(c.cols, r.String(maxKeyringName))
+			}
+		}
 	}
 	if err := r.End(); err != nil {
 		return pullCursor{}, err
@@ -1385,10 +1432,27 @@ func decodePull(plain []byte) (pullCursor, error) {
 	return c, nil
 }
 
+// maxPulledCols bounds the collections a pull cursor records.
+const maxPulledCols = 1 << 16
+
 func encodePull(c pullCursor) []byte {
-	b := []byte{syncVersion}
+	if !c.known {
+		b := []byte{syncVersion}
+		b = codec.AppendUvarint(b, c.seq)
+		return codec.AppendBytes(b, c.hash)
+	}
+	b := []byte{pullVersion2}
 	b = codec.AppendUvarint(b, c.seq)
-	return codec.AppendBytes(b, c.hash)
+	b = codec.AppendBytes(b, c.hash)
+	if !c.limited {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	b = codec.AppendUvarint(b, uint64(len(c.cols)))
+	for _, col := range c.cols {
+		b = codec.AppendString(b, col)
+	}
+	return b
 }
 
 func (s *syncRun) loadPush(ctx context.Context) (uint64, error) {

@@ -1,0 +1,97 @@
+package noydb_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// TestSyncCollectionsWidenedPullsOnlyAdded: bob, limited to notes, has
+// synced past the memos and payroll records; olga gives him memos (or
+// every collection). His next sync pulls the older records of what was
+// added, each once, and a later sync pulls nothing again.
+func TestSyncCollectionsWidenedPullsOnlyAdded(t *testing.T) {
+	for _, widen := range [][]string{{"notes", "memos"}, nil} {
+		t.Run(map[bool]string{true: "to all", false: "to notes and memos"}[widen == nil], func(t *testing.T) {
+			ctx := context.Background()
+			hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+			a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+			require.NoError(t, vault.CollectionOf[Note](a, "memos").Put(ctx, "m-1", Note{Text: "memo 1"}))
+			require.NoError(t, vault.CollectionOf[Note](a, "payroll").Put(ctx, "p-1", Note{Text: "pay"}))
+			require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter, "notes"))
+			require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "n-1", Note{Text: "note"}))
+			require.NoError(t, vault.CollectionOf[Note](a, "memos").Put(ctx, "m-2", Note{Text: "memo 2"}))
+			mustSync(t, a)
+			b, err := vault.Open(ctx, hubPerson(devB, hub, "bob", "b"))
+			require.NoError(t, err)
+			require.Equal(t, 1, mustSync(t, b).Pulled)
+			require.NoError(t, b.Close())
+
+			require.NoError(t, a.SetCollections(ctx, "bob", widen...))
+			mustSync(t, a)
+			b = openPerson(t, hubPerson(devB, hub, "bob", "b"))
+			want := map[string]string{"m-1": "memo 1", "m-2": "memo 2"}
+			pulled := 2
+			if widen == nil {
+				pulled = 3
+			}
+			assert.Equal(t, pulled, mustSync(t, b).Pulled)
+			for id, text := range want {
+				got, err := vault.CollectionOf[Note](b, "memos").Get(ctx, id)
+				if assert.NoError(t, err, id) {
+					assert.Equal(t, text, got.Text)
+				}
+			}
+			_, err = vault.CollectionOf[Note](b, "payroll").Get(ctx, "p-1")
+			if widen == nil {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, vault.ErrNotPermitted)
+			}
+			assert.Zero(t, mustSync(t, b).Pulled, "the catch-up is done once")
+			verified(t, b)
+		})
+	}
+}
+
+// TestSyncCollectionsWidenedHubRolledBack: the catch-up of added
+// collections reads the feed the device applied: a hub rolled back
+// behind the device's pull cursor is refused with ErrRollback, as by any
+// pull.
+func TestSyncCollectionsWidenedHubRolledBack(t *testing.T) {
+	ctx := context.Background()
+	hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	require.NoError(t, vault.CollectionOf[Note](a, "memos").Put(ctx, "m-1", Note{Text: "memo"}))
+	require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter, "notes"))
+	mustSync(t, a)
+	snap := snapshot(t, hub)
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "n-1", Note{Text: "note"}))
+	mustSync(t, a)
+	b, err := vault.Open(ctx, hubPerson(devB, hub, "bob", "b"))
+	require.NoError(t, err)
+	mustSync(t, b)
+	require.NoError(t, b.Close())
+
+	require.NoError(t, a.SetCollections(ctx, "bob", "notes", "memos"))
+	mustSync(t, a)
+	// The hub's feed goes back to before the note bob's device pulled;
+	// the keyring keeps bob's wider entry.
+	for k, v := range snapshot(t, hub) {
+		if strings.Contains(k, "/_keyring/") {
+			snap[k] = v
+		}
+	}
+	rewindStore(t, hub, snap)
+	b = openPerson(t, hubPerson(devB, hub, "bob", "b"))
+	_, err = b.Sync(ctx)
+	assert.ErrorIs(t, err, vault.ErrRollback)
+	_, err = vault.CollectionOf[Note](b, "memos").Get(ctx, "m-1")
+	assert.ErrorIs(t, err, vault.ErrNotFound, "nothing pulled from the rolled back hub")
+}
