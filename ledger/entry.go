@@ -56,10 +56,13 @@ const (
 	// deletion), Reason the policy and the losing side ("hub" or "device"),
 	// Number the hub feed position of the hub's side.
 	SyncConflict Kind = 12
-	// PersonGranted: a person was given access to the vault (ID the person,
-	// Reason the role, Partition the collections when limited to some,
+	// PersonGranted: a person was given access to the vault, or their
+	// collections were changed (ID the person, Reason the role, SigningKey
+	// the person's, Partition the collections, sorted and unique, when
+	// limited to some (at most MaxGrantCollections; empty: every
+	// collection, or a grant written before grant entries named them),
 	// CipherHash the SHA-256 of the person's new keyring entry). Actor is
-	// the owner who granted it.
+	// the owner who granted it. See Entry.GrantCollections.
 	PersonGranted Kind = 13
 	// PersonRevoked: a person's access was revoked (ID the person,
 	// CipherHash the SHA-256 of the revoked keyring entry).

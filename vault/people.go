@@ -254,7 +254,7 @@ func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Ro
 		return closedIfWiped(err)
 	}
 	pseed.Wipe()
-	entry := ledger.Entry{Kind: ledger.PersonGranted, ID: user, Reason: role.String(), SigningKey: e.signPub}
+	entry := ledger.Entry{Kind: ledger.PersonGranted, ID: user, Reason: role.String(), SigningKey: e.signPub, Partition: cols}
 	if cols == nil {
 		val := e.encode()
 		entry.CipherHash = hashOf(val)
@@ -291,8 +291,9 @@ func limitTo(role Role, collections []string) ([]string, error) {
 	if role == RoleOwner {
 		return nil, fmt.Errorf("%w: an owner cannot be limited to some collections", ErrInvalidArgument)
 	}
-	if len(collections) > maxKeyringList/4 {
-		return nil, fmt.Errorf("%w: %d collections, at most %d", ErrInvalidArgument, len(collections), maxKeyringList/4)
+	if len(collections) > ledger.MaxGrantCollections {
+		// The grant's ledger entry names them.
+		return nil, fmt.Errorf("%w: %d collections, at most %d", ErrInvalidArgument, len(collections), ledger.MaxGrantCollections)
 	}
 	for _, c := range collections {
 		if err := CheckCollectionName(c); err != nil {
@@ -751,7 +752,7 @@ func (v *Vault) setCollections(ctx context.Context, user string, collections []s
 	if ne.grantSig, err = crypto.Sign(seed, grantStatement(v.name, v.me.header, &ne)); err != nil {
 		return closedIfWiped(err)
 	}
-	entry := ledger.Entry{Kind: ledger.PersonGranted, ID: user, Reason: e.role.String(), SigningKey: ne.signPub}
+	entry := ledger.Entry{Kind: ledger.PersonGranted, ID: user, Reason: e.role.String(), SigningKey: ne.signPub, Partition: cols}
 	if !narrows {
 		ne.seal(v.dk, v.name, v.me.header)
 		val := ne.encode()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/noydb-go/noydb/crypto"
@@ -173,7 +174,7 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 		if err != nil || e.user != it.Key[len(kp):] {
 			continue
 		}
-		hubRevoked, onHub := false, true
+		hubRevoked, onHub, recollected := false, true, false
 		cur, err := s.h.store.Get(ctx, it.Key)
 		switch {
 		case errors.Is(err, stores.ErrNotFound):
@@ -185,13 +186,15 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 		default:
 			h, err := decodeKeyring(cur.Value)
 			hubRevoked = err == nil && h.revoked
+			// A change of the person's collections is a grant again.
+			recollected = err == nil && !slices.Equal(h.collections, e.collections)
 		}
 		switch {
 		case e.revoked && !hubRevoked:
 			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, CipherHash: hashOf(it.Value)})
-		case !e.revoked && (hubRevoked || !onHub && e.grantedBy != e.user):
+		case !e.revoked && (hubRevoked || recollected || !onHub && e.grantedBy != e.user):
 			entries = append(entries, ledger.Entry{Kind: ledger.PersonGranted, ID: e.user, Reason: e.role.String(),
-				CipherHash: hashOf(it.Value), SigningKey: e.signPub})
+				CipherHash: hashOf(it.Value), SigningKey: e.signPub, Partition: e.collections})
 		}
 	}
 	if len(entries) == 0 {

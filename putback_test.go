@@ -1,0 +1,60 @@
+package noydb_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// grantEntries returns the collections of every PersonGranted entry of
+// user in v's ledger, in order ("*" standing for every collection).
+func grantEntries(t testing.TB, v *vault.Vault, user string) [][]string {
+	t.Helper()
+	var got [][]string
+	for e, err := range v.Audit().Read(context.Background(), 0) {
+		require.NoError(t, err)
+		cols, limited, ok := e.GrantCollections()
+		if !ok || e.ID != user {
+			continue
+		}
+		if !limited {
+			cols = []string{"*"}
+		}
+		got = append(got, cols)
+	}
+	return got
+}
+
+// TestGrantEntriesNameCollections: a grant and every change of a person's
+// collections write a PersonGranted entry naming the collections, sorted
+// and unique; a grant to every collection names none.
+func TestGrantEntriesNameCollections(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	owner := openPerson(t, personCfg(st, "olga", "o"))
+	require.NoError(t, owner.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter, "payroll", "notes", "notes"))
+	require.NoError(t, owner.SetCollections(ctx, "bob", "notes"))
+	require.NoError(t, owner.SetCollections(ctx, "bob", "notes", "tasks"))
+	require.NoError(t, owner.SetCollections(ctx, "bob"))
+	require.NoError(t, owner.Grant(ctx, "carl", vault.Secret([]byte("c")), vault.RoleReader))
+	assert.Equal(t, [][]string{{"notes", "payroll"}, {"notes"}, {"notes", "tasks"}, {"*"}}, grantEntries(t, owner, "bob"))
+	assert.Equal(t, [][]string{{"*"}}, grantEntries(t, owner, "carl"))
+
+	many := make([]string, ledger.MaxGrantCollections+1)
+	for i := range many {
+		many[i] = "c" + string(rune('a'+i/26)) + string(rune('a'+i%26))
+	}
+	err := owner.Grant(ctx, "dan", vault.Secret([]byte("d")), vault.RoleWriter, many...)
+	assert.ErrorIs(t, err, vault.ErrInvalidArgument)
+	_, err = st.Get(ctx, "v/team/_keyring/dan")
+	assert.Error(t, err, "a refused grant wrote a keyring entry")
+	report, err := owner.Audit().Verify(ctx)
+	require.NoError(t, err)
+	assert.True(t, report.OK(), "%v", report.Problem)
+}
