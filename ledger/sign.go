@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/noydb-go/noydb/internal/codec"
@@ -54,6 +55,14 @@ import (
 //     device, the many authors of a hub's ledger) are taken from the
 //     keyring (wire.LedgerOptions.People): a person granted by an owner the
 //     replay accepts, with the keyring's key and role.
+//   - A person a PersonGranted entry limits to some collections (Partition,
+//     Entry.GrantCollections; a person taken from the keyring: its
+//     collections) writes entries naming those collections only: an entry
+//     with another Collection (a record put or delete, a number assigned,
+//     a pull) fails with OutsideCollections. The grant in force at the
+//     entry's position decides: a write after a narrowing, by a handle
+//     opened before it, fails. A grant recorded before grant entries
+//     named collections limits no one.
 //   - Owners and writers write records, numbers, application events and
 //     key rotations; only owners change people; anyone changes their own
 //     secret (SecretChanged about themselves) and their own recovery codes
@@ -88,20 +97,24 @@ const (
 	// KeyMismatch: the keyring holds another signing key for a person than
 	// the ledger introduced (Seq is the introducing entry).
 	KeyMismatch
+	// OutsideCollections: the author, limited to some collections at the
+	// entry's position, wrote an entry naming another collection.
+	OutsideCollections
 )
 
 var problemNames = [...]string{
-	BadSignature:  "bad signature",
-	Unsigned:      "unsigned entry after signed ones",
-	UnknownSigner: "unknown signer",
-	NotPermitted:  "not permitted to the author's role",
-	Revoked:       "author revoked",
-	KeyMismatch:   "keyring signing key differs from the ledger's",
+	BadSignature:       "bad signature",
+	Unsigned:           "unsigned entry after signed ones",
+	UnknownSigner:      "unknown signer",
+	NotPermitted:       "not permitted to the author's role",
+	Revoked:            "author revoked",
+	KeyMismatch:        "keyring signing key differs from the ledger's",
+	OutsideCollections: "collection not among the author's",
 }
 
 // String names the problem.
 func (p SignatureProblem) String() string {
-	if p >= BadSignature && p <= KeyMismatch {
+	if p >= BadSignature && p <= OutsideCollections {
 		return problemNames[p]
 	}
 	return fmt.Sprintf("problem(%d)", uint8(p))
@@ -177,6 +190,8 @@ type signer struct {
 	role    string
 	revoked bool
 	at      uint64 // the entry that introduced the key (0: the keyring)
+	// cols are the collections the person is limited to (nil: all).
+	cols []string
 }
 
 // verifier replays the people of a ledger and checks each entry's
@@ -288,6 +303,9 @@ func (v *verifier) check(r record, prev []byte) *SignatureError {
 	if !permitted(s.role, e) {
 		return fail(NotPermitted)
 	}
+	if s.cols != nil && e.Collection != "" && !slices.Contains(s.cols, e.Collection) {
+		return fail(OutsideCollections)
+	}
 	v.signed = true
 	if e.Covered {
 		// The signature of the commit's last entry will vouch for it: by
@@ -335,11 +353,12 @@ func (v *verifier) author(e *Entry) *signer {
 		// keyring's chain of grants that leads to them (the vault's
 		// creator, on a hub's ledger whose first author is someone else).
 		if self {
-			role := roleOwner
+			role, cols := roleOwner, []string(nil)
 			if inDir && bytes.Equal(d.SigningKey, e.SigningKey) {
-				role = d.Role
+				role, cols = d.Role, d.Collections
 			}
 			s := v.introduce(e.Actor, e.SigningKey, role, e.Seq)
+			s.cols = limit(cols)
 			if inDir && !d.Root {
 				v.anchor(d.GrantedBy)
 			}
@@ -389,7 +408,17 @@ func (v *verifier) vouched(name string, depth int) *signer {
 	}
 	// The keyring's revocation has no position in this ledger: the person
 	// keeps signing here until a PersonRevoked entry of this ledger.
-	return v.introduce(name, d.SigningKey, d.Role, 0)
+	s := v.introduce(name, d.SigningKey, d.Role, 0)
+	s.cols = limit(d.Collections)
+	return s
+}
+
+// limit returns the collections a person is limited to, nil for all.
+func limit(cols []string) []string {
+	if len(cols) == 0 {
+		return nil
+	}
+	return slices.Clone(cols)
 }
 
 func (v *verifier) introduce(name string, pub []byte, role string, at uint64) *signer {
@@ -402,7 +431,10 @@ func (v *verifier) introduce(name string, pub []byte, role string, at uint64) *s
 func (v *verifier) apply(e *Entry) {
 	switch e.Kind {
 	case PersonGranted:
-		v.known[e.ID] = &signer{pub: e.SigningKey, role: e.Reason, at: e.Seq}
+		// The collections the grant limits the person to (none: all of
+		// them, or a grant recorded before grant entries named them).
+		cols, _, _ := e.GrantCollections()
+		v.known[e.ID] = &signer{pub: e.SigningKey, role: e.Reason, at: e.Seq, cols: limit(cols)}
 	case PersonRevoked:
 		if s := v.known[e.ID]; s != nil {
 			s.revoked = true

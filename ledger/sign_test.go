@@ -575,3 +575,82 @@ func TestSignedReaderPulls(t *testing.T) {
 		sigProblem(t, owner, 5, ledger.NotPermitted)
 	}
 }
+
+// TestSignedCollections: a person limited to some collections by their
+// grant (Partition) writes record entries of those only, as the grant in
+// force at the entry's position says; a later grant widens or narrows it,
+// and a person the ledger does not introduce is held to the keyring's
+// collections.
+func TestSignedCollections(t *testing.T) {
+	ctx := context.Background()
+	rec := func(kind ledger.Kind, coll string) ledger.Entry {
+		return ledger.Entry{Kind: kind, Collection: coll, ID: "x", Revision: 1, CipherHash: bytes.Repeat([]byte{1}, 32)}
+	}
+	grant := func(cols ...string) ledger.Entry {
+		return ledger.Entry{Kind: ledger.PersonGranted, ID: "will", Reason: "writer", SigningKey: will.Public(), Partition: cols}
+	}
+	setup := func(t *testing.T) (stores.Store, *ledger.Ledger, *ledger.Ledger) {
+		st := storeKinds[0].make()
+		owner := signedOn(st, "olga", olga, nil)
+		_, err := owner.Append(ctx, fact(1))
+		require.NoError(t, err)
+		_, err = owner.Append(ctx, grant("memos", "notes"))
+		require.NoError(t, err)
+		writer := signedOn(st, "will", will, nil)
+		_, err = writer.Append(ctx, rec(ledger.RecordPut, "notes"), rec(ledger.RecordDelete, "memos"))
+		require.NoError(t, err)
+		verifyClean(t, owner, 4)
+		return st, owner, writer
+	}
+	for _, kind := range []ledger.Kind{ledger.RecordPut, ledger.RecordDelete, ledger.NumberAssigned} {
+		t.Run("a "+kind.String()+" outside", func(t *testing.T) {
+			_, owner, writer := setup(t)
+			e := rec(kind, "payroll")
+			if kind == ledger.NumberAssigned {
+				e = ledger.Entry{Kind: kind, Collection: "payroll", ID: "x", Series: "s", Number: 1}
+			}
+			_, err := writer.Append(ctx, e)
+			require.NoError(t, err)
+			sigProblem(t, owner, 5, ledger.OutsideCollections)
+		})
+	}
+	t.Run("a covered entry outside, in a commit", func(t *testing.T) {
+		_, owner, writer := setup(t)
+		_, err := writer.Append(ctx, rec(ledger.RecordPut, "payroll"), rec(ledger.RecordPut, "notes"))
+		require.NoError(t, err)
+		sigProblem(t, owner, 5, ledger.OutsideCollections)
+	})
+	t.Run("widened, then narrowed", func(t *testing.T) {
+		_, owner, writer := setup(t)
+		_, err := owner.Append(ctx, grant())
+		require.NoError(t, err)
+		_, err = writer.Append(ctx, rec(ledger.RecordPut, "payroll"))
+		require.NoError(t, err)
+		verifyClean(t, owner, 6)
+		_, err = owner.Append(ctx, grant("notes"))
+		require.NoError(t, err)
+		_, err = writer.Append(ctx, rec(ledger.RecordPut, "notes"))
+		require.NoError(t, err)
+		verifyClean(t, owner, 8)
+		// A write after the narrowing (a handle opened before it).
+		_, err = writer.Append(ctx, rec(ledger.RecordPut, "memos"))
+		require.NoError(t, err)
+		sigProblem(t, owner, 9, ledger.OutsideCollections)
+	})
+	t.Run("taken from the keyring", func(t *testing.T) {
+		st := storeKinds[0].make()
+		dir := map[string]wire.LedgerPerson{
+			"olga": {SigningKey: olga.Public(), Role: "owner", Root: true, GrantedBy: "olga"},
+			"will": {SigningKey: will.Public(), Role: "writer", GrantedBy: "olga", Collections: []string{"notes"}},
+		}
+		l := signedOn(st, "will", will, dir)
+		_, err := l.Append(ctx, rec(ledger.RecordPut, "notes"))
+		require.NoError(t, err)
+		_, err = signedOn(st, "olga", olga, dir).Append(ctx, rec(ledger.RecordPut, "payroll"))
+		require.NoError(t, err)
+		verifyClean(t, l, 2)
+		_, err = l.Append(ctx, rec(ledger.RecordPut, "payroll"))
+		require.NoError(t, err)
+		sigProblem(t, l, 3, ledger.OutsideCollections)
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores/memstore"
 )
 
@@ -19,11 +20,6 @@ import (
 // as any write does. The owner reads it as a payroll record; Verify must
 // at least report bob's entry on a collection he may not use.
 func TestReview15bLimitedWriterForgesOtherCollection(t *testing.T) {
-	t.Skip("known bug (review15b #3): a limited writer writes into a collection not theirs with the first " +
-		"generation's data key and a ledger entry signed by themself: reads open it (a generation 1 envelope opens " +
-		"with the data key) and Verify passes (wire.LedgerPerson has no collections; PersonGranted entries carry the " +
-		"role only). Fix: PersonGranted entries name the collections and Verify refuses a record entry of a limited " +
-		"author outside them; reads refuse a record sealed by a data key older than the vault's first limited grant")
 	ctx := context.Background()
 	cheap := crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}
 	st := memstore.New()
@@ -52,7 +48,13 @@ func TestReview15bLimitedWriterForgesOtherCollection(t *testing.T) {
 	got, err := CollectionOf[map[string]string](owner, "payroll").Get(ctx, "p-2")
 	require.NoError(t, err)
 	require.Equal(t, "1000000", got["pay"], "the owner reads bob's payroll record")
-	rep, err = owner.Audit().Verify(ctx)
+	head, err := owner.Audit().Head(ctx)
 	require.NoError(t, err)
-	assert.Error(t, rep.Problem, "a limited writer's entry on a collection not theirs passes Verify")
+	rep, err = owner.Audit().Verify(ctx)
+	var se *ledger.SignatureError
+	require.ErrorAs(t, err, &se, "a limited writer's entry on a collection not theirs passes Verify")
+	assert.Equal(t, ledger.SignatureError{Seq: head.Seq, Actor: "bob", Problem: ledger.OutsideCollections}, *se)
+	assert.ErrorIs(t, err, ledger.ErrBadSignature)
+	assert.Equal(t, err, rep.Problem)
+	assert.Equal(t, head.Seq, rep.FirstBad)
 }

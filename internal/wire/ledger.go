@@ -84,6 +84,9 @@ type LedgerPerson struct {
 	Revoked bool
 	// GrantedBy is who granted the person (themselves for a Root).
 	GrantedBy string
+	// Collections are the collections the person is limited to (none:
+	// all of them).
+	Collections []string
 }
 
 // Ledger is the writable audit ledger of a vault (E is ledger.Entry, H
