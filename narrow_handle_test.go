@@ -37,3 +37,33 @@ func TestCollectionsNarrowedOpenHandle(t *testing.T) {
 	require.True(t, errors.As(err, &se), "%v", err)
 	assert.Equal(t, ledger.SignatureError{Seq: head.Seq, Actor: "bob", Problem: ledger.OutsideCollections}, *se)
 }
+
+// TestCollectionsNarrowedOpenHandleHub: the same on a hub. bob's device
+// handle, opened before olga narrowed him to notes, writes into payroll and
+// pushes; what the hub's ledger then holds of it, Verify refuses at its
+// position, after the narrowing's grant entry olga's sync recorded there.
+func TestCollectionsNarrowedOpenHandleHub(t *testing.T) {
+	ctx := context.Background()
+	hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter, "notes", "payroll"))
+	mustSync(t, a)
+	b := openPerson(t, hubPerson(devB, hub, "bob", "b"))
+	require.NoError(t, vault.CollectionOf[Note](b, "payroll").Put(ctx, "p-1", Note{Text: "before"}))
+	mustSync(t, b)
+	verified(t, openPerson(t, personCfg(hub, "olga", "o")))
+
+	require.NoError(t, a.SetCollections(ctx, "bob", "notes"))
+	mustSync(t, a)
+	verified(t, openPerson(t, personCfg(hub, "olga", "o")))
+	require.NoError(t, vault.CollectionOf[Note](b, "payroll").Put(ctx, "p-2", Note{Text: "after"}))
+	// The hub takes the push (it checks no one's collections).
+	assert.Equal(t, 1, mustSync(t, b).Pushed)
+	onHub := openPerson(t, personCfg(hub, "olga", "o"))
+	head, err := onHub.Audit().Head(ctx)
+	require.NoError(t, err)
+	_, err = onHub.Audit().Verify(ctx)
+	var se *ledger.SignatureError
+	require.True(t, errors.As(err, &se), "%v", err)
+	assert.Equal(t, ledger.SignatureError{Seq: head.Seq, Actor: "bob", Problem: ledger.OutsideCollections}, *se)
+}
