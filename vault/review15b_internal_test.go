@@ -17,8 +17,9 @@ import (
 // with the first generation's data key he holds (what this package does
 // for a person without limit who knows generation 1 only). He writes a
 // payroll record and appends the ledger entry, signed with his own key,
-// as any write does. The owner reads it as a payroll record; Verify must
-// at least report bob's entry on a collection he may not use.
+// as any write does. The owner still reads it as a payroll record (a
+// generation 1 envelope opens with the data key); Verify reports bob's
+// entry on a collection he may not use, at its position.
 func TestReview15bLimitedWriterForgesOtherCollection(t *testing.T) {
 	ctx := context.Background()
 	cheap := crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}
