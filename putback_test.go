@@ -58,3 +58,25 @@ func TestGrantEntriesNameCollections(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, report.OK(), "%v", report.Problem)
 }
+
+// TestSetCollectionsRefusesPutBackRevokedEntry: carl's entry put back as
+// it was before his revocation is refused by SetCollections (which would
+// wrap every generation's key for it) with ErrTampered, nothing written.
+func TestSetCollectionsRefusesPutBackRevokedEntry(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	owner := openPerson(t, personCfg(st, "olga", "o"))
+	require.NoError(t, owner.Grant(ctx, "carl", vault.Secret([]byte("c")), vault.RoleWriter, "notes"))
+	saved, err := st.Get(ctx, "v/team/_keyring/carl")
+	require.NoError(t, err)
+	require.NoError(t, owner.Revoke(ctx, "carl"))
+	require.NoError(t, owner.Rotation().Wait(ctx))
+	_, err = st.Put(ctx, "v/team/_keyring/carl", saved.Value)
+	require.NoError(t, err)
+
+	err = owner.SetCollections(ctx, "carl")
+	assert.ErrorIs(t, err, vault.ErrTampered)
+	after, err := st.Get(ctx, "v/team/_keyring/carl")
+	require.NoError(t, err)
+	assert.Equal(t, saved.Value, after.Value, "the refused change wrote the entry")
+}
