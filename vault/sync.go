@@ -367,7 +367,7 @@ func (s *syncRun) keyrings(ctx context.Context) error {
 	// states, the one agreeing with it wins (people_ledger.go).
 	people, err := s.h.latestPeople(ctx)
 	if err != nil {
-		return err
+		return feedErr(err)
 	}
 	merge := preferLedger(people, keyringMerger(s.v.dk, s.v.name, dh.Value)) // see keyring_merge.go
 	if err := copyKeyringWith(ctx, s.v.store, s.h.store, s.v.prefix, dh.Value, merge); err != nil {
