@@ -137,6 +137,14 @@ func (v *Vault) Rotation() *Rotation { return v.rot.Load() }
 // derived from the first data key, which every person granted ever held.
 // A rotation protects records written afterwards, not those values.
 //
+// Each person's keyring entry is checked against their latest change in
+// the vault's ledger (on a device of a hub, the hub's ledger): an entry
+// that is revoked there, has another role or signing key, or names
+// collections outside the latest grant's is given no new key and left as
+// it is (Rotation.Skipped names these people). An entry a store, or the
+// person themself, put back as it was before their revocation or the
+// narrowing of their collections is such an entry.
+//
 // Other handles open on the vault (another process, another device) keep
 // sealing with the generation they know until they read a record of the
 // new one or are opened again; ResumeRotation re-seals what they wrote.
