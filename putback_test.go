@@ -2,6 +2,7 @@ package noydb_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,4 +58,71 @@ func TestGrantEntriesNameCollections(t *testing.T) {
 	report, err := owner.Audit().Verify(ctx)
 	require.NoError(t, err)
 	assert.True(t, report.OK(), "%v", report.Problem)
+}
+
+// TestSetCollectionsRefusesPutBackRevokedEntry: carl's entry put back as
+// it was before his revocation is refused by SetCollections (which would
+// wrap every generation's key for it) with ErrTampered, nothing written.
+func TestSetCollectionsRefusesPutBackRevokedEntry(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	owner := openPerson(t, personCfg(st, "olga", "o"))
+	require.NoError(t, owner.Grant(ctx, "carl", vault.Secret([]byte("c")), vault.RoleWriter, "notes"))
+	saved, err := st.Get(ctx, "v/team/_keyring/carl")
+	require.NoError(t, err)
+	require.NoError(t, owner.Revoke(ctx, "carl"))
+	require.NoError(t, owner.Rotation().Wait(ctx))
+	_, err = st.Put(ctx, "v/team/_keyring/carl", saved.Value)
+	require.NoError(t, err)
+
+	err = owner.SetCollections(ctx, "carl")
+	assert.ErrorIs(t, err, vault.ErrTampered)
+	after, err := st.Get(ctx, "v/team/_keyring/carl")
+	require.NoError(t, err)
+	assert.Equal(t, saved.Value, after.Value, "the refused change wrote the entry")
+}
+
+// BenchmarkRotateLedgerSize: RotateKeys (no record to re-seal) on a vault
+// whose ledger holds n application events and three people, by a handle
+// whose people index is warm (it rotated before) or cold (just opened,
+// so it reads the whole ledger once).
+//
+//	go test -run '^$' -bench BenchmarkRotateLedgerSize -benchtime 20x .
+func BenchmarkRotateLedgerSize(b *testing.B) {
+	for _, n := range []int{1_000, 20_000} {
+		ctx := context.Background()
+		st := memstore.New()
+		owner := openPerson(b, personCfg(st, "olga", "o"))
+		require.NoError(b, owner.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter, "notes"))
+		require.NoError(b, owner.Grant(ctx, "carl", vault.Secret([]byte("c")), vault.RoleReader))
+		for i := range n {
+			_, err := owner.Record(ctx, "tick", []byte{byte(i)})
+			require.NoError(b, err)
+		}
+		rotate := func(v *vault.Vault) {
+			rot, err := v.RotateKeys(ctx)
+			require.NoError(b, err)
+			require.NoError(b, rot.Wait(ctx))
+			require.Empty(b, rot.Skipped())
+		}
+		b.Run(fmt.Sprintf("warm/entries=%d", n), func(b *testing.B) {
+			rotate(owner)
+			b.ResetTimer()
+			for range b.N {
+				rotate(owner)
+			}
+		})
+		b.Run(fmt.Sprintf("cold/entries=%d", n), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				v, err := vault.Open(ctx, personCfg(st, "olga", "o"))
+				require.NoError(b, err)
+				b.StartTimer()
+				rotate(v)
+				b.StopTimer()
+				require.NoError(b, v.Close())
+				b.StartTimer()
+			}
+		})
+	}
 }

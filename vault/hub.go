@@ -122,6 +122,9 @@ func copyKeyringWith(ctx context.Context, src, dst stores.Store, prefix string, 
 		cur, err := dst.Get(ctx, it.Key)
 		if err == nil {
 			if m := mergeOrNil(merge, it.Value, cur.Value); m != nil {
+				if bytes.Equal(m, cur.Value) {
+					continue // dst's entry stays
+				}
 				if _, err := dst.CompareAndSwap(ctx, it.Key, cur.Version, m); err != nil && !errors.Is(err, stores.ErrConflict) {
 					return err
 				}

@@ -264,7 +264,7 @@ func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Ro
 	// record sealed before opens with: the grant makes a new generation,
 	// whose collection keys are theirs, and re-seals every record with it
 	// before returning.
-	gen, err := v.newGeneration(ctx, "grant "+user, &keyringWrite{user: user, old: old.Value, add: e, entry: entry})
+	gen, skipped, err := v.newGeneration(ctx, "grant "+user, &keyringWrite{user: user, old: old.Value, add: e, entry: entry})
 	if errors.Is(err, errPeopleChanged) && old.Value == nil {
 		if _, gerr := v.me.store.Get(ctx, key); gerr == nil {
 			return ErrPersonExists // granted meanwhile
@@ -273,7 +273,7 @@ func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Ro
 	if err != nil {
 		return err
 	}
-	r := v.startReseal(gen, nil)
+	r := v.startReseal(gen, nil, skipped)
 	if err := r.Wait(ctx); err != nil {
 		return fmt.Errorf("granted, but the records are not all re-sealed yet (Vault.Rotation follows it; "+
 			"ResumeRotation continues it after a Close): %w", err)
@@ -423,11 +423,11 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 			return err
 		}
 	} else {
-		gen, err := v.newGeneration(ctx, "revoke "+user, &keyringWrite{user: user, old: old.Value, val: val, entry: entry})
+		gen, skipped, err := v.newGeneration(ctx, "revoke "+user, &keyringWrite{user: user, old: old.Value, val: val, entry: entry})
 		if err != nil {
 			return err
 		}
-		v.startReseal(gen, nil)
+		v.startReseal(gen, nil, skipped)
 	}
 	if user == v.user {
 		v.me.mu.Lock()
@@ -724,6 +724,15 @@ func (v *Vault) setCollections(ctx context.Context, user string, collections []s
 	if err := checkGrant(ctx, v.me.store, v.prefix, v.name, v.me.header, v.dk, e); err != nil {
 		return closedIfWiped(err)
 	}
+	// An entry put back as it was before a revocation passes both checks:
+	// the ledger's latest change of the person says otherwise.
+	people, err := v.latestPeople(ctx) // this device's: SetCollections works offline
+	if err != nil {
+		return err
+	}
+	if p, named := people[user]; named && p.revoked {
+		return fmt.Errorf("%w: the keyring entry of %q is not revoked, but the ledger's last change of them revokes them", ErrTampered, user)
+	}
 	cols, err := limitTo(e.role, collections)
 	if err != nil {
 		return err
@@ -759,11 +768,11 @@ func (v *Vault) setCollections(ctx context.Context, user string, collections []s
 		entry.CipherHash = hashOf(val)
 		return v.writePeople(ctx, key, old, val, entry)
 	}
-	gen, err := v.newGeneration(ctx, "collections of "+user, &keyringWrite{user: user, old: old.Value, add: &ne, entry: entry})
+	gen, skipped, err := v.newGeneration(ctx, "collections of "+user, &keyringWrite{user: user, old: old.Value, add: &ne, entry: entry})
 	if err != nil {
 		return err
 	}
-	if err := v.startReseal(gen, nil).Wait(ctx); err != nil {
+	if err := v.startReseal(gen, nil, skipped).Wait(ctx); err != nil {
 		return fmt.Errorf("changed, but the records are not all re-sealed yet (Vault.Rotation follows it; "+
 			"ResumeRotation continues it after a Close): %w", err)
 	}

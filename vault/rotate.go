@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,11 +70,20 @@ type Rotation struct {
 	finished    atomic.Bool
 	stop        context.CancelFunc
 	end         chan struct{}
-	err         error // set before end is closed
+	err         error    // set before end is closed
+	skipped     []string // set before the rotation is published
 }
 
 // Generation returns the generation records are re-sealed with.
 func (r *Rotation) Generation() uint64 { return r.gen }
+
+// Skipped names the people, sorted, whose keyring entry was given no key
+// of the new generation although it is not revoked: the entry does not
+// agree with their latest change in the vault's ledger (revoked since,
+// another role or signing key, or more collections than the ledger's
+// latest grant), as an entry a store put back as it was before a
+// revocation or a narrowing. Nil for a resumed rotation.
+func (r *Rotation) Skipped() []string { return slices.Clone(r.skipped) }
 
 // Progress returns how far the re-sealing is.
 func (r *Rotation) Progress() RotationProgress {
@@ -127,6 +137,14 @@ func (v *Vault) Rotation() *Rotation { return v.rot.Load() }
 // derived from the first data key, which every person granted ever held.
 // A rotation protects records written afterwards, not those values.
 //
+// Each person's keyring entry is checked against their latest change in
+// the vault's ledger (on a device of a hub, the hub's ledger): an entry
+// that is revoked there, has another role or signing key, or names
+// collections outside the latest grant's is given no new key and left as
+// it is (Rotation.Skipped names these people). An entry a store, or the
+// person themself, put back as it was before their revocation or the
+// narrowing of their collections is such an entry.
+//
 // Other handles open on the vault (another process, another device) keep
 // sealing with the generation they know until they read a record of the
 // new one or are opened again; ResumeRotation re-seals what they wrote.
@@ -157,11 +175,11 @@ func (v *Vault) RotateKeys(ctx context.Context, opts ...RotateOption) (*Rotation
 		return nil, fmt.Errorf("rotate keys: %w", err)
 	}
 	defer v.exit()
-	gen, err := v.newGeneration(ctx, "rotate", nil)
+	gen, skipped, err := v.newGeneration(ctx, "rotate", nil)
 	if err != nil {
 		return nil, fmt.Errorf("rotate keys: %w", err)
 	}
-	return v.startReseal(gen, opts), nil
+	return v.startReseal(gen, opts, skipped), nil
 }
 
 // ResumeRotation continues re-sealing records under the latest data key
@@ -197,7 +215,7 @@ func (v *Vault) ResumeRotation(ctx context.Context, opts ...RotateOption) (*Rota
 		}
 	}
 	cur, _ := v.keys.current()
-	return v.startReseal(max(gen, cur), opts), nil
+	return v.startReseal(max(gen, cur), opts, nil), nil
 }
 
 // PendingRotation reports whether a rotation is pending on the vault's
@@ -281,39 +299,47 @@ type keyringWrite struct {
 // mark and a ledger.KeysRotated entry (after also's own change and entry,
 // when given), then installs the key in the handle. On a device of a hub
 // the keyring entries are committed on the hub first (rotate_hub.go).
-func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringWrite) (uint64, error) {
+func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringWrite) (uint64, []string, error) {
 	if _, err := v.ownerSeed(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if !transactional(v.me.store) {
-		return 0, fmt.Errorf("a rotation needs a store with transactions: %w", stores.ErrNotSupported)
+		return 0, nil, fmt.Errorf("a rotation needs a store with transactions: %w", stores.ErrNotSupported)
 	}
 	if err := v.readyToRotate(ctx); err != nil { // rotate_hub.go
-		return 0, err
+		return 0, nil, err
 	}
 	var (
 		changes []keyringChange
 		active  []*keyringEntry
 		olds    [][]byte
 	)
+	// Each entry is checked against its person's latest change in the
+	// ledger too: an entry put back as it was before a revocation or a
+	// narrowing holds a genuine MAC and grant signature.
+	people, err := v.keyringLedger().latestPeople(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	var skipped []string
 	cur, _ := v.keys.current()
 	top := cur
 	kp := v.prefix + keyringPrefix
 	for it, err := range v.keyringStore().List(ctx, kp) { // see rotate_hub.go
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		name := it.Key[len(kp):]
 		if also != nil && name == also.user {
 			continue
 		}
 		if !isKeyringV2(it.Value) {
-			return 0, fmt.Errorf("%q holds a keyring entry of layout version 1, which cannot take a new key "+
+			return 0, nil, fmt.Errorf("%q holds a keyring entry of layout version 1, which cannot take a new key "+
 				"(they call UpgradeKeyring first, or are revoked): %w", name, ErrNotPermitted)
 		}
 		e, err := v.readEntry(name, it.Value)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		for _, g := range e.gens {
 			top = max(top, g.gen)
@@ -326,19 +352,25 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 			// a key of theirs, or lift their own limit, and be given the
 			// new generation).
 			if err := checkGrant(ctx, v.me.store, v.prefix, v.name, v.me.header, v.dk, e); err != nil {
-				return 0, closedIfWiped(err)
+				return 0, nil, closedIfWiped(err)
+			}
+			if p, named := people[name]; !e.matchesLedger(p, named) {
+				// Not the person's latest state: no new key (the entry
+				// stays as it is; Rotation.Skipped names the person).
+				skipped = append(skipped, name)
+				continue
 			}
 			active = append(active, e)
 			olds = append(olds, it.Value)
 		}
 	}
 	if top >= maxKeyringList {
-		return 0, fmt.Errorf("%w: the vault has %d key generations, the most a keyring entry holds", ErrInvalidArgument, top)
+		return 0, nil, fmt.Errorf("%w: the vault has %d key generations, the most a keyring entry holds", ErrInvalidArgument, top)
 	}
 	gen := top + 1
 	k, err := crypto.GenerateKey()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	var mine *keyringEntry
 	for i, e := range active {
@@ -346,11 +378,11 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 		ne.serial++
 		if len(ne.colKeys)+len(ne.collections) > maxKeyringList {
 			k.Wipe()
-			return 0, fmt.Errorf("%w: %q holds %d collection keys, the most a keyring entry holds", ErrInvalidArgument, e.user, len(ne.colKeys))
+			return 0, nil, fmt.Errorf("%w: %q holds %d collection keys, the most a keyring entry holds", ErrInvalidArgument, e.user, len(ne.colKeys))
 		}
 		if err := ne.wrapNew(v.name, v.me.header, gen, k); err != nil {
 			k.Wipe()
-			return 0, err
+			return 0, nil, err
 		}
 		ne.seal(v.dk, v.name, v.me.header)
 		changes = append(changes, keyringChange{key: kp + e.user, old: olds[i], val: ne.encode()})
@@ -363,7 +395,7 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 			// A person granted with this generation: it is theirs too.
 			if err := also.add.wrapNew(v.name, v.me.header, gen, k); err != nil {
 				k.Wipe()
-				return 0, err
+				return 0, nil, err
 			}
 			also.add.seal(v.dk, v.name, v.me.header)
 			also.val = also.add.encode()
@@ -374,7 +406,7 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 	mark, err := v.seal.Seal(v.prefix+rotationKey, encodeRotationMark(gen))
 	if err != nil {
 		k.Wipe()
-		return 0, err
+		return 0, nil, err
 	}
 	if v.rotatesOnHub() {
 		var onHub []ledger.Entry
@@ -383,7 +415,7 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 		}
 		if err := v.commitOnHub(ctx, changes, onHub); err != nil {
 			k.Wipe()
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	err = v.ledger.Update(ctx, func(tx stores.Tx) error {
@@ -431,7 +463,7 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 		if v.rotatesOnHub() {
 			err = fmt.Errorf("generation %d is on the hub, not on this device (its next Sync brings it): %w", gen, err)
 		}
-		return 0, closedIfWiped(err)
+		return 0, nil, closedIfWiped(err)
 	}
 	v.keys.add(gen, k)
 	if mine != nil {
@@ -439,17 +471,17 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 		v.me.entry = mine
 		v.me.mu.Unlock()
 	}
-	return gen, nil
+	return gen, skipped, nil
 }
 
 // startReseal starts the background re-sealing of records below gen.
-func (v *Vault) startReseal(gen uint64, opts []RotateOption) *Rotation {
+func (v *Vault) startReseal(gen uint64, opts []RotateOption, skipped []string) *Rotation {
 	var o rotateOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Rotation{gen: gen, stop: cancel, end: make(chan struct{})}
+	r := &Rotation{gen: gen, stop: cancel, end: make(chan struct{}), skipped: skipped}
 	v.rot.Store(r)
 	var ticker sync.WaitGroup
 	tickDone := make(chan struct{})

@@ -51,3 +51,45 @@ func ExampleVault_RotateKeys() {
 	// note b
 	// generation 2: 3 of 3 re-sealed, finished: true
 }
+
+// A store puts carl's keyring entry back as it was before his revocation:
+// the next rotation gives it no key and says so.
+func ExampleRotation_Skipped() {
+	ctx := context.Background()
+	// Cheap key derivation keeps the example fast; never do this in production.
+	cheap := crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}
+	st := memstore.New()
+	v, err := vault.Open(ctx, vault.Config{Store: st, Name: "books", User: "olga",
+		Secret: []byte("olga's secret"), KDF: cheap, InsecureAllowWeakKDF: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer v.Close()
+	if err := v.Grant(ctx, "carl", vault.Secret([]byte("carl's secret")), vault.RoleWriter); err != nil {
+		log.Fatal(err)
+	}
+	before, err := st.Get(ctx, "v/books/_keyring/carl")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := v.Revoke(ctx, "carl"); err != nil {
+		log.Fatal(err)
+	}
+	if err := v.Rotation().Wait(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := st.Put(ctx, "v/books/_keyring/carl", before.Value); err != nil {
+		log.Fatal(err)
+	}
+
+	rot, err := v.RotateKeys(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := rot.Wait(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("given no new key:", rot.Skipped())
+	// Output:
+	// given no new key: [carl]
+}

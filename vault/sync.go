@@ -373,7 +373,14 @@ func (s *syncRun) keyrings(ctx context.Context) error {
 	if err := s.hubPeople(ctx); err != nil { // signing.go
 		return err
 	}
-	merge := keyringMerger(s.v.dk, s.v.name, dh.Value) // see keyring_merge.go
+	// The hub's ledger holds every device's people changes (hubPeople,
+	// and a rotation's commit on the hub): of two entries of different
+	// states, the one agreeing with it wins (people_ledger.go).
+	people, err := s.h.latestPeople(ctx)
+	if err != nil {
+		return feedErr(err)
+	}
+	merge := preferLedger(people, keyringMerger(s.v.dk, s.v.name, dh.Value)) // see keyring_merge.go
 	if err := copyKeyringWith(ctx, s.v.store, s.h.store, s.v.prefix, dh.Value, merge); err != nil {
 		return err
 	}

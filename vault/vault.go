@@ -53,6 +53,8 @@ type Vault struct {
 	signers *signerCache // signAs's key, expanded; wiped by Close
 	// rot is the last rotation this handle started (rotate.go).
 	rot atomic.Pointer[Rotation]
+	// people follows the people entries of ledger (people_ledger.go).
+	people peopleIndex
 
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.
