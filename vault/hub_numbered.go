@@ -121,7 +121,7 @@ func (v *Vault) copyFromHub(ctx context.Context, collection, id string, after ui
 			if err := v.putSealedValue(tx, v.baseKey(collection, id), encodeBase(base{rev: hrec.rev, hash: hash})); err != nil {
 				return err
 			}
-			return v.putSealedTx(ctx, tx, collection, id, hit.Value, hrec.rev, hash, e)
+			return v.putSealedAsIsTx(ctx, tx, collection, id, hit.Value, hrec.rev, hash, e)
 		})
 		if errors.Is(err, ledger.ErrUnpinned) {
 			return nil // copied; the device's ledger pin lags, as after any write

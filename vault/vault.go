@@ -53,6 +53,9 @@ type Vault struct {
 	signers *signerCache // signAs's key, expanded; wiped by Close
 	// rot is the last rotation this handle started (rotate.go).
 	rot atomic.Pointer[Rotation]
+	// curGen caches the current generation value last opened
+	// (rotate_current.go).
+	curGen atomic.Pointer[currentGen]
 
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.
