@@ -1096,6 +1096,9 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 	if err != nil {
 		return nil, err
 	}
+	if err := s.resealBeforePush(ctx, keys, got); err != nil { // sync_reseal.go
+		return nil, err
+	}
 	type change struct {
 		k        recKey
 		dv       version
