@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -113,4 +115,39 @@ func envelopeGen(t testing.TB, st stores.Store, key string) uint64 {
 	gen, err := crypto.RecordGeneration(it.Value)
 	require.NoError(t, err)
 	return max(gen, 1)
+}
+
+// TestStaleDevicePutNumberedAfterLimitedGrant: olga's second device,
+// synced before bob was limited to notes on her first, takes a numbered
+// payroll record (committed on the hub first) without syncing again. The
+// record on the hub must not open with bob's keys: the device learns the
+// generation from the hub's keyring and seals with it.
+func TestStaleDevicePutNumberedAfterLimitedGrant(t *testing.T) {
+	ctx := context.Background()
+	hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	require.NoError(t, vault.CollectionOf[Note](a, "payroll").Put(ctx, "p-1", Note{Text: "salary"}))
+	mustSync(t, a)
+	b := openPerson(t, hubPerson(devB, hub, "olga", "o"))
+	mustSync(t, b)
+	require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter, "notes"))
+	mustSync(t, a)
+
+	q, err := b.Sequence("payslip", sequence.Options{})
+	require.NoError(t, err)
+	got, err := vault.CollectionOf[Invoice](b, "payroll").PutNumbered(ctx, "p-2", q,
+		func(s sequence.Serial) (Invoice, error) { return Invoice{Number: s.Formatted, Notes: "secret"}, nil })
+	require.NoError(t, err)
+	assert.Equal(t, "1", got.Number)
+
+	opened, total := rawOpens(t, hub, "payroll", entryKeys(t, hub, "bob", "b"))
+	require.Equal(t, 2, total)
+	assert.Zero(t, opened, "a numbered payroll record of a stale device opens with bob's keys on the hub")
+	mustSync(t, b)
+	mustSync(t, a)
+	opened, total = rawOpens(t, hub, "payroll", entryKeys(t, hub, "bob", "b"))
+	require.Equal(t, 2, total)
+	assert.Zero(t, opened, "after both synced")
+	verified(t, a)
+	verified(t, b)
 }

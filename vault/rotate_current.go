@@ -36,6 +36,11 @@ import (
 // handle and generation (currentGen caches the sealed bytes it opened).
 // On PostgreSQL the key is prefetched with the record's (recordKeys).
 
+// errHubAhead: a record a device writes on its hub (PutNumbered) is
+// sealed below the generation the hub holds, which the device has not
+// learnt: putNumberedOnHub brings the hub's keyring and tries again.
+var errHubAhead = errors.New("the hub holds a key generation this device has not learnt")
+
 // currentGenKey holds, sealed, the latest generation made on the store
 // (absent until the first rotation).
 const currentGenKey = "_generation"
@@ -52,12 +57,8 @@ func (v *Vault) sealCurrentGen(gen uint64) ([]byte, error) {
 }
 
 // currentGenTx returns the generation currentGenKey holds in tx, 0 when
-// none (no rotation ever, or a hub-side vault, whose keys load from the
-// device: it copies records, it does not seal them).
+// none (no rotation ever).
 func (v *Vault) currentGenTx(tx stores.Tx) (uint64, error) {
-	if v.me == nil {
-		return 0, nil
-	}
 	it, err := tx.Get(v.prefix + currentGenKey)
 	if errors.Is(err, stores.ErrNotFound) {
 		return 0, nil
@@ -98,6 +99,11 @@ func (v *Vault) freshSealTx(tx stores.Tx, collection, id string, sealed []byte, 
 		return sealed, hash, nil
 	}
 	if err := v.keys.learn(cur, collection, v.keyTx(tx)); err != nil {
+		if v.me == nil {
+			// A hub-side vault (PutNumbered of a device): its keys load
+			// from the device, which has not heard of the generation.
+			return nil, nil, fmt.Errorf("%w: %w", errHubAhead, closedIfWiped(err))
+		}
 		return nil, nil, closedIfWiped(err)
 	}
 	plain, _, err := v.openRecordTx(v.keyTx(tx), collection, id, sealed)
