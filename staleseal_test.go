@@ -14,6 +14,7 @@ import (
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -23,10 +24,13 @@ import (
 // of their own) while the owner makes the change on a fourth, and go on
 // writing after it returned. Afterwards every record is sealed by the
 // change's generation or a later one, and bob's keys, unwrapped by hand
-// from his raw keyring entry, open none of the payroll records.
+// from his raw keyring entry, open none of the payroll records. On
+// memstore, badger and PostgreSQL (under scripts/with-postgres).
 func TestStaleHandlesRaceLimitedGrant(t *testing.T) {
 	const writers, after = 3, 4
-	for name, newStore := range memAndBadger() {
+	all := memAndBadger()
+	all["postgresql"] = func(t testing.TB) stores.Store { return pgtest.Open(t, nil) }
+	for name, newStore := range all {
 		for _, change := range []string{"grant", "narrow"} {
 			t.Run(name+"/"+change, func(t *testing.T) {
 				ctx := context.Background()
@@ -150,4 +154,29 @@ func TestStaleDevicePutNumberedAfterLimitedGrant(t *testing.T) {
 	assert.Zero(t, opened, "after both synced")
 	verified(t, a)
 	verified(t, b)
+}
+
+// TestStaleSecondHandleOnDeviceAfterSync: olga's device B has two
+// handles on its store, both open before bob was limited to notes on
+// device A. Once one of them synced (bringing the grant's generation),
+// a payroll record the other writes is sealed with it on B's store, not
+// with the first generation's key bob holds.
+func TestStaleSecondHandleOnDeviceAfterSync(t *testing.T) {
+	ctx := context.Background()
+	hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	require.NoError(t, vault.CollectionOf[Note](a, "payroll").Put(ctx, "p-1", Note{Text: "salary"}))
+	mustSync(t, a)
+	b := openPerson(t, hubPerson(devB, hub, "olga", "o"))
+	mustSync(t, b)
+	other := openPerson(t, hubPerson(devB, hub, "olga", "o"))
+	require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter, "notes"))
+	mustSync(t, a)
+	mustSync(t, b)
+
+	require.NoError(t, vault.CollectionOf[Note](other, "payroll").Put(ctx, "p-2", Note{Text: "secret"}))
+	assert.GreaterOrEqual(t, envelopeGen(t, devB, "v/team/payroll/p-2"), uint64(2))
+	opened, total := rawOpens(t, devB, "payroll", entryKeys(t, devB, "bob", "b"))
+	require.Equal(t, 2, total)
+	assert.Zero(t, opened, "a payroll record of the device's other handle opens with bob's keys")
 }

@@ -2,6 +2,7 @@ package vault
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 
@@ -141,4 +142,31 @@ func (g *genKeys) learn(gen uint64, collection string, tx stores.Tx) error {
 	}
 	_, err := g.get(gen, tx)
 	return err
+}
+
+// raiseCurrentGen writes the handle's current generation as the store's
+// current generation when the store holds a lower one (or none, after a
+// rotation): Sync calls it once its keyring step learnt a generation made
+// elsewhere, so that the other handles of the device's store seal with it
+// too. A store without transactions never rotates and keeps none.
+func (v *Vault) raiseCurrentGen(ctx context.Context) error {
+	gen, _ := v.keys.current()
+	if gen < 2 || v.me == nil || !transactional(v.store) {
+		return nil
+	}
+	if c := v.curGen.Load(); c != nil && c.gen >= gen {
+		return nil // the store's value only rises
+	}
+	sealed, err := v.sealCurrentGen(gen)
+	if err != nil {
+		return closedIfWiped(err)
+	}
+	tr := v.store.(stores.Transactor)
+	return closedIfWiped(tr.Update(ctx, func(tx stores.Tx) error {
+		have, err := v.currentGenTx(tx)
+		if err != nil || have >= gen {
+			return err
+		}
+		return tx.Put(v.prefix+currentGenKey, sealed)
+	}))
 }

@@ -372,8 +372,10 @@ func (s *syncRun) keyrings(ctx context.Context) error {
 	// Learn every generation the person's entry now holds (a rotation made
 	// on another device): from now on this device seals with the latest,
 	// so a revocation holds for what it writes once it has heard of it.
-	_, err = s.v.heldGenerations(ctx)
-	return closedIfWiped(err)
+	if _, err := s.v.heldGenerations(ctx); err != nil {
+		return closedIfWiped(err)
+	}
+	return s.v.raiseCurrentGen(ctx) // rotate_current.go
 }
 
 // recKey names a record.
