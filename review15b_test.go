@@ -19,11 +19,6 @@ import (
 // key his entry holds; the stale handle must not seal it with the first
 // generation's data key, which bob holds.
 func TestReview15bStaleHandleSealsForLimitedPerson(t *testing.T) {
-	t.Skip("known bug (review15b #1): a handle that has not learned the generation a limited grant made " +
-		"(genKeys.sealKey: current generation 1, no limit) seals new records with the first generation's data key, " +
-		"which the limited person holds; the grant's re-seal has finished, nothing re-seals them. " +
-		"Fix: a write learns the latest generation in its commit (e.g. a sealed current-generation value read in the " +
-		"write's transaction), or a handle refuses to seal with generation 1 once a limited person exists")
 	ctx := context.Background()
 	st := memstore.New()
 	owner := openPerson(t, personCfg(st, "olga", "o"))
@@ -46,10 +41,6 @@ func TestReview15bStaleHandleSealsForLimitedPerson(t *testing.T) {
 // not open with any key bob's entry holds: the grant promises it, and no
 // one is asked to resume a rotation.
 func TestReview15bOfflineDeviceSealsForLimitedPerson(t *testing.T) {
-	t.Skip("known bug (review15b #2): a device that wrote before its Sync brought the limited grant pushes records " +
-		"sealed with the first generation's data key to the hub, where they stay (no rotation pending, nothing " +
-		"re-seals them) and open with the limited person's keys. Fix: Sync re-seals, with the latest generation it " +
-		"learnt from the pulled keyring, the records it pushes that are sealed by an older one")
 	for _, syncFirst := range []bool{true, false} {
 		t.Run(map[bool]string{true: "synced-first", false: "offline"}[syncFirst], func(t *testing.T) {
 			ctx := context.Background()

@@ -326,7 +326,7 @@ func (v *Vault) write(ctx context.Context, collection, id string, plain []byte, 
 			}
 			first = &sealedRecord{sealed: sealed, hash: cipherHash(sealed)}
 		}
-		return v.ledger.UpdateKeys(ctx, []string{v.recordKey(collection, id)}, func(tx stores.Tx) error {
+		return v.ledger.UpdateKeys(ctx, v.recordKeys(collection, id), func(tx stores.Tx) error {
 			return v.writeTx(ctx, tx, collection, id, plain, first, e)
 		})
 	}
@@ -423,6 +423,16 @@ func (v *Vault) applyTx(ctx context.Context, tx stores.Tx, collection, id string
 // putSealedTx writes, in tx, a sealed record at revision rev, whose
 // ciphertext hashes to hash, and appends e for it.
 func (v *Vault) putSealedTx(ctx context.Context, tx stores.Tx, collection, id string, sealed []byte, rev uint64, hash []byte, e ledger.Entry) error {
+	sealed, hash, err := v.freshSealTx(tx, collection, id, sealed, rev, hash) // rotate_current.go
+	if err != nil {
+		return err
+	}
+	return v.putSealedAsIsTx(ctx, tx, collection, id, sealed, rev, hash, e)
+}
+
+// putSealedAsIsTx is putSealedTx for a record this handle did not seal
+// (copied from the hub), written as it is.
+func (v *Vault) putSealedAsIsTx(ctx context.Context, tx stores.Tx, collection, id string, sealed []byte, rev uint64, hash []byte, e ledger.Entry) error {
 	if err := tx.Put(v.recordKey(collection, id), sealed); err != nil {
 		return err
 	}

@@ -46,6 +46,14 @@ func putNumberedOnHub[T any](ctx context.Context, c *Collection[T], id string, s
 		return *new(T), fmt.Errorf("put numbered %s/%s: hub's feed: %w", c.name, id, feedErr(err))
 	}
 	out, err := hc.PutNumbered(ctx, id, seq, build)
+	if errors.Is(err, errHubAhead) {
+		// A rotation made elsewhere: learn it from the hub's keyring
+		// (as a rotation on this device would) and seal with it.
+		if kerr := (&syncRun{v: c.v, h: c.v.hub}).keyrings(ctx); kerr != nil {
+			return out, fmt.Errorf("put numbered %s/%s: keyring: %w", c.name, id, kerr)
+		}
+		out, err = hc.PutNumbered(ctx, id, seq, build)
+	}
 	if err != nil && !errors.Is(err, ledger.ErrUnpinned) {
 		return out, err // nothing committed (or, for a lost connection, unknown)
 	}
@@ -121,7 +129,7 @@ func (v *Vault) copyFromHub(ctx context.Context, collection, id string, after ui
 			if err := v.putSealedValue(tx, v.baseKey(collection, id), encodeBase(base{rev: hrec.rev, hash: hash})); err != nil {
 				return err
 			}
-			return v.putSealedTx(ctx, tx, collection, id, hit.Value, hrec.rev, hash, e)
+			return v.putSealedAsIsTx(ctx, tx, collection, id, hit.Value, hrec.rev, hash, e)
 		})
 		if errors.Is(err, ledger.ErrUnpinned) {
 			return nil // copied; the device's ledger pin lags, as after any write

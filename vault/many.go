@@ -45,7 +45,7 @@ func (c *Collection[T]) PutMany(ctx context.Context, records map[string]T) error
 	if len(ids) == 0 {
 		return nil
 	}
-	err := c.v.ledger.UpdateKeys(ctx, c.keys(ids), func(tx stores.Tx) error {
+	err := c.v.ledger.UpdateKeys(ctx, append(c.keys(ids), c.v.prefix+currentGenKey), func(tx stores.Tx) error {
 		for i, id := range ids {
 			if err := c.v.writeTx(ctx, tx, c.name, id, plains[i], nil, ledger.Entry{Kind: ledger.RecordPut}); err != nil {
 				return fmt.Errorf("%s: %w", id, err)

@@ -408,12 +408,17 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 		k.Wipe()
 		return 0, nil, err
 	}
+	current, err := v.sealCurrentGen(gen) // rotate_current.go
+	if err != nil {
+		k.Wipe()
+		return 0, nil, err
+	}
 	if v.rotatesOnHub() {
 		var onHub []ledger.Entry
 		if also != nil {
 			onHub = append(onHub, also.entry)
 		}
-		if err := v.commitOnHub(ctx, changes, onHub); err != nil {
+		if err := v.commitOnHub(ctx, changes, current, onHub); err != nil {
 			k.Wipe()
 			return 0, nil, err
 		}
@@ -445,6 +450,9 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 			}
 		}
 		if err := tx.Put(v.prefix+rotationKey, mark); err != nil {
+			return err
+		}
+		if err := tx.Put(v.prefix+currentGenKey, current); err != nil {
 			return err
 		}
 		var entries []ledger.Entry

@@ -85,7 +85,10 @@ type keyringChange struct {
 // a person the rotation comes with: a revocation) appended to the hub's
 // ledger, as Sync records there the people changes the hub learns from a
 // device.
-func (v *Vault) commitOnHub(ctx context.Context, changes []keyringChange, entries []ledger.Entry) error {
+//
+// It writes current too, the new generation sealed for currentGenKey, so
+// that handles open on the hub's store learn it (rotate_current.go).
+func (v *Vault) commitOnHub(ctx context.Context, changes []keyringChange, current []byte, entries []ledger.Entry) error {
 	err := v.hub.ledger.Update(ctx, func(tx stores.Tx) error {
 		for _, c := range changes {
 			it, err := tx.Get(c.key)
@@ -102,6 +105,9 @@ func (v *Vault) commitOnHub(ctx context.Context, changes []keyringChange, entrie
 			if err := tx.Put(c.key, c.val); err != nil {
 				return err
 			}
+		}
+		if err := tx.Put(v.prefix+currentGenKey, current); err != nil {
+			return err
 		}
 		if len(entries) == 0 {
 			return nil

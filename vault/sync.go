@@ -390,8 +390,10 @@ func (s *syncRun) keyrings(ctx context.Context) error {
 	// Learn every generation the person's entry now holds (a rotation made
 	// on another device): from now on this device seals with the latest,
 	// so a revocation holds for what it writes once it has heard of it.
-	_, err = s.v.heldGenerations(ctx)
-	return closedIfWiped(err)
+	if _, err := s.v.heldGenerations(ctx); err != nil {
+		return closedIfWiped(err)
+	}
+	return s.v.raiseCurrentGen(ctx) // rotate_current.go
 }
 
 // recKey names a record.
@@ -1132,6 +1134,9 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 	}
 	got, err := fetch(ctx, s.v.store, dkeys)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.resealBeforePush(ctx, keys, got); err != nil { // sync_reseal.go
 		return nil, err
 	}
 	type change struct {

@@ -204,7 +204,7 @@ func (v *Vault) modify(ctx context.Context, collection, id string, decide decide
 		return v.modifyCAS(ctx, collection, id, decide)
 	}
 	var w written
-	err := v.ledger.UpdateKeys(ctx, []string{v.recordKey(collection, id)}, func(tx stores.Tx) error {
+	err := v.ledger.UpdateKeys(ctx, v.recordKeys(collection, id), func(tx stores.Tx) error {
 		var err error
 		w, err = v.modifyTx(ctx, tx, collection, id, decide)
 		return err

@@ -55,6 +55,9 @@ type Vault struct {
 	rot atomic.Pointer[Rotation]
 	// people follows the people entries of ledger (people_ledger.go).
 	people peopleIndex
+	// curGen caches the current generation value last opened
+	// (rotate_current.go).
+	curGen atomic.Pointer[currentGen]
 
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.

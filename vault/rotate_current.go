@@ -1,0 +1,172 @@
+package vault
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/noydb-go/noydb/stores"
+)
+
+// The current generation, as the store says it.
+//
+// A handle seals new records with the highest generation it knows. A
+// rotation made by another handle of the same store (or brought by Sync)
+// is not known to it until it reads a record of the new generation or is
+// opened again: without more, it would go on sealing with an older
+// generation, after the rotation's re-seal has finished, so that nothing
+// re-seals what it wrote. For a limited grant (people.go) that breaks the
+// grant's promise: the limited person holds the first generation's data
+// key, and would open those records with the raw store.
+//
+// So every commit that makes a generation (newGeneration, and on the hub
+// commitOnHub) writes currentGenKey, the new generation sealed with the
+// first generation's key like the vault's other internal values, and
+// every commit of a record this handle sealed reads it in its own
+// transaction (freshSealTx): a record sealed below it is re-sealed there,
+// with the generation's key loaded through the transaction
+// (genKeys.get/colKey with tx), before it is written. A record therefore
+// never commits sealed below the generation the store holds at its
+// commit; a write racing the rotation's commit either commits before it
+// (and the re-seal's passes, which list after the rotation's commit, find
+// it) or reads the new value (a conflict on the key read makes the store
+// run the write again where its transactions are optimistic).
+//
+// The read is one key per record commit; its value is opened once per
+// handle and generation (currentGen caches the sealed bytes it opened).
+// On PostgreSQL the key is prefetched with the record's (recordKeys).
+
+// errHubAhead: a record a device writes on its hub (PutNumbered) is
+// sealed below the generation the hub holds, which the device has not
+// learnt: putNumberedOnHub brings the hub's keyring and tries again.
+var errHubAhead = errors.New("the hub holds a key generation this device has not learnt")
+
+// currentGenKey holds, sealed, the latest generation made on the store
+// (absent until the first rotation).
+const currentGenKey = "_generation"
+
+// currentGen is the last generation value a handle opened.
+type currentGen struct {
+	sealed []byte
+	gen    uint64
+}
+
+// sealCurrentGen seals gen as the value of currentGenKey.
+func (v *Vault) sealCurrentGen(gen uint64) ([]byte, error) {
+	return v.seal.Seal(v.prefix+currentGenKey, encodeRotationMark(gen))
+}
+
+// currentGenTx returns the generation currentGenKey holds in tx, 0 when
+// none (no rotation ever).
+func (v *Vault) currentGenTx(tx stores.Tx) (uint64, error) {
+	it, err := tx.Get(v.prefix + currentGenKey)
+	if errors.Is(err, stores.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if c := v.curGen.Load(); c != nil && bytes.Equal(c.sealed, it.Value) {
+		return c.gen, nil
+	}
+	plain, err := v.seal.Open(v.prefix+currentGenKey, it.Value)
+	if err != nil {
+		return 0, v.openFailed(err)
+	}
+	gen, err := decodeRotationMark(plain)
+	if err != nil {
+		return 0, fmt.Errorf("current generation: %w: %w", ErrTampered, err)
+	}
+	v.curGen.Store(&currentGen{sealed: bytes.Clone(it.Value), gen: gen})
+	return gen, nil
+}
+
+// freshSealTx returns sealed (revision rev of collection/id, sealed by
+// this handle, whose ciphertext hashes to hash), or, when it is sealed
+// below the generation the store holds in tx, the same revision re-sealed
+// with that generation (loaded through tx when this handle does not hold
+// it yet) and its hash.
+func (v *Vault) freshSealTx(tx stores.Tx, collection, id string, sealed []byte, rev uint64, hash []byte) ([]byte, []byte, error) {
+	cur, err := v.currentGenTx(tx)
+	if err != nil || cur == 0 {
+		return sealed, hash, err
+	}
+	gen, err := recordGeneration(sealed)
+	if err != nil {
+		return nil, nil, err
+	}
+	if gen >= cur {
+		return sealed, hash, nil
+	}
+	if err := v.keys.learn(cur, collection, v.keyTx(tx)); err != nil {
+		if v.me == nil {
+			// A hub-side vault (PutNumbered of a device): its keys load
+			// from the device, which has not heard of the generation.
+			return nil, nil, fmt.Errorf("%w: %w", errHubAhead, closedIfWiped(err))
+		}
+		return nil, nil, closedIfWiped(err)
+	}
+	plain, _, err := v.openRecordTx(v.keyTx(tx), collection, id, sealed)
+	if err != nil {
+		return nil, nil, err
+	}
+	again, err := v.sealRecord(collection, id, plain, rev)
+	clear(plain)
+	if err != nil {
+		return nil, nil, closedIfWiped(err)
+	}
+	if g, err := recordGeneration(again); err != nil || g < cur {
+		return nil, nil, fmt.Errorf("%s/%s: sealed with generation %d below the vault's %d: %w", collection, id, g, cur, ErrNoAccess)
+	}
+	return again, cipherHash(again), nil
+}
+
+// recordKeys returns the keys a record write reads: the record's, and
+// currentGenKey (prefetched together on stores that read in round trips).
+func (v *Vault) recordKeys(collection, id string) []string {
+	return []string{v.recordKey(collection, id), v.prefix + currentGenKey}
+}
+
+// learn makes gen current (as far as it is above the current one): it
+// loads, through tx as get does, the generation's data key, or, for a
+// person limited to some collections, their collections' keys of it
+// (collection's among them, else an error).
+func (g *genKeys) learn(gen uint64, collection string, tx stores.Tx) error {
+	if cur, _ := g.current(); cur >= gen {
+		return nil
+	}
+	if g.limited != nil {
+		_, err := g.colKey(gen, collection, tx)
+		return err
+	}
+	_, err := g.get(gen, tx)
+	return err
+}
+
+// raiseCurrentGen writes the handle's current generation as the store's
+// current generation when the store holds a lower one (or none, after a
+// rotation): Sync calls it once its keyring step learnt a generation made
+// elsewhere, so that the other handles of the device's store seal with it
+// too. A store without transactions never rotates and keeps none.
+func (v *Vault) raiseCurrentGen(ctx context.Context) error {
+	gen, _ := v.keys.current()
+	if gen < 2 || v.me == nil || !transactional(v.store) {
+		return nil
+	}
+	if c := v.curGen.Load(); c != nil && c.gen >= gen {
+		return nil // the store's value only rises
+	}
+	sealed, err := v.sealCurrentGen(gen)
+	if err != nil {
+		return closedIfWiped(err)
+	}
+	tr := v.store.(stores.Transactor)
+	return closedIfWiped(tr.Update(ctx, func(tx stores.Tx) error {
+		have, err := v.currentGenTx(tx)
+		if err != nil || have >= gen {
+			return err
+		}
+		return tx.Put(v.prefix+currentGenKey, sealed)
+	}))
+}
