@@ -17,6 +17,8 @@ import (
 // with the first generation's data key he holds (what this package does
 // for a person without limit who knows generation 1 only). He writes a
 // payroll record and appends the ledger entry, signed with his own key,
+// ignoring the store's current generation (which an honest handle reads
+// in every commit and which would make it re-seal with generation 2),
 // as any write does. The owner still reads it as a payroll record (a
 // generation 1 envelope opens with the data key); Verify reports bob's
 // entry on a collection he may not use, at its position.
@@ -44,6 +46,11 @@ func TestReview15bLimitedWriterForgesOtherCollection(t *testing.T) {
 	require.NotNil(t, dk1)
 	bob.keys.limited = nil
 	bob.keys.snap.Store(&genSnap{cur: 1, keys: map[uint64]*crypto.Key{1: dk1}})
+	// His client also ignores the store's current generation (rotate_current.go):
+	// it takes the stored value to say generation 1.
+	marker, err := st.Get(ctx, bob.prefix+currentGenKey)
+	require.NoError(t, err)
+	bob.curGen.Store(&currentGen{sealed: marker.Value, gen: 1})
 	require.NoError(t, CollectionOf[map[string]string](bob, "payroll").Put(ctx, "p-2", map[string]string{"pay": "1000000"}))
 
 	got, err := CollectionOf[map[string]string](owner, "payroll").Get(ctx, "p-2")
