@@ -57,11 +57,16 @@ import (
 // (bases, push cursor) was lost is recognised by the next push (the hub
 // holds the device's cipher hash). A crash after 2 and before 4 leaves a
 // pulled record (or deletion) without its sync base (none, or the one
-// before); if the hub changes it again before the window is applied
-// again, the record is taken as what this device last synced when it has
-// no change of this device's own after the push cursor and no kept
-// conflict (applyOne), so the hub's change (a deletion, a re-created
-// record at a lower revision) still applies. The one repetition a crash
+// before): recoverStaged writes the base of each pulled record that
+// reached its state (the hub revision and cipher hash of its entry), so
+// that a local change made before the window is applied again (a
+// deletion of the pulled record) is this device's change, not taken for
+// no change and undone. If the hub changes the record again before the
+// window is applied again, and no recovery ran, the record is taken as
+// what this device last synced when it has no change of this device's
+// own after the push cursor and no kept conflict (applyOne), so the hub's
+// change (a deletion, a re-created record at a lower revision) still
+// applies. The one repetition a crash
 // can cause is a conflict's SyncConflict entry recorded twice, when a
 // crash falls after the entries and before the record's base: the
 // conflict is decided again, the same way. A record change is never recorded twice; it goes
@@ -514,6 +519,27 @@ func (v *Vault) finishIntent(ctx context.Context) error {
 			return err
 		}
 		due = due[n:]
+	}
+	// The sync base of each pulled record that reached its state: a crash
+	// between the records and the sync state left it behind (none, or the
+	// one before). Without it a change this device makes before the window
+	// is applied again (a deletion) would match the missing base and be
+	// taken for no change at all (applyOne): the window would bring the
+	// record back.
+	for _, e := range in.entries {
+		if e.Kind != ledger.RecordPulled && e.Kind != ledger.RecordPulledDelete {
+			continue
+		}
+		if !reached[v.recordKey(e.Collection, e.ID)] {
+			continue
+		}
+		b := base{rev: e.Revision}
+		if e.Kind == ledger.RecordPulled {
+			b.hash = e.CipherHash
+		}
+		if err := v.putValue(ctx, syncBaseDir+e.Collection+"/"+e.ID, encodeBase(b)); err != nil {
+			return err
+		}
 	}
 	for _, d := range in.drops {
 		if !reached[d.record] || !strings.HasPrefix(d.key, v.prefix+numberingDir) {
