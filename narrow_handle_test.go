@@ -47,8 +47,9 @@ func TestCollectionsNarrowedOpenHandle(t *testing.T) {
 // pushes; what the hub's ledger then holds of it, Verify refuses at its
 // position, after the narrowing's grant entry olga's sync recorded there.
 func TestCollectionsNarrowedOpenHandleHub(t *testing.T) {
-	t.Skip("known bug: after merging the current-generation check (staleseal) this test hangs (a write or sync of " +
-		"the handle opened before the narrowing, on a device of a hub, never returns); undiagnosed, see the note on issue 15")
+	t.Skip("premise gone since record commits read the store's current generation (rotate_current.go): the device's " +
+		"Sync now refuses to push the stale handle's write outside the narrowed collections (re-seal before push: no " +
+		"key, ErrNoAccess) instead of pushing it for Verify to refuse; to be rewritten to expect that")
 	ctx := context.Background()
 	hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
 	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))

@@ -509,7 +509,13 @@ func (v *Vault) sealMeta(collection, id string, plain []byte, rev uint64, m meta
 // key records are written with now (genKeys.sealKey): the data key of
 // generation 1, else the collection's key of the current generation.
 func (v *Vault) sealRecord(collection, id string, plain []byte, rev uint64) ([]byte, error) {
-	gen, k, perCol, err := v.keys.sealKey(collection)
+	return v.sealRecordTx(nil, collection, id, plain, rev)
+}
+
+// sealRecordTx is sealRecord inside tx, a transaction on the device's
+// store (or nil), through which a key not held yet loads.
+func (v *Vault) sealRecordTx(tx stores.Tx, collection, id string, plain []byte, rev uint64) ([]byte, error) {
+	gen, k, perCol, err := v.keys.sealKey(collection, tx)
 	if err != nil {
 		return nil, err
 	}

@@ -637,7 +637,7 @@ func (v *Vault) resealKeys(ctx context.Context, keys []recKey, gen uint64) (rese
 				out.bad = fmt.Errorf("%s/%s: %w", k.coll, k.id, ErrRevisionOverflow)
 				continue
 			}
-			sealed, err := v.sealRecord(k.coll, k.id, plain, rev+1)
+			sealed, err := v.sealRecordTx(v.keyTx(tx), k.coll, k.id, plain, rev+1)
 			clear(plain)
 			if err != nil {
 				return closedIfWiped(err)

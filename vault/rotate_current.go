@@ -111,7 +111,7 @@ func (v *Vault) freshSealTx(tx stores.Tx, collection, id string, sealed []byte, 
 	if err != nil {
 		return nil, nil, err
 	}
-	again, err := v.sealRecord(collection, id, plain, rev)
+	again, err := v.sealRecordTx(v.keyTx(tx), collection, id, plain, rev)
 	clear(plain)
 	if err != nil {
 		return nil, nil, closedIfWiped(err)

@@ -85,12 +85,16 @@ func (g *genKeys) permits(collection string) error {
 // with: the generation's data key for generation 1, else the collection's
 // key of the current generation (perCol), so that a person limited to
 // other collections cannot open it.
-func (g *genKeys) sealKey(collection string) (gen uint64, k *crypto.Key, perCol bool, err error) {
+//
+// tx is nil, or a transaction the caller holds on the device's store, as
+// for get: a key not held yet loads through it (loading outside it would
+// wait for ever on a store whose transaction holds its lock).
+func (g *genKeys) sealKey(collection string, tx stores.Tx) (gen uint64, k *crypto.Key, perCol bool, err error) {
 	gen, k = g.current()
 	if gen <= 1 && g.limited == nil {
 		return gen, k, false, nil
 	}
-	k, err = g.colKey(gen, collection, nil)
+	k, err = g.colKey(gen, collection, tx)
 	return gen, k, true, err
 }
 
