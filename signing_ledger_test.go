@@ -113,9 +113,16 @@ func TestSigningVault(t *testing.T) {
 				verified(t, owner)
 				rep, err := owner.Audit().Verify(ctx)
 				require.NoError(t, err)
-				// will's handle, opened before, still holds the keys.
-				require.NoError(t, vault.CollectionOf[Note](writer, "notes").Put(ctx, "c", Note{Text: "late"}))
-				badEntry(t, owner, rep.Head.Seq+1, ledger.Revoked)
+				// will's handle, opened before, holds only the old keys: its
+				// write reads the store's current generation and is refused,
+				// nothing appended (a revoked author's forged entry failing
+				// Verify is TestSigningForgedWithTheDataKey's).
+				err = vault.CollectionOf[Note](writer, "notes").Put(ctx, "c", Note{Text: "late"})
+				require.ErrorIs(t, err, vault.ErrNoAccess)
+				after, err := owner.Audit().Verify(ctx)
+				require.NoError(t, err)
+				require.NoError(t, after.Problem)
+				require.Equal(t, rep.Head.Seq, after.Head.Seq)
 			})
 			t.Run("keyring key replaced", func(t *testing.T) {
 				st, owner, _ := setup(t)
