@@ -142,3 +142,47 @@ func TestPassThatLostItsLockKeepsTheNextBatchChunks(t *testing.T) {
 	assert.Equal(t, numbering.PassReport{Assigned: 3, Resumed: 3}, rep)
 	checkLedger(t, a, checkNumbered(t, a, ids))
 }
+
+// A pass overtaken between its commit and its first read of its own
+// batch's chunks (a pass elsewhere, under a lock of its own process,
+// finished the batch and cleared them) lost the race: ErrPassRunning, not
+// ErrCorrupt, and every record is numbered exactly once, by the other.
+func TestPassOvertakenBeforeReadingItsChunks(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	var (
+		armed atomic.Bool
+		b     *device
+		bRep  numbering.PassReport
+		bErr  error
+	)
+	aStore := faultstore.New(mem, faultstore.Options{
+		Before: func(op faultstore.Op, key string) error {
+			if op == faultstore.OpGet && strings.Contains(key, "/batch/") && armed.CompareAndSwap(true, false) {
+				bRep, bErr = b.series.RunPass(ctx)
+			}
+			return nil
+		},
+	})
+	a := openDevice(t, "a", lostLock{aStore}, receiptOpts)
+	b = openDevice(t, "b", lostLock{mem}, receiptOpts)
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, fmt.Sprint("r-", i))
+		a.write(t, ids[i], i)
+	}
+
+	armed.Store(true)
+	_, err := a.series.RunPass(ctx)
+	require.False(t, armed.Load(), "A read its chunks")
+	require.NoError(t, bErr)
+	assert.Equal(t, 4, bRep.Resumed, "B finished A's batch")
+	assert.ErrorIs(t, err, numbering.ErrPassRunning)
+	assert.NotErrorIs(t, err, numbering.ErrCorrupt)
+	checkLedger(t, a, checkNumbered(t, a, ids))
+
+	// A later pass finds nothing left to do.
+	rep, err := a.series.RunPass(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, numbering.PassReport{}, rep)
+}

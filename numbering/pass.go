@@ -544,6 +544,27 @@ func (s *Series) loadBatch(ctx context.Context, b *batch) ([]item, error) {
 	return items, nil
 }
 
+// staleBatch says why the chunks of batch b, which the head at version ver
+// named, did not match it. Where the series' lock is one of this process
+// (a store without a stores.Locker), a pass elsewhere may have finished the
+// batch and cleared its chunks meanwhile: the head has then moved on, and
+// this pass lost the race (ErrPassRunning), as at its next write of the
+// head. Chunks missing under the very head that names them are lost
+// (ErrCorrupt).
+func (s *Series) staleBatch(ctx context.Context, b *batch, ver uint64) error {
+	lost := fmt.Errorf("%w: the chunks of batch %d are missing or stale", ErrCorrupt, b.id)
+	it, err := s.b.Store.Get(ctx, s.headKey())
+	switch {
+	case errors.Is(err, stores.ErrNotFound):
+		return lost
+	case err != nil:
+		return err
+	case it.Version != ver:
+		return fmt.Errorf("batch %d: %w: %w", b.id, ErrPassRunning, errFenced)
+	}
+	return lost
+}
+
 // finish completes the batch in the head, from its progress on, and clears
 // it from the head. With resumed set, the batch was left by an earlier pass,
 // which may have recorded some numbers after its last saved progress: the
@@ -552,7 +573,7 @@ func (s *Series) finish(ctx context.Context, h *head, ver uint64, resumed bool, 
 	b := h.batch
 	items, err := s.loadBatch(ctx, b)
 	if errors.Is(err, errStaleBatch) {
-		err = fmt.Errorf("%w: the chunks of batch %d are missing or stale", ErrCorrupt, b.id)
+		err = s.staleBatch(ctx, b, ver)
 	}
 	if err != nil {
 		return 0, err
