@@ -121,9 +121,11 @@
 // process there. The head is always written by compare-and-swap on the
 // version the pass read, so on a store with atomic compare-and-swap a pass
 // from another process that slips past the lock fails with ErrPassRunning
-// at its next head write and never commits a second batch over the first;
-// it may, though, have recorded some numbers of a resumed batch in the
-// ledger a second time. On a store with transactions a pass commits a
+// at its next head write, or before it appends the ledger entries of its
+// next step (it checks the head first), and never commits a second batch
+// over the first; only when the other pass finishes the batch in the short
+// window between that check and the append are some numbers recorded in
+// the ledger a second time (for the same record). On a store with transactions a pass commits a
 // batch with its chunks, and clears it with them, in one transaction that
 // holds the head at the version it read, so a pass that lost its lock (a
 // pgstore session that broke) cannot delete or overwrite the chunks of a

@@ -186,3 +186,44 @@ func TestPassOvertakenBeforeReadingItsChunks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, numbering.PassReport{}, rep)
 }
+
+// A pass overtaken after reading its chunks, while it stamps (the other
+// pass finished its batch meanwhile), stops with ErrPassRunning before it
+// appends: every number has exactly one ledger entry.
+func TestPassOvertakenWhileStampingAppendsNothing(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	var (
+		state atomic.Int32 // 1: armed, 2: A read a chunk, 3: B ran
+		b     *device
+		bRep  numbering.PassReport
+		bErr  error
+	)
+	aStore := faultstore.New(mem, faultstore.Options{
+		Before: func(op faultstore.Op, key string) error {
+			if op == faultstore.OpGet && strings.Contains(key, "/batch/") {
+				state.CompareAndSwap(1, 2)
+				return nil
+			}
+			if state.CompareAndSwap(2, 3) { // A's first step after its chunks
+				bRep, bErr = b.series.RunPass(ctx)
+			}
+			return nil
+		},
+	})
+	a := openDevice(t, "a", lostLock{aStore}, receiptOpts)
+	b = openDevice(t, "b", lostLock{mem}, receiptOpts)
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, fmt.Sprint("r-", i))
+		a.write(t, ids[i], i)
+	}
+
+	state.Store(1)
+	_, err := a.series.RunPass(ctx)
+	require.Equal(t, int32(3), state.Load(), "B ran while A stamped")
+	require.NoError(t, bErr)
+	assert.Equal(t, 4, bRep.Resumed, "B finished A's batch")
+	assert.ErrorIs(t, err, numbering.ErrPassRunning)
+	checkLedger(t, a, checkNumbered(t, a, ids))
+}

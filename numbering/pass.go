@@ -552,17 +552,23 @@ func (s *Series) loadBatch(ctx context.Context, b *batch) ([]item, error) {
 // head. Chunks missing under the very head that names them are lost
 // (ErrCorrupt).
 func (s *Series) staleBatch(ctx context.Context, b *batch, ver uint64) error {
-	lost := fmt.Errorf("%w: the chunks of batch %d are missing or stale", ErrCorrupt, b.id)
-	it, err := s.b.Store.Get(ctx, s.headKey())
-	switch {
-	case errors.Is(err, stores.ErrNotFound):
-		return lost
-	case err != nil:
+	if err := s.stillAt(ctx, b, ver); err != nil {
 		return err
-	case it.Version != ver:
+	}
+	return fmt.Errorf("%w: the chunks of batch %d are missing or stale", ErrCorrupt, b.id)
+}
+
+// stillAt returns ErrPassRunning when the head is no longer at version ver
+// (another pass has written it since this one did).
+func (s *Series) stillAt(ctx context.Context, b *batch, ver uint64) error {
+	it, err := s.b.Store.Get(ctx, s.headKey())
+	if err != nil && !errors.Is(err, stores.ErrNotFound) {
+		return err
+	}
+	if it.Version != ver {
 		return fmt.Errorf("batch %d: %w: %w", b.id, ErrPassRunning, errFenced)
 	}
-	return lost
+	return nil
 }
 
 // finish completes the batch in the head, from its progress on, and clears
@@ -595,7 +601,7 @@ func (s *Series) finish(ctx context.Context, h *head, ver uint64, resumed bool, 
 	}
 	for b.done < b.last {
 		lo, hi := b.done+1, min(b.last, b.done+uint64(s.stepSize))
-		if err := s.step(ctx, b, f, lo, items[lo-b.first:hi-b.first+1], recorded, rep); err != nil {
+		if err := s.step(ctx, b, ver, f, lo, items[lo-b.first:hi-b.first+1], recorded, rep); err != nil {
 			return 0, err
 		}
 		if hi == b.last {
@@ -671,8 +677,13 @@ func (s *Series) recorded(ctx context.Context, b *batch) (map[uint64]bool, error
 
 // step finishes numbers first … first+len(seg)-1 of b: stamps the records,
 // records the numbers in the ledger (those not already recorded), indexes
-// them and removes their pending entries. Every part is idempotent.
-func (s *Series) step(ctx context.Context, b *batch, f *sequence.Formatter, first uint64, seg []item, recorded map[uint64]bool, rep *PassReport) error {
+// them and removes their pending entries. Every part is idempotent but the
+// ledger entries: before appending them it checks that the head is still at
+// ver, the version this pass last wrote, so a pass overtaken while it
+// stamped (see staleBatch) stops with ErrPassRunning instead of recording
+// the other pass's numbers a second time. (Between that check and the
+// append, a window remains: see the package's Concurrency.)
+func (s *Series) step(ctx context.Context, b *batch, ver uint64, f *sequence.Formatter, first uint64, seg []item, recorded map[uint64]bool, rep *PassReport) error {
 	texts := make([]string, len(seg))
 	marks := make([]deferred.Mark, len(seg))
 	for i := range seg {
@@ -711,6 +722,9 @@ func (s *Series) step(ctx context.Context, b *batch, f *sequence.Formatter, firs
 			e.Revision, e.CipherHash = stamps[i].Revision, stamps[i].CipherHash
 		}
 		entries = append(entries, e)
+	}
+	if err := s.stillAt(ctx, b, ver); err != nil {
+		return err
 	}
 	if err := s.appendEntries(ctx, entries); err != nil {
 		return err
