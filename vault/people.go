@@ -326,8 +326,9 @@ func (v *Vault) ownerSeed() (*crypto.Key, error) {
 // written with a ledger.PersonRevoked entry. Only an owner revokes
 // (ErrNotPermitted), and not the last owner (ErrNotPermitted); revoking a
 // person without access is an error matching ErrNotFound. Nothing is
-// written on error. An owner may revoke themselves while another owner
-// remains; the handle that did so keeps its access until it is closed.
+// written on error. Nobody revokes themselves (ErrNotPermitted: what
+// their handle wrote afterwards, the rotation's entries first, would be
+// signed by a revoked person, which Verify refuses); another owner does.
 //
 // Revoke rotates the keys (see RotateKeys) in the same commit: a new data
 // key generation is wrapped for everyone but the revoked person, records
@@ -377,6 +378,18 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 	defer v.exit()
 	if _, err := v.ownerSeed(); err != nil {
 		return err
+	}
+	if user == v.user {
+		if owners, err := v.activeOwners(ctx); err != nil {
+			return err
+		} else if owners <= 1 {
+			return fmt.Errorf("the last owner cannot be revoked: %w", ErrNotPermitted)
+		}
+		// Whatever this handle wrote after its own revocation (the
+		// rotation's entries, a record, a number) would be signed by a
+		// revoked person, which Verify refuses.
+		return fmt.Errorf("%w: an owner cannot revoke themselves (what this handle wrote afterwards would fail Verify): "+
+			"ask another owner to revoke you", ErrNotPermitted)
 	}
 	if !o.keepKeys {
 		if err := v.readyToRotate(ctx); err != nil { // rotate_hub.go
@@ -428,11 +441,6 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 			return err
 		}
 		v.startReseal(gen, nil, skipped)
-	}
-	if user == v.user {
-		v.me.mu.Lock()
-		v.me.role, v.me.entry = RoleReader, tomb
-		v.me.mu.Unlock()
 	}
 	return nil
 }

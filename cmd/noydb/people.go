@@ -164,7 +164,8 @@ They still see the ledger's metadata (collection names, ids, numbers).`,
 The keys are rotated at once (see 'noydb vault rotate'): records written or
 re-sealed afterwards do not open with any key they held. It cannot make them
 forget what they read before. --keep-keys skips the rotation (needed on a
-store without transactions, such as file:). The last owner cannot be removed.`,
+store without transactions, such as file:). The last owner cannot be removed,
+and nobody removes themselves: another owner does.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := vault.CheckCollectionName(args[0]); err != nil {
