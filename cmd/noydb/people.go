@@ -143,12 +143,11 @@ They still see the ledger's metadata (collection names, ids, numbers).`,
 			if err := v.Grant(cmd.Context(), args[0], cred, r, collections...); err != nil {
 				return err
 			}
+			obj := personChangeJSON{User: args[0], Role: r.String(), Collections: collections}
 			if len(collections) > 0 {
-				fmt.Fprintf(a.io.out, "%s is a %s of vault %q, limited to %s\n", args[0], r, a.vaultName, strings.Join(collections, ","))
-				return nil
+				return a.confirm(obj, "%s is a %s of vault %q, limited to %s", args[0], r, a.vaultName, strings.Join(collections, ","))
 			}
-			fmt.Fprintf(a.io.out, "%s is a %s of vault %q\n", args[0], r, a.vaultName)
-			return nil
+			return a.confirm(obj, "%s is a %s of vault %q", args[0], r, a.vaultName)
 		},
 	}
 	add.Flags().StringVar(&role, "role", "", "owner, writer or reader (required)")
@@ -187,8 +186,7 @@ and nobody removes themselves: another owner does.`,
 					return err
 				}
 			}
-			fmt.Fprintf(a.io.out, "removed %s from vault %q\n", args[0], a.vaultName)
-			return nil
+			return a.confirm(personChangeJSON{User: args[0], Removed: true}, "removed %s from vault %q", args[0], a.vaultName)
 		},
 	}
 	remove.Flags().BoolVar(&keepKeys, "keep-keys", false, "do not rotate the keys (the removed person's keys keep opening records)")
@@ -223,11 +221,10 @@ no longer open the records of the collections taken away.`,
 				return err
 			}
 			if allCols {
-				fmt.Fprintf(a.io.out, "%s may use every collection of vault %q\n", args[0], a.vaultName)
-				return nil
+				return a.confirm(personChangeJSON{User: args[0], All: true}, "%s may use every collection of vault %q", args[0], a.vaultName)
 			}
-			fmt.Fprintf(a.io.out, "%s may use %s of vault %q\n", args[0], strings.Join(setCols, ","), a.vaultName)
-			return nil
+			return a.confirm(personChangeJSON{User: args[0], Collections: setCols},
+				"%s may use %s of vault %q", args[0], strings.Join(setCols, ","), a.vaultName)
 		},
 	}
 	limit.Flags().StringSliceVar(&setCols, "collections", nil, "the collections the person may use (comma separated)")
@@ -280,8 +277,7 @@ to add people.`,
 			if err := v.ChangeSecret(cmd.Context(), old, s); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.io.out, "secret of %s in vault %q changed\n", a.user, a.vaultName)
-			return nil
+			return a.confirm(accessJSON{User: a.user, SecretChanged: true}, "secret of %s in vault %q changed", a.user, a.vaultName)
 		},
 	}
 	passwd.Flags().StringVar(&newSecretFile, "new-secret-file", "", "read the new secret from this file (else a prompt)")
