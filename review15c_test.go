@@ -127,3 +127,47 @@ func TestReview15cSetCollectionsBadInput(t *testing.T) {
 	}
 	assert.Equal(t, before, snapshot(t, st), "nothing written")
 }
+
+// TestReview15cRevokedHandleChangesNothing: handles opened before their
+// person's revocation by another owner acted on their stale role: a
+// revoked writer's handle issued recovery codes, and a revoked owner's
+// handle granted a new owner (who then opened the vault) and rotated the
+// keys; each wrote entries by a revoked author, which Verify refused. Now
+// every such call fails with ErrNoAccess and writes nothing; the person's
+// secrets, old or new, and any code stay refused, and the ledger verifies.
+func TestReview15cRevokedHandleChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	olga := openPerson(t, personCfg(st, "olga", "o"))
+	require.NoError(t, olga.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+	require.NoError(t, olga.Grant(ctx, "otto", vault.Secret([]byte("t")), vault.RoleOwner))
+	bob := openPerson(t, personCfg(st, "bob", "b"))
+	otto := openPerson(t, personCfg(st, "otto", "t"))
+	require.NoError(t, olga.Revoke(ctx, "bob"))
+	require.NoError(t, olga.Rotation().Wait(ctx))
+	require.NoError(t, olga.Revoke(ctx, "otto"))
+	require.NoError(t, olga.Rotation().Wait(ctx))
+	before := snapshot(t, st)
+
+	assert.ErrorIs(t, bob.ChangeSecret(ctx, []byte("b"), []byte("b2")), vault.ErrNoAccess, "bob's secret change")
+	codes, err := bob.RecoveryCodes(ctx, 2)
+	assert.ErrorIs(t, err, vault.ErrNoAccess, "bob's recovery codes")
+	assert.ErrorIs(t, bob.RevokeRecoveryCodes(ctx), vault.ErrNoAccess, "bob's code revocation")
+	assert.ErrorIs(t, otto.Grant(ctx, "eve", vault.Secret([]byte("e")), vault.RoleOwner), vault.ErrNoAccess, "otto's grant")
+	assert.ErrorIs(t, otto.Grant(ctx, "eve", vault.Secret([]byte("e")), vault.RoleWriter, "notes"), vault.ErrNoAccess, "otto's limited grant")
+	assert.ErrorIs(t, otto.Revoke(ctx, "olga"), vault.ErrNoAccess, "otto's revocation")
+	assert.ErrorIs(t, otto.SetCollections(ctx, "bob", "notes"), vault.ErrNoAccess, "otto's narrowing")
+	_, err = otto.RotateKeys(ctx)
+	assert.ErrorIs(t, err, vault.ErrNoAccess, "otto's rotation")
+	assert.Equal(t, before, snapshot(t, st), "nothing written")
+
+	for _, c := range []vault.Config{personCfg(st, "bob", "b"), personCfg(st, "bob", "b2"), personCfg(st, "eve", "e")} {
+		_, err := vault.Open(ctx, c)
+		assert.ErrorIs(t, err, vault.ErrNoAccess, c.User)
+	}
+	for _, code := range codes {
+		_, err := vault.Open(ctx, recoverCfg(st, "bob", code, "b3"))
+		assert.Error(t, err)
+	}
+	verified(t, olga)
+}

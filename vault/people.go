@@ -206,6 +206,9 @@ func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Ro
 	if err != nil {
 		return err
 	}
+	if err := v.checkStillHeld(ctx, true); err != nil {
+		return err
+	}
 	key := v.prefix + keyringPrefix + user
 	old, err := v.me.store.Get(ctx, key)
 	var serial uint64 = 1
@@ -377,6 +380,9 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 	}
 	defer v.exit()
 	if _, err := v.ownerSeed(); err != nil {
+		return err
+	}
+	if err := v.checkStillHeld(ctx, true); err != nil {
 		return err
 	}
 	if user == v.user {
@@ -711,6 +717,9 @@ func (v *Vault) setCollections(ctx context.Context, user string, collections []s
 	if err != nil {
 		return err
 	}
+	if err := v.checkStillHeld(ctx, true); err != nil {
+		return err
+	}
 	key := v.prefix + keyringPrefix + user
 	old, err := v.me.store.Get(ctx, key)
 	if errors.Is(err, stores.ErrNotFound) {
@@ -835,6 +844,40 @@ func (e *keyringEntry) rewrap(vaultName string, header []byte, was *keyringEntry
 			}
 			e.colKeys = append(e.colKeys, wrappedCol{name: c, gen: g, key: w})
 		}
+	}
+	return nil
+}
+
+// checkStillHeld reads the keyring entry of the vault's person from the
+// store and refuses a handle whose person was revoked since it opened
+// (ErrNoAccess) or, with owner, who is no longer an owner
+// (ErrNotPermitted): a handle opened before a revocation by another owner
+// must not grant, revoke, rotate or issue recovery codes in the name of a
+// person the ledger already records as revoked (Verify would refuse it,
+// and a grant would let someone in). A keyring entry of layout version 1
+// (an owner from before roles) carries no revocation and passes. It reads
+// outside the write's own commit: a revocation racing the call is not
+// caught here (Verify still refuses what follows it).
+func (v *Vault) checkStillHeld(ctx context.Context, owner bool) error {
+	it, err := v.me.store.Get(ctx, v.prefix+keyringPrefix+v.user)
+	if errors.Is(err, stores.ErrNotFound) {
+		return fmt.Errorf("user %q has no keyring entry any more: %w", v.user, ErrNoAccess)
+	}
+	if err != nil {
+		return err
+	}
+	if !isKeyringV2(it.Value) {
+		return nil
+	}
+	e, err := v.readEntry(v.user, it.Value)
+	if err != nil {
+		return err
+	}
+	if e.revoked {
+		return fmt.Errorf("user %q was revoked: %w", v.user, ErrNoAccess)
+	}
+	if owner && e.role != RoleOwner {
+		return fmt.Errorf("%q is now a %s, only an owner changes people: %w", v.user, e.role, ErrNotPermitted)
 	}
 	return nil
 }
