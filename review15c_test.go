@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 )
@@ -169,5 +170,31 @@ func TestReview15cRevokedHandleChangesNothing(t *testing.T) {
 		_, err := vault.Open(ctx, recoverCfg(st, "bob", code, "b3"))
 		assert.Error(t, err)
 	}
+	verified(t, olga)
+}
+
+// TestReview15cRevokedHandleNumbersAndEvents: a writer's handle opened
+// before their revocation still takes numbers and appends application
+// events (both sealed by the first generation, which needs no new key);
+// each entry is by a revoked author and Verify refuses the ledger. Left
+// open: refusing them needs a keyring read per number (or a revocation
+// marker read in every commit, as _generation is for records).
+func TestReview15cRevokedHandleNumbersAndEvents(t *testing.T) {
+	t.Skip("known limit, not fixed: a revoked writer's open handle still takes numbers and appends events; see the doc comment")
+	ctx := context.Background()
+	st := memstore.New()
+	olga := openPerson(t, personCfg(st, "olga", "o"))
+	require.NoError(t, olga.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+	bob := openPerson(t, personCfg(st, "bob", "b"))
+	require.NoError(t, olga.Revoke(ctx, "bob"))
+	require.NoError(t, olga.Rotation().Wait(ctx))
+	before := snapshot(t, st)
+	seq, err := bob.Sequence("inv", sequence.Options{})
+	require.NoError(t, err)
+	_, err = seq.Next(ctx)
+	assert.ErrorIs(t, err, vault.ErrNoAccess, "number")
+	_, err = bob.Record(ctx, "hello", nil)
+	assert.ErrorIs(t, err, vault.ErrNoAccess, "event")
+	assert.Equal(t, before, snapshot(t, st), "nothing written")
 	verified(t, olga)
 }
