@@ -198,3 +198,32 @@ func TestReview15cRevokedHandleNumbersAndEvents(t *testing.T) {
 	assert.Equal(t, before, snapshot(t, st), "nothing written")
 	verified(t, olga)
 }
+
+// TestReview15cCodesDieWithRevocation: recovery codes issued before a
+// person's revocation open nothing after it, nor after the person is
+// granted again with a new secret; the new secret opens, and the ledger
+// verifies.
+func TestReview15cCodesDieWithRevocation(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	olga := openPerson(t, personCfg(st, "olga", "o"))
+	require.NoError(t, olga.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+	bob := openPerson(t, personCfg(st, "bob", "b"))
+	codes, err := bob.RecoveryCodes(ctx, 2)
+	require.NoError(t, err)
+	require.NoError(t, bob.Close())
+	require.NoError(t, olga.Revoke(ctx, "bob"))
+	require.NoError(t, olga.Rotation().Wait(ctx))
+	_, err = vault.Open(ctx, recoverCfg(st, "bob", codes[0], "b2"))
+	assert.ErrorIs(t, err, vault.ErrNoAccess, "revoked")
+
+	require.NoError(t, olga.Grant(ctx, "bob", vault.Secret([]byte("b3")), vault.RoleWriter))
+	before := snapshot(t, st)
+	_, err = vault.Open(ctx, recoverCfg(st, "bob", codes[1], "b4"))
+	assert.Error(t, err, "granted again: an old code opens nothing")
+	assert.Equal(t, before, snapshot(t, st), "nothing written")
+	_, err = vault.Open(ctx, personCfg(st, "bob", "b4"))
+	assert.Error(t, err)
+	openPerson(t, personCfg(st, "bob", "b3"))
+	verified(t, olga)
+}
