@@ -227,3 +227,42 @@ func TestReview15cCodesDieWithRevocation(t *testing.T) {
 	openPerson(t, personCfg(st, "bob", "b3"))
 	verified(t, olga)
 }
+
+// TestReview15cCancelledRotation: RotateKeys and ResumeRotation with an
+// ended context fail with its error and write nothing.
+func TestReview15cCancelledRotation(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	v := openPerson(t, personCfg(st, "olga", "o"))
+	require.NoError(t, vault.CollectionOf[Note](v, "notes").Put(ctx, "n", Note{Text: "x"}))
+	before := snapshot(t, st)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err := v.RotateKeys(cancelled)
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = v.ResumeRotation(cancelled)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Nil(t, v.Rotation())
+	assert.Equal(t, before, snapshot(t, st), "nothing written")
+}
+
+// TestReview15cDemotedOwnerHandle: an owner's handle opened before they
+// were revoked and granted again as a writer no longer changes people
+// (ErrNotPermitted, nothing written).
+func TestReview15cDemotedOwnerHandle(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	olga := openPerson(t, personCfg(st, "olga", "o"))
+	require.NoError(t, olga.Grant(ctx, "otto", vault.Secret([]byte("t")), vault.RoleOwner))
+	otto := openPerson(t, personCfg(st, "otto", "t"))
+	require.NoError(t, olga.Revoke(ctx, "otto"))
+	require.NoError(t, olga.Rotation().Wait(ctx))
+	require.NoError(t, olga.Grant(ctx, "otto", vault.Secret([]byte("t2")), vault.RoleWriter))
+	before := snapshot(t, st)
+	assert.ErrorIs(t, otto.Grant(ctx, "eve", vault.Secret([]byte("e")), vault.RoleOwner), vault.ErrNotPermitted)
+	assert.ErrorIs(t, otto.Revoke(ctx, "olga"), vault.ErrNotPermitted)
+	_, err := otto.RotateKeys(ctx)
+	assert.ErrorIs(t, err, vault.ErrNotPermitted)
+	assert.Equal(t, before, snapshot(t, st), "nothing written")
+	verified(t, olga)
+}
