@@ -206,6 +206,9 @@ func (v *Vault) grant(ctx context.Context, user string, cred Credential, role Ro
 	if err != nil {
 		return err
 	}
+	if err := v.checkStillHeld(ctx, true); err != nil {
+		return err
+	}
 	key := v.prefix + keyringPrefix + user
 	old, err := v.me.store.Get(ctx, key)
 	var serial uint64 = 1
@@ -326,8 +329,9 @@ func (v *Vault) ownerSeed() (*crypto.Key, error) {
 // written with a ledger.PersonRevoked entry. Only an owner revokes
 // (ErrNotPermitted), and not the last owner (ErrNotPermitted); revoking a
 // person without access is an error matching ErrNotFound. Nothing is
-// written on error. An owner may revoke themselves while another owner
-// remains; the handle that did so keeps its access until it is closed.
+// written on error. Nobody revokes themselves (ErrNotPermitted: what
+// their handle wrote afterwards, the rotation's entries first, would be
+// signed by a revoked person, which Verify refuses); another owner does.
 //
 // Revoke rotates the keys (see RotateKeys) in the same commit: a new data
 // key generation is wrapped for everyone but the revoked person, records
@@ -377,6 +381,21 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 	defer v.exit()
 	if _, err := v.ownerSeed(); err != nil {
 		return err
+	}
+	if err := v.checkStillHeld(ctx, true); err != nil {
+		return err
+	}
+	if user == v.user {
+		if owners, err := v.activeOwners(ctx); err != nil {
+			return err
+		} else if owners <= 1 {
+			return fmt.Errorf("the last owner cannot be revoked: %w", ErrNotPermitted)
+		}
+		// Whatever this handle wrote after its own revocation (the
+		// rotation's entries, a record, a number) would be signed by a
+		// revoked person, which Verify refuses.
+		return fmt.Errorf("%w: an owner cannot revoke themselves (what this handle wrote afterwards would fail Verify): "+
+			"ask another owner to revoke you", ErrNotPermitted)
 	}
 	if !o.keepKeys {
 		if err := v.readyToRotate(ctx); err != nil { // rotate_hub.go
@@ -428,11 +447,6 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 			return err
 		}
 		v.startReseal(gen, nil, skipped)
-	}
-	if user == v.user {
-		v.me.mu.Lock()
-		v.me.role, v.me.entry = RoleReader, tomb
-		v.me.mu.Unlock()
 	}
 	return nil
 }
@@ -703,6 +717,9 @@ func (v *Vault) setCollections(ctx context.Context, user string, collections []s
 	if err != nil {
 		return err
 	}
+	if err := v.checkStillHeld(ctx, true); err != nil {
+		return err
+	}
 	key := v.prefix + keyringPrefix + user
 	old, err := v.me.store.Get(ctx, key)
 	if errors.Is(err, stores.ErrNotFound) {
@@ -827,6 +844,40 @@ func (e *keyringEntry) rewrap(vaultName string, header []byte, was *keyringEntry
 			}
 			e.colKeys = append(e.colKeys, wrappedCol{name: c, gen: g, key: w})
 		}
+	}
+	return nil
+}
+
+// checkStillHeld reads the keyring entry of the vault's person from the
+// store and refuses a handle whose person was revoked since it opened
+// (ErrNoAccess) or, with owner, who is no longer an owner
+// (ErrNotPermitted): a handle opened before a revocation by another owner
+// must not grant, revoke, rotate or issue recovery codes in the name of a
+// person the ledger already records as revoked (Verify would refuse it,
+// and a grant would let someone in). A keyring entry of layout version 1
+// (an owner from before roles) carries no revocation and passes. It reads
+// outside the write's own commit: a revocation racing the call is not
+// caught here (Verify still refuses what follows it).
+func (v *Vault) checkStillHeld(ctx context.Context, owner bool) error {
+	it, err := v.me.store.Get(ctx, v.prefix+keyringPrefix+v.user)
+	if errors.Is(err, stores.ErrNotFound) {
+		return fmt.Errorf("user %q has no keyring entry any more: %w", v.user, ErrNoAccess)
+	}
+	if err != nil {
+		return err
+	}
+	if !isKeyringV2(it.Value) {
+		return nil
+	}
+	e, err := v.readEntry(v.user, it.Value)
+	if err != nil {
+		return err
+	}
+	if e.revoked {
+		return fmt.Errorf("user %q was revoked: %w", v.user, ErrNoAccess)
+	}
+	if owner && e.role != RoleOwner {
+		return fmt.Errorf("%q is now a %s, only an owner changes people: %w", v.user, e.role, ErrNotPermitted)
 	}
 	return nil
 }

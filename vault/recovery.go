@@ -199,6 +199,9 @@ func (v *Vault) recoveryCodes(ctx context.Context, n int) ([]string, error) {
 		return nil, err
 	}
 	defer v.exit()
+	if err := v.checkStillHeld(ctx, false); err != nil {
+		return nil, err
+	}
 	e, box, err := v.ownSecretEntry()
 	if err != nil {
 		return nil, err
@@ -280,6 +283,9 @@ func (v *Vault) revokeRecoveryCodes(ctx context.Context) error {
 		return err
 	}
 	defer v.exit()
+	if err := v.checkStillHeld(ctx, false); err != nil {
+		return err
+	}
 	old, prev, err := v.readRecovery(ctx)
 	if err != nil {
 		return err

@@ -175,6 +175,12 @@ func (v *Vault) RotateKeys(ctx context.Context, opts ...RotateOption) (*Rotation
 		return nil, fmt.Errorf("rotate keys: %w", err)
 	}
 	defer v.exit()
+	if _, err := v.ownerSeed(); err != nil {
+		return nil, fmt.Errorf("rotate keys: %w", err)
+	}
+	if err := v.checkStillHeld(ctx, true); err != nil {
+		return nil, fmt.Errorf("rotate keys: %w", err)
+	}
 	gen, skipped, err := v.newGeneration(ctx, "rotate", nil)
 	if err != nil {
 		return nil, fmt.Errorf("rotate keys: %w", err)

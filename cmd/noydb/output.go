@@ -67,3 +67,38 @@ func unescapeHTML(b []byte) []byte {
 	}
 	return out
 }
+
+// confirm prints a write's confirmation: obj as JSON with --json, else the
+// sentence format and args make, on one line.
+func (a *app) confirm(obj any, format string, args ...any) error {
+	if a.json {
+		return a.printJSON(obj)
+	}
+	_, err := fmt.Fprintf(a.io.out, format+"\n", args...)
+	return err
+}
+
+// personChangeJSON is what people add, remove and collections print with --json.
+type personChangeJSON struct {
+	User        string   `json:"user"`
+	Role        string   `json:"role,omitempty"`
+	Collections []string `json:"collections,omitempty"`
+	All         bool     `json:"all,omitempty"`
+	Removed     bool     `json:"removed,omitempty"`
+}
+
+// accessJSON is what vault passwd, recover and revoke-recovery-codes print
+// with --json.
+type accessJSON struct {
+	User                 string `json:"user"`
+	SecretChanged        bool   `json:"secret_changed,omitempty"`
+	Recovered            bool   `json:"recovered,omitempty"`
+	RecoveryCodesRevoked bool   `json:"recovery_codes_revoked,omitempty"`
+}
+
+// rotateJSON is what vault rotate prints with --json.
+type rotateJSON struct {
+	Generation uint64 `json:"generation"`
+	Resealed   uint64 `json:"resealed"`
+	Resumed    bool   `json:"resumed"`
+}

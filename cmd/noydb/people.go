@@ -143,12 +143,11 @@ They still see the ledger's metadata (collection names, ids, numbers).`,
 			if err := v.Grant(cmd.Context(), args[0], cred, r, collections...); err != nil {
 				return err
 			}
+			obj := personChangeJSON{User: args[0], Role: r.String(), Collections: collections}
 			if len(collections) > 0 {
-				fmt.Fprintf(a.io.out, "%s is a %s of vault %q, limited to %s\n", args[0], r, a.vaultName, strings.Join(collections, ","))
-				return nil
+				return a.confirm(obj, "%s is a %s of vault %q, limited to %s", args[0], r, a.vaultName, strings.Join(collections, ","))
 			}
-			fmt.Fprintf(a.io.out, "%s is a %s of vault %q\n", args[0], r, a.vaultName)
-			return nil
+			return a.confirm(obj, "%s is a %s of vault %q", args[0], r, a.vaultName)
 		},
 	}
 	add.Flags().StringVar(&role, "role", "", "owner, writer or reader (required)")
@@ -164,7 +163,8 @@ They still see the ledger's metadata (collection names, ids, numbers).`,
 The keys are rotated at once (see 'noydb vault rotate'): records written or
 re-sealed afterwards do not open with any key they held. It cannot make them
 forget what they read before. --keep-keys skips the rotation (needed on a
-store without transactions, such as file:). The last owner cannot be removed.`,
+store without transactions, such as file:). The last owner cannot be removed,
+and nobody removes themselves: another owner does.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := vault.CheckCollectionName(args[0]); err != nil {
@@ -186,8 +186,7 @@ store without transactions, such as file:). The last owner cannot be removed.`,
 					return err
 				}
 			}
-			fmt.Fprintf(a.io.out, "removed %s from vault %q\n", args[0], a.vaultName)
-			return nil
+			return a.confirm(personChangeJSON{User: args[0], Removed: true}, "removed %s from vault %q", args[0], a.vaultName)
 		},
 	}
 	remove.Flags().BoolVar(&keepKeys, "keep-keys", false, "do not rotate the keys (the removed person's keys keep opening records)")
@@ -222,11 +221,10 @@ no longer open the records of the collections taken away.`,
 				return err
 			}
 			if allCols {
-				fmt.Fprintf(a.io.out, "%s may use every collection of vault %q\n", args[0], a.vaultName)
-				return nil
+				return a.confirm(personChangeJSON{User: args[0], All: true}, "%s may use every collection of vault %q", args[0], a.vaultName)
 			}
-			fmt.Fprintf(a.io.out, "%s may use %s of vault %q\n", args[0], strings.Join(setCols, ","), a.vaultName)
-			return nil
+			return a.confirm(personChangeJSON{User: args[0], Collections: setCols},
+				"%s may use %s of vault %q", args[0], strings.Join(setCols, ","), a.vaultName)
 		},
 	}
 	limit.Flags().StringSliceVar(&setCols, "collections", nil, "the collections the person may use (comma separated)")
@@ -279,8 +277,7 @@ to add people.`,
 			if err := v.ChangeSecret(cmd.Context(), old, s); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.io.out, "secret of %s in vault %q changed\n", a.user, a.vaultName)
-			return nil
+			return a.confirm(accessJSON{User: a.user, SecretChanged: true}, "secret of %s in vault %q changed", a.user, a.vaultName)
 		},
 	}
 	passwd.Flags().StringVar(&newSecretFile, "new-secret-file", "", "read the new secret from this file (else a prompt)")

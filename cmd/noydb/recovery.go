@@ -69,8 +69,7 @@ working. Only a person who opens with a secret has recovery codes.`,
 			if err := v.RevokeRecoveryCodes(cmd.Context()); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.io.out, "recovery codes of %s in vault %q revoked\n", a.user, a.vaultName)
-			return nil
+			return a.confirm(accessJSON{User: a.user, RecoveryCodesRevoked: true}, "recovery codes of %s in vault %q revoked", a.user, a.vaultName)
 		},
 	}
 
@@ -104,8 +103,7 @@ it, with the new secret from --recovery-new-secret-file or a prompt.`,
 			if _, err := a.openVault(cmd.Context()); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.io.out, "vault %q recovered: the secret of %s is the new one\n", a.vaultName, a.user)
-			return nil
+			return a.confirm(accessJSON{User: a.user, Recovered: true}, "vault %q recovered: the secret of %s is the new one", a.vaultName, a.user)
 		},
 	}
 	recoverCmd.Flags().StringVar(&newSecretFile, "new-secret-file", "", "read the new secret from this file (else a prompt)")
@@ -146,8 +144,10 @@ add --public-key'; then open with --identity-file FILE instead of a secret.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(a.io.out, crypto.EncodePublicKey(pub))
-			return nil
+			pubText := crypto.EncodePublicKey(pub)
+			return a.confirm(struct {
+				PublicKey string `json:"public_key"`
+			}{pubText}, "%s", pubText)
 		},
 	}
 	keygen.Flags().StringVar(&out, "out", "", "file to write the private identity to (must not exist)")

@@ -50,12 +50,11 @@ Only an owner rotates; an owner or a writer resumes.`,
 				return err
 			}
 			p := rot.Progress()
+			obj := rotateJSON{Generation: p.Generation, Resealed: p.Done, Resumed: resume}
 			if resume {
-				fmt.Fprintf(a.io.out, "vault %q: every record is sealed with generation %d (%d re-sealed now)\n", a.vaultName, p.Generation, p.Done)
-				return nil
+				return a.confirm(obj, "vault %q: every record is sealed with generation %d (%d re-sealed now)", a.vaultName, p.Generation, p.Done)
 			}
-			fmt.Fprintf(a.io.out, "keys of vault %q rotated to generation %d: %d records re-sealed\n", a.vaultName, p.Generation, p.Done)
-			return nil
+			return a.confirm(obj, "keys of vault %q rotated to generation %d: %d records re-sealed", a.vaultName, p.Generation, p.Done)
 		},
 	}
 	c.Flags().BoolVar(&resume, "resume", false, "finish a pending rotation instead of starting a new one")
