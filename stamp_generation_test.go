@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -282,4 +284,58 @@ func TestStampRotationDuringPass(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestStampStaleDeviceSettlesOnHub: olga's device B hands three tickets
+// to a series (pending, pushed to the hub), then, without syncing again,
+// runs the pass on the hub after she revoked bob on device A (the new
+// generation committed on the hub first). The pass brings the hub's
+// keyring first and stamps with the new generation: no ticket on the hub
+// or, after B's sync, on B opens with a key bob held (unwrapped by hand
+// from his hub entry before the revocation), and the numbers are 1..3.
+func TestStampStaleDeviceSettlesOnHub(t *testing.T) {
+	ctx := context.Background()
+	hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("bob-secret")), vault.RoleWriter))
+	mustSync(t, a)
+	b := openPerson(t, hubPerson(devB, hub, "olga", "o"))
+	mustSync(t, b)
+	h, err := vault.NumberingOf(vault.CollectionOf[Ticket](b, "tickets"), "ticket", sequence.Options{},
+		func(tk *Ticket, s sequence.Serial) { tk.No = s.N })
+	require.NoError(t, err)
+	ids := []string{"t-00", "t-01", "t-02"}
+	for _, id := range ids {
+		r, err := h.Put(ctx, id, Ticket{Subject: "secret " + id})
+		require.NoError(t, err)
+		require.True(t, r.Pending)
+	}
+	mustSync(t, b)
+	hdr, err := hub.Get(ctx, "v/team/_header")
+	require.NoError(t, err)
+	entry, err := hub.Get(ctx, "v/team/_keyring/bob")
+	require.NoError(t, err)
+	bobKeys := heldKeys(t, "team", "bob", "bob-secret", hdr.Value, entry.Value)
+	require.True(t, opensWith(t, hub, "tickets", ids[0], bobKeys), "control")
+
+	require.NoError(t, a.Revoke(ctx, "bob"))
+	require.NoError(t, a.Rotation().Wait(ctx))
+	rep, err := h.Settle(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, len(ids), rep.Assigned)
+	for _, id := range ids {
+		assert.Equal(t, uint64(2), envelopeGen(t, hub, "v/team/tickets/"+id), "%s stamped below the hub's generation", id)
+		assert.False(t, opensWith(t, hub, "tickets", id, bobKeys), "%s opens with a key bob held on the hub", id)
+	}
+	mustSync(t, b)
+	numbers := map[uint64]string{}
+	for _, id := range ids {
+		assert.False(t, opensWith(t, devB, "tickets", id, bobKeys), "%s opens with a key bob held on device B", id)
+		r, err := h.Get(ctx, id)
+		require.NoError(t, err)
+		numbers[r.Serial.N] = id
+		assert.Equal(t, r.Serial.N, r.Value.No)
+	}
+	assert.Equal(t, map[uint64]string{1: "t-00", 2: "t-01", 3: "t-02"}, numbers)
+	verified(t, b)
 }
