@@ -187,13 +187,13 @@ func onceAtHead(st stores.Store, arm *atomic.Bool, fn func()) stores.Store {
 	}})
 }
 
-// TestStampRotationDuringPass: the rotation (a plain one, or the one of
-// bob's revocation, its re-sealing interrupted before it re-sealed
-// anything) commits while a pass of olga's other handle, which entered the
+// TestStampRotationDuringPass: the rotation (a plain one, the one of a
+// grant limited to notes, or the one of bob's revocation, its re-sealing
+// interrupted before it re-sealed anything) commits while a pass of olga's other handle, which entered the
 // series before it, plans its batch over n pending tickets. The stamps
 // that follow find the store's generation in their transaction and seal
 // with it: every ticket on the new generation, none opening with a key bob
-// held, numbers exactly 1..n. A pass of bob's own handle caught so is
+// held or with the limited person's keys, numbers exactly 1..n. A pass of bob's own handle caught so is
 // refused at its first stamp with ErrNoAccess: no ticket changes and the
 // ledger gets nothing; olga's next pass finishes the batch it committed.
 // With one ticket too (a single stamp, not a batch). On memstore and
@@ -203,7 +203,7 @@ func TestStampRotationDuringPass(t *testing.T) {
 		for _, tc := range []struct {
 			change  string
 			tickets int // 1: Stamp; more: StampBatch
-		}{{"rotate", 6}, {"revoke", 6}, {"revoke", 1}, {"revoke-own-pass", 6}, {"revoke-own-pass", 1}} {
+		}{{"rotate", 6}, {"limit", 6}, {"revoke", 6}, {"revoke", 1}, {"revoke-own-pass", 6}, {"revoke-own-pass", 1}} {
 			t.Run(fmt.Sprintf("%s/%s/%d", name, tc.change, tc.tickets), func(t *testing.T) {
 				change := tc.change
 				ctx := context.Background()
@@ -227,11 +227,17 @@ func TestStampRotationDuringPass(t *testing.T) {
 				rotate := func() {
 					hold.Store(true)
 					defer hold.Store(false)
-					if change == "rotate" {
+					switch change {
+					case "rotate":
 						var err error
 						rot, err = owner.RotateKeys(ctx)
 						require.NoError(t, err)
-					} else {
+					case "limit":
+						// The grant waits for the re-sealing, which fails.
+						err := owner.Grant(ctx, "lim", vault.Secret([]byte("lim-secret")), vault.RoleWriter, "notes")
+						require.ErrorIs(t, err, errReseal)
+						rot = owner.Rotation()
+					default:
 						require.NoError(t, owner.Revoke(ctx, "bob"))
 						rot = owner.Rotation()
 					}
@@ -269,7 +275,7 @@ func TestStampRotationDuringPass(t *testing.T) {
 				numbers := map[uint64]string{}
 				for _, id := range ids {
 					assert.Equal(t, uint64(2), envelopeGen(t, st, "v/team/tickets/"+id), "%s stamped below the store's generation", id)
-					if change != "rotate" {
+					if change == "revoke" || change == "revoke-own-pass" {
 						assert.False(t, opensWith(t, st, "tickets", id, bobKeys), "%s opens with a key bob held", id)
 					}
 					got, err := vault.CollectionOf[Ticket](owner, "tickets").Get(ctx, id)
@@ -280,6 +286,11 @@ func TestStampRotationDuringPass(t *testing.T) {
 					assert.Contains(t, numbers, n, "number %d", n)
 				}
 				assert.Len(t, numbers, len(ids))
+				if change == "limit" {
+					opened, total := rawOpens(t, st, "tickets", entryKeys(t, st, "lim", "lim-secret"))
+					assert.Equal(t, len(ids), total)
+					assert.Zero(t, opened, "tickets open with the keys of a person limited to notes")
+				}
 				verified(t, owner)
 			})
 		}

@@ -36,6 +36,14 @@ import (
 // The read is one key per record commit; its value is opened once per
 // handle and generation (currentGen caches the sealed bytes it opened).
 // On PostgreSQL the key is prefetched with the record's (recordKeys).
+//
+// A deferred-numbering pass's stamps are record commits too: Stamp and
+// StampBatch (numbering.go) read the key in their transaction (once per
+// batch) and seal through freshSealAt. Every call of a series first reads
+// it outside any transaction and learns it (learnCurrentGen), so that a
+// handle that cannot (its person revoked since it opened) is refused
+// before its pass commits a batch; a device learns the hub's from the
+// hub's keyring before its pass on the hub (learnHubGen).
 
 // errHubAhead: a record a device writes on its hub (PutNumbered) is
 // sealed below the generation the hub holds, which the device has not
