@@ -171,6 +171,9 @@ func (n *Numbered[T]) settleOnHub(ctx context.Context) (numbering.PassReport, er
 	fail := func(err error) (numbering.PassReport, error) {
 		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass on the hub: %w", n.series, err)
 	}
+	if err := n.c.v.learnHubGen(ctx); err != nil { // rotate_current.go
+		return fail(err)
+	}
 	copied, err := n.handOffToHub(ctx)
 	if err != nil {
 		return fail(err)

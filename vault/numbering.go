@@ -74,8 +74,20 @@ func (v *Vault) numberingSeries(series string, opts numbering.Options, apply fun
 		Prefix:  v.prefix,
 		Ledger:  v.ledger,
 		Records: records,
-		Enter:   v.enterSeries,
-		Pins:    v.pins,
+		Enter: func(ctx context.Context) (func(), error) {
+			exit, err := v.enterSeries(ctx)
+			if err != nil {
+				return nil, err
+			}
+			// A handle that cannot seal with the store's generation is
+			// refused before a pass commits a batch (rotate_current.go).
+			if err := v.learnCurrentGen(ctx, opts.Collection); err != nil {
+				exit()
+				return nil, err
+			}
+			return exit, nil
+		},
+		Pins: v.pins,
 	}, series, opts)
 }
 
@@ -123,7 +135,9 @@ func (r stampRecords) Number(ctx context.Context, collection, id, series string)
 // unless it carries a number of the series already: in a transaction where
 // the store has them, else by compare-and-swap on the record's version,
 // retried when a writer changed the record in between, so a concurrent
-// change is kept, not overwritten.
+// change is kept, not overwritten. In a transaction the new revision is
+// sealed with the generation the store holds, as a record commit's is
+// (freshSealAt); a store without transactions keeps none.
 func (r stampRecords) Stamp(ctx context.Context, collection, id string, m deferred.Mark) (deferred.Stamp, error) {
 	v := r.v
 	if err := ctx.Err(); err != nil {
@@ -139,8 +153,12 @@ func (r stampRecords) Stamp(ctx context.Context, collection, id string, m deferr
 				if err != nil {
 					return err
 				}
+				cur, err := v.currentGenTx(tx)
+				if err != nil {
+					return err
+				}
 				var sealed []byte
-				if sealed, out, err = r.stampItem(tx, collection, id, m, it); err != nil || sealed == nil {
+				if sealed, out, err = r.stampItem(tx, cur, collection, id, m, it); err != nil || sealed == nil {
 					return err
 				}
 				return tx.Put(key, sealed)
@@ -153,7 +171,7 @@ func (r stampRecords) Stamp(ctx context.Context, collection, id string, m deferr
 				return err
 			}
 			var sealed []byte
-			if sealed, out, err = r.stampItem(nil, collection, id, m, it); err != nil || sealed == nil {
+			if sealed, out, err = r.stampItem(nil, 0, collection, id, m, it); err != nil || sealed == nil {
 				return err
 			}
 			_, err = v.store.CompareAndSwap(ctx, key, it.Version, sealed)
@@ -185,6 +203,10 @@ func (r stampTxRecords) StampBatch(ctx context.Context, collection string, ids [
 	found := make([]bool, len(ids))
 	_, err := cas.Do(ctx, cas.Policy{}, func(int) error {
 		return r.tr.Update(ctx, func(tx stores.Tx) error {
+			cur, err := v.currentGenTx(tx) // once for the batch
+			if err != nil {
+				return err
+			}
 			for i, id := range ids {
 				key := v.recordKey(collection, id)
 				it, err := tx.Get(key)
@@ -196,7 +218,7 @@ func (r stampTxRecords) StampBatch(ctx context.Context, collection string, ids [
 					return err
 				}
 				found[i] = true
-				sealed, st, err := r.stampItem(tx, collection, id, marks[i], it)
+				sealed, st, err := r.stampItem(tx, cur, collection, id, marks[i], it)
 				if err != nil {
 					return fmt.Errorf("stamp %s/%s: %w", collection, id, err)
 				}
@@ -221,8 +243,10 @@ func (r stampTxRecords) StampBatch(ctx context.Context, collection string, ids [
 // Stamp when the record already carries a number of m.Series (m.N, or
 // another: Stamp.Carries). The new revision has its body passed through
 // apply, the series' pending mark replaced by its number mark. tx is the
-// transaction on v's store it was read in, or nil.
-func (r stampRecords) stampItem(tx stores.Tx, collection, id string, m deferred.Mark, it stores.Item) ([]byte, deferred.Stamp, error) {
+// transaction on v's store it was read in, or nil; cur is the generation
+// the store holds in tx (0: none, or no tx), which the new revision is
+// sealed with at least.
+func (r stampRecords) stampItem(tx stores.Tx, cur uint64, collection, id string, m deferred.Mark, it stores.Item) ([]byte, deferred.Stamp, error) {
 	v := r.v
 	rec, err := v.openStoredTx(v.keyTx(tx), collection, id, it, true)
 	if err != nil {
@@ -249,7 +273,11 @@ func (r stampRecords) stampItem(tx stores.Tx, collection, id string, m deferred.
 	if err != nil {
 		return nil, deferred.Stamp{}, err
 	}
-	return sealed, deferred.Stamp{Stamped: true, Revision: rev, CipherHash: cipherHash(sealed)}, nil
+	sealed, hash, err := v.freshSealAt(tx, cur, collection, id, sealed, rev, cipherHash(sealed)) // rotate_current.go
+	if err != nil {
+		return nil, deferred.Stamp{}, err
+	}
+	return sealed, deferred.Stamp{Stamped: true, Revision: rev, CipherHash: hash}, nil
 }
 
 // setField sets the JSON object member field of plain to want (a JSON

@@ -36,6 +36,14 @@ import (
 // The read is one key per record commit; its value is opened once per
 // handle and generation (currentGen caches the sealed bytes it opened).
 // On PostgreSQL the key is prefetched with the record's (recordKeys).
+//
+// A deferred-numbering pass's stamps are record commits too: Stamp and
+// StampBatch (numbering.go) read the key in their transaction (once per
+// batch) and seal through freshSealAt. Every call of a series first reads
+// it outside any transaction and learns it (learnCurrentGen), so that a
+// handle that cannot (its person revoked since it opened) is refused
+// before its pass commits a batch; a device learns the hub's from the
+// hub's keyring before its pass on the hub (learnHubGen).
 
 // errHubAhead: a record a device writes on its hub (PutNumbered) is
 // sealed below the generation the hub holds, which the device has not
@@ -60,7 +68,12 @@ func (v *Vault) sealCurrentGen(gen uint64) ([]byte, error) {
 // currentGenTx returns the generation currentGenKey holds in tx, 0 when
 // none (no rotation ever).
 func (v *Vault) currentGenTx(tx stores.Tx) (uint64, error) {
-	it, err := tx.Get(v.prefix + currentGenKey)
+	return v.currentGenFrom(tx.Get)
+}
+
+// currentGenFrom is currentGenTx reading the value with get.
+func (v *Vault) currentGenFrom(get func(key string) (stores.Item, error)) (uint64, error) {
+	it, err := get(v.prefix + currentGenKey)
 	if errors.Is(err, stores.ErrNotFound) {
 		return 0, nil
 	}
@@ -89,8 +102,18 @@ func (v *Vault) currentGenTx(tx stores.Tx) (uint64, error) {
 // it yet) and its hash.
 func (v *Vault) freshSealTx(tx stores.Tx, collection, id string, sealed []byte, rev uint64, hash []byte) ([]byte, []byte, error) {
 	cur, err := v.currentGenTx(tx)
-	if err != nil || cur == 0 {
-		return sealed, hash, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return v.freshSealAt(tx, cur, collection, id, sealed, rev, hash)
+}
+
+// freshSealAt is freshSealTx with cur, the generation the store holds in
+// tx, read already (0: none): a caller writing many records in one
+// transaction reads it once.
+func (v *Vault) freshSealAt(tx stores.Tx, cur uint64, collection, id string, sealed []byte, rev uint64, hash []byte) ([]byte, []byte, error) {
+	if cur == 0 {
+		return sealed, hash, nil
 	}
 	gen, err := recordGeneration(sealed)
 	if err != nil {
@@ -169,4 +192,44 @@ func (v *Vault) raiseCurrentGen(ctx context.Context) error {
 		}
 		return tx.Put(v.prefix+currentGenKey, sealed)
 	}))
+}
+
+// learnCurrentGen reads, outside any transaction, the generation the store
+// holds and learns it as a record write would (learn, for collection): a
+// person who holds no key of it (revoked, or narrowed, since this handle
+// opened) gets an error matching ErrNoAccess before anything is written.
+// A deferred-numbering call makes it first (numberingSeries), so that a
+// pass of such a handle commits no batch it could not stamp. Nothing to do
+// on a store without transactions (it keeps no current generation) and for
+// a hub-side vault, whose stamps find the hub ahead in their transaction
+// (errHubAhead).
+func (v *Vault) learnCurrentGen(ctx context.Context, collection string) error {
+	if v.me == nil || !transactional(v.store) {
+		return nil
+	}
+	cur, err := v.currentGenFrom(func(key string) (stores.Item, error) { return v.store.Get(ctx, key) })
+	if err != nil || cur == 0 {
+		return err
+	}
+	return closedIfWiped(v.keys.learn(cur, collection, nil))
+}
+
+// learnHubGen is learnCurrentGen for a device of a hub, before a pass it
+// runs on the hub (Numbered.Settle): when the hub holds a generation this
+// device has not learnt (a rotation made on another device), it brings
+// the hub's keyring as putNumberedOnHub does, so that the pass stamps
+// with it rather than fail at its first stamp (errHubAhead).
+func (v *Vault) learnHubGen(ctx context.Context) error {
+	h := v.hub
+	if h == nil || !transactional(h.store) {
+		return nil
+	}
+	cur, err := h.currentGenFrom(func(key string) (stores.Item, error) { return h.store.Get(ctx, key) })
+	if err != nil {
+		return err
+	}
+	if have, _ := v.keys.current(); cur <= have {
+		return nil
+	}
+	return (&syncRun{v: v, h: h}).keyrings(ctx)
 }
