@@ -306,6 +306,13 @@ func (v *Vault) SyncWith(ctx context.Context, opts SyncOptions) (SyncReport, err
 	if err := keyrings(ctx); err != nil {
 		return rep, fmt.Errorf("sync %s: keyring: %w", v.name, err)
 	}
+	if !reader {
+		// The collections the person may push, as the keyring step left
+		// their entry; a revoked person syncs no more (sync_reseal.go).
+		if err := s.loadWritable(ctx); err != nil {
+			return rep, fmt.Errorf("sync %s: keyring: %w", v.name, err)
+		}
+	}
 	for round := 0; ; round++ {
 		if err := s.pull(ctx); err != nil {
 			return rep, fmt.Errorf("sync %s: pull: %w", v.name, err)
@@ -362,6 +369,13 @@ type syncRun struct {
 	with pullCursor
 	only func(coll string) bool
 	hold *pullCursor
+	// writable lists the collections the person may push changes of
+	// (sorted; nil: all), held the changes left out of earlier pushes for
+	// being in other collections, reported those this Sync reported in
+	// Rejected for it (sync_reseal.go).
+	writable *[]string
+	held     map[recKey]bool
+	reported map[recKey]bool
 }
 
 func (s *syncRun) keyrings(ctx context.Context) error {
@@ -1044,10 +1058,14 @@ func (v *Vault) localVersion(tx stores.Tx, k recKey) (version, stored, error) {
 // returns the records it could not write because the hub's record moved
 // since this device last pulled it.
 func (s *syncRun) push(ctx context.Context) ([]recKey, error) {
+	held, err := s.pushHeld(ctx) // sync_reseal.go
+	if err != nil {
+		return nil, err
+	}
 	for {
 		stale, done, err := s.pushPass(ctx)
 		if err != nil || done {
-			return stale, err
+			return append(held, stale...), err
 		}
 	}
 }
@@ -1125,8 +1143,16 @@ func (s *syncRun) skipEchoes(ctx context.Context) error {
 
 // pushBatch pushes the records keys in one hub commit, then acknowledges
 // them and moves the push cursor to upto (or before the first entry of a
-// record left behind) in one local commit.
+// record left behind) in one local commit. The changes of collections the
+// person may no longer write are left out, and held (sync_reseal.go).
 func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey]uint64, from, upto uint64) ([]recKey, error) {
+	keys, refused := s.refuse(keys)
+	var hold []recKey
+	for _, k := range refused {
+		if !s.held[k] {
+			hold = append(hold, k)
+		}
+	}
 	// The device's records and bases, as they stand now.
 	dkeys := make([]string, 0, 3*len(keys))
 	for _, k := range keys {
@@ -1272,11 +1298,30 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 			if err := s.v.putSealedValue(tx, s.v.baseKey(c.k.coll, c.k.id), encodeBase(b)); err != nil {
 				return err
 			}
+			if s.held[c.k] {
+				if err := tx.Delete(s.v.heldKey(c.k)); err != nil {
+					return err
+				}
+			}
+		}
+		for _, k := range hold {
+			if err := s.v.putSealedValue(tx, s.v.heldKey(k), []byte{syncVersion}); err != nil {
+				return err
+			}
 		}
 		return s.v.putSealedValue(tx, syncPushKey, encodePush(cur))
 	})
 	if err != nil {
 		return nil, err
+	}
+	if s.held == nil {
+		s.held = map[recKey]bool{}
+	}
+	for _, c := range acked {
+		delete(s.held, c.k)
+	}
+	for _, k := range hold {
+		s.held[k] = true
 	}
 	s.rep.Pushed += pushed
 	return stale, nil
