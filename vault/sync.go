@@ -50,6 +50,7 @@ import (
 //	prefix + "_sync/push"                  1 || uvarint seq (the device ledger position pushed through)
 //	prefix + "_sync/base/" + coll/id       1 || uvarint rev || lp(cipher hash; empty: the hub holds none)
 //	prefix + "_sync/conflict/" + coll/id   1 || uvarint feed seq || uvarint rev || lp(the hub's sealed record; empty: deleted)
+//	prefix + "_sync/held/" + coll/id       1 (a change held back: its collection is no longer the person's; sync_reseal.go)
 const (
 	syncDir       = "_sync/"
 	syncPullKey   = syncDir + "pull"
@@ -149,7 +150,14 @@ type SyncReport struct {
 	Pushed int
 	// Conflicts lists the records changed on both sides, and who won.
 	Conflicts []SyncConflict
-	// Rejected lists the changes that were not synced, with why.
+	// Rejected lists the changes that were not synced, with why. Among
+	// them, every change of this device in a collection its person may no
+	// longer write (an owner narrowed them with SetCollections, and a
+	// handle opened before wrote there before its device heard of it):
+	// such a change is kept on this device, unpushed, and reported by
+	// every Sync while it is held; the other changes of the Sync are
+	// pushed. Once the person is given the collection again, a Sync pushes
+	// it (re-sealed with the generation whose key of it they then hold).
 	Rejected []SyncRejected
 	// Settled holds, by series, the reports of the numbering passes that
 	// SyncAndSettle ran on the hub (nil for Sync).
@@ -178,7 +186,9 @@ type SyncConflict struct {
 	Merged bool
 }
 
-// SyncRejected is a change a sync could not carry, and why.
+// SyncRejected is a change a sync could not carry, and why. A change of a
+// collection the person may no longer write stays on the device, unpushed
+// (see SyncReport.Rejected); the others are retried as their Reason says.
 type SyncRejected struct {
 	// Collection and ID name the record.
 	Collection, ID string
@@ -246,6 +256,13 @@ func (v *Vault) mergeOf(collection string) mergeFunc {
 // last sync, then pushes this device's changes, and repeats (a few rounds
 // at most) while another device's push raced its own. Its cost is
 // proportional to the changes since the last sync.
+//
+// A change of this device in a collection its person may no longer write
+// (narrowed by an owner after the change was made) is not pushed: it is
+// kept on the device and reported in the report's Rejected, and pushed
+// once they are given the collection again. A revoked person's Sync
+// fails with ErrNoAccess once it has brought the revocation, and pushes
+// nothing.
 //
 // A vault opened without a hub gives ErrNoHub. A hub whose feed does not
 // verify gives ErrHubTampered, and one serving an older feed than this
