@@ -176,3 +176,39 @@ func TestSyncRevokedDeviceStops(t *testing.T) {
 	_, err := vault.CollectionOf[Note](onHub, "notes").Get(ctx, "n-2")
 	assert.ErrorIs(t, err, vault.ErrNotFound)
 }
+
+// TestCollectionsNarrowedOpenHandlePulls: after olga narrowed bob to notes
+// and wrote into payroll with the new generation, the Sync of bob's device
+// handle opened before (whose list of collections still names payroll)
+// pulls her notes and leaves her payroll records alone (he cannot open
+// them) instead of failing; given payroll again, his next Sync pulls them.
+func TestCollectionsNarrowedOpenHandlePulls(t *testing.T) {
+	ctx := context.Background()
+	hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter, "notes", "payroll"))
+	require.NoError(t, vault.CollectionOf[Note](a, "payroll").Put(ctx, "p-1", Note{Text: "one"}))
+	mustSync(t, a)
+	b := openPerson(t, hubPerson(devB, hub, "bob", "b"))
+	assert.Equal(t, vault.SyncReport{Pulled: 1}, mustSync(t, b))
+
+	require.NoError(t, a.SetCollections(ctx, "bob", "notes"))
+	require.NoError(t, vault.CollectionOf[Note](a, "payroll").Put(ctx, "p-1", Note{Text: "one, again"}))
+	require.NoError(t, vault.CollectionOf[Note](a, "payroll").Put(ctx, "p-2", Note{Text: "two"}))
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "n-1", Note{Text: "note"}))
+	mustSync(t, a)
+	assert.Equal(t, vault.SyncReport{Pulled: 1}, mustSync(t, b), "n-1 only")
+	got, err := vault.CollectionOf[Note](b, "notes").Get(ctx, "n-1")
+	require.NoError(t, err)
+	assert.Equal(t, "note", got.Text)
+
+	require.NoError(t, a.SetCollections(ctx, "bob", "notes", "payroll"))
+	mustSync(t, a)
+	assert.Equal(t, vault.SyncReport{Pulled: 2}, mustSync(t, b), "p-1 and p-2")
+	for id, want := range map[string]string{"p-1": "one, again", "p-2": "two"} {
+		got, err := vault.CollectionOf[Note](b, "payroll").Get(ctx, id)
+		require.NoError(t, err, id)
+		assert.Equal(t, want, got.Text, id)
+	}
+	verified(t, openPerson(t, personCfg(hub, "olga", "o")))
+}

@@ -570,7 +570,7 @@ func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int
 	// do not open with their keys, and their device never holds them.
 	last := map[recKey]int{}
 	for i, e := range win {
-		if isRecordEntry(e) && s.v.keys.permits(e.Collection) == nil && (s.only == nil || s.only(e.Collection)) {
+		if isRecordEntry(e) && s.v.keys.permits(e.Collection) == nil && s.mayUse(e.Collection) && (s.only == nil || s.only(e.Collection)) {
 			last[recKey{e.Collection, e.ID}] = i
 		}
 	}
@@ -1040,6 +1040,16 @@ func (s *syncRun) ownChanges(ctx context.Context) error {
 			return err
 		}
 		s.own, s.ownRead = map[recKey]bool{}, from
+		// The changes held back (sync_reseal.go) are its own too, though
+		// the push cursor moved past them.
+		if s.held == nil {
+			if err := s.loadHeld(ctx); err != nil {
+				return err
+			}
+		}
+		for k := range s.held {
+			s.own[k] = true
+		}
 	}
 	for e, err := range s.v.ledger.Read(ctx, s.ownRead+1) {
 		if err != nil {

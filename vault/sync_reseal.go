@@ -46,6 +46,11 @@ import (
 // again (re-sealed with the generation they then hold the key of), as any
 // change, then drops their marks in the commit acknowledging them.
 //
+// A pull likewise leaves alone the hub's records of those collections
+// (sealed with the new generation, they would not open), and the pull
+// cursor records the narrowed set, so that they are pulled if the person
+// is given the collection again (sync_added.go).
+//
 // A revoked person's device pushes nothing: its Sync fails with
 // ErrNoAccess once the keyring step has brought the revocation.
 
@@ -93,8 +98,12 @@ func (s *syncRun) loadWritable(ctx context.Context) error {
 	return nil
 }
 
-// mayPush reports whether the person may push a change of collection coll.
-func (s *syncRun) mayPush(coll string) bool {
+// mayUse reports whether the person's keyring entry, as the keyring step
+// left it, gives them collection coll: whether this Sync may push their
+// changes of it, and pull the hub's (a handle opened before a narrowing
+// still names the collections taken away in its own list, and holds no key
+// of their records sealed since).
+func (s *syncRun) mayUse(coll string) bool {
 	if s.writable == nil {
 		return true
 	}
@@ -106,7 +115,7 @@ func (s *syncRun) mayPush(coll string) bool {
 // not, which it reports in Rejected (once per Sync).
 func (s *syncRun) refuse(keys []recKey) (ok, refused []recKey) {
 	for _, k := range keys {
-		if s.mayPush(k.coll) {
+		if s.mayUse(k.coll) {
 			ok = append(ok, k)
 			continue
 		}
