@@ -212,3 +212,37 @@ func TestCollectionsNarrowedOpenHandlePulls(t *testing.T) {
 	}
 	verified(t, openPerson(t, personCfg(hub, "olga", "o")))
 }
+
+// TestCollectionsNarrowedReaderPulls: the same for rita, a reader of notes
+// and payroll: her device handle, opened before olga narrowed her to
+// notes, pulls olga's later note and none of her payroll records (sealed
+// with the new generation) instead of failing; once olga revokes her, her
+// Sync fails with ErrNoAccess and pulls nothing.
+func TestCollectionsNarrowedReaderPulls(t *testing.T) {
+	ctx := context.Background()
+	hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	require.NoError(t, a.Grant(ctx, "rita", vault.Secret([]byte("r")), vault.RoleReader, "notes", "payroll"))
+	require.NoError(t, vault.CollectionOf[Note](a, "payroll").Put(ctx, "p-1", Note{Text: "one"}))
+	mustSync(t, a)
+	r := openPerson(t, hubPerson(devB, hub, "rita", "r"))
+	assert.Equal(t, vault.SyncReport{Pulled: 1}, mustSync(t, r))
+
+	require.NoError(t, a.SetCollections(ctx, "rita", "notes"))
+	require.NoError(t, vault.CollectionOf[Note](a, "payroll").Put(ctx, "p-2", Note{Text: "two"}))
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "n-1", Note{Text: "note"}))
+	mustSync(t, a)
+	assert.Equal(t, vault.SyncReport{Pulled: 1}, mustSync(t, r), "n-1 only")
+	got, err := vault.CollectionOf[Note](r, "notes").Get(ctx, "n-1")
+	require.NoError(t, err)
+	assert.Equal(t, "note", got.Text)
+
+	require.NoError(t, a.Revoke(ctx, "rita"))
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "n-2", Note{Text: "after"}))
+	mustSync(t, a)
+	rep, err := r.Sync(ctx)
+	require.ErrorIs(t, err, vault.ErrNoAccess)
+	assert.Equal(t, vault.SyncReport{}, rep)
+	_, err = vault.CollectionOf[Note](r, "notes").Get(ctx, "n-2")
+	assert.ErrorIs(t, err, vault.ErrNotFound)
+}

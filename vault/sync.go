@@ -323,12 +323,10 @@ func (v *Vault) SyncWith(ctx context.Context, opts SyncOptions) (SyncReport, err
 	if err := keyrings(ctx); err != nil {
 		return rep, fmt.Errorf("sync %s: keyring: %w", v.name, err)
 	}
-	if !reader {
-		// The collections the person may push, as the keyring step left
-		// their entry; a revoked person syncs no more (sync_reseal.go).
-		if err := s.loadWritable(ctx); err != nil {
-			return rep, fmt.Errorf("sync %s: keyring: %w", v.name, err)
-		}
+	// The collections the person may use, as the keyring step left their
+	// entry; a revoked person syncs no more (sync_reseal.go).
+	if err := s.loadGiven(ctx); err != nil {
+		return rep, fmt.Errorf("sync %s: keyring: %w", v.name, err)
 	}
 	for round := 0; ; round++ {
 		if err := s.pull(ctx); err != nil {
@@ -386,11 +384,12 @@ type syncRun struct {
 	with pullCursor
 	only func(coll string) bool
 	hold *pullCursor
-	// writable lists the collections the person may push changes of
-	// (sorted; nil: all), held the changes left out of earlier pushes for
-	// being in other collections, reported those this Sync reported in
-	// Rejected for it (sync_reseal.go).
-	writable *[]string
+	// given lists the collections the person's keyring entry gives them
+	// (sorted; nil: all), the only ones this Sync pulls and pushes; held
+	// the changes left out of earlier pushes for being in other
+	// collections, reported those this Sync reported in Rejected for it
+	// (sync_reseal.go).
+	given    *[]string
 	held     map[recKey]bool
 	reported map[recKey]bool
 }

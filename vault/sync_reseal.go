@@ -46,13 +46,18 @@ import (
 // again (re-sealed with the generation they then hold the key of), as any
 // change, then drops their marks in the commit acknowledging them.
 //
-// A pull likewise leaves alone the hub's records of those collections
-// (sealed with the new generation, they would not open), and the pull
-// cursor records the narrowed set, so that they are pulled if the person
-// is given the collection again (sync_added.go).
+// A pull (a reader's too) likewise leaves alone the hub's records of
+// those collections (sealed with the new generation, they would not
+// open: the pull failed on them as if the hub had tampered with them),
+// and the pull cursor records the narrowed set, so that they are pulled
+// if the person is given the collection again (sync_added.go).
 //
-// A revoked person's device pushes nothing: its Sync fails with
-// ErrNoAccess once the keyring step has brought the revocation.
+// A revoked person's device (a writer's or a reader's) syncs no more: its
+// Sync fails with ErrNoAccess once the keyring step has brought the
+// revocation, before it pulls or pushes anything.
+//
+// The cost per Sync: one read of the person's keyring entry, and per push
+// round a listing of the held marks (usually none).
 
 // syncHeldDir holds a mark, prefix + "_sync/held/" + coll/id, sealed
 // (version byte 1), for each change left out of a push because its
@@ -71,11 +76,11 @@ func noKeyReason(coll string, gen uint64) string {
 		"the change is kept on this device, unpushed, until they are given the collection again", coll, gen)
 }
 
-// loadWritable reads the person's keyring entry on the device, as the
-// keyring step left it, and sets s.writable to the collections it gives
+// loadGiven reads the person's keyring entry on the device, as the
+// keyring step left it, and sets s.given to the collections it gives
 // them (nil: all). A revoked person gets ErrNoAccess.
-func (s *syncRun) loadWritable(ctx context.Context) error {
-	s.writable = nil
+func (s *syncRun) loadGiven(ctx context.Context) error {
+	s.given = nil
 	it, err := s.v.store.Get(ctx, s.v.prefix+keyringPrefix+s.v.user)
 	if err != nil {
 		return err
@@ -93,7 +98,7 @@ func (s *syncRun) loadWritable(ctx context.Context) error {
 	if len(e.collections) > 0 {
 		cols := slices.Clone(e.collections)
 		slices.Sort(cols)
-		s.writable = &cols
+		s.given = &cols
 	}
 	return nil
 }
@@ -104,10 +109,10 @@ func (s *syncRun) loadWritable(ctx context.Context) error {
 // still names the collections taken away in its own list, and holds no key
 // of their records sealed since).
 func (s *syncRun) mayUse(coll string) bool {
-	if s.writable == nil {
+	if s.given == nil {
 		return true
 	}
-	_, ok := slices.BinarySearch(*s.writable, coll)
+	_, ok := slices.BinarySearch(*s.given, coll)
 	return ok
 }
 
