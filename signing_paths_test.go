@@ -204,12 +204,14 @@ func TestSigningWriterRevokes(t *testing.T) {
 }
 
 // TestSigningHubRevocation: a revocation reaches the hub's ledger, not
-// only its keyring. bob's handle, opened before olga revoked him, keeps
-// writing and pushing: the hub accepts the push (bob's device still holds
-// the keys), and the hub's ledger, which holds olga's revocation at the
-// position her sync reached the hub, fails Verify at bob's first entry
-// after it. His entries before it verify; a second sync of olga's records
-// the revocation no second time.
+// only its keyring. bob's device handle, opened before olga revoked him,
+// keeps writing, but its Sync, once it brings the revocation, fails with
+// ErrNoAccess and pushes nothing. A handle of bob's that writes on the hub
+// anyway (opened there before the revocation, which did not rotate: it
+// holds every key) is caught by the hub's ledger, which holds olga's
+// revocation at the position her sync reached the hub: Verify fails at
+// bob's first entry after it. His entries before it verify; a second sync
+// of olga's records the revocation no second time.
 func TestSigningHubRevocation(t *testing.T) {
 	ctx := context.Background()
 	for name, newStore := range memAndBadger() {
@@ -221,6 +223,7 @@ func TestSigningHubRevocation(t *testing.T) {
 			b := openPerson(t, hubPerson(newStore(t), hub, "bob", "b"))
 			require.NoError(t, vault.CollectionOf[Note](b, "notes").Put(ctx, "b1", Note{Text: "b"}))
 			mustSync(t, b)
+			bobOnHub := openPerson(t, personCfg(hub, "bob", "b"))
 			require.NoError(t, a.Revoke(ctx, "bob", vault.RevokeWithoutRotation()))
 			mustSync(t, a)
 			mustSync(t, a)
@@ -237,7 +240,12 @@ func TestSigningHubRevocation(t *testing.T) {
 			require.NoError(t, err)
 
 			require.NoError(t, vault.CollectionOf[Note](b, "notes").Put(ctx, "b2", Note{Text: "late"}))
-			mustSync(t, b)
+			_, err = b.Sync(ctx)
+			require.ErrorIs(t, err, vault.ErrNoAccess)
+			after, err := onHub.Audit().Verify(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, rep.Head, after.Head, "nothing pushed")
+			require.NoError(t, vault.CollectionOf[Note](bobOnHub, "notes").Put(ctx, "b3", Note{Text: "late"}))
 			badEntry(t, onHub, rep.Head.Seq+1, ledger.Revoked)
 		})
 	}

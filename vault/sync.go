@@ -50,6 +50,7 @@ import (
 //	prefix + "_sync/push"                  1 || uvarint seq (the device ledger position pushed through)
 //	prefix + "_sync/base/" + coll/id       1 || uvarint rev || lp(cipher hash; empty: the hub holds none)
 //	prefix + "_sync/conflict/" + coll/id   1 || uvarint feed seq || uvarint rev || lp(the hub's sealed record; empty: deleted)
+//	prefix + "_sync/held/" + coll/id       1 (a change held back: its collection is no longer the person's; sync_reseal.go)
 const (
 	syncDir       = "_sync/"
 	syncPullKey   = syncDir + "pull"
@@ -149,7 +150,14 @@ type SyncReport struct {
 	Pushed int
 	// Conflicts lists the records changed on both sides, and who won.
 	Conflicts []SyncConflict
-	// Rejected lists the changes that were not synced, with why.
+	// Rejected lists the changes that were not synced, with why. Among
+	// them, every change of this device in a collection its person may no
+	// longer write (an owner narrowed them with SetCollections, and a
+	// handle opened before wrote there before its device heard of it):
+	// such a change is kept on this device, unpushed, and reported by
+	// every Sync while it is held; the other changes of the Sync are
+	// pushed. Once the person is given the collection again, a Sync pushes
+	// it (re-sealed with the generation whose key of it they then hold).
 	Rejected []SyncRejected
 	// Settled holds, by series, the reports of the numbering passes that
 	// SyncAndSettle ran on the hub (nil for Sync).
@@ -178,7 +186,9 @@ type SyncConflict struct {
 	Merged bool
 }
 
-// SyncRejected is a change a sync could not carry, and why.
+// SyncRejected is a change a sync could not carry, and why. A change of a
+// collection the person may no longer write stays on the device, unpushed
+// (see SyncReport.Rejected); the others are retried as their Reason says.
 type SyncRejected struct {
 	// Collection and ID name the record.
 	Collection, ID string
@@ -247,6 +257,13 @@ func (v *Vault) mergeOf(collection string) mergeFunc {
 // at most) while another device's push raced its own. Its cost is
 // proportional to the changes since the last sync.
 //
+// A change of this device in a collection its person may no longer write
+// (narrowed by an owner after the change was made) is not pushed: it is
+// kept on the device and reported in the report's Rejected, and pushed
+// once they are given the collection again. A revoked person's Sync
+// fails with ErrNoAccess once it has brought the revocation, and pushes
+// nothing.
+//
 // A vault opened without a hub gives ErrNoHub. A hub whose feed does not
 // verify gives ErrHubTampered, and one serving an older feed than this
 // device has seen ErrRollback; what was applied before stays applied. A
@@ -306,6 +323,11 @@ func (v *Vault) SyncWith(ctx context.Context, opts SyncOptions) (SyncReport, err
 	if err := keyrings(ctx); err != nil {
 		return rep, fmt.Errorf("sync %s: keyring: %w", v.name, err)
 	}
+	// The collections the person may use, as the keyring step left their
+	// entry; a revoked person syncs no more (sync_reseal.go).
+	if err := s.loadGiven(ctx); err != nil {
+		return rep, fmt.Errorf("sync %s: keyring: %w", v.name, err)
+	}
 	for round := 0; ; round++ {
 		if err := s.pull(ctx); err != nil {
 			return rep, fmt.Errorf("sync %s: pull: %w", v.name, err)
@@ -362,6 +384,14 @@ type syncRun struct {
 	with pullCursor
 	only func(coll string) bool
 	hold *pullCursor
+	// given lists the collections the person's keyring entry gives them
+	// (sorted; nil: all), the only ones this Sync pulls and pushes; held
+	// the changes left out of earlier pushes for being in other
+	// collections, reported those this Sync reported in Rejected for it
+	// (sync_reseal.go).
+	given    *[]string
+	held     map[recKey]bool
+	reported map[recKey]bool
 }
 
 func (s *syncRun) keyrings(ctx context.Context) error {
@@ -539,7 +569,7 @@ func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int
 	// do not open with their keys, and their device never holds them.
 	last := map[recKey]int{}
 	for i, e := range win {
-		if isRecordEntry(e) && s.v.keys.permits(e.Collection) == nil && (s.only == nil || s.only(e.Collection)) {
+		if isRecordEntry(e) && s.v.keys.permits(e.Collection) == nil && s.mayUse(e.Collection) && (s.only == nil || s.only(e.Collection)) {
 			last[recKey{e.Collection, e.ID}] = i
 		}
 	}
@@ -1009,6 +1039,16 @@ func (s *syncRun) ownChanges(ctx context.Context) error {
 			return err
 		}
 		s.own, s.ownRead = map[recKey]bool{}, from
+		// The changes held back (sync_reseal.go) are its own too, though
+		// the push cursor moved past them.
+		if s.held == nil {
+			if err := s.loadHeld(ctx); err != nil {
+				return err
+			}
+		}
+		for k := range s.held {
+			s.own[k] = true
+		}
 	}
 	for e, err := range s.v.ledger.Read(ctx, s.ownRead+1) {
 		if err != nil {
@@ -1044,10 +1084,14 @@ func (v *Vault) localVersion(tx stores.Tx, k recKey) (version, stored, error) {
 // returns the records it could not write because the hub's record moved
 // since this device last pulled it.
 func (s *syncRun) push(ctx context.Context) ([]recKey, error) {
+	held, err := s.pushHeld(ctx) // sync_reseal.go
+	if err != nil {
+		return nil, err
+	}
 	for {
 		stale, done, err := s.pushPass(ctx)
 		if err != nil || done {
-			return stale, err
+			return append(held, stale...), err
 		}
 	}
 }
@@ -1125,8 +1169,16 @@ func (s *syncRun) skipEchoes(ctx context.Context) error {
 
 // pushBatch pushes the records keys in one hub commit, then acknowledges
 // them and moves the push cursor to upto (or before the first entry of a
-// record left behind) in one local commit.
+// record left behind) in one local commit. The changes of collections the
+// person may no longer write are left out, and held (sync_reseal.go).
 func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey]uint64, from, upto uint64) ([]recKey, error) {
+	keys, refused := s.refuse(keys)
+	var hold []recKey
+	for _, k := range refused {
+		if !s.held[k] {
+			hold = append(hold, k)
+		}
+	}
 	// The device's records and bases, as they stand now.
 	dkeys := make([]string, 0, 3*len(keys))
 	for _, k := range keys {
@@ -1272,11 +1324,30 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 			if err := s.v.putSealedValue(tx, s.v.baseKey(c.k.coll, c.k.id), encodeBase(b)); err != nil {
 				return err
 			}
+			if s.held[c.k] {
+				if err := tx.Delete(s.v.heldKey(c.k)); err != nil {
+					return err
+				}
+			}
+		}
+		for _, k := range hold {
+			if err := s.v.putSealedValue(tx, s.v.heldKey(k), []byte{syncVersion}); err != nil {
+				return err
+			}
 		}
 		return s.v.putSealedValue(tx, syncPushKey, encodePush(cur))
 	})
 	if err != nil {
 		return nil, err
+	}
+	if s.held == nil {
+		s.held = map[recKey]bool{}
+	}
+	for _, c := range acked {
+		delete(s.held, c.k)
+	}
+	for _, k := range hold {
+		s.held[k] = true
 	}
 	s.rep.Pushed += pushed
 	return stale, nil

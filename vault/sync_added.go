@@ -32,6 +32,9 @@ import (
 // to the collections the cursor then records.
 func (s *syncRun) pullAdded(ctx context.Context) error {
 	now := pullCursor{known: true, limited: s.v.keys.limited != nil, cols: slices.Clone(s.v.keys.limited)}
+	if now.limited { // as far as the keyring entry still gives them (sync_reseal.go)
+		now.cols = slices.DeleteFunc(now.cols, func(c string) bool { return !s.mayUse(c) })
+	}
 	s.with = now
 	cur, err := s.loadPull(ctx)
 	if err != nil {
@@ -59,7 +62,7 @@ func (s *syncRun) pullAdded(ctx context.Context) error {
 			}
 			sawCursor = true
 		}
-		if isRecordEntry(e) && added(e.Collection) && s.v.keys.permits(e.Collection) == nil {
+		if isRecordEntry(e) && added(e.Collection) && s.v.keys.permits(e.Collection) == nil && s.mayUse(e.Collection) {
 			todo = append(todo, e)
 		}
 		if e.Seq >= cur.seq {
