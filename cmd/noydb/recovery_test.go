@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,6 +32,17 @@ func cmdLineVar(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("linevar: %s has %d lines", args[1], len(lines))
 	}
 	ts.Setenv(args[0], strings.TrimSpace(lines[n-1]))
+}
+
+// cmdVarFile writes an environment variable's value, and a newline, to a
+// file only its owner may read, as a user keeps a recovery code:
+//
+//	varfile code.txt CODE1
+func cmdVarFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: varfile FILE VAR")
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(ts.Getenv(args[1])+"\n"), 0o600))
 }
 
 // terminalRun runs noydb in this process as on a terminal that answers the
