@@ -352,7 +352,7 @@ cheap key-derivation cost. Never set it for real data.`,
 	pf.StringVar(&a.recoverySecretFile, "recovery-new-secret-file", "", "with --recover: read the new secret from this file (else it is asked twice)")
 	pf.StringVar(&a.oldRecoveryCode, "recovery-code", "", "removed: use --recover")
 	_ = pf.MarkHidden("recovery-code")
-	pf.BoolVar(&a.insecureSecretFile, "insecure-secret-file", false, "accept a --secret-file that group or others may read or write")
+	pf.BoolVar(&a.insecureSecretFile, "insecure-secret-file", false, "accept a --secret-file (or --recovery-code-file, --identity-file, a new-secret file) that group or others may read or write")
 	pf.StringVar(&a.stateRoot, "state-dir", setting(envStateDir, "state-dir", ""), "root of this device's state folders (rollback pins), one per store ($"+envStateDir+"; default noydb in the user state folder)")
 	pf.BoolVar(&a.create, "create", false, "create the vault if it does not exist (else only 'noydb init' does)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")

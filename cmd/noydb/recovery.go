@@ -205,7 +205,11 @@ func oldRecoveryFlagError() error {
 // A recovery writes (the new secret, the code used up), so the store is
 // not opened read-only.
 func (a *app) checkRecoveryCode() error {
-	if !a.recovering() || a.recoveryCode != "" {
+	if !a.recovering() {
+		return nil
+	}
+	if a.recoveryCode != "" { // read and checked already ('vault recover')
+		a.readOnly = false
 		return nil
 	}
 	if a.secretFile != "" || a.identityFile != "" {
