@@ -37,13 +37,16 @@ const (
 
 // Environment variables the command reads.
 const (
-	envSecret   = "NOYDB_SECRET"
-	envStore    = "NOYDB_STORE"
-	envVault    = "NOYDB_VAULT"
-	envUser     = "NOYDB_USER"
-	envTestKDF  = "NOYDB_INSECURE_TEST_KDF"
-	envStateDir = "NOYDB_STATE_DIR"
-	defaultUser = "owner"
+	envSecret = "NOYDB_SECRET"
+	// envRecoveryCode is read only when recovering (--recover, 'vault
+	// recover'), so a stale one cannot take over every command.
+	envRecoveryCode = "NOYDB_RECOVERY_CODE"
+	envStore        = "NOYDB_STORE"
+	envVault        = "NOYDB_VAULT"
+	envUser         = "NOYDB_USER"
+	envTestKDF      = "NOYDB_INSECURE_TEST_KDF"
+	envStateDir     = "NOYDB_STATE_DIR"
+	defaultUser     = "owner"
 	// defaultWait is --wait's default: long enough for another command's
 	// write to finish, short enough to tell a stuck store.
 	defaultWait = 5 * time.Second
@@ -129,12 +132,20 @@ type app struct {
 	// identityFile is --identity-file: open with an X25519 identity
 	// instead of a secret (recovery.go).
 	identityFile string
-	// recoveryCode is --recovery-code: open with a recovery code instead
-	// of the secret, setting a new secret: fixedSecret ('vault recover'),
-	// else read from recoverySecretFile (--recovery-new-secret-file) or
-	// asked twice (recovery.go).
+	// recover is --recover (set by 'vault recover' and by
+	// --recovery-code-file too): open with a recovery code instead of the
+	// secret, setting a new secret: fixedSecret ('vault recover'), else
+	// read from recoverySecretFile (--recovery-new-secret-file) or asked
+	// twice. The code comes from recoveryCodeFile, else
+	// $NOYDB_RECOVERY_CODE, else a no-echo prompt; recoveryCode is the
+	// code once read and checked (recovery.go).
+	recoverFlag        bool
+	recoveryCodeFile   string
 	recoveryCode       string
 	recoverySecretFile string
+	// oldRecoveryCode is the removed --recovery-code CODE, kept hidden to
+	// send whoever types it to the new way (recovery.go).
+	oldRecoveryCode string
 	// quietMem drops the note that mem: keeps nothing (the demo says it itself).
 	quietMem bool
 
@@ -257,6 +268,12 @@ taken from a flag value and never printed. A --secret-file that group or
 others may read or write is refused (chmod 600 it), as ssh refuses such
 keys, unless --insecure-secret-file is given.
 
+A lost secret: --recover opens with a one-time recovery code instead (see
+'noydb vault recover'), read like a secret: from --recovery-code-file
+(checked the same way), else $NOYDB_RECOVERY_CODE, else a prompt (no
+echo); never from a flag value. The new secret comes from
+--recovery-new-secret-file or is asked twice.
+
 Local-first sync (--hub, or $NOYDB_HUB): each device keeps the vault on its
 own --store and converges with a hub, another store (badger:DIR or a
 postgres:// URL) that holds only sealed values: 'noydb sync' pulls and
@@ -316,7 +333,7 @@ cheap key-derivation cost. Never set it for real data.`,
 		if a.configErr != nil && cmd.Name() != "config" && (cmd.Parent() == nil || cmd.Parent().Name() != "config") {
 			return a.configErr
 		}
-		return nil
+		return a.checkOldRecoveryFlag() // recovery.go
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeSpec, "store", storeDefault, "where the data is: badger:DIR, file:DIR, mem: or a postgres:// URL ($"+envStore+"; default a badger store in the user data folder)")
@@ -330,9 +347,12 @@ cheap key-derivation cost. Never set it for real data.`,
 	a.flags = pf
 	pf.StringVar(&a.secretFile, "secret-file", "", "read the secret from this file (else $"+envSecret+", else a prompt)")
 	pf.StringVar(&a.identityFile, "identity-file", "", "open with the X25519 identity in this file (see 'noydb vault keygen') instead of a secret")
-	pf.StringVar(&a.recoveryCode, "recovery-code", "", "open with this one-time recovery code instead of the lost secret, and set a new secret (see 'noydb vault recover')")
-	pf.StringVar(&a.recoverySecretFile, "recovery-new-secret-file", "", "with --recovery-code: read the new secret from this file (else it is asked twice)")
-	pf.BoolVar(&a.insecureSecretFile, "insecure-secret-file", false, "accept a --secret-file that group or others may read or write")
+	pf.BoolVar(&a.recoverFlag, "recover", false, "open with a one-time recovery code instead of the lost secret, and set a new secret; the code comes from --recovery-code-file, else $"+envRecoveryCode+", else a prompt (see 'noydb vault recover')")
+	pf.StringVar(&a.recoveryCodeFile, "recovery-code-file", "", "read the recovery code from this file (checked like --secret-file); implies --recover")
+	pf.StringVar(&a.recoverySecretFile, "recovery-new-secret-file", "", "with --recover: read the new secret from this file (else it is asked twice)")
+	pf.StringVar(&a.oldRecoveryCode, "recovery-code", "", "removed: use --recover")
+	_ = pf.MarkHidden("recovery-code")
+	pf.BoolVar(&a.insecureSecretFile, "insecure-secret-file", false, "accept a --secret-file (or --recovery-code-file, --identity-file, a new-secret file) that group or others may read or write")
 	pf.StringVar(&a.stateRoot, "state-dir", setting(envStateDir, "state-dir", ""), "root of this device's state folders (rollback pins), one per store ($"+envStateDir+"; default noydb in the user state folder)")
 	pf.BoolVar(&a.create, "create", false, "create the vault if it does not exist (else only 'noydb init' does)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")
@@ -623,9 +643,9 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 			return nil, err
 		}
 	case a.recoveryCode != "" && a.fixedSecret == nil:
-		s, err := a.newSecret(a.recoverySecretFile, fmt.Sprintf("Recovery code: new secret for vault %q (user %q): ", a.vaultName, a.user))
+		s, err := a.newSecret("--recovery-new-secret-file", a.recoverySecretFile, fmt.Sprintf("Recovery code: new secret for vault %q (user %q): ", a.vaultName, a.user))
 		if err != nil {
-			return nil, errors.New(strings.Replace(err.Error(), "--new-secret-file", "--recovery-new-secret-file", 1))
+			return nil, err
 		}
 		defer clear(s)
 		cfg.Secret = s

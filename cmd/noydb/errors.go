@@ -14,14 +14,40 @@ import (
 )
 
 // isUsage reports whether err is bad input the user typed (a name, a format,
-// a partition), which exits with status 2 like a wrong flag.
+// a partition), which exits with status 2 like a wrong flag. A refusal is
+// not, whatever it wraps.
 func isUsage(err error) bool {
+	var r *refusal
+	if errors.As(err, &r) {
+		return false
+	}
 	var ue *usageError
 	return errors.As(err, &ue) ||
 		errors.Is(err, sequence.ErrInvalid) ||
 		errors.Is(err, numbering.ErrInvalid) ||
 		errors.Is(err, vault.ErrInvalidName) ||
 		errors.Is(err, vault.ErrReservedName)
+}
+
+// refusal marks the error of a vault operation on people and keys
+// (Grant, SetCollections, RotateKeys …) whose arguments the command has
+// checked already: the vault refused it because of what it holds (the
+// person is an owner, the keyring is full), so it exits with status 1 like
+// every other refusal (vault.ErrNotPermitted, vault.ErrNotFound), not with
+// the usage status 2, which vault.ErrInvalidArgument (being
+// sequence.ErrInvalid) would otherwise get: no other spelling of the
+// command would do.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+// refused marks err, if any, as a refusal.
+func refused(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &refusal{err: err}
 }
 
 // isOffline reports whether err says the hub could not be reached (or a

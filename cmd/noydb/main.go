@@ -28,6 +28,11 @@
 // The secret comes from $NOYDB_SECRET, from --secret-file, or from a no-echo
 // prompt when standard input is a terminal; never from a flag value. A secret
 // file open to group or others is refused unless --insecure-secret-file.
+// A lost secret: 'noydb vault recover' (or --recover on any command) opens
+// with a one-time recovery code instead, read the same way: from
+// --recovery-code-file (checked like --secret-file), else
+// $NOYDB_RECOVERY_CODE, else a no-echo prompt; the new secret comes from
+// --recovery-new-secret-file or is asked twice.
 //
 // A device syncs with a hub (another store: badger:DIR or a postgres:// URL)
 // named by --hub, $NOYDB_HUB or the config file: 'noydb sync' pulls and

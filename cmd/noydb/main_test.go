@@ -90,6 +90,7 @@ func scriptParams(dir string, env map[string]string) testscript.Params {
 			"json":    cmdJSON,
 			"tamper":  cmdTamper,
 			"linevar": cmdLineVar,
+			"varfile": cmdVarFile,
 		},
 	}
 }

@@ -45,6 +45,12 @@ func (a *app) flagError(cmd *cobra.Command, err error) error {
 			return usagef("%v: to pass %q as an argument, put -- before it", err, arg)
 		}
 	}
+	// The removed --recovery-code, given without its value: the same
+	// message as with one (recovery.go).
+	var ve *pflag.ValueRequiredError
+	if errors.As(err, &ve) && ve.GetFlag() != nil && ve.GetFlag().Name == "recovery-code" {
+		return oldRecoveryFlagError()
+	}
 	var ie *pflag.InvalidValueError
 	if errors.As(err, &ie) {
 		f := ie.GetFlag()

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -109,10 +110,8 @@ They still see the ledger's metadata (collection names, ids, numbers).`,
 			if err := vault.CheckCollectionName(args[0]); err != nil {
 				return usagef("USER %q: %v", args[0], err)
 			}
-			for _, c := range collections {
-				if err := vault.CheckCollectionName(c); err != nil {
-					return usagef("--collections %q: %v", c, err)
-				}
+			if err := checkCollectionsFlag(collections); err != nil {
+				return err
 			}
 			if len(collections) > 0 && r == vault.RoleOwner {
 				return usagef("--collections: an owner cannot be limited to some collections")
@@ -133,7 +132,7 @@ They still see the ledger's metadata (collection names, ids, numbers).`,
 				return err
 			}
 			if publicKey == "" {
-				s, err := a.newSecret(newSecretFile, fmt.Sprintf("Secret for %q in vault %q: ", args[0], a.vaultName))
+				s, err := a.newSecret("--new-secret-file", newSecretFile, fmt.Sprintf("Secret for %q in vault %q: ", args[0], a.vaultName))
 				if err != nil {
 					return err
 				}
@@ -141,7 +140,7 @@ They still see the ledger's metadata (collection names, ids, numbers).`,
 				clear(s)
 			}
 			if err := v.Grant(cmd.Context(), args[0], cred, r, collections...); err != nil {
-				return err
+				return refused(err)
 			}
 			obj := personChangeJSON{User: args[0], Role: r.String(), Collections: collections}
 			if len(collections) > 0 {
@@ -179,7 +178,7 @@ and nobody removes themselves: another owner does.`,
 				opts = append(opts, vault.RevokeWithoutRotation())
 			}
 			if err := v.Revoke(cmd.Context(), args[0], opts...); err != nil {
-				return err
+				return refused(err)
 			}
 			if rot := v.Rotation(); rot != nil {
 				if err := a.waitRotation(cmd.Context(), rot); err != nil { // rotate.go
@@ -208,17 +207,15 @@ no longer open the records of the collections taken away.`,
 			if allCols == (len(setCols) > 0) {
 				return usagef("give either --collections or --all")
 			}
-			for _, c := range setCols {
-				if err := vault.CheckCollectionName(c); err != nil {
-					return usagef("--collections %q: %v", c, err)
-				}
+			if err := checkCollectionsFlag(setCols); err != nil {
+				return err
 			}
 			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}
 			if err := v.SetCollections(cmd.Context(), args[0], setCols...); err != nil {
-				return err
+				return refused(err)
 			}
 			if allCols {
 				return a.confirm(personChangeJSON{User: args[0], All: true}, "%s may use every collection of vault %q", args[0], a.vaultName)
@@ -253,8 +250,8 @@ to add people.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The current secret opens the vault and proves who changes it:
 			// asked once, used for both.
-			if a.recoveryCode != "" {
-				return usagef("--recovery-code sets a new secret itself: run 'noydb vault recover' instead")
+			if a.recovering() {
+				return usagef("--recover sets a new secret itself: run 'noydb vault recover' instead")
 			}
 			if err := a.checkSecretFile(); err != nil {
 				return err
@@ -269,13 +266,13 @@ to add people.`,
 			if err != nil {
 				return err
 			}
-			s, err := a.newSecret(newSecretFile, fmt.Sprintf("New secret for vault %q (user %q): ", a.vaultName, a.user))
+			s, err := a.newSecret("--new-secret-file", newSecretFile, fmt.Sprintf("New secret for vault %q (user %q): ", a.vaultName, a.user))
 			if err != nil {
 				return err
 			}
 			defer clear(s)
 			if err := v.ChangeSecret(cmd.Context(), old, s); err != nil {
-				return err
+				return refused(err)
 			}
 			return a.confirm(accessJSON{User: a.user, SecretChanged: true}, "secret of %s in vault %q changed", a.user, a.vaultName)
 		},
@@ -287,18 +284,14 @@ to add people.`,
 	return vc
 }
 
-// newSecret reads a new secret from file (checked like --secret-file) or,
-// on a terminal, asks for it twice.
-func (a *app) newSecret(file, prompt string) ([]byte, error) {
+// newSecret reads a new secret from file, named by flag (checked like
+// --secret-file) or, on a terminal, asks for it twice.
+func (a *app) newSecret(flag, file, prompt string) ([]byte, error) {
 	if file != "" {
-		s, err := readSecretFile(file, a.insecureSecretFile)
-		if err != nil {
-			return nil, errors.New(strings.Replace(err.Error(), "--secret-file", "--new-secret-file", 1))
-		}
-		return s, nil
+		return readFlagFile(flag, "the new secret", file, a.insecureSecretFile)
 	}
 	if !a.io.inTerminal || a.io.readPassword == nil {
-		return nil, errors.New("no new secret: pass --new-secret-file, or run on a terminal to be asked")
+		return nil, fmt.Errorf("no new secret: pass %s, or run on a terminal to be asked", flag)
 	}
 	s, err := a.ask(prompt)
 	if err != nil {
@@ -316,6 +309,19 @@ func (a *app) newSecret(file, prompt string) ([]byte, error) {
 		return nil, errors.New("the two secrets differ: nothing was changed; try again")
 	}
 	return s, nil
+}
+
+// checkCollectionsFlag checks --collections as typed: names, and how many.
+func checkCollectionsFlag(cols []string) error {
+	for _, c := range cols {
+		if err := vault.CheckCollectionName(c); err != nil {
+			return usagef("--collections %q: %v", c, err)
+		}
+	}
+	if len(cols) > ledger.MaxGrantCollections {
+		return usagef("--collections: %d collections, at most %d", len(cols), ledger.MaxGrantCollections)
+	}
+	return nil
 }
 
 func dash(s string) string {

@@ -17,7 +17,8 @@ import (
 const recoveryWarning = `Store these recovery codes somewhere safe, away from this computer (on paper,
 or in a password manager). They are shown only this once. Each opens the
 vault once, with a new secret, if you lose yours:
-  noydb vault recover --recovery-code CODE
+  noydb vault recover
+which asks for the code (or reads $NOYDB_RECOVERY_CODE or --recovery-code-file).
 Anyone holding one can do so: keep them as safe as the secret itself.`
 
 // recoveryCmds are the vault subcommands of recovery codes and identities.
@@ -41,7 +42,7 @@ working. Only a person who opens with a secret has recovery codes.`,
 			}
 			codes, err := v.RecoveryCodes(cmd.Context(), n)
 			if err != nil {
-				return err
+				return refused(err)
 			}
 			fmt.Fprintln(a.io.err, recoveryWarning)
 			if a.json {
@@ -67,7 +68,7 @@ working. Only a person who opens with a secret has recovery codes.`,
 				return err
 			}
 			if err := v.RevokeRecoveryCodes(cmd.Context()); err != nil {
-				return err
+				return refused(err)
 			}
 			return a.confirm(accessJSON{User: a.user, RecoveryCodesRevoked: true}, "recovery codes of %s in vault %q revoked", a.user, a.vaultName)
 		},
@@ -75,26 +76,33 @@ working. Only a person who opens with a secret has recovery codes.`,
 
 	var newSecretFile string
 	recoverCmd := &cobra.Command{
-		Use:   "recover --recovery-code CODE",
+		Use:   "recover",
 		Short: "Open the vault with a recovery code and set a new secret",
 		Long: `Open --vault as --user with one of their recovery codes instead of the lost
 secret, and set a new secret (asked twice on a terminal, or read from
 --new-secret-file). The code is used up and the old secret stops working.
-A mistyped code is caught by its checksum before anything is read.
---recovery-code is a global flag: any command that opens the vault takes
-it, with the new secret from --recovery-new-secret-file or a prompt.`,
+
+The code is read like a secret, never from a flag value: from the file
+named by --recovery-code-file (refused if group or others may read or
+write it, unless --insecure-secret-file), else from $NOYDB_RECOVERY_CODE,
+else from a prompt (no echo) when standard input is a terminal. A mistyped
+code is caught by its checksum before anything is opened.
+
+Any other command that opens the vault recovers too with the global flag
+--recover (or --recovery-code-file), the new secret then coming from
+--recovery-new-secret-file or a prompt:
+  noydb --recover get notes n1`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if a.recoveryCode == "" {
-				return usagef("--recovery-code is required")
-			}
+			a.recoverFlag = true
 			if err := a.checkRecoveryCode(); err != nil {
 				return err
 			}
-			if newSecretFile == "" {
-				newSecretFile = a.recoverySecretFile
+			flag := "--new-secret-file"
+			if newSecretFile == "" && a.recoverySecretFile != "" {
+				flag, newSecretFile = "--recovery-new-secret-file", a.recoverySecretFile
 			}
-			s, err := a.newSecret(newSecretFile, fmt.Sprintf("New secret for vault %q (user %q): ", a.vaultName, a.user))
+			s, err := a.newSecret(flag, newSecretFile, fmt.Sprintf("New secret for vault %q (user %q): ", a.vaultName, a.user))
 			if err != nil {
 				return err
 			}
@@ -156,9 +164,9 @@ add --public-key'; then open with --identity-file FILE instead of a secret.`,
 
 // identity reads --identity-file (checked like --secret-file).
 func (a *app) identity() (*crypto.Identity, error) {
-	b, err := readSecretFile(a.identityFile, a.insecureSecretFile)
+	b, err := readFlagFile("--identity-file", "the identity", a.identityFile, a.insecureSecretFile)
 	if err != nil {
-		return nil, errors.New(strings.Replace(err.Error(), "--secret-file", "--identity-file", 1))
+		return nil, err
 	}
 	defer clear(b)
 	id, err := crypto.ParseIdentity(strings.TrimSpace(string(b)))
@@ -168,22 +176,88 @@ func (a *app) identity() (*crypto.Identity, error) {
 	return id, nil
 }
 
-// checkRecoveryCode checks --recovery-code, when given, before anything is
-// opened: a code that its checksum refuses, or one given with another way
-// in (--secret-file, --identity-file), is an error. A recovery writes (the
-// new secret, the code used up), so the store is not opened read-only.
-func (a *app) checkRecoveryCode() error {
-	if a.recoveryCode == "" {
+// recovering reports whether the command opens with a recovery code:
+// --recover, 'vault recover', or --recovery-code-file.
+func (a *app) recovering() bool {
+	return a.recoverFlag || a.recoveryCodeFile != ""
+}
+
+// checkOldRecoveryFlag refuses the removed --recovery-code CODE, which put
+// the code in ps output and shell history, naming the way that replaced it.
+func (a *app) checkOldRecoveryFlag() error {
+	if a.flags == nil || !a.flags.Changed("recovery-code") {
 		return nil
 	}
-	if _, err := crypto.ParseRecoveryCode(a.recoveryCode); err != nil {
-		return err
+	return oldRecoveryFlagError()
+}
+
+func oldRecoveryFlagError() error {
+	return usagef("--recovery-code CODE was removed, so that a code never shows in ps output or shell history: "+
+		"pass --recover (or run 'noydb vault recover') and give the code in $%s, in a file named by --recovery-code-file, or at the prompt",
+		envRecoveryCode)
+}
+
+// checkRecoveryCode reads and checks the recovery code when recovering,
+// before anything is opened or any key derived: a recovery with another
+// way in (--secret-file, --identity-file) is a usage error, and a code
+// that its checksum refuses an error. The code comes from
+// --recovery-code-file, else $NOYDB_RECOVERY_CODE, else a no-echo prompt.
+// A recovery writes (the new secret, the code used up), so the store is
+// not opened read-only.
+func (a *app) checkRecoveryCode() error {
+	if !a.recovering() {
+		return nil
+	}
+	if a.recoveryCode != "" { // read and checked already ('vault recover')
+		a.readOnly = false
+		return nil
 	}
 	if a.secretFile != "" || a.identityFile != "" {
-		return usagef("--recovery-code opens without --secret-file or --identity-file")
+		return usagef("--recover opens without --secret-file or --identity-file")
 	}
+	code, err := a.readRecoveryCode()
+	if err != nil {
+		return err
+	}
+	b, err := crypto.ParseRecoveryCode(code)
+	if err != nil {
+		return err
+	}
+	clear(b)
+	a.recoveryCode = code
 	a.readOnly = false
 	return nil
+}
+
+// readRecoveryCode returns the recovery code from --recovery-code-file,
+// else $NOYDB_RECOVERY_CODE, else a no-echo prompt on a terminal.
+func (a *app) readRecoveryCode() (string, error) {
+	var b []byte
+	switch {
+	case a.recoveryCodeFile != "":
+		var err error
+		if b, err = readFlagFile("--recovery-code-file", "the recovery code", a.recoveryCodeFile, a.insecureSecretFile); err != nil {
+			return "", err
+		}
+	case a.env(envRecoveryCode) != "":
+		b = []byte(a.env(envRecoveryCode))
+	case a.io.inTerminal && a.io.readPassword != nil:
+		fmt.Fprintf(a.io.err, "Recovery code for vault %q: ", a.vaultName)
+		s, err := a.io.readPassword()
+		fmt.Fprintln(a.io.err)
+		if err != nil {
+			return "", fmt.Errorf("read recovery code: %w", err)
+		}
+		b = s
+	default:
+		return "", fmt.Errorf("no recovery code for vault %q: set $%s, pass --recovery-code-file, or run on a terminal to be asked", a.vaultName, envRecoveryCode)
+	}
+	code := strings.TrimSpace(string(b))
+	clear(b)
+	if code == "" {
+		return "", errors.New("empty recovery code: nothing was opened")
+	}
+	return code, nil
 }
 
 // openNamed opens the vault in a.db: with the recovery code of 'vault

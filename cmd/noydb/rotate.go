@@ -44,7 +44,7 @@ Only an owner rotates; an owner or a writer resumes.`,
 				rot, err = v.RotateKeys(ctx)
 			}
 			if err != nil {
-				return err
+				return refused(err)
 			}
 			if err := a.waitRotation(ctx, rot); err != nil {
 				return err

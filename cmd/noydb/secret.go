@@ -78,50 +78,57 @@ func (a *app) checkSecretFile() error {
 	if err != nil {
 		return fmt.Errorf("--secret-file: %w", err)
 	}
-	return secretFileMode(a.secretFile, fi.Mode(), a.insecureSecretFile)
+	return secretFileMode("--secret-file", a.secretFile, fi.Mode(), a.insecureSecretFile)
 }
 
-// secretFileMode refuses, on Unix, a secret file that group or others may
-// read or write, as ssh does with private keys, unless insecure is set.
-func secretFileMode(path string, mode fs.FileMode, insecure bool) error {
+// secretFileMode refuses, on Unix, a secret file (named by flag) that group
+// or others may read or write, as ssh does with private keys, unless
+// insecure is set.
+func secretFileMode(flag, path string, mode fs.FileMode, insecure bool) error {
 	if insecure || runtime.GOOS == "windows" || runtime.GOOS == "plan9" {
 		return nil
 	}
 	if mode.Perm()&0o077 != 0 {
-		return fmt.Errorf("--secret-file %s is open to group or others (mode %04o): run 'chmod 600 %s', or pass --insecure-secret-file to use it anyway; nothing was opened",
-			path, mode.Perm(), path)
+		return fmt.Errorf("%s %s is open to group or others (mode %04o): run 'chmod 600 %s', or pass --insecure-secret-file to use it anyway; nothing was opened",
+			flag, path, mode.Perm(), path)
 	}
 	return nil
 }
 
-// readSecretFile reads a secret file, dropping one trailing newline (as
+// readSecretFile reads a --secret-file, dropping one trailing newline (as
 // 'echo secret > file' leaves). Unless insecure, a file open to group or
 // others is refused.
 func readSecretFile(path string, insecure bool) ([]byte, error) {
+	return readFlagFile("--secret-file", "the vault's secret", path, insecure)
+}
+
+// readFlagFile reads the secret file named by flag, which should hold what:
+// see readSecretFile.
+func readFlagFile(flag, what, path string, insecure bool) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("--secret-file: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("--secret-file %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
 	}
-	if err := secretFileMode(path, fi.Mode(), insecure); err != nil {
+	if err := secretFileMode(flag, path, fi.Mode(), insecure); err != nil {
 		return nil, err
 	}
 	s, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
 	if err != nil {
-		return nil, fmt.Errorf("--secret-file %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	if len(s) > maxSecretFile {
 		clear(s)
-		return nil, fmt.Errorf("--secret-file %s: longer than %d bytes: is it the right file?", path, maxSecretFile)
+		return nil, fmt.Errorf("%s %s: longer than %d bytes: is it the right file?", flag, path, maxSecretFile)
 	}
 	s = bytes.TrimSuffix(s, []byte("\n"))
 	s = bytes.TrimSuffix(s, []byte("\r"))
 	if len(s) == 0 {
-		return nil, fmt.Errorf("--secret-file %s is empty: put the vault's secret in it", path)
+		return nil, fmt.Errorf("%s %s is empty: put %s in it", flag, path, what)
 	}
 	return s, nil
 }

@@ -148,13 +148,13 @@ func TestSecretFileMode(t *testing.T) {
 		t.Skip("file modes are not checked on " + runtime.GOOS)
 	}
 	for _, ok := range []fs.FileMode{0o600, 0o400, 0o700, 0o200} {
-		assert.NoError(t, secretFileMode("s", ok, false), "%04o", ok)
+		assert.NoError(t, secretFileMode("--secret-file", "s", ok, false), "%04o", ok)
 	}
 	for _, open := range []fs.FileMode{0o640, 0o604, 0o620, 0o602, 0o610, 0o601, 0o644, 0o666, 0o777} {
-		err := secretFileMode("s", open, false)
+		err := secretFileMode("--secret-file", "s", open, false)
 		require.Error(t, err, "%04o", open)
 		assert.Contains(t, err.Error(), "chmod 600 s", "%04o", open)
-		assert.NoError(t, secretFileMode("s", open, true), "--insecure-secret-file accepts %04o", open)
+		assert.NoError(t, secretFileMode("--secret-file", "s", open, true), "--insecure-secret-file accepts %04o", open)
 	}
 }
 
