@@ -308,28 +308,56 @@ func (q *Sequence) spec(ctx context.Context) (*handleSpec, error) {
 	return q.prepare(ctx)
 }
 
+// prepare is spec when q's view is not built yet or is stale: it loads the
+// series' definition (reading the store once) and publishes q's view. It
+// holds sd.mu across those reads, so nothing that runs inside a store
+// transaction may call it (on a store whose transaction holds a store-wide
+// lock, a read waits for the transaction): that code uses specLoaded.
 func (q *Sequence) prepare(ctx context.Context) (*handleSpec, error) {
 	sd := q.sd
 	sd.mu.Lock()
 	defer sd.mu.Unlock()
-	eff, err := q.loadSeries(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if q.defined && !eff.defined && eff.stored.Load() {
-		// None is stored: the ledger must not record one (deleted by the
-		// store), else this handle would define the series anew.
-		if eff, err = q.svc.storedOrRecorded(ctx, q.series, sd, eff); err != nil {
-			return nil, q.errorf("definition", err)
+	for {
+		eff, err := q.loadSeries(ctx)
+		if err != nil {
+			return nil, err
 		}
+		if q.defined && !eff.defined && eff.stored.Load() {
+			// None is stored: the ledger must not record one (deleted by
+			// the store), else this handle would define the series anew.
+			if eff, err = q.svc.storedOrRecorded(ctx, q.series, sd, eff); err != nil {
+				return nil, q.errorf("definition", err)
+			}
+		}
+		if q.defined && !eff.defined {
+			// This handle defines the series: stored with its first
+			// number. sd.cur changes without sd.mu too (a definition
+			// another process stored, adopted): then look again.
+			def := q.defining()
+			if !sd.cur.CompareAndSwap(eff, def) {
+				continue
+			}
+			eff = def
+		}
+		hs, err := q.specFor(eff)
+		if err != nil {
+			return nil, err
+		}
+		q.hs.Store(hs)
+		return hs, nil
 	}
-	switch {
-	case !q.defined:
-	case !eff.defined:
-		// This handle defines the series: stored with its first number.
-		eff = &effective{def: q.def, defined: true, loc: q.loc}
-		sd.cur.Store(eff)
-	case !eff.def.equal(q.def):
+}
+
+// defining is the effective of a handle that defines its series.
+func (q *Sequence) defining() *effective {
+	return &effective{def: q.def, defined: true, loc: q.loc}
+}
+
+// specFor builds q's view of eff, its series' definition as loaded: a
+// handle opened with another definition gets a *DefinitionError. It reads
+// nothing.
+func (q *Sequence) specFor(eff *effective) (*handleSpec, error) {
+	if q.defined && !eff.def.equal(q.def) {
 		return nil, mismatch(q.series, eff.def, q.def)
 	}
 	hs := &handleSpec{eff: eff, tmpl: q.tmpl}
@@ -340,8 +368,43 @@ func (q *Sequence) prepare(ctx context.Context) (*handleSpec, error) {
 		}
 		hs.tmpl = t
 	}
-	q.hs.Store(hs)
 	return hs, nil
+}
+
+// specLoaded is spec for code running inside a store transaction, which
+// must neither read the store nor wait for sd.mu (held by prepare across
+// its reads, which may wait for that very transaction). It builds q's view
+// from the series' definition as already loaded, taking no lock; ok is
+// false when that needs a read first (prepare, outside the transaction):
+// the definition not loaded yet, or q defining a series loaded without one
+// while the history must be asked whether it records one.
+func (q *Sequence) specLoaded() (hs *handleSpec, ok bool, err error) {
+	sd := q.sd
+	old := q.hs.Load()
+	eff := sd.cur.Load()
+	if old != nil && old.eff == eff {
+		return old, true, nil
+	}
+	switch {
+	case eff == nil:
+		return nil, false, nil
+	case q.defined && !eff.defined:
+		if q.svc.history != nil {
+			return nil, false, nil // storedOrRecorded reads it
+		}
+		def := q.defining()
+		if !sd.cur.CompareAndSwap(eff, def) {
+			return nil, false, nil
+		}
+		eff = def
+	}
+	if hs, err = q.specFor(eff); err != nil {
+		return nil, true, err
+	}
+	// A view published meanwhile (from a newer definition, maybe) wins:
+	// a stale one is rebuilt by the next call.
+	q.hs.CompareAndSwap(old, hs)
+	return hs, true, nil
 }
 
 // loadSeries returns the series' definition as the service knows it,

@@ -42,22 +42,17 @@ func targetOf(q *Sequence) *Sequence {
 }
 
 // resolveLoaded is resolve when the series' definition is loaded (ok),
-// which then reads nothing.
+// which then reads nothing and takes no lock held across a read: it runs
+// inside the caller's store transaction (see specLoaded).
 func (q *Sequence) resolveLoaded() (*Sequence, time.Time, bool) {
 	if q.target {
 		return q, q.date, true
 	}
-	if hs := q.hs.Load(); hs == nil || hs.eff != q.sd.cur.Load() {
-		// Loaded for the series (by another handle) but not for q, as
-		// for a fresh handle of At: q's view needs no read.
-		if q.sd.cur.Load() == nil {
-			return nil, time.Time{}, false
-		}
-		if _, err := q.prepare(context.Background()); err != nil {
-			return nil, time.Time{}, false // checkInTx reports it
-		}
+	hs, ok, err := q.specLoaded()
+	if !ok || err != nil {
+		return nil, time.Time{}, false // checkInTx reads it, or reports err
 	}
-	t, date, err := q.resolve(context.Background())
+	t, date, err := q.resolveWith(hs, q.date, q.dated)
 	if err != nil {
 		return nil, time.Time{}, false
 	}

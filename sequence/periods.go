@@ -91,6 +91,15 @@ func (q *Sequence) resolveAt(ctx context.Context, date time.Time, dated bool) (*
 	if err != nil {
 		return nil, time.Time{}, err
 	}
+	return q.resolveWith(hs, date, dated)
+}
+
+// resolveWith is resolveAt with q's view of its series' definition, hs: it
+// reads nothing.
+func (q *Sequence) resolveWith(hs *handleSpec, date time.Time, dated bool) (*Sequence, time.Time, error) {
+	if q.target {
+		return q, date, nil
+	}
 	p := hs.eff.def.Period
 	if p == PeriodNone {
 		return q, date, nil
