@@ -128,4 +128,3 @@ func TestCollectionsNarrowedFromAllOpenHandleHub(t *testing.T) {
 		})
 	}
 }
-
