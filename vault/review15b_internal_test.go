@@ -44,7 +44,7 @@ func TestReview15bLimitedWriterForgesOtherCollection(t *testing.T) {
 	// bob's own client: no limit, generation 1 only.
 	dk1 := bob.keys.snap.Load().keys[1]
 	require.NotNil(t, dk1)
-	bob.keys.limited = nil
+	bob.keys.limited.Store(nil)
 	bob.keys.snap.Store(&genSnap{cur: 1, keys: map[uint64]*crypto.Key{1: dk1}})
 	// His client also ignores the store's current generation (rotate_current.go):
 	// it takes the stored value to say generation 1.

@@ -204,7 +204,7 @@ func (v *Vault) ResumeRotation(ctx context.Context, opts ...RotateOption) (*Rota
 	if v.Role() == RoleReader {
 		return nil, fmt.Errorf("resume rotation: a reader writes nothing: %w", ErrNotPermitted)
 	}
-	if v.keys.limited != nil {
+	if v.keys.limitedTo() != nil {
 		return nil, fmt.Errorf("resume rotation: a person limited to some collections cannot open the others' records: %w", ErrNotPermitted)
 	}
 	if !transactional(v.store) {

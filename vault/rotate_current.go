@@ -159,11 +159,15 @@ func (g *genKeys) learn(gen uint64, collection string, tx stores.Tx) error {
 	if cur, _ := g.current(); cur >= gen {
 		return nil
 	}
-	if g.limited != nil {
-		_, err := g.colKey(gen, collection, tx)
-		return err
+	if g.limitedTo() == nil {
+		_, err := g.get(gen, tx)
+		if err == nil || g.limitedTo() == nil {
+			return err
+		}
+		// Loading the entry found the person narrowed to some collections
+		// since the handle opened (genKeys.narrow): on as a limited handle.
 	}
-	_, err := g.get(gen, tx)
+	_, err := g.colKey(gen, collection, tx)
 	return err
 }
 

@@ -23,6 +23,11 @@ import (
 // collection keys of their collections from the generation of their grant
 // on; every other person holds the data key of every generation and
 // derives a collection's key from it when first needed.
+//
+// A handle opened for a person given every collection becomes limited
+// when it loads their keyring entry and finds it names some (an owner
+// narrowed them on another handle or device: see narrow); from then on it
+// holds and loads keys as a handle opened after the narrowing would.
 type genKeys struct {
 	snap atomic.Pointer[genSnap]
 	mu   sync.Mutex // serialises add and wipe (not load: see get)
@@ -31,9 +36,9 @@ type genKeys struct {
 	// reading it through tx when not nil; nil when it cannot (a version 1
 	// entry).
 	load func(ctx context.Context, gen uint64, tx stores.Tx) (*crypto.Key, error)
-	// limited lists the collections of a person limited to some (sorted);
-	// nil: all.
-	limited []string
+	// limited lists the collections of a person limited to some (sorted,
+	// never empty); nil: all. Read it with limitedTo.
+	limited atomic.Pointer[[]string]
 	// loadCol fetches the keys of a limited person's collections of a
 	// generation this handle does not hold, from their keyring entry
 	// (through tx when not nil, as load does); every collection of theirs
@@ -69,13 +74,60 @@ func newGenKeys(keys map[uint64]*crypto.Key, cols map[colGen]*crypto.Key) *genKe
 	return g
 }
 
+// limitedTo returns the collections of a person limited to some (sorted;
+// the caller must not change it), nil for one given all.
+func (g *genKeys) limitedTo() []string {
+	if p := g.limited.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// narrow records that the person's keyring entry gives them cols (sorted,
+// unique, not empty). A handle given all collections becomes limited to
+// cols: it holds no data key of the generations made since it was
+// narrowed, only its collections' keys of them. A limited handle adds
+// those of cols it did not name (given to it since it opened); it keeps
+// the others in its list, whose records sealed since it lost them it
+// cannot open (it holds no key of them), as before.
+func (g *genKeys) narrow(cols []string) {
+	if len(cols) == 0 {
+		return
+	}
+	for {
+		old := g.limited.Load()
+		var next []string
+		if old == nil {
+			next = slices.Clone(cols)
+		} else {
+			next = slices.Clone(*old)
+			for _, c := range cols {
+				if _, ok := slices.BinarySearch(next, c); !ok {
+					next = append(next, c)
+				}
+			}
+			if len(next) == len(*old) {
+				return
+			}
+			slices.Sort(next)
+		}
+		if g.limited.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
 // permits reports whether the person may read and write collection: nil,
 // or an error matching ErrNotPermitted.
 func (g *genKeys) permits(collection string) error {
-	if g == nil || g.limited == nil {
+	if g == nil {
 		return nil
 	}
-	if _, ok := slices.BinarySearch(g.limited, collection); ok {
+	lim := g.limitedTo()
+	if lim == nil {
+		return nil
+	}
+	if _, ok := slices.BinarySearch(lim, collection); ok {
 		return nil
 	}
 	return fmt.Errorf("collection %q is not among those the person may use: %w", collection, ErrNotPermitted)
@@ -91,7 +143,7 @@ func (g *genKeys) permits(collection string) error {
 // wait for ever on a store whose transaction holds its lock).
 func (g *genKeys) sealKey(collection string, tx stores.Tx) (gen uint64, k *crypto.Key, perCol bool, err error) {
 	gen, k = g.current()
-	if gen <= 1 && g.limited == nil {
+	if gen <= 1 && g.limitedTo() == nil {
 		return gen, k, false, nil
 	}
 	k, err = g.colKey(gen, collection, tx)
@@ -126,14 +178,23 @@ func (g *genKeys) colKey(gen uint64, collection string, tx stores.Tx) (*crypto.K
 		return nil, err
 	}
 	// The load runs without g.mu, as in get.
-	loaded := map[string]*crypto.Key{}
-	if g.limited == nil {
+	var loaded map[string]*crypto.Key
+	if g.limitedTo() == nil {
 		dk, err := g.get(gen, tx)
-		if err != nil {
+		switch {
+		case err == nil:
+			loaded = map[string]*crypto.Key{collection: crypto.CollectionKey(dk, collection)}
+		case g.limitedTo() == nil:
 			return nil, err
+		default:
+			// Loading the entry found the person narrowed (narrow): on as
+			// a limited handle.
+			if err := g.permits(collection); err != nil {
+				return nil, err
+			}
 		}
-		loaded[collection] = crypto.CollectionKey(dk, collection)
-	} else {
+	}
+	if loaded == nil {
 		if g.loadCol == nil {
 			return nil, fmt.Errorf("key of collection %q, generation %d: %w", collection, gen, ErrNoAccess)
 		}
@@ -257,8 +318,8 @@ func (m *member) genKeys(cfg Config, prefix string) *genKeys {
 		return newGenKeys(map[uint64]*crypto.Key{1: m.dk}, nil)
 	}
 	g := newGenKeys(m.gens, m.cols)
-	if m.entry != nil && len(m.entry.collections) > 0 {
-		g.limited = slices.Clone(m.entry.collections)
+	if m.entry != nil {
+		g.narrow(m.entry.collections)
 	}
 	name, user, header, st, box, dk := cfg.Name, cfg.User, m.header, cfg.Store, m.box, m.dk
 	entry := func(ctx context.Context, what string, tx stores.Tx) (*keyringEntry, error) {
@@ -282,6 +343,7 @@ func (m *member) genKeys(cfg Config, prefix string) *genKeys {
 		if e.revoked {
 			return nil, fmt.Errorf("user %q was revoked: %w", user, ErrNoAccess)
 		}
+		g.narrow(e.collections)
 		return e, nil
 	}
 	g.loadCol = func(ctx context.Context, gen uint64, tx stores.Tx) (map[string]*crypto.Key, error) {
@@ -337,6 +399,7 @@ func (v *Vault) heldGenerations(ctx context.Context) (map[uint64]*crypto.Key, er
 		if err != nil {
 			return nil, err
 		}
+		v.keys.narrow(e.collections) // narrowed elsewhere since this handle opened
 		for _, g := range e.gens {
 			if _, err := v.keys.get(g.gen, nil); err != nil {
 				return nil, err

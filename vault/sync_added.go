@@ -31,7 +31,8 @@ import (
 // collections the person was given since it was written, and sets s.with
 // to the collections the cursor then records.
 func (s *syncRun) pullAdded(ctx context.Context) error {
-	now := pullCursor{known: true, limited: s.v.keys.limited != nil, cols: slices.Clone(s.v.keys.limited)}
+	lim := s.v.keys.limitedTo()
+	now := pullCursor{known: true, limited: lim != nil, cols: slices.Clone(lim)}
 	if now.limited { // as far as the keyring entry still gives them (sync_reseal.go)
 		now.cols = slices.DeleteFunc(now.cols, func(c string) bool { return !s.mayUse(c) })
 	}
