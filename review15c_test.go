@@ -174,13 +174,13 @@ func TestReview15cRevokedHandleChangesNothing(t *testing.T) {
 }
 
 // TestReview15cRevokedHandleNumbersAndEvents: a writer's handle opened
-// before their revocation still takes numbers and appends application
-// events (both sealed by the first generation, which needs no new key);
-// each entry is by a revoked author and Verify refuses the ledger. Left
-// open: refusing them needs a keyring read per number (or a revocation
-// marker read in every commit, as _generation is for records).
+// before their revocation took numbers and appended application events
+// (both sealed by the first generation, which needs no new key); each
+// entry was by a revoked author and Verify refused the ledger. The
+// ledger's guard (vault/people_guard.go) now refuses both with
+// ErrNoAccess, writing nothing; revoked_handle_test.go covers every store
+// and every kind of write.
 func TestReview15cRevokedHandleNumbersAndEvents(t *testing.T) {
-	t.Skip("known limit, not fixed: a revoked writer's open handle still takes numbers and appends events; see the doc comment")
 	ctx := context.Background()
 	st := memstore.New()
 	olga := openPerson(t, personCfg(st, "olga", "o"))

@@ -2,12 +2,14 @@ package noydb_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 )
@@ -224,6 +226,9 @@ func TestSigningHubRevocation(t *testing.T) {
 			require.NoError(t, vault.CollectionOf[Note](b, "notes").Put(ctx, "b1", Note{Text: "b"}))
 			mustSync(t, b)
 			bobOnHub := openPerson(t, personCfg(hub, "bob", "b"))
+			held, err := hub.Get(ctx, keyringKeyOf(t, hub, "bob"))
+			require.NoError(t, err)
+			before := held.Value
 			require.NoError(t, a.Revoke(ctx, "bob", vault.RevokeWithoutRotation()))
 			mustSync(t, a)
 			mustSync(t, a)
@@ -245,7 +250,24 @@ func TestSigningHubRevocation(t *testing.T) {
 			after, err := onHub.Audit().Verify(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, rep.Head, after.Head, "nothing pushed")
+			// bob's handle on the hub, opened before the revocation, is
+			// refused its write: it appends nothing.
+			err = vault.CollectionOf[Note](bobOnHub, "notes").Put(ctx, "b3", Note{Text: "late"})
+			require.ErrorIs(t, err, vault.ErrNoAccess)
+			still, err := onHub.Audit().Verify(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, rep.Head, still.Head, "the refused write appended nothing")
+
+			// A hub that serves bob's keyring entry as it was before the
+			// revocation lets the write through; Verify still names it.
+			key := keyringKeyOf(t, hub, "bob")
+			revoked, err := hub.Get(ctx, key)
+			require.NoError(t, err)
+			_, err = hub.Put(ctx, key, before)
+			require.NoError(t, err)
 			require.NoError(t, vault.CollectionOf[Note](bobOnHub, "notes").Put(ctx, "b3", Note{Text: "late"}))
+			_, err = hub.Put(ctx, key, revoked.Value)
+			require.NoError(t, err)
 			badEntry(t, onHub, rep.Head.Seq+1, ledger.Revoked)
 		})
 	}
@@ -319,4 +341,18 @@ func TestSigningKeyringPutBack(t *testing.T) {
 			badEntry(t, owner, rep.Head.Seq+1, ledger.Revoked)
 		})
 	}
+}
+
+// keyringKeyOf returns the store key of user's keyring entry in st.
+func keyringKeyOf(t *testing.T, st stores.Store, user string) string {
+	t.Helper()
+	var found []string
+	for it, err := range st.List(context.Background(), "") {
+		require.NoError(t, err)
+		if strings.HasSuffix(it.Key, "/_keyring/"+user) {
+			found = append(found, it.Key)
+		}
+	}
+	require.Len(t, found, 1, "one keyring entry of %q", user)
+	return found[0]
 }

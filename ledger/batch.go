@@ -249,12 +249,12 @@ func (l *ledger) commitTx(ctx context.Context, b []*request) (head Head, whole b
 // requests in order and writes the new head once. It returns the head and
 // the sealed bytes written for it (nil when the head did not move).
 func (l *ledger) fill(tx stores.Tx, b []*request, pin Head) (head Head, sealed []byte, whole bool, err error) {
-	if p, ok := tx.(stores.Prefetcher); ok {
-		keys := []string{l.headKey}
+	if _, ok := tx.(stores.Prefetcher); ok {
+		var keys []string
 		for _, r := range b {
 			keys = append(keys, r.keys...)
 		}
-		if err := p.Prefetch(keys); err != nil {
+		if err := l.prefetch(tx, keys); err != nil {
 			// A key a caller named may be invalid: its batch runs apart,
 			// down to that caller. Any other failure (the server) is the
 			// whole batch's.
@@ -307,6 +307,11 @@ func (l *ledger) fill(tx stores.Tx, b []*request, pin Head) (head Head, sealed [
 	}
 	if bt.head.Equal(hs.Head) {
 		return bt.head, nil, false, nil
+	}
+	// The commit appends: the guard reads what the transaction sees,
+	// writes of this batch included. Its refusal is the whole batch's.
+	if err := l.check(tx.Get); err != nil {
+		return Head{}, nil, true, err
 	}
 	if l.signer != nil {
 		// One signature for the commit, on its last entry.

@@ -53,6 +53,8 @@ type ledger struct {
 	pins    pins.Ledger
 	signer  wire.LedgerSigner // nil: entries are not signed
 	people  func(ctx context.Context) (map[string]wire.LedgerPerson, error)
+	guard   func(get func(key string) (stores.Item, error)) error // nil: no check
+	guardKs []string                                              // the keys guard reads
 
 	magic [tokenMagicLen]byte   // random prefix of this ledger's head tokens
 	q     batch.Queue[*request] // Append, AppendFunc and Update calls
@@ -110,6 +112,8 @@ func newLedger(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix st
 		pins:    opts.Pins,
 		signer:  opts.Signer,
 		people:  opts.People,
+		guard:   opts.Guard,
+		guardKs: slices.Clone(opts.GuardKeys),
 	}
 	if tr, ok := store.(stores.Transactor); ok && store.Capabilities().Transactions {
 		l.tr = tr
@@ -226,6 +230,12 @@ func (l *ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 	}
 	defer l.gate.Exit()
 	if _, err := checkBatch(entries); err != nil {
+		return Head{}, fmt.Errorf("ledger append: %w", err)
+	}
+	// In the caller's own transaction on a store of round trips, the head
+	// and what the guard reads come in one step (a batch's transaction is
+	// not a Prefetcher: it has them already).
+	if err := l.prefetch(tx, nil); err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
 	it, err := tx.Get(l.headKey)
@@ -411,6 +421,9 @@ func (l *ledger) appendTx(tx stores.Tx, plan planFunc, pin Head) ([]record, Head
 	if err != nil || len(recs) == 0 {
 		return nil, hs.Head, err
 	}
+	if err := l.check(tx.Get); err != nil {
+		return nil, Head{}, err
+	}
 	for _, r := range recs {
 		if err := l.putEntry(tx, r); err != nil {
 			return nil, Head{}, err
@@ -447,6 +460,11 @@ func (l *ledger) appendCAS(ctx context.Context, plan planFunc) ([]record, Head, 
 	if err != nil || len(recs) == 0 {
 		return nil, hs.Head, err
 	}
+	// Without a transaction the guard reads just before the commit: a
+	// revocation committed in between is not seen (see wire.LedgerOptions).
+	if err := l.check(func(key string) (stores.Item, error) { return l.store.Get(ctx, key) }); err != nil {
+		return nil, Head{}, err
+	}
 	head := headOf(recs, hs.Head)
 	sealed, err := l.sealHead(head, recs)
 	if err != nil {
@@ -465,6 +483,27 @@ func (l *ledger) appendCAS(ctx context.Context, plan planFunc) ([]record, Head, 
 		}
 	}
 	return recs, hs.Head, nil
+}
+
+// check asks the guard, if any, whether a commit may append, reading
+// through get.
+func (l *ledger) check(get func(key string) (stores.Item, error)) error {
+	if l.guard == nil {
+		return nil
+	}
+	return l.guard(get)
+}
+
+// prefetch fetches the head, the guard's keys and more in one step, on a
+// transaction whose reads are round trips.
+func (l *ledger) prefetch(tx stores.Tx, more []string) error {
+	p, ok := tx.(stores.Prefetcher)
+	if !ok {
+		return nil
+	}
+	keys := make([]string, 0, 1+len(l.guardKs)+len(more))
+	keys = append(append(append(keys, l.headKey), l.guardKs...), more...)
+	return p.Prefetch(keys)
 }
 
 // materialize writes committed entries at their own keys. Writing one twice

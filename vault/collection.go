@@ -330,6 +330,9 @@ func (v *Vault) write(ctx context.Context, collection, id string, plain []byte, 
 			return v.writeTx(ctx, tx, collection, id, plain, first, e)
 		})
 	}
+	if err := v.mayWrite(ctx); err != nil {
+		return err
+	}
 	key := v.recordKey(collection, id)
 	_, err := cas.Do(ctx, cas.Policy{}, func(int) error {
 		it, err := v.store.Get(ctx, key)

@@ -490,6 +490,9 @@ func (n *Numbered[T]) write(ctx context.Context, id string, before *sealedEntry,
 			return v.applyTx(ctx, tx, c.name, id, prev, joinRecord(marks, body), ledger.Entry{Kind: ledger.RecordPut})
 		})
 	}
+	if err := v.mayWrite(ctx); err != nil {
+		return err
+	}
 	if before != nil {
 		if _, err := v.store.Put(ctx, before.key, before.value); err != nil {
 			return err
@@ -647,6 +650,13 @@ func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) 
 		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass: %w", n.series, err)
 	}
 	defer n.c.v.exit()
+	on := n.c.v
+	if n.onHub != nil {
+		on = n.onHub.c.v
+	}
+	if err := on.mayWrite(ctx); err != nil {
+		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass: %w", n.series, err)
+	}
 	if n.onHub != nil {
 		return n.settleOnHub(ctx)
 	}

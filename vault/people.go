@@ -649,7 +649,9 @@ func (v *Vault) writePeople(ctx context.Context, key string, old stores.Item, va
 		changed = ErrPersonExists
 	}
 	if _, ok := v.me.store.(stores.Transactor); ok && v.me.store.Capabilities().Transactions {
-		err := l.Update(ctx, func(tx stores.Tx) error {
+		// The keyring entry is read first, with the head, as the ledger's
+		// guard reads its person's (lock order on PostgreSQL).
+		err := l.UpdateKeys(ctx, []string{key}, func(tx stores.Tx) error {
 			it, err := tx.Get(key)
 			switch {
 			case errors.Is(err, stores.ErrNotFound):

@@ -613,7 +613,11 @@ func (v *Vault) writeEntries(ctx context.Context, ws []entryWrite, e ledger.Entr
 		defer func() { _ = l.Close() }()
 	}
 	if _, ok := v.me.store.(stores.Transactor); ok && v.me.store.Capabilities().Transactions {
-		err := l.Update(ctx, func(tx stores.Tx) error {
+		keys := make([]string, len(ws))
+		for i, w := range ws {
+			keys[i] = w.key
+		}
+		err := l.UpdateKeys(ctx, keys, func(tx stores.Tx) error {
 			for _, w := range ws {
 				it, err := tx.Get(w.key)
 				switch {

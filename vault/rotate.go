@@ -429,7 +429,7 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 			return 0, nil, err
 		}
 	}
-	err = v.ledger.Update(ctx, func(tx stores.Tx) error {
+	err = v.ledger.UpdateKeys(ctx, changeKeys(changes), func(tx stores.Tx) error {
 		for _, c := range changes {
 			it, err := tx.Get(c.key)
 			switch {

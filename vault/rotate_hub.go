@@ -79,6 +79,18 @@ type keyringChange struct {
 	old, val []byte
 }
 
+// changeKeys returns the keys of changes, which a commit reads first, with
+// the ledger's head, as the ledger's guard reads its person's entry: so
+// commits of people and of records lock keyring rows in one order on
+// PostgreSQL.
+func changeKeys(changes []keyringChange) []string {
+	keys := make([]string, len(changes))
+	for i, c := range changes {
+		keys[i] = c.key
+	}
+	return keys
+}
+
 // commitOnHub writes a rotation's keyring entries on the hub, in one
 // transaction that fails with errPeopleChanged, writing nothing, if any of
 // them is no longer as read (old nil: absent), with entries (the change of
@@ -89,7 +101,7 @@ type keyringChange struct {
 // It writes current too, the new generation sealed for currentGenKey, so
 // that handles open on the hub's store learn it (rotate_current.go).
 func (v *Vault) commitOnHub(ctx context.Context, changes []keyringChange, current []byte, entries []ledger.Entry) error {
-	err := v.hub.ledger.Update(ctx, func(tx stores.Tx) error {
+	err := v.hub.ledger.UpdateKeys(ctx, changeKeys(changes), func(tx stores.Tx) error {
 		for _, c := range changes {
 			it, err := tx.Get(c.key)
 			switch {

@@ -343,6 +343,9 @@ func (m *member) genKeys(cfg Config, prefix string) *genKeys {
 		if e.revoked {
 			return nil, fmt.Errorf("user %q was revoked: %w", user, ErrNoAccess)
 		}
+		if !m.holds(e.signPub) {
+			return nil, fmt.Errorf("user %q was revoked and granted again since this handle opened: %w", user, ErrNoAccess)
+		}
 		g.narrow(e.collections)
 		return e, nil
 	}

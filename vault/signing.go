@@ -93,7 +93,10 @@ func (s ledgerSigner) Sign(msg []byte) ([]byte, error) {
 
 // ledgerOptions are the options of the vault's ledgers.
 func (v *Vault) ledgerOptions() wire.LedgerOptions {
-	return wire.LedgerOptions{Actor: v.user, Pins: v.pins, Signer: ledgerSigner{v: v, c: v.signers}, People: v.ledgerPeople}
+	return wire.LedgerOptions{
+		Actor: v.user, Pins: v.pins, Signer: ledgerSigner{v: v, c: v.signers}, People: v.ledgerPeople,
+		Guard: v.guard.check, GuardKeys: []string{v.guard.key},
+	}
 }
 
 // ledgerPeople lists the keyring of the vault's store for the ledger's

@@ -259,6 +259,9 @@ func (v *Vault) putTx(ctx context.Context, tx stores.Tx, collection, id string, 
 
 // modifyCAS is modify on a store without transactions.
 func (v *Vault) modifyCAS(ctx context.Context, collection, id string, decide decideFunc) (written, error) {
+	if err := v.mayWrite(ctx); err != nil {
+		return written{}, err
+	}
 	key := v.recordKey(collection, id)
 	var w written
 	var e ledger.Entry

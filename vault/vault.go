@@ -51,6 +51,9 @@ type Vault struct {
 	// vault.
 	signAs  *member
 	signers *signerCache // signAs's key, expanded; wiped by Close
+	// guard refuses the ledger's commits once signAs was revoked
+	// (people_guard.go).
+	guard *personGuard
 	// rot is the last rotation this handle started (rotate.go).
 	rot atomic.Pointer[Rotation]
 	// people follows the people entries of ledger (people_ledger.go).
@@ -83,6 +86,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 		pins:   p,
 	}
 	v.signers = &signerCache{}
+	v.guard = newPersonGuard(v, cfg.User)
 	v.exitFn = v.exit
 	v.macer = newMACer(dk, "noydb ledger v1")
 	v.claims = newMACer(dk, "noydb claim keys v1")

@@ -59,6 +59,19 @@ type LedgerOptions struct {
 	// keyring knows (checked), by name: the signing keys and roles of the
 	// authors the ledger itself does not introduce.
 	People func(ctx context.Context) (map[string]LedgerPerson, error)
+	// Guard, if set, is asked in every commit that appends entries,
+	// before the commit is signed and written, whether the ledger may
+	// still write as its person: get reads a key as the commit sees it
+	// (through the commit's transaction; on a store without transactions,
+	// a plain read just before the compare-and-swap). An error refuses
+	// the whole commit, which writes nothing, and is returned to every
+	// call of the commit. The vault checks there that its person was not
+	// revoked (or revoked and granted again) since the handle opened.
+	Guard func(get func(key string) (stores.Item, error)) error
+	// GuardKeys are the keys Guard reads: on a store whose reads are round
+	// trips (stores.Prefetcher) they are fetched, and locked, with the
+	// ledger's head, in the same step.
+	GuardKeys []string
 }
 
 // LedgerSigner signs ledger entries as one person.

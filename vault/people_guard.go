@@ -1,0 +1,121 @@
+package vault
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/noydb-go/noydb/stores"
+)
+
+// personGuard is the ledger's Guard (wire.LedgerOptions.Guard): before a
+// commit that appends is written, it reads the keyring entry of the
+// vault's person as that commit sees it and refuses the commit when the
+// person was revoked, or revoked and granted again (a new signing key),
+// since the handle opened. Without it, a handle opened before a
+// revocation by another owner would go on taking numbers and appending
+// events sealed with the first generation's key, which the revocation
+// cannot take back; Verify would then refuse the ledger from the first
+// such entry on. Records are refused earlier, by the current generation
+// (rotate_current.go); the guard covers everything that appends.
+//
+// The entry's bytes are only decoded, not checked against the data key:
+// a store that forges a "not revoked" entry helps only the revoked person's
+// entries in, which Verify still refuses, and one that forges "revoked"
+// can refuse writes anyway. The decoded fields are kept for as long as the
+// stored bytes stay the same, so a commit costs a read (fetched with the
+// ledger's head where reads are round trips) and a byte comparison.
+type personGuard struct {
+	v   *Vault
+	key string // the person's keyring entry
+
+	mu      sync.Mutex
+	raw     []byte // the entry as last decoded
+	revoked bool
+	signPub []byte
+	bad     error // why raw does not decode
+}
+
+// newPersonGuard returns the guard of v, whose person is user.
+func newPersonGuard(v *Vault, user string) *personGuard {
+	return &personGuard{v: v, key: v.prefix + keyringPrefix + user}
+}
+
+// check is the Guard: get reads through the commit.
+func (g *personGuard) check(get func(key string) (stores.Item, error)) error {
+	m := g.v.signAs
+	if m == nil {
+		return nil // a vault without people (tests, internal stores)
+	}
+	it, err := get(g.key)
+	switch {
+	case errors.Is(err, stores.ErrNotFound):
+		return fmt.Errorf("user %q has no keyring entry any more: %w", g.v.user, ErrNoAccess)
+	case err != nil:
+		return err
+	case !isKeyringV2(it.Value):
+		return nil // layout version 1: no revocation, no signing key
+	}
+	revoked, signPub, err := g.decoded(it.Value)
+	if err != nil {
+		return err
+	}
+	if revoked {
+		return fmt.Errorf("user %q was revoked: %w", g.v.user, ErrNoAccess)
+	}
+	if !m.holds(signPub) {
+		return fmt.Errorf("user %q was revoked and granted again since this handle opened: %w", g.v.user, ErrNoAccess)
+	}
+	return nil
+}
+
+// decoded returns the fields of the entry raw that check needs, decoding
+// it only when it differs from the one decoded last.
+func (g *personGuard) decoded(raw []byte) (revoked bool, signPub []byte, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.raw == nil || !bytes.Equal(g.raw, raw) {
+		e, err := decodeKeyring(raw)
+		g.raw = bytes.Clone(raw)
+		g.bad, g.revoked, g.signPub = nil, false, nil
+		switch {
+		case err != nil:
+			g.bad = fmt.Errorf("keyring entry of %q: %w: %w", g.v.user, ErrTampered, err)
+		case e.user != g.v.user:
+			g.bad = fmt.Errorf("keyring entry of %q names %q: %w", g.v.user, e.user, ErrTampered)
+		default:
+			g.revoked, g.signPub = e.revoked, e.signPub
+		}
+	}
+	return g.revoked, g.signPub, g.bad
+}
+
+// mayWrite asks the guard, with plain reads, before a write on a store
+// without transactions: there a record (or a handoff entry, or a pass's
+// batch) is written before its ledger entry, whose commit would be refused
+// only after it. On a store with transactions the commit asks the guard
+// itself, inside the transaction, and mayWrite does nothing. Between this
+// read and the write, a revocation committed by another handle is not
+// seen: the write then goes through, and its entry, by a revoked author,
+// fails Verify (documented in RevokeWithoutRotation's limits).
+func (v *Vault) mayWrite(ctx context.Context) error {
+	if _, ok := v.store.(stores.Transactor); ok && v.store.Capabilities().Transactions {
+		return nil
+	}
+	return v.guard.check(func(key string) (stores.Item, error) { return v.store.Get(ctx, key) })
+}
+
+// holds reports whether signPub, the signing key of the person's keyring
+// entry as stored now, is the one m opened with: a person revoked and
+// granted again has a new one, and a handle opened before is not theirs
+// any more. A handle without a signing key (layout version 1) holds any.
+func (m *member) holds(signPub []byte) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seed == nil || m.entry == nil {
+		return true
+	}
+	return bytes.Equal(m.entry.signPub, signPub)
+}
