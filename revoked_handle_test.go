@@ -254,4 +254,3 @@ func TestRevokedHandleRacesRevocation(t *testing.T) {
 		})
 	}
 }
-
