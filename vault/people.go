@@ -351,6 +351,14 @@ func (v *Vault) ownerSeed() (*crypto.Key, error) {
 // nothing (RevokeWithoutRotation works offline and travels with Sync).
 // A device that has not synced since keeps sealing with the generation
 // the revoked person held until its next Sync brings the revocation.
+//
+// A handle the revoked person opened before the revocation writes nothing
+// afterwards: every commit that appends to the ledger reads its person's
+// keyring entry in the commit's own transaction and fails with ErrNoAccess
+// once it is revoked, or revoked and granted again (a new signing key),
+// for records, numbers, passes and events alike. On a store without
+// transactions the entry is read just before the write: a revocation
+// committed in between lets that one write through, and Verify names it.
 func (v *Vault) Revoke(ctx context.Context, user string, opts ...RevokeOption) error {
 	var o revokeOptions
 	for _, opt := range opts {

@@ -99,7 +99,7 @@ func (g *personGuard) decoded(raw []byte) (revoked bool, signPub []byte, err err
 // itself, inside the transaction, and mayWrite does nothing. Between this
 // read and the write, a revocation committed by another handle is not
 // seen: the write then goes through, and its entry, by a revoked author,
-// fails Verify (documented in RevokeWithoutRotation's limits).
+// fails Verify (documented at Revoke).
 func (v *Vault) mayWrite(ctx context.Context) error {
 	if _, ok := v.store.(stores.Transactor); ok && v.store.Capabilities().Transactions {
 		return nil
