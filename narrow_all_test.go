@@ -90,7 +90,7 @@ func TestCollectionsNarrowedFromAllOpenHandleHub(t *testing.T) {
 
 			reason := `collection "payroll" is no longer among the person's (no key of it at generation 2): ` +
 				`the change is kept on this device, unpushed, until they are given the collection again`
-			rejected := []vault.SyncRejected{{Collection: "payroll", ID: "p-2", Reason: reason}}
+			rejected := []vault.SyncRejected{{Collection: "payroll", ID: "p-2", Reason: reason, Held: true}}
 			rep := mustSync(t, b)
 			assert.Equal(t, 1, rep.Pushed, "n-1")
 			assert.Equal(t, rejected, rep.Rejected)

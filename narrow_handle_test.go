@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/filestore"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -94,8 +95,8 @@ func TestCollectionsNarrowedOpenHandleHub(t *testing.T) {
 
 			reason := `collection "payroll" is no longer among the person's (no key of it at generation 3): ` +
 				`the change is kept on this device, unpushed, until they are given the collection again`
-			rejected := []vault.SyncRejected{{Collection: "payroll", ID: "p-1", Reason: reason},
-				{Collection: "payroll", ID: "p-2", Reason: reason}}
+			rejected := []vault.SyncRejected{{Collection: "payroll", ID: "p-1", Reason: reason, Held: true},
+				{Collection: "payroll", ID: "p-2", Reason: reason, Held: true}}
 			rep := mustSync(t, b)
 			assert.Equal(t, 1, rep.Pushed, "n-1")
 			assert.ElementsMatch(t, rejected, rep.Rejected)
@@ -104,6 +105,13 @@ func TestCollectionsNarrowedOpenHandleHub(t *testing.T) {
 			rep = mustSync(t, b)
 			assert.Equal(t, 1, rep.Pushed, "n-2")
 			assert.ElementsMatch(t, rejected, rep.Rejected)
+			// SyncAndSettle syncs twice around its passes: each held change
+			// is reported once.
+			_, err = vault.NumberingOf(vault.CollectionOf[Note](b, "notes"), "note", sequence.Options{}, func(*Note, sequence.Serial) {})
+			require.NoError(t, err)
+			rep, err = b.SyncAndSettle(ctx)
+			require.NoError(t, err)
+			assert.ElementsMatch(t, rejected, rep.Rejected, "SyncAndSettle")
 			// Now that it has heard of it, the handle writes no more into payroll.
 			assert.ErrorIs(t, bobPayroll.Put(ctx, "p-3", Note{Text: "later"}), vault.ErrNoAccess)
 

@@ -194,6 +194,11 @@ type SyncRejected struct {
 	Collection, ID string
 	// Reason says why.
 	Reason string
+	// Held reports a change kept on this device, unpushed, because its
+	// collection is no longer the person's (see SyncReport.Rejected): it
+	// is pushed by the first Sync after the collection is given back. The
+	// other rejections are retried by the next Sync.
+	Held bool
 }
 
 // syncSettings is a vault's sync configuration and the lock that keeps one

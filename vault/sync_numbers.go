@@ -196,7 +196,13 @@ func (v *Vault) SyncAndSettle(ctx context.Context) (SyncReport, error) {
 	rep.Pulled += second.Pulled
 	rep.Pushed += second.Pushed
 	rep.Conflicts = append(rep.Conflicts, second.Conflicts...)
-	rep.Rejected = append(rep.Rejected, second.Rejected...)
+	// A change held back, or rejected again for the same reason, is
+	// reported once.
+	for _, r := range second.Rejected {
+		if !slices.Contains(rep.Rejected, r) {
+			rep.Rejected = append(rep.Rejected, r)
+		}
+	}
 	return rep, err
 }
 

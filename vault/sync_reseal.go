@@ -131,7 +131,7 @@ func (s *syncRun) refuse(keys []recKey) (ok, refused []recKey) {
 		if !s.reported[k] {
 			s.reported[k] = true
 			cur, _ := s.v.keys.current()
-			s.rep.Rejected = append(s.rep.Rejected, SyncRejected{Collection: k.coll, ID: k.id, Reason: noKeyReason(k.coll, cur)})
+			s.rep.Rejected = append(s.rep.Rejected, SyncRejected{Collection: k.coll, ID: k.id, Reason: noKeyReason(k.coll, cur), Held: true})
 		}
 	}
 	return ok, refused
