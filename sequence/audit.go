@@ -442,59 +442,97 @@ func reopened(value uint64) error {
 // of their numbers (the counter serialises them and each commits with its
 // entry), so once it has been read up to a fact about number h, every seed
 // and claim of a number up to h was read too.
+//
+// Two locks: write serialises the view's writers (catchUp, noteCommit) and
+// is held across a catch-up's read of the History; mu guards the fields and
+// is never held across a read. Code inside a store transaction (findClaim,
+// through claimed) takes mu only: on a store whose transaction holds a
+// store-wide lock (memstore), the History's read waits for the transaction,
+// so a transaction waiting for write could wait for itself.
 type ledgerView struct {
-	mu      sync.Mutex
-	through uint64 // history position read through
-	highest uint64 // the highest number read in the history
-	covered uint64 // seeds and claims of numbers up to covered are all known
-	closed  bool   // the history records a close of the counter's period
-	defined bool   // the history records a definition of the counter's series
+	write   sync.Mutex // serialises catchUp and noteCommit; never taken inside a transaction
+	mu      sync.Mutex // guards the fields below; never held across a read
+	through uint64     // history position read through
+	highest uint64     // the highest number read in the history
+	covered uint64     // seeds and claims of numbers up to covered are all known
+	closed  bool       // the history records a close of the counter's period
+	defined bool       // the history records a definition of the counter's series
 	seeds   []seedRange
 	claims  map[string]uint64 // claim index key (see indexKey) -> number; nil until wanted
 }
 
 // catchUp reads the history recorded since the last catch-up. With
 // wantClaims it also indexes the request ids of claims, reading the history
-// from the start the first time (the one time an entry is read twice).
+// from the start the first time (the one time an entry is read twice). It
+// must not run inside a store transaction. The view's lock is not held
+// during the read: what it finds is added to the view after it, and a read
+// that fails adds nothing.
 func (c *counter) catchUp(ctx context.Context, wantClaims bool) error {
 	v := &c.view
+	v.write.Lock()
+	defer v.write.Unlock()
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	old := v.through
+	old, indexed := v.through, v.claims != nil
+	v.mu.Unlock()
 	after := old
-	fresh := false
-	if wantClaims && v.claims == nil {
-		v.claims, after, fresh = map[string]uint64{}, 0, true
+	fresh := wantClaims && !indexed
+	if fresh {
+		after = 0
+	}
+	// What the read finds (v changes only under v.write, held: nothing
+	// else can change through, claims or seeds meanwhile).
+	var (
+		highest         uint64
+		closed, defined bool
+		seeds           []seedRange
+		claims          map[string]uint64
+	)
+	if fresh || indexed {
+		claims = map[string]uint64{}
 	}
 	through, err := c.svc.history.Facts(ctx, c.series, c.partition, after, func(f fact) error {
 		switch f.Kind {
 		case wire.FactRecordDeleted, wire.FactCorrected:
 			return nil
 		case wire.FactClosed:
-			v.closed = true
+			closed = true
 		case wire.FactDefined:
-			v.defined = true
+			defined = true
 		case wire.FactSeeded:
 			if f.Seq > old && f.Number > f.From {
-				v.seeds = addSeed(v.seeds, f.From, f.Number)
+				seeds = addSeed(seeds, f.From, f.Number)
 			}
 		case wire.FactAllocated:
-			if v.claims != nil && f.RequestID != "" {
+			if claims != nil && f.RequestID != "" {
 				k := c.svc.indexKey(f.RequestID)
-				if _, ok := v.claims[k]; !ok {
-					v.claims[k] = f.Number
+				if _, ok := claims[k]; !ok {
+					claims[k] = f.Number
 				}
 			}
 		}
-		v.highest = max(v.highest, f.Number)
+		highest = max(highest, f.Number)
 		return nil
 	})
 	if err != nil {
-		if fresh {
-			v.claims = nil
-		}
 		return err
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.closed = v.closed || closed
+	v.defined = v.defined || defined
+	for _, r := range seeds {
+		v.seeds = addSeed(v.seeds, r.from-1, r.to)
+	}
+	if fresh {
+		v.claims = claims
+	} else {
+		for k, n := range claims {
+			if _, ok := v.claims[k]; !ok { // the earlier claim of an id wins
+				v.claims[k] = n
+			}
+		}
+	}
+	v.highest = max(v.highest, highest)
 	v.through = max(v.through, through)
 	v.covered = max(v.covered, v.highest)
 	return nil
@@ -505,6 +543,8 @@ func (c *counter) catchUp(ctx context.Context, wantClaims bool) error {
 // start (no other writer took numbers it has not read).
 func (c *counter) noteCommit(start, end uint64, batch []*op, seeds []seedRange) {
 	v := &c.view
+	v.write.Lock()
+	defer v.write.Unlock()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.covered < start || end <= v.covered {

@@ -3,6 +3,7 @@ package sequence_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,5 +138,119 @@ func TestTxDoesNotWaitForTheDefinitionLoad(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, d)
 	}
+	require.NoError(t, fs.Close())
+}
+
+// openHook is a Sealer that calls hook before each Open.
+type openHook struct {
+	sequence.Sealer
+	hook func(key string)
+}
+
+func (s openHook) Open(key string, sealed []byte) ([]byte, error) {
+	s.hook(key)
+	return s.Sealer.Open(key, sealed)
+}
+
+// A counter's view of the History must not be locked across a read of it:
+// a Claim's transaction looks its request id up in that view (findClaim),
+// and on memstore the read waits for the transaction. Here a Void of a
+// number another Service took catches the view up, and its read of the
+// History is made to begin inside the transaction of a Claim on the same
+// counter, which then looks its missing claim record up in the view. Both
+// end: the claim gets the next number and the void is written.
+func TestClaimTxDoesNotWaitForAViewCatchUp(t *testing.T) {
+	ctx := context.Background()
+	mem := newMem()
+	var (
+		armed    atomic.Bool // the Void holds the view, or used to
+		txBegun  atomic.Bool // the Claim's transaction was entered
+		signal   sync.Once
+		inTx     = make(chan struct{}) // the Claim's transaction holds the store
+		reading  = make(chan struct{}) // the Void's catch-up began its read
+		readOnce sync.Once
+	)
+	wait, cancel := context.WithTimeout(ctx, deadlockAfter)
+	defer cancel()
+	fs := faultstore.New(mem, faultstore.Options{Before: func(op faultstore.Op, key string) error {
+		if !armed.Load() {
+			return nil
+		}
+		switch {
+		case op == faultstore.OpList && key == stubDir:
+			readOnce.Do(func() { close(reading) })
+			select { // the read begins inside the Claim's transaction
+			case <-inTx:
+			case <-wait.Done():
+				return wait.Err()
+			}
+		case op == faultstore.OpUpdate:
+			txBegun.Store(true)
+		}
+		return nil
+	}})
+	l := &ledgerStub{st: fs, sealer: openHook{Sealer: newSealer(), hook: func(string) {
+		// The first Open after the Update began is the Claim's read of its
+		// counter (moved by the other Service), inside the transaction.
+		if txBegun.Load() {
+			signal.Do(func() { close(inTx) })
+		}
+	}}}
+	// Not closed on failure: a transaction left waiting holds the lock
+	// Close takes.
+	svc := stubService(t, fs, l)
+	q := mustSequence(t, svc, "inv")
+	n, err := q.Claim(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), n)
+	// Another Service takes 2: this one's view of the History is behind.
+	n, err = mustSequence(t, stubService(t, fs, l), "inv").Next(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), n)
+	armed.Store(true)
+
+	voidDone := make(chan error, 1)
+	go func() { voidDone <- q.Void(ctx, 2, "spoiled") }() // catches the view up: reads the History
+	select {
+	case <-reading:
+	case <-wait.Done():
+		t.Fatalf("the void did not read the history within %v", deadlockAfter)
+	}
+	type claimOutcome struct {
+		n   uint64
+		err error
+	}
+	claimDone := make(chan claimOutcome, 1)
+	go func() {
+		n, err := q.Claim(ctx, "b") // its record is missing: looked up in the view
+		claimDone <- claimOutcome{n, err}
+	}()
+
+	var claim claimOutcome
+	select {
+	case claim = <-claimDone:
+	case <-wait.Done():
+		t.Fatalf("deadlock: the claim's transaction waited %v for the view, locked across a read of the store", deadlockAfter)
+	}
+	require.NoError(t, claim.err)
+	assert.Equal(t, uint64(3), claim.n)
+	select {
+	case err = <-voidDone:
+	case <-wait.Done():
+		t.Fatalf("deadlock: the void waited %v", deadlockAfter)
+	}
+	require.NoError(t, err)
+	armed.Store(false)
+
+	reason, voided, err := q.Voided(ctx, 2)
+	require.NoError(t, err)
+	assert.True(t, voided)
+	assert.Equal(t, "spoiled", reason)
+	n, err = q.Claim(ctx, "b")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), n, "a retry gets its number")
+	n, err = q.Next(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(4), n, "no gap, no duplicate")
 	require.NoError(t, fs.Close())
 }
