@@ -37,7 +37,7 @@ const rotateChildEnv = "NOYDB_ROTATE_KILL_CHILD"
 // keys are rotated (printing "rotated <generation>" once RotateKeys
 // returned); once the writers have taken 4 numbers it starts the
 // rotation and sends itself SIGKILL after the delay it was given, counted
-// from just before RotateKeys.
+// from just before RotateKeys (every third round: from its return).
 func TestRotateKillChild(t *testing.T) {
 	spec := os.Getenv(rotateChildEnv)
 	if spec == "" {
@@ -104,13 +104,22 @@ func TestRotateKillChild(t *testing.T) {
 	for range 4 {
 		<-started
 	}
-	time.AfterFunc(time.Duration(delay)*time.Microsecond, killSelf)
+	// Every third round counts the delay from the rotation's commit, so
+	// that some kills come during the re-sealing however slow the machine
+	// is; the others count it from just before RotateKeys.
+	fromCommit := round%3 == 2
+	if !fromCommit {
+		time.AfterFunc(time.Duration(delay)*time.Microsecond, killSelf)
+	}
 	rot, err := v.RotateKeys(ctx)
 	if err != nil {
 		say("error %v", err)
 		select {}
 	}
 	say("rotated %d", rot.Generation())
+	if fromCommit {
+		time.AfterFunc(time.Duration(delay)*time.Microsecond, killSelf)
+	}
 	select {} // until killed
 }
 
@@ -142,6 +151,9 @@ func TestRotateKilled(t *testing.T) {
 	killedDuring := 0
 	for round := range 30 {
 		delay := rng.IntN(150_000) // up to 150 ms after the rotation begins
+		if round%3 == 2 {
+			delay = rng.IntN(5_000) // up to 5 ms after its commit (see TestRotateKillChild)
+		}
 		lines := runRotateChild(t, dir, round, delay)
 		printed := map[uint64]bool{}
 		rotated := uint64(0)
@@ -221,8 +233,12 @@ func TestRotateKilled(t *testing.T) {
 		verified(t, v)
 		require.NoError(t, v.Close())
 		require.NoError(t, st.Close())
-		t.Logf("round %d: killed %dµs after the rotation began; printed %d numbers, rotated %d, pending %v; now generation %d, %d numbers",
-			round, delay, len(printed), rotated, wasPending, gen, top)
+		from := "the rotation began"
+		if round%3 == 2 {
+			from = "its commit"
+		}
+		t.Logf("round %d: killed %dµs after %s; printed %d numbers, rotated %d, pending %v; now generation %d, %d numbers",
+			round, delay, from, len(printed), rotated, wasPending, gen, top)
 	}
 	t.Logf("%d of 30 rounds were killed with the rotation pending", killedDuring)
 	assert.Positive(t, killedDuring, "no kill came during a re-sealing")
