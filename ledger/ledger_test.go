@@ -414,3 +414,32 @@ func TestKindString(t *testing.T) {
 	assert.True(t, ledger.KeysRotated.Valid())
 	assert.False(t, ledger.Kind(21).Valid())
 }
+
+// TestVerifyProgressCounts: VerifyProgress reports 1, 2 … n, in order,
+// once per entry, on the serial walk and on the parallel one (over
+// 4*256 entries), and returns Verify's report.
+func TestVerifyProgressCounts(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []int{5, 1100} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			l := newLedger(t, memstore.New())
+			for i := 0; i < n; i += 100 {
+				var batch []ledger.Entry
+				for j := i; j < min(i+100, n); j++ {
+					batch = append(batch, fact(j+1))
+				}
+				_, err := l.Append(ctx, batch...)
+				require.NoError(t, err)
+			}
+			var got []uint64
+			rep, err := l.VerifyProgress(ctx, func(entries uint64) { got = append(got, entries) })
+			require.NoError(t, err)
+			want := make([]uint64, n)
+			for i := range want {
+				want[i] = uint64(i + 1)
+			}
+			assert.Equal(t, want, got)
+			assert.Equal(t, verifyClean(t, l, uint64(n)), rep)
+		})
+	}
+}

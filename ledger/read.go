@@ -60,7 +60,17 @@ func (r Report) OK() bool { return r.Problem == nil }
 // failed or ctx ended (Report.Problem is nil, and the report covers what was
 // read before).
 func (l *ledger) Verify(ctx context.Context) (Report, error) {
-	return l.verifySigned(ctx)
+	return l.verifySigned(ctx, nil)
+}
+
+// VerifyProgress is Verify, calling progress, when it is not nil, with
+// the number of entries walked so far as the walk goes: on the calling
+// goroutine, in increasing order, after each entry. It checks exactly
+// what Verify checks, signatures included (some of which are checked in
+// batches, so a count passed to progress is no promise that those
+// entries are intact: the report says that).
+func (l *ledger) VerifyProgress(ctx context.Context, progress func(entries uint64)) (Report, error) {
+	return l.verifySigned(ctx, progress)
 }
 
 // finish completes a report with err, the walk's outcome.

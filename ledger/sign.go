@@ -492,8 +492,9 @@ func permitted(role string, e *Entry) bool {
 
 // verifySigned is Verify with the signature replay: the walk runs as
 // Verify's, each entry is replayed in order, and the first problem of
-// either kind, by position, is the one reported.
-func (l *ledger) verifySigned(ctx context.Context) (Report, error) {
+// either kind, by position, is the one reported. progress, when not nil,
+// gets the count of entries walked after each one (see VerifyProgress).
+func (l *ledger) verifySigned(ctx context.Context, progress func(entries uint64)) (Report, error) {
 	var dir map[string]wire.LedgerPerson
 	if l.people != nil {
 		var err error
@@ -514,6 +515,9 @@ func (l *ledger) verifySigned(ctx context.Context) (Report, error) {
 			return false
 		}
 		rep.Entries++
+		if progress != nil {
+			progress(rep.Entries)
+		}
 		return true
 	})
 	rep.Head = head

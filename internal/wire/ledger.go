@@ -130,6 +130,9 @@ type Ledger[E, H, R any] interface {
 	Read(ctx context.Context, from uint64) iter.Seq2[E, error]
 	// Verify walks the whole ledger and reports what it found.
 	Verify(ctx context.Context) (R, error)
+	// VerifyProgress is Verify, reporting to progress (when not nil)
+	// how many entries it has walked, after each one.
+	VerifyProgress(ctx context.Context, progress func(entries uint64)) (R, error)
 	// Close refuses new calls and waits for those in flight.
 	Close() error
 }
