@@ -119,6 +119,8 @@ type app struct {
 	// fetched says that openVault opened a vault this device did not hold
 	// from its hub (its header and keyring; 'noydb sync' brings records).
 	fetched bool
+	// role is the role of --user in the vault openVault opened, "" before.
+	role string
 	// quietOffline drops the note that the hub cannot be reached ('noydb
 	// sync' fails with it instead).
 	quietOffline bool
@@ -678,6 +680,7 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 	if err == nil {
 		a.created = !exists && !onHub
 		a.fetched = !exists && onHub
+		a.role = v.Role().String()
 		a.noteStore(stateDir)
 	}
 	return v, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/noydb-go/noydb/ledger"
@@ -132,6 +133,8 @@ func (a *app) explain(err error) string {
 		return fmt.Sprintf("%v: only JSON objects can carry a number field", err)
 	case errors.Is(err, sequence.ErrContention), errors.Is(err, ledger.ErrContention):
 		return fmt.Sprintf("%v: other writers kept winning the race; try again", err)
+	case errors.Is(err, vault.ErrNotPermitted):
+		return a.notPermitted(err)
 	case errors.Is(err, vault.ErrTampered), errors.Is(err, ledger.ErrTampered):
 		return fmt.Sprintf("%v: stored data was changed outside noydb; run `noydb ledger verify` and restore from a backup", err)
 	case errors.Is(err, stores.ErrLocked):
@@ -145,6 +148,32 @@ func (a *app) explain(err error) string {
 		return "interrupted"
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("%v: timed out", err)
+	}
+	return err.Error()
+}
+
+// notLimitedTo is the text of the vault's refusal of a collection that a
+// person limited to others may not use (see 'people collections').
+const notLimitedTo = "is not among those the person may use"
+
+// notPermitted explains vault.ErrNotPermitted: what the person's role does
+// not allow, and who can change that.
+func (a *app) notPermitted(err error) string {
+	user, name := strconv.Quote(a.user), strconv.Quote(a.vaultName)
+	switch {
+	case strings.Contains(err.Error(), notLimitedTo):
+		return fmt.Sprintf("%v: %s may use only the collections an owner gave them in vault %s (see 'noydb people list'); "+
+			"to use this one, ask an owner to add it ('noydb people collections %s --collections …')", err, user, name, a.user)
+	case a.role == vault.RoleReader.String():
+		return fmt.Sprintf("%v: %s is a reader of vault %s, and a reader only reads: no record written, no number taken, "+
+			"no one's access changed; ask an owner (see 'noydb people list') to do it, or to give %s a role that allows it "+
+			"(the owner runs 'noydb people remove %s', then 'noydb people add %s --role writer', or --role owner to change people)",
+			err, user, name, a.user, a.user, a.user)
+	case a.role == vault.RoleWriter.String():
+		return fmt.Sprintf("%v: %s is a writer of vault %s, and a writer writes records and takes numbers but changes "+
+			"no one's access and no key: only an owner does; ask an owner (see 'noydb people list') to do it, "+
+			"or to make %s an owner (the owner runs 'noydb people remove %s', then 'noydb people add %s --role owner')",
+			err, user, name, a.user, a.user, a.user)
 	}
 	return err.Error()
 }

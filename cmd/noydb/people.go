@@ -103,6 +103,9 @@ interrupted), so that the person holds no key opening another collection.
 They still see the ledger's metadata (collection names, ids, numbers).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("role") {
+				return usagef("--role is required: owner, writer or reader")
+			}
 			r, err := vault.ParseRole(role)
 			if err != nil {
 				return usagef("--role: %v", err)
@@ -153,7 +156,6 @@ They still see the ledger's metadata (collection names, ids, numbers).`,
 	add.Flags().StringVar(&publicKey, "public-key", "", "the person's X25519 public key (noydb-x25519-public:…) instead of a secret")
 	add.Flags().StringVar(&newSecretFile, "new-secret-file", "", "read the person's secret from this file (else a prompt)")
 	add.Flags().StringSliceVar(&collections, "collections", nil, "limit the person to these collections (comma separated; not for an owner)")
-	_ = add.MarkFlagRequired("role")
 	var keepKeys bool
 	remove := &cobra.Command{
 		Use:   "remove USER",
