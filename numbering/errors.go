@@ -2,6 +2,7 @@ package numbering
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/errs"
@@ -25,8 +26,9 @@ var (
 	// anything was read or written. It is sequence.ErrInvalid: one value.
 	ErrInvalid = errs.ErrInvalid
 	// ErrMismatch: the series was first numbered for another collection, or
-	// with another format than the one asked for (see Options.Format).
-	ErrMismatch = errors.New("series belongs to another collection")
+	// with another format than the one asked for (see Options.Format). The
+	// error is a *MismatchError when the series says which it was.
+	ErrMismatch = errors.New("series was set up with another collection or format")
 	// ErrTampered: a stored numbering value failed authentication, or its key
 	// does not match its content (changed, or copied from another place).
 	ErrTampered = crypto.ErrTampered
@@ -42,3 +44,26 @@ var (
 	// series, or a number given to more than one record.
 	ErrDuplicate = errors.New("number given twice")
 )
+
+// MismatchError is ErrMismatch saying what did not match: the handle asked
+// for a collection or a format other than the one the series keeps since
+// it was first numbered. errors.Is(err, ErrMismatch) holds for it.
+type MismatchError struct {
+	// Collection is true when the collections differ, false when the
+	// formats do.
+	Collection bool
+	// Stored is the series' own collection or format; Asked is the one
+	// the handle asked for.
+	Stored, Asked string
+}
+
+// Error says what differs: the collection or the format.
+func (e *MismatchError) Error() string {
+	if e.Collection {
+		return fmt.Sprintf("series numbers collection %q, not %q", e.Stored, e.Asked)
+	}
+	return fmt.Sprintf("series formats its numbers as %q, not %q", e.Stored, e.Asked)
+}
+
+// Is reports whether target is ErrMismatch.
+func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }

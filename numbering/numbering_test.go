@@ -201,6 +201,10 @@ func TestMismatchedCollection(t *testing.T) {
 	require.NoError(t, err)
 	_, err = other.RunPass(ctx)
 	assert.ErrorIs(t, err, numbering.ErrMismatch)
+	var me *numbering.MismatchError
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, numbering.MismatchError{Collection: true, Stored: "receipts", Asked: "invoices"}, *me)
+	assert.Contains(t, err.Error(), `series numbers collection "receipts", not "invoices"`)
 }
 
 func TestDeletedRecords(t *testing.T) {

@@ -124,7 +124,7 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 		}
 	}
 	if h.collection != "" && h.collection != s.opts.Collection {
-		return fmt.Errorf("%w: it numbers %q, not %q", ErrMismatch, h.collection, s.opts.Collection)
+		return &MismatchError{Collection: true, Stored: h.collection, Asked: s.opts.Collection}
 	}
 	// A handle of another format or collection than the stored ones is
 	// refused before anything is written.

@@ -53,9 +53,9 @@ func (s *Series) configFormat(ctx context.Context, want string) (string, error) 
 	}
 	switch {
 	case s.cfg.collection != s.opts.Collection:
-		return "", fmt.Errorf("%w: it numbers %q, not %q", ErrMismatch, s.cfg.collection, s.opts.Collection)
+		return "", &MismatchError{Collection: true, Stored: s.cfg.collection, Asked: s.opts.Collection}
 	case want != "" && want != s.cfg.format:
-		return "", fmt.Errorf("%w: its format is %q, not %q", ErrMismatch, s.cfg.format, want)
+		return "", &MismatchError{Stored: s.cfg.format, Asked: want}
 	}
 	return s.cfg.format, nil
 }

@@ -71,6 +71,7 @@ func fromHub(err error) bool {
 
 // explain turns err into one line that says what happened and what to do.
 func (a *app) explain(err error) string {
+	var mismatch *numbering.MismatchError
 	switch {
 	case errors.Is(err, vault.ErrWrongSecret) && a.identityFile != "":
 		return fmt.Sprintf("the identity in --identity-file does not open vault %q for user %q", a.vaultName, a.user)
@@ -125,6 +126,15 @@ func (a *app) explain(err error) string {
 		return fmt.Sprintf("%v: only a series defined with --corrects takes --correcting", err)
 	case errors.Is(err, vault.ErrNoConflict):
 		return fmt.Sprintf("%v: see 'noydb sync conflicts'", err)
+	case errors.As(err, &mismatch) && mismatch.Collection:
+		return fmt.Sprintf("%v: a numbering series numbers the records of one collection, the one it was first used for (%q); "+
+			"number the records of %q with a series of their own (another series name)", err, mismatch.Stored, mismatch.Asked)
+	case errors.As(err, &mismatch):
+		return fmt.Sprintf("%v: a numbering series keeps the format its first numbers were given with; "+
+			"leave --format out to use the series' own (%q), or start a series of another name for the new format", err, mismatch.Stored)
+	case errors.Is(err, numbering.ErrMismatch):
+		return fmt.Sprintf("%v: a numbering series keeps the collection and the format it was first used with; "+
+			"leave --format out to use the series' own, and number only the collection 'noydb seq list' shows for it", err)
 	case errors.Is(err, numbering.ErrAlreadyNumbered):
 		return fmt.Sprintf("%v: see `noydb number lookup`", err)
 	case errors.Is(err, numbering.ErrPassRunning):
