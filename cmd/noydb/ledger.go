@@ -194,7 +194,7 @@ an array of entries.`,
 					}
 					w.Write(b)
 				} else {
-					fmt.Fprintf(w, "%6d  %s  %-12s  %-16s  %s\n", e.Seq, e.Time.UTC().Format("2006-01-02 15:04:05.000Z"),
+					fmt.Fprintf(w, "%6d  %s  %-12s  %-22s  %s\n", e.Seq, e.Time.UTC().Format("2006-01-02 15:04:05.000Z"),
 						e.Actor, e.Kind, describe(e))
 				}
 				n++
@@ -226,6 +226,9 @@ func describe(e ledger.Entry) string {
 		if e.Series != "" {
 			s += fmt.Sprintf(" numbered %s #%d", series, e.Number)
 		}
+		if e.Reason == vault.ResealedReason {
+			s += " (re-sealed with the new keys)"
+		}
 		return s
 	case ledger.RecordDelete:
 		return fmt.Sprintf("%s (was rev %d)", record, e.Revision)
@@ -255,6 +258,50 @@ func describe(e ledger.Entry) string {
 	case ledger.AppEvent:
 		name, data, _ := e.Event()
 		return fmt.Sprintf("%s (%d bytes)", strconv.Quote(name), len(data))
+	case ledger.RecordPulled:
+		return fmt.Sprintf("%s rev %d, from the hub (its change %d)", record, e.Revision, e.Number)
+	case ledger.RecordPulledDelete:
+		return fmt.Sprintf("%s deleted (was rev %d), from the hub (its change %d)", record, e.Revision, e.Number)
+	case ledger.SyncConflict:
+		// Reason is "<policy>: hub lost" or "<policy>: device lost".
+		policy, lost, _ := strings.Cut(e.Reason, ": ")
+		return fmt.Sprintf("%s: conflict, %s (rev %d) by %s", record, lost, e.Revision, policy)
+	case ledger.PersonGranted:
+		s := fmt.Sprintf("%s is a %s", e.ID, e.Reason)
+		if cols, limited, _ := e.GrantCollections(); limited {
+			s += ", limited to " + strings.Join(cols, ",")
+		}
+		return s
+	case ledger.PersonRevoked:
+		return fmt.Sprintf("%s removed (access revoked)", e.ID)
+	case ledger.SecretChanged:
+		return fmt.Sprintf("secret of %s changed", e.ID)
+	case ledger.KeyringUpgraded:
+		return fmt.Sprintf("keyring entry of %s (%s) upgraded to the current layout", e.ID, e.Reason)
+	case ledger.RecoveryCodesIssued:
+		return fmt.Sprintf("%s for %s (earlier ones no longer work)", plural(int(e.Number), "recovery code", "recovery codes"), e.ID)
+	case ledger.RecoveryCodeUsed:
+		return fmt.Sprintf("%s opened with recovery code %s and set a new secret", e.ID, e.RequestID)
+	case ledger.RecoveryCodesRevoked:
+		return fmt.Sprintf("unused recovery codes of %s revoked", e.ID)
+	case ledger.KeysRotated:
+		// Reason says why: "rotate", "revoke <user>", "grant <user>" (a
+		// limited grant), "collections of <user>".
+		why := e.Reason
+		switch verb, who, _ := strings.Cut(e.Reason, " "); verb {
+		case "rotate":
+			why = "vault rotate"
+		case "revoke":
+			why = "after removing " + who
+		case "grant":
+			why = "for the limited grant of " + who
+		case "collections":
+			why = "after changing the " + e.Reason
+		}
+		if why == "" {
+			return fmt.Sprintf("new data keys, generation %d", e.Number)
+		}
+		return fmt.Sprintf("new data keys, generation %d (%s)", e.Number, why)
 	}
 	return ""
 }
