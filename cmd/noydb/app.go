@@ -362,6 +362,7 @@ cheap key-derivation cost. Never set it for real data.`,
 
 	root.AddGroup(
 		&cobra.Group{ID: "records", Title: "Records:"},
+		&cobra.Group{ID: "people", Title: "People, keys and sync:"},
 		&cobra.Group{ID: "numbers", Title: "Numbering and audit:"},
 		&cobra.Group{ID: "tools", Title: "Tools:"},
 	)
@@ -373,7 +374,7 @@ cheap key-derivation cost. Never set it for real data.`,
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{a.peopleCmd(), a.vaultCmd()} { // people.go
-		c.GroupID = "records"
+		c.GroupID = "people"
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{a.seqCmd(), a.numberCmd(), a.ledgerCmd()} {
@@ -381,7 +382,7 @@ cheap key-derivation cost. Never set it for real data.`,
 		root.AddCommand(c)
 	}
 	syncCmd := a.syncCmd()
-	syncCmd.GroupID = "records"
+	syncCmd.GroupID = "people"
 	root.AddCommand(syncCmd)
 	for _, c := range []*cobra.Command{a.benchCmd(), a.demoCmd(), a.configCmd(), a.forgetCmd()} {
 		c.GroupID = "tools"
