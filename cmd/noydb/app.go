@@ -119,6 +119,12 @@ type app struct {
 	// fetched says that openVault opened a vault this device did not hold
 	// from its hub (its header and keyring; 'noydb sync' brings records).
 	fetched bool
+	// joined says that openVault put the vault on its hub: a new vault
+	// created on both, or one this device held alone until now.
+	joined bool
+	// ownsHubNote: the command says itself that the vault was fetched or
+	// joined its hub (init, sync), so openVault prints no note about it.
+	ownsHubNote bool
 	// role is the role of --user in the vault openVault opened, "" before.
 	role string
 	// quietOffline drops the note that the hub cannot be reached ('noydb
@@ -681,10 +687,30 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 	if err == nil {
 		a.created = !exists && !onHub
 		a.fetched = !exists && onHub
+		a.joined = hub != nil && hub.offline == nil && !onHub
+		if !a.ownsHubNote {
+			a.noteHub()
+		}
 		a.role = v.Role().String()
 		a.noteStore(stateDir)
 	}
 	return v, err
+}
+
+// noteHub tells, on standard error, that the command fetched the vault
+// from its hub or put it there: neither is what the command was asked for,
+// and both change what later commands do.
+func (a *app) noteHub() {
+	switch {
+	case a.fetched:
+		fmt.Fprintf(a.io.err, "note: vault %q was not on this device: fetched its people and keys from hub %s; 'noydb sync' brings its records\n",
+			a.vaultName, a.hub)
+	case a.joined && a.created:
+		fmt.Fprintf(a.io.err, "note: created vault %q here and on hub %s, which this device syncs with\n", a.vaultName, a.hub)
+	case a.joined:
+		fmt.Fprintf(a.io.err, "note: vault %q joined hub %s: this device syncs with it from now on, and takes numbers there; 'noydb sync' pushes its records\n",
+			a.vaultName, a.hub)
+	}
 }
 
 // pickUser settles a.user when neither --user nor $NOYDB_USER gave one: the

@@ -21,13 +21,16 @@ refuses a vault that does not exist, unless --create is given, so a misspelt
 --vault or a wrong --store never silently starts a new series from 1.
 
 It prints "created vault NAME on STORE", or, when the vault exists and the
-secret opens it, that there is nothing to do. With --json it prints
-{"vault", "store", "created"}.`,
+secret opens it, that there is nothing to do. With --hub it says that the
+vault joined the hub: created there too, or, when the hub holds the vault
+already, fetched from it (its people and keys; 'noydb sync' brings the
+records). With --json it prints {"vault", "store", "created"}, and
+"fetched" or "joined" when true.`,
 		Example: `  noydb init --vault books
   noydb --vault books seq next invoices`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.create = true
+			a.create, a.ownsHubNote = true, true
 			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
@@ -38,19 +41,27 @@ secret opens it, that there is nothing to do. With --json it prints
 					Store   string `json:"store"`
 					Created bool   `json:"created"`
 					Fetched bool   `json:"fetched,omitempty"`
-				}{v.Name(), a.spec.String(), a.created, a.fetched})
+					Joined  bool   `json:"joined,omitempty"`
+				}{v.Name(), a.spec.String(), a.created, a.fetched, a.joined})
 			}
 			switch {
 			case a.fetched:
-				_, err = fmt.Fprintf(a.io.out, "vault %s is on hub %s: this device holds it now on %s; 'noydb sync' brings its records\n", v.Name(), a.hub, a.spec)
-				return err
+				_, err = fmt.Fprintf(a.io.out, "vault %s already exists on hub %s: fetched its people and keys to %s and joined the hub; 'noydb sync' brings its records\n",
+					v.Name(), a.hub, a.spec)
+			case a.created && a.joined:
+				_, err = fmt.Fprintf(a.io.out, "created vault %s on %s and joined hub %s (the vault is on the hub too); 'noydb sync' keeps them in step\n",
+					v.Name(), a.spec, a.hub)
 			case a.created && a.hub != nil:
-				_, err = fmt.Fprintf(a.io.out, "created vault %s on %s, a device of hub %s\n", v.Name(), a.spec, a.hub)
-				return err
-			}
-			if a.created {
+				_, err = fmt.Fprintf(a.io.out, "created vault %s on %s, a device of hub %s; it joins the hub when the hub can be reached\n",
+					v.Name(), a.spec, a.hub)
+			case a.created:
 				_, err = fmt.Fprintf(a.io.out, "created vault %s on %s\n", v.Name(), a.spec)
-			} else {
+			case a.joined:
+				_, err = fmt.Fprintf(a.io.out, "vault %s already exists on %s: it joined hub %s now, and takes its numbers there; 'noydb sync' pushes its records\n",
+					v.Name(), a.spec, a.hub)
+			case a.hub != nil:
+				_, err = fmt.Fprintf(a.io.out, "vault %s already exists on %s, a device of hub %s: nothing to do\n", v.Name(), a.spec, a.hub)
+			default:
 				_, err = fmt.Fprintf(a.io.out, "vault %s already exists on %s: nothing to do\n", v.Name(), a.spec)
 			}
 			return err

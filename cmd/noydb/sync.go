@@ -61,9 +61,12 @@ func parsePolicies(vals []string) (map[string]vault.SyncPolicy, error) {
 
 // syncReportJSON is a sync's report as --json prints it.
 type syncReportJSON struct {
-	Vault     string             `json:"vault"`
-	Hub       string             `json:"hub"`
-	Fetched   bool               `json:"fetched,omitempty"`
+	Vault   string `json:"vault"`
+	Hub     string `json:"hub"`
+	Fetched bool   `json:"fetched,omitempty"`
+	// Joined: the vault, held by this device alone until then, was put on
+	// the hub by this sync.
+	Joined    bool               `json:"joined,omitempty"`
 	Pulled    int                `json:"pulled"`
 	Pushed    int                `json:"pushed"`
 	Conflicts []syncConflictJSON `json:"conflicts"`
@@ -179,6 +182,7 @@ With --json it prints {"vault", "hub", "pulled", "pushed", "conflicts":
 			}
 			a.quietOffline = true
 			a.offlineHint = "nothing was synced; run 'noydb sync' again when the hub is back (this device keeps working meanwhile)"
+			a.ownsHubNote = true
 			v, err := a.openVault(ctx)
 			if err != nil {
 				return err
@@ -205,11 +209,14 @@ With --json it prints {"vault", "hub", "pulled", "pushed", "conflicts":
 			}
 			if a.json {
 				out := reportJSON(v.Name(), a.hub.String(), rep)
-				out.Fetched = a.fetched
+				out.Fetched, out.Joined = a.fetched, a.joined
 				return a.printJSON(out)
 			}
-			if a.fetched {
+			switch {
+			case a.fetched:
 				fmt.Fprintf(a.io.out, "vault %s was not on this device: fetched from hub %s\n", v.Name(), a.hub)
+			case a.joined:
+				fmt.Fprintf(a.io.out, "vault %s joined hub %s: this device syncs with it from now on, and takes numbers there\n", v.Name(), a.hub)
 			}
 			a.printReport(v.Name(), rep)
 			return nil
