@@ -169,14 +169,15 @@ type Slip struct {
 // TestReview16LockOrder: the commits of numbered puts (NumberingOf's Put
 // and Collection.PutNumbered: record, counter, ledger, current
 // generation), of a key rotation (on a vault, and on the hub of a device)
-// and its re-seal, of record puts after the rotation, and of a
-// deferred-numbering pass's stamps (a batch, and a single record) lock
-// their keys in ascending order, the one global order that keeps
-// PostgreSQL's row locks from deadlocking (see lockOrderStore for the
-// model of pgstore's locks). Before the fix the numbered puts locked the
-// current generation after the record, the rotation locked it after the
-// ledger's head, and the stamps locked it after the record, or the
-// records in the pass's order.
+// and its re-seal, of record puts after the rotation, of a
+// deferred-numbering pass's stamps (a batch, and a single record), and of
+// a device's handoff of a numbered record lock their keys in ascending
+// order, the one global order that keeps PostgreSQL's row locks from
+// deadlocking (see lockOrderStore for the model of pgstore's locks).
+// Before the fix the numbered puts locked the current generation after
+// the record, the rotation locked it after the ledger's head, the stamps
+// locked it after the record, or the records in the pass's order, and the
+// handoff locked its entry after the record.
 func TestReview16LockOrder(t *testing.T) {
 	ctx := context.Background()
 	st := &lockOrderStore{Store: memstore.New()}
@@ -239,9 +240,16 @@ func TestReview16LockOrder(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoError(t, rep.Problem)
 
-	// A device rotates on its hub first: that commit too.
-	hub := &lockOrderStore{Store: memstore.New()}
-	d := openPerson(t, hubPerson(memstore.New(), hub, "olga", "o"))
+	// A device hands a numbered record off to its hub's pass with the
+	// record's commit, and rotates on its hub first: those commits too.
+	hub, dev := &lockOrderStore{Store: memstore.New()}, &lockOrderStore{Store: memstore.New()}
+	d := openPerson(t, hubPerson(dev, hub, "olga", "o"))
+	dr, err := vault.NumberingOf(vault.CollectionOf[Receipt](d, "receipts"), "receipt", sequence.Options{}, setReceiptNumber)
+	require.NoError(t, err)
+	r, err := dr.Put(ctx, "r-1", Receipt{Total: 1})
+	require.NoError(t, err)
+	require.True(t, r.Pending)
+	assert.Empty(t, dev.outOfOrder(), "handoff on a device: keys locked out of order")
 	putTexts(t, d, map[string]string{}, "a", "b")
 	mustSync(t, d)
 	hub.outOfOrder()

@@ -475,7 +475,11 @@ func (n *Numbered[T]) write(ctx context.Context, id string, before *sealedEntry,
 	c, v := n.c, n.c.v
 	key := v.recordKey(c.name, id)
 	if _, ok := v.store.(stores.Transactor); ok && v.store.Capabilities().Transactions {
-		return v.ledger.UpdateKeys(ctx, v.recordKeys(c.name, id), func(tx stores.Tx) error {
+		keys := v.recordKeys(c.name, id)
+		if before != nil {
+			keys = append(keys, before.key) // locked with the others, in key order (lockKeys)
+		}
+		return v.ledger.UpdateKeys(ctx, keys, func(tx stores.Tx) error {
 			prev, err := v.readTx(tx, c.name, id, true)
 			if err != nil {
 				return err
