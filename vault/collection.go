@@ -235,7 +235,7 @@ func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequenc
 	case !c.v.owns(seq):
 		return out, fmt.Errorf("put numbered %s/%s: series %q belongs to another vault or vault handle: %w", c.name, id, seq.Series(), ErrInvalidArgument)
 	}
-	_, err := seq.BindKeys(ctx, []string{c.v.recordKey(c.name, id)}, func(tx stores.Tx, s sequence.Serial) error {
+	_, err := seq.BindKeys(ctx, c.v.recordKeys(c.name, id), func(tx stores.Tx, s sequence.Serial) error {
 		prev, err := c.v.readTx(tx, c.name, id, true)
 		if err != nil {
 			return err

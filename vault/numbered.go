@@ -368,7 +368,9 @@ func (n *Numbered[T]) read(ctx context.Context, id string) (stored, error) {
 func (n *Numbered[T]) putOnline(ctx context.Context, id string, value T) (NumberedRecord[T], error) {
 	c, v := n.c, n.c.v
 	out := NumberedRecord[T]{ID: id}
-	_, err := n.seq.BindKeys(ctx, []string{v.recordKey(c.name, id)}, func(tx stores.Tx, s sequence.Serial) error {
+	// The record's keys include currentGenKey, which applyTx reads: named
+	// here, it is locked with the others in key order (see recordKeys).
+	_, err := n.seq.BindKeys(ctx, v.recordKeys(c.name, id), func(tx stores.Tx, s sequence.Serial) error {
 		prev, err := v.readTx(tx, c.name, id, true)
 		if err != nil {
 			return err
@@ -473,7 +475,11 @@ func (n *Numbered[T]) write(ctx context.Context, id string, before *sealedEntry,
 	c, v := n.c, n.c.v
 	key := v.recordKey(c.name, id)
 	if _, ok := v.store.(stores.Transactor); ok && v.store.Capabilities().Transactions {
-		return v.ledger.UpdateKeys(ctx, v.recordKeys(c.name, id), func(tx stores.Tx) error {
+		keys := v.recordKeys(c.name, id)
+		if before != nil {
+			keys = append(keys, before.key) // locked with the others, in key order (lockKeys)
+		}
+		return v.ledger.UpdateKeys(ctx, keys, func(tx stores.Tx) error {
 			prev, err := v.readTx(tx, c.name, id, true)
 			if err != nil {
 				return err

@@ -149,6 +149,9 @@ func (r stampRecords) Stamp(ctx context.Context, collection, id string, m deferr
 	if tr, ok := v.store.(stores.Transactor); ok {
 		_, err = cas.Do(ctx, cas.Policy{}, func(int) error {
 			return tr.Update(ctx, func(tx stores.Tx) error {
+				if err := lockKeys(tx, key, v.prefix+currentGenKey); err != nil {
+					return err
+				}
 				it, err := tx.Get(key)
 				if err != nil {
 					return err
@@ -203,6 +206,14 @@ func (r stampTxRecords) StampBatch(ctx context.Context, collection string, ids [
 	found := make([]bool, len(ids))
 	_, err := cas.Do(ctx, cas.Policy{}, func(int) error {
 		return r.tr.Update(ctx, func(tx stores.Tx) error {
+			// The pass names the ids in its own order, not the keys'.
+			keys := make([]string, 0, len(ids)+1)
+			for _, id := range ids {
+				keys = append(keys, v.recordKey(collection, id))
+			}
+			if err := lockKeys(tx, append(keys, v.prefix+currentGenKey)...); err != nil {
+				return err
+			}
 			cur, err := v.currentGenTx(tx) // once for the batch
 			if err != nil {
 				return err

@@ -429,7 +429,11 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 			return 0, nil, err
 		}
 	}
-	err = v.ledger.UpdateKeys(ctx, changeKeys(changes), func(tx stores.Tx) error {
+	// The rotation mark and the current generation are written blind; named
+	// with the keys read, they are locked with them in key order (lockKeys)
+	// rather than at the commit, after the ledger's head.
+	keys := append(changeKeys(changes), v.prefix+rotationKey, v.prefix+currentGenKey)
+	err = v.ledger.UpdateKeys(ctx, keys, func(tx stores.Tx) error {
 		for _, c := range changes {
 			it, err := tx.Get(c.key)
 			switch {

@@ -147,8 +147,33 @@ func (v *Vault) freshSealAt(tx stores.Tx, cur uint64, collection, id string, sea
 
 // recordKeys returns the keys a record write reads: the record's, and
 // currentGenKey (prefetched together on stores that read in round trips).
+// A commit that writes a record names both wherever it names the keys it
+// reads (UpdateKeys, BindKeys), so that currentGenKey is locked with the
+// others, in key order, and not after them by freshSealTx (see lockKeys).
 func (v *Vault) recordKeys(collection, id string) []string {
 	return []string{v.recordKey(collection, id), v.prefix + currentGenKey}
+}
+
+// lockKeys reads keys into tx in one step, before any of them is read with
+// Get, when tx reads in round trips (a stores.Prefetcher: pgstore, whose
+// reads lock rows until the transaction ends); elsewhere it does nothing.
+//
+// Every commit of the vault that reads or writes several keys that other
+// commits lock too takes them in one global order, ascending key bytes:
+// it names them all in one step (here, or in ledger.UpdateKeys and
+// sequence.BindKeys, which prefetch the keys of their whole batch), and
+// Prefetch takes them in that order. Two commits that share keys then
+// queue on the first one they share; a commit that took one key and then
+// waited for a lower one could wait, on PostgreSQL, for a commit waiting
+// for it, a deadlock the server breaks by failing one of them. The
+// entries a ledger or a numbering pass appends are the exception: new
+// keys written only by the holder of their head, which nobody else waits
+// for.
+func lockKeys(tx stores.Tx, keys ...string) error {
+	if p, ok := tx.(stores.Prefetcher); ok && len(keys) > 1 {
+		return p.Prefetch(keys)
+	}
+	return nil
 }
 
 // learn makes gen current (as far as it is above the current one): it

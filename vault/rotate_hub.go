@@ -101,7 +101,9 @@ func changeKeys(changes []keyringChange) []string {
 // It writes current too, the new generation sealed for currentGenKey, so
 // that handles open on the hub's store learn it (rotate_current.go).
 func (v *Vault) commitOnHub(ctx context.Context, changes []keyringChange, current []byte, entries []ledger.Entry) error {
-	err := v.hub.ledger.UpdateKeys(ctx, changeKeys(changes), func(tx stores.Tx) error {
+	// currentGenKey is locked with the entries, in key order (lockKeys).
+	keys := append(changeKeys(changes), v.prefix+currentGenKey)
+	err := v.hub.ledger.UpdateKeys(ctx, keys, func(tx stores.Tx) error {
 		for _, c := range changes {
 			it, err := tx.Get(c.key)
 			switch {
