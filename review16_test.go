@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
@@ -79,6 +80,116 @@ func TestReview16RegrantBeforeSyncReachesHub(t *testing.T) {
 				}
 			}
 			assert.Equal(t, []string{"olga person-granted bob", "olga person-revoked bob", "olga person-granted bob"}, people)
+		})
+	}
+}
+
+// TestReview16RevokedHandlePasses: a writer's handle opened before the
+// writer was revoked (or revoked and granted again) runs no numbering
+// pass over the records it had put in line: the pass is refused with
+// ErrNoAccess before it commits a batch, and the store is left byte for
+// byte as it was. A pass used to commit its batch and stamp the records
+// (on a store with transactions, where no pre-check runs; on any store
+// through the series itself), and only its ledger entries were refused,
+// leaving numbers taken without entries; nor does it put a record in
+// line (Enqueue). The owner's pass then numbers
+// the records 1 and 2, and the ledger verifies.
+func TestReview16RevokedHandlePasses(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range numberedStores() {
+		for _, mode := range []string{"revoked", "revoked without rotation", "revoked and granted again"} {
+			t.Run(name+"/"+mode, func(t *testing.T) {
+				st := newStore(t)
+				olga := openPerson(t, personCfg(st, "olga", "o"))
+				require.NoError(t, olga.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+				bob := openPerson(t, personCfg(st, "bob", "b"))
+				ns := ticketNumbering(t, bob)
+				opts := revokeOpts(st)
+				if mode != "revoked" {
+					opts = []vault.RevokeOption{vault.RevokeWithoutRotation()}
+				}
+				tickets := vault.CollectionOf[Ticket](bob, "tickets")
+				for _, id := range []string{"t-1", "t-2"} {
+					require.NoError(t, tickets.Put(ctx, id, Ticket{Subject: id}))
+					_, err := ns.Enqueue(ctx, id)
+					require.NoError(t, err)
+				}
+
+				require.NoError(t, olga.Revoke(ctx, "bob", opts...))
+				if r := olga.Rotation(); r != nil {
+					require.NoError(t, r.Wait(ctx))
+				}
+				if mode == "revoked and granted again" {
+					require.NoError(t, olga.Grant(ctx, "bob", vault.Secret([]byte("b2")), vault.RoleWriter))
+				}
+				require.NoError(t, vault.CollectionOf[Ticket](olga, "tickets").Put(ctx, "t-3", Ticket{Subject: "t-3"}))
+				before := faultstore.Snapshot(snapshotStore(t, st))
+				_, err := ns.RunPass(ctx)
+				assert.ErrorIs(t, err, vault.ErrNoAccess, "bob's pass")
+				_, err = ns.Enqueue(ctx, "t-3")
+				assert.ErrorIs(t, err, vault.ErrNoAccess, "bob's enqueue")
+				assert.Empty(t, changedKeys(before, snapshotStore(t, st)), "the refused pass wrote nothing")
+
+				rep, err := ticketNumbering(t, olga).RunPass(ctx)
+				require.NoError(t, err)
+				assert.Equal(t, uint64(1), rep.First)
+				assert.Equal(t, uint64(2), rep.Last)
+				for i, id := range []string{"t-1", "t-2"} {
+					got, err := vault.CollectionOf[Ticket](olga, "tickets").Get(ctx, id)
+					require.NoError(t, err)
+					assert.Equal(t, uint64(i+1), got.No, id)
+				}
+				verified(t, olga)
+			})
+		}
+	}
+}
+
+// TestReview16RevokedHandleSettlesNothingOnHub: bob, on a device of a hub,
+// put numbered records and pushed them; olga revoked him and synced. His
+// handle's Settle, which runs the pass on the hub, is refused with
+// ErrNoAccess and writes nothing on the hub (no handoff entry copied, no
+// batch); olga's Settle numbers bob's pushed records 1 and 2 and the
+// hub's ledger verifies.
+func TestReview16RevokedHandleSettlesNothingOnHub(t *testing.T) {
+	ctx := context.Background()
+	for _, rotate := range []bool{false, true} {
+		name := "without rotation"
+		if rotate {
+			name = "with rotation"
+		}
+		t.Run(name, func(t *testing.T) {
+			hub := memstore.New()
+			a := openPerson(t, hubPerson(memstore.New(), hub, "olga", "o"))
+			require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+			mustSync(t, a)
+			b := openPerson(t, hubPerson(memstore.New(), hub, "bob", "b"))
+			_, h := stubsOf(t, b)
+			for _, id := range []string{"t-1", "t-2"} {
+				_, err := h.Put(ctx, id, Stub{})
+				require.NoError(t, err)
+			}
+			mustSync(t, b)
+
+			var opts []vault.RevokeOption
+			if !rotate {
+				opts = append(opts, vault.RevokeWithoutRotation())
+			}
+			require.NoError(t, a.Revoke(ctx, "bob", opts...))
+			if r := a.Rotation(); r != nil {
+				require.NoError(t, r.Wait(ctx))
+			}
+			mustSync(t, a)
+			before := faultstore.Snapshot(snapshotStore(t, hub))
+			_, err := h.Settle(ctx)
+			assert.ErrorIs(t, err, vault.ErrNoAccess, "bob's settle")
+			assert.Empty(t, changedKeys(before, snapshotStore(t, hub)), "the refused settle wrote nothing on the hub")
+
+			_, ha := stubsOf(t, a)
+			rep, err := ha.Settle(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, [2]uint64{1, 2}, [2]uint64{rep.First, rep.Last}, "olga's pass numbers bob's pushed records")
+			verified(t, openPerson(t, personCfg(hub, "olga", "o")))
 		})
 	}
 }
