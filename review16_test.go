@@ -193,3 +193,65 @@ func TestReview16RevokedHandleSettlesNothingOnHub(t *testing.T) {
 		})
 	}
 }
+
+// TestReview16StaleOwnerChangesNothing: otto (an owner) and bob (a
+// writer) were revoked by olga and granted again, with new secrets and
+// new signing keys. Their handles opened before keep the old keys: every
+// change of people or keys they attempt (a grant, a revocation, a change
+// of collections, a rotation, recovery codes, a secret change, even with
+// the new secret) fails with ErrNoAccess and writes nothing. The old
+// owner handle passed checkStillHeld (not revoked, still an owner) and,
+// on a store without transactions, wrote the keyring entry before the
+// ledger's guard refused its entry; a secret change with the new secret
+// did the same for any person. The new handles then change people, and
+// the ledger verifies.
+func TestReview16StaleOwnerChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range numberedStores() {
+		t.Run(name, func(t *testing.T) {
+			st := newStore(t)
+			olga := openPerson(t, personCfg(st, "olga", "o"))
+			require.NoError(t, olga.Grant(ctx, "otto", vault.Secret([]byte("t")), vault.RoleOwner))
+			require.NoError(t, olga.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+			require.NoError(t, olga.Grant(ctx, "rita", vault.Secret([]byte("r")), vault.RoleReader))
+			otto := openPerson(t, personCfg(st, "otto", "t"))
+			bob := openPerson(t, personCfg(st, "bob", "b"))
+			for _, p := range []string{"otto", "bob"} {
+				require.NoError(t, olga.Revoke(ctx, p, vault.RevokeWithoutRotation()))
+			}
+			require.NoError(t, olga.Grant(ctx, "otto", vault.Secret([]byte("t2")), vault.RoleOwner))
+			require.NoError(t, olga.Grant(ctx, "bob", vault.Secret([]byte("b2")), vault.RoleWriter))
+			before := faultstore.Snapshot(snapshotStore(t, st))
+
+			_, ottoCodes := otto.RecoveryCodes(ctx, 1)
+			_, bobCodes := bob.RecoveryCodes(ctx, 1)
+			errs := map[string]error{
+				"otto's grant":         otto.Grant(ctx, "eve", vault.Secret([]byte("e")), vault.RoleOwner),
+				"otto's revocation":    otto.Revoke(ctx, "rita", vault.RevokeWithoutRotation()),
+				"otto's codes":         ottoCodes,
+				"otto's code revoke":   otto.RevokeRecoveryCodes(ctx),
+				"otto's secret change": otto.ChangeSecret(ctx, []byte("t2"), []byte("t3")),
+				"bob's codes":          bobCodes,
+				"bob's code revoke":    bob.RevokeRecoveryCodes(ctx),
+				"bob's secret change":  bob.ChangeSecret(ctx, []byte("b2"), []byte("b3")),
+			}
+			if st.Capabilities().Transactions {
+				_, rotErr := otto.RotateKeys(ctx)
+				errs["otto's rotation"] = rotErr
+				errs["otto's narrowing"] = otto.SetCollections(ctx, "rita", "notes")
+				errs["otto's limited grant"] = otto.Grant(ctx, "eve", vault.Secret([]byte("e")), vault.RoleWriter, "notes")
+			}
+			for what, err := range errs {
+				assert.ErrorIs(t, err, vault.ErrNoAccess, what)
+			}
+			assert.Empty(t, changedKeys(before, snapshotStore(t, st)), "the refused calls wrote nothing")
+			verified(t, olga)
+
+			otto2 := openPerson(t, personCfg(st, "otto", "t2"))
+			require.NoError(t, otto2.Grant(ctx, "eve", vault.Secret([]byte("e")), vault.RoleWriter))
+			bob2 := openPerson(t, personCfg(st, "bob", "b2"))
+			require.NoError(t, bob2.ChangeSecret(ctx, []byte("b2"), []byte("b3")))
+			verified(t, olga)
+		})
+	}
+}

@@ -114,6 +114,16 @@ func (v *Vault) mayWriteNow(ctx context.Context) error {
 	return v.guard.check(func(key string) (stores.Item, error) { return v.store.Get(ctx, key) })
 }
 
+// mayChangePeople asks the guard, with plain reads of the store people
+// changes are written to (v.me.store: a reader's own), before a change
+// written without a transaction: its keyring entry goes first, and the
+// ledger entry's commit, which asks the guard, only after it. Between
+// this read and the write, a revocation committed by another handle is
+// not seen (as for mayWrite).
+func (v *Vault) mayChangePeople(ctx context.Context) error {
+	return v.guard.check(func(key string) (stores.Item, error) { return v.me.store.Get(ctx, key) })
+}
+
 // holds reports whether signPub, the signing key of the person's keyring
 // entry as stored now, is the one m opened with: a person revoked and
 // granted again has a new one, and a handle opened before is not theirs
