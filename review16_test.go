@@ -255,3 +255,47 @@ func TestReview16StaleOwnerChangesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestReview16RevokedHandleSyncsNothingFromFiles: bob's handle on a device
+// whose store has no transactions (a file folder), opened before olga
+// revoked him (or revoked him and granted him again) on another device.
+// His Sync brings the keyring change and then fails with ErrNoAccess: it
+// pushes nothing to the hub and pulls nothing onto the device (only the
+// keyring entries it copied change there). A handle whose person was
+// granted again used to pass the check of the keyring step (the entry is
+// not revoked) and go on to pull and push.
+func TestReview16RevokedHandleSyncsNothingFromFiles(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []string{"revoked", "revoked and granted again"} {
+		t.Run(mode, func(t *testing.T) {
+			hub := memstore.New()
+			a := openPerson(t, hubPerson(memstore.New(), hub, "olga", "o"))
+			require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+			mustSync(t, a)
+			dev := openFileStore(t, t.TempDir())
+			b := openPerson(t, hubPerson(dev, hub, "bob", "b"))
+			notes := vault.CollectionOf[Note](b, "notes")
+			require.NoError(t, notes.Put(ctx, "b1", Note{Text: "b"}))
+			mustSync(t, b)
+			require.NoError(t, notes.Put(ctx, "b2", Note{Text: "before"}))
+
+			require.NoError(t, a.Revoke(ctx, "bob", vault.RevokeWithoutRotation()))
+			if mode == "revoked and granted again" {
+				mustSync(t, a)
+				require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b2")), vault.RoleWriter))
+			}
+			require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "a1", Note{Text: "a"}))
+			mustSync(t, a)
+
+			hubBefore := faultstore.Snapshot(snapshotStore(t, hub))
+			devBefore := faultstore.Snapshot(snapshotStore(t, dev))
+			_, err := b.Sync(ctx)
+			assert.ErrorIs(t, err, vault.ErrNoAccess, "bob's sync")
+			assert.Empty(t, changedKeys(hubBefore, snapshotStore(t, hub)), "nothing pushed")
+			for _, k := range changedKeys(devBefore, snapshotStore(t, dev)) {
+				assert.Contains(t, k, "/_keyring/", "only keyring entries change on the device")
+			}
+			verified(t, openPerson(t, personCfg(hub, "olga", "o")))
+		})
+	}
+}
