@@ -2,6 +2,7 @@ package noydb_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -298,4 +299,46 @@ func TestReview16RevokedHandleSyncsNothingFromFiles(t *testing.T) {
 			verified(t, openPerson(t, personCfg(hub, "olga", "o")))
 		})
 	}
+}
+
+// TestReview16RacingWriteWithoutTransactions pins down what the docs say
+// of a store without transactions: a write whose record lands just before
+// a revocation commits, and whose ledger entry comes after it, keeps its
+// record, gets no ledger entry (its commit is refused with ErrNoAccess),
+// and Verify, which walks the ledger only, does not see it.
+func TestReview16RacingWriteWithoutTransactions(t *testing.T) {
+	ctx := context.Background()
+	var (
+		olga, bob *vault.Vault
+		revoked   bool
+	)
+	st := faultstore.New(memstore.New(), faultstore.Options{
+		HideTransactor: true,
+		After: func(op faultstore.Op, key string) error {
+			if !revoked && strings.HasSuffix(key, "/notes/racing") {
+				revoked = true // the hook runs in bob's Put, on this goroutine
+				require.NoError(t, olga.Revoke(ctx, "bob", vault.RevokeWithoutRotation()))
+			}
+			return nil
+		},
+	})
+	olga = openPerson(t, personCfg(st, "olga", "o"))
+	require.NoError(t, olga.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+	bob = openPerson(t, personCfg(st, "bob", "b"))
+	head, err := olga.Audit().Head(ctx)
+	require.NoError(t, err)
+
+	err = vault.CollectionOf[Note](bob, "notes").Put(ctx, "racing", Note{Text: "late"})
+	assert.ErrorIs(t, err, vault.ErrNoAccess, "the write's ledger commit")
+	require.True(t, revoked)
+	got, err := vault.CollectionOf[Note](olga, "notes").Get(ctx, "racing")
+	require.NoError(t, err, "the record stays")
+	assert.Equal(t, "late", got.Text)
+	var after []string
+	for e, err := range olga.Audit().Read(ctx, head.Seq+1) {
+		require.NoError(t, err)
+		after = append(after, e.Actor+" "+e.Kind.String()+" "+e.ID)
+	}
+	assert.Equal(t, []string{"olga person-revoked bob"}, after, "no entry for the racing write")
+	verified(t, olga)
 }

@@ -357,8 +357,14 @@ func (v *Vault) ownerSeed() (*crypto.Key, error) {
 // keyring entry in the commit's own transaction and fails with ErrNoAccess
 // once it is revoked, or revoked and granted again (a new signing key),
 // for records, numbers, passes and events alike. On a store without
-// transactions the entry is read just before the write: a revocation
-// committed in between lets that one write through, and Verify names it.
+// transactions there is no such commit: the entry is read just before the
+// write (a record, a handoff entry, a keyring entry) and again just before
+// its ledger entry. A revocation committed between the two keeps that
+// write (the record stays, readable by everyone who holds its key) but
+// refuses its ledger entry: the call fails with ErrNoAccess, the write has
+// no ledger entry, and Verify, which walks the ledger, does not see it.
+// A write whose ledger entry commits before the revocation's is, in the
+// ledger's order, one made before it.
 func (v *Vault) Revoke(ctx context.Context, user string, opts ...RevokeOption) error {
 	var o revokeOptions
 	for _, opt := range opts {

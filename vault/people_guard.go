@@ -98,8 +98,9 @@ func (g *personGuard) decoded(raw []byte) (revoked bool, signPub []byte, err err
 // only after it. On a store with transactions the commit asks the guard
 // itself, inside the transaction, and mayWrite does nothing. Between this
 // read and the write, a revocation committed by another handle is not
-// seen: the write then goes through, and its entry, by a revoked author,
-// fails Verify (documented at Revoke).
+// seen: the record is written, its ledger commit (which asks the guard
+// again) is refused, and the record stays without a ledger entry, which
+// Verify, walking the ledger, does not see (documented at Revoke).
 func (v *Vault) mayWrite(ctx context.Context) error {
 	if _, ok := v.store.(stores.Transactor); ok && v.store.Capabilities().Transactions {
 		return nil
