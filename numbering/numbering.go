@@ -224,6 +224,9 @@ func (s *Series) Enqueue(ctx context.Context, id string) (string, error) {
 	if err := checkID(id); err != nil {
 		return "", s.errorf("enqueue", err)
 	}
+	if err := s.b.Check(ctx); err != nil {
+		return "", s.errorf("enqueue "+id, err)
+	}
 	if _, err := s.b.Store.Get(ctx, s.assignedKey(id)); err == nil {
 		return "", s.errorf("enqueue "+id, ErrAlreadyNumbered)
 	} else if !errors.Is(err, stores.ErrNotFound) {

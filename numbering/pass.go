@@ -114,6 +114,11 @@ func (s *Series) RunPass(ctx context.Context) (PassReport, error) {
 }
 
 func (s *Series) pass(ctx context.Context, rep *PassReport) error {
+	// A handle whose person was revoked runs no pass, not even the end of
+	// a batch another committed: its stamps and entries would be theirs.
+	if err := s.b.Check(ctx); err != nil {
+		return err
+	}
 	h, ver, err := s.loadHead(ctx)
 	if err != nil {
 		return err
@@ -200,6 +205,11 @@ func (s *Series) commit(ctx context.Context, h *head, ver uint64, b *batch, take
 			return 0, err
 		}
 	}
+	// Without a transaction to ask it in, the guard is asked again just
+	// before the batch's first write.
+	if err := s.b.Check(ctx); err != nil {
+		return 0, err
+	}
 	if err := s.sweepChunks(ctx); err != nil {
 		return 0, err
 	}
@@ -242,6 +252,14 @@ func (s *Series) headTx(ctx context.Context, tr stores.Transactor, h *head, ver 
 		return 0, err
 	}
 	err = tr.Update(ctx, func(tx stores.Tx) error {
+		// The guard reads first (the vault's person's keyring entry, which
+		// a revocation writes first too: one lock order on PostgreSQL),
+		// so a revocation commits before the batch or refuses it.
+		if s.b.Guard != nil {
+			if err := s.b.Guard(tx.Get); err != nil {
+				return err
+			}
+		}
 		it, err := tx.Get(key)
 		switch {
 		case errors.Is(err, stores.ErrNotFound):

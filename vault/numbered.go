@@ -656,11 +656,13 @@ func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) 
 		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass: %w", n.series, err)
 	}
 	defer n.c.v.exit()
-	on := n.c.v
+	// The pass asks the guard itself (deferred.Backend.Guard); on a device,
+	// the hub's is asked first, before handoff entries are copied there.
+	check := n.c.v.mayWrite
 	if n.onHub != nil {
-		on = n.onHub.c.v
+		check = n.onHub.c.v.mayWriteNow
 	}
-	if err := on.mayWrite(ctx); err != nil {
+	if err := check(ctx); err != nil {
 		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass: %w", n.series, err)
 	}
 	if n.onHub != nil {

@@ -88,6 +88,9 @@ func (v *Vault) numberingSeries(series string, opts numbering.Options, apply fun
 			return exit, nil
 		},
 		Pins: v.pins,
+		// A handle whose person was revoked (or revoked and granted
+		// again) since it opened runs no pass (people_guard.go).
+		Guard: v.guard.check,
 	}, series, opts)
 }
 

@@ -357,8 +357,14 @@ func (v *Vault) ownerSeed() (*crypto.Key, error) {
 // keyring entry in the commit's own transaction and fails with ErrNoAccess
 // once it is revoked, or revoked and granted again (a new signing key),
 // for records, numbers, passes and events alike. On a store without
-// transactions the entry is read just before the write: a revocation
-// committed in between lets that one write through, and Verify names it.
+// transactions there is no such commit: the entry is read just before the
+// write (a record, a handoff entry, a keyring entry) and again just before
+// its ledger entry. A revocation committed between the two keeps that
+// write (the record stays, readable by everyone who holds its key) but
+// refuses its ledger entry: the call fails with ErrNoAccess, the write has
+// no ledger entry, and Verify, which walks the ledger, does not see it.
+// A write whose ledger entry commits before the revocation's is, in the
+// ledger's order, one made before it.
 func (v *Vault) Revoke(ctx context.Context, user string, opts ...RevokeOption) error {
 	var o revokeOptions
 	for _, opt := range opts {
@@ -682,6 +688,11 @@ func (v *Vault) writePeople(ctx context.Context, key string, old stores.Item, va
 		}
 		return closedIfWiped(err)
 	}
+	// The entry is written before its ledger entry, whose commit asks the
+	// guard only then: ask it first.
+	if err := v.mayChangePeople(ctx); err != nil {
+		return err
+	}
 	if _, err := v.me.store.CompareAndSwap(ctx, key, old.Version, val); err != nil {
 		if errors.Is(err, stores.ErrConflict) {
 			return changed
@@ -864,7 +875,9 @@ func (e *keyringEntry) rewrap(vaultName string, header []byte, was *keyringEntry
 // (ErrNotPermitted): a handle opened before a revocation by another owner
 // must not grant, revoke, rotate or issue recovery codes in the name of a
 // person the ledger already records as revoked (Verify would refuse it,
-// and a grant would let someone in). A keyring entry of layout version 1
+// and a grant would let someone in), nor one whose person was revoked and
+// granted again (a new signing key: the handle's is no longer theirs). A
+// keyring entry of layout version 1
 // (an owner from before roles) carries no revocation and passes. It reads
 // outside the write's own commit: a revocation racing the call is not
 // caught here (Verify still refuses what follows it).
@@ -888,6 +901,9 @@ func (v *Vault) checkStillHeld(ctx context.Context, owner bool) error {
 	}
 	if owner && e.role != RoleOwner {
 		return fmt.Errorf("%q is now a %s, only an owner changes people: %w", v.user, e.role, ErrNotPermitted)
+	}
+	if m := v.signAs; m != nil && !m.holds(e.signPub) {
+		return fmt.Errorf("user %q was revoked and granted again since this handle opened: %w", v.user, ErrNoAccess)
 	}
 	return nil
 }

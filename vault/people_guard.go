@@ -98,13 +98,31 @@ func (g *personGuard) decoded(raw []byte) (revoked bool, signPub []byte, err err
 // only after it. On a store with transactions the commit asks the guard
 // itself, inside the transaction, and mayWrite does nothing. Between this
 // read and the write, a revocation committed by another handle is not
-// seen: the write then goes through, and its entry, by a revoked author,
-// fails Verify (documented at Revoke).
+// seen: the record is written, its ledger commit (which asks the guard
+// again) is refused, and the record stays without a ledger entry, which
+// Verify, walking the ledger, does not see (documented at Revoke).
 func (v *Vault) mayWrite(ctx context.Context) error {
 	if _, ok := v.store.(stores.Transactor); ok && v.store.Capabilities().Transactions {
 		return nil
 	}
+	return v.mayWriteNow(ctx)
+}
+
+// mayWriteNow asks the guard with plain reads, on any store: for writes
+// made before the commit that asks it (a device's Settle copies handoff
+// entries to the hub before the hub's pass).
+func (v *Vault) mayWriteNow(ctx context.Context) error {
 	return v.guard.check(func(key string) (stores.Item, error) { return v.store.Get(ctx, key) })
+}
+
+// mayChangePeople asks the guard, with plain reads of the store people
+// changes are written to (v.me.store: a reader's own), before a change
+// written without a transaction: its keyring entry goes first, and the
+// ledger entry's commit, which asks the guard, only after it. Between
+// this read and the write, a revocation committed by another handle is
+// not seen (as for mayWrite).
+func (v *Vault) mayChangePeople(ctx context.Context) error {
+	return v.guard.check(func(key string) (stores.Item, error) { return v.me.store.Get(ctx, key) })
 }
 
 // holds reports whether signPub, the signing key of the person's keyring

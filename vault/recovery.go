@@ -642,6 +642,9 @@ func (v *Vault) writeEntries(ctx context.Context, ws []entryWrite, e ledger.Entr
 		}
 		return closedIfWiped(err)
 	}
+	if err := v.mayChangePeople(ctx); err != nil { // see writePeople
+		return err
+	}
 	for _, w := range ws {
 		if _, err := v.me.store.CompareAndSwap(ctx, w.key, w.old.Version, w.val); err != nil {
 			if errors.Is(err, stores.ErrConflict) {

@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -147,7 +148,9 @@ func (v *Vault) ledgerPeople(ctx context.Context) (map[string]wire.LedgerPerson,
 // holds and the hub's does not yet: a PersonGranted entry (role and
 // signing key) for a person granted here whom the hub lacks, or granted
 // again after a revocation the hub holds; a PersonRevoked entry for a
-// person revoked here but not on the hub. Each key then has a position in
+// person revoked here but not on the hub; both, in that order, for a
+// person revoked and granted again here since the last sync (the hub
+// holds the first grant, not revoked). Each key then has a position in
 // the hub's ledger: Verify checks a person's entries with the key they
 // held then (after a re-grant the keyring holds only the new one), and
 // refuses their entries after a revocation, such as the pushes of a handle
@@ -177,7 +180,7 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 		if err != nil || e.user != it.Key[len(kp):] {
 			continue
 		}
-		hubRevoked, onHub, recollected := false, true, false
+		hubRevoked, onHub, recollected, regranted := false, true, false, false
 		cur, err := s.h.store.Get(ctx, it.Key)
 		switch {
 		case errors.Is(err, stores.ErrNotFound):
@@ -191,11 +194,24 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 			hubRevoked = err == nil && h.revoked
 			// A change of the person's collections is a grant again.
 			recollected = err == nil && !slices.Equal(h.collections, e.collections)
+			// A new signing key on two entries not revoked: the person
+			// was revoked and granted again here since the last sync
+			// (a grant makes a key of its own, and a person not revoked
+			// is not granted again). The hub learns both, in order: the
+			// revocation ends the first key at its position, so the
+			// pushes of a handle holding it fail Verify, and the copy
+			// keeps the entry the ledger's latest grant names.
+			regranted = err == nil && !h.revoked && !e.revoked && !bytes.Equal(h.signPub, e.signPub)
+		}
+		if regranted {
+			// The revoked entry was replaced here before this sync: it
+			// has no bytes left to hash.
+			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user})
 		}
 		switch {
 		case e.revoked && !hubRevoked:
 			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, CipherHash: hashOf(it.Value)})
-		case !e.revoked && (hubRevoked || recollected || !onHub && e.grantedBy != e.user):
+		case !e.revoked && (hubRevoked || recollected || regranted || !onHub && e.grantedBy != e.user):
 			entries = append(entries, ledger.Entry{Kind: ledger.PersonGranted, ID: e.user, Reason: e.role.String(),
 				CipherHash: hashOf(it.Value), SigningKey: e.signPub, Partition: e.collections})
 		}

@@ -266,8 +266,9 @@ func (v *Vault) mergeOf(collection string) mergeFunc {
 // (narrowed by an owner after the change was made) is not pushed: it is
 // kept on the device and reported in the report's Rejected, and pushed
 // once they are given the collection again. A revoked person's Sync
-// fails with ErrNoAccess once it has brought the revocation, and pushes
-// nothing.
+// fails with ErrNoAccess once it has brought the revocation, and pulls
+// and pushes nothing; so does the Sync of a handle opened before its
+// person was revoked and granted again (the new grant's handles sync).
 //
 // A vault opened without a hub gives ErrNoHub. A hub whose feed does not
 // verify gives ErrHubTampered, and one serving an older feed than this

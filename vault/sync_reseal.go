@@ -78,7 +78,8 @@ func noKeyReason(coll string, gen uint64) string {
 
 // loadGiven reads the person's keyring entry on the device, as the
 // keyring step left it, and sets s.given to the collections it gives
-// them (nil: all). A revoked person gets ErrNoAccess.
+// them (nil: all). A revoked person gets ErrNoAccess, as does a handle
+// opened before its person was revoked and granted again.
 func (s *syncRun) loadGiven(ctx context.Context) error {
 	s.given = nil
 	it, err := s.v.store.Get(ctx, s.v.prefix+keyringPrefix+s.v.user)
@@ -94,6 +95,13 @@ func (s *syncRun) loadGiven(ctx context.Context) error {
 	}
 	if e.revoked {
 		return fmt.Errorf("user %q was revoked: %w", s.v.user, ErrNoAccess)
+	}
+	// Granted again since the handle opened: the entry is the new grant's,
+	// and this handle signs with the old one's key. Refused here, before
+	// the pull writes anything on the device (a store without
+	// transactions stages a pull before the ledger's guard is asked).
+	if m := s.v.signAs; m != nil && !m.holds(e.signPub) {
+		return fmt.Errorf("user %q was revoked and granted again since this handle opened: %w", s.v.user, ErrNoAccess)
 	}
 	if len(e.collections) > 0 {
 		cols := slices.Clone(e.collections)

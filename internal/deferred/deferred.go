@@ -40,6 +40,22 @@ type Backend struct {
 	Enter func(ctx context.Context) (exit func(), err error)
 	// Pins, if set, catches a store serving an older head.
 	Pins Pins
+	// Guard, if set, is asked whether the series may still write as the
+	// vault's person (one revoked since the handle opened may not): get
+	// reads a key. A pass asks it with plain reads before it plans a
+	// batch, and again when it commits one: inside the commit's
+	// transaction, reading through it, where the store has transactions;
+	// else with plain reads just before the batch is written. An error
+	// refuses the pass before it writes anything and is returned by it.
+	Guard func(get func(key string) (stores.Item, error)) error
+}
+
+// Check asks b's Guard, if set, reading with plain reads of b's store.
+func (b Backend) Check(ctx context.Context) error {
+	if b.Guard == nil {
+		return nil
+	}
+	return b.Guard(func(key string) (stores.Item, error) { return b.Store.Get(ctx, key) })
 }
 
 // Ledger is what a series does with the vault's audit ledger: read its
