@@ -336,3 +336,45 @@ func (q *Sequence) PeekPeriod(ctx context.Context, period string) (head uint64, 
 	st, err := t.peekState(ctx)
 	return st.value, st.closed, err
 }
+
+// SeedPeriod is SeedTo for the period labelled period (as Serial.Period and
+// SeriesInfo.Period name it) of q's series and partition: it advances that
+// period's counter to n if it is below n, so its next number is n+1, and
+// never rewinds it. Where SeedTo chooses the period by the handle's date,
+// SeedPeriod takes the label, as ClosePeriod and PeekPeriod do; a handle
+// opened with the series' definition stores that definition in the seed's
+// commit when the series has none stored yet (so a period is never seeded
+// as a plain counter). A closed period gives ErrPeriodClosed, as SeedTo
+// does. A label that is not a period of the series' kind, or a series
+// without periods, gives a *ValidationError.
+func (q *Sequence) SeedPeriod(ctx context.Context, period string, n uint64) error {
+	if q.target {
+		q = q.base
+	}
+	if err := q.allocating(ctx, "seed"); err != nil {
+		return err
+	}
+	hs, err := q.spec(ctx)
+	if err != nil {
+		return err
+	}
+	eff := hs.eff
+	if eff.def.Period == PeriodNone {
+		return invalid("period", period, fmt.Sprintf("series %q has no periods", q.series))
+	}
+	if err := checkLabel(eff.def.Period, eff.def.FiscalStart, period); err != nil {
+		return err
+	}
+	t, err := q.svc.periodTarget(q, hs, period)
+	if err != nil {
+		return err
+	}
+	if err := t.definePending(ctx, hs); err != nil {
+		return t.errorf("seed", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	_, err = t.do(op{kind: opSeed, ctx: ctx, target: n, define: hs.pending()})
+	return t.errorf("seed", err)
+}

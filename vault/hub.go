@@ -60,12 +60,20 @@ func hubTimeout(cfg Config) time.Duration {
 // device's vault (the same header, and every keyring entry the device
 // holds): at once, or, when the hub cannot be reached (the device opens
 // offline), before its first call that reaches the hub.
-func openHub(ctx context.Context, cfg Config, prefix string, dk *crypto.Key) (*Vault, error) {
+//
+// dev is the device's vault: the device's counters, when it took numbers
+// before it joined the hub, seed the hub's series when the vault first
+// reaches the hub, and a hub whose series are behind them is refused with
+// a *HubBehindError (see joinSeries).
+func openHub(ctx context.Context, cfg Config, prefix string, dk *crypto.Key, dev *Vault) (*Vault, error) {
 	dh, err := cfg.Store.Get(ctx, prefix+headerKey)
 	if err != nil {
 		return nil, err
 	}
 	link := &hubLink{device: cfg.Store, prefix: prefix, header: dh.Value, merge: keyringMerger(dk, cfg.Name, dh.Value)}
+	link.join = func(ctx context.Context, hub stores.Store, fresh bool) error {
+		return joinSeries(ctx, cfg, prefix, dk, dh.Value, dev, hub, fresh)
+	}
 	hub := wrapHub(cfg.Hub, hubTimeout(cfg), link)
 	err = hubStore{inner: cfg.Hub, timeout: hubTimeout(cfg), link: link}.ready(ctx)
 	if err != nil && !errors.Is(err, sequence.ErrOffline) {
@@ -111,6 +119,13 @@ func copyKeyringWith(ctx context.Context, src, dst stores.Store, prefix string, 
 	case !bytes.Equal(it.Value, header):
 		return ErrHubMismatch
 	}
+	return copyEntries(ctx, src, dst, prefix, merge)
+}
+
+// copyEntries is copyKeyringWith without the header: it copies the
+// keyring entries (and recovery codes) dst lacks, and replaces or merges
+// those it holds older.
+func copyEntries(ctx context.Context, src, dst stores.Store, prefix string, merge func(src, dst []byte) []byte) error {
 	kp := prefix + keyringPrefix
 	for it, err := range src.List(ctx, kp) {
 		if err != nil {

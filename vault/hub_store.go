@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -41,6 +42,13 @@ type hubLink struct {
 	// merge merges an entry of the device with the hub's (see
 	// mergeKeyring); nil: none.
 	merge func(src, dst []byte) []byte
+	// join, when set, brings the device's series to the hub before the
+	// header is copied (see joinSeries): fresh is true when the hub does
+	// not hold the vault yet (the device's heads seed the hub's series),
+	// false when it does (a hub series behind the device's is refused,
+	// with nothing written). hub is the inner hub store, under the
+	// hub's timeout.
+	join func(ctx context.Context, hub stores.Store, fresh bool) error
 
 	mu   sync.Mutex
 	done atomic.Bool
@@ -57,11 +65,40 @@ func (l *hubLink) ensure(ctx context.Context, hub stores.Store) error {
 	if l.done.Load() {
 		return nil
 	}
+	if l.join != nil {
+		if err := l.joinSeries(ctx, hub); err != nil {
+			return err
+		}
+	}
 	if err := copyKeyringWith(ctx, l.device, hub, l.prefix, l.header, l.merge); err != nil {
 		return err
 	}
 	l.done.Store(true)
 	return nil
+}
+
+// joinSeries runs the link's join before the header is copied. A hub
+// without the vault gets the device's keyring entries first (the hub's
+// commits check that the device's person is in its keyring), then the
+// seeds of its series; only then does copyKeyringWith write the header,
+// which makes the vault visible to other devices, so none of them can take
+// a number on the hub before the seeds are there. A join cut short leaves
+// no header: the next one seeds again (a seed never rewinds). A hub
+// holding the vault under another header is ErrHubMismatch, before join.
+func (l *hubLink) joinSeries(ctx context.Context, hub stores.Store) error {
+	it, err := hub.Get(ctx, l.prefix+headerKey)
+	fresh := errors.Is(err, stores.ErrNotFound)
+	switch {
+	case fresh:
+		if err := copyEntries(ctx, l.device, hub, l.prefix, l.merge); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	case !bytes.Equal(it.Value, l.header):
+		return ErrHubMismatch
+	}
+	return l.join(ctx, hub, fresh)
 }
 
 // ready runs the link's ensure under the hub's timeout.

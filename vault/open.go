@@ -224,7 +224,7 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 			return nil, fmt.Errorf("open vault %q: recovery code: %w", cfg.Name, err)
 		}
 		if cfg.Hub != nil {
-			if v.hub, err = openHub(ctx, cfg, prefix, dk); err != nil {
+			if v.hub, err = openHub(ctx, cfg, prefix, dk, v); err != nil {
 				_ = v.Close()
 				return nil, fmt.Errorf("open vault %q: hub: %w", cfg.Name, err)
 			}

@@ -89,10 +89,19 @@ func (v *Vault) listSeries(ctx context.Context, name string, one bool) ([]Series
 	if v.hub != nil {
 		return v.hub.listSeries(ctx, name, one)
 	}
-	counterOf := wire.Hook[counterOfFunc]("SequenceCounterOf", wire.SequenceCounterOf)
-	passInfo := wire.Hook[passInfoFunc]("NumberingInfo", wire.NumberingInfo)
-	counterInfo := wire.Hook[counterInfoFunc]("SequenceCounterInfo", wire.SequenceCounterInfo)
+	out, err := v.listCounters(ctx, name, one)
+	if err != nil {
+		return nil, err
+	}
+	return v.listPasses(ctx, name, one, out)
+}
 
+// listCounters is the first half of listSeries on the vault's own store:
+// its counters (every one, or only those of the series name), in the
+// order of their keys.
+func (v *Vault) listCounters(ctx context.Context, name string, one bool) ([]SeriesInfo, error) {
+	counterOf := wire.Hook[counterOfFunc]("SequenceCounterOf", wire.SequenceCounterOf)
+	counterInfo := wire.Hook[counterInfoFunc]("SequenceCounterInfo", wire.SequenceCounterInfo)
 	var out []SeriesInfo
 	prev := ""
 	// The counters of name are under this prefix, among those of longer
@@ -134,7 +143,13 @@ func (v *Vault) listSeries(ctx context.Context, name string, one bool) ([]Series
 		}
 		out = append(out, SeriesInfo{Name: series, Partition: part, Period: period, Closed: closed, Head: head, Format: def.Format, Definition: def})
 	}
+	return out, nil
+}
 
+// listPasses is the second half of listSeries: the series numbered by
+// passes, appended to out.
+func (v *Vault) listPasses(ctx context.Context, name string, one bool, out []SeriesInfo) ([]SeriesInfo, error) {
+	passInfo := wire.Hook[passInfoFunc]("NumberingInfo", wire.NumberingInfo)
 	dir := v.prefix + "_numbering/"
 	var names []string
 	if one && !strings.Contains(name, "/") { // deferred series have no '/' in their names
