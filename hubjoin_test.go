@@ -13,6 +13,7 @@ import (
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -48,55 +49,72 @@ func takeFrom(t testing.TB, v *vault.Vault, series string, opts sequence.Options
 // on the hub, by two devices at once, are exactly 1..N+M, none twice.
 // Before the fix the hub's series started again at 1.
 func TestHubJoinContinuesNumbers(t *testing.T) {
-	const before, workers, perWorker = 5, 4, 10
 	for hubName, newHub := range memAndBadger() {
 		for devName, newDev := range memAndBadger() {
 			t.Run(hubName+"-hub/"+devName+"-device", func(t *testing.T) {
-				ctx := context.Background()
-				hub, devA, devB := newHub(t), newDev(t), newDev(t)
-				solo := openStandalone(t, devA)
-				got := takeFrom(t, solo, "orders", sequence.Options{}, before)
-				assert.Equal(t, seq1toN(before), got)
-				fatture := sequence.Options{Partition: []any{2026, "EU"}}
-				assert.Equal(t, seq1toN(2), takeFrom(t, solo, "fatture", fatture, 2))
-				require.NoError(t, solo.Close())
-
-				a := openOnHub(t, devA, hub, deviceOpts{stateDir: t.TempDir()})
-				b := openOnHub(t, devB, hub, deviceOpts{stateDir: t.TempDir()})
-				assert.Equal(t, []uint64{3}, takeFrom(t, b, "fatture", fatture, 1), "the partition continues")
-
-				var mu sync.Mutex
-				var wg sync.WaitGroup
-				for _, v := range []*vault.Vault{a, b} {
-					for range workers {
-						wg.Go(func() {
-							q, err := v.Sequence("orders", sequence.Options{})
-							if !assert.NoError(t, err) {
-								return
-							}
-							for range perWorker {
-								n, err := q.Next(ctx)
-								if !assert.NoError(t, err) {
-									return
-								}
-								mu.Lock()
-								got = append(got, n)
-								mu.Unlock()
-							}
-						})
-					}
-				}
-				wg.Wait()
-				slices.Sort(got)
-				assert.Equal(t, seq1toN(before+2*workers*perWorker), got, "every number once, the device's own included")
-
-				infos, err := a.SeriesNamed(ctx, "orders")
-				require.NoError(t, err)
-				require.Len(t, infos, 1)
-				assert.Equal(t, uint64(before+2*workers*perWorker), infos[0].Head)
+				hubJoinContinues(t, newHub(t), newDev(t), newDev(t))
 			})
 		}
 	}
+}
+
+// TestHubJoinPG runs the join's continued numbering and its refusal with a
+// PostgreSQL hub (scripts/with-postgres).
+func TestHubJoinPG(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	t.Run("continues", func(t *testing.T) {
+		hubJoinContinues(t, openPGHub(t, dbURL, pgtest.Schema(t)), memstore.New(), memstore.New())
+	})
+	t.Run("refused", func(t *testing.T) {
+		hubJoinRefused(t, openPGHub(t, dbURL, pgtest.Schema(t)))
+	})
+}
+
+// hubJoinContinues is TestHubJoinContinuesNumbers on hub, with the vault
+// taking numbers on devA alone first and devB a device of the hub only.
+func hubJoinContinues(t *testing.T, hub, devA, devB stores.Store) {
+	const before, workers, perWorker = 5, 4, 10
+	ctx := context.Background()
+	solo := openStandalone(t, devA)
+	got := takeFrom(t, solo, "orders", sequence.Options{}, before)
+	assert.Equal(t, seq1toN(before), got)
+	fatture := sequence.Options{Partition: []any{2026, "EU"}}
+	assert.Equal(t, seq1toN(2), takeFrom(t, solo, "fatture", fatture, 2))
+	require.NoError(t, solo.Close())
+
+	a := openOnHub(t, devA, hub, deviceOpts{stateDir: t.TempDir()})
+	b := openOnHub(t, devB, hub, deviceOpts{stateDir: t.TempDir()})
+	assert.Equal(t, []uint64{3}, takeFrom(t, b, "fatture", fatture, 1), "the partition continues")
+
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, v := range []*vault.Vault{a, b} {
+		for range workers {
+			wg.Go(func() {
+				q, err := v.Sequence("orders", sequence.Options{})
+				if !assert.NoError(t, err) {
+					return
+				}
+				for range perWorker {
+					n, err := q.Next(ctx)
+					if !assert.NoError(t, err) {
+						return
+					}
+					mu.Lock()
+					got = append(got, n)
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	slices.Sort(got)
+	assert.Equal(t, seq1toN(before+2*workers*perWorker), got, "every number once, the device's own included")
+
+	infos, err := a.SeriesNamed(ctx, "orders")
+	require.NoError(t, err)
+	require.Len(t, infos, 1)
+	assert.Equal(t, uint64(before+2*workers*perWorker), infos[0].Head)
 }
 
 // TestHubJoinContinuesPeriods: a series with periods (fiscal years, a
@@ -190,8 +208,15 @@ func TestHubJoinSeedsWhenTheHubComesBack(t *testing.T) {
 // continues after its head. Before the fix the second device joined and
 // took numbers the first had given.
 func TestHubJoinRefusedWhenHubBehind(t *testing.T) {
+	for hubName, newHub := range memAndBadger() {
+		t.Run(hubName+"-hub", func(t *testing.T) { hubJoinRefused(t, newHub(t)) })
+	}
+}
+
+// hubJoinRefused is TestHubJoinRefusedWhenHubBehind on hub.
+func hubJoinRefused(t *testing.T, hub stores.Store) {
 	ctx := context.Background()
-	hub, devA := memstore.New(), memstore.New()
+	devA := memstore.New()
 	solo := openStandalone(t, devA)
 	takeFrom(t, solo, "orders", sequence.Options{}, 2)
 	takeFrom(t, solo, "misc", sequence.Options{}, 1)
