@@ -85,8 +85,12 @@ type Config struct {
 	// offline or not. Open copies the vault's header and keyring from the hub
 	// to a device that has never held the vault (so a user granted elsewhere
 	// can open it here), or to a hub that does not hold it yet; a hub holding
-	// another vault under the name is ErrHubMismatch. The hub holds only
-	// sealed values and needs no key.
+	// another vault under the name is ErrHubMismatch. A vault that took
+	// numbers before it had a hub seeds the hub's series to the device's
+	// heads when it joins, so they continue there; a hub that holds the
+	// vault already with a series behind the device's is refused with
+	// ErrHubBehind, nothing written. The hub holds only sealed values and
+	// needs no key.
 	//
 	// The counters of a device live on the hub (see Vault.Sequence): a hub
 	// that cannot be reached makes numbering calls fail with

@@ -72,6 +72,7 @@ func fromHub(err error) bool {
 // explain turns err into one line that says what happened and what to do.
 func (a *app) explain(err error) string {
 	var mismatch *numbering.MismatchError
+	var behind *vault.HubBehindError
 	switch {
 	case errors.Is(err, vault.ErrWrongSecret) && a.identityFile != "":
 		return fmt.Sprintf("the identity in --identity-file does not open vault %q for user %q", a.vaultName, a.user)
@@ -93,6 +94,16 @@ func (a *app) explain(err error) string {
 		return fmt.Sprintf("%v: the store serves older data than this device has seen (restored from an old backup?); nothing was issued", err)
 	case errors.Is(err, vault.ErrHubTampered):
 		return fmt.Sprintf("%v: the hub was changed outside noydb (or is hostile); nothing after the first bad change was applied here", err)
+	case errors.As(err, &behind):
+		var each []string
+		for _, b := range behind.Series {
+			each = append(each, b.String())
+		}
+		return fmt.Sprintf("the hub %s is behind this device (%s): the hub would give again numbers this device gave on its own, "+
+			"before it used the hub, so it did not join and nothing was written; check the numbers the hub gave already, then seed each "+
+			"series on the hub to the device's number from another device (`noydb --store badger:OTHER --hub %s seq seed SERIES N`, "+
+			"with --partition, and for a period a --date in it) and run this again",
+			a.hub, strings.Join(each, "; "), a.hub)
 	case errors.Is(err, vault.ErrHubMismatch):
 		return fmt.Sprintf("%v: the hub %s holds another vault named %q; use another --hub, or another --vault", err, a.hub, a.vaultName)
 	case errors.Is(err, vault.ErrRollback) && fromHub(err):

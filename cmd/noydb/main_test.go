@@ -86,6 +86,7 @@ func scriptParams(dir string, env map[string]string) testscript.Params {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":   cmdExits,
+			"copydir": cmdCopyDir,
 			"hold":    cmdHold,
 			"json":    cmdJSON,
 			"tamper":  cmdTamper,
@@ -116,6 +117,17 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
 	}
+}
+
+// cmdCopyDir copies a folder (a badger store no process holds) and all it
+// holds to a new folder, as a user copies a vault's store:
+//
+//	copydir solo solo-copy
+func cmdCopyDir(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: copydir SRC DST")
+	}
+	ts.Check(os.CopyFS(ts.MkAbs(args[1]), os.DirFS(ts.MkAbs(args[0]))))
 }
 
 // cmdJSON checks a value in a JSON file (stdout, stderr or a file):
