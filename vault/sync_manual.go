@@ -264,7 +264,9 @@ func (c *Collection[T]) Resolve(ctx context.Context, id string, value *T) error 
 	}
 	v := c.v
 	ck := v.conflictKey(c.name, id)
-	err := v.localCommit(ctx, []string{ck, v.recordKey(c.name, id)}, func(tx stores.Tx) error {
+	// The record's keys include currentGenKey, which its write reads:
+	// locked with the others, in key order (see lockKeys).
+	err := v.localCommit(ctx, append(v.recordKeys(c.name, id), ck), func(tx stores.Tx) error {
 		it, err := tx.Get(ck)
 		if errors.Is(err, stores.ErrNotFound) {
 			return ErrNoConflict
