@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 	"github.com/noydb-go/noydb/vault"
@@ -111,4 +112,39 @@ func TestReview17LockOrder(t *testing.T) {
 	require.NoError(t, nb.Resolve(ctx, "x", &Note{Text: "both"}))
 	assert.Empty(t, devB.outOfOrder(), "resolve: keys locked out of order")
 	assert.Empty(t, hub.outOfOrder(), "hub: keys locked out of order")
+}
+
+// TestReview17RevokedHandleResolvesNothing: on a device without
+// transactions, a handle whose person was revoked (the revocation brought
+// by its refused Sync) cannot Resolve a kept conflict: ErrNoAccess, and the
+// device store is left as it was. Before, the staged commit wrote the
+// record and its intent, and only the ledger append was refused: a record
+// by a revoked person, and an intent that the next commit on the device
+// finishes with entries signed by whoever makes it.
+func TestReview17RevokedHandleResolvesNothing(t *testing.T) {
+	ctx := context.Background()
+	hub, devA := memstore.New(), memstore.New()
+	devB := openFileStore(t, t.TempDir())
+	olga := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	require.NoError(t, olga.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+	mustSync(t, olga)
+	bob := openPerson(t, hubPerson(devB, hub, "bob", "b"))
+	require.NoError(t, bob.SetConflictPolicy("notes", vault.Manual))
+	na, nb := vault.CollectionOf[Note](olga, "notes"), vault.CollectionOf[Note](bob, "notes")
+	require.NoError(t, na.Put(ctx, "x", Note{Text: "a"}))
+	mustSync(t, olga)
+	mustSync(t, bob)
+	require.NoError(t, na.Put(ctx, "x", Note{Text: "a2"}))
+	mustSync(t, olga)
+	require.NoError(t, nb.Put(ctx, "x", Note{Text: "b2"}))
+	require.Len(t, mustSync(t, bob).Conflicts, 1)
+
+	require.NoError(t, olga.Revoke(ctx, "bob", vault.RevokeWithoutRotation()))
+	mustSync(t, olga)
+	_, err := bob.Sync(ctx)
+	require.ErrorIs(t, err, vault.ErrNoAccess, "bob's sync brings his revocation")
+	before := faultstore.Snapshot(snapshotStore(t, devB))
+	assert.ErrorIs(t, nb.Resolve(ctx, "x", &Note{Text: "both"}), vault.ErrNoAccess)
+	assert.ErrorIs(t, nb.Resolve(ctx, "x", nil), vault.ErrNoAccess)
+	assert.Empty(t, changedKeys(before, snapshotStore(t, devB)), "the refused calls wrote nothing")
 }

@@ -255,6 +255,12 @@ func (c *Collection[T]) Resolve(ctx context.Context, id string, value *T) error 
 		return err
 	}
 	defer c.v.exit()
+	// Without transactions the commit is staged: the record is written
+	// before its ledger entry, whose commit would refuse a revoked person
+	// only after it (see mayWrite).
+	if err := c.v.mayWrite(ctx); err != nil {
+		return fmt.Errorf("resolve %s/%s: %w", c.name, id, err)
+	}
 	var plain []byte
 	if value != nil {
 		var err error
