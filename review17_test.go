@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 	"github.com/noydb-go/noydb/vault"
@@ -147,4 +148,25 @@ func TestReview17RevokedHandleResolvesNothing(t *testing.T) {
 	assert.ErrorIs(t, nb.Resolve(ctx, "x", &Note{Text: "both"}), vault.ErrNoAccess)
 	assert.ErrorIs(t, nb.Resolve(ctx, "x", nil), vault.ErrNoAccess)
 	assert.Empty(t, changedKeys(before, snapshotStore(t, devB)), "the refused calls wrote nothing")
+}
+
+// TestReview17LockOrderCopyFromHub: Collection.PutNumbered on a device
+// commits on the hub, then copies the record to the device with its sync
+// base in one commit, which locks the base with the record, in key order.
+// Before the fix the base, written blind, was locked after the record.
+func TestReview17LockOrderCopyFromHub(t *testing.T) {
+	ctx := context.Background()
+	hub, dev := &lockOrderStore{Store: memstore.New()}, &lockOrderStore{Store: memstore.New()}
+	d := openPerson(t, hubPerson(dev, hub, "olga", "o"))
+	mustSync(t, d)
+	hub.outOfOrder()
+	dev.outOfOrder()
+	seq, err := d.Sequence("inv", sequence.Options{})
+	require.NoError(t, err)
+	_, err = vault.CollectionOf[Receipt](d, "invoices").PutNumbered(ctx, "i1", seq, func(s sequence.Serial) (Receipt, error) {
+		return Receipt{Number: s.N}, nil
+	})
+	require.NoError(t, err)
+	assert.Empty(t, hub.outOfOrder(), "hub: keys locked out of order")
+	assert.Empty(t, dev.outOfOrder(), "device: keys locked out of order")
 }
