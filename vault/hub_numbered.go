@@ -116,7 +116,9 @@ func (v *Vault) copyFromHub(ctx context.Context, collection, id string, after ui
 		e = ledger.Entry{Kind: ledger.RecordPulled, Number: seq}
 	}
 	if _, ok := v.store.(stores.Transactor); ok && v.store.Capabilities().Transactions {
-		err := v.ledger.UpdateKeys(ctx, []string{key}, func(tx stores.Tx) error {
+		// The sync base is written with the record: locked with it, in
+		// key order (see lockKeys).
+		err := v.ledger.UpdateKeys(ctx, []string{key, v.baseKey(collection, id)}, func(tx stores.Tx) error {
 			it, err := tx.Get(key)
 			found := err == nil
 			if err != nil && !errors.Is(err, stores.ErrNotFound) {

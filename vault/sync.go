@@ -736,6 +736,12 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 		keys = append(keys, k)
 		tkeys = append(tkeys, s.v.recordKey(k.coll, k.id), s.v.baseKey(k.coll, k.id), s.v.conflictKey(k.coll, k.id))
 	}
+	if len(tkeys) > 0 {
+		// Written records read currentGenKey, and the commit writes the
+		// pull cursor: named with the records, they are locked with them
+		// in key order, not after them (see lockKeys).
+		tkeys = append(tkeys, s.v.prefix+currentGenKey, s.v.prefix+syncPullKey)
+	}
 	if err := s.deletionTimes(ctx, keys); err != nil {
 		return err
 	}

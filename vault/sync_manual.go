@@ -255,6 +255,12 @@ func (c *Collection[T]) Resolve(ctx context.Context, id string, value *T) error 
 		return err
 	}
 	defer c.v.exit()
+	// Without transactions the commit is staged: the record is written
+	// before its ledger entry, whose commit would refuse a revoked person
+	// only after it (see mayWrite).
+	if err := c.v.mayWrite(ctx); err != nil {
+		return fmt.Errorf("resolve %s/%s: %w", c.name, id, err)
+	}
 	var plain []byte
 	if value != nil {
 		var err error
@@ -264,7 +270,9 @@ func (c *Collection[T]) Resolve(ctx context.Context, id string, value *T) error 
 	}
 	v := c.v
 	ck := v.conflictKey(c.name, id)
-	err := v.localCommit(ctx, []string{ck, v.recordKey(c.name, id)}, func(tx stores.Tx) error {
+	// The record's keys include currentGenKey, which its write reads:
+	// locked with the others, in key order (see lockKeys).
+	err := v.localCommit(ctx, append(v.recordKeys(c.name, id), ck), func(tx stores.Tx) error {
 		it, err := tx.Get(ck)
 		if errors.Is(err, stores.ErrNotFound) {
 			return ErrNoConflict

@@ -116,7 +116,10 @@ func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	var pins map[*sequence.Sequence]uint64
 	for range maxTxChecks {
 		var last *Tx
-		err := v.ledger.Update(ctx, func(stx stores.Tx) error {
+		// fn's record writes read currentGenKey (freshSealTx): named
+		// here, it is locked with the ledger's head, in key order, not
+		// after the head by the first write (see lockKeys).
+		err := v.ledger.UpdateKeys(ctx, []string{v.prefix + currentGenKey}, func(stx stores.Tx) error {
 			tx := &Tx{v: v, ctx: ctx, tx: stx, pins: pins}
 			last = tx
 			defer func() { tx.ended = true }()
