@@ -92,6 +92,7 @@ type personChangeJSON struct {
 type accessJSON struct {
 	User                 string `json:"user"`
 	SecretChanged        bool   `json:"secret_changed,omitempty"`
+	KeyringUpgraded      bool   `json:"keyring_upgraded,omitempty"`
 	Recovered            bool   `json:"recovered,omitempty"`
 	RecoveryCodesRevoked bool   `json:"recovery_codes_revoked,omitempty"`
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"strings"
@@ -247,7 +249,8 @@ func (a *app) vaultCmd() *cobra.Command {
 current secret (as every command does), then the new one is asked twice on a
 terminal or read from --new-secret-file. A vault made before roles existed
 gets its keyring entry rewritten in the current layout, which an owner needs
-to add people.`,
+to add people: give the current secret as the new one to do only that. The
+current secret as the new one is otherwise refused (nothing changes).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The current secret opens the vault and proves who changes it:
@@ -273,6 +276,9 @@ to add people.`,
 				return err
 			}
 			defer clear(s)
+			if subtle.ConstantTimeCompare(old, s) == 1 {
+				return a.samePasswd(cmd.Context(), v, old)
+			}
 			if err := v.ChangeSecret(cmd.Context(), old, s); err != nil {
 				return refused(err)
 			}
@@ -284,6 +290,27 @@ to add people.`,
 	vc.AddCommand(a.recoveryCmds()...)
 	vc.AddCommand(a.rotateCmd()) // rotate.go
 	return vc
+}
+
+// samePasswd is 'vault passwd' given the current secret as the new one:
+// a keyring entry of layout version 1 is rewritten in the current layout
+// (what an owner of such a vault needs to add people); any other is left
+// alone, and the command is a usage error saying nothing changed.
+func (a *app) samePasswd(ctx context.Context, v *vault.Vault, secret []byte) error {
+	people, err := v.People(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range people {
+		if p.Name != a.user || !p.Legacy {
+			continue
+		}
+		if err := v.UpgradeKeyring(ctx, secret); err != nil {
+			return refused(err)
+		}
+		return a.confirm(accessJSON{User: a.user, KeyringUpgraded: true}, "keyring entry of %s in vault %q rewritten in the current layout; the secret is unchanged", a.user, a.vaultName)
+	}
+	return usagef("the new secret is the current one: nothing was changed")
 }
 
 // newSecret reads a new secret from file, named by flag (checked like
