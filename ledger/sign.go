@@ -49,8 +49,9 @@ import (
 //     Reason and the key in SigningKey from the next entry on; PersonRevoked
 //     (by an owner) ends the person's right to sign: any later entry of
 //     theirs fails. KeyringUpgraded introduces its author's own new key as
-//     an owner: accepted only in a ledger that began unsigned (a vault of
-//     layout version 1) and for a key the keyring holds, self-granted.
+//     an owner: accepted only in a ledger that began unsigned or with
+//     such an entry (a vault of layout version 1) and for a key the
+//     keyring holds, self-granted.
 //   - Authors the ledger does not introduce (a person granted on another
 //     device, the many authors of a hub's ledger) are taken from the
 //     keyring (wire.LedgerOptions.People): a person granted by an owner the
@@ -200,7 +201,7 @@ type verifier struct {
 	dir     map[string]wire.LedgerPerson
 	known   map[string]*signer
 	signed  bool // a signed entry was seen
-	legacy  bool // entry 1 was unsigned: the ledger began in layout version 1
+	legacy  bool // entry 1 was unsigned or an upgrade: the ledger began in layout version 1
 	pending []sigJob
 	// openSeq and openActor: the first of the Covered entries since the
 	// last signed one (0: none), and their author.
@@ -289,6 +290,12 @@ func (v *verifier) check(r record, prev []byte) *SignatureError {
 			return &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: Unsigned}
 		}
 		return nil
+	}
+	if e.Seq == 1 && e.Kind == KeyringUpgraded && e.ID == e.Actor {
+		// A vault of layout version 1 upgraded before its first entry:
+		// its ledger begins signed, but its other people's entries are
+		// of version 1 too, and upgrade later.
+		v.legacy = true
 	}
 	fail := func(p SignatureProblem) *SignatureError {
 		return &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: p}
@@ -651,4 +658,39 @@ func (l *ledger) readBack(tx stores.Tx, seq uint64) (record, error) {
 		return record{}, fmt.Errorf("ledger: sign commit: read entry %d: %w", seq, err)
 	}
 	return l.openEntry(key, seq, it.Value, false)
+}
+
+// HeadSigned reports whether the ledger's last entry, read through get
+// (a commit's reads, or plain reads of the ledger's store), is signed
+// (itself, or covered by its commit's signature). Once one commit is
+// signed every later one must be (Verify fails an unsigned entry after a
+// signed one), so a writer without a signing key (a person whose keyring
+// entry is of layout version 1) asks this before it appends. An empty
+// ledger is not signed.
+func (l *ledger) HeadSigned(get func(key string) (stores.Item, error)) (bool, error) {
+	it, err := get(l.headKey)
+	switch {
+	case errors.Is(err, stores.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	hs, err := l.openHead(it.Value)
+	if err != nil || hs.Seq == 0 {
+		return false, err
+	}
+	last := record{}
+	if n := len(hs.pending); n > 0 {
+		last = hs.pending[n-1] // committed, not yet written at its key
+	} else {
+		key := l.entryKey(hs.Seq)
+		it, err := get(key)
+		if err != nil {
+			return false, fmt.Errorf("ledger: read entry %d: %w", hs.Seq, err)
+		}
+		if last, err = l.openEntry(key, hs.Seq, it.Value, false); err != nil {
+			return false, err
+		}
+	}
+	return last.entry.Signature != nil || last.entry.Covered, nil
 }

@@ -501,7 +501,11 @@ func (v *Vault) ChangeSecret(ctx context.Context, old, new []byte) error {
 // a new signing key, so that they can grant and revoke; secret is their
 // current secret (ErrWrongSecret otherwise). An entry already in the
 // current layout is left alone. Other people's version 1 entries keep
-// opening; each holder upgrades their own.
+// opening; each holder upgrades their own. Once one entry is upgraded the
+// ledger is signed, and a handle without a signing key (opened with a
+// version 1 entry, its holder's or one upgraded by another handle since)
+// writes nothing more (ErrNotPermitted): an unsigned entry after a signed
+// one would fail Verify. Its holder calls UpgradeKeyring, or opens again.
 func (v *Vault) UpgradeKeyring(ctx context.Context, secret []byte) error {
 	v.me.mu.Lock()
 	current := v.me.entry != nil

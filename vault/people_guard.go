@@ -49,6 +49,9 @@ func (g *personGuard) check(get func(key string) (stores.Item, error)) error {
 	if m == nil {
 		return nil // a vault without people (tests, internal stores)
 	}
+	if err := g.checkUnsigned(m, get); err != nil {
+		return err
+	}
 	it, err := get(g.key)
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
@@ -67,6 +70,31 @@ func (g *personGuard) check(get func(key string) (stores.Item, error)) error {
 	}
 	if !m.holds(signPub) {
 		return fmt.Errorf("user %q was revoked and granted again since this handle opened: %w", g.v.user, ErrNoAccess)
+	}
+	return nil
+}
+
+// checkUnsigned refuses a commit of a handle without a signing key (its
+// person's keyring entry was of layout version 1 when it opened) once the
+// ledger is signed: an owner upgraded their entry since, and an unsigned
+// entry after a signed one fails Verify for good. The person upgrades
+// their own entry first (UpgradeKeyring), or, if another handle did it
+// already, opens the vault again.
+func (g *personGuard) checkUnsigned(m *member, get func(key string) (stores.Item, error)) error {
+	m.mu.Lock()
+	legacy := m.seed == nil || m.entry == nil
+	m.mu.Unlock()
+	if !legacy || g.v.ledger == nil {
+		return nil
+	}
+	signed, err := g.v.ledger.HeadSigned(get)
+	if err != nil {
+		return err
+	}
+	if signed {
+		return fmt.Errorf("%w: user %q opened with a keyring entry of layout version 1, which has no signing key, "+
+			"and the vault's ledger is signed since its first upgraded entry: call UpgradeKeyring, "+
+			"or open the vault again if this person's entry was upgraded since", ErrNotPermitted, g.v.user)
 	}
 	return nil
 }

@@ -133,6 +133,10 @@ type Ledger[E, H, R any] interface {
 	// VerifyProgress is Verify, reporting to progress (when not nil)
 	// how many entries it has walked, after each one.
 	VerifyProgress(ctx context.Context, progress func(entries uint64)) (R, error)
+	// HeadSigned reports whether the ledger's last entry, read through
+	// get, is signed: a writer without a signing key must not append
+	// after it.
+	HeadSigned(get func(key string) (stores.Item, error)) (bool, error)
 	// Close refuses new calls and waits for those in flight.
 	Close() error
 }
