@@ -531,7 +531,8 @@ func (v *Vault) sealRecordTx(tx stores.Tx, collection, id string, plain []byte, 
 // It returns the whole plaintext (metadata, marks and body) and the
 // revision. A record that fails to open is ErrTampered (ErrClosed when the
 // key was wiped by Close meanwhile); one naming a generation its person
-// does not hold is ErrTampered too, wrapping the reason. tx is nil, or a
+// does not hold is ErrTampered too, wrapping the reason, unless the person
+// was revoked since the handle opened (ErrNoAccess only). tx is nil, or a
 // transaction on the device's store, through which an unknown generation
 // is loaded (see genKeys.get).
 func (v *Vault) openRecordTx(tx stores.Tx, collection, id string, sealed []byte) ([]byte, uint64, error) {
@@ -541,6 +542,12 @@ func (v *Vault) openRecordTx(tx stores.Tx, collection, id string, sealed []byte)
 	k, err := v.keys.openKey(collection, sealed, tx)
 	if errors.Is(err, crypto.ErrMalformed) {
 		return nil, 0, ErrTampered
+	}
+	if errors.Is(err, errRevokedSince) {
+		// The person was revoked (their keyring entry says so, under its
+		// MAC) and does not hold the record's generation: not a record
+		// the store altered.
+		return nil, 0, err
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %w", ErrTampered, closedIfWiped(err))

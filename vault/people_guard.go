@@ -10,6 +10,12 @@ import (
 	"github.com/noydb-go/noydb/stores"
 )
 
+// errRevokedSince is the ErrNoAccess of a handle whose person's keyring
+// entry, checked under its MAC, says they were revoked (or revoked and
+// granted again) since it opened: a record sealed under a generation they
+// never held is then out of their reach, not altered by the store.
+var errRevokedSince = fmt.Errorf("%w", ErrNoAccess)
+
 // personGuard is the ledger's Guard (wire.LedgerOptions.Guard): before a
 // commit that appends is written, it reads the keyring entry of the
 // vault's person as that commit sees it and refuses the commit when the

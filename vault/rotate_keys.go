@@ -341,10 +341,10 @@ func (m *member) genKeys(cfg Config, prefix string) *genKeys {
 			return nil, err
 		}
 		if e.revoked {
-			return nil, fmt.Errorf("user %q was revoked: %w", user, ErrNoAccess)
+			return nil, fmt.Errorf("user %q was revoked: %w", user, errRevokedSince)
 		}
 		if !m.holds(e.signPub) {
-			return nil, fmt.Errorf("user %q was revoked and granted again since this handle opened: %w", user, ErrNoAccess)
+			return nil, fmt.Errorf("user %q was revoked and granted again since this handle opened: %w", user, errRevokedSince)
 		}
 		g.narrow(e.collections)
 		return e, nil
