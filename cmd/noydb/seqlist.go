@@ -35,7 +35,9 @@ last number it handed out: the series (and partition, and "period LABEL"
 for a series with periods), a tab, and the head; then "closed" for a closed
 period, and the series' stored definition (format, period, fiscal-start,
 tz, meta, corrects), when it has one. A series numbered by 'noydb number'
-passes says so after its head, with the collection it numbers. With --json
+passes says so after its head, with the collection it numbers; a series
+that 'put --seq' numbered at write time is listed once, as its counter,
+unless records were also handed to passes of that name. With --json
 it prints an array of {"series", "partition", "head", "passes",
 "collection", "format", "period", "closed", "definition"}.`,
 		Args: exactArgs(0),
@@ -46,6 +48,9 @@ it prints an array of {"series", "partition", "head", "passes",
 			}
 			infos, err := v.Series(cmd.Context())
 			if err != nil {
+				return err
+			}
+			if infos, err = withoutEmptyTwins(cmd.Context(), v, infos); err != nil {
 				return err
 			}
 			list := make([]seriesJSON, 0, len(infos))
@@ -84,6 +89,44 @@ it prints an array of {"series", "partition", "head", "passes",
 			return nil
 		},
 	}
+}
+
+// withoutEmptyTwins drops from infos each series numbered by passes that
+// only holds what 'put --seq' stored when it numbered a counter of the same
+// name at write time (on a store with atomic compare-and-swap, the handle
+// stores its collection and format the same way on every store): no number
+// given by a pass, no record waiting, no batch in flight. The counter is
+// the series the user numbered; the empty twin beside it would list it
+// twice.
+func withoutEmptyTwins(ctx context.Context, v *vault.Vault, infos []vault.SeriesInfo) ([]vault.SeriesInfo, error) {
+	counters := map[string]bool{}
+	for _, s := range infos {
+		if !s.Passes && len(s.Partition) == 0 && s.Period == "" {
+			counters[s.Name] = true
+		}
+	}
+	out := infos[:0:0]
+	for _, s := range infos {
+		if s.Passes && s.Head == 0 && counters[s.Name] {
+			coll := s.Collection
+			if coll == "" {
+				coll = s.Name
+			}
+			h, err := cliNumbering(v, coll, s.Name, "", "number")
+			if err != nil {
+				return nil, err
+			}
+			st, err := h.Series().Status(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if st.Last == 0 && st.Waiting == 0 && st.Batch == nil {
+				continue
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // seriesOf finds series in the vault: the counter of the partition parts,
