@@ -85,6 +85,8 @@ type personChangeJSON struct {
 	Collections []string `json:"collections,omitempty"`
 	All         bool     `json:"all,omitempty"`
 	Removed     bool     `json:"removed,omitempty"`
+	// Unchanged: the change was already made; nothing was written.
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // accessJSON is what vault passwd, recover and revoke-recovery-codes print
@@ -95,6 +97,8 @@ type accessJSON struct {
 	KeyringUpgraded      bool   `json:"keyring_upgraded,omitempty"`
 	Recovered            bool   `json:"recovered,omitempty"`
 	RecoveryCodesRevoked bool   `json:"recovery_codes_revoked,omitempty"`
+	// Unchanged: there was nothing to change; nothing was written.
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // rotateJSON is what vault rotate prints with --json.

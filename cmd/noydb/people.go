@@ -167,7 +167,8 @@ The keys are rotated at once (see 'noydb vault rotate'): records written or
 re-sealed afterwards do not open with any key they held. It cannot make them
 forget what they read before. --keep-keys skips the rotation (needed on a
 store without transactions, such as file:). The last owner cannot be removed,
-and nobody removes themselves: another owner does.`,
+and nobody removes themselves: another owner does. Removing a person who
+was removed already says so and changes nothing (exit 0).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := vault.CheckCollectionName(args[0]); err != nil {
@@ -182,6 +183,15 @@ and nobody removes themselves: another owner does.`,
 				opts = append(opts, vault.RevokeWithoutRotation())
 			}
 			if err := v.Revoke(cmd.Context(), args[0], opts...); err != nil {
+				// Revoke's ErrNotFound is "no such person" or "already
+				// revoked": the keyring tells them apart. Removed before is
+				// what a repeated remove asked for; it wrote nothing.
+				if errors.Is(err, vault.ErrNotFound) {
+					if gone, perr := wasRemoved(cmd.Context(), v, args[0]); perr == nil && gone {
+						return a.confirm(personChangeJSON{User: args[0], Removed: true, Unchanged: true},
+							"%s was already removed from vault %q: nothing changed", args[0], a.vaultName)
+					}
+				}
 				return refused(err)
 			}
 			if rot := v.Rotation(); rot != nil {
@@ -358,4 +368,18 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// wasRemoved reports whether the keyring of v lists user as removed.
+func wasRemoved(ctx context.Context, v *vault.Vault, user string) (bool, error) {
+	people, err := v.People(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range people {
+		if p.Name == user {
+			return p.Revoked, nil
+		}
+	}
+	return false, nil
 }

@@ -61,13 +61,22 @@ working. Only a person who opens with a secret has recovery codes.`,
 	revoke := &cobra.Command{
 		Use:   "revoke-recovery-codes",
 		Short: "Revoke the unused recovery codes of --user",
-		Args:  exactArgs(0),
+		Long: `Revoke every unused recovery code of --user in --vault: none of them opens
+it afterwards. With none left to revoke it says so and changes nothing
+(exit 0). With --json it prints {"user", "recovery_codes_revoked"}, or
+{"user", "unchanged"}.`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}
-			if err := v.RevokeRecoveryCodes(cmd.Context()); err != nil {
+			// ErrNotFound is documented as "no unused codes": nothing to
+			// revoke, and nothing was written.
+			if err := v.RevokeRecoveryCodes(cmd.Context()); errors.Is(err, vault.ErrNotFound) {
+				return a.confirm(accessJSON{User: a.user, Unchanged: true},
+					"%s has no recovery codes to revoke in vault %q: nothing changed", a.user, a.vaultName)
+			} else if err != nil {
 				return refused(err)
 			}
 			return a.confirm(accessJSON{User: a.user, RecoveryCodesRevoked: true}, "recovery codes of %s in vault %q revoked", a.user, a.vaultName)
