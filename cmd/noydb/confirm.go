@@ -32,6 +32,7 @@ type deleteJSON struct {
 type seedJSON struct {
 	Series    string   `json:"series"`
 	Partition []string `json:"partition,omitempty"`
+	Period    string   `json:"period,omitempty"`
 	Seeded    bool     `json:"seeded"`
 	Head      uint64   `json:"head"`
 	Next      uint64   `json:"next"`

@@ -169,12 +169,25 @@ number of today's period, of --date's, or of --period LABEL's (which says
 importing records that already carry numbers up to N. It never moves a series
 back: at N or beyond it does nothing, and says so ("SERIES is already at M:
 nothing to do"). It prints "SERIES: next number is N+1", or with --json
-{"series", "partition", "seeded", "head", "next"}.`,
+{"series", "partition", "period", "seeded", "head", "next"}.
+
+For a series with periods (see 'seq next --period') it seeds one period:
+today's, the one holding --date, or the one named by --period LABEL
+(2026-03-15, 2026-03, 2026, FY2025-26 or FY2026, as 'seq list' shows
+them). --period needs the series' definition stored (by its first 'seq
+next' or 'put --seq' with --period): a series without periods, or a label
+of another kind, is a usage error. A closed period cannot be seeded.`,
+		Example: `  noydb seq seed orders 6
+  noydb seq seed fatture 41 --partition 2026
+  noydb seq seed invoices 2 --period FY2026-27`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := parseNumber(seedWhat, args[1])
 			if err != nil {
 				return err
+			}
+			if sf.label != "" && sf.date != "" {
+				return usagef("--period and --date both pick the period: give one")
 			}
 			v, err := a.openVault(cmd.Context())
 			if err != nil {
@@ -186,33 +199,47 @@ nothing to do"). It prints "SERIES: next number is N+1", or with --json
 			}
 			// SeedTo says nothing of what it did: the head read first tells
 			// a seed that moves the series from one that would not.
-			head, err := s.Peek(cmd.Context())
+			peek := func() (uint64, error) { return s.Peek(cmd.Context()) }
+			seedTo := func() error { return s.SeedTo(cmd.Context(), n) }
+			label := seriesLabel(s)
+			if sf.label != "" {
+				// PeekPeriod checks the label and that the series has
+				// periods (a *ValidationError: exit 2) before any write.
+				peek = func() (uint64, error) {
+					head, _, err := s.PeekPeriod(cmd.Context(), sf.label)
+					return head, err
+				}
+				seedTo = func() error { return s.SeedPeriod(cmd.Context(), sf.label, n) }
+				label += " period " + sf.label
+			}
+			head, err := peek()
 			if err != nil {
 				return err
 			}
 			seeded := head < n
 			if seeded {
-				if err := s.SeedTo(cmd.Context(), n); err != nil {
+				if err := seedTo(); err != nil {
 					return err
 				}
 				// Read back: another writer may have moved it further since.
-				if head, err = s.Peek(cmd.Context()); err != nil {
+				if head, err = peek(); err != nil {
 					return err
 				}
 			}
 			if a.json {
-				return a.printJSON(seedJSON{s.Series(), s.Partition(), seeded, head, head + 1})
+				return a.printJSON(seedJSON{s.Series(), s.Partition(), sf.label, seeded, head, head + 1})
 			}
 			if seeded {
-				_, err = fmt.Fprintf(a.io.out, "%s: next number is %d\n", seriesLabel(s), head+1)
+				_, err = fmt.Fprintf(a.io.out, "%s: next number is %d\n", label, head+1)
 			} else {
-				_, err = fmt.Fprintf(a.io.out, "%s is already at %d: nothing to do\n", seriesLabel(s), head)
+				_, err = fmt.Fprintf(a.io.out, "%s is already at %d: nothing to do\n", label, head)
 			}
 			return err
 		},
 	}
 	sf.add(seed)
 	sf.addDate(seed, "seed the period holding this date")
+	seed.Flags().StringVar(&sf.label, "period", "", "the period to seed, by its label: 2026-03-15, 2026-03, 2026 or FY2025-26 (a series with periods; default: today's)")
 	describeNumber(seed, seedWhat)
 
 	var vf seqFlags
