@@ -258,8 +258,9 @@ Where the data is (--store, or $NOYDB_STORE):
   file:DIR           one file per record, safe in a synced folder; no atomic
                      compare-and-swap, so numbers come from 'noydb number'
   mem:               in memory, gone when the command ends (for bench and demo)
-  postgres://…       PostgreSQL, shared by many processes and machines; tables in
-                     schema "noydb", or the one named by a schema=NAME parameter
+  postgres://…       PostgreSQL, shared by many processes and machines;
+                     tables in schema "noydb", or the one named by a
+                     schema=NAME parameter
 
 This device remembers, per store, the highest number it has seen in each
 series, the ledger head, and which vaults it has used, in a state folder
@@ -267,8 +268,9 @@ outside the store: a store restored from an old backup, wiped, or with a
 vault replaced is then refused instead of issuing numbers again. The folder
 is <state root>/<hash of the store's location>; the root is --state-dir, or
 $NOYDB_STATE_DIR, or noydb in the user's state folder ($XDG_STATE_HOME or
-~/.local/state on Linux; the data folder elsewhere). mem: stores keep no state. After a store was really deleted or
-re-created, 'noydb forget' erases what this device knew of the vault.
+~/.local/state on Linux; the data folder elsewhere). mem: stores keep no
+state. After a store was really deleted or re-created, 'noydb forget'
+erases what this device knew of the vault.
 
 The secret is read from $NOYDB_SECRET, from the file named by --secret-file,
 or from a prompt (no echo) when standard input is a terminal. It is never

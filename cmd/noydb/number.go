@@ -109,7 +109,8 @@ func (a *app) numberCmd() *cobra.Command {
 at write time: on a file: store (a synced folder, no atomic compare-and-swap)
 or on a device that is offline.
 
-  1. put the record with --seq        noydb put receipts r-7 '{"total":120}' --seq receipts --format 'R-{seq:05}'
+  1. put the record with --seq:
+     noydb put receipts r-7 '{"total":120}' --seq receipts --format 'R-{seq:05}'
      (on a store with atomic compare-and-swap it is numbered at once;
      elsewhere it prints "pending: numbered by the next pass")
   2. on one machine, run a pass       noydb number pass receipts
