@@ -159,3 +159,46 @@ func TestSyncCollectionsWidenedInterrupted(t *testing.T) {
 		require.Less(t, n, 50)
 	}
 }
+
+// TestSyncCollectionsWidenedOpenDevice: as
+// TestSyncCollectionsWidenedPullsOnlyAdded, with bob's device handle kept
+// open across the widening: its next sync brings his new keyring entry,
+// follows it, and pulls the older records of what was added; the handle
+// then reads them without a reopen.
+func TestSyncCollectionsWidenedOpenDevice(t *testing.T) {
+	for name, widen := range map[string][]string{"to notes and memos": {"notes", "memos"}, "to all": nil} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+			a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+			require.NoError(t, vault.CollectionOf[Note](a, "memos").Put(ctx, "m-1", Note{Text: "memo 1"}))
+			require.NoError(t, vault.CollectionOf[Note](a, "payroll").Put(ctx, "p-1", Note{Text: "pay"}))
+			require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter, "notes"))
+			require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "n-1", Note{Text: "note"}))
+			mustSync(t, a)
+			b := openPerson(t, hubPerson(devB, hub, "bob", "b"))
+			require.Equal(t, 1, mustSync(t, b).Pulled)
+
+			require.NoError(t, a.SetCollections(ctx, "bob", widen...))
+			mustSync(t, a)
+			pulled := 1
+			if widen == nil {
+				pulled = 2
+			}
+			assert.Equal(t, pulled, mustSync(t, b).Pulled)
+			got, err := vault.CollectionOf[Note](b, "memos").Get(ctx, "m-1")
+			require.NoError(t, err)
+			assert.Equal(t, "memo 1", got.Text)
+			require.NoError(t, vault.CollectionOf[Note](b, "memos").Put(ctx, "m-2", Note{Text: "bob's"}))
+			mustSync(t, b)
+			_, err = vault.CollectionOf[Note](b, "payroll").Get(ctx, "p-1")
+			if widen == nil {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, vault.ErrNotPermitted)
+			}
+			assert.Zero(t, mustSync(t, b).Pulled, "the catch-up is done once")
+			verified(t, b)
+		})
+	}
+}

@@ -245,13 +245,51 @@ func (s *Series) listChunks(ctx context.Context) ([]string, error) {
 // headTx replaces the head at version ver with h, deletes the keys del and
 // writes puts, in one transaction of tr, and returns the head's new
 // version. A head no longer at ver is ErrPassRunning.
+//
+// A transaction that conflicts is run again: the conflict may come from a
+// key other than the head (the guard's keyring entry, which a rotation or
+// a change of the person rewrites; a chunk), which says nothing of another
+// pass, and the next attempt reads the head again, so a head another pass
+// moved is then told apart (ErrPassRunning). Conflicts that outlast the
+// retry budget give an error matching stores.ErrConflict and
+// sequence.ErrContention, not ErrPassRunning.
 func (s *Series) headTx(ctx context.Context, tr stores.Transactor, h *head, ver uint64, del []string, puts []sealedKV) (uint64, error) {
 	key := s.headKey()
 	sealed, err := s.b.Sealer.Seal(key, h.encode())
 	if err != nil {
 		return 0, err
 	}
-	err = tr.Update(ctx, func(tx stores.Tx) error {
+	_, err = cas.Do(ctx, cas.Policy{}, func(int) error { return s.headTxOnce(ctx, tr, key, sealed, ver, del, puts) })
+	if errors.Is(err, errFenced) {
+		return 0, fmt.Errorf("write head: %w: %w", ErrPassRunning, err)
+	}
+	if cas.Exhausted(err) {
+		return 0, fmt.Errorf("write head: %w", err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	// The head's new version, for the compare-and-swaps that save progress:
+	// the head must be the one just written (sealing is randomized).
+	it, err := s.b.Store.Get(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	if !bytes.Equal(it.Value, sealed) {
+		return 0, fmt.Errorf("write head: %w: %w", ErrPassRunning, errFenced)
+	}
+	if s.b.Pins != nil {
+		if err := s.b.Pins.RaiseCounter(key, h.last); err != nil {
+			return it.Version, fmt.Errorf("head written at %d, but its rollback pin was not saved: %w", h.last, err)
+		}
+	}
+	return it.Version, nil
+}
+
+// headTxOnce is one attempt of headTx's transaction, writing sealed as the
+// head key when the head is at version ver (else errFenced).
+func (s *Series) headTxOnce(ctx context.Context, tr stores.Transactor, key string, sealed []byte, ver uint64, del []string, puts []sealedKV) error {
+	return tr.Update(ctx, func(tx stores.Tx) error {
 		// The guard reads first (the vault's person's keyring entry, which
 		// a revocation writes first too: one lock order on PostgreSQL),
 		// so a revocation commits before the batch or refuses it.
@@ -282,27 +320,6 @@ func (s *Series) headTx(ctx context.Context, tr stores.Transactor, h *head, ver 
 		}
 		return tx.Put(key, sealed)
 	})
-	if errors.Is(err, errFenced) || errors.Is(err, stores.ErrConflict) {
-		return 0, fmt.Errorf("write head: %w: %w", ErrPassRunning, err)
-	}
-	if err != nil {
-		return 0, err
-	}
-	// The head's new version, for the compare-and-swaps that save progress:
-	// the head must be the one just written (sealing is randomized).
-	it, err := s.b.Store.Get(ctx, key)
-	if err != nil {
-		return 0, err
-	}
-	if !bytes.Equal(it.Value, sealed) {
-		return 0, fmt.Errorf("write head: %w: %w", ErrPassRunning, errFenced)
-	}
-	if s.b.Pins != nil {
-		if err := s.b.Pins.RaiseCounter(key, h.last); err != nil {
-			return it.Version, fmt.Errorf("head written at %d, but its rollback pin was not saved: %w", h.last, err)
-		}
-	}
-	return it.Version, nil
 }
 
 // sealedKV is a sealed value and its key.

@@ -23,6 +23,9 @@ type Collection[T any] struct {
 	v    *Vault
 	name string
 	err  error // a bad name, reported by every call
+	// denied: err is the refusal of a collection the person was not given
+	// when the Collection was made, which each call asks again (see check).
+	denied bool
 }
 
 // Record is one decrypted record of a collection with what the vault knows
@@ -52,15 +55,32 @@ type Record[T any] struct {
 // CollectionOf returns the collection name of v, holding records of type T.
 // An invalid or reserved name is reported by every call on the collection,
 // and so is a collection the vault's person may not use (ErrNotPermitted,
-// see Grant).
+// see Grant). CollectionOf does no I/O.
+//
+// A person limited to other collections is refused by every call with
+// ErrNotPermitted, before the store is written. A call (outside a Tx) on a
+// collection the handle does not know as theirs first reads their keyring
+// entry again, so that a collection an owner gave them since the handle
+// opened (Grant, SetCollections) is usable at once, without reopening, as
+// a narrowing is seen at the handle's next key load.
 func CollectionOf[T any](v *Vault, name string) *Collection[T] {
 	err := CheckCollectionName(name)
+	denied := false
 	if err == nil {
-		// A person limited to other collections (Grant): every call fails
-		// with ErrNotPermitted, before touching the store.
 		err = v.keys.permits(name)
+		denied = err != nil
 	}
-	return &Collection[T]{v: v, name: name, err: err}
+	return &Collection[T]{v: v, name: name, err: err, denied: denied}
+}
+
+// check returns c's error for a call that may read the store: its bad
+// name, or, for a collection the person was not given when c was made,
+// the refusal as it stands now (genKeys.permitsNow).
+func (c *Collection[T]) check(ctx context.Context) error {
+	if c.denied {
+		return c.v.keys.permitsNow(ctx, c.name)
+	}
+	return c.err
 }
 
 // Name returns the collection's name.
@@ -69,8 +89,8 @@ func (c *Collection[T]) Name() string { return c.name }
 // begin checks the call's name and id, then enters the vault (see
 // Vault.enter): a call begun must call c.v.exit when it ends.
 func (c *Collection[T]) begin(ctx context.Context, op, id string) error {
-	if c.err != nil {
-		return fmt.Errorf("%s: %w", op, c.err)
+	if err := c.check(ctx); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	if op != "list" && op != "count" {
 		if err := CheckID(id); err != nil {

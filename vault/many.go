@@ -143,8 +143,8 @@ func (c *Collection[T]) DeleteMany(ctx context.Context, ids []string) error {
 // beginMany is begin for a call on several ids: it checks the name, every
 // id and that the store has transactions, then enters the vault.
 func (c *Collection[T]) beginMany(ctx context.Context, op string, ids []string) error {
-	if c.err != nil {
-		return fmt.Errorf("%s: %w", op, c.err)
+	if err := c.check(ctx); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	for _, id := range ids {
 		if err := CheckID(id); err != nil {

@@ -119,7 +119,9 @@ func NumberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 		return bad(errors.New("nil collection"))
 	case set == nil:
 		return bad(errors.New("nil setter"))
-	case c.err != nil:
+	case c.err != nil && (!c.denied || c.v.keys.permits(c.name) != nil):
+		// A collection refused when c was made counts as given once this
+		// handle has seen it given (see CollectionOf).
 		return bad(c.err)
 	case len(opts.Partition) != 0:
 		return bad(errors.New("partitions are not supported by NumberingOf yet"))

@@ -712,7 +712,11 @@ func (v *Vault) writePeople(ctx context.Context, key string, old stores.Item, va
 // gives access to all. Only an owner changes it (ErrNotPermitted); a
 // person without access is an error matching ErrNotFound. The person's
 // keyring entry is granted again by the caller, with a ledger.PersonGranted
-// entry, and takes effect for the handles they open afterwards.
+// entry. It takes effect for the handles they open afterwards, and for
+// those they hold open: a narrowing at a handle's next key load (its next
+// write, or a read of a record of the new generation), a collection given
+// at the handle's next call on it outside a Tx (see CollectionOf), which
+// loads its keys without a reopen.
 //
 // Giving more (collections added, or all) wraps for the person the keys
 // they lacked: each added collection's key of every generation since

@@ -27,7 +27,10 @@ import (
 // A handle opened for a person given every collection becomes limited
 // when it loads their keyring entry and finds it names some (an owner
 // narrowed them on another handle or device: see narrow); from then on it
-// holds and loads keys as a handle opened after the narrowing would.
+// holds and loads keys as a handle opened after the narrowing would. One
+// whose entry gives it collections it lacked, or all again (a widening),
+// follows it the same way (follow), and asks the entry again before
+// refusing a collection (permitsNow).
 type genKeys struct {
 	snap atomic.Pointer[genSnap]
 	mu   sync.Mutex // serialises add and wipe (not load: see get)
@@ -45,6 +48,11 @@ type genKeys struct {
 	// of that generation at once, so that a write after a read of a new
 	// generation finds its key held.
 	loadCol func(ctx context.Context, gen uint64, tx stores.Tx) (map[string]*crypto.Key, error)
+	// recheck reads the person's keyring entry again, outside any
+	// transaction, and follows its collections (see follow): permitsNow
+	// asks it before refusing a collection. Nil when there is no entry to
+	// read (a version 1 entry).
+	recheck func(ctx context.Context) error
 }
 
 // colGen names a collection's key of one generation.
@@ -115,6 +123,37 @@ func (g *genKeys) narrow(cols []string) {
 			return
 		}
 	}
+}
+
+// follow records the collections cols (sorted, unique) that the person's
+// keyring entry, as last read, gives them: none means all, and a handle
+// limited until then is no longer (an owner widened them: their entry
+// holds every generation's data key again, wrapped to their box key, which
+// the handle holds); else narrow. A wider entry read before a narrower one
+// is harmless: the narrower one limits the handle again.
+func (g *genKeys) follow(cols []string) {
+	if len(cols) == 0 {
+		g.limited.Store(nil)
+		return
+	}
+	g.narrow(cols)
+}
+
+// permitsNow is permits for a call that may read the store (outside any
+// transaction): a collection the handle's list does not name is asked once
+// more after reading the person's keyring entry again (recheck), since an
+// owner may have given it to them since the handle last read it, as a
+// narrowing is seen at the next key load. When the entry cannot be read
+// (or says the person was revoked), the refusal stands.
+func (g *genKeys) permitsNow(ctx context.Context, collection string) error {
+	err := g.permits(collection)
+	if err == nil || g == nil || g.recheck == nil {
+		return err
+	}
+	if g.recheck(ctx) != nil {
+		return err
+	}
+	return g.permits(collection)
 }
 
 // permits reports whether the person may read and write collection: nil,
@@ -201,6 +240,18 @@ func (g *genKeys) colKey(gen uint64, collection string, tx stores.Tx) (*crypto.K
 		var err error
 		if loaded, err = g.loadCol(context.Background(), gen, tx); err != nil {
 			return nil, err
+		}
+		if loaded[collection] == nil && g.limitedTo() == nil {
+			// Loading the entry found the person given every collection
+			// again (follow): the key derives from the generation's.
+			for _, k := range loaded {
+				k.Wipe()
+			}
+			dk, err := g.get(gen, tx)
+			if err != nil {
+				return nil, err
+			}
+			loaded = map[string]*crypto.Key{collection: crypto.CollectionKey(dk, collection)}
 		}
 	}
 	g.mu.Lock()
@@ -346,8 +397,12 @@ func (m *member) genKeys(cfg Config, prefix string) *genKeys {
 		if !m.holds(e.signPub) {
 			return nil, fmt.Errorf("user %q was revoked and granted again since this handle opened: %w", user, errRevokedSince)
 		}
-		g.narrow(e.collections)
+		g.follow(e.collections)
 		return e, nil
+	}
+	g.recheck = func(ctx context.Context) error {
+		_, err := entry(ctx, "collections", nil)
+		return err
 	}
 	g.loadCol = func(ctx context.Context, gen uint64, tx stores.Tx) (map[string]*crypto.Key, error) {
 		e, err := entry(ctx, fmt.Sprintf("collection keys of generation %d", gen), tx)
@@ -402,7 +457,7 @@ func (v *Vault) heldGenerations(ctx context.Context) (map[uint64]*crypto.Key, er
 		if err != nil {
 			return nil, err
 		}
-		v.keys.narrow(e.collections) // narrowed elsewhere since this handle opened
+		v.keys.follow(e.collections) // narrowed or widened elsewhere since this handle opened
 		for _, g := range e.gens {
 			if _, err := v.keys.get(g.gen, nil); err != nil {
 				return nil, err

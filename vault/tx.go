@@ -264,8 +264,15 @@ func (b *TxCollection[T]) begin(op, id string) error {
 	if err := b.tx.use(); err != nil {
 		return fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
 	}
-	if c.err != nil {
-		return fmt.Errorf("%s: %w", op, c.err)
+	// Inside the transaction the keyring entry is not read again: a
+	// collection given since the handle last read it is refused until a
+	// call outside one (or a key load) has seen it.
+	err := c.err
+	if c.denied {
+		err = c.v.keys.permits(c.name)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	if c.v != b.tx.v {
 		return fmt.Errorf("%s %s/%s: collection of another vault: %w", op, c.name, id, ErrInvalidArgument)
