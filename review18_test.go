@@ -57,3 +57,51 @@ func TestReview18JoinCutShortAfterClosedPeriod(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), n)
 }
+
+// TestReview18BehindInAClosedPeriod: two copies of a vault numbered a
+// fiscal year on their own; the first closed it and joined the hub (which
+// closes it there); the second went on in that year past the first's
+// head. The hub's period is closed, so it can give no number of it again:
+// the second joins. Before the fix it was refused with ErrHubBehind, and
+// the way out the error names (seed the hub) fails on a closed period.
+func TestReview18BehindInAClosedPeriod(t *testing.T) {
+	ctx := context.Background()
+	rome, err := time.LoadLocation("Europe/Rome")
+	require.NoError(t, err)
+	opts := sequence.Options{Period: sequence.PeriodFiscalYear, FiscalStart: sequence.MonthDay{Month: time.April, Day: 1},
+		Location: rome, Format: "FY{FY}/{seq:04}"}
+	day := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 12, 0, 0, 0, rome) }
+	take := func(v interface {
+		Sequence(string, sequence.Options) (*sequence.Sequence, error)
+	}, at time.Time, n int) {
+		q, err := v.Sequence("invoices", opts)
+		require.NoError(t, err)
+		for range n {
+			_, err := q.NextAt(ctx, at)
+			require.NoError(t, err)
+		}
+	}
+
+	devA := memstore.New()
+	solo := openStandalone(t, devA)
+	take(solo, day(2026, 3, 1), 2)
+	require.NoError(t, solo.Close())
+	devB := memstore.New()
+	restoreStore(t, devB, snapshotStore(t, devA))
+
+	solo = openStandalone(t, devA)
+	q, err := solo.Sequence("invoices", opts)
+	require.NoError(t, err)
+	require.NoError(t, q.ClosePeriod(ctx, "FY2025-26"))
+	require.NoError(t, solo.Close())
+	hub := memstore.New()
+	a := openOnHub(t, devA, hub, deviceOpts{})
+	require.NoError(t, a.Close())
+
+	soloB := openStandalone(t, devB)
+	take(soloB, day(2026, 3, 2), 2) // FY2025-26 at 4 on B, closed at 2 on the hub
+	require.NoError(t, soloB.Close())
+	b, err := openOnHubErr(devB, hub, deviceOpts{})
+	require.NoError(t, err, "the hub's period is closed: nothing can be given twice in it")
+	require.NoError(t, b.Close())
+}
