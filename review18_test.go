@@ -2,6 +2,7 @@ package noydb_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/vault"
 )
 
 // TestReview18JoinCutShortAfterClosedPeriod: a join that seeded and closed
@@ -104,4 +106,55 @@ func TestReview18BehindInAClosedPeriod(t *testing.T) {
 	b, err := openOnHubErr(devB, hub, deviceOpts{})
 	require.NoError(t, err, "the hub's period is closed: nothing can be given twice in it")
 	require.NoError(t, b.Close())
+}
+
+// TestReview18ReplayedRevocationIsTampered: bob was revoked, then granted
+// again; his handle opened after the new grant. The store serves his
+// revoked keyring entry of before (a genuine one, older than the entry he
+// opened with) and a record whose generation it changed to one bob does
+// not hold: the read must say ErrTampered. errRevokedSince took the
+// replayed entry for a revocation since the handle opened and said
+// ErrNoAccess only, hiding the tampering.
+func TestReview18ReplayedRevocationIsTampered(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	owner := openPerson(t, personCfg(st, "olga", "o"))
+	require.NoError(t, owner.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+	require.NoError(t, owner.Revoke(ctx, "bob"))
+	require.NoError(t, owner.Rotation().Wait(ctx))
+	var bobKey string
+	for k := range snapshotStore(t, st) {
+		if strings.HasSuffix(k, "bob") && strings.Contains(k, "keyring") {
+			bobKey = k
+		}
+	}
+	require.NotEmpty(t, bobKey)
+	revoked, err := st.Get(ctx, bobKey)
+	require.NoError(t, err)
+	require.NoError(t, owner.Grant(ctx, "bob", vault.Secret([]byte("b2")), vault.RoleWriter))
+	notes := vault.CollectionOf[Note](owner, "notes")
+	require.NoError(t, notes.Put(ctx, "n1", Note{Text: "x"}))
+	bob := openPerson(t, personCfg(st, "bob", "b2"))
+	_, err = vault.CollectionOf[Note](bob, "notes").Get(ctx, "n1")
+	require.NoError(t, err, "control: bob reads")
+
+	var recKey string
+	for k := range snapshotStore(t, st) {
+		if strings.HasSuffix(k, "n1") && strings.Contains(k, "notes") {
+			recKey = k
+		}
+	}
+	require.NotEmpty(t, recKey)
+	rec, err := st.Get(ctx, recKey)
+	require.NoError(t, err)
+	forged := append([]byte(nil), rec.Value...)
+	require.GreaterOrEqual(t, len(forged), 17)
+	binary.BigEndian.PutUint64(forged[9:17], 99)
+	_, err = st.Put(ctx, recKey, forged)
+	require.NoError(t, err)
+	_, err = st.Put(ctx, bobKey, revoked.Value)
+	require.NoError(t, err)
+
+	_, err = vault.CollectionOf[Note](bob, "notes").Get(ctx, "n1")
+	assert.ErrorIs(t, err, vault.ErrTampered)
 }
