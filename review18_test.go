@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -157,4 +159,95 @@ func TestReview18ReplayedRevocationIsTampered(t *testing.T) {
 
 	_, err = vault.CollectionOf[Note](bob, "notes").Get(ctx, "n1")
 	assert.ErrorIs(t, err, vault.ErrTampered)
+}
+
+// TestReview18JoinPartitionedPeriods: a series with partitions and
+// periods continues on the hub in its partition's period, and a copy
+// ahead there is refused naming the partition and the period.
+func TestReview18JoinPartitionedPeriods(t *testing.T) {
+	ctx := context.Background()
+	opts := sequence.Options{Period: sequence.PeriodYear, Partition: []any{"EU"}, Location: time.UTC}
+	day := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	devA := memstore.New()
+	solo := openStandalone(t, devA)
+	q, err := solo.Sequence("inv", opts)
+	require.NoError(t, err)
+	for range 3 {
+		_, err := q.NextAt(ctx, day)
+		require.NoError(t, err)
+	}
+	require.NoError(t, solo.Close())
+	devB := memstore.New()
+	restoreStore(t, devB, snapshotStore(t, devA))
+	hub := memstore.New()
+	a := openOnHub(t, devA, hub, deviceOpts{})
+	qa, err := a.Sequence("inv", opts)
+	require.NoError(t, err)
+	n, err := qa.NextAt(ctx, day)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(4), n)
+
+	soloB := openStandalone(t, devB)
+	qb, err := soloB.Sequence("inv", opts)
+	require.NoError(t, err)
+	for range 3 {
+		_, err := qb.NextAt(ctx, day)
+		require.NoError(t, err)
+	}
+	require.NoError(t, soloB.Close())
+	_, err = openOnHubErr(devB, hub, deviceOpts{})
+	var be *vault.HubBehindError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, []vault.BehindSeries{{Series: "inv", Partition: []string{"EU"}, Period: "2026", Device: 6, Hub: 4}}, be.Series)
+}
+
+// TestReview18TwoCopiesJoinAtOnce: two copies of a vault that numbered 1..5
+// on its own join one fresh hub at the same time and take numbers there at
+// once: the hub's numbers are exactly 6..5+2M, none twice, none skipped.
+func TestReview18TwoCopiesJoinAtOnce(t *testing.T) {
+	const before, each = 5, 15
+	devA := memstore.New()
+	solo := openStandalone(t, devA)
+	takeFrom(t, solo, "orders", sequence.Options{}, before)
+	require.NoError(t, solo.Close())
+	devB := memstore.New()
+	restoreStore(t, devB, snapshotStore(t, devA))
+	hub := memstore.New()
+
+	got := make([][]uint64, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, dev := range []stores.Store{devA, devB} {
+		wg.Go(func() {
+			v, err := openOnHubErr(dev, hub, deviceOpts{})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer func() { _ = v.Close() }()
+			q, err := v.Sequence("orders", sequence.Options{})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			for range each {
+				n, err := q.Next(context.Background())
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				got[i] = append(got[i], n)
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	all := append(append([]uint64(nil), got[0]...), got[1]...)
+	slices.Sort(all)
+	want := make([]uint64, 0, 2*each)
+	for n := uint64(before + 1); n <= before+2*each; n++ {
+		want = append(want, n)
+	}
+	assert.Equal(t, want, all)
 }
