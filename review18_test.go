@@ -251,3 +251,45 @@ func TestReview18TwoCopiesJoinAtOnce(t *testing.T) {
 	}
 	assert.Equal(t, want, all)
 }
+
+// TestReview18OtherVaultAfterAJoinCutShort: vault A's join of a fresh hub
+// is cut short before its header is written; another vault of the same
+// name (B, whose person changed their secret, so their entry's serial is
+// higher) then reaches the hub. B is ErrHubMismatch and writes nothing,
+// and A joins at its next call and a new device of A opens. Before the
+// fix B took the hub for fresh, wrote its keyring entry over A's, then
+// failed with a tampering error: A's handle found itself "revoked and
+// granted again" and a new device of A got "wrong secret".
+func TestReview18OtherVaultAfterAJoinCutShort(t *testing.T) {
+	ctx := context.Background()
+	devA, devB := memstore.New(), memstore.New()
+	solo := openStandalone(t, devA)
+	takeFrom(t, solo, "orders", sequence.Options{}, 3)
+	require.NoError(t, solo.Close())
+	soloB := openStandalone(t, devB) // another vault, the same name
+	takeFrom(t, soloB, "orders", sequence.Options{}, 7)
+	require.NoError(t, soloB.ChangeSecret(ctx, []byte("s3cret"), []byte("s3cret")))
+	require.NoError(t, soloB.ChangeSecret(ctx, []byte("s3cret"), []byte("s3cret")))
+	require.NoError(t, soloB.Close())
+
+	var failHeader atomic.Bool
+	failHeader.Store(true)
+	inner := memstore.New()
+	hub := faultstore.New(inner, faultstore.Options{Before: func(op faultstore.Op, key string) error {
+		if op == faultstore.OpCompareAndSwap && strings.HasSuffix(key, "_header") && failHeader.CompareAndSwap(true, false) {
+			return fmt.Errorf("connection reset: %w", stores.ErrUnavailable)
+		}
+		return nil
+	}})
+	a := openOnHub(t, devA, hub, deviceOpts{})
+	require.False(t, failHeader.Load(), "A's header write was cut short")
+
+	before := snapshotStore(t, inner)
+	_, err := openOnHubErr(devB, hub, deviceOpts{})
+	require.ErrorIs(t, err, vault.ErrHubMismatch)
+	assert.Equal(t, before, snapshotStore(t, inner), "B wrote nothing on the hub")
+
+	assert.Equal(t, []uint64{4}, takeFrom(t, a, "orders", sequence.Options{}, 1))
+	other := openOnHub(t, memstore.New(), hub, deviceOpts{})
+	assert.Equal(t, []uint64{5}, takeFrom(t, other, "orders", sequence.Options{}, 1))
+}
