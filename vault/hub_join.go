@@ -159,6 +159,12 @@ func (v *Vault) seedFrom(ctx context.Context, c SeriesInfo) error {
 		return q.SeedTo(ctx, c.Head)
 	}
 	if err := q.SeedPeriod(ctx, c.Period, c.Head); err != nil {
+		// Closed on the hub already (by a join cut short after it closed
+		// the period, before it wrote the header): the period takes no
+		// more numbers there, so nothing can be given twice in it.
+		if errors.Is(err, sequence.ErrPeriodClosed) {
+			return nil
+		}
 		return err
 	}
 	if c.Closed {
@@ -168,7 +174,8 @@ func (v *Vault) seedFrom(ctx context.Context, c SeriesInfo) error {
 }
 
 // checkBehind reads the hub's head of each counter of local (the device's)
-// and returns a *HubBehindError listing those where it is lower.
+// and returns a *HubBehindError listing those where it is lower (and not
+// a closed period).
 func (v *Vault) checkBehind(ctx context.Context, local []SeriesInfo) error {
 	counterInfo := wire.Hook[counterInfoFunc]("SequenceCounterInfo", wire.SequenceCounterInfo)
 	var behind []BehindSeries
@@ -187,11 +194,13 @@ func (v *Vault) checkBehind(ctx context.Context, local []SeriesInfo) error {
 		}
 		// The counter's own head, as Series reads it: Peek would choose
 		// the period of today on a series with periods.
-		head, _, _, _, err := counterInfo(ctx, q)
+		head, _, closed, _, err := counterInfo(ctx, q)
 		if err != nil {
 			return fmt.Errorf("series %s on the hub: %w", c.Name, err)
 		}
-		if head < c.Head {
+		// A period closed on the hub gives no more numbers there, so none
+		// of the device's can be given again (and it cannot be seeded).
+		if head < c.Head && !closed {
 			behind = append(behind, BehindSeries{Series: c.Name, Partition: c.Partition, Period: c.Period, Device: c.Head, Hub: head})
 		}
 	}

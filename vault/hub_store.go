@@ -90,6 +90,9 @@ func (l *hubLink) joinSeries(ctx context.Context, hub stores.Store) error {
 	fresh := errors.Is(err, stores.ErrNotFound)
 	switch {
 	case fresh:
+		if err := claimHub(ctx, hub, l.prefix, l.header); err != nil {
+			return err
+		}
 		if err := copyEntries(ctx, l.device, hub, l.prefix, l.merge); err != nil {
 			return err
 		}
@@ -99,6 +102,32 @@ func (l *hubLink) joinSeries(ctx context.Context, hub stores.Store) error {
 		return ErrHubMismatch
 	}
 	return l.join(ctx, hub, fresh)
+}
+
+// joinKey, on a hub, holds the header of the vault whose join claimed the
+// vault's name there before its header was written (see claimHub).
+const joinKey = "_joining"
+
+// claimHub claims the vault's name on hub for the vault of header before a
+// fresh join writes anything: the header is written last, so without the
+// claim a second vault of the same name, joining at once or after a join
+// cut short, took the hub for fresh too and wrote its keyring entries over
+// the first's. A claim by another vault is ErrHubMismatch, nothing written.
+func claimHub(ctx context.Context, hub stores.Store, prefix string, header []byte) error {
+	key := prefix + joinKey
+	if _, err := hub.CompareAndSwap(ctx, key, 0, header); err == nil {
+		return nil
+	} else if !errors.Is(err, stores.ErrConflict) {
+		return err
+	}
+	it, err := hub.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(it.Value, header) {
+		return ErrHubMismatch
+	}
+	return nil
 }
 
 // ready runs the link's ensure under the hub's timeout.

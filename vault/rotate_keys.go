@@ -391,6 +391,19 @@ func (m *member) genKeys(cfg Config, prefix string) *genKeys {
 		if err := e.verify(dk, name, user, header); err != nil {
 			return nil, err
 		}
+		if e.revoked || !m.holds(e.signPub) {
+			// A revocation since the handle opened raised the entry's
+			// serial above the one it opened with: an entry below it is
+			// an older one the store serves again (a revocation undone
+			// by a grant since), which must not pass a record that names
+			// a generation the person does not hold for a revocation.
+			m.mu.Lock()
+			opened := m.entry
+			m.mu.Unlock()
+			if opened != nil && e.serial < opened.serial {
+				return nil, fmt.Errorf("keyring entry of %q: serial %d, below the %d this handle opened with: %w", user, e.serial, opened.serial, ErrTampered)
+			}
+		}
 		if e.revoked {
 			return nil, fmt.Errorf("user %q was revoked: %w", user, errRevokedSince)
 		}
