@@ -206,18 +206,7 @@ func (q *Sequence) ClosePeriod(ctx context.Context, period string) error {
 	if err := q.allocating(ctx, "close period"); err != nil {
 		return err
 	}
-	hs, err := q.spec(ctx)
-	if err != nil {
-		return err
-	}
-	eff := hs.eff
-	if eff.def.Period == PeriodNone {
-		return invalid("period", period, fmt.Sprintf("series %q has no periods", q.series))
-	}
-	if err := checkLabel(eff.def.Period, eff.def.FiscalStart, period); err != nil {
-		return err
-	}
-	t, err := q.svc.periodTarget(q, hs, period)
+	t, hs, err := q.labelled(ctx, period)
 	if err != nil {
 		return err
 	}
@@ -310,6 +299,29 @@ func counterInfo(ctx context.Context, q *Sequence) (head uint64, period string, 
 	return st.value, period, st.closed, def, nil
 }
 
+// labelled returns the handle of the counter of the period labelled
+// period of q's series and partition, and q's spec: a series without
+// periods, or a label that is not a period of the series' kind, gives a
+// *ValidationError.
+func (q *Sequence) labelled(ctx context.Context, period string) (*Sequence, *handleSpec, error) {
+	hs, err := q.spec(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	def := hs.eff.def
+	if def.Period == PeriodNone {
+		return nil, nil, invalid("period", period, fmt.Sprintf("series %q has no periods", q.series))
+	}
+	if err := checkLabel(def.Period, def.FiscalStart, period); err != nil {
+		return nil, nil, err
+	}
+	t, err := q.svc.periodTarget(q, hs, period)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, hs, nil
+}
+
 // PeekPeriod returns the last number of the period labelled period of q's
 // series and partition (0 when it has none) and whether it is closed. It
 // never writes and works on every store; a label that is not a period of
@@ -318,18 +330,7 @@ func (q *Sequence) PeekPeriod(ctx context.Context, period string) (head uint64, 
 	if q.target {
 		q = q.base
 	}
-	hs, err := q.spec(ctx)
-	if err != nil {
-		return 0, false, err
-	}
-	eff := hs.eff
-	if eff.def.Period == PeriodNone {
-		return 0, false, invalid("period", period, fmt.Sprintf("series %q has no periods", q.series))
-	}
-	if err := checkLabel(eff.def.Period, eff.def.FiscalStart, period); err != nil {
-		return 0, false, err
-	}
-	t, err := q.svc.periodTarget(q, hs, period)
+	t, _, err := q.labelled(ctx, period)
 	if err != nil {
 		return 0, false, err
 	}
@@ -354,18 +355,7 @@ func (q *Sequence) SeedPeriod(ctx context.Context, period string, n uint64) erro
 	if err := q.allocating(ctx, "seed"); err != nil {
 		return err
 	}
-	hs, err := q.spec(ctx)
-	if err != nil {
-		return err
-	}
-	eff := hs.eff
-	if eff.def.Period == PeriodNone {
-		return invalid("period", period, fmt.Sprintf("series %q has no periods", q.series))
-	}
-	if err := checkLabel(eff.def.Period, eff.def.FiscalStart, period); err != nil {
-		return err
-	}
-	t, err := q.svc.periodTarget(q, hs, period)
+	t, hs, err := q.labelled(ctx, period)
 	if err != nil {
 		return err
 	}
