@@ -27,6 +27,19 @@
 //	report, err := receipts.Settle(ctx)                   // on the authority: a pass
 //	a, ok, err := receipts.Lookup(ctx, r.Provisional)     // a.Formatted == "R-00001"
 //
+// # One series, one path
+//
+// A name is numbered one way: at write time, by the sequence counter of
+// that name (sequence.Sequence, vault.Numbered's Put on a store with
+// transactions, 'noydb put --seq'), or by this package's passes. The two
+// count on their own, so the vault refuses the second path with
+// ErrNumberedAtWriteTime, writing nothing: Enqueue, and a pass with entries
+// waiting, of a series whose counter took numbers (the pass asks again in
+// the transaction that commits its batch), and a write-time number of a
+// series whose passes gave numbers (asked in the counter's transaction). A
+// vault numbered at write time before it joined a hub keeps its counters
+// on the hub, and its devices' passes of those names are refused so.
+//
 // # The series' format
 //
 // The first handoff or pass stores the series' collection and format at

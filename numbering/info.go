@@ -12,6 +12,32 @@ import (
 
 func init() {
 	wire.NumberingInfo = info
+	wire.NumberingGiven = given
+}
+
+// given reads with get the last number the passes of the series name have
+// given, 0 when it has no head (see wire.NumberingGiven). It checks no
+// rollback pin: a head served from before a pass only hides numbers the
+// pass itself refused to mix.
+func given(b deferred.Backend, name string, get func(key string) (stores.Item, error)) (uint64, error) {
+	s := &Series{b: b, name: name, dir: b.Prefix + dirName + name + "/"}
+	key := s.headKey()
+	it, err := get(key)
+	switch {
+	case errors.Is(err, stores.ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, s.errorf("head", err)
+	}
+	p, err := b.Sealer.Open(key, it.Value)
+	if err != nil {
+		return 0, s.errorf("head", ErrTampered)
+	}
+	h, err := decodeHead(p)
+	if err != nil {
+		return 0, s.errorf("head", err)
+	}
+	return h.last, nil
 }
 
 // info reads what a listing of a vault's series shows of the series name:

@@ -201,6 +201,27 @@ func (s *Series) text(format string, n uint64) (string, error) {
 	return f.Format(n), nil
 }
 
+// checkCounter fails with ErrNumberedAtWriteTime when the write-time
+// counter of the series' name has taken numbers (deferred.Backend.Counter),
+// reading it with plain reads.
+func (s *Series) checkCounter(ctx context.Context) error {
+	n, err := s.b.CounterHead(ctx)
+	if err != nil {
+		return fmt.Errorf("read the write-time counter %q: %w", s.name, err)
+	}
+	return counterTaken(s.name, n)
+}
+
+// counterTaken is ErrNumberedAtWriteTime when n, the head of the write-time
+// counter of series, is not 0.
+func counterTaken(series string, n uint64) error {
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: its counter %q numbered records at write time, up to %d; number them on one path",
+		ErrNumberedAtWriteTime, series, n)
+}
+
 // Enqueue puts the record id of the series' collection in line for a number
 // and returns its provisional id: a UUIDv7, ordered by the time it was taken
 // (within one process strictly increasing). It writes one sealed pending
@@ -211,6 +232,10 @@ func (s *Series) text(format string, n uint64) (string, error) {
 // have its number yet (else ErrAlreadyNumbered), which Enqueue reads from
 // the series' index and from the record itself. Enqueuing a record twice
 // is harmless: it gets one number, in the place of its first provisional id.
+//
+// A series whose write-time counter of the same name has taken numbers
+// (sequence.Sequence, 'noydb put --seq') is refused with
+// ErrNumberedAtWriteTime: its passes would give those numbers again.
 //
 // Records written through vault.NumberingOf's handle need no Enqueue: its
 // Put hands the record off in the same call. Enqueue is for records written
@@ -243,6 +268,9 @@ func (s *Series) Enqueue(ctx context.Context, id string) (string, error) {
 	}
 	if n != 0 {
 		return "", s.errorf("enqueue "+id, fmt.Errorf("%w: it carries number %d", ErrAlreadyNumbered, n))
+	}
+	if err := s.checkCounter(ctx); err != nil {
+		return "", s.errorf("enqueue "+id, err)
 	}
 	u, err := uuid.NewV7()
 	if err != nil {

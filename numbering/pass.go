@@ -136,6 +136,15 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 	if err := s.checkConfig(ctx, s.opts.Format); err != nil {
 		return err
 	}
+	// A series numbered at write time gets no numbers from a pass, which
+	// counts on its own: refused, when anything waits, before the plan
+	// drops any entry. The commit asks again, in its transaction.
+	if err := s.checkCounter(ctx); err != nil {
+		if waiting, lerr := s.anyPending(ctx); lerr != nil || waiting {
+			return errors.Join(err, lerr)
+		}
+		return nil // nothing to number: nothing to refuse
+	}
 	taken, err := s.plan(ctx, rep)
 	if err != nil || len(taken) == 0 {
 		return err
@@ -170,6 +179,14 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 	return err
 }
 
+// anyPending reports whether any pending entry waits in the series.
+func (s *Series) anyPending(ctx context.Context) (bool, error) {
+	for _, err := range stores.ListUnder(ctx, s.b.Store, s.dir+pendingDir) {
+		return err == nil, err
+	}
+	return false, nil
+}
+
 // commit records the batch b of the items taken: its chunks, then the head
 // at version ver advanced past its numbers, which is the commit point. It
 // returns the head's new version.
@@ -196,7 +213,7 @@ func (s *Series) commit(ctx context.Context, h *head, ver uint64, b *batch, take
 		if err != nil {
 			return 0, err
 		}
-		v, err := s.headTx(ctx, tr, &next, ver, stale, chunks)
+		v, err := s.headTx(ctx, tr, &next, ver, stale, chunks, true)
 		if err == nil {
 			*h = next
 			return v, nil
@@ -244,7 +261,11 @@ func (s *Series) listChunks(ctx context.Context) ([]string, error) {
 
 // headTx replaces the head at version ver with h, deletes the keys del and
 // writes puts, in one transaction of tr, and returns the head's new
-// version. A head no longer at ver is ErrPassRunning.
+// version. A head no longer at ver is ErrPassRunning. With counter set (a
+// batch's commit) the write-time counter of the series' name is read in the
+// transaction too, after the head (in key order, as a write-time number
+// locks them), and one that has taken numbers is ErrNumberedAtWriteTime: a
+// concurrent write-time number and the batch cannot both commit.
 //
 // A transaction that conflicts is run again: the conflict may come from a
 // key other than the head (the guard's keyring entry, which a rotation or
@@ -253,13 +274,13 @@ func (s *Series) listChunks(ctx context.Context) ([]string, error) {
 // moved is then told apart (ErrPassRunning). Conflicts that outlast the
 // retry budget give an error matching stores.ErrConflict and
 // sequence.ErrContention, not ErrPassRunning.
-func (s *Series) headTx(ctx context.Context, tr stores.Transactor, h *head, ver uint64, del []string, puts []sealedKV) (uint64, error) {
+func (s *Series) headTx(ctx context.Context, tr stores.Transactor, h *head, ver uint64, del []string, puts []sealedKV, counter bool) (uint64, error) {
 	key := s.headKey()
 	sealed, err := s.b.Sealer.Seal(key, h.encode())
 	if err != nil {
 		return 0, err
 	}
-	_, err = cas.Do(ctx, cas.Policy{}, func(int) error { return s.headTxOnce(ctx, tr, key, sealed, ver, del, puts) })
+	_, err = cas.Do(ctx, cas.Policy{}, func(int) error { return s.headTxOnce(ctx, tr, key, sealed, ver, del, puts, counter) })
 	if errors.Is(err, errFenced) {
 		return 0, fmt.Errorf("write head: %w: %w", ErrPassRunning, err)
 	}
@@ -288,7 +309,7 @@ func (s *Series) headTx(ctx context.Context, tr stores.Transactor, h *head, ver 
 
 // headTxOnce is one attempt of headTx's transaction, writing sealed as the
 // head key when the head is at version ver (else errFenced).
-func (s *Series) headTxOnce(ctx context.Context, tr stores.Transactor, key string, sealed []byte, ver uint64, del []string, puts []sealedKV) error {
+func (s *Series) headTxOnce(ctx context.Context, tr stores.Transactor, key string, sealed []byte, ver uint64, del []string, puts []sealedKV, counter bool) error {
 	return tr.Update(ctx, func(tx stores.Tx) error {
 		// The guard reads first (the vault's person's keyring entry, which
 		// a revocation writes first too: one lock order on PostgreSQL),
@@ -307,6 +328,15 @@ func (s *Series) headTxOnce(ctx context.Context, tr stores.Transactor, key strin
 		}
 		if it.Version != ver {
 			return errFenced
+		}
+		if counter && s.b.Counter != nil {
+			n, err := s.b.Counter(tx.Get)
+			if err != nil {
+				return fmt.Errorf("read the write-time counter %q: %w", s.name, err)
+			}
+			if err := counterTaken(s.name, n); err != nil {
+				return err
+			}
 		}
 		for _, k := range del {
 			if err := tx.Delete(k); err != nil {
@@ -671,7 +701,7 @@ func (s *Series) clear(ctx context.Context, h *head, ver uint64) (uint64, error)
 		keys[i] = s.chunkKey(i)
 	}
 	if tr, ok := s.b.Store.(stores.Transactor); ok && s.b.Store.Capabilities().Transactions {
-		v, err := s.headTx(ctx, tr, h, ver, keys, nil)
+		v, err := s.headTx(ctx, tr, h, ver, keys, nil, false)
 		if err == nil || !errors.Is(err, stores.ErrTooLarge) {
 			if err == nil && s.afterClear != nil {
 				s.afterClear()

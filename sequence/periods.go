@@ -275,7 +275,13 @@ func checkLabel(p Period, start MonthDay, label string) error {
 	return nil
 }
 
-func init() { wire.SequenceCounterInfo = counterInfo }
+func init() {
+	wire.SequenceCounterInfo = counterInfo
+	wire.SequenceHead = func(plain []byte) (uint64, error) {
+		st, err := decodeState(plain)
+		return st.value, err
+	}
+}
 
 // counterInfo describes q's own counter (see wire.SequenceCounterInfo).
 func counterInfo(ctx context.Context, q *Sequence) (head uint64, period string, closed bool, def Definition, err error) {

@@ -59,6 +59,10 @@ func withoutPending(marks []mark, series string) []mark {
 // A device's Put works offline; its Settle runs the pass on the hub, over
 // the records a sync has pushed there, and the numbered records come back
 // with the next sync.
+// A series name is numbered on one path only: a Put at write time is
+// refused with numbering.ErrNumberedAtWriteTime once passes of the series
+// gave numbers, and a pass with records waiting once the counter took
+// numbers at write time (see the numbering package's One series, one path).
 // Either way the number reaches the record through the setter given to
 // NumberingOf, in the series' stored format, and the record carries it in
 // its sealed metadata too, so a Put of a copy read before the number came
@@ -642,7 +646,9 @@ func (n *Numbered[T]) get(ctx context.Context, id string) (NumberedRecord[T], er
 // Settle runs a pass of the series: it numbers every pending record, in
 // provisional order, through the setter, in the series' stored format (see
 // numbering.Series.RunPass for how, and its locking). On a store where Put
-// numbers at write time there is normally nothing to do.
+// numbers at write time there is normally nothing to do; records enqueued
+// there make it fail with numbering.ErrNumberedAtWriteTime once the counter
+// has taken numbers, numbering none.
 //
 // On a device of a hub the pass runs on the hub, exclusive across every
 // machine its lock covers (PostgreSQL: all): Settle first hands the hub

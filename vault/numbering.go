@@ -91,6 +91,11 @@ func (v *Vault) numberingSeries(series string, opts numbering.Options, apply fun
 		// A handle whose person was revoked (or revoked and granted
 		// again) since it opened runs no pass (people_guard.go).
 		Guard: v.guard.check,
+		// A series numbered at write time gets no numbers from passes
+		// (onepath.go).
+		Counter: func(get func(key string) (stores.Item, error)) (uint64, error) {
+			return v.counterHead(series, get)
+		},
 	}, series, opts)
 }
 

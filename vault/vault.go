@@ -97,7 +97,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	// share commits and never fail one another on the ledger head.
 	var seqStore stores.Store = cfg.Store
 	if _, ok := cfg.Store.(stores.Transactor); ok {
-		seqStore = ledgerBatch{Store: cfg.Store, l: v.ledger}
+		seqStore = ledgerBatch{Store: cfg.Store, l: v.ledger, v: v}
 	}
 	v.seqs = newSequences()(seqStore, v.seal, prefix, sequenceConfig{
 		Journal:  journal{l: v.ledger},
@@ -140,19 +140,21 @@ func (v *Vault) GoString() string { return v.String() }
 type ledgerBatch struct {
 	stores.Store
 	l writableLedger
+	v *Vault
 }
 
 // Update runs fn in a batch of the ledger. A transaction that committed but
 // whose ledger pin was not saved fails with ledger.ErrUnpinned, which the
-// sequences take for a commit (the numbers come with the error).
+// sequences take for a commit (the numbers come with the error). A counter
+// write of a series numbered by passes fails (oneSeriesTx).
 func (s ledgerBatch) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
-	return s.l.Update(ctx, fn)
+	return s.l.Update(ctx, func(tx stores.Tx) error { return fn(s.v.oneSeries(tx)) })
 }
 
 // UpdateKeys is Update for a function that reads keys (see
 // wire.Ledger.UpdateKeys).
 func (s ledgerBatch) UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
-	return s.l.UpdateKeys(ctx, keys, fn)
+	return s.l.UpdateKeys(ctx, s.v.oneSeriesKeys(keys), func(tx stores.Tx) error { return fn(s.v.oneSeries(tx)) })
 }
 
 // Name returns the vault's name.

@@ -48,6 +48,23 @@ type Backend struct {
 	// else with plain reads just before the batch is written. An error
 	// refuses the pass before it writes anything and is returned by it.
 	Guard func(get func(key string) (stores.Item, error)) error
+	// Counter, if set, returns the head of the write-time counter of the
+	// same name as the series (its unpartitioned sequence counter; 0 when
+	// it has none), read with get. A series whose counter has taken
+	// numbers gets none from a pass (numbering.ErrNumberedAtWriteTime). A
+	// pass asks it with plain reads before it plans a batch, and again
+	// inside the transaction that commits the batch where the store has
+	// transactions, reading the counter after the series' head.
+	Counter func(get func(key string) (stores.Item, error)) (uint64, error)
+}
+
+// CounterHead asks b's Counter, if set, reading with plain reads of b's
+// store (0 when unset).
+func (b Backend) CounterHead(ctx context.Context) (uint64, error) {
+	if b.Counter == nil {
+		return 0, nil
+	}
+	return b.Counter(func(key string) (stores.Item, error) { return b.Store.Get(ctx, key) })
 }
 
 // Check asks b's Guard, if set, reading with plain reads of b's store.

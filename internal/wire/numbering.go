@@ -15,3 +15,13 @@ var NewNumbering any
 // which reads the collection, stored format and last number of a
 // deferred-numbering series, for the vault's listing of its series.
 var NumberingInfo any
+
+// NumberingGiven is set by package numbering to a function of type
+//
+//	func(b deferred.Backend, series string, get func(key string) (stores.Item, error)) (last uint64, err error)
+//
+// which reads, with get (a transaction's Get), the last number the passes
+// of the deferred-numbering series have given (0 when none), so that a
+// write-time number of the counter of the same name can be refused in its
+// own transaction.
+var NumberingGiven any

@@ -103,3 +103,12 @@ var SequenceCounterOf any
 // definition of its series, and, when the series has periods and the
 // partition's last component is a period label of its kind, that label.
 var SequenceCounterInfo any
+
+// SequenceHead is set by package sequence to a function of type
+//
+//	func(plain []byte) (head uint64, err error)
+//
+// which decodes a counter's opened value and returns its head (the last
+// number taken), for the vault's check that a series is numbered on one
+// path only.
+var SequenceHead any
