@@ -1316,6 +1316,9 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 			return nil, err
 		}
 	}
+	if err := s.checkStale(ctx, stale); err != nil {
+		return nil, err
+	}
 	// The local acknowledgement: bases of what the hub now holds, and the
 	// cursor through the window, or up to the first record left behind.
 	cur := upto
@@ -1363,6 +1366,39 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 	}
 	s.rep.Pushed += pushed
 	return stale, nil
+}
+
+// checkStale checks the records a push left behind (stale: the hub holds
+// another state than the device's base) against the hub's feed. The hub
+// writes a record and its feed entry in one commit, and the device's base
+// is the hub's state as of the feed entries through its pull cursor (it
+// applied them, or pushed them itself), so a record the hub changed since
+// has a feed entry after the cursor, which the next round's pull applies.
+// One without such an entry was changed behind the feed (a pushed record
+// the hub lost, an older revision put back, a record injected at an id
+// this device writes): ErrHubTampered. Without this check the push would
+// find it stale at every round of every sync, for ever, and never say why.
+// The feed is read after the hub commit that found them stale, so an entry
+// committed with a change that commit saw is there.
+func (s *syncRun) checkStale(ctx context.Context, stale []recKey) error {
+	if len(stale) == 0 {
+		return nil
+	}
+	cur, err := s.loadPull(ctx)
+	if err != nil {
+		return err
+	}
+	since, err := s.laterEntries(ctx, cur.seq, stale)
+	if err != nil {
+		return err
+	}
+	for _, k := range stale {
+		if !since[k] {
+			return fmt.Errorf("%w: the hub's %s/%s is not the state its feed names through entry %d (lost, replaced or injected behind the feed); this device's change is not pushed",
+				ErrHubTampered, k.coll, k.id, cur.seq)
+		}
+	}
+	return nil
 }
 
 // echoes returns the pull cursor moved past the feed entries this device
