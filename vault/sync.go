@@ -49,7 +49,9 @@ import (
 //	    as the person's collections of now)
 //	prefix + "_sync/push"                  1 || uvarint seq (the device ledger position pushed through)
 //	prefix + "_sync/base/" + coll/id       1 || uvarint rev || lp(cipher hash; empty: the hub holds none)
-//	prefix + "_sync/conflict/" + coll/id   1 || uvarint feed seq || uvarint rev || lp(the hub's sealed record; empty: deleted)
+//	prefix + "_sync/conflict/" + coll/id   2 || uvarint feed seq || uvarint rev || lp(cipher hash of the hub's side; empty: deleted)
+//	                                       (version 1: 1 || … || lp(the hub's sealed record), see keptConflict)
+//	prefix + "_sync/kept/" + coll/id       the hub's sealed record of a kept conflict, as the hub holds it
 //	prefix + "_sync/held/" + coll/id       1 (a change held back: its collection is no longer the person's; sync_reseal.go)
 const (
 	syncDir       = "_sync/"
@@ -734,7 +736,7 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 			continue // superseded by a later entry: applied with it
 		}
 		keys = append(keys, k)
-		tkeys = append(tkeys, s.v.recordKey(k.coll, k.id), s.v.baseKey(k.coll, k.id), s.v.conflictKey(k.coll, k.id))
+		tkeys = append(tkeys, s.v.recordKey(k.coll, k.id), s.v.baseKey(k.coll, k.id), s.v.conflictKey(k.coll, k.id), s.v.keptSideKey(k.coll, k.id))
 	}
 	if len(tkeys) > 0 {
 		// Written records read currentGenKey, and the commit writes the
@@ -833,7 +835,7 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	if bytes.Equal(dv.hash, hv.hash) {
 		// Already here (this device's own push, or the same change): a
 		// conflict kept for it is moot.
-		return 0, nil, nil, tx.Delete(s.v.conflictKey(k.coll, k.id))
+		return 0, nil, nil, s.v.dropKept(tx, k)
 	}
 	if bytes.Equal(hv.hash, b.hash) {
 		// The hub holds what this device last synced (its own push coming
@@ -851,7 +853,7 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	case !errors.Is(err, stores.ErrNotFound):
 		return 0, nil, nil, err
 	}
-	if err := tx.Delete(s.v.conflictKey(k.coll, k.id)); err != nil {
+	if err := s.v.dropKept(tx, k); err != nil {
 		return 0, nil, nil, err
 	}
 	var hubMarks []mark // the marks of the hub's side (none: deleted)
