@@ -10,6 +10,7 @@ import (
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 )
@@ -109,7 +110,11 @@ func joinSeries(ctx context.Context, cfg Config, prefix string, dk *crypto.Key, 
 			todo = append(todo, c)
 		}
 	}
-	if len(todo) == 0 {
+	up, err := legacyUpgrade(ctx, dev)
+	if err != nil {
+		return err
+	}
+	if len(todo) == 0 && (!fresh || up == nil) {
 		return nil
 	}
 	// The hub's sequences, as the hub-side vault would write them (with
@@ -133,6 +138,11 @@ func joinSeries(ctx context.Context, cfg Config, prefix string, dk *crypto.Key, 
 	j.signAs, j.keys = dev.signAs, dev.keys
 	defer func() { _ = j.Close() }()
 	if fresh {
+		if up != nil {
+			if _, err := j.ledger.Append(ctx, *up); err != nil {
+				return fmt.Errorf("introduce the upgraded keyring entry on the hub: %w", err)
+			}
+		}
 		for _, c := range todo {
 			if err := j.seedFrom(ctx, c); err != nil {
 				return fmt.Errorf("seed series %s on the hub: %w", c.Name, err)
@@ -228,4 +238,40 @@ func optionsOf(d sequence.Definition, part []string) (sequence.Options, error) {
 		o.Location = loc
 	}
 	return o, nil
+}
+
+// legacyUpgrade returns the KeyringUpgraded entry a fresh hub's ledger
+// must begin with when the device's vault is of layout version 1 and the
+// joining person upgraded their entry before the join (nil otherwise): the
+// device's ledger began unsigned (or with such an upgrade), its person's
+// entry is an upgraded one, granted by themselves. Begun with the upgrade,
+// the hub's ledger is one of a vault of layout version 1 for Verify, which
+// then accepts the upgrades of the vault's other owners of version 1 when
+// they come (upgradeOnHub); begun with any other signed entry it took
+// them for unknown signers.
+func legacyUpgrade(ctx context.Context, dev *Vault) (*ledger.Entry, error) {
+	m := dev.signAs
+	if m == nil {
+		return nil, nil
+	}
+	m.mu.Lock()
+	e := m.entry
+	m.mu.Unlock()
+	if e == nil || e.revoked || e.grantedBy != e.user || len(e.signPub) == 0 {
+		return nil, nil
+	}
+	legacy := false
+	for first, err := range dev.ledger.Read(ctx, 1) {
+		if err != nil {
+			return nil, fmt.Errorf("the device's ledger: %w", err)
+		}
+		legacy = (len(first.Signature) == 0 && !first.Covered) ||
+			(first.Kind == ledger.KeyringUpgraded && first.ID == first.Actor)
+		break
+	}
+	if !legacy {
+		return nil, nil
+	}
+	return &ledger.Entry{Kind: ledger.KeyringUpgraded, ID: e.user, Reason: RoleOwner.String(),
+		CipherHash: hashOf(e.encode()), SigningKey: e.signPub}, nil
 }

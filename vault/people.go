@@ -624,7 +624,11 @@ func (v *Vault) upgrade(ctx context.Context, key string, old stores.Item, h cryp
 	v.me.mu.Lock()
 	v.me.entry, v.me.seed = e, seed
 	v.me.mu.Unlock()
-	err = v.writePeople(ctx, key, old, val, ledger.Entry{Kind: ledger.KeyringUpgraded, ID: v.user, Reason: RoleOwner.String(), CipherHash: hashOf(val), SigningKey: e.signPub})
+	up := ledger.Entry{Kind: ledger.KeyringUpgraded, ID: v.user, Reason: RoleOwner.String(), CipherHash: hashOf(val), SigningKey: e.signPub}
+	err = v.upgradeOnHub(ctx, key, old.Value, val, up)
+	if err == nil {
+		err = v.writePeople(ctx, key, old, val, up)
+	}
 	v.me.mu.Lock()
 	defer v.me.mu.Unlock()
 	if err != nil {
