@@ -82,10 +82,18 @@ func (e *HubBehindError) Unwrap() error { return ErrHubBehind }
 // some before it had a hub, are never used again: their heads must be where
 // the hub's series start from, or the hub would give those numbers again.
 //
+// First the device proves that none of the numbers it gave on its own was
+// given on the hub too, and brings their facts to the hub's ledger, so
+// they are issued there (voidable, correctable) and a later copy of the
+// vault that gave them again is refused (hub_facts.go): a number given
+// twice fails the join with a *HubDivergedError, before anything is
+// written. A device whose counters stand where its last join left them
+// has nothing new to prove and skips that.
+//
 // fresh (the hub does not hold the vault yet): each series the device took
-// numbers in is seeded on the hub to the device's head, through the hub's
-// sequences, with its definition (a period by its label, so it stays a
-// period; a period closed on the device is closed on the hub too). Not
+// numbers in is then seeded on the hub to the device's head, through the
+// hub's sequences, with its definition (a period by its label, so it stays
+// a period; a period closed on the device is closed on the hub too). Not
 // fresh: the hub's head of each such counter is read, and one below the
 // device's fails the join with a *HubBehindError, before anything is
 // written; equal or above (the device joined before) is the normal case.
@@ -137,20 +145,60 @@ func joinSeries(ctx context.Context, cfg Config, prefix string, dk *crypto.Key, 
 	j.sharesKey = true
 	j.signAs, j.keys = dev.signAs, dev.keys
 	defer func() { _ = j.Close() }()
-	if fresh {
-		if up != nil {
-			if _, err := j.ledger.Append(ctx, *up); err != nil {
-				return fmt.Errorf("introduce the upgraded keyring entry on the hub: %w", err)
+	if fresh && up != nil {
+		if _, err := j.ledger.Append(ctx, *up); err != nil {
+			return fmt.Errorf("introduce the upgraded keyring entry on the hub: %w", err)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if !fresh {
+		// A device whose counters stand where its last join left them
+		// has nothing new to prove.
+		heads, err := joinedHeads(ctx, dev)
+		if err != nil {
+			return err
+		}
+		if coveredBy(todo, heads) {
+			return j.checkBehind(ctx, todo)
+		}
+	}
+	// The facts of the device's numbers: checked against the hub's, then
+	// brought, in turns with other joins (see hub_facts.go).
+	var facts hubFacts
+	var plan *joinPlan
+	for attempt := 0; ; attempt++ {
+		if plan, err = j.planJoin(ctx, dev, todo, &facts, fresh); err != nil {
+			return err
+		}
+		if !fresh {
+			if err := j.checkBehind(ctx, todo); err != nil {
+				return err
 			}
 		}
+		err = j.bring(ctx, plan)
+		if !errors.Is(err, errJoinRaced) {
+			break
+		}
+		if attempt+1 == joinAttempts {
+			return fmt.Errorf("bring the device's numbers to the hub: %w", stores.ErrConflict)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("bring the device's numbers to the hub: %w", err)
+	}
+	if fresh {
 		for _, c := range todo {
 			if err := j.seedFrom(ctx, c); err != nil {
 				return fmt.Errorf("seed series %s on the hub: %w", c.Name, err)
 			}
 		}
-		return nil
 	}
-	return j.checkBehind(ctx, todo)
+	if err := j.voidBrought(ctx, plan, todo); err != nil {
+		return err
+	}
+	return recordJoined(ctx, dev, todo)
 }
 
 // seedFrom seeds the hub's counter of c (a counter of the device, listed by
