@@ -235,7 +235,8 @@ func (l *ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 	// In the caller's own transaction on a store of round trips, the head
 	// and what the guard reads come in one step (a batch's transaction is
 	// not a Prefetcher: it has them already).
-	if err := l.prefetch(tx, nil); err != nil {
+	pin := l.pinned()
+	if err := l.prefetch(tx, l.pinKeys(pin)); err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
 	it, err := tx.Get(l.headKey)
@@ -252,7 +253,7 @@ func (l *ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 			return nh, nil
 		}
 	}
-	recs, hs, err := l.appendTx(tx, l.planOf(entries), l.pinned())
+	recs, hs, err := l.appendTx(tx, l.planOf(entries), pin)
 	if err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
@@ -388,6 +389,52 @@ func (l *ledger) checkPin(h, pin Head) error {
 	return nil
 }
 
+// checkPinEntry fails a commit whose head hs has moved past pin when the
+// entry at the pinned position is not the one pinned (another MAC there):
+// the store serves another history than the one this device saw, grown
+// past the point where it saw it (a hub that shows devices two histories,
+// then this one the other's). checkPin alone lets such a head through,
+// being further than the pin, and the commit would write on that other
+// history; readers catch it only as they pass the pinned position. get
+// reads through the commit (the entry is prefetched with the head on a
+// store of round trips). The error is the Pins' own (a rollback).
+func (l *ledger) checkPinEntry(get func(key string) (stores.Item, error), hs headState, pin Head) error {
+	if l.pins == nil || pin.Seq == 0 || hs.Seq <= pin.Seq {
+		return nil
+	}
+	var mac []byte
+	if stored := hs.Seq - uint64(len(hs.pending)); pin.Seq > stored {
+		mac = hs.pending[pin.Seq-stored-1].mac()
+	} else {
+		key := l.entryKey(pin.Seq)
+		it, err := get(key)
+		if errors.Is(err, stores.ErrNotFound) {
+			return &GapError{Want: pin.Seq}
+		}
+		if err != nil {
+			return err
+		}
+		r, err := l.openEntry(key, pin.Seq, it.Value, true)
+		if err != nil {
+			return err
+		}
+		mac = r.mac()
+	}
+	if hmac.Equal(mac, pin.MAC) {
+		return nil
+	}
+	return l.pins.CheckLedger(l.dir, pin.Seq, mac)
+}
+
+// pinKeys is the key of the pinned entry, which a commit reads when the
+// head moved past it (checkPinEntry), for a prefetch; none without a pin.
+func (l *ledger) pinKeys(pin Head) []string {
+	if l.pins == nil || pin.Seq == 0 {
+		return nil
+	}
+	return []string{l.entryKey(pin.Seq)}
+}
+
 // raisePin moves the pin to h, a head known to be committed. Its error says
 // the pin could not be made durable.
 func (l *ledger) raisePin(h Head) error {
@@ -410,6 +457,9 @@ func (l *ledger) appendTx(tx stores.Tx, plan planFunc, pin Head) ([]record, Head
 		return nil, Head{}, err
 	}
 	if err := l.checkPin(hs.Head, pin); err != nil {
+		return nil, Head{}, err
+	}
+	if err := l.checkPinEntry(tx.Get, hs, pin); err != nil {
 		return nil, Head{}, err
 	}
 	for _, r := range hs.pending {
@@ -449,8 +499,12 @@ func (l *ledger) appendTx(tx stores.Tx, plan planFunc, pin Head) ([]record, Head
 // the commit leaves the entries in the head, where readers find them and the
 // next append writes them out before it commits its own.
 func (l *ledger) appendCAS(ctx context.Context, plan planFunc) ([]record, Head, error) {
-	hs, version, err := l.loadHead(ctx)
+	pin := l.pinned()
+	hs, version, err := l.loadHeadAfter(ctx, pin)
 	if err != nil {
+		return nil, Head{}, err
+	}
+	if err := l.checkPinEntry(func(key string) (stores.Item, error) { return l.store.Get(ctx, key) }, hs, pin); err != nil {
 		return nil, Head{}, err
 	}
 	if err := l.materialize(ctx, hs.pending); err != nil {

@@ -51,12 +51,21 @@ func hubStores() map[string]func(testing.TB) *faultstore.Adversary {
 	}
 }
 
+// setup is one combination of stores a test runs on.
+type setup struct {
+	// newDevice makes a device's store.
+	newDevice func(testing.TB) stores.Store
+	// hub is the hub, and newHub makes another of its kind.
+	hub    *faultstore.Adversary
+	newHub func(testing.TB) *faultstore.Adversary
+}
+
 // eachSetup runs fn for every device store with every hub.
-func eachSetup(t *testing.T, fn func(t *testing.T, newDevice func(testing.TB) stores.Store, hub *faultstore.Adversary)) {
+func eachSetup(t *testing.T, fn func(t *testing.T, s setup)) {
 	for hubName, newHub := range hubStores() {
 		for devName, newDevice := range deviceStores() {
 			t.Run(devName+"-devices/"+hubName, func(t *testing.T) {
-				fn(t, newDevice, newHub(t))
+				fn(t, setup{newDevice: newDevice, hub: newHub(t), newHub: newHub})
 			})
 		}
 	}
@@ -159,3 +168,6 @@ func noneTwice(t testing.TB, got []uint64) {
 		seen[n] = true
 	}
 }
+
+// sequenceOptions are the options of the tests' plain series.
+func sequenceOptions() sequence.Options { return sequence.Options{} }

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/vault"
 )
@@ -18,10 +17,10 @@ import (
 // next pull, get ErrHubTampered: none of them syncs on as if nothing
 // happened, and the device's change stays on the device, unpushed.
 func TestHubLosesAPushedRecord(t *testing.T) {
-	eachSetup(t, func(t *testing.T, newDevice func(testing.TB) stores.Store, hub *faultstore.Adversary) {
-		ctx := context.Background()
-		a := openDevice(t, newDevice(t), hub.Store(), deviceOpts{})
-		b := openDevice(t, newDevice(t), hub.Store(), deviceOpts{})
+	eachSetup(t, func(t *testing.T, s setup) {
+		ctx, hub := context.Background(), s.hub
+		a := openDevice(t, s.newDevice(t), hub.Store(), deviceOpts{})
+		b := openDevice(t, s.newDevice(t), hub.Store(), deviceOpts{})
 		na := vault.CollectionOf[Note](a, "notes")
 		require.NoError(t, na.Put(ctx, "x", Note{"xylophone"}))
 		require.NoError(t, na.Put(ctx, "y", Note{"yak"}))
