@@ -235,9 +235,13 @@ func (l *ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 	// In the caller's own transaction on a store of round trips, the head
 	// and what the guard reads come in one step (a batch's transaction is
 	// not a Prefetcher: it has them already).
-	pin := l.pinned()
-	if err := l.prefetch(tx, l.pinKeys(pin)); err != nil {
-		return Head{}, fmt.Errorf("ledger append: %w", err)
+	var pin *Head
+	if _, ok := tx.(stores.Prefetcher); ok {
+		p := l.pinned()
+		pin = &p
+		if err := l.prefetch(tx, l.pinKeys(p)); err != nil {
+			return Head{}, fmt.Errorf("ledger append: %w", err)
+		}
 	}
 	it, err := tx.Get(l.headKey)
 	if err == nil {
@@ -253,7 +257,11 @@ func (l *ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 			return nh, nil
 		}
 	}
-	recs, hs, err := l.appendTx(tx, l.planOf(entries), pin)
+	if pin == nil {
+		p := l.pinned()
+		pin = &p
+	}
+	recs, hs, err := l.appendTx(tx, l.planOf(entries), *pin)
 	if err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
