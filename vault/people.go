@@ -506,6 +506,11 @@ func (v *Vault) ChangeSecret(ctx context.Context, old, new []byte) error {
 // version 1 entry, its holder's or one upgraded by another handle since)
 // writes nothing more (ErrNotPermitted): an unsigned entry after a signed
 // one would fail Verify. Its holder calls UpgradeKeyring, or opens again.
+//
+// On a device of a hub the upgrade is made on the hub first, so that the
+// hub's ledger introduces the new signing key before any entry it signs
+// reaches the hub: out of reach of the hub it fails with an error
+// wrapping sequence.ErrOffline and writes nothing.
 func (v *Vault) UpgradeKeyring(ctx context.Context, secret []byte) error {
 	v.me.mu.Lock()
 	current := v.me.entry != nil
