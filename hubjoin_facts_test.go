@@ -3,6 +3,7 @@ package noydb_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -166,4 +167,35 @@ func correctBroughtNumbers(t *testing.T, hub, dev stores.Store) {
 	assert.Equal(t, 1, rep.Voided)
 	assert.Zero(t, rep.Missing)
 	assert.Len(t, rep.CorrectedBy, 2)
+}
+
+// TestHubJoinBringsTheVoidsOfAPeriod: a number voided on the device in a
+// fiscal year of a partitioned series is voided on the hub after the
+// join, and another number of that year corrects. Before the fix the join
+// voided through a handle that named the period twice, and failed.
+func TestHubJoinBringsTheVoidsOfAPeriod(t *testing.T) {
+	ctx := context.Background()
+	rome, err := time.LoadLocation("Europe/Rome")
+	require.NoError(t, err)
+	opts := sequence.Options{Period: sequence.PeriodFiscalYear, FiscalStart: sequence.MonthDay{Month: time.April, Day: 1},
+		Location: rome, Format: "FY{FY}/{seq:04}", Partition: []any{"EU"}}
+	day := time.Date(2026, 5, 2, 12, 0, 0, 0, rome)
+	hub, dev := memstore.New(), memstore.New()
+	solo := openStandalone(t, dev)
+	q, err := solo.Sequence("invoices", opts)
+	require.NoError(t, err)
+	for range 3 {
+		_, err := q.NextAt(ctx, day)
+		require.NoError(t, err)
+	}
+	require.NoError(t, q.At(day).Void(ctx, 2, "spoiled"))
+	require.NoError(t, solo.Close())
+	a := openOnHub(t, dev, hub, deviceOpts{})
+	cr, err := a.Sequence("credit-notes", sequence.Options{Corrects: "invoices", Period: sequence.PeriodFiscalYear,
+		FiscalStart: sequence.MonthDay{Month: time.April, Day: 1}, Location: rome})
+	require.NoError(t, err)
+	_, err = cr.At(day).NextCorrecting(ctx, sequence.Ref{Partition: []string{"EU"}, Period: "FY2026-27", N: 3})
+	assert.NoError(t, err)
+	_, err = cr.At(day).NextCorrecting(ctx, sequence.Ref{Partition: []string{"EU"}, Period: "FY2026-27", N: 2})
+	assert.ErrorIs(t, err, sequence.ErrAlreadyVoided)
 }

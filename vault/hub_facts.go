@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/noydb-go/noydb/internal/codec"
 	"github.com/noydb-go/noydb/internal/wire"
@@ -427,9 +429,9 @@ func (v *Vault) voidBrought(ctx context.Context, p *joinPlan, local []SeriesInfo
 		if len(voids) == 0 {
 			continue
 		}
-		q, err := v.counterHandle(c)
+		q, err := v.voidHandle(ctx, c)
 		if err != nil {
-			return err
+			return fmt.Errorf("void %s numbers on the hub: %w", c.Name, err)
 		}
 		for _, d := range voids {
 			if !p.brings(k, d.n) {
@@ -455,6 +457,78 @@ func (p *joinPlan) brings(k counterKey, n uint64) bool {
 		}
 	}
 	return false
+}
+
+// voidHandle returns a handle of v's series c.Name that voids in c's
+// counter: for a counter of a period, one of the series' definition at a
+// date in that period (a handle naming the period's label in its
+// partition would count the period twice).
+func (v *Vault) voidHandle(ctx context.Context, c SeriesInfo) (*sequence.Sequence, error) {
+	if c.Period == "" {
+		return v.counterHandle(c)
+	}
+	opts, err := optionsOf(c.Definition, c.Partition)
+	if err != nil {
+		return nil, err
+	}
+	q, err := v.seqs.Sequence(c.Name, opts)
+	if err != nil {
+		return nil, err
+	}
+	date, err := periodDate(c.Definition, opts.Location, c.Period)
+	if err != nil {
+		return nil, err
+	}
+	q = q.At(date)
+	if label, err := q.PeriodLabel(ctx); err != nil {
+		return nil, err
+	} else if label != c.Period {
+		return nil, fmt.Errorf("period %q: no date found in it (%q): %w", c.Period, label, ErrInvalidArgument)
+	}
+	return q, nil
+}
+
+// periodDate returns a day of the period labelled label of a series
+// defined as d (noon on its first day, in loc): 2026-03-15 (day), 2026-03
+// (month), 2026 (year), FY2026-27 or FY2026 (a fiscal year, starting on
+// d.FiscalStart of its first year).
+func periodDate(d sequence.Definition, loc *time.Location, label string) (time.Time, error) {
+	if loc == nil {
+		loc = time.UTC
+	}
+	bad := fmt.Errorf("period label %q of a %s series: %w", label, d.Period, ErrInvalidArgument)
+	switch d.Period {
+	case sequence.PeriodDay:
+		t, err := time.Parse("2006-01-02", label)
+		if err != nil {
+			return time.Time{}, bad
+		}
+		return time.Date(t.Year(), t.Month(), t.Day(), 12, 0, 0, 0, loc), nil
+	case sequence.PeriodMonth:
+		t, err := time.Parse("2006-01", label)
+		if err != nil {
+			return time.Time{}, bad
+		}
+		return time.Date(t.Year(), t.Month(), 1, 12, 0, 0, 0, loc), nil
+	case sequence.PeriodYear:
+		y, err := strconv.Atoi(label)
+		if err != nil {
+			return time.Time{}, bad
+		}
+		return time.Date(y, time.January, 1, 12, 0, 0, 0, loc), nil
+	case sequence.PeriodFiscalYear:
+		first, _, _ := strings.Cut(strings.TrimPrefix(label, "FY"), "-")
+		y, err := strconv.Atoi(first)
+		if err != nil || !strings.HasPrefix(label, "FY") {
+			return time.Time{}, bad
+		}
+		start := d.FiscalStart
+		if start.Month == 0 {
+			start = sequence.MonthDay{Month: time.January, Day: 1}
+		}
+		return time.Date(y, start.Month, start.Day, 12, 0, 0, 0, loc), nil
+	}
+	return time.Time{}, bad
 }
 
 // counterHandle returns a handle of v's counter c (its partition with the
