@@ -9,7 +9,6 @@ package hostilehub_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -144,29 +143,6 @@ func take(t testing.TB, v *vault.Vault, series string, n int) []uint64 {
 		require.NoError(t, err)
 	}
 	return out
-}
-
-// copyStore copies every key of src into a new memory store: a copy of a
-// device's store taken at one moment.
-func copyStore(t testing.TB, src stores.Store) stores.Store {
-	t.Helper()
-	dst := memstore.New()
-	for it, err := range src.List(context.Background(), "") {
-		require.NoError(t, err)
-		_, err := dst.Put(context.Background(), it.Key, slices.Clone(it.Value))
-		require.NoError(t, err)
-	}
-	return dst
-}
-
-// noneTwice fails unless every number of got appears once.
-func noneTwice(t testing.TB, got []uint64) {
-	t.Helper()
-	seen := map[uint64]bool{}
-	for _, n := range got {
-		require.False(t, seen[n], "number %d given twice (all: %v)", n, got)
-		seen[n] = true
-	}
 }
 
 // sequenceOptions are the options of the tests' plain series.

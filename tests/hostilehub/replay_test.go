@@ -11,7 +11,6 @@ import (
 
 	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
-	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -108,5 +107,3 @@ func errorsAny(err error, targets ...error) bool {
 	}
 	return false
 }
-
-var _ stores.Store = (*faultstore.Adversary)(nil)
