@@ -118,11 +118,13 @@ func joinSeries(ctx context.Context, cfg Config, prefix string, dk *crypto.Key, 
 			todo = append(todo, c)
 		}
 	}
-	up, err := legacyUpgrade(ctx, dev)
-	if err != nil {
-		return err
+	var up *ledger.Entry
+	if fresh {
+		if up, err = legacyUpgrade(ctx, dev); err != nil {
+			return err
+		}
 	}
-	if len(todo) == 0 && (!fresh || up == nil) {
+	if len(todo) == 0 && up == nil {
 		return nil
 	}
 	// The hub's sequences, as the hub-side vault would write them (with
@@ -145,7 +147,7 @@ func joinSeries(ctx context.Context, cfg Config, prefix string, dk *crypto.Key, 
 	j.sharesKey = true
 	j.signAs, j.keys = dev.signAs, dev.keys
 	defer func() { _ = j.Close() }()
-	if fresh && up != nil {
+	if up != nil {
 		if _, err := j.ledger.Append(ctx, *up); err != nil {
 			return fmt.Errorf("introduce the upgraded keyring entry on the hub: %w", err)
 		}
