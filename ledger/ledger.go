@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/noydb-go/noydb/internal/batch"
@@ -58,6 +59,11 @@ type ledger struct {
 
 	magic [tokenMagicLen]byte   // random prefix of this ledger's head tokens
 	q     batch.Queue[*request] // Append, AppendFunc and Update calls
+
+	// pinPassed: the last commit found the head past this device's pin
+	// (another writer appended meanwhile), so the next one likely will
+	// too and prefetches the pinned entry with the head (pinKeys).
+	pinPassed atomic.Bool
 
 	mu         sync.Mutex
 	lastSealed []byte    // the head bytes this ledger last wrote in a transaction
@@ -407,7 +413,9 @@ func (l *ledger) checkPin(h, pin Head) error {
 // reads through the commit (the entry is prefetched with the head on a
 // store of round trips). The error is the Pins' own (a rollback).
 func (l *ledger) checkPinEntry(get func(key string) (stores.Item, error), hs headState, pin Head) error {
-	if l.pins == nil || pin.Seq == 0 || hs.Seq <= pin.Seq {
+	passed := l.pins != nil && pin.Seq != 0 && hs.Seq > pin.Seq
+	l.pinPassed.Store(passed)
+	if !passed {
 		return nil
 	}
 	var mac []byte
@@ -435,9 +443,13 @@ func (l *ledger) checkPinEntry(get func(key string) (stores.Item, error), hs hea
 }
 
 // pinKeys is the key of the pinned entry, which a commit reads when the
-// head moved past it (checkPinEntry), for a prefetch; none without a pin.
+// head moved past it (checkPinEntry), for a prefetch: when the last
+// commit found the head past the pin, so that on a store of round trips
+// the read costs none; a lone writer, whose head stays at its pin,
+// fetches nothing more (and pays one trip the rare time another writer
+// came in between).
 func (l *ledger) pinKeys(pin Head) []string {
-	if l.pins == nil || pin.Seq == 0 {
+	if l.pins == nil || pin.Seq == 0 || !l.pinPassed.Load() {
 		return nil
 	}
 	return []string{l.entryKey(pin.Seq)}
