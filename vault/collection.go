@@ -175,7 +175,7 @@ func (c *Collection[T]) List(ctx context.Context) iter.Seq2[Record[T], error] {
 		}
 		defer c.v.exit()
 		prefix := c.v.recordKey(c.name, "")
-		for it, err := range stores.ListUnder(ctx, c.v.store, prefix) {
+		for it, err := range c.v.store.List(ctx, prefix) {
 			if err != nil {
 				yield(Record[T]{}, fmt.Errorf("list %s: %w", c.name, err))
 				return
@@ -203,7 +203,7 @@ func (c *Collection[T]) Count(ctx context.Context) (int, error) {
 	defer c.v.exit()
 	n := 0
 	prefix := c.v.recordKey(c.name, "")
-	for _, err := range stores.ListUnder(ctx, c.v.store, prefix) {
+	for _, err := range c.v.store.List(ctx, prefix) {
 		if err != nil {
 			return 0, fmt.Errorf("count %s: %w", c.name, err)
 		}
