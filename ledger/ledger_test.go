@@ -128,7 +128,7 @@ func TestAppendRejectsInvalidEntries(t *testing.T) {
 
 		_, err := l.Append(ctx, fact(2), ledger.Entry{Kind: 0})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
-		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.KeysRotated + 1})
+		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.SeriesBound + 1})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
 		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Reason: strings.Repeat("x", 65<<10)})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)

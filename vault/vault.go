@@ -61,6 +61,12 @@ type Vault struct {
 	// curGen caches the current generation value last opened
 	// (rotate_current.go).
 	curGen atomic.Pointer[currentGen]
+	// binds is what the vault knows of which series are bound to which
+	// collections (people_series.go).
+	binds seriesBinds
+	// txLocks caches whether the store's transactions lock keys as they
+	// read them: 0 not known yet, 1 no, 2 yes (tx.go's locksOnRead).
+	txLocks atomic.Int32
 
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.
@@ -91,7 +97,8 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	v.exitFn = v.exit
 	v.macer = newMACer(dk, "noydb ledger v1")
 	v.claims = newMACer(dk, "noydb claim keys v1")
-	v.ledger = newLedger()(st, v.seal, v.macer, prefix, v.ledgerOptions())
+	// Every append passes the check of what it numbers (people_series.go).
+	v.ledger = seriesLedger{newLedger()(st, v.seal, v.macer, prefix, v.ledgerOptions()), v}
 	v.audit = &Audit{l: v.ledger}
 	// Sequences write their counters and ledger entries through the
 	// ledger's batches, like record writes, so that writers of this process
