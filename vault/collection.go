@@ -93,7 +93,7 @@ func (c *Collection[T]) begin(ctx context.Context, op, id string) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if op != "list" && op != "count" {
-		if err := CheckID(id); err != nil {
+		if err := checkIDFor(op, id); err != nil {
 			return fmt.Errorf("%s %s: %w", op, c.name, err)
 		}
 	}

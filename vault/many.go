@@ -147,7 +147,7 @@ func (c *Collection[T]) beginMany(ctx context.Context, op string, ids []string) 
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	for _, id := range ids {
-		if err := CheckID(id); err != nil {
+		if err := checkIDFor(op, id); err != nil {
 			return fmt.Errorf("%s %s: %w", op, c.name, err)
 		}
 	}

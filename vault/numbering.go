@@ -116,7 +116,7 @@ func (r stampRecords) Number(ctx context.Context, collection, id, series string)
 	if err := ctx.Err(); err != nil {
 		return 0, "", false, err
 	}
-	if err := CheckID(id); err != nil {
+	if err := checkStoredID(id); err != nil {
 		return 0, "", false, err
 	}
 	it, err := r.v.store.Get(ctx, r.v.recordKey(collection, id))

@@ -390,7 +390,7 @@ func (b *TxCollection[T]) begin(op, id string) (collect bool, err error) {
 	if c.v != b.tx.v {
 		return false, fmt.Errorf("%s %s/%s: collection of another vault: %w", op, c.name, id, ErrInvalidArgument)
 	}
-	if err := CheckID(id); err != nil {
+	if err := checkIDFor(op, id); err != nil {
 		return false, fmt.Errorf("%s %s: %w", op, c.name, err)
 	}
 	return b.tx.order.touch(c.v.recordKey(c.name, id)), nil
