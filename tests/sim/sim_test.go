@@ -1,0 +1,116 @@
+package sim_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
+	"github.com/noydb-go/noydb/tests/sim"
+)
+
+var (
+	flagSeed      = flag.Uint64("sim.seed", 0, "run only the schedule of this seed (replay)")
+	flagReplay    = flag.String("sim.replay", "", "run only the schedule saved in this file (a shrunk one)")
+	flagBase      = flag.Uint64("sim.base", 1, "seed of the first schedule")
+	flagSchedules = flag.Int("sim.schedules", 200, "schedules to run (with -sim.minutes: at most)")
+	flagOps       = flag.Int("sim.ops", 80, "operations per schedule, about")
+	flagMinutes   = flag.Float64("sim.minutes", 0, "run schedules for this long instead of a count")
+	flagBudget    = flag.Duration("sim.budget", 45*time.Second, "stop starting schedules after this long (the CI budget)")
+	flagHostile   = flag.Int("sim.hostile", 4, "one schedule in this many is hostile (0: none)")
+	flagShrink    = flag.Duration("sim.shrink", time.Minute, "time to shrink a failing schedule (0: no shrinking)")
+	flagSlow      = flag.Bool("sim.slow", false, "slow mode: a PostgreSQL hub (NOYDB_PG_URL) and durable devices on disk")
+	flagVerbose   = flag.Bool("sim.v", false, "print every schedule's outcome")
+)
+
+// TestSimulation runs seeded random schedules of devices, a hub, people,
+// series and records under injected faults, and checks each history: the
+// numbers of every counter are one counter's (linearizable, no number
+// twice, no gap but voids and calls whose outcome was unknown), every
+// acknowledged write is there, ledgers verify, devices converge; hostile
+// schedules end with a detection error or a documented outcome, never a
+// number twice. A failure prints its seed and a shrunk history.
+func TestSimulation(t *testing.T) {
+	ctx := context.Background()
+	opts := sim.RunOptions{Stats: &sim.Stats{}}
+	if *flagSlow {
+		pgtest.URL(t) // skips, or fails under CI, without a server
+		opts.Durable = true
+		opts.Hub = func(ctx context.Context) (stores.Store, func(), error) {
+			st := pgtest.Open(t, nil)
+			return st, func() {}, nil
+		}
+	}
+	var schedules []*sim.Schedule
+	switch {
+	case *flagReplay != "":
+		s, err := sim.Load(*flagReplay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		schedules = append(schedules, s)
+	case *flagSeed != 0:
+		schedules = append(schedules, sim.Generate(*flagSeed, params(*flagSeed)))
+	}
+	start := time.Now()
+	budget := *flagBudget
+	if *flagMinutes > 0 {
+		budget = time.Duration(*flagMinutes * float64(time.Minute))
+	}
+	failed := 0
+	runOne := func(s *sim.Schedule) {
+		o := opts
+		o.Dir = t.TempDir()
+		res, err := sim.Run(ctx, s, o)
+		if err != nil {
+			t.Errorf("seed %d: %v", s.Seed, err)
+			return
+		}
+		if *flagVerbose {
+			t.Logf("seed %d: %d ops, %d faults, detected %v, documented %d, undecided %d, failures %d",
+				s.Seed, res.Ops, res.Faults, res.Detected, len(res.Documented), res.Unknown, len(res.Failures))
+		}
+		for _, d := range res.Documented {
+			t.Logf("seed %d: documented (not a failure): %s: %s", s.Seed, d.Fault, d.Detail)
+		}
+		if !res.Failed() {
+			return
+		}
+		failed++
+		t.Errorf("%s", res.Report(s))
+		if *flagShrink > 0 && *flagReplay == "" {
+			small, sres := sim.Shrink(ctx, s, res, o, *flagShrink)
+			path := filepath.Join(os.TempDir(), fmt.Sprintf("noydb-sim-%d.json", s.Seed))
+			if err := small.Save(path); err == nil {
+				t.Errorf("shrunk to %d steps, %d ops (replay: go test ./tests/sim -run TestSimulation -sim.replay=%s):\n%s",
+					len(small.Steps), small.Ops(), path, sres.Report(small))
+			}
+		}
+	}
+	if len(schedules) > 0 {
+		for _, s := range schedules {
+			runOne(s)
+		}
+	} else {
+		for i := range *flagSchedules {
+			if time.Since(start) > budget || failed >= 3 {
+				break
+			}
+			seed := *flagBase + uint64(i)
+			runOne(sim.Generate(seed, params(seed)))
+		}
+	}
+	st := opts.Stats
+	fmt.Printf("sim: %d schedules, %d operations, %d faults injected (%d store faults), %d failures, %s\n",
+		st.Schedules.Load(), st.Ops.Load(), st.Faults.Load()+st.Injected.Load(), st.Injected.Load(),
+		st.Failures.Load(), time.Since(start).Round(time.Millisecond))
+}
+
+func params(seed uint64) sim.Params {
+	return sim.Params{Ops: *flagOps, Hostile: *flagHostile > 0 && seed%uint64(*flagHostile) == 0}
+}
