@@ -61,7 +61,8 @@ func honestErr(err error) bool {
 		context.DeadlineExceeded, vault.ErrNotOnDevice, sequence.ErrPeriodClosed, sequence.ErrAlreadyVoided,
 		vault.ErrConflict, vault.ErrNotFound, numbering.ErrPassRunning, numbering.ErrNumberedAtWriteTime,
 		vault.ErrNoAccess, vault.ErrNotPermitted, vault.ErrPersonExists, stores.ErrLockHeld,
-		sequence.ErrSkipped, // a number a late join seeded past, voided on the hub (see checkAudits)
+		stores.ErrNotSupported, // a transaction on a store without them
+		sequence.ErrSkipped,    // a number a late join seeded past, voided on the hub (see checkAudits)
 	} {
 		if errors.Is(err, target) {
 			return true
@@ -127,7 +128,9 @@ func (w *world) check(ctx context.Context, res *Result, reg regime) {
 		fail("unexpected error", e.Err.Error(), e)
 	}
 	w.checkClosed(res, fail)
+	w.conflicts = nil
 	w.checkNumbers(res, reg, fail)
+	res.Failures = append(res.Failures, w.conflicts...)
 }
 
 // checkClosed: no number dated into a period after its ClosePeriod
@@ -135,7 +138,7 @@ func (w *world) check(ctx context.Context, res *Result, reg regime) {
 func (w *world) checkClosed(res *Result, fail func(string, string, ...*Event)) {
 	h := w.hist
 	for _, e := range h.events {
-		if e.Key == "" {
+		if e.Key == "" || e.Op.Kind == kPeek {
 			continue
 		}
 		at, closed := h.closedAt[e.Key]
@@ -198,7 +201,12 @@ func (w *world) logical() map[string][]cop {
 			continue
 		}
 		// A later attempt: the allocation spans both; its number is the
-		// first one an attempt reported.
+		// first one an attempt reported, and every attempt that succeeds
+		// must report it.
+		if g.n != 0 && c.n != 0 && c.n != g.n {
+			w.conflicts = append(w.conflicts, Failure{Check: "idempotence",
+				Detail: fmt.Sprintf("%s answered %d, then %d", group, g.n, c.n), Events: []*Event{g.ev, c.ev}})
+		}
 		if g.n == 0 && c.n != 0 {
 			g.n = c.n
 			g.ret = c.ret

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -48,7 +49,7 @@ type history struct {
 	bare     map[string][]uint64 // numbers of Next and NextN, which a Void may cancel
 	closedAt map[string]int64    // counter key -> return time of a successful ClosePeriod
 	closing  map[string]bool     // counter key -> a ClosePeriod was tried
-	joinAt   int64 // logical time of the late join (0: none)
+	joinAt   int64               // logical time of the late join (0: none)
 }
 
 func newHistory() *history {
@@ -191,7 +192,7 @@ func refusal(k Kind, err error) bool {
 	switch {
 	case errors.Is(err, sequence.ErrPeriodClosed), errors.As(err, &ce),
 		errors.Is(err, vault.ErrNotPermitted), errors.Is(err, vault.ErrNoAccess),
-		errors.Is(err, sequence.ErrAlreadyVoided):
+		errors.Is(err, sequence.ErrAlreadyVoided), errors.Is(err, stores.ErrNotSupported):
 		return true
 	}
 	return false

@@ -26,6 +26,7 @@ var (
 	flagShrink    = flag.Duration("sim.shrink", time.Minute, "time to shrink a failing schedule (0: no shrinking)")
 	flagSlow      = flag.Bool("sim.slow", false, "slow mode: a PostgreSQL hub (NOYDB_PG_URL) and durable devices on disk")
 	flagVerbose   = flag.Bool("sim.v", false, "print every schedule's outcome")
+	flagKnown     = flag.Bool("sim.known", false, "also generate the triggers of known, reported defects")
 )
 
 // TestSimulation runs seeded random schedules of devices, a hub, people,
@@ -112,5 +113,5 @@ func TestSimulation(t *testing.T) {
 }
 
 func params(seed uint64) sim.Params {
-	return sim.Params{Ops: *flagOps, Hostile: *flagHostile > 0 && seed%uint64(*flagHostile) == 0}
+	return sim.Params{Ops: *flagOps, Hostile: *flagHostile > 0 && seed%uint64(*flagHostile) == 0, Known: *flagKnown}
 }

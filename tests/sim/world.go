@@ -175,6 +175,8 @@ type world struct {
 	devs  []*device
 	stats *Stats
 	hist  *history
+
+	conflicts []Failure // set by logical: one id answered with two numbers
 }
 
 // RunOptions say where a schedule runs.
