@@ -365,7 +365,11 @@ func (w *world) do(ctx context.Context, d *device, h *handles, e *Event) {
 		}
 	case KRevoke:
 		e.Call = hist.tick()
-		err := h.v.Revoke(ctx, guest)
+		var opts []vault.RevokeOption
+		if op.K == 1 {
+			opts = append(opts, vault.RevokeWithoutRotation())
+		}
+		err := h.v.Revoke(ctx, guest, opts...)
 		e.Return = hist.tick()
 		settle(e, err)
 		if errors.Is(err, vault.ErrNotFound) {

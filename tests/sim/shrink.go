@@ -10,6 +10,9 @@ import (
 	"time"
 )
 
+// ShrinkTries is how many runs a shrinker's candidate gets to fail.
+var ShrinkTries = 4
+
 // Shrink cuts a failing schedule down to fewer steps and operations that
 // still fail the same check. A run is not fully deterministic (goroutines
 // interleave as the scheduler lets them), so each candidate gets a few
@@ -18,7 +21,7 @@ func Shrink(ctx context.Context, s *Schedule, first *Result, o RunOptions, budge
 	check := first.Failures[0].Check
 	deadline := time.Now().Add(budget)
 	fails := func(c *Schedule) *Result {
-		for range 3 {
+		for range ShrinkTries {
 			if time.Now().After(deadline) {
 				return nil
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/pgstore"
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 	"github.com/noydb-go/noydb/tests/sim"
 )
@@ -26,6 +27,7 @@ var (
 	flagShrink    = flag.Duration("sim.shrink", time.Minute, "time to shrink a failing schedule (0: no shrinking)")
 	flagSlow      = flag.Bool("sim.slow", false, "slow mode: a PostgreSQL hub (NOYDB_PG_URL) and durable devices on disk")
 	flagVerbose   = flag.Bool("sim.v", false, "print every schedule's outcome")
+	flagRepeat    = flag.Int("sim.repeat", 1, "with -sim.seed or -sim.replay: run the schedule up to this many times, until it fails")
 	flagKnown     = flag.Bool("sim.known", false, "also generate the triggers of known, reported defects")
 )
 
@@ -40,11 +42,14 @@ func TestSimulation(t *testing.T) {
 	ctx := context.Background()
 	opts := sim.RunOptions{Stats: &sim.Stats{}}
 	if *flagSlow {
-		pgtest.URL(t) // skips, or fails under CI, without a server
+		url := pgtest.URL(t) // skips, or fails under CI, without a server
 		opts.Durable = true
 		opts.Hub = func(ctx context.Context) (stores.Store, func(), error) {
-			st := pgtest.Open(t, nil)
-			return st, func() {}, nil
+			st, err := pgstore.Open(ctx, url, &pgstore.Options{Schema: pgtest.Schema(t)})
+			if err != nil {
+				return nil, nil, err
+			}
+			return st, func() { _ = st.Close() }, nil
 		}
 	}
 	var schedules []*sim.Schedule
@@ -95,7 +100,11 @@ func TestSimulation(t *testing.T) {
 	}
 	if len(schedules) > 0 {
 		for _, s := range schedules {
-			runOne(s)
+			for range *flagRepeat {
+				if runOne(s); failed > 0 {
+					break
+				}
+			}
 		}
 	} else {
 		for i := range *flagSchedules {
