@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -30,12 +31,13 @@ type Event struct {
 	Call, Return int64 // logical times
 	Outcome      outcome
 	Err          error
-	Key          string // counter key of a numbering operation
-	N            uint64 // the number handed out (the first of NextN's)
-	K            int    // how many numbers the operation takes
-	Val          *int   // a note's value after the operation (nil: deleted)
-	Val2         *int   // the Tx's second note
-	Skip         string // why the operation did not run
+	Key          string   // counter key of a numbering operation
+	N            uint64   // the number handed out (the first of NextN's)
+	K            int      // how many numbers the operation takes
+	Val          *int     // a note's value after the operation (nil: deleted)
+	Val2         *int     // the Tx's second note
+	Skip         string   // why the operation did not run
+	Conflicts    []string // a Sync's conflicts the hub's side won, as "collection/id"
 }
 
 // history is the record of one run.
@@ -167,11 +169,18 @@ func (w *world) runOp(ctx context.Context, si, wi int, op Op) {
 			w.hist.add(e)
 		}
 	}()
+	began := time.Now()
 	w.do(octx, d, h, e)
+	if slowOps && time.Since(began) > 300*time.Millisecond {
+		fmt.Printf("slow op: seed %d %s took %s: %v\n", w.sched.Seed, e, time.Since(began), e.Err)
+	}
 	w.hist.add(e)
 }
 
 var errPanic = errors.New("panic")
+
+// slowOps prints the operations that take long (NOYDB_SIM_SLOW=1).
+var slowOps = os.Getenv("NOYDB_SIM_SLOW") != ""
 
 // settle sets an event's outcome from err.
 func settle(e *Event, err error) {
@@ -344,9 +353,10 @@ func (w *world) do(ctx context.Context, d *device, h *handles, e *Event) {
 			return
 		}
 		e.Call = hist.tick()
-		_, err := h.v.Sync(ctx)
+		rep, err := h.v.Sync(ctx)
 		e.Return = hist.tick()
 		settle(e, err)
+		e.Conflicts = lost(rep)
 	case KRotate:
 		e.Call = hist.tick()
 		r, err := h.v.RotateKeys(ctx)
@@ -393,4 +403,15 @@ func seqOf(h *handles, op Op) *sequence.Sequence {
 	default:
 		return h.seqs[op.Series]
 	}
+}
+
+// lost lists the records whose device side lost a sync conflict.
+func lost(rep vault.SyncReport) []string {
+	var out []string
+	for _, c := range rep.Conflicts {
+		if c.HubWon {
+			out = append(out, c.Collection+"/"+c.ID)
+		}
+	}
+	return out
 }

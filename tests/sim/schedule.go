@@ -163,6 +163,7 @@ type Schedule struct {
 	Hostile  bool
 	Devices  []Device
 	LateJoin bool // device 0 starts without the hub and joins it with FJoin
+	Known    bool // the triggers of known defects are on (Params.Known)
 	Steps    []Step
 }
 
@@ -206,7 +207,7 @@ var regions = []string{"EU", "US"}
 // Generate makes the schedule of seed.
 func Generate(seed uint64, p Params) *Schedule {
 	r := rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
-	s := &Schedule{Seed: seed, Hostile: p.Hostile}
+	s := &Schedule{Seed: seed, Hostile: p.Hostile, Known: p.Known}
 	nd := 2 + r.IntN(2)
 	kinds := []string{"mem", "badger", "file"}
 	for i := range nd {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +30,7 @@ var (
 	flagSlow      = flag.Bool("sim.slow", false, "slow mode: a PostgreSQL hub (NOYDB_PG_URL) and durable devices on disk")
 	flagVerbose   = flag.Bool("sim.v", false, "print every schedule's outcome")
 	flagRepeat    = flag.Int("sim.repeat", 1, "with -sim.seed or -sim.replay: run the schedule up to this many times, until it fails")
+	flagParallel  = flag.Int("sim.parallel", 2, "schedules run at once")
 	flagKnown     = flag.Bool("sim.known", false, "also generate the triggers of known, reported defects")
 )
 
@@ -68,10 +71,25 @@ func TestSimulation(t *testing.T) {
 	if *flagMinutes > 0 {
 		budget = time.Duration(*flagMinutes * float64(time.Minute))
 	}
-	failed := 0
+	var failures atomic.Int64
+	scratch := t.TempDir()
+	if !*flagSlow {
+		// The fast mode keeps its state folders and file devices in memory
+		// (tmpfs), where an fsync costs nothing: the code paths are the
+		// same, the disk is not what it tests.
+		if dir, err := os.MkdirTemp("/dev/shm", "noydb-sim-"); err == nil {
+			scratch = dir
+			t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		}
+	}
 	runOne := func(s *sim.Schedule) {
 		o := opts
-		o.Dir = t.TempDir()
+		dir, err := os.MkdirTemp(scratch, "run-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		o.Dir = dir
 		res, err := sim.Run(ctx, s, o)
 		if err != nil {
 			t.Errorf("seed %d: %v", s.Seed, err)
@@ -87,7 +105,7 @@ func TestSimulation(t *testing.T) {
 		if !res.Failed() {
 			return
 		}
-		failed++
+		failures.Add(1)
 		t.Errorf("%s", res.Report(s))
 		if *flagShrink > 0 && *flagReplay == "" {
 			small, sres := sim.Shrink(ctx, s, res, o, *flagShrink)
@@ -101,19 +119,31 @@ func TestSimulation(t *testing.T) {
 	if len(schedules) > 0 {
 		for _, s := range schedules {
 			for range *flagRepeat {
-				if runOne(s); failed > 0 {
+				if runOne(s); failures.Load() > 0 {
 					break
 				}
 			}
 		}
 	} else {
+		// Schedules run -sim.parallel at a time: a run waits on its
+		// goroutines and stores more than it computes.
+		seeds := make(chan uint64)
+		var wg sync.WaitGroup
+		for range max(*flagParallel, 1) {
+			wg.Go(func() {
+				for seed := range seeds {
+					runOne(sim.Generate(seed, params(seed)))
+				}
+			})
+		}
 		for i := range *flagSchedules {
-			if time.Since(start) > budget || failed >= 3 {
+			if time.Since(start) > budget || failures.Load() >= 3 {
 				break
 			}
-			seed := *flagBase + uint64(i)
-			runOne(sim.Generate(seed, params(seed)))
+			seeds <- *flagBase + uint64(i)
 		}
+		close(seeds)
+		wg.Wait()
 	}
 	st := opts.Stats
 	fmt.Printf("sim: %d schedules, %d operations, %d faults injected (%d store faults), %d failures, %s\n",
