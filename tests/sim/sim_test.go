@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,11 +147,20 @@ func TestSimulation(t *testing.T) {
 		wg.Wait()
 	}
 	st := opts.Stats
-	fmt.Printf("sim: %d schedules, %d operations, %d faults injected (%d store faults), %d failures, %s\n",
+	fmt.Printf("sim: %d schedules, %d operations, %d faults injected (%d store faults), %d failures, %s wall, %s CPU\n",
 		st.Schedules.Load(), st.Ops.Load(), st.Faults.Load()+st.Injected.Load(), st.Injected.Load(),
-		st.Failures.Load(), time.Since(start).Round(time.Millisecond))
+		st.Failures.Load(), time.Since(start).Round(time.Millisecond), cpuTime().Round(time.Millisecond))
 }
 
 func params(seed uint64) sim.Params {
 	return sim.Params{Ops: *flagOps, Hostile: *flagHostile > 0 && seed%uint64(*flagHostile) == 0, Known: *flagKnown}
+}
+
+// cpuTime is the CPU time (user and system) this process used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
