@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -182,7 +183,7 @@ const kHeal Kind = 101
 func protect(f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %v", errPanic, r)
+			err = fmt.Errorf("%w: %v\n%s", errPanic, r, debug.Stack())
 		}
 	}()
 	return f()
