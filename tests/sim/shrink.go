@@ -18,7 +18,7 @@ var ShrinkTries = 4
 // interleave as the scheduler lets them), so each candidate gets a few
 // tries. It returns the smallest failing schedule found and its result.
 func Shrink(ctx context.Context, s *Schedule, first *Result, o RunOptions, budget time.Duration) (*Schedule, *Result) {
-	check := first.Failures[0].Check
+	check := first.Worst()
 	deadline := time.Now().Add(budget)
 	fails := func(c *Schedule) *Result {
 		for range ShrinkTries {
@@ -87,6 +87,20 @@ func Shrink(ctx context.Context, s *Schedule, first *Result, o RunOptions, budge
 		}
 	}
 	return best, bestRes
+}
+
+// severity orders the checks, worst first: a shrinker keeps the worst.
+var severity = []string{"duplicate", "idempotence", "linearizability", "panic", "closed period",
+	"false alarm", "records", "receipts", "audit", "verify", "final head", "heal", "unexpected error"}
+
+// Worst returns the check of the run's worst failure.
+func (r *Result) Worst() string {
+	for _, c := range severity {
+		if r.has(c) {
+			return c
+		}
+	}
+	return r.Failures[0].Check
 }
 
 func (r *Result) has(check string) bool {

@@ -537,7 +537,7 @@ func (w *world) inject(ctx context.Context, f Fault) string {
 		return "nothing to replay"
 	case FInjectList:
 		p := fullPrefix(f.Prefix)
-		c.adv.InjectList(p, stores.Item{Key: "v/" + vaultName + "~/outside", Value: []byte("x"), Version: 1})
+		c.adv.InjectList(p, stores.Item{Key: "v/x", Value: []byte("x"), Version: 1}) // outside the prefix, and shorter
 	case FInjectHub:
 		keys, _ := c.adv.Keys(ctx, fullPrefix("notes/"))
 		if len(keys) == 0 {
