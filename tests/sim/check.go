@@ -62,6 +62,7 @@ func honestErr(err error) bool {
 		vault.ErrConflict, vault.ErrNotFound, numbering.ErrPassRunning, numbering.ErrNumberedAtWriteTime,
 		vault.ErrNoAccess, vault.ErrNotPermitted, vault.ErrPersonExists, stores.ErrLockHeld,
 		stores.ErrNotSupported, // a transaction on a store without them
+		errNotJoined,           // an operation of a device that waits for the late join
 		sequence.ErrSkipped,    // a number a late join seeded past, voided on the hub (see checkAudits)
 	} {
 		if errors.Is(err, target) {
@@ -82,7 +83,7 @@ func detectionErr(err error) (string, bool) {
 		{"ErrTampered", vault.ErrTampered}, {"ErrMisbehaving", stores.ErrMisbehaving},
 		{"ErrVaultLost", vault.ErrVaultLost}, {"ErrStateLost", vault.ErrStateLost},
 		{"ErrCorrupt", sequence.ErrCorrupt}, {"ErrHubBehind", vault.ErrHubBehind},
-		{"ErrDuplicate", numbering.ErrDuplicate},
+		{"ErrDuplicate", numbering.ErrDuplicate}, {"ErrHubMismatch", vault.ErrHubMismatch},
 	} {
 		if errors.Is(err, t.err) {
 			return t.name, true
@@ -123,6 +124,15 @@ func (w *world) check(res *Result, reg regime) {
 				continue
 			}
 			fail("false alarm", fmt.Sprintf("%s on an honest store: %v", name, e.Err), e)
+			continue
+		}
+		if reg.hostileAt > 0 && e.Return > reg.hostileAt && !w.sched.Known &&
+			e.Op.Kind == KVoid && errors.Is(e.Err, sequence.ErrNotIssued) {
+			// A Void on a counter the store rolled back or dropped says the
+			// number was never issued, although the ledger records it: the
+			// wrong kind of error (a known defect, reported).
+			res.Documented = append(res.Documented, Documented{Fault: "known defect: Void behind the ledger is ErrNotIssued",
+				Detail: shortErr(e.Err)})
 			continue
 		}
 		fail("unexpected error", e.Err.Error(), e)

@@ -54,10 +54,6 @@ func Run(ctx context.Context, s *Schedule, o RunOptions) (*Result, error) {
 		}
 		w.runStep(ctx, si, st)
 	}
-	if s.LateJoin && !w.devs[0].onHub {
-		// The join step was shrunk away: nothing else ran on the others.
-		w.devs = w.devs[:1]
-	}
 	t2 := time.Now()
 	w.heal(ctx, res, reg)
 	t3 := time.Now()
@@ -103,6 +99,9 @@ func (w *world) heal(ctx context.Context, res *Result, reg regime) {
 	w.calm()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	if w.sched.LateJoin && !w.joined.Load() {
+		w.devs = w.devs[:1] // the others never got the vault
+	}
 	for _, d := range w.devs {
 		d.dropGuest()
 		if err := w.open(ctx, d); err != nil {

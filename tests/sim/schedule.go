@@ -123,7 +123,13 @@ type Fault struct {
 	Kind   FaultKind
 	Target int    // device index, or Hub
 	Prefix string // part of the vault's key space, for the hostile faults: "_sequences/", "_ledger/", "" (everything), "notes/"
+	// Restart makes every device's process start again right after the
+	// fault (each is crashed and its vault opened again).
+	Restart bool
 }
+
+// ClaimRecords is the Prefix of the claim records of the series "clm".
+const ClaimRecords = "_sequences/clm\x01h\x00"
 
 // String renders f for a history.
 func (f Fault) String() string {
@@ -137,7 +143,10 @@ func (f Fault) String() string {
 		if p == "" {
 			p = "(all)"
 		}
-		s += " " + p
+		s += " " + printable(p)
+	}
+	if f.Restart {
+		s += ", then every device restarts"
 	}
 	return s
 }
@@ -321,7 +330,7 @@ func (g *gen) honestFault(joined bool) Fault {
 
 func (g *gen) hostileFault(joined bool, snapshotted map[int]bool) Fault {
 	t := g.target(joined)
-	prefixes := []string{"_sequences/", "_ledger/", "", "notes/", "_numbering/"}
+	prefixes := []string{"_sequences/", "_ledger/", "", "notes/", "_numbering/", ClaimRecords}
 	p := prefixes[g.r.IntN(len(prefixes))]
 	kinds := []FaultKind{FDrop, FReplay, FInjectList, FLoseCommits}
 	if snapshotted[t] {
@@ -334,11 +343,19 @@ func (g *gen) hostileFault(joined bool, snapshotted map[int]bool) Fault {
 	if k == FDrop && p == "" {
 		p = "_sequences/"
 	}
-	if t == Hub && p == "_sequences/" && !g.known && k != FInjectList {
+	if k == FInjectHub || k == FInjectList {
+		return Fault{Kind: k, Target: t, Prefix: p}
+	}
+	if p == ClaimRecords && k != FDrop {
+		p = "_sequences/"
+	}
+	if t == Hub && p == "_sequences/" && !g.known {
 		// The hub's counters rolled back or dropped under a ledger that
-		// keeps their numbers: a device whose first allocation passed
-		// takes numbers again (a known defect, reported).
-		p = "_ledger/"
+		// keeps their numbers: a device process whose first allocation
+		// passed before takes numbers again (a known defect, reported).
+		// The table promises ErrRollback on the first allocation of each
+		// process: every device restarts right after the fault.
+		return Fault{Kind: k, Target: t, Prefix: p, Restart: true}
 	}
 	return Fault{Kind: k, Target: t, Prefix: p}
 }

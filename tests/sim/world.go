@@ -172,12 +172,17 @@ type world struct {
 	dir   string
 	hub   *storeCtl
 	hubSt stores.Store // what devices are given: the hub through its faults
-	devs  []*device
+	devs  []*device // the devices the checks look at
+	all   []*device // every device, to close
 	stats *Stats
 	hist  *history
 
-	conflicts []Failure // set by logical: one id answered with two numbers
+	conflicts []Failure   // set by logical: one id answered with two numbers
+	joined    atomic.Bool // the late device has joined the hub
 }
+
+// errNotJoined: a device other than the late one waits for its join.
+var errNotJoined = errors.New("sim: the vault has not joined the hub yet")
 
 // RunOptions say where a schedule runs.
 type RunOptions struct {
@@ -200,7 +205,7 @@ type Stats struct {
 }
 
 func (w *world) close() {
-	for _, d := range w.devs {
+	for _, d := range w.all {
 		d.mu.Lock()
 		if d.guest != nil {
 			_ = d.guest.v.Close()
@@ -250,6 +255,7 @@ func newWorld(ctx context.Context, s *Schedule, o RunOptions) (*world, func(), e
 			ctl:   newCtl(fmt.Sprintf("device %d", i), inner, s.Seed^uint64(i+2)*0x9e37, stats),
 			onHub: !(s.LateJoin && i == 0)})
 	}
+	w.all = w.devs
 	return w, func() { w.close(); cleanup() }, nil
 }
 
@@ -371,6 +377,11 @@ func makeHandles(v *vault.Vault) (*handles, error) {
 
 // handles returns d's open vault, opening it when it is closed.
 func (w *world) handles(ctx context.Context, d *device) (*handles, context.Context, error) {
+	if w.sched.LateJoin && d.idx > 0 && !w.joined.Load() {
+		// Opened before the vault reached the hub, it would make another
+		// vault of the same name there.
+		return nil, nil, errNotJoined
+	}
 	d.mu.Lock()
 	h, dctx := d.h, d.ctx
 	d.mu.Unlock()
@@ -439,6 +450,24 @@ func fullPrefix(p string) string {
 
 // inject applies one fault. It returns what it did, for the history.
 func (w *world) inject(ctx context.Context, f Fault) string {
+	msg := w.inject1(ctx, f)
+	if f.Restart {
+		for _, d := range w.devs {
+			d.mu.Lock()
+			open := d.h != nil
+			d.mu.Unlock()
+			if !open {
+				continue
+			}
+			if err := w.crash(ctx, d); err != nil {
+				msg += fmt.Sprintf("; d%d restart: %v", d.idx, err)
+			}
+		}
+	}
+	return msg
+}
+
+func (w *world) inject1(ctx context.Context, f Fault) string {
 	w.stats.Faults.Add(1)
 	c := w.target(f.Target)
 	switch f.Kind {
@@ -475,16 +504,28 @@ func (w *world) inject(ctx context.Context, f Fault) string {
 		w.hist.joinAt = w.hist.tick()
 		d := w.devs[0]
 		d.mu.Lock()
-		h := d.h
+		h, g := d.h, d.guest
 		d.h = nil
+		if !w.sched.Known {
+			// A handle opened before the join and kept across it takes
+			// numbers from the device's own counters, which the hub's
+			// now continue: a known defect, reported.
+			d.guest = nil
+		} else {
+			g = nil
+		}
 		d.onHub = true
 		d.mu.Unlock()
+		if g != nil {
+			_ = g.v.Close()
+		}
 		if h != nil {
 			_ = h.v.Close()
 		}
 		if err := w.open(ctx, d); err != nil {
 			return "join: " + err.Error()
 		}
+		w.joined.Store(true)
 		for _, o := range w.devs[1:] {
 			if err := w.open(ctx, o); err != nil {
 				return fmt.Sprintf("open d%d after join: %v", o.idx, err)
