@@ -172,8 +172,8 @@ type world struct {
 	dir   string
 	hub   *storeCtl
 	hubSt stores.Store // what devices are given: the hub through its faults
-	devs  []*device // the devices the checks look at
-	all   []*device // every device, to close
+	devs  []*device    // the devices the checks look at
+	all   []*device    // every device, to close
 	stats *Stats
 	hist  *history
 
