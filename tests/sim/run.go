@@ -295,6 +295,10 @@ func (w *world) do(ctx context.Context, d *device, h *handles, e *Event) {
 			hist.mu.Unlock()
 		}
 	case KNumPut:
+		online := h.rc.Online()
+		if online {
+			e.Key, e.K = "rcpt", 1 // numbered at write time, on the series' counter
+		}
 		e.Call = hist.tick()
 		r, err := h.rc.Put(ctx, op.ID, Receipt{Val: op.Val})
 		e.Return = hist.tick()
