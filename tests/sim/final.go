@@ -535,6 +535,21 @@ func (w *world) eventsOf(id string) []*Event {
 // Schedule.Known a conflict is not an excuse: such a loss of an
 // acknowledged write is a known defect.
 func (w *world) excused(id string) string {
+	if !w.sched.Known {
+		// A push the hub committed but reported as failed, after a write
+		// of the note: the note's later changes on the device can lose to
+		// that pushed revision at the next sync, silently or as a conflict
+		// (a known defect, reported).
+		var wrote int64
+		for _, e := range w.hist.events {
+			if (e.Op.ID == id || e.Op.ID2 == id) && e.Outcome != none && wrote == 0 {
+				wrote = e.Return
+			}
+			if wrote > 0 && e.Op.Kind == KSync && e.Outcome == unknown && e.Call > wrote && ownID(id, e.Op.Dev) {
+				return "known defect: a change after an ambiguous push lost to the pushed revision"
+			}
+		}
+	}
 	for _, e := range w.hist.events {
 		if slices.Contains(e.Conflicts, "notes/"+id) && !w.sched.Known {
 			return "lost a sync conflict, reported in SyncReport.Conflicts (known defect: see the report)"
