@@ -124,7 +124,8 @@ type Fault struct {
 	Target int    // device index, or Hub
 	Prefix string // part of the vault's key space, for the hostile faults: "_sequences/", "_ledger/", "" (everything), "notes/"
 	// Restart makes every device's process start again right after the
-	// fault (each is crashed and its vault opened again).
+	// fault (each is crashed and its vault opened again), the last one
+	// with a new, empty state folder.
 	Restart bool
 }
 

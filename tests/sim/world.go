@@ -452,9 +452,15 @@ func fullPrefix(p string) string {
 func (w *world) inject(ctx context.Context, f Fault) string {
 	msg := w.inject1(ctx, f)
 	if f.Restart {
-		for _, d := range w.devs {
+		for i, d := range w.devs {
 			d.mu.Lock()
 			open := d.h != nil
+			if open && i == len(w.devs)-1 {
+				// The last device also starts with a new state folder: no
+				// pin protects it, the ledger check alone must.
+				d.stateDir += "-new"
+				_ = os.MkdirAll(d.stateDir, 0o700)
+			}
 			d.mu.Unlock()
 			if !open {
 				continue
