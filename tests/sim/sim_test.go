@@ -25,7 +25,7 @@ var (
 	flagOps       = flag.Int("sim.ops", 80, "operations per schedule, about")
 	flagMinutes   = flag.Float64("sim.minutes", 0, "run schedules for this long instead of a count")
 	flagBudget    = flag.Duration("sim.budget", 45*time.Second, "stop starting schedules after this long (the CI budget)")
-	flagHostile   = flag.Int("sim.hostile", 4, "one schedule in this many is hostile (0: none)")
+	flagHostile   = flag.Int("sim.hostile", 2, "one schedule in this many is hostile (0: none)")
 	flagShrink    = flag.Duration("sim.shrink", time.Minute, "time to shrink a failing schedule (0: no shrinking)")
 	flagSlow      = flag.Bool("sim.slow", false, "slow mode: a PostgreSQL hub (NOYDB_PG_URL) and durable devices on disk")
 	flagVerbose   = flag.Bool("sim.v", false, "print every schedule's outcome")
