@@ -31,6 +31,7 @@ var (
 	flagVerbose   = flag.Bool("sim.v", false, "print every schedule's outcome")
 	flagRepeat    = flag.Int("sim.repeat", 1, "with -sim.seed or -sim.replay: run the schedule up to this many times, until it fails")
 	flagParallel  = flag.Int("sim.parallel", 2, "schedules run at once")
+	flagMaxFail   = flag.Int("sim.maxfail", 3, "stop starting schedules after this many failed")
 	flagKnown     = flag.Bool("sim.known", false, "also generate the triggers of known, reported defects")
 )
 
@@ -137,7 +138,7 @@ func TestSimulation(t *testing.T) {
 			})
 		}
 		for i := range *flagSchedules {
-			if time.Since(start) > budget || failures.Load() >= 3 {
+			if time.Since(start) > budget || failures.Load() >= int64(*flagMaxFail) {
 				break
 			}
 			seeds <- *flagBase + uint64(i)
