@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// ShrinkCheck, if set, is the check a shrinker keeps failing (else the
+// worst one of the run).
+var ShrinkCheck string
+
 // ShrinkTries is how many runs a shrinker's candidate gets to fail.
 var ShrinkTries = 4
 
@@ -19,6 +23,9 @@ var ShrinkTries = 4
 // tries. It returns the smallest failing schedule found and its result.
 func Shrink(ctx context.Context, s *Schedule, first *Result, o RunOptions, budget time.Duration) (*Schedule, *Result) {
 	check := first.Worst()
+	if ShrinkCheck != "" && first.has(ShrinkCheck) {
+		check = ShrinkCheck
+	}
 	deadline := time.Now().Add(budget)
 	fails := func(c *Schedule) *Result {
 		for range ShrinkTries {

@@ -32,6 +32,7 @@ var (
 	flagRepeat    = flag.Int("sim.repeat", 1, "with -sim.seed or -sim.replay: run the schedule up to this many times, until it fails")
 	flagParallel  = flag.Int("sim.parallel", 2, "schedules run at once")
 	flagMaxFail   = flag.Int("sim.maxfail", 3, "stop starting schedules after this many failed")
+	flagTarget    = flag.String("sim.target", "", "the check the shrinker keeps failing (default: the worst of the run)")
 	flagKnown     = flag.Bool("sim.known", false, "also generate the triggers of known, reported defects")
 )
 
@@ -67,6 +68,7 @@ func TestSimulation(t *testing.T) {
 	case *flagSeed != 0:
 		schedules = append(schedules, sim.Generate(*flagSeed, params(*flagSeed)))
 	}
+	sim.ShrinkCheck = *flagTarget
 	start := time.Now()
 	budget := *flagBudget
 	if *flagMinutes > 0 {
