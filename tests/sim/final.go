@@ -43,6 +43,7 @@ func Run(ctx context.Context, s *Schedule, o RunOptions) (*Result, error) {
 		}
 	}
 	var reg regime
+	ledgerLost := false
 	for si, st := range s.Steps {
 		for _, f := range append(slices.Clone(st.Faults), derefFault(st.During)...) {
 			if f.Kind.Hostile() && reg.hostileAt == 0 {
@@ -50,6 +51,15 @@ func Run(ctx context.Context, s *Schedule, o RunOptions) (*Result, error) {
 			}
 			if f.Kind.Hostile() && reg.dupOK == "" {
 				reg.dupOK = documentedDup(f)
+			}
+			if f.Target == Hub && (f.Prefix == "" || f.Prefix == "_ledger/") &&
+				(f.Kind == FDrop || f.Kind == FRollback || f.Kind == FLoseCommits) {
+				ledgerLost = true
+			}
+			if f.Restart && ledgerLost && reg.dupOK == "" {
+				// The hub lost its ledger, then its counters, and a device
+				// starts without its pins: nothing is left to compare with.
+				reg.dupOK = "hub ledger and counters lost, device state folder new (threat table: detected only with StateDir)"
 			}
 		}
 		w.runStep(ctx, si, st)
