@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -294,6 +295,9 @@ var counterModel = porcupine.NondeterministicModel{
 // history of the counter is linearizable.
 func (w *world) checkNumbers(res *Result, reg regime, fail func(string, string, ...*Event)) {
 	for key, ops := range w.logical() {
+		// In call order: of two operations given one number, the later
+		// one is the second issuance.
+		slices.SortStableFunc(ops, func(a, b cop) int { return cmp.Compare(a.call, b.call) })
 		owner := map[uint64]*Event{}
 		dup := false
 		for _, c := range ops {
