@@ -120,14 +120,14 @@ func (w *world) check(res *Result, reg regime) {
 			continue
 		}
 		if name, ok := detectionErr(e.Err); ok {
-			if reg.hostileAt > 0 && e.Return > reg.hostileAt {
+			if reg.hostileAt > 0 && e.Return >= reg.hostileAt {
 				res.Detected[name]++
 				continue
 			}
 			fail("false alarm", fmt.Sprintf("%s on an honest store: %v", name, e.Err), e)
 			continue
 		}
-		if reg.hostileAt > 0 && e.Return > reg.hostileAt && !w.sched.Known &&
+		if reg.hostileAt > 0 && e.Return >= reg.hostileAt && !w.sched.Known &&
 			e.Op.Kind == KVoid && errors.Is(e.Err, sequence.ErrNotIssued) {
 			// A Void on a counter the store rolled back or dropped says the
 			// number was never issued, although the ledger records it: the
@@ -142,7 +142,7 @@ func (w *world) check(res *Result, reg regime) {
 	w.conflicts = nil
 	w.checkNumbers(res, reg, fail)
 	for _, c := range w.conflicts {
-		if reg.dupOK != "" && c.Events[1].Call > reg.hostileAt {
+		if reg.dupOK != "" && c.Events[1].Call >= reg.hostileAt {
 			res.Documented = append(res.Documented, Documented{Fault: reg.dupOK, Detail: c.Detail})
 			continue
 		}
@@ -160,7 +160,7 @@ func (w *world) checkClosed(res *Result, reg regime, fail func(string, string, .
 		}
 		at, closed := h.closedAt[e.Key]
 		if e.Outcome == ok && e.N > 0 && closed && e.Call > at && e.Op.Kind != KVoid && e.Op.Kind != KClose {
-			if reg.dupOK != "" && e.Call > reg.hostileAt {
+			if reg.dupOK != "" && e.Call >= reg.hostileAt {
 				// The hub lost the close with the commits it lost.
 				res.Documented = append(res.Documented, Documented{Fault: reg.dupOK,
 					Detail: fmt.Sprintf("%s got %d in %s after it was closed", e.Op, e.N, e.Key)})
@@ -308,7 +308,7 @@ func (w *world) checkNumbers(res *Result, reg regime, fail func(string, string, 
 				n := c.n + uint64(i)
 				if prev, taken := owner[n]; taken {
 					dup = true
-					if reg.dupOK != "" && c.ev.Call > reg.hostileAt {
+					if reg.dupOK != "" && c.ev.Call >= reg.hostileAt {
 						res.Documented = append(res.Documented, Documented{Fault: reg.dupOK,
 							Detail: fmt.Sprintf("%s %d to %s and %s", key, n, prev.Op, c.ev.Op)})
 						continue
