@@ -217,18 +217,25 @@ func run(ctx context.Context, args []string, sio stdio) int {
 		if !errors.Is(err, context.Canceled) {
 			msg += ": " + a.explain(err)
 		}
-		fmt.Fprintf(sio.err, "noydb: %s\n", oneLine(msg))
+		fmt.Fprintf(sio.err, "noydb: %s\n", a.scrub(oneLine(msg)))
 		return exitInterrupt
 	}
 	if isUsage(err) {
-		fmt.Fprintf(sio.err, "%s: %s (see '%s --help')\n", cmd.CommandPath(), oneLine(err.Error()), cmd.CommandPath())
+		fmt.Fprintf(sio.err, "%s: %s (see '%s --help')\n", cmd.CommandPath(), a.scrub(oneLine(err.Error())), cmd.CommandPath())
 		return exitUsage
 	}
-	fmt.Fprintf(sio.err, "noydb: %s\n", oneLine(a.explain(err)))
+	fmt.Fprintf(sio.err, "noydb: %s\n", a.scrub(oneLine(a.explain(err))))
 	if a.isOffline(err) {
 		return exitOffline
 	}
 	return exitFailure
+}
+
+// scrub hides in a message every password of --store and --hub, whatever
+// form they were written in: the last guard of what an error prints, after
+// each location was already printed redacted (redactLocation).
+func (a *app) scrub(msg string) string {
+	return scrubSecrets(msg, a.storeSpec, a.hubSpec)
 }
 
 func oneLine(s string) string {
@@ -349,10 +356,10 @@ cheap key-derivation cost. Never set it for real data.`,
 	pf.StringVar(&a.storeSpec, "store", storeDefault, "where the data is: badger:DIR, file:DIR, mem: or a postgres:// URL ($"+envStore+"; default a badger store in the user data folder)")
 	// Help shows the default: a PostgreSQL URL from $NOYDB_STORE or the
 	// config file without its password.
-	pf.Lookup("store").DefValue = redactURL(storeDefault)
+	pf.Lookup("store").DefValue = redactLocation(storeDefault)
 	pf.StringVar(&a.vaultName, "vault", vaultDefault, "vault name ($"+envVault+")")
 	pf.StringVar(&a.hubSpec, "hub", setting(envHub, "hub", ""), "the hub this device syncs through and takes numbers from: badger:DIR or a postgres:// URL ($"+envHub+"; default none)")
-	pf.Lookup("hub").DefValue = redactURL(pf.Lookup("hub").DefValue)
+	pf.Lookup("hub").DefValue = redactLocation(pf.Lookup("hub").DefValue)
 	pf.StringVar(&a.user, "user", setting(envUser, "user", ""), "user whose key opens the vault ($"+envUser+"; default the vault's only user, and $USER for a new vault)")
 	a.flags = pf
 	pf.StringVar(&a.secretFile, "secret-file", "", "read the secret from this file (else $"+envSecret+", else a prompt)")

@@ -325,7 +325,7 @@ func (a *app) noteSync(name string, rep vault.SyncReport, serr error) {
 	ls.Attempt = time.Now().UTC().Truncate(time.Second)
 	ls.Error = ""
 	if serr != nil {
-		ls.Error = oneLine(a.explain(serr))
+		ls.Error = a.scrub(oneLine(a.explain(serr)))
 	} else {
 		ls.OK = ls.Attempt
 		ls.Pulled, ls.Pushed, ls.Conflicts, ls.Rejected = rep.Pulled, rep.Pushed, len(rep.Conflicts), len(rep.Rejected)
