@@ -25,6 +25,7 @@ func isUsage(err error) bool {
 	var ue *usageError
 	return errors.As(err, &ue) ||
 		errors.Is(err, sequence.ErrInvalid) ||
+		errors.Is(err, sequence.ErrNoSuchSeries) ||
 		errors.Is(err, numbering.ErrInvalid) ||
 		errors.Is(err, vault.ErrInvalidName) ||
 		errors.Is(err, vault.ErrReservedName)

@@ -29,17 +29,20 @@ type serialJSON struct {
 func (a *app) seqCmd() *cobra.Command {
 	seq := &cobra.Command{
 		Use:   "seq",
-		Short: "Gap-free numbered series: next, peek, seed, void, audit, close-period, list",
+		Short: "Gap-free numbered series: create, next, peek, seed, void, audit, close-period, list",
 		Long: `Gap-free numbered series. Each SERIES (optionally scoped by --partition)
 counts 1, 2, 3 … with no number skipped or issued twice, even with many
 callers at once. --format renders numbers: '{partition.0}/{seq:04}' gives
 2026/0001 for --partition 2026.
 
 A series' definition (--format, --period, --fiscal-start, --tz, --meta,
---corrects) is stored with the series by the first number taken with any
-of them, so later commands may leave them out: every command, process and
-device then numbers and renders the series the same way. Passing a
-different definition later is refused. 'noydb seq list' shows it.
+--corrects) is stored with the series by 'seq create' or by the first
+number taken with any of them, so later commands may leave them out: every
+command, process and device then numbers and renders the series the same
+way. Passing a different definition later is refused. 'noydb seq list'
+shows it. A series the vault has never seen is refused as a typo ("no such
+series … did you mean invoices?") unless it was created with 'seq create',
+or the command gives its definition flags or --new.
 
 With --period (day, month, year or fiscal-year) each period of the
 document date (--date, default today, read in the series' --tz) counts
@@ -66,7 +69,8 @@ badger, mem or postgres. On file: stores use 'noydb number'.`,
 		Use:   "next SERIES",
 		Short: "Take the next number of a series and print it",
 		Long: `Take the next number of SERIES and print it (formatted with the series'
-format). A new series (or period) starts at 1. The allocation is recorded
+format). A new series (created with 'seq create', its definition flags or
+--new) or period starts at 1. The allocation is recorded
 in the ledger. With --json it prints {"series", "partition", "number",
 "formatted", "period"}. A number dated into a closed period is refused.`,
 		Example: `  noydb seq next fatture --partition 2026 --format '{partition.0}/{seq:04}'
@@ -79,7 +83,7 @@ in the ledger. With --json it prints {"series", "partition", "number",
 			if err != nil {
 				return err
 			}
-			s, err := nf.sequence(cmd.Context(), v, args[0])
+			s, err := a.seriesHandle(cmd.Context(), &nf, v, args[0])
 			if err != nil {
 				return err
 			}
@@ -96,6 +100,7 @@ in the ledger. With --json it prints {"series", "partition", "number",
 	}
 	nf.add(next)
 	nf.addDefine(next)
+	nf.addNew(next, "the series")
 	nf.addDate(next, "the document's date, which picks the period")
 	nf.addCorrecting(next)
 
@@ -193,7 +198,7 @@ of another kind, is a usage error. A closed period cannot be seeded.`,
 			if err != nil {
 				return err
 			}
-			s, err := sf.sequence(cmd.Context(), v, args[0])
+			s, err := a.seriesHandle(cmd.Context(), &sf, v, args[0])
 			if err != nil {
 				return err
 			}
@@ -238,6 +243,7 @@ of another kind, is a usage error. A closed period cannot be seeded.`,
 		},
 	}
 	sf.add(seed)
+	sf.addNew(seed, "the series")
 	sf.addDate(seed, "seed the period holding this date")
 	seed.Flags().StringVar(&sf.label, "period", "", "the period to seed, by its label: 2026-03-15, 2026-03, 2026 or FY2025-26 (a series with periods; default: today's)")
 	describeNumber(seed, seedWhat)
@@ -265,7 +271,7 @@ It prints "voided SERIES N", or with --json {"series", "partition", "number",
 			if err != nil {
 				return err
 			}
-			s, err := vf.sequence(cmd.Context(), v, args[0])
+			s, err := a.seriesHandle(cmd.Context(), &vf, v, args[0])
 			if err != nil {
 				return err
 			}
@@ -284,7 +290,7 @@ It prints "voided SERIES N", or with --json {"series", "partition", "number",
 	describeNumber(void, voidWhat)
 	void.Flags().StringVar(&reason, "reason", "", "why the number is void (required)")
 
-	seq.AddCommand(next, peek, seed, void, a.auditCmd(), a.closePeriodCmd(), a.seqListCmd())
+	seq.AddCommand(a.seqCreateCmd(), next, peek, seed, void, a.auditCmd(), a.closePeriodCmd(), a.seqListCmd())
 	return seq
 }
 
@@ -349,7 +355,7 @@ number N", or with --json {"series", "partition", "period", "head",
 			if err != nil {
 				return err
 			}
-			s, err := f.sequence(cmd.Context(), v, args[0])
+			s, err := a.seriesHandle(cmd.Context(), &f, v, args[0])
 			if err != nil {
 				return err
 			}
@@ -375,5 +381,6 @@ number N", or with --json {"series", "partition", "period", "head",
 	}
 	f.add(cmd)
 	f.addDefine(cmd)
+	f.addNew(cmd, "the series")
 	return cmd
 }

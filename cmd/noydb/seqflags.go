@@ -30,6 +30,13 @@ type seqFlags struct {
 	date  string // the document's date: YYYY-MM-DD or RFC 3339
 	label string // peek, audit: --period LABEL
 
+	// create is --new: a series (or collection) the vault has never seen
+	// may be created (declare.go); mustExist makes the handle refuse a
+	// series that does not exist (sequence.Options.MustExist).
+	create, mustExist bool
+	// creates: the command has --new, so it may create a series.
+	creates bool
+
 	// The number a credit note corrects.
 	correcting          string
 	correctingPeriod    string
@@ -101,7 +108,7 @@ func (f *seqFlags) partStrings() []string { return splitParts(f.partition) }
 // options reads the flags into the options of a handle, refusing bad
 // input (a period kind, fiscal start, zone or metadata) with a usage error.
 func (f *seqFlags) options() (sequence.Options, error) {
-	o := sequence.Options{Partition: f.parts(), Format: f.format, Corrects: f.corrects}
+	o := sequence.Options{Partition: f.parts(), Format: f.format, Corrects: f.corrects, MustExist: f.mustExist}
 	var err error
 	if o.Period, err = sequence.ParsePeriod(f.period); err != nil {
 		return o, usagef("--period %q: want day, month, year or fiscal-year", f.period)
@@ -164,6 +171,27 @@ func parseDate(s string) (t time.Time, civil bool, err error) {
 		return t, false, nil
 	}
 	return time.Time{}, false, usagef("--date %q: want YYYY-MM-DD or RFC 3339 (2026-03-31T18:00:00+02:00)", s)
+}
+
+// seriesHandle is f.sequence after the check that the vault holds the
+// series, unless the flags may create it (see requireSeries).
+func (a *app) seriesHandle(ctx context.Context, f *seqFlags, v *vault.Vault, series string) (*sequence.Sequence, error) {
+	if _, err := f.options(); err != nil {
+		return nil, err
+	}
+	// A vault that takes no numbers here (a device used without its hub)
+	// says so first.
+	if _, err := v.Sequence(series, sequence.Options{}); err != nil {
+		return nil, err
+	}
+	// A store that cannot take numbers says so first (sequence.ErrOffline):
+	// that, not the name, is what the user must change.
+	online := a.hub != nil || v.Store().Capabilities().CASAtomic
+	f.mustExist = !f.mayCreate() && online && !a.created
+	if err := a.requireSeries(ctx, v, series, !f.mustExist, f.creates); err != nil {
+		return nil, err
+	}
+	return f.sequence(ctx, v, series)
 }
 
 // sequence opens the handle the flags name: checked flags first, then
