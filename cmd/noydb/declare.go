@@ -88,14 +88,9 @@ a series is created by its first 'put --seq SERIES --new'.`,
 		},
 	}
 	f.add(cmd)
+	f.addPeriod(cmd, true, false, "")
 	f.addDefine(cmd)
 	return cmd
-}
-
-// definesSeries reports whether a flag that defines a series (stored with
-// it) was given: a series' first use with one creates it.
-func (f *seqFlags) definesSeries() bool {
-	return f.format != "" || f.period != "" || f.fiscalStart != "" || f.tz != "" || len(f.meta) > 0 || f.corrects != ""
 }
 
 // mayCreate reports whether the flags allow creating a series the vault

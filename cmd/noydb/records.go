@@ -143,6 +143,7 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 	put.Flags().StringVar(&series, "seq", "", "number the record from this series: in the same commit, or by the next pass on a file: store")
 	put.Flags().StringVar(&field, "field", "number", "with --seq: the JSON field that receives the number")
 	numbered.add(put)
+	numbered.addPeriod(put, true, true, "to number the record in")
 	numbered.addDefine(put)
 	numbered.addNew(put, "the collection (and with --seq the series)")
 	numbered.addDate(put, "with --seq: the document's date, which picks the period")
