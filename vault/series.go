@@ -88,7 +88,11 @@ func (v *Vault) listSeries(ctx context.Context, name string, one bool) ([]Series
 	}
 	defer v.exit()
 	if v.hub != nil {
-		return v.hub.listSeries(ctx, name, one)
+		out, err := v.hub.listSeries(ctx, name, one)
+		if err != nil {
+			return nil, err
+		}
+		return v.deviceCollections(ctx, out)
 	}
 	out, err := v.listCounters(ctx, name, one)
 	if err != nil {
@@ -159,6 +163,30 @@ func (v *Vault) listCounters(ctx context.Context, name string, one bool) ([]Seri
 		out = append(out, SeriesInfo{Name: series, Partition: part, Period: period, Closed: closed, Head: head, Format: def.Format, Definition: def})
 	}
 	return out, nil
+}
+
+// deviceCollections fills in, for the series numbered by passes that the
+// hub knows without a collection, the collection this device stored with
+// the series: a handoff made offline stores the series' collection and
+// format on the device, and sync brings the hub its entries but not that.
+func (v *Vault) deviceCollections(ctx context.Context, infos []SeriesInfo) ([]SeriesInfo, error) {
+	passInfo := wire.Hook[passInfoFunc]("NumberingInfo", wire.NumberingInfo)
+	b := deferred.Backend{Store: v.store, Sealer: v.seal, Prefix: v.prefix, Ledger: v.ledger, Pins: v.pins}
+	for i := range infos {
+		s := &infos[i]
+		if !s.Passes || s.Collection != "" {
+			continue
+		}
+		coll, format, _, err := passInfo(ctx, b, s.Name)
+		if err != nil {
+			return nil, fmt.Errorf("series: %w", err)
+		}
+		s.Collection = coll
+		if s.Format == "" {
+			s.Format = format
+		}
+	}
+	return infos, nil
 }
 
 // declaredSeries is the listing of a series declared (sequence.Declare)

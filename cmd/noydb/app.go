@@ -18,6 +18,7 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/vault"
 )
@@ -101,7 +102,8 @@ type app struct {
 	noDefaultStore error
 	vaultName      string
 	// user is --user, else $NOYDB_USER; "" until pickUser settles it.
-	user string
+	// userFrom says where pickUser found it, for init's confirmation.
+	user, userFrom string
 	// flags are the global flags, to tell a --user '' from none.
 	flags      *pflag.FlagSet
 	secretFile string
@@ -175,6 +177,9 @@ type app struct {
 	noHub bool
 	// offlineHint is what explain adds to "offline" (default: about numbers).
 	offlineHint string
+	// writeTime: the command numbers a record as it writes it (put --seq
+	// with a period, partition, date or correction), which passes cannot.
+	writeTime bool
 	// syncBar is the progress bar of the sync phase under way.
 	syncBar *progressBar
 	// clock, when set, is the progress bars' clock (tests); else time.Now.
@@ -221,7 +226,11 @@ func run(ctx context.Context, args []string, sio stdio) int {
 		return exitInterrupt
 	}
 	if isUsage(err) {
-		fmt.Fprintf(sio.err, "%s: %s (see '%s --help')\n", cmd.CommandPath(), a.scrub(oneLine(err.Error())), cmd.CommandPath())
+		see := "'" + cmd.CommandPath() + " --help'"
+		if ve := (*sequence.ValidationError)(nil); errors.As(err, &ve) && ve.Field == "format" {
+			see = "'noydb help formats'"
+		}
+		fmt.Fprintf(sio.err, "%s: %s (see %s)\n", cmd.CommandPath(), a.scrub(oneLine(err.Error())), see)
 		return exitUsage
 	}
 	fmt.Fprintf(sio.err, "noydb: %s\n", a.scrub(oneLine(a.explain(err))))
@@ -403,6 +412,7 @@ cheap key-derivation cost. Never set it for real data.`,
 		c.GroupID = "tools"
 		root.AddCommand(c)
 	}
+	root.AddCommand(formatsTopic())
 	root.SetHelpCommand(a.helpCmd())
 	root.SetHelpCommandGroupID("tools")
 	root.SetCompletionCommandGroupID("tools")
@@ -734,6 +744,7 @@ func (a *app) pickUser(ctx context.Context, st stores.Store, exists bool) error 
 		if err := vault.CheckCollectionName(a.user); err != nil {
 			return usagef("--user %q: %v", a.user, err)
 		}
+		a.userFrom = a.source("user", envUser, "")
 		return nil
 	}
 	var users []string
@@ -745,20 +756,21 @@ func (a *app) pickUser(ctx context.Context, st stores.Store, exists bool) error 
 	}
 	switch len(users) {
 	case 0:
-		a.user = a.env("USER")
+		a.user, a.userFrom = a.env("USER"), "$USER"
 		if a.user == "" || vault.CheckCollectionName(a.user) != nil {
-			a.user = defaultUser
+			a.user, a.userFrom = defaultUser, "the default, $USER being unset"
 		}
 		return nil
 	case 1:
-		a.user = users[0]
+		a.user, a.userFrom = users[0], "the vault's only user"
 		return nil
 	}
 	shown := users
 	if len(shown) > maxVaultHint {
 		shown = append(shown[:maxVaultHint:maxVaultHint], fmt.Sprintf("and %d more", len(users)-maxVaultHint))
 	}
-	return usagef("vault %q has %d users (%s): pass --user or set $%s", a.vaultName, len(users), strings.Join(shown, ", "), envUser)
+	return usagef("vault %q has %d users (%s): say which you are with --user NAME, $%s, or once for all with 'noydb config set user NAME'",
+		a.vaultName, len(users), strings.Join(shown, ", "), envUser)
 }
 
 // vaultUsers lists the users with a key slot in the vault, by the keys the

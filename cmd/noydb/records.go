@@ -113,6 +113,7 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 				return a.putHandedOff(cmd, v, args[0], args[1], series, numbered.format, field, value)
 			}
 			// A partitioned, dated or defined series: numbered at write time only.
+			a.writeTime = true
 			s, err := a.seriesHandle(cmd.Context(), &numbered, v, series)
 			if err != nil {
 				return err
