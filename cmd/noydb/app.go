@@ -393,7 +393,7 @@ cheap key-derivation cost. Never set it for real data.`,
 	initCmd := a.initCmd()
 	initCmd.GroupID = "records"
 	root.AddCommand(initCmd)
-	for _, c := range a.recordCmds() {
+	for _, c := range append(a.recordCmds(), a.importCmd()) {
 		c.GroupID = "records"
 		root.AddCommand(c)
 	}

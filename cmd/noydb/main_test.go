@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,13 +88,15 @@ func scriptParams(dir string, env map[string]string) testscript.Params {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":   cmdExits,
-			"copydir": cmdCopyDir,
-			"hold":    cmdHold,
-			"json":    cmdJSON,
-			"tamper":  cmdTamper,
-			"linevar": cmdLineVar,
-			"varfile": cmdVarFile,
+			"exits":     cmdExits,
+			"copydir":   cmdCopyDir,
+			"hold":      cmdHold,
+			"json":      cmdJSON,
+			"tamper":    cmdTamper,
+			"linevar":   cmdLineVar,
+			"varfile":   cmdVarFile,
+			"killafter": cmdKillAfter,
+			"jsonlines": cmdJSONLines,
 		},
 	}
 }
@@ -271,4 +276,75 @@ func cmdTamper(ts *testscript.TestScript, neg bool, args []string) {
 	it.Value[len(it.Value)-1] ^= 1
 	_, err = st.Put(ctx, key, it.Value)
 	ts.Check(err)
+}
+
+// cmdKillAfter runs a program, reads its standard error until a line
+// matches REGEXP, and then kills it with SIGKILL, as a crash would. The
+// program must still be running then (else the kill proves nothing):
+//
+//	killafter 'imported [3-9][0-9]{4} records' noydb import c invoices.jsonl --progress
+func cmdKillAfter(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: killafter REGEXP PROGRAM [ARGS...]")
+	}
+	re, err := regexp.Compile(args[0])
+	ts.Check(err)
+	path, err := exec.LookPath(args[1])
+	ts.Check(err)
+	cmd := exec.Command(path, args[2:]...)
+	cmd.Dir = ts.MkAbs(".")
+	cmd.Env = scriptEnv(ts)
+	stderr, err := cmd.StderrPipe()
+	ts.Check(err)
+	ts.Check(cmd.Start())
+	sc := bufio.NewScanner(stderr)
+	matched := ""
+	for sc.Scan() {
+		if re.MatchString(sc.Text()) {
+			matched = sc.Text()
+			break
+		}
+	}
+	ts.Check(cmd.Process.Kill())
+	_, _ = io.Copy(io.Discard, stderr)
+	err = cmd.Wait()
+	if matched == "" {
+		ts.Fatalf("%s ended (%v) before a line of its standard error matched %q", args[1], err, args[0])
+	}
+	ts.Logf("killed %s after %q", args[1], matched)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ProcessState.Exited() {
+		ts.Fatalf("%s was not killed: %v", args[1], err)
+	}
+}
+
+// scriptEnv is the environment a script gives the programs it runs: the
+// test process's, with the variables scripts set.
+func scriptEnv(ts *testscript.TestScript) []string {
+	env := os.Environ()
+	for _, k := range []string{"HOME", "USER", "TMPDIR", "GORACE", "XDG_DATA_HOME", "XDG_STATE_HOME",
+		envSecret, envStore, envVault, envUser, envTestKDF, envStateDir, envConfig, envHub} {
+		env = append(env, k+"="+ts.Getenv(k))
+	}
+	return env
+}
+
+// cmdJSONLines writes a file of N JSON lines, one customer each, with a
+// code C000001 … that can serve as the id:
+//
+//	jsonlines big.jsonl 100000
+func cmdJSONLines(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: jsonlines FILE N")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	f, err := os.Create(ts.MkAbs(args[0]))
+	ts.Check(err)
+	w := bufio.NewWriter(f)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(w, `{"code":"C%06d","name":"Customer %d","city":"Roma","total":%d}`+"\n", i, i, i*3)
+	}
+	ts.Check(w.Flush())
+	ts.Check(f.Close())
 }
