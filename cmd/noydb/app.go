@@ -159,6 +159,14 @@ type app struct {
 	// quietMem drops the note that mem: keeps nothing (the demo says it itself).
 	quietMem bool
 
+	// deriveForAgent: 'noydb unlock' opens with the identity it derives
+	// from the secret (vault.DeriveIdentity), kept in unlocked for the
+	// agent. agentID is the identity an agent gave (agent.go), nil when
+	// the command derived the key itself.
+	deriveForAgent bool
+	unlocked       *crypto.Identity
+	agentID        *crypto.Identity
+
 	// config is the config file's settings; configErr says why it could
 	// not be read (every command but config then fails with it).
 	config    configFile
@@ -408,6 +416,11 @@ cheap key-derivation cost. Never set it for real data.`,
 	syncCmd := a.syncCmd()
 	syncCmd.GroupID = "people"
 	root.AddCommand(syncCmd)
+	for _, c := range []*cobra.Command{a.unlockCmd(), a.lockCmd()} {
+		c.GroupID = "people"
+		root.AddCommand(c)
+	}
+	root.AddCommand(a.agentServeCmd())
 	for _, c := range []*cobra.Command{a.benchCmd(), a.demoCmd(), a.configCmd(), a.forgetCmd()} {
 		c.GroupID = "tools"
 		root.AddCommand(c)
@@ -678,12 +691,32 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 		defer clear(s)
 		cfg.Secret = s
 	default:
+		if loc, err := a.spec.location(); err == nil && (exists || onHub) && !a.deriveForAgent {
+			if id, ok := a.agentIdentity(ctx, loc, a.vaultName, a.user); ok {
+				cfg.Identity, a.agentID = id, id
+				break
+			}
+		}
 		secret, err := a.secret(a.vaultName, !exists && !onHub)
 		if err != nil {
 			return nil, err
 		}
 		defer clear(secret)
 		cfg.Secret = secret
+		if a.deriveForAgent {
+			if !exists && !onHub {
+				return nil, usagef("unlock: vault %q does not exist yet: create it with 'noydb init' first", a.vaultName)
+			}
+			vcfg := vault.Config{Store: users, Name: a.vaultName, User: a.user, Secret: secret}
+			if a.env(envTestKDF) == "1" {
+				vcfg.InsecureAllowWeakKDF = true
+			}
+			id, err := vault.DeriveIdentity(ctx, vcfg)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Secret, cfg.Identity, a.unlocked = nil, id, id
+		}
 	}
 	if hub != nil {
 		cfg.Hub = hub.store
@@ -712,6 +745,9 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 		}
 		a.role = v.Role().String()
 		a.noteStore(stateDir)
+		if a.agentID != nil {
+			a.agentNote()
+		}
 	}
 	return v, err
 }
@@ -810,6 +846,9 @@ func (a *app) close() error {
 	}
 	if a.hub != nil && a.hub.offline == nil {
 		err = errors.Join(err, a.hub.store.Close())
+	}
+	if a.agentID != nil {
+		a.agentID.Wipe()
 	}
 	return err
 }

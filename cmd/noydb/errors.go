@@ -75,6 +75,8 @@ func (a *app) explain(err error) string {
 	var mismatch *numbering.MismatchError
 	var behind *vault.HubBehindError
 	switch {
+	case errors.Is(err, vault.ErrWrongSecret) && a.agentID != nil:
+		return fmt.Sprintf("the key the agent keeps for vault %q (user %q) no longer opens it (re-created, or the person granted anew): run 'noydb lock', then 'noydb unlock'", a.vaultName, a.user)
 	case errors.Is(err, vault.ErrWrongSecret) && a.identityFile != "":
 		return fmt.Sprintf("the identity in --identity-file does not open vault %q for user %q", a.vaultName, a.user)
 	case errors.Is(err, vault.ErrWrongSecret):

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
@@ -31,6 +32,9 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv(envRunMain) == "1" {
 		main()
+	}
+	if socket := os.Getenv(envAgentProbe); socket != "" {
+		os.Exit(probeAgent(socket))
 	}
 	testscript.Main(m, map[string]func(){
 		"noydb": func() { os.Exit(run(context.Background(), os.Args[1:], osStdio())) },
@@ -79,6 +83,12 @@ func scriptParams(dir string, env map[string]string) testscript.Params {
 			e.Setenv("XDG_STATE_HOME", e.WorkDir+"/.local/state")
 			// Never the real user's config file.
 			e.Setenv(envConfig, e.WorkDir+"/.config/noydb/config")
+			// Never the real user's agent; and an agent a failed script
+			// leaves behind is ended with it.
+			e.Setenv("XDG_RUNTIME_DIR", e.WorkDir+"/run")
+			e.Defer(func() {
+				_, _ = callAgent(context.Background(), e.WorkDir+"/run/noydb/agent.sock", agentRequest{Op: "lock"})
+			})
 			// A race-enabled binary sleeps a second at exit by default; the
 			// scripts run noydb a few hundred times.
 			e.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
@@ -87,7 +97,7 @@ func scriptParams(dir string, env map[string]string) testscript.Params {
 			}
 			return nil
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Cmds: withPlatformCmds(map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":     cmdExits,
 			"copydir":   cmdCopyDir,
 			"hold":      cmdHold,
@@ -97,8 +107,21 @@ func scriptParams(dir string, env map[string]string) testscript.Params {
 			"varfile":   cmdVarFile,
 			"killafter": cmdKillAfter,
 			"jsonlines": cmdJSONLines,
-		},
+			"onlyfiles": cmdOnlyFiles,
+			"waitgone":  cmdWaitGone,
+			"tryopen":   cmdTryOpen,
+			"filemode":  cmdFileMode,
+		}),
 	}
+}
+
+// withPlatformCmds adds to cmds the commands of this system's own tests
+// (platformCmds, in a file per system).
+func withPlatformCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, args []string)) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	for k, v := range platformCmds {
+		cmds[k] = v
+	}
+	return cmds
 }
 
 // cmdExits runs a program and checks its exit status, keeping its output for
@@ -347,4 +370,80 @@ func cmdJSONLines(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Check(w.Flush())
 	ts.Check(f.Close())
+}
+
+// cmdOnlyFiles checks that a folder holds exactly the files named (none:
+// that it is empty):
+//
+//	onlyfiles run/noydb agent.sock
+func cmdOnlyFiles(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: onlyfiles DIR [NAME...]")
+	}
+	entries, err := os.ReadDir(ts.MkAbs(args[0]))
+	ts.Check(err)
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	if strings.Join(got, " ") != strings.Join(args[1:], " ") {
+		ts.Fatalf("%s holds %q, want %q", args[0], got, args[1:])
+	}
+}
+
+// cmdWaitGone waits until a file no longer exists, failing after TIMEOUT:
+// it waits for the event (an agent ending on its idle time), not for a
+// time.
+//
+//	waitgone run/noydb/agent.sock 30s
+func cmdWaitGone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitgone PATH TIMEOUT")
+	}
+	d, err := time.ParseDuration(args[1])
+	ts.Check(err)
+	deadline := time.Now().Add(d)
+	for {
+		if _, err := os.Lstat(ts.MkAbs(args[0])); errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s still exists after %s", args[0], d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cmdTryOpen opens a store in the test process and closes it at once,
+// failing if another process holds it:
+//
+//	tryopen badger:noydb-data
+func cmdTryOpen(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: tryopen STORE")
+	}
+	spec, err := parseStoreSpec(args[0])
+	ts.Check(err)
+	if spec.dir != "" {
+		spec.dir = ts.MkAbs(spec.dir)
+	}
+	st, err := spec.open(context.Background(), true)
+	ts.Check(err)
+	ts.Check(st.Close())
+}
+
+// cmdFileMode checks the permission bits of a file:
+//
+//	filemode run/noydb 0700
+func cmdFileMode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: filemode PATH MODE")
+	}
+	want, err := strconv.ParseUint(args[1], 8, 32)
+	ts.Check(err)
+	fi, err := os.Lstat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if got := fi.Mode().Perm(); uint64(got) != want {
+		ts.Fatalf("%s has mode %04o, want %04o", args[0], got, want)
+	}
 }
