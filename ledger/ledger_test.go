@@ -412,7 +412,9 @@ func TestKindString(t *testing.T) {
 	assert.True(t, ledger.RecoveryCodesRevoked.Valid())
 	assert.Equal(t, "keys-rotated", ledger.KeysRotated.String())
 	assert.True(t, ledger.KeysRotated.Valid())
-	assert.False(t, ledger.Kind(21).Valid())
+	assert.Equal(t, "series-bound", ledger.SeriesBound.String())
+	assert.True(t, ledger.SeriesBound.Valid())
+	assert.False(t, ledger.Kind(22).Valid())
 }
 
 // TestVerifyProgressCounts: VerifyProgress reports 1, 2 … n, in order,

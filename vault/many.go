@@ -101,7 +101,7 @@ func (c *Collection[T]) readMany(tx stores.Tx, ids []string, out map[string]Reco
 		if err != nil {
 			return err
 		}
-		r, err := c.decode(id, it.Value)
+		r, err := c.decodeTx(tx, id, it.Value)
 		if err != nil {
 			return fmt.Errorf("%s: %w", id, err)
 		}

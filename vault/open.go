@@ -140,6 +140,9 @@ func storeType(st stores.Store) string {
 	if st == nil {
 		return "nil"
 	}
+	if c, ok := st.(vaultStore); ok {
+		st = c.unchecked() // the wrapper is the vault's, not the caller's
+	}
 	return fmt.Sprintf("%T", st)
 }
 
@@ -168,6 +171,12 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 	}
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("open vault %q: no store", cfg.Name)
+	}
+	// From here on, the vault reaches its store and its hub only through
+	// the checking wrapper (store_checked.go).
+	cfg.Store = checkStore(cfg.Store)
+	if cfg.Hub != nil {
+		cfg.Hub = checkStore(cfg.Hub)
 	}
 	ro, err := checkRecoveryConfig(cfg)
 	if err != nil {
@@ -222,7 +231,7 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
 		}
 		v := newVault(cfg, prefix, dk, p)
-		m.store = cfg.Store
+		m.store = checkStore(cfg.Store)
 		v.me, v.signAs = m, m
 		v.keys = m.genKeys(cfg, prefix)
 		if err := v.finishRecovery(ctx); err != nil {

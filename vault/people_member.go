@@ -16,7 +16,7 @@ type member struct {
 	dk     *crypto.Key
 	salt   [crypto.SaltSize]byte
 	header []byte
-	store  stores.Store // the vault's own store, writable whatever the role
+	store  vaultStore // the vault's own store, writable whatever the role
 
 	// gens holds the data keys of every generation the entry wraps (the
 	// first is dk); box is the person's X25519 identity, kept to unwrap a

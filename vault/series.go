@@ -112,7 +112,7 @@ func (v *Vault) listCounters(ctx context.Context, name string, one bool) ([]Seri
 	prev := ""
 	// The counters of name are under this prefix, among those of longer
 	// names that start with it; counterOf tells them apart.
-	for it, err := range stores.ListUnder(ctx, v.store, v.prefix+"_sequences/"+name) {
+	for it, err := range v.store.List(ctx, v.prefix+"_sequences/"+name) {
 		if err != nil {
 			return nil, fmt.Errorf("series: %w", err)
 		}
@@ -211,7 +211,7 @@ func (v *Vault) listPasses(ctx context.Context, name string, one bool, out []Ser
 	var names []string
 	if one && !strings.Contains(name, "/") { // deferred series have no '/' in their names
 		// One key under the series' folder says it exists.
-		for _, err := range stores.ListUnder(ctx, v.store, dir+name+"/") {
+		for _, err := range v.store.List(ctx, dir+name+"/") {
 			if err != nil {
 				return nil, fmt.Errorf("series: %w", err)
 			}
@@ -219,7 +219,7 @@ func (v *Vault) listPasses(ctx context.Context, name string, one bool, out []Ser
 			break
 		}
 	} else if !one {
-		for it, err := range stores.ListUnder(ctx, v.store, dir) {
+		for it, err := range v.store.List(ctx, dir) {
 			if err != nil {
 				return nil, fmt.Errorf("series: %w", err)
 			}
