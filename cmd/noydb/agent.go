@@ -324,7 +324,7 @@ func startAgent(socket string, req agentRequest) (agentReply, error) {
 		return agentReply{}, fmt.Errorf("start agent: %w", err)
 	}
 	cmd := exec.Command(exe, agentServeName, "--socket", socket)
-	cmd.Env = append(os.Environ(), envNoAgent+"=1")
+	cmd.Env = agentEnv(os.Environ())
 	cmd.SysProcAttr = detached()
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -366,6 +366,20 @@ func startAgent(socket string, req agentRequest) (agentReply, error) {
 	return rep, nil
 }
 
+// agentEnv is the environment of the agent: this process's without the
+// secrets it may hold (the agent keeps what they unlocked, never them).
+func agentEnv(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == envSecret || k == envRecoveryCode {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, envNoAgent+"=1")
+}
+
 // agentServeName is the hidden command that runs the agent.
 const agentServeName = "agent-serve"
 
@@ -387,5 +401,5 @@ func (a *app) agentServeCmd() *cobra.Command {
 // agentNote says, on standard error, that the agent opened the vault and
 // as whom.
 func (a *app) agentNote() {
-	fmt.Fprintf(a.io.err, "note: the agent unlocked vault %q as %s ('noydb lock' forgets it)\n", a.vaultName, strings.TrimSpace(a.user))
+	fmt.Fprintf(a.io.err, "note: the agent unlocked vault %q as %s ('noydb lock' forgets it)\n", a.vaultName, a.user)
 }

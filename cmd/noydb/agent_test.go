@@ -113,3 +113,10 @@ func TestAgentRefusesAnotherUser(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &js))
 	assert.NotContains(t, js, "identity", "a ping gives no key")
 }
+
+// The agent's environment holds no secret: it keeps what the secret
+// unlocked, never the secret.
+func TestAgentEnvironmentHoldsNoSecret(t *testing.T) {
+	env := agentEnv([]string{"PATH=/bin", envSecret + "=hunter2", envRecoveryCode + "=AAAA-BBBB", "NOYDB_STORE=badger:/x"})
+	assert.Equal(t, []string{"PATH=/bin", "NOYDB_STORE=badger:/x", envNoAgent + "=1"}, env)
+}
