@@ -28,6 +28,8 @@ type Config struct {
 	// with PublicKey), unlocks their key slot instead of a secret. Make one
 	// with crypto.GenerateIdentity and give its public key to an owner.
 	// A vault created with an Identity and no Secret is unlocked by it.
+	// For a person who opens with a secret, the identity DeriveIdentity
+	// unlocked from that secret opens too, without a key derivation.
 	Identity *crypto.Identity
 	// RecoveryCode, with NewSecret, opens the vault with one of the
 	// person's recovery codes (see Vault.RecoveryCodes) instead of their
