@@ -51,7 +51,8 @@ import (
 //	prefix + "_sync/base/" + coll/id       1 || uvarint rev || lp(cipher hash; empty: the hub holds none)
 //	prefix + "_sync/conflict/" + coll/id   2 || uvarint feed seq || uvarint rev || lp(cipher hash of the hub's side; empty: deleted)
 //	                                       (version 1: 1 || … || lp(the hub's sealed record), see keptConflict)
-//	prefix + "_sync/kept/" + coll/id       the hub's sealed record of a kept conflict, as the hub holds it
+//	prefix + "_sync/lost/" + …             the side a conflict set aside: the loser a policy chose, or the hub's side
+//	                                       of a kept conflict, as it was (not sealed again; sync_stored.go)
 //	prefix + "_sync/held/" + coll/id       1 (a change held back: its collection is no longer the person's; sync_reseal.go)
 const (
 	syncDir       = "_sync/"
@@ -732,7 +733,7 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 			continue // superseded by a later entry: applied with it
 		}
 		keys = append(keys, k)
-		tkeys = append(tkeys, s.v.recordKey(k.coll, k.id), s.v.baseKey(k.coll, k.id), s.v.conflictKey(k.coll, k.id), s.v.keptSideKey(k.coll, k.id))
+		tkeys = append(tkeys, s.v.recordKey(k.coll, k.id), s.v.baseKey(k.coll, k.id), s.v.conflictKey(k.coll, k.id))
 	}
 	if len(tkeys) > 0 {
 		// Written records read currentGenKey, and the commit writes the

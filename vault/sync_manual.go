@@ -1,7 +1,6 @@
 package vault
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,14 +71,16 @@ func callMerge[T any](merge func(local, hub T) (T, error), l, h T) (m T, err err
 // Stored in two values, so that no sealed value holds another:
 //
 //	prefix + "_sync/conflict/" + coll/id   sealed: 2 || uvarint feed seq || uvarint rev || lp(cipher hash of the hub's side; empty: deleted)
-//	prefix + "_sync/kept/" + coll/id       the hub's sealed record, as the hub holds it (absent for a deletion)
+//	lostKey(coll, id, feed seq)            the hub's sealed record, as the hub holds it (absent for a deletion)
 //
-// The hub's sealed record opens on its own (it is bound to its vault,
-// collection, id and revision) and the cipher hash in the first value says
-// which revision it must be. Version 1 (written before) held the sealed
-// record inside the first value, sealed again: a record near the store's
-// value limit did not fit, and the sync that kept it failed for good. It
-// is still read.
+// The hub's side is kept where a policy keeps the side it made lose
+// (sync_stored.go: one place and one check for every side a conflict set
+// aside), read back by readLost. The sealed record opens on its own (it is
+// bound to its vault, collection, id and revision) and the cipher hash in
+// the first value says which revision it must be. Version 1 (written
+// before) held the sealed record inside the first value, sealed again: a
+// record near the store's value limit did not fit, and the sync that kept
+// it failed for good. It is still read.
 type keptConflict struct {
 	seq    uint64 // the hub feed position of the hub's side
 	rev    uint64 // its revision (of the deleted record, for a deletion)
@@ -92,17 +93,8 @@ type keptConflict struct {
 // apart (see keptConflict).
 const keptVersion2 = 2
 
-// syncKeptDir holds the hub's sealed side of each kept conflict.
-const syncKeptDir = syncDir + "kept/"
-
 func (v *Vault) conflictKey(coll, id string) string {
 	return v.prefix + syncConfDir + coll + "/" + id
-}
-
-// keptSideKey is where the hub's sealed side of the conflict kept for
-// coll/id is stored.
-func (v *Vault) keptSideKey(coll, id string) string {
-	return v.prefix + syncKeptDir + coll + "/" + id
 }
 
 func encodeKept(c keptConflict) []byte {
@@ -141,47 +133,58 @@ func decodeKept(plain []byte) (keptConflict, error) {
 	return c, nil
 }
 
-// putKept writes the kept conflict c of k in tx.
+// putKept writes the kept conflict c of k in tx (a conflict kept before
+// for k is dropped first, dropKept).
 func (v *Vault) putKept(tx stores.Tx, k recKey, c keptConflict) error {
 	c.hash = nil
 	if c.sealed != nil {
 		c.hash = cipherHash(c.sealed)
-		if err := tx.Put(v.keptSideKey(k.coll, k.id), c.sealed); err != nil {
+		if err := v.keepLost(tx, k.coll, k.id, c.seq, c.sealed); err != nil {
 			return err
 		}
-	} else if err := tx.Delete(v.keptSideKey(k.coll, k.id)); err != nil {
-		return err
 	}
 	return v.putSealedValue(tx, v.conflictKey(k.coll, k.id), encodeKept(c))
 }
 
-// dropKept deletes the conflict kept for k in tx, if any.
+// dropKept deletes the conflict kept for k in tx, if any, with the hub's
+// side it kept apart.
 func (v *Vault) dropKept(tx stores.Tx, k recKey) error {
-	if err := tx.Delete(v.keptSideKey(k.coll, k.id)); err != nil {
+	ck := v.conflictKey(k.coll, k.id)
+	it, err := tx.Get(ck)
+	if errors.Is(err, stores.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	return tx.Delete(v.conflictKey(k.coll, k.id))
+	kc, err := v.openKept(ck, it.Value)
+	if err != nil {
+		return fmt.Errorf("the kept conflict of %s/%s: %w", k.coll, k.id, err)
+	}
+	if !kc.legacy && kc.hash != nil {
+		if err := tx.Delete(v.lostKey(k.coll, k.id, kc.seq)); err != nil {
+			return err
+		}
+	}
+	return tx.Delete(ck)
 }
 
 // loadKept completes kc, opened from the conflict kept for k, with the
-// hub's sealed side read by get (version 2 keeps it apart), checked
-// against the cipher hash kc names: another value there (another revision
-// of the record, or none) is ErrTampered.
+// hub's side read by get (version 2 keeps it apart), checked against the
+// cipher hash kc names: another value there (another revision of the
+// record, or none) is ErrTampered.
 func (v *Vault) loadKept(k recKey, kc keptConflict, get func(key string) (stores.Item, error)) (keptConflict, error) {
 	if kc.hash == nil || kc.sealed != nil {
 		return kc, nil
 	}
-	it, err := get(v.keptSideKey(k.coll, k.id))
+	sealed, err := v.readLost(get, k.coll, k.id, kc.seq, kc.hash)
 	if errors.Is(err, stores.ErrNotFound) {
 		return keptConflict{}, fmt.Errorf("the hub's side of the kept conflict is missing: %w", ErrTampered)
 	}
 	if err != nil {
-		return keptConflict{}, err
+		return keptConflict{}, fmt.Errorf("the hub's side of the kept conflict: %w", err)
 	}
-	if !bytes.Equal(cipherHash(it.Value), kc.hash) {
-		return keptConflict{}, fmt.Errorf("the hub's side of the kept conflict is not the one kept: %w", ErrTampered)
-	}
-	kc.sealed = it.Value
+	kc.sealed = sealed
 	return kc, nil
 }
 
@@ -360,7 +363,7 @@ func (c *Collection[T]) Resolve(ctx context.Context, id string, value *T) error 
 	ck := v.conflictKey(c.name, id)
 	// The record's keys include currentGenKey, which its write reads:
 	// locked with the others, in key order (see lockKeys).
-	err := v.localCommit(ctx, append(v.recordKeys(c.name, id), ck, v.keptSideKey(c.name, id)), func(tx stores.Tx) error {
+	err := v.localCommit(ctx, append(v.recordKeys(c.name, id), ck), func(tx stores.Tx) error {
 		it, err := tx.Get(ck)
 		if errors.Is(err, stores.ErrNotFound) {
 			return ErrNoConflict
