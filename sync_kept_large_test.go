@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
@@ -94,4 +95,73 @@ func keptConflictAtLimit(t *testing.T, n int, hub, da, db stores.Store) {
 	got, err = na.Get(ctx, "x")
 	require.NoError(t, err)
 	assert.True(t, got.Text == bigA[:n-1]+"!", "the resolution reached the other device")
+}
+
+// The hub's side of a kept conflict is kept where a policy keeps the side
+// it made lose, one value, checked when read: a store that swaps it for
+// another revision of the record, or deletes it, is ErrTampered at
+// ConflictSides and Resolve, and nothing is resolved; once the conflict is
+// resolved its side is gone.
+func TestSyncKeptSideIsCheckedAndDroppedWithItsConflict(t *testing.T) {
+	ctx := context.Background()
+	hub := memstore.New()
+	adv := faultstore.NewAdversary(memstore.New())
+	a, b := syncDevice(t, memstore.New(), hub), syncDevice(t, adv, hub)
+	require.NoError(t, b.SetConflictPolicy("notes", vault.Manual))
+	na, nb := vault.CollectionOf[Note](a, "notes"), vault.CollectionOf[Note](b, "notes")
+	require.NoError(t, na.Put(ctx, "x", Note{"base"}))
+	mustSync(t, a)
+	mustSync(t, b)
+	require.NoError(t, na.Put(ctx, "x", Note{"A"}))
+	require.NoError(t, nb.Put(ctx, "x", Note{"B"}))
+	mustSync(t, a)
+	rep := mustSync(t, b)
+	require.Len(t, rep.Conflicts, 1)
+	require.True(t, rep.Conflicts[0].Kept)
+
+	const sides = "v/shop/_sync/lost/notes/x"
+	keys, err := adv.Keys(ctx, sides)
+	require.NoError(t, err)
+	require.Len(t, keys, 1, "the hub's side, kept once")
+	// The hub changes the record again: the conflict kept anew, with the
+	// hub's new side only.
+	require.NoError(t, na.Put(ctx, "x", Note{"A2"}))
+	mustSync(t, a)
+	rep = mustSync(t, b)
+	require.Len(t, rep.Conflicts, 1)
+	require.True(t, rep.Conflicts[0].Kept)
+	again, err := adv.Keys(ctx, sides)
+	require.NoError(t, err)
+	require.Len(t, again, 1, "the side of the superseded conflict is dropped")
+	assert.NotEqual(t, keys[0], again[0])
+	keys = again
+	kept, err := adv.Raw().Get(ctx, keys[0])
+	require.NoError(t, err)
+
+	// The device's own revision of the record, genuine, put there.
+	cur, err := adv.Raw().Get(ctx, "v/shop/notes/x")
+	require.NoError(t, err)
+	require.NoError(t, adv.Set(ctx, keys[0], cur.Value))
+	_, _, err = nb.ConflictSides(ctx, "x")
+	require.ErrorIs(t, err, vault.ErrTampered)
+	require.ErrorIs(t, nb.Resolve(ctx, "x", &Note{"C"}), vault.ErrTampered)
+
+	require.NoError(t, adv.Drop(ctx, keys[0]))
+	_, _, err = nb.ConflictSides(ctx, "x")
+	require.ErrorIs(t, err, vault.ErrTampered)
+
+	require.NoError(t, adv.Set(ctx, keys[0], kept.Value))
+	_, hubSide, err := nb.ConflictSides(ctx, "x")
+	require.NoError(t, err)
+	require.NotNil(t, hubSide)
+	assert.Equal(t, "A2", hubSide.Value.Text)
+	got, err := nb.Get(ctx, "x")
+	require.NoError(t, err)
+	assert.Equal(t, "B", got.Text, "nothing resolved by the refused Resolve")
+
+	require.NoError(t, nb.Resolve(ctx, "x", &Note{"C"}))
+	keys, err = adv.Keys(ctx, sides)
+	require.NoError(t, err)
+	assert.Empty(t, keys, "a resolved conflict keeps no side")
+	assert.Equal(t, 1, mustSync(t, b).Pushed)
 }
