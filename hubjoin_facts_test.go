@@ -199,3 +199,45 @@ func TestHubJoinBringsTheVoidsOfAPeriod(t *testing.T) {
 	_, err = cr.At(day).NextCorrecting(ctx, sequence.Ref{Partition: []string{"EU"}, Period: "FY2026-27", N: 2})
 	assert.ErrorIs(t, err, sequence.ErrAlreadyVoided)
 }
+
+// TestHubJoinRefusesACounterBehindItsLedger: a vault's store drops its
+// counter of orders, or puts back an older value of it, after the vault
+// gave orders 1 to 3; then the vault joins a hub. The join is refused with
+// ErrRollback, and nothing is written on the hub or on the device. Before
+// the fix the join seeded the hub from the counter as it found it (none,
+// or 1), and the hub gave orders 1 to 3 again.
+func TestHubJoinRefusesACounterBehindItsLedger(t *testing.T) {
+	for _, how := range []string{"dropped", "put back"} {
+		for hubName, newHub := range memAndBadger() {
+			for devName, newDev := range memAndBadger() {
+				t.Run(how+"/"+devName+"-device/"+hubName+"-hub", func(t *testing.T) {
+					joinWithCounterBehind(t, how, newHub(t), newDev(t))
+				})
+			}
+		}
+	}
+}
+
+func joinWithCounterBehind(t *testing.T, how string, hub, dev stores.Store) {
+	ctx := context.Background()
+	const counter = "v/shop/_sequences/orders"
+	solo := openStandalone(t, dev)
+	assert.Equal(t, []uint64{1}, takeFrom(t, solo, "orders", sequence.Options{}, 1))
+	old, err := dev.Get(ctx, counter)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{2, 3}, takeFrom(t, solo, "orders", sequence.Options{}, 2))
+	require.NoError(t, solo.Close())
+	if how == "dropped" {
+		require.NoError(t, dev.Delete(ctx, counter))
+	} else {
+		_, err := dev.Put(ctx, counter, old.Value)
+		require.NoError(t, err)
+	}
+
+	hubBefore, devBefore := snapshotStore(t, hub), snapshotStore(t, dev)
+	_, err = openOnHubErr(dev, hub, deviceOpts{stateDir: t.TempDir()})
+	require.ErrorIs(t, err, vault.ErrRollback)
+	assert.Contains(t, err.Error(), `series "orders"`)
+	assert.Equal(t, hubBefore, snapshotStore(t, hub), "the hub is unchanged")
+	assert.Equal(t, devBefore, snapshotStore(t, dev), "the device is unchanged")
+}

@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"errors"
@@ -191,6 +192,58 @@ func readDeviceFacts(ctx context.Context, dev *Vault, after uint64) (deviceFacts
 	return f, nil
 }
 
+// checkDeviceCounters reads what dev's ledger records of its counters'
+// numbers, and fails with ErrRollback when a counter stands below it
+// (countersBehindLedger), before a fresh join seeds the hub from them:
+// the seeds would start the hub's series below numbers the device gave.
+func checkDeviceCounters(ctx context.Context, dev *Vault) (*deviceFacts, error) {
+	local, err := dev.listCounters(ctx, "", false)
+	if err != nil {
+		return nil, fmt.Errorf("the device's series: %w", err)
+	}
+	f, err := readDeviceFacts(ctx, dev, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := countersBehindLedger(local, f); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// countersBehindLedger fails with ErrRollback, naming the first such
+// counter, when one of the device's counters (local, as listCounters lists
+// them) is missing or below a number f, its ledger's facts, says it
+// allocated: its store dropped it or put an older value back, and a hub
+// seeded from it would give those numbers again.
+func countersBehindLedger(local []SeriesInfo, f deviceFacts) error {
+	heads := make(map[counterKey]uint64, len(local))
+	for _, c := range local {
+		if !c.Passes {
+			heads[keyOfInfo(c)] = c.Head
+		}
+	}
+	var bad []counterKey
+	top := make(map[counterKey]uint64)
+	for k, runs := range f.runs {
+		for _, r := range runs {
+			top[k] = max(top[k], r.To)
+		}
+		if heads[k] < top[k] {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	slices.SortFunc(bad, func(a, b counterKey) int {
+		return cmp.Or(strings.Compare(a.series, b.series), strings.Compare(a.part, b.part))
+	})
+	k := bad[0]
+	return fmt.Errorf("join the hub: the device's counter of series %q is at %d but its ledger records number %d: %w",
+		k.series, heads[k], top[k], ErrRollback)
+}
+
 // sharedPosition returns the furthest position of dev's ledger at which it
 // holds the chain MAC a run brought by a join names (0: none): dev's
 // ledger is that device's up to there.
@@ -316,7 +369,8 @@ type joinPlan struct {
 // numbers at or below the hub's counter are brought on a hub that holds
 // the vault; above it the device is behind the hub's counter check
 // (checkBehind) or in a closed period that gives no number again.
-func (v *Vault) planJoin(ctx context.Context, dev *Vault, local []SeriesInfo, f *hubFacts, fresh bool) (*joinPlan, error) {
+func (v *Vault) planJoin(ctx context.Context, dev *Vault, local []SeriesInfo, f *hubFacts, whole *deviceFacts) (*joinPlan, error) {
+	fresh := whole != nil
 	p := &joinPlan{heads: map[counterKey]uint64{}}
 	switch it, err := v.store.Get(ctx, v.prefix+joinsKey); {
 	case err == nil:
@@ -332,7 +386,9 @@ func (v *Vault) planJoin(ctx context.Context, dev *Vault, local []SeriesInfo, f 
 		return nil, err
 	}
 	p.shared = shared
-	if p.dev, err = readDeviceFacts(ctx, dev, shared); err != nil {
+	if shared == 0 && whole != nil {
+		p.dev = *whole
+	} else if p.dev, err = readDeviceFacts(ctx, dev, shared); err != nil {
 		return nil, err
 	}
 	counterInfo := wire.Hook[counterInfoFunc]("SequenceCounterInfo", wire.SequenceCounterInfo)

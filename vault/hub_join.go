@@ -99,13 +99,24 @@ func (e *HubBehindError) Unwrap() error { return ErrHubBehind }
 // written; equal or above (the device joined before) is the normal case.
 //
 // hub is the inner hub store (its calls here are not the hub-side vault's,
-// whose first call is what waits for this join). A device without
-// counters reads nothing more. Series numbered by passes are left alone:
-// they have no head to seed from.
-func joinSeries(ctx context.Context, cfg Config, prefix string, dk *crypto.Key, header []byte, dev *Vault, hub stores.Store, fresh bool) error {
+// whose first call is what waits for this join). A fresh join reads the
+// device's ledger once, to check its counters against it (a counter below
+// the numbers its ledger records is ErrRollback, nothing written on the
+// hub); a later one, of a device without counters, reads nothing more.
+// Series numbered by passes are left alone: they have no head to seed
+// from.
+//
+// whole is what checkDeviceCounters, run before a fresh join wrote
+// anything on the hub, read of the device's ledger (nil: read it here).
+func joinSeries(ctx context.Context, cfg Config, prefix string, dk *crypto.Key, header []byte, dev *Vault, hub stores.Store, fresh bool, whole *deviceFacts) error {
 	local, err := dev.listCounters(ctx, "", false)
 	if err != nil {
 		return fmt.Errorf("the device's series: %w", err)
+	}
+	if fresh && whole == nil {
+		if whole, err = checkDeviceCounters(ctx, dev); err != nil {
+			return err
+		}
 	}
 	todo := local[:0]
 	for _, c := range local {
@@ -171,7 +182,7 @@ func joinSeries(ctx context.Context, cfg Config, prefix string, dk *crypto.Key, 
 	var facts hubFacts
 	var plan *joinPlan
 	for attempt := 0; ; attempt++ {
-		if plan, err = j.planJoin(ctx, dev, todo, &facts, fresh); err != nil {
+		if plan, err = j.planJoin(ctx, dev, todo, &facts, whole); err != nil {
 			return err
 		}
 		if !fresh {
