@@ -52,8 +52,12 @@
 //     numbers again (the generator restarts every device after it);
 //   - a Void on such a counter says ErrNotIssued instead of ErrRollback;
 //   - a series definition dropped: corrections fail with ErrInvalid;
-//   - the late device's counters dropped before it joins a hub: the join
-//     seeds the hub from them and the hub gives their numbers again;
+//   - the late device's counters dropped before it joins a hub, its
+//     series definitions kept: the join now refuses a counter below its
+//     ledger (ErrRollback), but listing a series whose definition has no
+//     counter and whose format names a partition component fails with
+//     "invalid format" (also for a series Declared with such a format), so
+//     the device neither joins nor syncs;
 //   - a claim's request id used before and after a late join gets two
 //     numbers;
 //   - a handle opened before a late join and kept across it takes numbers
