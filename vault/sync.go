@@ -49,6 +49,7 @@ import (
 //	    as the person's collections of now)
 //	prefix + "_sync/push"                  1 || uvarint seq (the device ledger position pushed through)
 //	prefix + "_sync/base/" + coll/id       1 || uvarint rev || lp(cipher hash; empty: the hub holds none)
+//	                                       or 2 || uvarint rev || lp(cipher hash) || lp(content sum; sync_content.go)
 //	prefix + "_sync/conflict/" + coll/id   1 || uvarint feed seq || uvarint rev || lp(the hub's sealed record; empty: deleted)
 //	prefix + "_sync/held/" + coll/id       1 (a change held back: its collection is no longer the person's; sync_reseal.go)
 const (
@@ -449,6 +450,7 @@ func (x version) exists() bool { return x.sealed != nil }
 type base struct {
 	rev  uint64
 	hash []byte // nil: the hub held none
+	sum  []byte // the content's sum (sync_content.go); nil: not known
 }
 
 // ---- pull ----
@@ -817,16 +819,33 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 				return 0, nil, nil, err
 			}
 			if !s.own[k] {
-				b.hash = dv.hash
+				b.hash, b.sum = dv.hash, nil
 				if dv.exists() {
-					b.rev = dv.rev
+					b.rev, b.sum = dv.rev, contentSum(dst)
 				}
 			}
 		case err != nil:
 			return 0, nil, nil, err
 		}
 	}
+	// The hub's side, opened for its numbers and its content's sum, which
+	// the new base keeps (sync_content.go).
+	var hst stored
 	newBase := base{rev: hv.rev, hash: hv.hash}
+	switch {
+	case bytes.Equal(hv.hash, b.hash):
+		newBase.sum = b.sum
+	case bytes.Equal(dv.hash, hv.hash):
+		if dv.exists() {
+			newBase.sum = contentSum(dst)
+		}
+	case hv.exists():
+		hst, err = s.h.openStoredTx(tx, k.coll, k.id, stores.Item{Value: hv.sealed}, true) // tx: the device's
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		newBase.sum = contentSum(hst)
+	}
 	if err := s.v.putSealedValue(tx, s.v.baseKey(k.coll, k.id), encodeBase(newBase)); err != nil {
 		return 0, nil, nil, err
 	}
@@ -854,14 +873,7 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	if err := tx.Delete(s.v.conflictKey(k.coll, k.id)); err != nil {
 		return 0, nil, nil, err
 	}
-	var hubMarks []mark // the marks of the hub's side (none: deleted)
-	if hv.exists() {
-		hst, err := s.h.openStoredTx(tx, k.coll, k.id, stores.Item{Value: hv.sealed}, true) // tx: the device's
-		if err != nil {
-			return 0, nil, nil, err
-		}
-		hubMarks = hst.marks
-	}
+	hubMarks := hst.marks // the marks of the hub's side (none: deleted)
 	pulledEntry := func() ledger.Entry {
 		if hv.exists() {
 			return ledger.Entry{Kind: ledger.RecordPulled, Collection: k.coll, ID: k.id, Revision: hv.rev, CipherHash: hv.hash, Number: e.Seq}
@@ -880,12 +892,24 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		}
 		return nil
 	}
-	if bytes.Equal(dv.hash, b.hash) {
-		// No change here since the last sync: the hub's change applies.
+	if bytes.Equal(dv.hash, b.hash) || (!held && onlyResealed(dst, dv.exists(), b)) {
+		// No change here since the last sync (or a re-seal of what it
+		// synced, sync_content.go): the hub's change applies.
 		if err := takeHub(); err != nil {
 			return 0, nil, nil, err
 		}
 		return 1, nil, []ledger.Entry{pulledEntry()}, nil
+	}
+	if !held && onlyResealed(hst, hv.exists(), b) {
+		// The hub's side is a re-seal of what this device last synced:
+		// the device's change stands, and is pushed. A record at a
+		// revision the hub's reaches is sealed again above it first, so
+		// that revisions keep growing on the hub (with the numbers the
+		// hub's side carries, as a device winner below).
+		if !dv.exists() {
+			return 0, nil, nil, nil
+		}
+		return 0, nil, nil, s.v.resealAbove(ctx, tx, k, dv, dst, hv, hubMarks, false)
 	}
 	// Changed on both sides.
 	pol := s.v.policyOf(k.coll)
@@ -931,24 +955,10 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	}
 	lost := ledger.Entry{Kind: ledger.SyncConflict, Collection: k.coll, ID: k.id, Revision: hv.rev,
 		CipherHash: hv.hash, Reason: pol.String() + ": hub lost", Number: e.Seq}
-	marks, body, numbered, err := s.v.keepNumbers(dst.marks, dst.body, hubMarks)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	if dv.exists() && (dv.rev <= hv.rev || numbered || held) {
-		// The device's record must overwrite a hub revision at least as
-		// high: it is sealed again as the revision after both, unchanged
-		// but for the numbers the hub's side carries and it lacks (a side
-		// held back by a kept conflict gets a new revision too, and a
-		// ledger entry the next push carries).
-		sealed, rev, err := s.v.sealMeta(k.coll, k.id, joinRecord(marks, body), max(dv.rev, hv.rev), dst.meta)
-		if err != nil {
-			return 0, nil, nil, err
-		}
-		if err := s.v.dropLocalHandoffs(tx, k.id, dst.marks, marks); err != nil {
-			return 0, nil, nil, err
-		}
-		if err := s.v.putSealedTx(ctx, tx, k.coll, k.id, sealed, rev, cipherHash(sealed), ledger.Entry{Kind: ledger.RecordPut}); err != nil {
+	if dv.exists() {
+		// A side held back by a kept conflict gets a new revision too,
+		// and a ledger entry the next push carries.
+		if err := s.v.resealAbove(ctx, tx, k, dv, dst, hv, hubMarks, held); err != nil {
 			return 0, nil, nil, err
 		}
 	}
@@ -957,6 +967,30 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		return 0, c, []ledger.Entry{lost, {Kind: ledger.RecordDelete, Collection: k.coll, ID: k.id, Revision: c.DeviceRevision}}, nil
 	}
 	return 0, c, []ledger.Entry{lost}, nil
+}
+
+// resealAbove writes, in tx, the device's record dv (opened: dst) that won
+// over the hub's side hv (whose marks are hubMarks) when it must overwrite
+// a hub revision at least as high, or lacks numbers the hub's side
+// carries, or always: it is sealed again as the revision after both,
+// unchanged but for those numbers, with a ledger entry the next push
+// carries.
+func (v *Vault) resealAbove(ctx context.Context, tx stores.Tx, k recKey, dv version, dst stored, hv version, hubMarks []mark, always bool) error {
+	marks, body, numbered, err := v.keepNumbers(dst.marks, dst.body, hubMarks)
+	if err != nil {
+		return err
+	}
+	if dv.rev > hv.rev && !numbered && !always {
+		return nil
+	}
+	sealed, rev, err := v.sealMeta(k.coll, k.id, joinRecord(marks, body), max(dv.rev, hv.rev), dst.meta)
+	if err != nil {
+		return err
+	}
+	if err := v.dropLocalHandoffs(tx, k.id, dst.marks, marks); err != nil {
+		return err
+	}
+	return v.putSealedTx(ctx, tx, k.coll, k.id, sealed, rev, cipherHash(sealed), ledger.Entry{Kind: ledger.RecordPut})
 }
 
 // decide returns whether the hub's side wins a conflict under pol.
@@ -1206,6 +1240,7 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 	type change struct {
 		k        recKey
 		dv       version
+		sum      []byte // dv's content sum (sync_content.go)
 		b        base
 		handoffs []string // the handoff keys of its pending marks
 	}
@@ -1224,6 +1259,7 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 				continue
 			}
 			c.dv = version{sealed: sealed, rev: st.rev, hash: cipherHash(sealed)}
+			c.sum = contentSum(st)
 			c.handoffs = s.v.handoffKeys(k.id, st.marks)
 		}
 		if raw, ok := got[dkeys[3*i+1]]; ok {
@@ -1329,7 +1365,7 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 	}
 	err = s.v.localCommit(ctx, nil, func(tx stores.Tx) error {
 		for _, c := range acked {
-			b := base{rev: c.dv.rev, hash: c.dv.hash}
+			b := base{rev: c.dv.rev, hash: c.dv.hash, sum: c.sum}
 			if !c.dv.exists() {
 				b = base{rev: c.b.rev}
 			}
@@ -1577,6 +1613,12 @@ func encodePush(seq uint64) []byte {
 }
 
 func encodeBase(b base) []byte {
+	if b.sum != nil {
+		out := []byte{syncBaseVersion2}
+		out = codec.AppendUvarint(out, b.rev)
+		out = codec.AppendBytes(out, b.hash)
+		return codec.AppendBytes(out, b.sum)
+	}
 	out := []byte{syncVersion}
 	out = codec.AppendUvarint(out, b.rev)
 	return codec.AppendBytes(out, b.hash)
@@ -1609,10 +1651,20 @@ func (v *Vault) openBase(k recKey, sealed []byte) (base, error) {
 
 func decodeBase(plain []byte) (base, error) {
 	r := codec.NewReader(plain)
-	r.Version(syncVersion)
+	v := r.Byte()
+	if r.Err() == nil && v != syncVersion && v != syncBaseVersion2 {
+		r.Failf("unknown version %d", v)
+	}
 	b := base{rev: r.Uvarint()}
 	if h := r.Bytes(maxSyncHash); len(h) > 0 {
 		b.hash = bytes.Clone(h)
+	}
+	if v == syncBaseVersion2 {
+		if sum := r.Bytes(maxSyncHash); len(sum) > 0 {
+			b.sum = bytes.Clone(sum)
+		} else {
+			r.Fail("an empty content sum")
+		}
 	}
 	if err := r.End(); err != nil {
 		return base{}, err
