@@ -375,6 +375,11 @@ type syncRun struct {
 	// ownChanges).
 	own     map[recKey]bool
 	ownRead uint64
+	// ownPuts and ownDels are what those changes wrote: the record of
+	// each cipher hash sealed, and the records deleted, with the position
+	// of the entry (the last one, for a deletion; sync_own.go).
+	ownPuts map[string]ownEntry
+	ownDels map[recKey]uint64
 	// rejected collects the rejections of one attempt of a local commit.
 	rejected []SyncRejected
 	// appended and appendedHead are the feed entries this push pass
@@ -747,6 +752,10 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	if err := s.deletionTimes(ctx, keys); err != nil {
 		return err
 	}
+	mine, err := s.ownPushes(ctx, win) // sync_own.go
+	if err != nil {
+		return err
+	}
 	end := win[len(win)-1]
 	cur := s.pulledWith(pullCursor{seq: end.Seq, hash: entryHash(end)})
 	if s.hold != nil {
@@ -754,12 +763,12 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	}
 	var pulled int
 	var conflicts []SyncConflict
-	err := s.v.localCommit(ctx, tkeys, func(tx stores.Tx) error {
+	err = s.v.localCommit(ctx, tkeys, func(tx stores.Tx) error {
 		pulled, conflicts, s.rejected = 0, nil, nil
 		var entries []ledger.Entry
 		for _, k := range keys {
 			e := win[last[k]]
-			n, c, es, err := s.applyOne(ctx, tx, k, e, hubv[k])
+			n, c, es, err := s.applyOne(ctx, tx, k, e, hubv[k], mine[k])
 			if err != nil {
 				return err
 			}
@@ -793,7 +802,7 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 // it applied, the conflict if any and the device ledger entries to append.
 // Record writes that are the device's own (a device winner resealed above
 // the hub's revision) are appended by putSealedTx directly.
-func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger.Entry, hv version) (int, *SyncConflict, []ledger.Entry, error) {
+func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger.Entry, hv version, mine *ownPush) (int, *SyncConflict, []ledger.Entry, error) {
 	rkey := s.v.recordKey(k.coll, k.id)
 	dv, dst, err := s.v.localVersion(tx, k)
 	if err != nil {
@@ -827,6 +836,11 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		case err != nil:
 			return 0, nil, nil, err
 		}
+	}
+	if s.pushedBy(k, mine, b, dv) {
+		// A push of this device's own that the hub committed, and this
+		// device never acknowledged (sync_own.go): what it last synced.
+		b = mine.base
 	}
 	// The hub's side, opened for its numbers and its content's sum, which
 	// the new base keeps (sync_content.go).
@@ -1085,6 +1099,7 @@ func (s *syncRun) ownChanges(ctx context.Context) error {
 			return err
 		}
 		s.own, s.ownRead = map[recKey]bool{}, from
+		s.ownPuts, s.ownDels = map[string]ownEntry{}, map[recKey]uint64{}
 		// The changes held back (sync_reseal.go) are its own too, though
 		// the push cursor moved past them.
 		if s.held == nil {
@@ -1101,7 +1116,13 @@ func (s *syncRun) ownChanges(ctx context.Context) error {
 			return err
 		}
 		if isOwnRecordEntry(e) {
-			s.own[recKey{e.Collection, e.ID}] = true
+			k := recKey{e.Collection, e.ID}
+			s.own[k] = true
+			if e.Kind == ledger.RecordDelete {
+				s.ownDels[k] = e.Seq
+			} else {
+				s.ownPuts[string(e.CipherHash)] = ownEntry{k, e.Seq}
+			}
 		}
 		s.ownRead = e.Seq
 	}
