@@ -837,17 +837,20 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 			return 0, nil, nil, err
 		}
 	}
-	if s.pushedBy(k, mine, b, dv) {
+	if s.pushedBy(k, mine, b, dv) && (b.rev != mine.rev || !bytes.Equal(b.hash, mine.hash)) {
 		// A push of this device's own that the hub committed, and this
 		// device never acknowledged (sync_own.go): what it last synced.
+		// (A base that names it already keeps its content's sum.)
 		b = mine.base
 	}
 	// The hub's side, opened for its numbers and its content's sum, which
-	// the new base keeps (sync_content.go).
+	// the new base keeps (sync_content.go): a base without a sum that names
+	// the hub's side (a push of this device's own recognised, sync_own.go)
+	// takes the sum of that side.
 	var hst stored
 	newBase := base{rev: hv.rev, hash: hv.hash}
 	switch {
-	case bytes.Equal(hv.hash, b.hash):
+	case bytes.Equal(hv.hash, b.hash) && (b.sum != nil || !hv.exists()):
 		newBase.sum = b.sum
 	case bytes.Equal(dv.hash, hv.hash):
 		if dv.exists() {
