@@ -17,6 +17,8 @@ import (
 // a missing one. The number stays taken: voiding never rewinds the counter.
 //
 // It fails with ErrNotIssued when n is 0 or above the counter, with
+// ErrRollback when the counter is below n but the vault's ledger records n
+// or a higher number (the store rolled it back or dropped it), with
 // ErrSkipped (which also matches ErrNotIssued) when n is one of the numbers a
 // SeedTo skipped over (known from the vault's audit ledger), with ErrAlreadyVoided when n was voided before, with a *ValidationError for an
 // empty reason or one longer than MaxReasonLen, and with ErrOffline on a
@@ -66,6 +68,18 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 		return err
 	}
 	if n > current {
+		if q.svc.history != nil {
+			// A number the ledger records was issued: the store serves a
+			// counter behind its ledger (rolled back or dropped), which is
+			// no fault of the caller's.
+			highest, err := q.c.recordedHighest(ctx, n)
+			if err != nil {
+				return q.errorf("void", err)
+			}
+			if highest >= n {
+				return q.errorf("void", behind(current, highest))
+			}
+		}
 		return q.errorf("void", fmt.Errorf("number %d (the counter is at %d): %w", n, current, ErrNotIssued))
 	}
 	if q.svc.history != nil {

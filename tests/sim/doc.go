@@ -48,7 +48,6 @@
 //   - the hub's counters rolled back or dropped under a ledger that keeps
 //     their numbers: a process whose first allocation passed before gives
 //     numbers again (the generator restarts every device after it);
-//   - a Void on such a counter says ErrNotIssued instead of ErrRollback;
 //   - a series definition dropped: corrections fail with ErrInvalid;
 //   - the late device's counters dropped before it joins a hub: the join
 //     seeds the hub from them and the hub gives their numbers again;
@@ -69,7 +68,10 @@
 //     lost to the pushed revision at the next sync
 //     (TestSyncKeepsAChangeAfterAnAmbiguousPush), and a base that named
 //     such a push already lost its content sum to it, so a rotation's
-//     re-seal then won a conflict (seeds 59, 167, 895 of the sweep).
+//     re-seal then won a conflict (seeds 59, 167, 895 of the sweep);
+//   - a Void of a number the ledger records, on a counter the store rolled
+//     back or dropped, said ErrNotIssued instead of ErrRollback
+//     (TestVoidBehindTheLedgerIsRollback).
 //
 // # Determinism
 //
