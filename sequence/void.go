@@ -68,19 +68,26 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 		return err
 	}
 	if n > current {
+		var highest uint64
 		if q.svc.history != nil {
-			// A number the ledger records was issued: the store serves a
-			// counter behind its ledger (rolled back or dropped), which is
-			// no fault of the caller's.
-			highest, err := q.c.recordedHighest(ctx, n)
-			if err != nil {
+			if highest, err = q.c.recordedHighest(ctx, n); err != nil {
 				return q.errorf("void", err)
 			}
-			if highest >= n {
-				return q.errorf("void", behind(current, highest))
-			}
 		}
-		return q.errorf("void", fmt.Errorf("number %d (the counter is at %d): %w", n, current, ErrNotIssued))
+		if highest < n {
+			return q.errorf("void", fmt.Errorf("number %d (the counter is at %d): %w", n, current, ErrNotIssued))
+		}
+		// The ledger records n as issued. An allocation may have taken it
+		// since the counter was read (its entry is written with the
+		// counter, or after it): read the counter again. Still below, the
+		// store serves a counter behind its ledger (rolled back or
+		// dropped), which is no fault of the caller's.
+		if current, err = q.peek(ctx); err != nil {
+			return err
+		}
+		if n > current {
+			return q.errorf("void", behind(current, highest))
+		}
 	}
 	if q.svc.history != nil {
 		// The seed that skipped n, if any, was recorded before the counter
