@@ -41,7 +41,8 @@
 //     failed, when a rotation on another device re-sealed the pushed
 //     revision before the device synced again: the device recognises its
 //     push but no longer holds its content, so the re-seal counts as a
-//     change and the conflict goes by the policy, reported (excused);
+//     change and the conflict goes by the policy, reported (unless the
+//     Sync that decided it failed; excused);
 //   - a person granted again after a revocation: the device's Verify fails
 //     with "keyring signing key differs from the ledger's" (KGrant);
 //   - grants of one person from two devices before they sync: the same;
@@ -68,7 +69,7 @@
 //     lost to the pushed revision at the next sync
 //     (TestSyncKeepsAChangeAfterAnAmbiguousPush), and a base that named
 //     such a push already lost its content sum to it, so a rotation's
-//     re-seal then won a conflict (seeds 59, 167, 895 of the sweep);
+//     re-seal then won a conflict (seeds 167 and 895 of a sweep);
 //   - a Void of a number the ledger records, on a counter the store rolled
 //     back or dropped, said ErrNotIssued instead of ErrRollback
 //     (TestVoidBehindTheLedgerIsRollback).

@@ -542,7 +542,8 @@ func (w *world) eventsOf(id string) []*Event {
 // pushed revision before this device synced again. The device recognises
 // its own push (vault/sync_own.go) but no longer holds its content, so it
 // cannot tell the re-seal from a change: the conflict is decided by the
-// policy, and reported in SyncReport.Conflicts.
+// policy, and reported in SyncReport.Conflicts (unless the Sync that
+// decided it then failed).
 func (w *world) excused(id string) string {
 	if !w.sched.Known && w.lostAfterAmbiguousPush(id) {
 		return "known defect: a change after an ambiguous push lost a reported conflict to a rotation's re-seal"
@@ -558,7 +559,9 @@ func (w *world) excused(id string) string {
 // lostAfterAmbiguousPush reports whether note id, after a write of it,
 // had a push of its device end with an unknown outcome, then a rotation
 // (RotateKeys or Revoke) on another device, and lost a sync conflict that
-// was reported: the known defect excused above.
+// was reported, or was decided by a Sync of its device that failed after
+// the rotation (whose report the error replaced): the known defect
+// excused above.
 func (w *world) lostAfterAmbiguousPush(id string) bool {
 	var wrote, pushed, rotated int64
 	conflict := false
@@ -570,6 +573,10 @@ func (w *world) lostAfterAmbiguousPush(id string) bool {
 			pushed = e.Call
 		case pushed > 0 && (e.Op.Kind == KRotate || e.Op.Kind == KRevoke) && !ownID(id, e.Op.Dev) && e.Return > pushed:
 			rotated = e.Return
+		case rotated > 0 && e.Op.Kind == KSync && e.Outcome != ok && e.Call > rotated && ownID(id, e.Op.Dev):
+			// A Sync that failed: a conflict it decided (in a commit that
+			// went through, or that a later one finished) left no report.
+			conflict = true
 		}
 		if slices.Contains(e.Conflicts, "notes/"+id) {
 			conflict = true
