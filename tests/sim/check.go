@@ -127,6 +127,13 @@ func (w *world) check(res *Result, reg regime) {
 			fail("false alarm", fmt.Sprintf("%s on an honest store: %v", name, e.Err), e)
 			continue
 		}
+		if reg.dupOK != "" && e.Return >= reg.hostileAt && e.Op.Kind == KVoid && errors.Is(e.Err, sequence.ErrNotIssued) {
+			// The hub lost its ledger with its counters: nothing records
+			// the number, so a device without its pins takes it for never
+			// issued (as the numbers given twice, documented).
+			res.Documented = append(res.Documented, Documented{Fault: reg.dupOK, Detail: shortErr(e.Err)})
+			continue
+		}
 		fail("unexpected error", e.Err.Error(), e)
 	}
 	w.checkClosed(res, reg, fail)
