@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"testing"
 
@@ -195,6 +196,62 @@ func TestConcurrentReadsAreNotRollbacks(t *testing.T) {
 			}
 			close(stop)
 			wg.Wait()
+		})
+	}
+}
+
+// A Void of a number the ledger records as issued, on a counter the store
+// rolled back or dropped below it, in a process with no pin of the
+// counter (a new device state): the store is behind its ledger, which is
+// ErrRollback. Calling the number never issued (ErrNotIssued) would blame
+// the caller for the store's rollback. A number neither the counter nor
+// the ledger reaches stays ErrNotIssued.
+func TestVoidBehindTheLedgerIsRollback(t *testing.T) {
+	for name, rollBack := range map[string]func(st stores.Store, snap map[string]string){
+		"rolled back": func(st stores.Store, snap map[string]string) {
+			for k, v := range snap {
+				_, err := st.Put(context.Background(), k, []byte(v))
+				require.NoError(t, err)
+			}
+		},
+		"dropped": func(st stores.Store, snap map[string]string) {
+			for k := range snap {
+				require.NoError(t, st.Delete(context.Background(), k))
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st := memstore.New()
+			db := openWithState(t, st, t.TempDir())
+			seq, err := openVault(t, db, "books").Sequence("invoice", sequence.Options{})
+			require.NoError(t, err)
+			counters := map[string]string{}
+			for n := uint64(1); n <= 9; n++ {
+				got, err := seq.Next(ctx)
+				require.NoError(t, err)
+				require.Equal(t, n, got)
+				if n == 4 {
+					for k, v := range snapshot(t, st) {
+						if strings.Contains(k, "/_sequences/invoice") && !strings.Contains(k, "\x01") { // the counter, not the definition
+							counters[k] = v
+						}
+					}
+				}
+			}
+			require.NotEmpty(t, counters)
+			require.NoError(t, db.Close())
+			rollBack(st, counters)
+
+			db2 := openWithState(t, st, t.TempDir()) // no pin of the counter
+			seq2, err := openVault(t, db2, "books").Sequence("invoice", sequence.Options{})
+			require.NoError(t, err)
+			err = seq2.Void(ctx, 7, "cancelled")
+			require.ErrorIs(t, err, noydb.ErrRollback)
+			assert.NotErrorIs(t, err, sequence.ErrNotIssued)
+			err = seq2.Void(ctx, 12, "cancelled")
+			assert.ErrorIs(t, err, sequence.ErrNotIssued)
+			assert.NotErrorIs(t, err, noydb.ErrRollback)
 		})
 	}
 }

@@ -590,6 +590,22 @@ func (c *counter) claimed(id string, value uint64) (n uint64, found, complete bo
 	return n, found, c.view.covered >= value
 }
 
+// recordedHighest returns the highest number the history records for the
+// counter, reading the history first unless the view already covers n.
+func (c *counter) recordedHighest(ctx context.Context, n uint64) (uint64, error) {
+	c.view.mu.Lock()
+	known := n <= c.view.covered
+	c.view.mu.Unlock()
+	if !known {
+		if err := c.catchUp(ctx, false); err != nil {
+			return 0, err
+		}
+	}
+	c.view.mu.Lock()
+	defer c.view.mu.Unlock()
+	return max(c.view.highest, c.view.covered), nil
+}
+
 // seededOver reports the seed that skipped n, reading the history first
 // unless the view already covers n. A number a join brought (FactBrought)
 // was issued, on the device that joined, even where the join's seed

@@ -17,6 +17,8 @@ import (
 // a missing one. The number stays taken: voiding never rewinds the counter.
 //
 // It fails with ErrNotIssued when n is 0 or above the counter, with
+// ErrRollback when the counter is below n but the vault's ledger records n
+// or a higher number (the store rolled it back or dropped it), with
 // ErrSkipped (which also matches ErrNotIssued) when n is one of the numbers a
 // SeedTo skipped over (known from the vault's audit ledger), with ErrAlreadyVoided when n was voided before, with a *ValidationError for an
 // empty reason or one longer than MaxReasonLen, and with ErrOffline on a
@@ -66,7 +68,26 @@ func (q *Sequence) Void(ctx context.Context, n uint64, reason string) error {
 		return err
 	}
 	if n > current {
-		return q.errorf("void", fmt.Errorf("number %d (the counter is at %d): %w", n, current, ErrNotIssued))
+		var highest uint64
+		if q.svc.history != nil {
+			if highest, err = q.c.recordedHighest(ctx, n); err != nil {
+				return q.errorf("void", err)
+			}
+		}
+		if highest < n {
+			return q.errorf("void", fmt.Errorf("number %d (the counter is at %d): %w", n, current, ErrNotIssued))
+		}
+		// The ledger records n as issued. An allocation may have taken it
+		// since the counter was read (its entry is written with the
+		// counter, or after it): read the counter again. Still below, the
+		// store serves a counter behind its ledger (rolled back or
+		// dropped), which is no fault of the caller's.
+		if current, err = q.peek(ctx); err != nil {
+			return err
+		}
+		if n > current {
+			return q.errorf("void", behind(current, highest))
+		}
 	}
 	if q.svc.history != nil {
 		// The seed that skipped n, if any, was recorded before the counter

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
@@ -141,35 +142,47 @@ func copyEntries(ctx context.Context, src, dst stores.Store, prefix string, merg
 		if !strings.HasPrefix(it.Key, kp) {
 			continue
 		}
-		cur, err := dst.Get(ctx, it.Key)
-		if err == nil {
-			if m := mergeOrNil(merge, it.Value, cur.Value); m != nil {
-				if bytes.Equal(m, cur.Value) {
-					continue // dst's entry stays
-				}
-				if _, err := dst.CompareAndSwap(ctx, it.Key, cur.Version, m); err != nil && !errors.Is(err, stores.ErrConflict) {
-					return err
-				}
-				continue
-			}
-			// A newer entry (a secret changed, a person revoked) replaces an
-			// older one, unless it would lose a generation that only a merge
-			// keeps, which this copy cannot make (no key): Sync does.
-			if keyringNewer(it.Value, cur.Value) && (merge != nil || !losesGenerations(it.Value, cur.Value)) {
-				if _, err := dst.CompareAndSwap(ctx, it.Key, cur.Version, it.Value); err != nil && !errors.Is(err, stores.ErrConflict) {
-					return err
-				}
-			}
-			continue
-		}
-		if !errors.Is(err, stores.ErrNotFound) {
-			return err
-		}
-		if _, err := dst.CompareAndSwap(ctx, it.Key, 0, it.Value); err != nil && !errors.Is(err, stores.ErrConflict) {
+		if err := copyEntry(ctx, dst, it.Key, it.Value, merge); err != nil {
 			return err
 		}
 	}
 	return copyRecovery(ctx, src, dst, prefix) // recovery codes travel with the keyring
+}
+
+// copyEntry writes src, a keyring entry of another store, at key in dst:
+// where dst has none, or merged with dst's, or in place of an older one
+// (see copyEntries). A write that loses a race with another writer of
+// dst is decided again from what dst then holds, within the retry budget
+// of internal/cas (an error matching ErrContention when it is spent): a
+// copy given up at the first lost race would leave the device without a
+// generation the hub's entry gives its person, and its next pull would
+// take the records sealed with it for records the hub tampered with.
+func copyEntry(ctx context.Context, dst stores.Store, key string, src []byte, merge func(src, dst []byte) []byte) error {
+	_, err := cas.Do(ctx, cas.Policy{}, func(int) error {
+		cur, err := dst.Get(ctx, key)
+		if errors.Is(err, stores.ErrNotFound) {
+			_, err = dst.CompareAndSwap(ctx, key, 0, src)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		if m := mergeOrNil(merge, src, cur.Value); m != nil {
+			if bytes.Equal(m, cur.Value) {
+				return nil // dst's entry stays
+			}
+			_, err = dst.CompareAndSwap(ctx, key, cur.Version, m)
+			return err
+		}
+		// A newer entry (a secret changed, a person revoked) replaces an
+		// older one, unless it would lose a generation that only a merge
+		// keeps, which this copy cannot make (no key): Sync does.
+		if keyringNewer(src, cur.Value) && (merge != nil || !losesGenerations(src, cur.Value)) {
+			_, err = dst.CompareAndSwap(ctx, key, cur.Version, src)
+		}
+		return err
+	})
+	return err
 }
 
 func mergeOrNil(merge func(src, dst []byte) []byte, src, dst []byte) []byte {

@@ -49,6 +49,7 @@ import (
 //	    as the person's collections of now)
 //	prefix + "_sync/push"                  1 || uvarint seq (the device ledger position pushed through)
 //	prefix + "_sync/base/" + coll/id       1 || uvarint rev || lp(cipher hash; empty: the hub holds none)
+//	                                       or 2 || uvarint rev || lp(cipher hash) || lp(content sum; sync_content.go)
 //	prefix + "_sync/conflict/" + coll/id   2 || uvarint feed seq || uvarint rev || lp(cipher hash of the hub's side; empty: deleted)
 //	                                       (version 1: 1 || … || lp(the hub's sealed record), see keptConflict)
 //	prefix + "_sync/lost/" + …             the side a conflict set aside: the loser a policy chose, or the hub's side
@@ -373,6 +374,11 @@ type syncRun struct {
 	// ownChanges).
 	own     map[recKey]bool
 	ownRead uint64
+	// ownPuts and ownDels are what those changes wrote: the record of
+	// each cipher hash sealed, and the records deleted, with the position
+	// of the entry (the last one, for a deletion; sync_own.go).
+	ownPuts map[string]ownEntry
+	ownDels map[recKey]uint64
 	// rejected collects the rejections of one attempt of a local commit.
 	rejected []SyncRejected
 	// appended and appendedHead are the feed entries this push pass
@@ -448,6 +454,7 @@ func (x version) exists() bool { return x.sealed != nil }
 type base struct {
 	rev  uint64
 	hash []byte // nil: the hub held none
+	sum  []byte // the content's sum (sync_content.go); nil: not known
 }
 
 // ---- pull ----
@@ -744,6 +751,10 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	if err := s.deletionTimes(ctx, keys); err != nil {
 		return err
 	}
+	mine, err := s.ownPushes(ctx, win) // sync_own.go
+	if err != nil {
+		return err
+	}
 	end := win[len(win)-1]
 	cur := s.pulledWith(pullCursor{seq: end.Seq, hash: entryHash(end)})
 	if s.hold != nil {
@@ -751,12 +762,12 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	}
 	var pulled int
 	var conflicts []SyncConflict
-	err := s.v.localCommit(ctx, tkeys, func(tx stores.Tx) error {
+	err = s.v.localCommit(ctx, tkeys, func(tx stores.Tx) error {
 		pulled, conflicts, s.rejected = 0, nil, nil
 		var entries []ledger.Entry
 		for _, k := range keys {
 			e := win[last[k]]
-			n, c, es, err := s.applyOne(ctx, tx, k, e, hubv[k])
+			n, c, es, err := s.applyOne(ctx, tx, k, e, hubv[k], mine[k])
 			if err != nil {
 				return err
 			}
@@ -790,7 +801,7 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 // it applied, the conflict if any and the device ledger entries to append.
 // Record writes that are the device's own (a device winner resealed above
 // the hub's revision) are appended by putSealedTx directly.
-func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger.Entry, hv version) (int, *SyncConflict, []ledger.Entry, error) {
+func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger.Entry, hv version, mine *ownPush) (int, *SyncConflict, []ledger.Entry, error) {
 	rkey := s.v.recordKey(k.coll, k.id)
 	dv, dst, err := s.v.localVersion(tx, k)
 	if err != nil {
@@ -816,16 +827,41 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 				return 0, nil, nil, err
 			}
 			if !s.own[k] {
-				b.hash = dv.hash
+				b.hash, b.sum = dv.hash, nil
 				if dv.exists() {
-					b.rev = dv.rev
+					b.rev, b.sum = dv.rev, contentSum(dst)
 				}
 			}
 		case err != nil:
 			return 0, nil, nil, err
 		}
 	}
+	if s.pushedBy(k, mine, b, dv) && (b.rev != mine.rev || !bytes.Equal(b.hash, mine.hash)) {
+		// A push of this device's own that the hub committed, and this
+		// device never acknowledged (sync_own.go): what it last synced.
+		// (A base that names it already keeps its content's sum.)
+		b = mine.base
+	}
+	// The hub's side, opened for its numbers and its content's sum, which
+	// the new base keeps (sync_content.go): a base without a sum that names
+	// the hub's side (a push of this device's own recognised, sync_own.go)
+	// takes the sum of that side.
+	var hst stored
 	newBase := base{rev: hv.rev, hash: hv.hash}
+	switch {
+	case bytes.Equal(hv.hash, b.hash) && (b.sum != nil || !hv.exists()):
+		newBase.sum = b.sum
+	case bytes.Equal(dv.hash, hv.hash):
+		if dv.exists() {
+			newBase.sum = contentSum(dst)
+		}
+	case hv.exists():
+		hst, err = s.h.openStoredTx(tx, k.coll, k.id, stores.Item{Value: hv.sealed}, true) // tx: the device's
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		newBase.sum = contentSum(hst)
+	}
 	if err := s.v.putSealedValue(tx, s.v.baseKey(k.coll, k.id), encodeBase(newBase)); err != nil {
 		return 0, nil, nil, err
 	}
@@ -853,14 +889,7 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	if err := s.v.dropKept(tx, k); err != nil {
 		return 0, nil, nil, err
 	}
-	var hubMarks []mark // the marks of the hub's side (none: deleted)
-	if hv.exists() {
-		hst, err := s.h.openStoredTx(tx, k.coll, k.id, stores.Item{Value: hv.sealed}, true) // tx: the device's
-		if err != nil {
-			return 0, nil, nil, err
-		}
-		hubMarks = hst.marks
-	}
+	hubMarks := hst.marks // the marks of the hub's side (none: deleted)
 	pulledEntry := func() ledger.Entry {
 		if hv.exists() {
 			return ledger.Entry{Kind: ledger.RecordPulled, Collection: k.coll, ID: k.id, Revision: hv.rev, CipherHash: hv.hash, Number: e.Seq}
@@ -879,12 +908,24 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		}
 		return nil
 	}
-	if bytes.Equal(dv.hash, b.hash) {
-		// No change here since the last sync: the hub's change applies.
+	if bytes.Equal(dv.hash, b.hash) || (!held && onlyResealed(dst, dv.exists(), b)) {
+		// No change here since the last sync (or a re-seal of what it
+		// synced, sync_content.go): the hub's change applies.
 		if err := takeHub(); err != nil {
 			return 0, nil, nil, err
 		}
 		return 1, nil, []ledger.Entry{pulledEntry()}, nil
+	}
+	if !held && onlyResealed(hst, hv.exists(), b) {
+		// The hub's side is a re-seal of what this device last synced:
+		// the device's change stands, and is pushed. A record at a
+		// revision the hub's reaches is sealed again above it first, so
+		// that revisions keep growing on the hub (with the numbers the
+		// hub's side carries, as a device winner below).
+		if !dv.exists() {
+			return 0, nil, nil, nil
+		}
+		return 0, nil, nil, s.v.resealAbove(ctx, tx, k, dv, dst, hv, hubMarks, false)
 	}
 	// Changed on both sides.
 	pol := s.policyOf(k.coll)
@@ -936,24 +977,10 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	if err := s.v.keepLost(tx, k.coll, k.id, e.Seq, hv.sealed); err != nil { // sync_stored.go
 		return 0, nil, nil, err
 	}
-	marks, body, numbered, err := s.v.keepNumbers(dst.marks, dst.body, hubMarks)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	if dv.exists() && (dv.rev <= hv.rev || numbered || held) {
-		// The device's record must overwrite a hub revision at least as
-		// high: it is sealed again as the revision after both, unchanged
-		// but for the numbers the hub's side carries and it lacks (a side
-		// held back by a kept conflict gets a new revision too, and a
-		// ledger entry the next push carries).
-		sealed, rev, err := s.v.sealMeta(k.coll, k.id, joinRecord(marks, body), max(dv.rev, hv.rev), dst.meta)
-		if err != nil {
-			return 0, nil, nil, err
-		}
-		if err := s.v.dropLocalHandoffs(tx, k.id, dst.marks, marks); err != nil {
-			return 0, nil, nil, err
-		}
-		if err := s.v.putSealedTx(ctx, tx, k.coll, k.id, sealed, rev, cipherHash(sealed), ledger.Entry{Kind: ledger.RecordPut}); err != nil {
+	if dv.exists() {
+		// A side held back by a kept conflict gets a new revision too,
+		// and a ledger entry the next push carries.
+		if err := s.v.resealAbove(ctx, tx, k, dv, dst, hv, hubMarks, held); err != nil {
 			return 0, nil, nil, err
 		}
 	}
@@ -962,6 +989,30 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		return 0, c, []ledger.Entry{lost, {Kind: ledger.RecordDelete, Collection: k.coll, ID: k.id, Revision: c.DeviceRevision}}, nil
 	}
 	return 0, c, []ledger.Entry{lost}, nil
+}
+
+// resealAbove writes, in tx, the device's record dv (opened: dst) that won
+// over the hub's side hv (whose marks are hubMarks) when it must overwrite
+// a hub revision at least as high, or lacks numbers the hub's side
+// carries, or always: it is sealed again as the revision after both,
+// unchanged but for those numbers, with a ledger entry the next push
+// carries.
+func (v *Vault) resealAbove(ctx context.Context, tx stores.Tx, k recKey, dv version, dst stored, hv version, hubMarks []mark, always bool) error {
+	marks, body, numbered, err := v.keepNumbers(dst.marks, dst.body, hubMarks)
+	if err != nil {
+		return err
+	}
+	if dv.rev > hv.rev && !numbered && !always {
+		return nil
+	}
+	sealed, rev, err := v.sealMeta(k.coll, k.id, joinRecord(marks, body), max(dv.rev, hv.rev), dst.meta)
+	if err != nil {
+		return err
+	}
+	if err := v.dropLocalHandoffs(tx, k.id, dst.marks, marks); err != nil {
+		return err
+	}
+	return v.putSealedTx(ctx, tx, k.coll, k.id, sealed, rev, cipherHash(sealed), ledger.Entry{Kind: ledger.RecordPut})
 }
 
 // decide returns whether the hub's side wins a conflict under pol.
@@ -1056,6 +1107,7 @@ func (s *syncRun) ownChanges(ctx context.Context) error {
 			return err
 		}
 		s.own, s.ownRead = map[recKey]bool{}, from
+		s.ownPuts, s.ownDels = map[string]ownEntry{}, map[recKey]uint64{}
 		// The changes held back (sync_reseal.go) are its own too, though
 		// the push cursor moved past them.
 		if s.held == nil {
@@ -1072,7 +1124,13 @@ func (s *syncRun) ownChanges(ctx context.Context) error {
 			return err
 		}
 		if isOwnRecordEntry(e) {
-			s.own[recKey{e.Collection, e.ID}] = true
+			k := recKey{e.Collection, e.ID}
+			s.own[k] = true
+			if e.Kind == ledger.RecordDelete {
+				s.ownDels[k] = e.Seq
+			} else {
+				s.ownPuts[string(e.CipherHash)] = ownEntry{k, e.Seq}
+			}
 		}
 		s.ownRead = e.Seq
 	}
@@ -1211,6 +1269,7 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 	type change struct {
 		k        recKey
 		dv       version
+		sum      []byte // dv's content sum (sync_content.go)
 		b        base
 		handoffs []string // the handoff keys of its pending marks
 	}
@@ -1229,6 +1288,7 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 				continue
 			}
 			c.dv = version{sealed: sealed, rev: st.rev, hash: cipherHash(sealed)}
+			c.sum = contentSum(st)
 			c.handoffs = s.v.handoffKeys(k.id, st.marks)
 		}
 		if raw, ok := got[dkeys[3*i+1]]; ok {
@@ -1337,7 +1397,7 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 	}
 	err = s.v.localCommit(ctx, nil, func(tx stores.Tx) error {
 		for _, c := range acked {
-			b := base{rev: c.dv.rev, hash: c.dv.hash}
+			b := base{rev: c.dv.rev, hash: c.dv.hash, sum: c.sum}
 			if !c.dv.exists() {
 				b = base{rev: c.b.rev}
 			}
@@ -1618,6 +1678,12 @@ func encodePush(seq uint64) []byte {
 }
 
 func encodeBase(b base) []byte {
+	if b.sum != nil {
+		out := []byte{syncBaseVersion2}
+		out = codec.AppendUvarint(out, b.rev)
+		out = codec.AppendBytes(out, b.hash)
+		return codec.AppendBytes(out, b.sum)
+	}
 	out := []byte{syncVersion}
 	out = codec.AppendUvarint(out, b.rev)
 	return codec.AppendBytes(out, b.hash)
@@ -1650,10 +1716,20 @@ func (v *Vault) openBase(k recKey, sealed []byte) (base, error) {
 
 func decodeBase(plain []byte) (base, error) {
 	r := codec.NewReader(plain)
-	r.Version(syncVersion)
+	v := r.Byte()
+	if r.Err() == nil && v != syncVersion && v != syncBaseVersion2 {
+		r.Failf("unknown version %d", v)
+	}
 	b := base{rev: r.Uvarint()}
 	if h := r.Bytes(maxSyncHash); len(h) > 0 {
 		b.hash = bytes.Clone(h)
+	}
+	if v == syncBaseVersion2 {
+		if sum := r.Bytes(maxSyncHash); len(sum) > 0 {
+			b.sum = bytes.Clone(sum)
+		} else {
+			r.Fail("an empty content sum")
+		}
 	}
 	if err := r.End(); err != nil {
 		return base{}, err

@@ -81,6 +81,7 @@ func TestSyncLayoutVectors(t *testing.T) {
 		cs(ls[2], "hub holds none", base{}),
 		cs(ls[2], "deleted at 7", base{rev: 7}),
 		cs(ls[2], "revision 3", base{rev: 3, hash: hash}),
+		cs(ls[2], "v2 revision 3 with its content sum", base{rev: 3, hash: hash, sum: bytes.Repeat([]byte{0xcd}, 32)}),
 		v1(ls[3], "hub deleted", keptConflict{seq: 9, rev: 4}),
 		v1(ls[3], "hub record", keptConflict{seq: 12, rev: 5, sealed: []byte("sealed record bytes"),
 			hash: cipherHash([]byte("sealed record bytes"))}),

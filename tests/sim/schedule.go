@@ -420,9 +420,6 @@ func (g *gen) op(d, w int, joined bool) Op {
 	case x < 89:
 		return Op{Kind: KSync, Dev: d}
 	case x < 90:
-		if !g.known {
-			return Op{Kind: KRevoke, Dev: 0, K: 1} // a revocation without rotation
-		}
 		return Op{Kind: KRotate, Dev: d}
 	case x < 91:
 		if !g.known {
@@ -430,11 +427,6 @@ func (g *gen) op(d, w int, joined bool) Op {
 		}
 		return Op{Kind: KGrant, Dev: d}
 	case x < 92:
-		if !g.known {
-			// A rotation (Revoke rotates) racing writes on other devices
-			// loses them to its re-seal: a known defect.
-			return Op{Kind: KRevoke, Dev: 0, K: 1}
-		}
 		return Op{Kind: KRevoke, Dev: d}
 	case x < 96:
 		return Op{Kind: KGuestNext, Dev: d, Series: "tick"}

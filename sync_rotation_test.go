@@ -1,0 +1,159 @@
+package noydb_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// keyringConflicts wraps st so that the next n compare-and-swaps of a
+// keyring entry (armed by the returned counter) lose a race: they report
+// stores.ErrConflict and write nothing, as when another writer of the
+// device changed the entry between the read and the write.
+func keyringConflicts(st stores.Store) (stores.Store, *atomic.Int64) {
+	var n atomic.Int64
+	return faultstore.New(st, faultstore.Options{Before: func(op faultstore.Op, key string) error {
+		if op == faultstore.OpCompareAndSwap && strings.Contains(key, "/_keyring/") && n.Add(-1) >= 0 {
+			return stores.ErrConflict
+		}
+		return nil
+	}}), &n
+}
+
+// TestSyncBringsARotationPastAKeyringRace: olga rotates on device A and
+// writes with the new generation; device B's Sync copies her new keyring
+// entry from the hub while its store makes that copy lose a race a few
+// times. The Sync still brings the entry, and with it the generation: it
+// pulls the record sealed with it, where it used to fail with
+// ErrHubTampered on an honest hub (the copy gave up at the first lost
+// race, and the record named a generation B did not hold).
+func TestSyncBringsARotationPastAKeyringRace(t *testing.T) {
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			syncBringsARotationPastAKeyringRace(t, memstore.New(), newStore(t), newStore(t))
+		})
+	}
+}
+
+func syncBringsARotationPastAKeyringRace(t *testing.T, hub, devA, devB stores.Store) {
+	ctx := context.Background()
+	storeB, races := keyringConflicts(devB)
+	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	b := openPerson(t, hubPerson(storeB, hub, "olga", "o"))
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "n-1", Note{Text: "before"}))
+	mustSync(t, a)
+	mustSync(t, b)
+
+	rot, err := a.RotateKeys(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rot.Wait(ctx))
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "n-2", Note{Text: "with generation 2"}))
+	mustSync(t, a)
+
+	races.Store(3)
+	rep, err := b.Sync(ctx)
+	require.NoError(t, err, "an honest hub, a busy device store")
+	assert.Equal(t, 2, rep.Pulled)
+	got := notesOf(t, b)
+	assert.Equal(t, "before", got["n-1"].Value.Text)
+	assert.Equal(t, "with generation 2", got["n-2"].Value.Text)
+	assert.Equal(t, map[uint64]int{2: 2}, generations(t, devB))
+	verified(t, b)
+}
+
+// TestSyncRotationKeepsConcurrentChanges: olga's device A rotates the
+// vault's keys (re-sealing note n-1: a new revision of the same content)
+// while her device B, which has not heard of it, changes n-1. Whichever of
+// the two reaches the hub first, B's change is what both devices hold in
+// the end, and no conflict is reported: a re-seal changed nothing to
+// decide against. It used to lose when the re-seal's revision was the
+// higher (A rotated more than once, or a deletion against the re-seal's
+// one new revision): both devices then held the old content.
+func TestSyncRotationKeepsConcurrentChanges(t *testing.T) {
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			for _, c := range resealRaces() {
+				t.Run(c.name, func(t *testing.T) { rotationKeepsChange(t, memstore.New(), newStore(t), newStore(t), c) })
+			}
+		})
+	}
+}
+
+// resealRace is one case of TestSyncRotationKeepsConcurrentChanges: A
+// rotates rotations times; B deletes n-1 (or puts "24"); A syncs first
+// (its re-seal reaches the hub before B's change) or B does.
+type resealRace struct {
+	name      string
+	rotations int
+	del       bool
+	bFirst    bool
+}
+
+func resealRaces() []resealRace {
+	return []resealRace{
+		{name: "put after the re-seal reached the hub", rotations: 2},
+		{name: "put reaching the hub before the re-seal", rotations: 3, bFirst: true},
+		{name: "deletion after the re-seal reached the hub", rotations: 1, del: true},
+		{name: "deletion reaching the hub before the re-seal", rotations: 1, del: true, bFirst: true},
+	}
+}
+
+func rotationKeepsChange(t *testing.T, hub, devA, devB stores.Store, c resealRace) {
+	ctx := context.Background()
+	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	b := openPerson(t, hubPerson(devB, hub, "olga", "o"))
+	nb := vault.CollectionOf[Note](b, "notes")
+	require.NoError(t, nb.Put(ctx, "n-1", Note{Text: "4"}))
+	mustSync(t, b)
+	mustSync(t, a)
+
+	for range c.rotations {
+		rot, err := a.RotateKeys(ctx)
+		require.NoError(t, err)
+		require.NoError(t, rot.Wait(ctx))
+	}
+	if c.del {
+		require.NoError(t, nb.Delete(ctx, "n-1"))
+	} else {
+		require.NoError(t, nb.Put(ctx, "n-1", Note{Text: "24"}))
+	}
+	first, second := a, b
+	if c.bFirst {
+		first, second = b, a
+	}
+	for _, v := range []*vault.Vault{first, second, first} {
+		rep := mustSync(t, v)
+		assert.Empty(t, rep.Conflicts, "a re-seal is no change to decide against")
+	}
+	for name, v := range map[string]*vault.Vault{"A": a, "B": b} {
+		got, ok := notesOf(t, v)["n-1"]
+		if c.del {
+			assert.False(t, ok, "device %s: B's deletion", name)
+			continue
+		}
+		assert.Equal(t, "24", got.Value.Text, "device %s: B's write", name)
+	}
+	verified(t, a)
+	verified(t, b)
+}
+
+// TestSyncRotationPostgresHub runs the rotation scenarios of this file
+// with a PostgreSQL hub (under scripts/with-postgres).
+func TestSyncRotationPostgresHub(t *testing.T) {
+	t.Run("a keyring race", func(t *testing.T) {
+		syncBringsARotationPastAKeyringRace(t, pgtest.Open(t, nil), memstore.New(), memstore.New())
+	})
+	for _, c := range resealRaces() {
+		t.Run(c.name, func(t *testing.T) { rotationKeepsChange(t, pgtest.Open(t, nil), memstore.New(), memstore.New(), c) })
+	}
+}

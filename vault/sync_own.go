@@ -1,0 +1,122 @@
+package vault
+
+import (
+	"context"
+
+	"github.com/noydb-go/noydb/ledger"
+)
+
+// A push whose outcome this device does not know.
+//
+// A push commits its records on the hub, then acknowledges them on the
+// device (their bases, the push cursor) in a local commit of its own. A
+// hub commit whose reply is lost (a timeout, a dropped connection, a
+// crash between the two commits) leaves the device without that
+// acknowledgement: its bases still name what the hub held before the
+// push. The device's next pull then meets its own push in the hub's feed.
+// Taken for another device's change, it was decided against whatever the
+// device changed since, with the old base: a conflict the later change
+// could lose (a deletion, which counts the revision after the base, ties
+// with the pushed revision and loses the tie), or, for a record the device
+// created and had never synced, no conflict at all: the record matched its
+// missing base, so the pushed revision applied as the hub's change, and a
+// deletion made since was undone without a word.
+//
+// So a pull recognises the device's own pushes among the feed entries it
+// applies: an entry by the device's person whose record is one the device
+// sealed itself, in a change after its push cursor (a change it has not
+// acknowledged). Such an entry is what the device last synced: the
+// record's base moves to it before the entries after it are decided, and
+// a change the device made since stands and is pushed, as after an
+// acknowledged push. Cipher hashes are of random-nonce ciphertexts, so a
+// record sealed by this device is one it wrote; the entry itself is MAC'd
+// and chained, so a hub cannot make one up.
+//
+// A deletion carries no ciphertext: nothing tells the device's own from
+// another device's of the same person and revision. It matters only when
+// the device wrote the record again after deleting it (a device that
+// still holds the deletion matches the hub's), so a deletion by the
+// device's person is taken for its own push when the device deleted the
+// record after its push cursor, of the revision its base names (a push
+// deletes the base's revision), and the record it holds now is one it
+// wrote itself after that deletion. Were the deletion another device's,
+// both deleted that revision, and the record this device wrote afterwards
+// is a record written after both deletions.
+//
+// The cost: when the entries a pull applies include some by the device's
+// own person, one read of the device's ledger after its push cursor (the
+// changes the push that follows reads), once per Sync.
+
+// ownEntry is a record change in the device's own ledger: its record and
+// position.
+type ownEntry struct {
+	k   recKey
+	seq uint64
+}
+
+// ownPush is the state of a record that a push of this device may have
+// left on the hub, as its feed entry names it.
+type ownPush struct {
+	base
+	del bool // a deletion: see pushedBy
+}
+
+// pushedBy reports whether o (nil: none), the last feed entry of record k
+// among those a pull applies that ownPushes found to be a push of this
+// device's own, is what the device last synced, given its sync base b and
+// its record dv: always for a record it sealed; for a deletion, when it
+// deleted the base's revision and then wrote dv itself (see above).
+func (s *syncRun) pushedBy(k recKey, o *ownPush, b base, dv version) bool {
+	if o == nil || !o.del {
+		return o != nil
+	}
+	at, ok := s.ownPuts[string(dv.hash)]
+	return o.rev == b.rev && dv.exists() && ok && at.k == k && at.seq > s.ownDels[k]
+}
+
+// ownPushes returns, for each record of win (the feed entries a pull
+// applies), the last of them that may be a push of this device's own (see
+// above), or nil when none may be.
+func (s *syncRun) ownPushes(ctx context.Context, win []ledger.Entry) (map[recKey]*ownPush, error) {
+	byUser := false
+	for _, e := range win {
+		if isRecordEntry(e) && e.Actor == s.v.user {
+			byUser = true
+			break
+		}
+	}
+	if !byUser {
+		return nil, nil
+	}
+	if err := s.ownChanges(ctx); err != nil {
+		return nil, err
+	}
+	if len(s.ownPuts) == 0 && len(s.ownDels) == 0 {
+		return nil, nil
+	}
+	var out map[recKey]*ownPush
+	for _, e := range win {
+		if !isRecordEntry(e) || e.Actor != s.v.user {
+			continue
+		}
+		k := recKey{e.Collection, e.ID}
+		var o *ownPush
+		switch {
+		case e.Kind == ledger.RecordDelete:
+			if _, ok := s.ownDels[k]; ok {
+				o = &ownPush{base: base{rev: e.Revision}, del: true}
+			}
+		case len(e.CipherHash) > 0:
+			if at, ok := s.ownPuts[string(e.CipherHash)]; ok && at.k == k {
+				o = &ownPush{base: base{rev: e.Revision, hash: e.CipherHash}}
+			}
+		}
+		if o != nil {
+			if out == nil {
+				out = map[recKey]*ownPush{}
+			}
+			out[k] = o
+		}
+	}
+	return out, nil
+}
