@@ -41,23 +41,26 @@ const maxBatchBytes = wire.LedgerMaxBatchBytes
 // (through wire.Ledger; users read it through vault.Audit). It is safe for
 // concurrent use.
 type ledger struct {
-	store   stores.Store
-	tr      stores.Transactor // nil when the store has no transactions
-	sealer  seal.Sealer
-	mac     seal.MACer
-	dir     string // prefix + "_ledger/"
-	headKey string
-	actor   string
-	now     func() time.Time
-	policy  cas.Policy
-	pins    pins.Ledger
-	signer  wire.LedgerSigner // nil: entries are not signed
-	people  func(ctx context.Context) (map[string]wire.LedgerPerson, error)
-	guard   func(get func(key string) (stores.Item, error)) error // nil: no check
-	guardKs []string                                              // the keys guard reads
+	store  stores.Store
+	tr     stores.Transactor // nil when the store has no transactions
+	sealer seal.Sealer
+	mac    seal.MACer
+	// macAppend is mac when it appends its MACs in place (chainMAC).
+	macAppend seal.MACAppender
+	dir       string // prefix + "_ledger/"
+	headKey   string
+	actor     string
+	now       func() time.Time
+	policy    cas.Policy
+	pins      pins.Ledger
+	signer    wire.LedgerSigner // nil: entries are not signed
+	people    func(ctx context.Context) (map[string]wire.LedgerPerson, error)
+	guard     func(get func(key string) (stores.Item, error)) error // nil: no check
+	guardKs   []string                                              // the keys guard reads
 
 	magic [tokenMagicLen]byte   // random prefix of this ledger's head tokens
 	q     batch.Queue[*request] // Append, AppendFunc and Update calls
+	run   commitRun             // the batch being committed (commitTx)
 
 	mu         sync.Mutex
 	lastSealed []byte    // the head bytes this ledger last wrote in a transaction
@@ -118,6 +121,7 @@ func newLedger(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix st
 	if tr, ok := store.(stores.Transactor); ok && store.Capabilities().Transactions {
 		l.tr = tr
 	}
+	l.macAppend, _ = mac.(seal.MACAppender)
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -125,6 +129,7 @@ func newLedger(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix st
 		panic("ledger: no randomness: " + err.Error())
 	}
 	l.q.Run, l.q.Cut = l.runBatch, l.cut
+	l.run.bind(l)
 	return l
 }
 
@@ -552,11 +557,13 @@ func (l *ledger) build(head Head, entries []Entry) ([]record, error) {
 		if err != nil {
 			return nil, err
 		}
-		mac := l.chainMAC(prev, seq, plain)
+		n := len(plain)
+		plain = l.appendChainMAC(plain, prev, seq, plain)
+		mac := plain[n:]
 		if len(mac) == 0 || len(mac) > maxMAC {
 			return nil, fmt.Errorf("ledger: MACer returned %d bytes (want 1 to %d)", len(mac), maxMAC)
 		}
-		recs[i] = record{entry: e, plain: append(plain, mac...), encLen: len(plain), prev: prev}
+		recs[i] = record{entry: e, plain: plain, encLen: n, prev: prev}
 		prev = mac
 	}
 	return recs, nil
