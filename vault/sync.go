@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -835,6 +836,9 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 			entries = append(entries, es...)
 		}
 		appended := len(entries)
+		if slices.ContainsFunc(entries, isOwnRecordEntry) {
+			appended = -1 // a deletion of the device's own that won: the push sends it
+		}
 		for len(entries) > 0 {
 			n := min(len(entries), 1024)
 			if err := s.v.appendTx(ctx, tx, entries[:n]...); err != nil {
@@ -871,9 +875,11 @@ func (s *syncRun) localHead(ctx context.Context, tx stores.Tx) (ledger.Head, err
 // stood right before them and the commit appended nothing else (a record
 // of the device's own, resealed above the hub's): so the next push does
 // not read back what a pull wrote, and a first pull of many records is not
-// followed by a push reading them all. Nothing in a staged commit.
+// followed by a push reading them all. n < 0 says the entries hold a
+// change of the device's own (a deletion that won a conflict); nothing
+// then, and nothing in a staged commit.
 func (s *syncRun) pushPastPulled(ctx context.Context, tx stores.Tx, before ledger.Head, n int) error {
-	if _, staged := tx.(*stageTx); staged || n == 0 {
+	if _, staged := tx.(*stageTx); staged || n <= 0 {
 		return nil
 	}
 	after, err := s.localHead(ctx, tx)
