@@ -476,21 +476,27 @@ func (l *ledger) readHeadTx(tx stores.Tx) (headState, error) {
 // returns the head after them (head itself when entries is empty). With a
 // signer, the entries are Covered: fill signs the commit's last entry.
 func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry) (Head, error) {
-	recs, err := l.build(head, entries)
-	if err != nil {
-		return Head{}, err
+	if len(entries) == 0 {
+		return head, nil
 	}
-	for _, rec := range recs {
-		if err := l.putEntry(tx, rec); err != nil {
+	// One entry at a time: none is kept but the last.
+	c := l.chainAfter(head)
+	var last record
+	for _, e := range entries {
+		var err error
+		if last, err = c.next(e); err != nil {
+			return Head{}, err
+		}
+		if err := l.putEntry(tx, last); err != nil {
 			return Head{}, err
 		}
 	}
-	if l.signer != nil && len(recs) > 0 {
+	if l.signer != nil {
 		l.mu.Lock()
-		l.built = recs[len(recs)-1]
+		l.built = last
 		l.mu.Unlock()
 	}
-	return headOf(recs, head), nil
+	return Head{Seq: last.entry.Seq, MAC: slices.Clone(last.mac())}, nil
 }
 
 // putEntry seals rec and writes it at its position in tx.

@@ -529,42 +529,66 @@ func (l *ledger) materialize(ctx context.Context, recs []record) error {
 
 // build assigns positions after head, fills in defaults, and chains the entries.
 func (l *ledger) build(head Head, entries []Entry) ([]record, error) {
-	now := l.now().UTC()
 	recs := make([]record, len(entries))
-	prev, seq := head.MAC, head.Seq
-	var pub []byte
-	if l.signer != nil {
-		pub = l.signer.Public()
-	}
+	b := l.chainAfter(head)
 	for i, e := range entries {
-		seq++
-		e.Seq = seq
-		if e.Time.IsZero() {
-			e.Time = now
-		}
-		if e.Actor == "" {
-			e.Actor = l.actor
-		}
-		var (
-			plain []byte
-			err   error
-		)
-		if pub != nil {
-			plain, err = l.coverEntry(&e, pub)
-		} else {
-			plain, err = e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
-		}
-		if err != nil {
+		var err error
+		if recs[i], err = b.next(e); err != nil {
 			return nil, err
 		}
-		n := len(plain)
-		plain = l.appendChainMAC(plain, prev, seq, plain)
-		mac := plain[n:]
-		if len(mac) == 0 || len(mac) > maxMAC {
-			return nil, fmt.Errorf("ledger: MACer returned %d bytes (want 1 to %d)", len(mac), maxMAC)
-		}
-		recs[i] = record{entry: e, plain: plain, encLen: n, prev: prev}
-		prev = mac
 	}
 	return recs, nil
+}
+
+// chainer builds entries one at a time after a head: the positions, the
+// defaults and the chain (build, putEntries).
+type chainer struct {
+	l    *ledger
+	now  time.Time
+	pub  []byte // the signer's key: entries are Covered
+	prev []byte // the MAC of the entry before
+	seq  uint64 // the position of the entry before
+}
+
+// chainAfter returns a chainer of entries after head.
+func (l *ledger) chainAfter(head Head) chainer {
+	c := chainer{l: l, now: l.now().UTC(), prev: head.MAC, seq: head.Seq}
+	if l.signer != nil {
+		c.pub = l.signer.Public()
+	}
+	return c
+}
+
+// next builds e as the entry after the last one.
+func (c *chainer) next(e Entry) (record, error) {
+	l := c.l
+	seq := c.seq + 1
+	e.Seq = seq
+	if e.Time.IsZero() {
+		e.Time = c.now
+	}
+	if e.Actor == "" {
+		e.Actor = l.actor
+	}
+	var (
+		plain []byte
+		err   error
+	)
+	if c.pub != nil {
+		plain, err = l.coverEntry(&e, c.pub)
+	} else {
+		plain, err = e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
+	}
+	if err != nil {
+		return record{}, err
+	}
+	n := len(plain)
+	plain = l.appendChainMAC(plain, c.prev, seq, plain)
+	mac := plain[n:]
+	if len(mac) == 0 || len(mac) > maxMAC {
+		return record{}, fmt.Errorf("ledger: MACer returned %d bytes (want 1 to %d)", len(mac), maxMAC)
+	}
+	r := record{entry: e, plain: plain, encLen: n, prev: c.prev}
+	c.prev, c.seq = mac, seq
+	return r, nil
 }
