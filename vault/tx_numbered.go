@@ -21,8 +21,8 @@ import (
 // seq must come from the transaction's vault handle, as for Tx.Next.
 func (b *TxCollection[T]) PutNumbered(id string, seq *sequence.Sequence, build func(sequence.Serial) (T, error)) (T, error) {
 	var out T
-	if err := b.begin("put numbered", id); err != nil {
-		return out, err
+	if collect, err := b.begin("put numbered", id); err != nil || collect {
+		return out, err // a run that only collects keys writes nothing (see txOrder)
 	}
 	c := b.c
 	switch {
