@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"io"
 
 	"golang.org/x/crypto/chacha20poly1305"
 )
@@ -99,24 +98,60 @@ func CollectionKey(dk *Key, collection string) *Key {
 // The AEAD associated data is the version byte followed by ad, so the
 // version is authenticated too. Seal is safe for concurrent use.
 func Seal(k *Key, plaintext, ad []byte) ([]byte, error) {
-	var nonce [NonceSize]byte
-	if _, err := io.ReadFull(rand.Reader, nonce[:]); err != nil {
+	out := make([]byte, 1+NonceSize, EnvelopeOverhead+len(plaintext))
+	out[0] = EnvelopeVersion
+	if _, err := rand.Read(out[1:]); err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
-	return sealWithNonce(k, nonce[:], plaintext, ad)
+	return sealAfter(k, out, plaintext, ad)
 }
 
 // sealWithNonce is Seal with a caller-chosen nonce. Only Seal (random
 // nonce) and the known-answer tests may call it.
 func sealWithNonce(k *Key, nonce, plaintext, ad []byte) ([]byte, error) {
-	aead, err := newAEAD(k)
-	if err != nil {
-		return nil, fmt.Errorf("seal: %w", err)
-	}
 	out := make([]byte, 0, EnvelopeOverhead+len(plaintext))
 	out = append(out, EnvelopeVersion)
 	out = append(out, nonce...)
-	return aead.Seal(out, nonce, plaintext, sealAD(EnvelopeVersion, ad)), nil
+	return sealAfter(k, out, plaintext, ad)
+}
+
+// sealAfter completes a Seal envelope whose version and nonce are out.
+func sealAfter(k *Key, out, plaintext, ad []byte) ([]byte, error) {
+	bp := adBuffers.Get().(*[]byte)
+	full := append(append((*bp)[:0], out[0]), ad...)
+	out, err := sealEnvelope(k, out, out[1:1+NonceSize], plaintext, full)
+	*bp = full[:0]
+	adBuffers.Put(bp)
+	if err != nil {
+		return nil, fmt.Errorf("seal: %w", err)
+	}
+	return out, nil
+}
+
+// sealEnvelope appends to out the ciphertext and tag of plaintext under k,
+// with nonce and the associated data ad.
+func sealEnvelope(k *Key, out, nonce, plaintext, ad []byte) ([]byte, error) {
+	err := k.withAEAD(func(a cipher.AEAD) { out = a.Seal(out, nonce, plaintext, ad) })
+	return out, err
+}
+
+// openEnvelope authenticates and decrypts ciphertext (with its tag) under
+// k, with nonce and ad: ErrKeyWiped, or ErrTampered for any failure.
+func openEnvelope(k *Key, nonce, ciphertext, ad []byte) ([]byte, error) {
+	var (
+		pt   []byte
+		oerr error
+	)
+	if err := k.withAEAD(func(a cipher.AEAD) { pt, oerr = a.Open(nil, nonce, ciphertext, ad) }); err != nil {
+		return nil, err
+	}
+	if oerr != nil {
+		return nil, ErrTampered
+	}
+	if pt == nil {
+		pt = []byte{}
+	}
+	return pt, nil
 }
 
 // Open authenticates and decrypts an envelope made by [Seal] with the same
@@ -128,19 +163,12 @@ func Open(k *Key, envelope, ad []byte) ([]byte, error) {
 	if len(envelope) < EnvelopeOverhead || envelope[0] != EnvelopeVersion {
 		return nil, ErrTampered
 	}
-	nonce := envelope[1 : 1+NonceSize]
-	aead, err := newAEAD(k)
-	if err != nil {
-		return nil, err
-	}
-	pt, err := aead.Open(nil, nonce, envelope[1+NonceSize:], sealAD(envelope[0], ad))
-	if err != nil {
-		return nil, ErrTampered
-	}
-	if pt == nil {
-		pt = []byte{}
-	}
-	return pt, nil
+	bp := adBuffers.Get().(*[]byte)
+	full := append(append((*bp)[:0], envelope[0]), ad...)
+	pt, err := openEnvelope(k, envelope[1:1+NonceSize], envelope[1+NonceSize:], full)
+	*bp = full[:0]
+	adBuffers.Put(bp)
+	return pt, err
 }
 
 // SealRecord encrypts a record's plaintext under k, binding it to the
@@ -178,20 +206,13 @@ func Open(k *Key, envelope, ad []byte) ([]byte, error) {
 // domain label keeps it distinct from [KeyAD]. SealRecord is safe for
 // concurrent use.
 func SealRecord(k *Key, plaintext []byte, ref RecordRef) ([]byte, error) {
-	var nonce [NonceSize]byte
-	if _, err := io.ReadFull(rand.Reader, nonce[:]); err != nil {
-		return nil, fmt.Errorf("seal record: %w", err)
-	}
-	return sealRecordWithNonce(k, nonce[:], plaintext, ref)
+	return sealRecordWithNonce(k, nil, plaintext, ref)
 }
 
-// sealRecordWithNonce is SealRecord with a caller-chosen nonce. Only
-// SealRecord (random nonce) and the known-answer tests may call it.
+// sealRecordWithNonce is SealRecord with a caller-chosen nonce (nil: a
+// fresh random one). Only SealRecord (random nonce) and the known-answer
+// tests may choose it.
 func sealRecordWithNonce(k *Key, nonce, plaintext []byte, ref RecordRef) ([]byte, error) {
-	aead, err := newAEAD(k)
-	if err != nil {
-		return nil, fmt.Errorf("seal record: %w", err)
-	}
 	version := RecordEnvelopeVersion
 	switch {
 	case ref.PerCollection && ref.Generation == 0:
@@ -207,12 +228,23 @@ func sealRecordWithNonce(k *Key, nonce, plaintext []byte, ref RecordRef) ([]byte
 	if version != RecordEnvelopeVersion {
 		out = binary.BigEndian.AppendUint64(out, ref.Generation)
 	}
-	out = append(out, nonce...)
+	at := len(out)
+	if nonce == nil {
+		out = out[:at+NonceSize]
+		if _, err := rand.Read(out[at:]); err != nil {
+			return nil, fmt.Errorf("seal record: %w", err)
+		}
+	} else {
+		out = append(out, nonce...)
+	}
 	bp := adBuffers.Get().(*[]byte)
 	ad := appendRecordAD((*bp)[:0], version, ref)
-	out = aead.Seal(out, nonce, plaintext, ad)
+	out, err := sealEnvelope(k, out, out[at:at+NonceSize], plaintext, ad)
 	*bp = ad[:0]
 	adBuffers.Put(bp)
+	if err != nil {
+		return nil, fmt.Errorf("seal record: %w", err)
+	}
 	return out, nil
 }
 
@@ -252,21 +284,13 @@ func OpenRecord(k *Key, envelope []byte, ref RecordRef) (plaintext []byte, revis
 		return nil, 0, ErrTampered
 	}
 	ref.Revision, ref.Generation = rev, gen
-	nonce := envelope[at : at+NonceSize]
-	aead, err := newAEAD(k)
-	if err != nil {
-		return nil, 0, err
-	}
 	bp := adBuffers.Get().(*[]byte)
 	ad := appendRecordAD((*bp)[:0], version, ref)
-	pt, err := aead.Open(nil, nonce, envelope[at+NonceSize:], ad)
+	pt, err := openEnvelope(k, envelope[at:at+NonceSize], envelope[at+NonceSize:], ad)
 	*bp = ad[:0]
 	adBuffers.Put(bp)
 	if err != nil {
-		return nil, 0, ErrTampered
-	}
-	if pt == nil {
-		pt = []byte{}
+		return nil, 0, err
 	}
 	return pt, ref.Revision, nil
 }
@@ -362,29 +386,6 @@ func UnwrapKey(kek *Key, wrapped, ad []byte) (*Key, error) {
 		return nil, ErrTampered
 	}
 	return newKey(pt), nil
-}
-
-// newAEAD returns the XChaCha20-Poly1305 AEAD for k, or ErrKeyWiped.
-func newAEAD(k *Key) (cipher.AEAD, error) {
-	var (
-		aead cipher.AEAD
-		err  error
-	)
-	if werr := k.use(func(b []byte) { aead, err = chacha20poly1305.NewX(b) }); werr != nil {
-		return nil, werr
-	}
-	if err != nil {
-		// Only possible for a key of the wrong length; ours is fixed.
-		panic("crypto: xchacha20poly1305: " + err.Error())
-	}
-	return aead, nil
-}
-
-// sealAD is the AEAD associated data of a Seal envelope.
-func sealAD(version byte, ad []byte) []byte {
-	b := make([]byte, 0, 1+len(ad))
-	b = append(b, version)
-	return append(b, ad...)
 }
 
 // appendRecordAD appends the AEAD associated data of a record envelope

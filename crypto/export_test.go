@@ -37,3 +37,11 @@ func KeyBytes(k *Key) []byte {
 	}
 	return out
 }
+
+// HeldAEADKey returns the memory where k's cached AEAD holds its copy of
+// the key (not a copy of it), nil when k has no cached AEAD.
+func HeldAEADKey(k *Key) []byte {
+	k.s.mu.RLock()
+	defer k.s.mu.RUnlock()
+	return k.s.aeadKey
+}

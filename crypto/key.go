@@ -1,6 +1,7 @@
 package crypto
 
 import (
+	"crypto/cipher"
 	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/rand"
@@ -37,6 +38,10 @@ type keyState struct {
 	mu    sync.RWMutex
 	b     [KeySize]byte
 	wiped bool
+	// aead is the key's XChaCha20-Poly1305, made at its first use, and
+	// aeadKey the copy of b it holds, zeroed by Wipe (aead.go).
+	aead    cipher.AEAD
+	aeadKey []byte
 }
 
 // newKey returns a Key holding a copy of b (exactly KeySize bytes).
@@ -72,6 +77,8 @@ func (k *Key) Wipe() {
 	k.s.mu.Lock()
 	defer k.s.mu.Unlock()
 	clear(k.s.b[:])
+	clear(k.s.aeadKey)
+	k.s.aead, k.s.aeadKey = nil, nil
 	k.s.wiped = true
 }
 
@@ -183,13 +190,20 @@ func NewMACer(k *Key) *MACer {
 		m.Wipe()
 	}
 	m.pool.New = func() any {
-		var h hash.Hash
-		if m.key.use(func(b []byte) { h = hmac.New(sha256.New, b) }) != nil {
+		st := new(macState)
+		if m.key.use(func(b []byte) { st.h = hmac.New(sha256.New, b) }) != nil {
 			return nil
 		}
-		return h
+		return st
 	}
 	return m
+}
+
+// macState is one HMAC state of a MACer's pool, with the scratch its
+// length prefixes are written from.
+type macState struct {
+	h hash.Hash
+	n [8]byte
 }
 
 // Wipe zeroes the MACer's key; later calls of MAC return nil (no MAC),
@@ -203,21 +217,27 @@ func (m *MACer) Wipe() {
 // MAC returns the same bytes as Key.MAC with the MACer's key, or nil once
 // the MACer is wiped.
 func (m *MACer) MAC(parts ...[]byte) []byte {
+	return m.AppendMAC(nil, parts...)
+}
+
+// AppendMAC appends MAC(parts...) to dst and returns the extended slice:
+// with room in dst, a MAC costs no allocation. Once the MACer is wiped it
+// appends nothing.
+func (m *MACer) AppendMAC(dst []byte, parts ...[]byte) []byte {
 	if m.wiped.Load() {
-		return nil
+		return dst
 	}
-	h, _ := m.pool.Get().(hash.Hash)
-	if h == nil {
-		return nil
+	st, _ := m.pool.Get().(*macState)
+	if st == nil {
+		return dst
 	}
-	h.Reset()
-	var n [8]byte
+	st.h.Reset()
 	for _, p := range parts {
-		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
-		h.Write(n[:])
-		h.Write(p)
+		binary.BigEndian.PutUint64(st.n[:], uint64(len(p)))
+		st.h.Write(st.n[:])
+		st.h.Write(p)
 	}
-	out := h.Sum(nil)
-	m.pool.Put(h)
-	return out
+	dst = st.h.Sum(dst)
+	m.pool.Put(st)
+	return dst
 }

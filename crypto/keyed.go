@@ -3,7 +3,6 @@ package crypto
 import (
 	"crypto/rand"
 	"fmt"
-	"io"
 	"sync"
 )
 
@@ -15,22 +14,19 @@ var adBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b
 // associated data on the heap: for values sealed at a store key on hot paths
 // (counters, ledger entries). The envelope is the same.
 func SealAt(k *Key, plaintext []byte, vault, key string) ([]byte, error) {
-	aead, err := newAEAD(k)
-	if err != nil {
-		return nil, fmt.Errorf("seal: %w", err)
-	}
-	var nonce [NonceSize]byte
-	if _, err := io.ReadFull(rand.Reader, nonce[:]); err != nil {
+	out := make([]byte, 1+NonceSize, EnvelopeOverhead+len(plaintext))
+	out[0] = EnvelopeVersion
+	if _, err := rand.Read(out[1:]); err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
 	bp := adBuffers.Get().(*[]byte)
 	ad := appendKeyAD(append((*bp)[:0], EnvelopeVersion), vault, key)
-	out := make([]byte, 0, EnvelopeOverhead+len(plaintext))
-	out = append(out, EnvelopeVersion)
-	out = append(out, nonce[:]...)
-	out = aead.Seal(out, nonce[:], plaintext, ad)
+	out, err := sealEnvelope(k, out, out[1:], plaintext, ad)
 	*bp = ad[:0]
 	adBuffers.Put(bp)
+	if err != nil {
+		return nil, fmt.Errorf("seal: %w", err)
+	}
 	return out, nil
 }
 
@@ -40,22 +36,12 @@ func OpenAt(k *Key, envelope []byte, vault, key string) ([]byte, error) {
 	if len(envelope) < EnvelopeOverhead || envelope[0] != EnvelopeVersion {
 		return nil, ErrTampered
 	}
-	aead, err := newAEAD(k)
-	if err != nil {
-		return nil, err
-	}
 	bp := adBuffers.Get().(*[]byte)
 	ad := appendKeyAD(append((*bp)[:0], envelope[0]), vault, key)
-	pt, err := aead.Open(nil, envelope[1:1+NonceSize], envelope[1+NonceSize:], ad)
+	pt, err := openEnvelope(k, envelope[1:1+NonceSize], envelope[1+NonceSize:], ad)
 	*bp = ad[:0]
 	adBuffers.Put(bp)
-	if err != nil {
-		return nil, ErrTampered
-	}
-	if pt == nil {
-		pt = []byte{}
-	}
-	return pt, nil
+	return pt, err
 }
 
 func appendKeyAD(b []byte, vault, key string) []byte {

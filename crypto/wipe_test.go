@@ -86,6 +86,7 @@ func keyBytesOrZero(k *crypto.Key) (b []byte) {
 // real key or fails with ErrKeyWiped; run with -race.
 func TestWipeRacesUses(t *testing.T) {
 	k := newKey(t)
+	same := crypto.KeyFromBytes(crypto.KeyBytes(k)) // opens what k sealed
 	sealed, err := crypto.SealAt(k, []byte("plain"), "v", "key")
 	require.NoError(t, err)
 	var wg sync.WaitGroup
@@ -99,8 +100,12 @@ func TestWipeRacesUses(t *testing.T) {
 					assert.ErrorIs(t, err, crypto.ErrKeyWiped)
 					continue
 				}
-				assert.NotEmpty(t, out)
-				pt, err := crypto.OpenAt(k, sealed, "v", "key")
+				// Sealed with the whole key, never with one half zeroed.
+				pt, err := crypto.OpenAt(same, out, "v", "key")
+				if assert.NoError(t, err) {
+					assert.Equal(t, []byte("plain"), pt)
+				}
+				pt, err = crypto.OpenAt(k, sealed, "v", "key")
 				if err != nil {
 					assert.ErrorIs(t, err, crypto.ErrKeyWiped)
 					continue
@@ -113,6 +118,36 @@ func TestWipeRacesUses(t *testing.T) {
 	k.Wipe()
 	wg.Wait()
 	_, err = crypto.OpenAt(k, sealed, "v", "key")
+	assert.ErrorIs(t, err, crypto.ErrKeyWiped)
+}
+
+// TestKeyCachesItsAEAD: a key seals and opens with one AEAD made at its
+// first use, whose copy of the key Wipe zeroes with the key's own bytes.
+// Should a new golang.org/x/crypto hold the AEAD's key where the crypto
+// package cannot find it, the AEAD is made per use again and this test
+// fails, to be looked at.
+func TestKeyCachesItsAEAD(t *testing.T) {
+	k := newKey(t)
+	want := crypto.KeyBytes(k)
+	assert.Nil(t, crypto.HeldAEADKey(k), "no AEAD before the first use")
+	sealed, err := crypto.Seal(k, []byte("plain"), []byte("ad"))
+	require.NoError(t, err)
+	held := crypto.HeldAEADKey(k)
+	require.Equal(t, want, held, "the key holds its AEAD, and finds the AEAD's copy of the key")
+	for range 3 {
+		_, err := crypto.SealAt(k, []byte("plain"), "v", "key")
+		require.NoError(t, err)
+		pt, err := crypto.Open(k, sealed, []byte("ad"))
+		require.NoError(t, err)
+		assert.Equal(t, []byte("plain"), pt)
+	}
+	assert.Same(t, &held[0], &crypto.HeldAEADKey(k)[0], "one AEAD for every use")
+
+	copyOfK := *k
+	copyOfK.Wipe()
+	assert.Equal(t, make([]byte, crypto.KeySize), held, "Wipe zeroed the AEAD's copy of the key")
+	assert.Nil(t, crypto.HeldAEADKey(k))
+	_, err = crypto.Open(k, sealed, []byte("ad"))
 	assert.ErrorIs(t, err, crypto.ErrKeyWiped)
 }
 

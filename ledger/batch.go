@@ -200,26 +200,79 @@ func (l *ledger) runTx(ctx context.Context, b []*request) {
 	}
 }
 
+// commitRun is the state of a batch's store transaction. The ledger keeps
+// one and commitTx reuses it, with its functions bound once, so that a
+// commit builds no closure: batches of one ledger commit one at a time
+// (the queue's leader runs them; runTx's halves run one after the other).
+type commitRun struct {
+	l   *ledger
+	ctx context.Context
+	b   []*request
+	tx  stores.Tx // the store's transaction of the attempt
+	pin Head      // the pin taken before the attempt's transaction began
+	bt  batchTx   // tx as the batch's Update closures see it
+	// The attempt's outcome: the head it left and the bytes sealed for
+	// it, whether its error is the batch's as a whole, and whether its
+	// body succeeded.
+	head   Head
+	sealed []byte
+	whole  bool
+	filled bool
+
+	attemptFn func(attempt int) error               // attempt
+	bodyFn    func(tx stores.Tx) error              // body
+	getFn     func(key string) (stores.Item, error) // get
+}
+
+func (run *commitRun) bind(l *ledger) {
+	run.l = l
+	run.attemptFn, run.bodyFn, run.getFn = run.attempt, run.body, run.get
+}
+
+// attempt is one try of the batch's transaction.
+func (run *commitRun) attempt(int) error {
+	for _, r := range run.b {
+		r.reset()
+	}
+	run.whole, run.filled = false, false
+	run.pin = run.l.pinned() // before the transaction's snapshot: see pinned
+	return run.l.tr.Update(run.ctx, run.bodyFn)
+}
+
+// body is the transaction's function.
+func (run *commitRun) body(tx stores.Tx) error {
+	run.tx = tx
+	var err error
+	run.head, run.sealed, run.whole, err = run.l.fill(run, tx)
+	run.filled = err == nil
+	return err
+}
+
+// get reads through the attempt's transaction (for the guard).
+func (run *commitRun) get(key string) (stores.Item, error) { return run.tx.Get(key) }
+
+// start readies the run for batch b.
+func (run *commitRun) start(ctx context.Context, b []*request) {
+	run.ctx, run.b = ctx, b
+	run.head, run.sealed, run.whole, run.filled = Head{}, nil, false, false
+}
+
+// end drops what the run refers to, once its batch is done.
+func (run *commitRun) end() {
+	run.ctx, run.b, run.tx, run.bt, run.sealed, run.head = nil, nil, nil, batchTx{}, nil, Head{}
+}
+
 // commitTx runs b in one store transaction, retrying conflicts, and
 // returns the head it left. whole reports an error that concerns the batch
 // as a whole (the head, a rollback, contention, the context), which running
 // its parts apart would not cure.
 func (l *ledger) commitTx(ctx context.Context, b []*request) (head Head, whole bool, err error) {
-	var sealed []byte
-	filled := false // the last attempt's body succeeded: an error is the commit's
-	attempts, err := cas.Do(ctx, l.policy, func(int) error {
-		for _, r := range b {
-			r.reset()
-		}
-		whole, filled = false, false
-		pin := l.pinned() // before the transaction's snapshot: see pinned
-		return l.tr.Update(ctx, func(tx stores.Tx) error {
-			var err error
-			head, sealed, whole, err = l.fill(tx, b, pin)
-			filled = err == nil
-			return err
-		})
-	})
+	run := &l.run
+	run.start(ctx, b)
+	defer run.end()
+	attempts, err := cas.Do(ctx, l.policy, run.attemptFn)
+	head, whole = run.head, run.whole
+	sealed, filled := run.sealed, run.filled // filled: the last attempt's body succeeded, an error is the commit's
 	if err != nil && filled && !errors.Is(err, stores.ErrTooLarge) {
 		// The commit failed after the body ran: the store may have applied
 		// it (a connection lost at COMMIT). Running the batch again, in
@@ -246,9 +299,11 @@ func (l *ledger) commitTx(ctx context.Context, b []*request) (head Head, whole b
 }
 
 // fill is the body of a batch's transaction: it reads the head, runs the
-// requests in order and writes the new head once. It returns the head and
-// the sealed bytes written for it (nil when the head did not move).
-func (l *ledger) fill(tx stores.Tx, b []*request, pin Head) (head Head, sealed []byte, whole bool, err error) {
+// requests of run in order and writes the new head once. It returns the
+// head and the sealed bytes written for it (nil when the head did not
+// move).
+func (l *ledger) fill(run *commitRun, tx stores.Tx) (head Head, sealed []byte, whole bool, err error) {
+	b, pin := run.b, run.pin
 	if _, ok := tx.(stores.Prefetcher); ok {
 		keys := l.pinKeys(pin)
 		for _, r := range b {
@@ -278,7 +333,8 @@ func (l *ledger) fill(tx stores.Tx, b []*request, pin Head) (head Head, sealed [
 			return Head{}, nil, false, err
 		}
 	}
-	bt := &batchTx{l: l, tx: tx, head: hs.Head}
+	bt := &run.bt
+	*bt = batchTx{l: l, tx: tx, head: hs.Head}
 	alone := len(b) == 1
 	for _, r := range b {
 		if r.update != nil {
@@ -313,7 +369,7 @@ func (l *ledger) fill(tx stores.Tx, b []*request, pin Head) (head Head, sealed [
 	}
 	// The commit appends: the guard reads what the transaction sees,
 	// writes of this batch included. Its refusal is the whole batch's.
-	if err := l.check(tx.Get); err != nil {
+	if err := l.check(run.getFn); err != nil {
 		return Head{}, nil, true, err
 	}
 	if l.signer != nil {
@@ -423,21 +479,27 @@ func (l *ledger) readHeadTx(tx stores.Tx) (headState, error) {
 // returns the head after them (head itself when entries is empty). With a
 // signer, the entries are Covered: fill signs the commit's last entry.
 func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry) (Head, error) {
-	recs, err := l.build(head, entries)
-	if err != nil {
-		return Head{}, err
+	if len(entries) == 0 {
+		return head, nil
 	}
-	for _, rec := range recs {
-		if err := l.putEntry(tx, rec); err != nil {
+	// One entry at a time: none is kept but the last.
+	c := l.chainAfter(head)
+	var last record
+	for _, e := range entries {
+		var err error
+		if last, err = c.next(e); err != nil {
+			return Head{}, err
+		}
+		if err := l.putEntry(tx, last); err != nil {
 			return Head{}, err
 		}
 	}
-	if l.signer != nil && len(recs) > 0 {
+	if l.signer != nil {
 		l.mu.Lock()
-		l.built = recs[len(recs)-1]
+		l.built = last
 		l.mu.Unlock()
 	}
-	return headOf(recs, head), nil
+	return Head{Seq: last.entry.Seq, MAC: slices.Clone(last.mac())}, nil
 }
 
 // putEntry seals rec and writes it at its position in tx.
@@ -510,7 +572,9 @@ func (l *ledger) fromToken(b []byte) (Head, bool) {
 	}
 	h := Head{Seq: binary.BigEndian.Uint64(b[tokenMagicLen:])}
 	if mac := b[tokenMagicLen+8:]; len(mac) > 0 {
-		h.MAC = slices.Clone(mac)
+		// The MAC stays in the token: token made it for this read
+		// (batchTx.Get) or write (AppendTx), and nothing writes to it.
+		h.MAC = mac[:len(mac):len(mac)]
 	}
 	return h, true
 }

@@ -88,7 +88,7 @@ func BenchmarkVerify(b *testing.B) {
 // (the commits the batch makes of them), and one entry per commit, the
 // worst case. The target is at least 100,000 entries/s for a ledger written
 // by many callers, and for a lone writer's one entry per commit. Verify
-// checks one Ed25519 signature per commit, 64 at a time in one batch
+// checks one Ed25519 signature per commit, 256 at a time in one batch
 // equation (batchsig.go: about 10 microseconds of one core per signature,
 // against about 50 for ed25519.Verify), on GOMAXPROCS workers.
 func BenchmarkVerifySigned(b *testing.B) {

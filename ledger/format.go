@@ -5,6 +5,8 @@ import (
 	"crypto/hmac"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/noydb-go/noydb/internal/codec"
 	"github.com/noydb-go/noydb/stores"
@@ -58,9 +60,8 @@ type headState struct {
 
 // entryKey returns the store key of position seq.
 func (l *ledger) entryKey(seq uint64) string {
-	b := make([]byte, 0, len(l.dir)+seqDigits)
-	b = append(b, l.dir...)
-	return string(appendSeq(b, seq))
+	var buf [96]byte // room for most prefixes: the string is the one allocation
+	return string(appendSeq(append(buf[:0], l.dir...), seq))
 }
 
 func appendSeq(b []byte, seq uint64) []byte {
@@ -93,12 +94,55 @@ func parseSeq(s string) (seq uint64, ok bool) {
 
 // chainMAC is the MAC of entry seq with encoding enc after prev.
 func (l *ledger) chainMAC(prev []byte, seq uint64, enc []byte) []byte {
-	b := make([]byte, 0, len(macDomain)+1+len(prev)+8)
-	b = append(b, macDomain...)
+	return l.appendChainMAC(nil, prev, seq, enc)
+}
+
+// macScratch is the scratch of a chain MAC: the first part's bytes, room
+// for a MAC to compare, and the parts handed to the MACer (kept off the
+// heap of each call).
+type macScratch struct {
+	prefix, sum []byte
+	parts       [2][]byte
+}
+
+var macScratches = sync.Pool{New: func() any {
+	return &macScratch{prefix: make([]byte, 0, len(macDomain)+1+maxMAC+8), sum: make([]byte, 0, maxMAC)}
+}}
+
+// appendChainMAC appends to dst the MAC of entry seq with encoding enc
+// after prev: where the MACer appends (crypto.MACer), without allocating
+// when dst has room.
+func (l *ledger) appendChainMAC(dst, prev []byte, seq uint64, enc []byte) []byte {
+	s := macScratches.Get().(*macScratch)
+	dst = l.appendChainMACWith(s, dst, prev, seq, enc)
+	macScratches.Put(s)
+	return dst
+}
+
+func (l *ledger) appendChainMACWith(s *macScratch, dst, prev []byte, seq uint64, enc []byte) []byte {
+	b := append(s.prefix[:0], macDomain...)
 	b = append(b, byte(len(prev)))
 	b = append(b, prev...)
 	b = codec.AppendUint64(b, seq)
-	return l.mac.MAC(b, enc)
+	s.prefix = b[:0]
+	s.parts = [2][]byte{b, enc}
+	if l.macAppend != nil {
+		dst = l.macAppend.AppendMAC(dst, s.parts[:]...)
+	} else {
+		dst = append(dst, l.mac.MAC(s.parts[:]...)...)
+	}
+	s.parts = [2][]byte{}
+	return dst
+}
+
+// chainsOnto reports whether mac is the chain MAC of entry seq with
+// encoding enc after prev, comparing in constant time.
+func (l *ledger) chainsOnto(prev []byte, seq uint64, enc, mac []byte) bool {
+	s := macScratches.Get().(*macScratch)
+	s.sum = l.appendChainMACWith(s, s.sum[:0], prev, seq, enc)
+	ok := hmac.Equal(s.sum, mac)
+	macScratches.Put(s)
+	return ok
 }
 
 // openEntry authenticates and decodes the value stored at key, position seq
@@ -129,9 +173,19 @@ func decodeRecord(plain []byte, skim bool) (record, error) {
 	return record{entry: e, plain: plain, encLen: n}, nil
 }
 
+// headBuffers holds scratch for head records being sealed.
+var headBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 128); return &b }}
+
 // sealHead seals the head record for head with the given pending entries.
 func (l *ledger) sealHead(head Head, pending []record) ([]byte, error) {
-	sealed, err := l.sealer.Seal(l.headKey, encodeHead(head, pending))
+	bp := headBuffers.Get().(*[]byte)
+	plain := appendHead((*bp)[:0], head, pending)
+	sealed, err := l.sealer.Seal(l.headKey, plain)
+	if len(pending) == 0 { // a head carrying entries is rare and large: not kept
+		clear(plain)
+		*bp = plain[:0]
+		headBuffers.Put(bp)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("seal head: %w", err)
 	}
@@ -140,11 +194,16 @@ func (l *ledger) sealHead(head Head, pending []record) ([]byte, error) {
 
 // encodeHead returns the head record's plaintext.
 func encodeHead(head Head, pending []record) []byte {
+	return appendHead(nil, head, pending)
+}
+
+// appendHead appends the head record's plaintext to b.
+func appendHead(b []byte, head Head, pending []record) []byte {
 	n := 1 + 3*codec.MaxVarintLen + len(head.MAC)
 	for _, r := range pending {
 		n += codec.MaxVarintLen + len(r.plain)
 	}
-	b := make([]byte, 0, n)
+	b = slices.Grow(b, n)
 	b = append(b, headVersion)
 	b = codec.AppendUvarint(b, head.Seq)
 	b = codec.AppendBytes(b, head.MAC)

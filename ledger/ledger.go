@@ -42,23 +42,26 @@ const maxBatchBytes = wire.LedgerMaxBatchBytes
 // (through wire.Ledger; users read it through vault.Audit). It is safe for
 // concurrent use.
 type ledger struct {
-	store   stores.Store
-	tr      stores.Transactor // nil when the store has no transactions
-	sealer  seal.Sealer
-	mac     seal.MACer
-	dir     string // prefix + "_ledger/"
-	headKey string
-	actor   string
-	now     func() time.Time
-	policy  cas.Policy
-	pins    pins.Ledger
-	signer  wire.LedgerSigner // nil: entries are not signed
-	people  func(ctx context.Context) (map[string]wire.LedgerPerson, error)
-	guard   func(get func(key string) (stores.Item, error)) error // nil: no check
-	guardKs []string                                              // the keys guard reads
+	store  stores.Store
+	tr     stores.Transactor // nil when the store has no transactions
+	sealer seal.Sealer
+	mac    seal.MACer
+	// macAppend is mac when it appends its MACs in place (chainMAC).
+	macAppend seal.MACAppender
+	dir       string // prefix + "_ledger/"
+	headKey   string
+	actor     string
+	now       func() time.Time
+	policy    cas.Policy
+	pins      pins.Ledger
+	signer    wire.LedgerSigner // nil: entries are not signed
+	people    func(ctx context.Context) (map[string]wire.LedgerPerson, error)
+	guard     func(get func(key string) (stores.Item, error)) error // nil: no check
+	guardKs   []string                                              // the keys guard reads
 
 	magic [tokenMagicLen]byte   // random prefix of this ledger's head tokens
 	q     batch.Queue[*request] // Append, AppendFunc and Update calls
+	run   commitRun             // the batch being committed (commitTx)
 
 	// pinPassed: the last commit found the head past this device's pin
 	// (another writer appended meanwhile), so the next one likely will
@@ -124,6 +127,7 @@ func newLedger(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix st
 	if tr, ok := store.(stores.Transactor); ok && store.Capabilities().Transactions {
 		l.tr = tr
 	}
+	l.macAppend, _ = mac.(seal.MACAppender)
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -131,6 +135,7 @@ func newLedger(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix st
 		panic("ledger: no randomness: " + err.Error())
 	}
 	l.q.Run, l.q.Cut = l.runBatch, l.cut
+	l.run.bind(l)
 	return l
 }
 
@@ -598,40 +603,66 @@ func (l *ledger) materialize(ctx context.Context, recs []record) error {
 
 // build assigns positions after head, fills in defaults, and chains the entries.
 func (l *ledger) build(head Head, entries []Entry) ([]record, error) {
-	now := l.now().UTC()
 	recs := make([]record, len(entries))
-	prev, seq := head.MAC, head.Seq
-	var pub []byte
-	if l.signer != nil {
-		pub = l.signer.Public()
-	}
+	b := l.chainAfter(head)
 	for i, e := range entries {
-		seq++
-		e.Seq = seq
-		if e.Time.IsZero() {
-			e.Time = now
-		}
-		if e.Actor == "" {
-			e.Actor = l.actor
-		}
-		var (
-			plain []byte
-			err   error
-		)
-		if pub != nil {
-			plain, err = l.coverEntry(&e, pub)
-		} else {
-			plain, err = e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
-		}
-		if err != nil {
+		var err error
+		if recs[i], err = b.next(e); err != nil {
 			return nil, err
 		}
-		mac := l.chainMAC(prev, seq, plain)
-		if len(mac) == 0 || len(mac) > maxMAC {
-			return nil, fmt.Errorf("ledger: MACer returned %d bytes (want 1 to %d)", len(mac), maxMAC)
-		}
-		recs[i] = record{entry: e, plain: append(plain, mac...), encLen: len(plain), prev: prev}
-		prev = mac
 	}
 	return recs, nil
+}
+
+// chainer builds entries one at a time after a head: the positions, the
+// defaults and the chain (build, putEntries).
+type chainer struct {
+	l    *ledger
+	now  time.Time
+	pub  []byte // the signer's key: entries are Covered
+	prev []byte // the MAC of the entry before
+	seq  uint64 // the position of the entry before
+}
+
+// chainAfter returns a chainer of entries after head.
+func (l *ledger) chainAfter(head Head) chainer {
+	c := chainer{l: l, now: l.now().UTC(), prev: head.MAC, seq: head.Seq}
+	if l.signer != nil {
+		c.pub = l.signer.Public()
+	}
+	return c
+}
+
+// next builds e as the entry after the last one.
+func (c *chainer) next(e Entry) (record, error) {
+	l := c.l
+	seq := c.seq + 1
+	e.Seq = seq
+	if e.Time.IsZero() {
+		e.Time = c.now
+	}
+	if e.Actor == "" {
+		e.Actor = l.actor
+	}
+	var (
+		plain []byte
+		err   error
+	)
+	if c.pub != nil {
+		plain, err = l.coverEntry(&e, c.pub)
+	} else {
+		plain, err = e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
+	}
+	if err != nil {
+		return record{}, err
+	}
+	n := len(plain)
+	plain = l.appendChainMAC(plain, c.prev, seq, plain)
+	mac := plain[n:]
+	if len(mac) == 0 || len(mac) > maxMAC {
+		return record{}, fmt.Errorf("ledger: MACer returned %d bytes (want 1 to %d)", len(mac), maxMAC)
+	}
+	r := record{entry: e, plain: plain, encLen: n, prev: c.prev}
+	c.prev, c.seq = mac, seq
+	return r, nil
 }

@@ -176,7 +176,7 @@ type chain struct {
 
 // link checks that r is the next entry and chains onto prev, and advances.
 func (c *chain) link(r record) error {
-	if !hmac.Equal(c.l.chainMAC(c.prev, r.entry.Seq, r.enc()), r.mac()) {
+	if !c.l.chainsOnto(c.prev, r.entry.Seq, r.enc(), r.mac()) {
 		return &ChainError{Seq: r.entry.Seq}
 	}
 	c.prev = r.mac()
@@ -400,7 +400,7 @@ func (l *ledger) checkChunk(ch *chunk, skim bool) {
 			ch.err = err
 			return
 		}
-		if i > 0 && !hmac.Equal(l.chainMAC(ch.recs[i-1].mac(), seq, r.enc()), r.mac()) {
+		if i > 0 && !l.chainsOnto(ch.recs[i-1].mac(), seq, r.enc(), r.mac()) {
 			ch.err = &ChainError{Seq: seq}
 			return
 		}

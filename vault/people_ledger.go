@@ -65,6 +65,20 @@ func (v *Vault) latestPeople(ctx context.Context) (map[string]ledgerPerson, erro
 	return out, nil
 }
 
+// skipOwnRecords moves the index of v's people past entries first..last
+// of its ledger, which v appended itself and which change no person (the
+// records a Sync pushed to its hub), when it has read every entry before
+// them: the next read starts after them instead of fetching back what
+// this handle wrote.
+func (v *Vault) skipOwnRecords(first, last uint64) {
+	ix := &v.people
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.latest != nil && max(ix.next, 1) == first && last >= first { // next 0: from 1
+		ix.next = last + 1
+	}
+}
+
 // matchesLedger reports whether e, a keyring entry not revoked, agrees
 // with p, the latest change of its person in the vault's ledger: not
 // revoked since, the same role and signing key (when the ledger names

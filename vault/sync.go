@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -556,9 +557,37 @@ func (s *syncRun) pullPass(ctx context.Context) (bool, error) {
 	if !sawCursor {
 		return false, fmt.Errorf("the hub's feed no longer holds entry %d: %w", cur.seq, ErrRollback)
 	}
-	for start := 0; start < len(all); {
+	// The records of each window are fetched from the hub and checked
+	// while the window before is applied, whose local commit waits for
+	// the device's disk.
+	var ahead chan windowCheck // the check of the window at aheadAt, under way
+	aheadAt := 0
+	defer func() {
+		if ahead != nil {
+			<-ahead
+		}
+	}()
+	checkAt := func(start int) chan windowCheck {
 		end := min(start+syncBatch, len(all))
-		n, err := s.pullWindow(ctx, all[start:end], all[end:])
+		done := make(chan windowCheck, 1)
+		go func() { done <- s.checkWindow(ctx, all[start:end], all[end:]) }()
+		return done
+	}
+	for start := 0; start < len(all); {
+		var w windowCheck
+		if ahead != nil && aheadAt == start {
+			w, ahead = <-ahead, nil
+		} else {
+			end := min(start+syncBatch, len(all))
+			w = s.checkWindow(ctx, all[start:end], all[end:])
+		}
+		if w.err != nil {
+			return false, w.err
+		}
+		if next := start + len(w.win); w.cut == len(w.win) && next < len(all) {
+			ahead, aheadAt = checkAt(next), next
+		}
+		n, err := s.applyWindow(ctx, w)
 		if err != nil {
 			return false, err
 		}
@@ -572,10 +601,53 @@ func (s *syncRun) pullPass(ctx context.Context) (bool, error) {
 }
 
 // pullWindow checks and applies the feed entries win (rest: the entries
-// read after them) in one local commit, and returns how many it applied:
-// fewer than len(win) when a record is ahead of its entry (a hub commit in
-// flight), whose entry and those after wait for the next sync.
+// read after them) in one local commit, and returns how many it applied
+// (see applyWindow).
 func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int, error) {
+	w := s.checkWindow(ctx, win, rest)
+	if w.err != nil {
+		return 0, w.err
+	}
+	return s.applyWindow(ctx, w)
+}
+
+// windowCheck is a window of feed entries, checked against the hub's
+// records (checkWindow) and ready to apply (applyWindow).
+type windowCheck struct {
+	win  []ledger.Entry
+	hubv map[recKey]version // the hub's version of each record to apply
+	cut  int                // entries from cut on are left to the next batch
+	err  error
+}
+
+// applyWindow applies the checked window w in one local commit, and
+// returns how many entries it applied: fewer than len(w.win) when a record
+// is ahead of its entry (a hub commit in flight), whose entry and those
+// after wait for the next sync.
+func (s *syncRun) applyWindow(ctx context.Context, w windowCheck) (int, error) {
+	if w.cut == 0 {
+		s.rep.Rejected = append(s.rep.Rejected, SyncRejected{Collection: w.win[0].Collection, ID: w.win[0].ID,
+			Reason: fmt.Sprintf("the hub's record is ahead of its feed entry %d (a hub write in flight); the next sync takes it", w.win[0].Seq)})
+		return 0, nil
+	}
+	if err := s.applyPulled(ctx, w.win[:w.cut], w.hubv); err != nil {
+		return 0, err
+	}
+	return w.cut, nil
+}
+
+// checkWindow fetches from the hub the records the feed entries win
+// change (rest: the entries read after them) and checks each against its
+// entry. It changes nothing, so it runs while an earlier window is
+// applied.
+func (s *syncRun) checkWindow(ctx context.Context, win, rest []ledger.Entry) windowCheck {
+	hubv, cut, err := s.checkRecords(ctx, win, rest)
+	return windowCheck{win: win, hubv: hubv, cut: cut, err: err}
+}
+
+// checkRecords is checkWindow's work: the hub's version of each record
+// to apply, and where the window is cut.
+func (s *syncRun) checkRecords(ctx context.Context, win, rest []ledger.Entry) (map[recKey]version, int, error) {
 	// The last feed entry of each record in the window. A person limited
 	// to some collections (Grant) pulls only theirs: the others' records
 	// do not open with their keys, and their device never holds them.
@@ -596,7 +668,7 @@ func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int
 	}
 	got, err := fetch(ctx, s.h.store, storeKeys)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	// Check each record against its entry.
 	hubv := make(map[recKey]version, len(keys))
@@ -641,7 +713,7 @@ func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int
 			}
 			since, err := s.laterEntries(ctx, after, unknown)
 			if err != nil {
-				return 0, err
+				return nil, 0, err
 			}
 			for _, k := range unknown {
 				switch {
@@ -650,25 +722,17 @@ func (s *syncRun) pullWindow(ctx context.Context, win, rest []ledger.Entry) (int
 					cut = min(cut, last[k])
 				default:
 					e := win[last[k]]
-					return 0, fmt.Errorf("%w: %s/%s is not the revision %d its feed entry %d names", ErrHubTampered, k.coll, k.id, e.Revision, e.Seq)
+					return nil, 0, fmt.Errorf("%w: %s/%s is not the revision %d its feed entry %d names", ErrHubTampered, k.coll, k.id, e.Revision, e.Seq)
 				}
 			}
 		}
-	}
-	if cut == 0 {
-		s.rep.Rejected = append(s.rep.Rejected, SyncRejected{Collection: win[0].Collection, ID: win[0].ID,
-			Reason: fmt.Sprintf("the hub's record is ahead of its feed entry %d (a hub write in flight); the next sync takes it", win[0].Seq)})
-		return 0, nil
 	}
 	for k := range hubv {
 		if last[k] >= cut {
 			delete(hubv, k) // its change is in the next batch
 		}
 	}
-	if err := s.applyPulled(ctx, win[:cut], hubv); err != nil {
-		return 0, err
-	}
-	return cut, nil
+	return hubv, cut, nil
 }
 
 // checkFetched checks the hub record fetched for k against e, the record's
@@ -746,7 +810,7 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 		// Written records read currentGenKey, and the commit writes the
 		// pull cursor: named with the records, they are locked with them
 		// in key order, not after them (see lockKeys).
-		tkeys = append(tkeys, s.v.prefix+currentGenKey, s.v.prefix+syncPullKey)
+		tkeys = append(tkeys, s.v.prefix+currentGenKey, s.v.prefix+syncPullKey, s.v.prefix+syncPushKey)
 	}
 	if err := s.deletionTimes(ctx, keys); err != nil {
 		return err
@@ -764,6 +828,10 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	var conflicts []SyncConflict
 	err = s.v.localCommit(ctx, tkeys, func(tx stores.Tx) error {
 		pulled, conflicts, s.rejected = 0, nil, nil
+		before, err := s.localHead(ctx, tx)
+		if err != nil {
+			return err
+		}
 		var entries []ledger.Entry
 		for _, k := range keys {
 			e := win[last[k]]
@@ -777,12 +845,19 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 			}
 			entries = append(entries, es...)
 		}
+		appended := len(entries)
+		if slices.ContainsFunc(entries, isOwnRecordEntry) {
+			appended = -1 // a deletion of the device's own that won: the push sends it
+		}
 		for len(entries) > 0 {
 			n := min(len(entries), 1024)
 			if err := s.v.appendTx(ctx, tx, entries[:n]...); err != nil {
 				return err
 			}
 			entries = entries[n:]
+		}
+		if err := s.pushPastPulled(ctx, tx, before, appended); err != nil {
+			return err
 		}
 		return s.v.putSealedValue(tx, syncPullKey, encodePull(cur))
 	})
@@ -793,6 +868,54 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	s.rep.Conflicts = append(s.rep.Conflicts, conflicts...)
 	s.rep.Rejected = append(s.rep.Rejected, s.rejected...)
 	return nil
+}
+
+// localHead returns the device ledger's head as tx holds it (a zero Head
+// in a staged commit, which appends only at its flush).
+func (s *syncRun) localHead(ctx context.Context, tx stores.Tx) (ledger.Head, error) {
+	if _, staged := tx.(*stageTx); staged {
+		return ledger.Head{}, nil
+	}
+	return s.v.ledger.AppendTx(ctx, tx) // no entries: the head, unchanged
+}
+
+// pushPastPulled moves the push cursor past the n entries a pull's local
+// commit appended in tx after the device ledger's head before (pulled
+// records and conflicts, none of which a push sends), when the cursor
+// stood right before them and the commit appended nothing else (a record
+// of the device's own, resealed above the hub's): so the next push does
+// not read back what a pull wrote, and a first pull of many records is not
+// followed by a push reading them all. n < 0 says the entries hold a
+// change of the device's own (a deletion that won a conflict); nothing
+// then, and nothing in a staged commit.
+func (s *syncRun) pushPastPulled(ctx context.Context, tx stores.Tx, before ledger.Head, n int) error {
+	if _, staged := tx.(*stageTx); staged || n <= 0 {
+		return nil
+	}
+	after, err := s.localHead(ctx, tx)
+	if err != nil || after.Seq-before.Seq != uint64(n) {
+		return err
+	}
+	key := s.v.prefix + syncPushKey
+	var at uint64
+	it, err := tx.Get(key)
+	switch {
+	case errors.Is(err, stores.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		plain, err := s.v.seal.Open(key, it.Value)
+		if err != nil {
+			return s.v.openFailed(err)
+		}
+		if at, err = decodePush(plain); err != nil {
+			return fmt.Errorf("sync push cursor: %w", ErrTampered)
+		}
+	}
+	if at != before.Seq {
+		return nil // changes of the device's own wait before the pulled entries
+	}
+	return s.v.putSealedValue(tx, syncPushKey, encodePush(after.Seq))
 }
 
 // applyOne applies the hub's version hv of record k (feed entry e) in tx,
@@ -1394,6 +1517,9 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 	s.appended = append(s.appended, appended...)
 	if len(appended) > 0 {
 		s.appendedHead = head
+		// Record entries only: the hub's people index need not read
+		// them back.
+		s.h.skipOwnRecords(head.Seq-uint64(len(appended))+1, head.Seq)
 	}
 	err = s.v.localCommit(ctx, nil, func(tx stores.Tx) error {
 		for _, c := range acked {

@@ -204,18 +204,22 @@ func (q *Queue[T]) handOff(ended []T) {
 	}
 }
 
+// noop is the stop function of a batch context that has nothing to stop
+// (a variable, so that returning it allocates nothing).
+var noop = func() {}
+
 // batchContext is the context batch runs under: it carries the values of
 // the leader's context and is cancelled only once every caller has given
 // up. A batch of one runs under its caller's context.
 func batchContext[T Member[T]](batch []T) (context.Context, func()) {
 	first := batch[0].slot().ctx
 	if len(batch) == 1 {
-		return first, func() {}
+		return first, noop
 	}
 	base := context.WithoutCancel(first)
 	for _, m := range batch {
 		if m.slot().ctx.Done() == nil {
-			return base, func() {} // this caller can never give up
+			return base, noop // this caller can never give up
 		}
 	}
 	ctx, cancel := context.WithCancel(base)

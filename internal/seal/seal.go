@@ -9,7 +9,8 @@ package seal
 // open. Open must fail for any value Seal did not make for that key.
 // Implementations must be safe for concurrent use.
 type Sealer interface {
-	// Seal encrypts plaintext for storage at key.
+	// Seal encrypts plaintext for storage at key. It must not keep
+	// plaintext, whose buffer the caller may reuse.
 	Seal(key string, plaintext []byte) ([]byte, error)
 	// Open authenticates and decrypts a value stored at key.
 	Open(key string, sealed []byte) ([]byte, error)
@@ -21,4 +22,12 @@ type Sealer interface {
 type MACer interface {
 	// MAC returns the MAC of parts.
 	MAC(parts ...[]byte) []byte
+}
+
+// MACAppender is a MACer that can append its MAC to a slice instead of
+// returning a new one (crypto.MACer can): hot paths that hold one use it
+// to chain without allocating.
+type MACAppender interface {
+	// AppendMAC appends MAC(parts...) to dst and returns the result.
+	AppendMAC(dst []byte, parts ...[]byte) []byte
 }

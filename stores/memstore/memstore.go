@@ -98,11 +98,12 @@ func (s *Store) putLocked(key string, value []byte) uint64 {
 
 // adoptLocked stores value, which the store now owns, at key.
 func (s *Store) adoptLocked(key string, value []byte) uint64 {
-	if _, ok := s.data[key]; !ok {
+	s.version++
+	n := len(s.data)
+	s.data[key] = entry{value: value, version: s.version}
+	if len(s.data) != n { // a new key: one map operation tells
 		s.stale = true
 	}
-	s.version++
-	s.data[key] = entry{value: value, version: s.version}
 	return s.version
 }
 
@@ -211,6 +212,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 		return stores.ErrClosed
 	}
 	tx := &txn{s: s}
+	tx.writes = tx.first[:0]
 	if err := fn(tx); err != nil {
 		return err
 	}
@@ -244,6 +246,7 @@ type txn struct {
 	s      *Store
 	writes []write
 	index  map[string]int // last position of each key in writes, once built
+	first  [8]write       // room for the writes of a small transaction
 }
 
 const indexAbove = 16

@@ -1,0 +1,121 @@
+package vault
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
+)
+
+// Sync in proportion to the changes: a sync that follows a large push or
+// a large pull does not read back, from the hub's ledger or the device's,
+// the entries that push or pull wrote.
+
+func openSyncDevice(t *testing.T, st, hub stores.Store, user, secret string) *Vault {
+	t.Helper()
+	v, err := Open(context.Background(), Config{Store: st, Hub: hub, Name: "shop", User: user, Secret: []byte(secret),
+		KDF: crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}, InsecureAllowWeakKDF: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = v.Close() })
+	return v
+}
+
+// TestPushLeavesPeopleIndexAfterItsEntries: after a push, the index of the
+// hub's people entries a device keeps stands after the record entries the
+// push appended, so the next sync's keyring step does not read them back
+// (it read the whole push, a time in proportion to the vault, on the
+// first sync after a large one). A person granted on another device after
+// the push is still learnt.
+func TestPushLeavesPeopleIndexAfterItsEntries(t *testing.T) {
+	ctx := context.Background()
+	hub := memstore.New()
+	a := openSyncDevice(t, memstore.New(), hub, "olga", "o")
+	notes := CollectionOf[string](a, "notes")
+	_, err := a.Sync(ctx)
+	require.NoError(t, err)
+	for i := range 40 {
+		require.NoError(t, notes.Put(ctx, fmt.Sprintf("n%02d", i), "x"))
+	}
+	rep, err := a.Sync(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 40, rep.Pushed)
+	head, err := a.hub.ledger.Head(ctx)
+	require.NoError(t, err)
+	a.hub.people.mu.Lock()
+	next := a.hub.people.next
+	a.hub.people.mu.Unlock()
+	assert.Equal(t, head.Seq+1, next, "the people index is past the pushed entries")
+
+	b := openSyncDevice(t, memstore.New(), hub, "olga", "o")
+	_, err = b.Sync(ctx)
+	require.NoError(t, err)
+	require.NoError(t, b.Grant(ctx, "carol", Secret([]byte("c")), RoleWriter))
+	_, err = b.Sync(ctx)
+	require.NoError(t, err)
+	_, err = a.Sync(ctx)
+	require.NoError(t, err)
+	people, err := a.hub.latestPeople(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, RoleWriter.String(), people["carol"].role, "a grant made on another device after the push")
+}
+
+// TestPullMovesPushCursorPastPulledEntries: a pull's local commits move
+// the push cursor past the entries they append (records pulled), when
+// the device has nothing of its own before them, so the push that follows
+// a first pull of many records does not read them all back; a change of
+// the device's own made before the pull keeps the cursor before it, and
+// is pushed.
+func TestPullMovesPushCursorPastPulledEntries(t *testing.T) {
+	ctx := context.Background()
+	hub := memstore.New()
+	a := openSyncDevice(t, memstore.New(), hub, "olga", "o")
+	notes := CollectionOf[string](a, "notes")
+	for i := range 40 {
+		require.NoError(t, notes.Put(ctx, fmt.Sprintf("n%02d", i), "x"))
+	}
+	_, err := a.Sync(ctx)
+	require.NoError(t, err)
+
+	b := openSyncDevice(t, memstore.New(), hub, "olga", "o")
+	s := &syncRun{v: b, h: b.hub, rep: &SyncReport{}}
+	require.NoError(t, s.keyrings(ctx))
+	require.NoError(t, s.loadGiven(ctx))
+	require.NoError(t, s.pull(ctx))
+	require.Equal(t, 40, s.rep.Pulled)
+	head, err := b.ledger.Head(ctx)
+	require.NoError(t, err)
+	at, err := s.loadPush(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, head.Seq, at, "the push cursor is past the pulled entries")
+
+	// A change of b's own, then a pull: the cursor stays before the
+	// change, which the push sends.
+	require.NoError(t, CollectionOf[string](b, "notes").Put(ctx, "mine", "b"))
+	own, err := b.ledger.Head(ctx)
+	require.NoError(t, err)
+	require.NoError(t, notes.Put(ctx, "n00", "again"))
+	_, err = a.Sync(ctx)
+	require.NoError(t, err)
+	s = &syncRun{v: b, h: b.hub, rep: &SyncReport{}}
+	require.NoError(t, s.keyrings(ctx))
+	require.NoError(t, s.loadGiven(ctx))
+	require.NoError(t, s.pull(ctx))
+	require.Equal(t, 1, s.rep.Pulled)
+	at, err = s.loadPush(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, own.Seq-1, at, "the push cursor waits before the device's own change")
+	rep, err := b.Sync(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Pushed)
+	_, err = a.Sync(ctx)
+	require.NoError(t, err)
+	got, err := notes.Get(ctx, "mine")
+	require.NoError(t, err)
+	assert.Equal(t, "b", got)
+}
