@@ -183,6 +183,7 @@ func (l *ledger) runTx(ctx context.Context, b []*request) {
 	// Committed. The pin error, if any, goes to every call that appended:
 	// its writes are in the store, but a rollback of them would go unseen.
 	pinErr := l.raisePin(head)
+	l.foldCollected(head)
 	for _, r := range b {
 		if pinErr != nil && r.moved && !r.failed {
 			r.err = pinErr
@@ -268,6 +269,7 @@ func (l *ledger) fill(tx stores.Tx, b []*request, pin Head) (head Head, sealed [
 	if err := l.checkPin(hs.Head, pin); err != nil {
 		return Head{}, nil, true, err
 	}
+	l.collectStart(hs.Head) // for the summary of facts (summary.go)
 	// A head left with pending entries by a compare-and-swap writer has
 	// them written out too.
 	for _, r := range hs.pending {
@@ -429,11 +431,12 @@ func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry) (Head, err
 			return Head{}, err
 		}
 	}
+	l.mu.Lock()
+	l.collect(recs)
 	if l.signer != nil && len(recs) > 0 {
-		l.mu.Lock()
 		l.built = recs[len(recs)-1]
-		l.mu.Unlock()
 	}
+	l.mu.Unlock()
 	return headOf(recs, head), nil
 }
 
@@ -544,10 +547,15 @@ func (l *ledger) runCAS(ctx context.Context, b []*request) {
 		// One signature for the commit, on its last entry.
 		return all, l.signLast(all)
 	}
-	recs, _, err := l.commitCAS(ctx, plan)
+	recs, start, err := l.commitCAS(ctx, plan)
 	var pinErr error // the batch committed but its pin is not durable
 	if err == nil && len(recs) > 0 {
 		pinErr = l.raisePin(headOf(recs, Head{}))
+		l.collectStart(start)
+		l.mu.Lock()
+		l.collect(recs)
+		l.mu.Unlock()
+		l.foldCollected(headOf(recs, start))
 	}
 	for i, r := range b {
 		switch {

@@ -49,7 +49,8 @@ type Renumbered struct {
 // any of the last two it returns the full report together with an error
 // wrapping ErrDuplicate. The same (number, record) pair recorded twice (a
 // resumed batch, see the package documentation) is not a problem. Audit
-// reads the whole ledger, so its cost grows with the ledger.
+// reads the whole ledger, so its cost grows with the ledger. A head below a
+// number the ledger records is ErrRollback.
 func (s *Series) Audit(ctx context.Context) (AuditReport, error) {
 	rep := AuditReport{Series: s.name}
 	exit, err := s.enter(ctx)
@@ -70,6 +71,7 @@ func (s *Series) Audit(ctx context.Context) (AuditReport, error) {
 	byRecord := map[string][]uint64{}
 	reused := map[uint64]bool{}
 	var before []Renumbered // the numbers of records deleted since
+	var highest uint64      // the highest number the ledger records
 	for e, err := range s.b.Ledger.Read(ctx, 1) {
 		if err != nil {
 			return rep, s.errorf("audit", err)
@@ -87,6 +89,7 @@ func (s *Series) Audit(ctx context.Context) (AuditReport, error) {
 			(e.Kind != ledger.NumberAssigned && e.Kind != ledger.NumberVoided) {
 			continue // another series, or a sequence's void (no record)
 		}
+		highest = max(highest, e.Number)
 		f := fact{id: e.ID, voided: e.Kind == ledger.NumberVoided}
 		if prev, ok := byNumber[e.Number]; ok {
 			if prev.id != f.id {
@@ -97,6 +100,17 @@ func (s *Series) Audit(ctx context.Context) (AuditReport, error) {
 		byNumber[e.Number] = f
 		if !f.voided && !slices.Contains(byRecord[e.ID], e.Number) {
 			byRecord[e.ID] = append(byRecord[e.ID], e.Number)
+		}
+	}
+	if highest > rep.Last {
+		// Numbers recorded after the head was read are fine if the head
+		// has moved on since; a head still behind them was rolled back.
+		now, _, err := s.loadHead(ctx)
+		if err != nil {
+			return rep, s.errorf("audit", err)
+		}
+		if now.last < highest {
+			return rep, s.errorf("audit", headBehind(now.last, highest))
 		}
 	}
 	for _, r := range before {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/errs"
+	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -53,6 +54,13 @@ var (
 	// and a write-time number of a series whose passes have given numbers,
 	// are refused with it, writing nothing.
 	ErrNumberedAtWriteTime = errors.New("series numbered by the other path (at write time or by passes)")
+	// ErrRollback: the series' head is below a number the vault's ledger
+	// records as given by its passes, or that a record carries: the store
+	// served an older head (a backup put back, or its _numbering keys
+	// rolled back), and a pass from it would give those numbers again.
+	// Nothing is numbered. It is noydb.ErrRollback, vault.ErrRollback and
+	// sequence.ErrRollback: one value.
+	ErrRollback = pins.ErrRollback
 )
 
 // MismatchError is ErrMismatch saying what did not match: the handle asked

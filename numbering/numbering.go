@@ -461,11 +461,40 @@ func (s *Series) Last(ctx context.Context) (uint64, error) {
 		return 0, s.errorf("last", err)
 	}
 	defer exit()
-	h, _, err := s.loadHead(ctx)
+	h, _, err := s.loadCheckedHead(ctx)
 	if err != nil {
 		return 0, s.errorf("last", err)
 	}
 	return h.last, nil
+}
+
+// loadCheckedHead is loadHead checked against the ledger: a head below the
+// highest number the ledger records as given by the series' passes
+// (Backend.Recorded, read first: the head is written before the entries
+// of its numbers, and only grows, so an honest head is never below it)
+// is ErrRollback.
+func (s *Series) loadCheckedHead(ctx context.Context) (head, uint64, error) {
+	var recorded uint64
+	if s.b.Recorded != nil {
+		var err error
+		if recorded, err = s.b.Recorded(ctx); err != nil {
+			return head{}, 0, fmt.Errorf("check the head against the ledger: %w", err)
+		}
+	}
+	h, ver, err := s.loadHead(ctx)
+	if err != nil {
+		return head{}, 0, err
+	}
+	if h.last < recorded {
+		return head{}, 0, headBehind(h.last, recorded)
+	}
+	return h, ver, nil
+}
+
+// headBehind is the error of a head at last below a number the ledger
+// records as given by a pass.
+func headBehind(last, recorded uint64) error {
+	return fmt.Errorf("head is at %d but the ledger records number %d: %w", last, recorded, ErrRollback)
 }
 
 // Pending returns how many pending entries wait for a pass (a record

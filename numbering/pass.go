@@ -119,7 +119,7 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 	if err := s.b.Check(ctx); err != nil {
 		return err
 	}
-	h, ver, err := s.loadHead(ctx)
+	h, ver, err := s.loadCheckedHead(ctx)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 		}
 		return nil // nothing to number: nothing to refuse
 	}
-	taken, err := s.plan(ctx, rep)
+	taken, err := s.plan(ctx, h.last, rep)
 	if err != nil || len(taken) == 0 {
 		return err
 	}
@@ -431,7 +431,7 @@ func (s *Series) sweepChunks(ctx context.Context) error {
 
 // plan lists the pending entries once and returns those to number, in
 // order; it deletes the entries it drops.
-func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
+func (s *Series) plan(ctx context.Context, last uint64, rep *PassReport) ([]item, error) {
 	prefix := s.dir + pendingDir
 	var all []item
 	var handoffs []bool
@@ -480,6 +480,11 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 			return fmt.Errorf("%s: %w", id, err)
 		}
 		switch {
+		case ok && n > last:
+			// The record carries a number the head has not given yet:
+			// the store put back an older head (and the entries its pass
+			// had removed). Numbering from it would give n again.
+			return fmt.Errorf("%s: %w: it carries number %d, above the head (%d)", id, ErrRollback, n, last)
 		case indexed && ok && n == 0 && p == all[i].provisional && a.Provisional != p:
 			// The id was numbered, deleted and handed off again: the
 			// record in the store is a new one, in line under this

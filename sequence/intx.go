@@ -105,12 +105,10 @@ func checkInTx(ctx context.Context, q *Sequence) error {
 		return q.errorf("next", stores.ErrClosed)
 	}
 	defer q.svc.gate.Exit()
-	if err := c.catchUp(ctx, false); err != nil {
+	highest, closed, defined, err := c.recorded(ctx)
+	if err != nil {
 		return q.errorf("next", err)
 	}
-	c.view.mu.Lock()
-	highest, closed, defined := c.view.highest, c.view.closed, c.view.defined
-	c.view.mu.Unlock()
 	if closed {
 		c.tx.closed.Store(true)
 	}

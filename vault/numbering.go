@@ -14,6 +14,7 @@ import (
 	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/internal/deferred"
 	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
@@ -96,7 +97,22 @@ func (v *Vault) numberingSeries(series string, opts numbering.Options, apply fun
 		Counter: func(get func(key string) (stores.Item, error)) (uint64, error) {
 			return v.counterHead(series, get)
 		},
+		// Its head is checked against the ledger's facts (ledger/summary.go).
+		Recorded: func(ctx context.Context) (uint64, error) {
+			return v.passRecorded(ctx, series)
+		},
 	}, series, opts)
+}
+
+// passRecorded returns the highest number of series that the ledger
+// records as given or voided by a pass, from the ledger's summary.
+func (v *Vault) passRecorded(ctx context.Context, series string) (uint64, error) {
+	var n uint64
+	_, err := v.ledger.Facts(ctx, ledger.NumberFactsKind, func(f any) error {
+		n = f.(*ledger.NumberFacts).Series(series).Assigned
+		return nil
+	})
+	return n, err
 }
 
 // stampRecords lets a numbering series read and stamp this vault's records,

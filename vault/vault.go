@@ -348,6 +348,19 @@ func eventKind(k wire.SequenceEventKind) ledger.Kind {
 // the check of a counter against the ledger, Claim and Void.
 type history struct{ l writableLedger }
 
+// CounterFacts answers the check of a counter from the ledger's summary
+// (wire.HistorySummary), which reads only the entries since its position.
+func (h history) CounterFacts(ctx context.Context, series string, partition []string) (wire.CounterFacts, error) {
+	var out wire.CounterFacts
+	_, err := h.l.Facts(ctx, ledger.NumberFactsKind, func(f any) error {
+		nf := f.(*ledger.NumberFacts)
+		c := nf.Counter(series, partition)
+		out = wire.CounterFacts{Highest: c.Highest, Closed: c.Closed, Defined: nf.Series(series).Defined}
+		return nil
+	})
+	return out, err
+}
+
 func (h history) Facts(ctx context.Context, series string, partition []string, after uint64, fn func(wire.SequenceFact) error) (uint64, error) {
 	through := after
 	for e, err := range h.l.Read(ctx, after+1) {

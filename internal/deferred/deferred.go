@@ -56,6 +56,13 @@ type Backend struct {
 	// inside the transaction that commits the batch where the store has
 	// transactions, reading the counter after the series' head.
 	Counter func(get func(key string) (stores.Item, error)) (uint64, error)
+	// Recorded, if set, returns the highest number of the series that the
+	// vault's ledger records as given or voided by a pass (from the
+	// ledger's summary of facts, up to its head when called; see
+	// ledger.FactKind). A head below it was rolled back by the store: the
+	// series refuses with numbering.ErrRollback before it gives any number.
+	// It is never called inside a store transaction.
+	Recorded func(ctx context.Context) (uint64, error)
 }
 
 // CounterHead asks b's Counter, if set, reading with plain reads of b's

@@ -75,6 +75,29 @@ type History interface {
 	Facts(ctx context.Context, series string, partition []string, after uint64, fn func(SequenceFact) error) (through uint64, err error)
 }
 
+// HistorySummary is a History that also keeps a summary of the facts the
+// check of a counter needs, bound to the history's head (the vault's
+// ledger summary, see ledger.FactKind): asking it reads only what was
+// recorded since the summary's position, not the whole history.
+type HistorySummary interface {
+	// CounterFacts returns what the history records, up to its end when
+	// called, about the counter of series and partition (nil when
+	// unpartitioned). It must not be called inside a store transaction.
+	CounterFacts(ctx context.Context, series string, partition []string) (CounterFacts, error)
+}
+
+// CounterFacts are what a HistorySummary answers about a counter.
+type CounterFacts struct {
+	// Highest is the highest number recorded for the counter (taken,
+	// bound, voided, seeded to, closed at); a counter below it was rolled
+	// back by the store.
+	Highest uint64
+	// Closed is true when the counter's period was closed.
+	Closed bool
+	// Defined is true when the series' definition was recorded.
+	Defined bool
+}
+
 // Sequences is what the vault asks of its sequences (Q is *sequence.Sequence
 // and O sequence.Options): handles on series, and Close.
 type Sequences[Q, O any] interface {
