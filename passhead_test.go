@@ -74,10 +74,10 @@ func TestPassHeadBehindLedgerIsRollback(t *testing.T) {
 	}
 }
 
-// The same with the ledger rolled back as well (a new device has no pin of
-// it): the records the pass stamped still carry their numbers, and the
-// next pass, which reads them, refuses with ErrRollback rather than give
-// those numbers again.
+// The same with the series' counter and the ledger rolled back as well (a
+// new device has no pin of them): the records the pass stamped still carry
+// their numbers, and the next pass, which reads them, refuses with
+// ErrRollback rather than give those numbers again.
 func TestPassHeadBehindStampedRecordsIsRollback(t *testing.T) {
 	for name, newAdv := range adversaries() {
 		t.Run(name, func(t *testing.T) {
@@ -94,6 +94,7 @@ func TestPassHeadBehindStampedRecordsIsRollback(t *testing.T) {
 
 			require.NoError(t, adv.Restore(ctx, before, passStateOf))
 			require.NoError(t, adv.Restore(ctx, before, "v/books/_ledger/"))
+			require.NoError(t, adv.Restore(ctx, before, "v/books/_sequences/"))
 
 			_, v2 := openSession(t, adv.Store(), t.TempDir())
 			c2, h2 := stubsOf(t, v2)

@@ -16,12 +16,14 @@ type AuditReport struct {
 	Series string
 	// Last is the highest number the series has given (its head).
 	Last uint64
-	// Assigned and Voided count the numbers 1 … Last whose ledger entry
-	// assigns them to a record, or voids them.
+	// Assigned and Voided count the numbers 1 … Last whose pass's ledger
+	// entry assigns them to a record, or voids them.
 	Assigned, Voided int
-	// Missing counts the numbers 1 … Last without a ledger entry: the
-	// numbers of a batch that a pass has not finished yet (the next pass
-	// records them), or entries lost from the ledger.
+	// Missing counts the numbers of the batch a pass has not finished yet
+	// (the next pass records them) that have no ledger entry. (A series has
+	// one head for both paths, so the numbers 1 … Last are not all the
+	// passes': a number without any entry, lost from the ledger, is the
+	// series' audit's StateMissing, see vault.NumberedAudit.)
 	Missing int
 	// Renumbered lists the records the ledger shows assigned more than one
 	// number of the series, by record id: a record must never get a second
@@ -128,7 +130,13 @@ func (s *Series) Audit(ctx context.Context) (AuditReport, error) {
 			rep.Assigned++
 		}
 	}
-	rep.Missing = int(rep.Last) - rep.Assigned - rep.Voided
+	if b := h.batch; b != nil {
+		for n := b.first; n <= b.last && n != 0; n++ {
+			if _, ok := byNumber[n]; !ok {
+				rep.Missing++
+			}
+		}
+	}
 	for id, ns := range byRecord {
 		if len(ns) > 1 {
 			rep.Renumbered = append(rep.Renumbered, Renumbered{RecordID: id, Numbers: ns})

@@ -164,7 +164,7 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 	if err != nil {
 		return AuditReport{}, err
 	}
-	head, err := q.peek(ctx)
+	head, err := q.auditHead(ctx)
 	if err != nil {
 		return AuditReport{}, err
 	}
@@ -239,7 +239,7 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 	if highest > head {
 		// Facts recorded after the Peek are fine if the counter has moved on
 		// since; a counter still behind them was deleted or replayed.
-		now, err := q.peek(ctx)
+		now, err := q.auditHead(ctx)
 		if err != nil {
 			return AuditReport{}, err
 		}
@@ -281,6 +281,21 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// auditHead is the head an audit accounts up to: the counter, or the head
+// of the series' passes when it is above (passes that did not raise the
+// counter: see wire.SequenceConfig.PassHead).
+func (q *Sequence) auditHead(ctx context.Context) (uint64, error) {
+	head, err := q.peek(ctx)
+	if err != nil {
+		return 0, err
+	}
+	base, err := q.c.passHead(ctx)
+	if err != nil {
+		return 0, q.errorf("audit", err)
+	}
+	return max(head, base), nil
 }
 
 // addCount adds n to a count of the report, saturating at math.MaxInt (a

@@ -114,6 +114,7 @@ type counter struct {
 	cacheValid   bool   // cacheVersion is known: a compare-and-swap can skip the read
 	checked      bool   // the counter was checked against the History (see checkHistory)
 	floor        uint64 // the highest number the History recorded at that check
+	base         uint64 // the passes' head at that check: the counter is raised to it (see checkHistory)
 	// shut is true once the History recorded a close of the counter's
 	// period, or this Service closed it: an open counter is then one the
 	// store replayed or deleted.
@@ -378,11 +379,23 @@ func (c *counter) checkHistory(ctx context.Context) error {
 	if c.checked || c.svc.history == nil {
 		return nil
 	}
-	highest, closed, defined, err := c.recorded(ctx)
+	// A History without a summary is read: a first batch with a claim
+	// reads the claims in the same walk.
+	claims := false
+	for _, o := range c.w.batch {
+		claims = claims || (o.kind == opClaim && c.svc.txr != nil)
+	}
+	highest, closed, defined, err := c.recorded(ctx, claims)
 	if err != nil {
 		return fmt.Errorf("check the counter against the ledger: %w", err)
 	}
-	c.floor, c.shut = max(c.floor, highest), c.shut || closed
+	// The passes' head after the History (its numbers reach the History
+	// after the head), before the counter.
+	base, err := c.passHead(ctx)
+	if err != nil {
+		return fmt.Errorf("check the counter against the passes' head: %w", err)
+	}
+	c.floor, c.shut, c.base = max(c.floor, highest), c.shut || closed, max(c.base, base)
 	if defined {
 		if err := c.svc.checkDefinition(ctx, c.series); err != nil {
 			return err
@@ -393,21 +406,33 @@ func (c *counter) checkHistory(ctx context.Context) error {
 }
 
 // recorded returns what the History records of the counter: the highest
-// number, whether its period was closed, whether its series' definition
-// was stored. A History with a summary (wire.HistorySummary) answers
-// from it; another is read since the view's last read (from the start,
-// the first time).
-func (c *counter) recorded(ctx context.Context) (highest uint64, closed, defined bool, err error) {
+// number (its passes' numbers included, for the unpartitioned counter of
+// a series: one head for both paths), whether its period was closed,
+// whether its series' definition was stored. A History with a summary
+// (wire.HistorySummary) answers from it; another is read since the view's
+// last read (from the start, the first time), with claims indexing the
+// request ids of claims too (see catchUp).
+func (c *counter) recorded(ctx context.Context, claims bool) (highest uint64, closed, defined bool, err error) {
 	if hs, ok := c.svc.history.(wire.HistorySummary); ok {
 		f, err := hs.CounterFacts(ctx, c.series, c.partition)
-		return f.Highest, f.Closed, f.Defined, err
+		return max(f.Highest, f.Passes), f.Closed, f.Defined, err
 	}
-	if err := c.catchUp(ctx, false); err != nil {
+	if err := c.catchUp(ctx, claims); err != nil {
 		return 0, false, false, err
 	}
 	c.view.mu.Lock()
 	defer c.view.mu.Unlock()
 	return c.view.highest, c.view.closed, c.view.defined, nil
+}
+
+// passHead returns the head of the deferred-numbering passes of the
+// counter's series (0 for a partitioned counter: passes number the
+// unpartitioned one).
+func (c *counter) passHead(ctx context.Context) (uint64, error) {
+	if c.svc.passHead == nil || len(c.partition) != 0 {
+		return 0, nil
+	}
+	return c.svc.passHead(ctx, c.series)
 }
 
 // errRecheck fails an attempt that found the counter written by another
@@ -665,6 +690,11 @@ func (c *counter) casAttempt() error {
 // expired request id, overflow) are left in the op; the error returned fails
 // the whole attempt.
 func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, events []event, err error) {
+	if st.value < c.base && !st.closed {
+		// Numbers the passes gave and did not raise the counter past
+		// (see wire.SequenceConfig.PassHead): taken already.
+		st.value, changed = c.base, true
+	}
 	if st.value < c.floor {
 		return false, nil, behind(st.value, c.floor)
 	}

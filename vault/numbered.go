@@ -59,11 +59,11 @@ func withoutPending(marks []mark, series string) []mark {
 // A device's Put works offline; its Settle runs the pass on the hub, over
 // the records a sync has pushed there, and the numbered records come back
 // with the next sync.
-// A series name is numbered on one path only: a Put at write time is
-// refused with numbering.ErrNumberedAtWriteTime once passes of the series
-// gave numbers, and a pass with records waiting once the counter took
-// numbers at write time (see the numbering package's One series, one path).
-// Either way the number reaches the record through the setter given to
+// A series has one head for both paths: a pass numbers after the numbers
+// taken at write time and raises the counter past its own, so Put on an
+// online store and passes of handed-off records (a device of a hub, a
+// record put in line with Enqueue) never give a number twice (see the
+// numbering package's One head per series). Either way the number reaches the record through the setter given to
 // NumberingOf, in the series' stored format, and the record carries it in
 // its sealed metadata too, so a Put of a copy read before the number came
 // keeps it (the setter is applied again), and Get always shows it.
@@ -647,8 +647,7 @@ func (n *Numbered[T]) get(ctx context.Context, id string) (NumberedRecord[T], er
 // provisional order, through the setter, in the series' stored format (see
 // numbering.Series.RunPass for how, and its locking). On a store where Put
 // numbers at write time there is normally nothing to do; records enqueued
-// there make it fail with numbering.ErrNumberedAtWriteTime once the counter
-// has taken numbers, numbering none.
+// there get the numbers after those taken at write time.
 //
 // On a device of a hub the pass runs on the hub, exclusive across every
 // machine its lock covers (PostgreSQL: all): Settle first hands the hub
@@ -705,20 +704,25 @@ func (n *Numbered[T]) Lookup(ctx context.Context, provisional string) (numbering
 	return a, true, nil
 }
 
-// NumberedAudit accounts for the numbers of a series on both paths: taken
-// at write time (Online, from the sequence's history) and given by passes
-// (Deferred).
+// NumberedAudit accounts for the numbers of a series, which both paths
+// take from one head: every number 1..head, whichever path gave it, in
+// Online (the series' sequence audit: bound to a record, orphaned by its
+// deletion, voided, unbound, seeded or missing, a number given by a pass
+// as one taken at write time), and what only the passes' own records tell
+// in Deferred (the numbers of a batch not finished yet, and any record or
+// number given twice).
 type NumberedAudit struct {
 	// Series is the series name.
 	Series string
-	// Online is the audit of the numbers taken at write time.
+	// Online is the audit of every number of the series, on both paths.
 	Online sequence.AuditReport
 	// Deferred is the audit of the numbers given by passes.
 	Deferred numbering.AuditReport
 }
 
-// Numbered is how many records carry a number of the series, on either path.
-func (a NumberedAudit) Numbered() int { return a.Online.Bound + a.Deferred.Assigned }
+// Numbered is how many numbers of the series a record carries (or carried,
+// before its deletion), on either path.
+func (a NumberedAudit) Numbered() int { return a.Online.Bound }
 
 // Clean reports whether every number of both paths is accounted for:
 // carried by a record or voided, none missing, none given twice.

@@ -92,27 +92,32 @@ func (v *Vault) numberingSeries(series string, opts numbering.Options, apply fun
 		// A handle whose person was revoked (or revoked and granted
 		// again) since it opened runs no pass (people_guard.go).
 		Guard: v.guard.check,
-		// A series numbered at write time gets no numbers from passes
-		// (onepath.go).
+		// One head for both paths: a pass numbers above the counter and
+		// raises it (onehead.go).
 		Counter: func(get func(key string) (stores.Item, error)) (uint64, error) {
 			return v.counterHead(series, get)
 		},
-		// Its head is checked against the ledger's facts (ledger/summary.go).
-		Recorded: func(ctx context.Context) (uint64, error) {
+		Raise: func(ctx context.Context, tx stores.Tx, from, to uint64) error {
+			return v.raiseCounter(ctx, tx, series, from, to)
+		},
+		// Its heads are checked against the ledger's facts (ledger/summary.go).
+		Recorded: func(ctx context.Context) (deferred.Recorded, error) {
 			return v.passRecorded(ctx, series)
 		},
 	}, series, opts)
 }
 
-// passRecorded returns the highest number of series that the ledger
-// records as given or voided by a pass, from the ledger's summary.
-func (v *Vault) passRecorded(ctx context.Context, series string) (uint64, error) {
-	var n uint64
+// passRecorded returns what the ledger records of the numbers of series,
+// from the ledger's summary: the highest number given or voided by a pass,
+// and the highest of its unpartitioned counter.
+func (v *Vault) passRecorded(ctx context.Context, series string) (deferred.Recorded, error) {
+	var r deferred.Recorded
 	_, err := v.ledger.Facts(ctx, ledger.NumberFactsKind, func(f any) error {
-		n = f.(*ledger.NumberFacts).Series(series).Assigned
+		nf := f.(*ledger.NumberFacts)
+		r = deferred.Recorded{Passes: nf.Series(series).Assigned, Counter: nf.Counter(series, nil).Highest}
 		return nil
 	})
-	return n, err
+	return r, err
 }
 
 // stampRecords lets a numbering series read and stamp this vault's records,
