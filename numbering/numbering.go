@@ -95,7 +95,7 @@ func init() {
 		if err != nil {
 			return nil, deferred.Hooks{}, err
 		}
-		return s, deferred.Hooks{Handoff: s.handoff, Format: s.formatFor, Indexed: s.indexed}, nil
+		return s, deferred.Hooks{Handoff: s.handoff, Format: s.formatFor, StoredFormat: s.peekFormat, Indexed: s.indexed}, nil
 	}
 }
 

@@ -132,9 +132,17 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 	if h.collection != "" && h.collection != s.opts.Collection {
 		return &MismatchError{Collection: true, Stored: h.collection, Asked: s.opts.Collection}
 	}
+	// The series' one definition: a handle asking for no format numbers
+	// with the one stored with the series' counter, if any.
+	want := s.opts.Format
+	if s.b.SeriesFormat != nil {
+		if want, err = s.b.SeriesFormat(ctx, want); err != nil {
+			return err
+		}
+	}
 	// A handle of another format or collection than the stored ones is
 	// refused before anything is written.
-	if err := s.checkConfig(ctx, s.opts.Format); err != nil {
+	if err := s.checkConfig(ctx, want); err != nil {
 		return err
 	}
 	// One head for both paths: the batch is numbered above the series'
@@ -145,7 +153,7 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 	}
 	// Store the format, for the series' first batch, only now: a pass with
 	// nothing to number does not fix it for the first writer.
-	format, err := s.configFormat(ctx, s.opts.Format)
+	format, err := s.configFormat(ctx, want)
 	if err != nil {
 		return err
 	}

@@ -100,11 +100,41 @@ func (v *Vault) numberingSeries(series string, opts numbering.Options, apply fun
 		Raise: func(ctx context.Context, tx stores.Tx, from, to uint64) error {
 			return v.raiseCounter(ctx, tx, series, from, to)
 		},
+		// One definition per series: a format stored with its counter is
+		// its passes' too.
+		SeriesFormat: func(ctx context.Context, want string) (string, error) {
+			def, err := v.seriesDefinition(ctx, series)
+			if err == nil {
+				if err = beyondNumberingOf(def); err != nil {
+					err = fmt.Errorf("the series' stored definition: %w: %w", sequence.ErrDefinitionMismatch, err)
+				}
+			}
+			switch {
+			case err != nil:
+				return "", err
+			case def.Format == "":
+				return want, nil
+			case want != "" && want != def.Format:
+				return "", &numbering.MismatchError{Stored: def.Format, Asked: want}
+			}
+			return def.Format, nil
+		},
 		// Its heads are checked against the ledger's facts (ledger/summary.go).
 		Recorded: func(ctx context.Context) (deferred.Recorded, error) {
 			return v.passRecorded(ctx, series)
 		},
 	}, series, opts)
+}
+
+// seriesDefinition reads the definition stored with the counter of series
+// on the vault's own store, the zero Definition when it has none. It
+// writes nothing.
+func (v *Vault) seriesDefinition(ctx context.Context, series string) (sequence.Definition, error) {
+	q, err := v.seqs.Sequence(series, sequence.Options{})
+	if err != nil {
+		return sequence.Definition{}, err
+	}
+	return q.Definition(ctx)
 }
 
 // passRecorded returns what the ledger records of the numbers of series,

@@ -63,6 +63,12 @@ type Backend struct {
 	// batch) it raises the counter to at least to by compare-and-swap,
 	// whatever it is at, and from is not used.
 	Raise func(ctx context.Context, tx stores.Tx, from, to uint64) error
+	// SeriesFormat, if set, returns the format the series numbers with,
+	// from the series' one definition (stored with its counter): want when
+	// it has none there, else its format (a want that differs is an error
+	// wrapping numbering.ErrMismatch). A pass asks it before it checks its
+	// config. It writes nothing.
+	SeriesFormat func(ctx context.Context, want string) (string, error)
 	// Recorded, if set, returns what the vault's ledger records of the
 	// series' numbers (from the ledger's summary of facts, up to its head
 	// when called; see ledger.FactKind). A head below it was rolled back
@@ -182,6 +188,10 @@ type Hooks struct {
 	// series has none yet. A want that is not empty and differs from the
 	// stored one is an error wrapping numbering.ErrMismatch.
 	Format func(ctx context.Context, want string) (string, error)
+	// StoredFormat is Format without the write: the series' stored format
+	// checked against want, or want when the series has none stored (ok
+	// false then), for a read that must store nothing.
+	StoredFormat func(ctx context.Context, want string) (format string, ok bool, err error)
 	// Indexed returns the provisional id and number that the series' index
 	// (written after the record was stamped, never for a batch in flight)
 	// holds for record id; ok is false when it holds none, or a voided
