@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -494,6 +495,7 @@ func (s *Series) plan(ctx context.Context, last uint64, rep *PassReport) ([]item
 		wait
 	)
 	status := make([]uint8, len(all))
+	var above atomic.Uint64 // the highest number a record carries above last
 	s.prog.start(PassChecking, len(all))
 	err := parallel(ctx, len(all), s.workers, func(ctx context.Context, i int) error {
 		defer s.prog.add(1)
@@ -512,10 +514,17 @@ func (s *Series) plan(ctx context.Context, last uint64, rep *PassReport) ([]item
 		}
 		switch {
 		case ok && n > last:
-			// The record carries a number the head has not given yet:
-			// the store put back an older head (and the entries its pass
-			// had removed). Numbering from it would give n again.
-			return fmt.Errorf("%s: %w: it carries number %d, above the head (%d)", id, ErrRollback, n, last)
+			// The record carries a number the heads read had not given:
+			// another pass (or a write-time number) gave it since they
+			// were read, or the store put back older heads (and the
+			// entries the pass had removed). Checked below.
+			status[i] = drop
+			for {
+				old := above.Load()
+				if n <= old || above.CompareAndSwap(old, n) {
+					break
+				}
+			}
 		case indexed && ok && n == 0 && p == all[i].provisional && a.Provisional != p:
 			// The id was numbered, deleted and handed off again: the
 			// record in the store is a new one, in line under this
@@ -548,6 +557,11 @@ func (s *Series) plan(ctx context.Context, last uint64, rep *PassReport) ([]item
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
+	if n := above.Load(); n > last {
+		if err := s.checkAbove(ctx, n); err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
+		}
+	}
 	seen := make(map[string]struct{}, len(all))
 	for i, it := range all {
 		if status[i] != take {
@@ -578,6 +592,27 @@ func (s *Series) plan(ctx context.Context, last uint64, rep *PassReport) ([]item
 	}
 	rep.Skipped += len(dropped)
 	return taken, nil
+}
+
+// checkAbove reads the series' heads again after the plan found a record
+// carrying number n, above the heads it planned from: heads that have
+// moved past n since (a pass elsewhere, which makes this one's commit
+// fail with ErrPassRunning, or a number taken at write time) are no
+// rollback; heads still below it were put back by the store, and a pass
+// from them would give n again (ErrRollback).
+func (s *Series) checkAbove(ctx context.Context, n uint64) error {
+	h, _, err := s.loadHead(ctx)
+	if err != nil {
+		return err
+	}
+	counter, err := s.b.CounterHead(ctx)
+	if err != nil {
+		return fmt.Errorf("read the counter %q: %w", s.name, err)
+	}
+	if top := max(h.last, counter); top < n {
+		return fmt.Errorf("%w: a record carries number %d, above the head (%d)", ErrRollback, n, top)
+	}
+	return nil
 }
 
 // sealChunks seals the record ids of b in chunks of at most chunkItems

@@ -54,9 +54,10 @@ type (
 
 // Series lists the numbered series of the vault: every counter (one per
 // partition and period) with its head, period and series definition, then, by name, every series numbered by
-// passes, with its last number, collection and format. A series numbered
-// both online and by passes has one head (see NumberingOf) and is one
-// entry, in its counter's place, with Passes set.
+// passes, with its last number, collection and format. A series whose
+// passes gave numbers and that has a counter (one head for both paths, see
+// NumberingOf) is one entry, in its counter's place, with Passes set; a
+// name may appear as both when its passes have given none yet.
 // Heads are read as Peek and a pass series' Last read them, checked against
 // the rollback pins. It lists the store's keys under the vault's counters
 // and deferred series, so its time grows with the records a deferred series
@@ -184,11 +185,11 @@ func (v *Vault) listPasses(ctx context.Context, name string, one bool, out []Ser
 			return nil, fmt.Errorf("series: %w", err)
 		}
 		// One head per series: the series' unpartitioned counter, which
-		// its passes raise, and its passes are one entry.
+		// its passes raise, and passes that gave numbers are one entry.
 		i := slices.IndexFunc(out, func(si SeriesInfo) bool {
 			return si.Name == name && len(si.Partition) == 0 && si.Period == ""
 		})
-		if i < 0 {
+		if i < 0 || last == 0 {
 			out = append(out, SeriesInfo{Name: name, Head: last, Passes: true, Collection: coll, Format: format})
 			continue
 		}
