@@ -2,13 +2,16 @@ package noydb_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb"
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/numbering"
+	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -108,4 +111,70 @@ func TestPassHeadBehindStampedRecordsIsRollback(t *testing.T) {
 			assert.Equal(t, frozen, after, "a refused pass writes nothing")
 		})
 	}
+}
+
+// Case 1 on a hub: devices hand receipts off and a pass numbers them on the
+// hub; the hub then puts back its pass state as it was before the pass,
+// keeping its ledger and the stamped records. The next pass, from a new
+// device with a state folder of its own, refuses with ErrRollback and
+// gives no number, writing nothing on the hub. PostgreSQL needs
+// scripts/with-postgres.
+func TestPassHeadBehindLedgerIsRollbackOnAHub(t *testing.T) {
+	const hubState = "v/shop/_numbering/ticket/"
+	for name, open := range oneSeriesStores() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			adv := faultstore.NewAdversary(open(t))
+			hub := adv.Store()
+			dev := memstore.New()
+			d := openOnHub(t, dev, hub, deviceOpts{stateDir: t.TempDir()})
+			_, dh := stubsOf(t, d)
+			for _, id := range []string{"a", "b"} {
+				r, err := dh.Put(ctx, id, Stub{Total: 1})
+				require.NoError(t, err)
+				require.True(t, r.Pending)
+			}
+			copyRecords(t, dev, adv.Raw(), "tickets", false)
+			before, err := adv.Snapshot(ctx)
+			require.NoError(t, err)
+			rep, err := dh.Settle(ctx)
+			require.NoError(t, err)
+			require.Equal(t, uint64(2), rep.Last)
+			require.NoError(t, d.Close())
+
+			require.NoError(t, adv.Restore(ctx, before, hubState))
+
+			dev2 := memstore.New()
+			d2 := openOnHub(t, dev2, hub, deviceOpts{stateDir: t.TempDir()})
+			_, dh2 := stubsOf(t, d2)
+			r, err := dh2.Put(ctx, "c", Stub{Total: 3})
+			require.NoError(t, err)
+			require.True(t, r.Pending)
+			copyRecords(t, dev2, adv.Raw(), "tickets", false)
+			frozen, err := adv.Snapshot(ctx)
+			require.NoError(t, err)
+			_, err = dh2.Settle(ctx)
+			assert.ErrorIs(t, err, noydb.ErrRollback)
+			after, err := adv.Snapshot(ctx)
+			require.NoError(t, err)
+			for k := range after {
+				if strings.HasPrefix(k, hubState+"pending/") {
+					delete(after, k) // c's entry, which Settle hands the hub before the pass
+				}
+			}
+			assert.Equal(t, snapUnder(frozen, hubState), snapUnder(after, hubState), "the refused pass wrote no pass state on the hub")
+			assert.Equal(t, frozen["v/shop/tickets/c"], after["v/shop/tickets/c"], "c was not stamped")
+		})
+	}
+}
+
+// snapUnder is the part of snap under prefix.
+func snapUnder(snap faultstore.Snapshot, prefix string) map[string]string {
+	out := map[string]string{}
+	for k, v := range snap {
+		if strings.HasPrefix(k, prefix) {
+			out[k] = string(v)
+		}
+	}
+	return out
 }
