@@ -91,6 +91,11 @@ const (
 	// are sealed with it; older ones are re-sealed by RecordPut entries
 	// whose Reason is "resealed".
 	KeysRotated Kind = 20
+	// SeriesBound: an owner bound a series to a collection (Series,
+	// Collection): a person limited to some collections takes, voids,
+	// seeds and closes numbers only of series bound to one of theirs.
+	// Verify replays it (see sign.go).
+	SeriesBound Kind = 21
 )
 
 var kindNames = [...]string{
@@ -114,10 +119,11 @@ var kindNames = [...]string{
 	RecoveryCodeUsed:     "recovery-code-used",
 	RecoveryCodesRevoked: "recovery-codes-revoked",
 	KeysRotated:          "keys-rotated",
+	SeriesBound:          "series-bound",
 }
 
 // Valid reports whether k is one of the defined kinds.
-func (k Kind) Valid() bool { return k >= RecordPut && k <= KeysRotated }
+func (k Kind) Valid() bool { return k >= RecordPut && k <= SeriesBound }
 
 // String returns the kind's name, e.g. "record-put".
 func (k Kind) String() string {

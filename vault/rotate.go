@@ -331,7 +331,7 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 	cur, _ := v.keys.current()
 	top := cur
 	kp := v.prefix + keyringPrefix
-	for it, err := range v.keyringStore().List(ctx, kp) { // see rotate_hub.go
+	for it, err := range stores.ListUnder(ctx, v.keyringStore(), kp) { // see rotate_hub.go
 		if err != nil {
 			return 0, nil, err
 		}
@@ -589,7 +589,7 @@ func (v *Vault) recordsBelow(ctx context.Context, gen uint64) ([]recKey, error) 
 		if b == '_' || b == '/' || b == 0x7f {
 			continue
 		}
-		for it, err := range stores.ListUnder(ctx, v.store, v.prefix+string([]byte{byte(b)})) {
+		for it, err := range v.store.List(ctx, v.prefix+string([]byte{byte(b)})) {
 			if err != nil {
 				return nil, err
 			}

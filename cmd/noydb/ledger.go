@@ -255,6 +255,8 @@ func describe(e ledger.Entry) string {
 		return fmt.Sprintf("%s: %s", series, e.Reason)
 	case ledger.PeriodClosed:
 		return fmt.Sprintf("%s closed at #%d", series, e.Number)
+	case ledger.SeriesBound:
+		return fmt.Sprintf("%s bound to collection %s", series, e.Collection)
 	case ledger.AppEvent:
 		name, data, _ := e.Event()
 		return fmt.Sprintf("%s (%d bytes)", strconv.Quote(name), len(data))
