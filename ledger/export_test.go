@@ -41,3 +41,7 @@ func SetCheckpointEvery(l *Ledger, n uint64) {
 // Checkpoint runs the background catch-up of l's summary in the caller,
 // storing a checkpoint when one is due.
 func Checkpoint(ctx context.Context, l *Ledger) error { return l.checkpoint(ctx) }
+
+// WaitBackground waits for the background catch-ups of l's summary started
+// so far to end.
+func WaitBackground(l *Ledger) { l.sum.bgRuns.Wait() }

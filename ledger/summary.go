@@ -117,8 +117,9 @@ type summary struct {
 	inbox []inboxCommit
 	lost  bool // commits were dropped from the inbox
 
-	running atomic.Bool // a background catch-up is running
-	wrote   atomic.Bool // this ledger committed entries (Close may store a checkpoint)
+	running atomic.Bool    // a background catch-up is running
+	bgRuns  sync.WaitGroup // background catch-ups started (tests wait for them)
+	wrote   atomic.Bool    // this ledger committed entries (Close may store a checkpoint)
 
 	// The commit in flight: the head it follows and its entries, collected
 	// by putEntries; owned by the batch's leader (under the ledger's mu).
@@ -458,7 +459,9 @@ func (l *ledger) background() {
 		s.running.Store(false)
 		return
 	}
+	s.bgRuns.Add(1)
 	go func() {
+		defer s.bgRuns.Done()
 		defer l.gate.Exit()
 		defer s.running.Store(false)
 		_ = l.checkpoint(l.bg)
