@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"runtime/debug"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/vault"
 )
@@ -144,7 +142,7 @@ func (w *world) heal(ctx context.Context, res *Result, reg regime) {
 		if d.h == nil {
 			continue
 		}
-		if _, err := d.h.rc.Settle(ctx); err != nil && !errors.Is(err, numbering.ErrNumberedAtWriteTime) {
+		if _, err := d.h.rc.Settle(ctx); err != nil {
 			fail("heal", fmt.Sprintf("d%d: final settle: %v", d.idx, err))
 		}
 		if d.onHub {
@@ -479,12 +477,6 @@ func (w *world) checkReceipts(ctx context.Context, res *Result) {
 	if d == nil {
 		return
 	}
-	refused := false
-	for _, e := range w.hist.events {
-		if errors.Is(e.Err, numbering.ErrNumberedAtWriteTime) {
-			refused = true
-		}
-	}
 	owner := map[uint64]string{}
 	for rec, err := range vault.CollectionOf[Receipt](d.h.v, "receipts").List(ctx) {
 		if err != nil {
@@ -497,7 +489,7 @@ func (w *world) checkReceipts(ctx context.Context, res *Result) {
 			continue
 		}
 		if nr.Pending || nr.Serial.N == 0 {
-			if !refused && !w.sched.LateJoin {
+			if !w.sched.LateJoin {
 				fail(fmt.Sprintf("%s still pending after the final pass", rec.ID))
 			}
 			continue
