@@ -250,17 +250,15 @@ func (w *world) finalHeads(ctx context.Context, res *Result) {
 		return
 	}
 	for _, key := range w.counterKeys() {
-		e := &Event{Op: Op{Kind: kPeek, Dev: d.idx}, Key: key, Call: w.hist.tick()}
-		var n uint64
-		var err error
 		if key == "rcpt" {
-			// The receipts' write-time counter: its head is in the audit.
-			var a vault.NumberedAudit
-			a, err = d.h.rc.Audit(ctx)
-			n = a.Online.Head
-		} else {
-			n, err = handleFor(d.h, key).Peek(ctx)
+			// One head per series: the receipts' counter carries the
+			// passes' numbers too, which the history does not hold (a
+			// pass cut after its commit gives them to the next one).
+			// checkReceipts checks the series whole, by its audit.
+			continue
 		}
+		e := &Event{Op: Op{Kind: kPeek, Dev: d.idx}, Key: key, Call: w.hist.tick()}
+		n, err := handleFor(d.h, key).Peek(ctx)
 		e.Return = w.hist.tick()
 		if err != nil {
 			res.Failures = append(res.Failures, Failure{Check: "final head", Detail: fmt.Sprintf("peek %s: %v", key, err)})
