@@ -201,12 +201,14 @@ func TestHubJoinSeedsWhenTheHubComesBack(t *testing.T) {
 }
 
 // TestHubJoinRefusedWhenHubBehind: two copies of one vault took numbers on
-// their own; the first joins the hub (seeding it) and takes a number there;
-// the second, ahead of the hub, is refused with ErrHubBehind naming the
-// series and both heads, and nothing changes on the hub or on the device.
-// Seeding the hub from another device (a fresh store) lets it join, and it
-// continues after its head. Before the fix the second device joined and
-// took numbers the first had given.
+// their own; the first joins the hub (seeding it); the second, ahead of
+// the hub, is refused with ErrHubBehind naming the series and both heads,
+// and nothing changes on the hub or on the device. Seeding the hub from
+// another device (a fresh store) lets it join, and it continues after its
+// head. Before the fix the second device joined and took numbers the
+// first had given. Had the hub given one of the second copy's numbers
+// meanwhile, it would be refused for good (ErrHubDiverged, see
+// TestHubJoinRefusesACopyWhoseNumbersTheHubGave).
 func TestHubJoinRefusedWhenHubBehind(t *testing.T) {
 	for hubName, newHub := range memAndBadger() {
 		t.Run(hubName+"-hub", func(t *testing.T) { hubJoinRefused(t, newHub(t)) })
@@ -225,7 +227,6 @@ func hubJoinRefused(t *testing.T, hub stores.Store) {
 	restoreStore(t, devB, snapshotStore(t, devA)) // a copy of the vault
 
 	a := openOnHub(t, devA, hub, deviceOpts{})
-	assert.Equal(t, []uint64{3}, takeFrom(t, a, "orders", sequence.Options{}, 1))
 	require.NoError(t, a.Close())
 
 	soloB := openStandalone(t, devB)
@@ -237,7 +238,7 @@ func hubJoinRefused(t *testing.T, hub stores.Store) {
 	require.ErrorIs(t, err, vault.ErrHubBehind)
 	var be *vault.HubBehindError
 	require.ErrorAs(t, err, &be)
-	assert.Equal(t, []vault.BehindSeries{{Series: "orders", Device: 5, Hub: 3}}, be.Series)
+	assert.Equal(t, []vault.BehindSeries{{Series: "orders", Device: 5, Hub: 2}}, be.Series)
 	assert.Equal(t, hubBefore, snapshotStore(t, hub), "the hub is unchanged")
 	assert.Equal(t, devBefore, snapshotStore(t, devB), "the device is unchanged")
 

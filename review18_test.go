@@ -163,7 +163,8 @@ func TestReview18ReplayedRevocationIsTampered(t *testing.T) {
 
 // TestReview18JoinPartitionedPeriods: a series with partitions and
 // periods continues on the hub in its partition's period, and a copy
-// ahead there is refused naming the partition and the period.
+// that gave a number the hub gave there too is refused naming the
+// partition, the period and the number.
 func TestReview18JoinPartitionedPeriods(t *testing.T) {
 	ctx := context.Background()
 	opts := sequence.Options{Period: sequence.PeriodYear, Partition: []any{"EU"}, Location: time.UTC}
@@ -196,9 +197,10 @@ func TestReview18JoinPartitionedPeriods(t *testing.T) {
 	}
 	require.NoError(t, soloB.Close())
 	_, err = openOnHubErr(devB, hub, deviceOpts{})
-	var be *vault.HubBehindError
-	require.ErrorAs(t, err, &be)
-	assert.Equal(t, []vault.BehindSeries{{Series: "inv", Partition: []string{"EU"}, Period: "2026", Device: 6, Hub: 4}}, be.Series)
+	var de *vault.HubDivergedError
+	require.ErrorAs(t, err, &de, "B's 4 is the hub's 4")
+	assert.Equal(t, []vault.DivergedSeries{{Series: "inv", Partition: []string{"EU"}, Period: "2026",
+		Numbers: []vault.NumberRange{{From: 4, To: 4}}}}, de.Series)
 }
 
 // TestReview18TwoCopiesJoinAtOnce: two copies of a vault that numbered 1..5

@@ -77,3 +77,37 @@ func TestDeclaredSeriesIsListedAndGuardsTypos(t *testing.T) {
 		})
 	}
 }
+
+// A series declared with a format that names a partition component is
+// listed, and a vault holding one joins a hub. Before the fix the listing
+// read its definition through a handle without a partition, whose format
+// check failed ("the partition has 0 components"): Vault.Series failed,
+// and so did the vault's join of a hub, at every open.
+func TestDeclaredPartitionedSeriesIsListedAndJoins(t *testing.T) {
+	ctx := context.Background()
+	for name, open := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			dev := open(t)
+			v := openStandalone(t, dev)
+			q, err := v.Sequence("inv", sequence.Options{Format: "INV-{partition.0}-{seq:04}", Partition: []any{"EU"}})
+			require.NoError(t, err)
+			require.NoError(t, q.Declare(ctx))
+			got, err := v.Series(ctx)
+			require.NoError(t, err)
+			require.Len(t, got, 1)
+			assert.Equal(t, "inv", got[0].Name)
+			assert.Zero(t, got[0].Head)
+			assert.Equal(t, "INV-{partition.0}-{seq:04}", got[0].Format)
+			require.NoError(t, v.Close())
+
+			// (The join carries counters, not yet a declaration alone: the
+			// handle on the hub gives the format again.)
+			h := openOnHub(t, dev, open(t), deviceOpts{})
+			q, err = h.Sequence("inv", sequence.Options{Format: "INV-{partition.0}-{seq:04}", Partition: []any{"EU"}})
+			require.NoError(t, err)
+			s, err := q.NextSerial(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, "INV-EU-0001", s.Formatted)
+		})
+	}
+}

@@ -251,7 +251,7 @@ func (l *ledger) commitTx(ctx context.Context, b []*request) (head Head, whole b
 // the sealed bytes written for it (nil when the head did not move).
 func (l *ledger) fill(tx stores.Tx, b []*request, pin Head) (head Head, sealed []byte, whole bool, err error) {
 	if _, ok := tx.(stores.Prefetcher); ok {
-		var keys []string
+		keys := l.pinKeys(pin)
 		for _, r := range b {
 			keys = append(keys, r.keys...)
 		}
@@ -267,6 +267,9 @@ func (l *ledger) fill(tx stores.Tx, b []*request, pin Head) (head Head, sealed [
 		return Head{}, nil, true, err
 	}
 	if err := l.checkPin(hs.Head, pin); err != nil {
+		return Head{}, nil, true, err
+	}
+	if err := l.checkPinEntry(tx.Get, hs, pin); err != nil {
 		return Head{}, nil, true, err
 	}
 	l.collectStart(hs.Head) // for the summary of facts (summary.go)

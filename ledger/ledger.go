@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/noydb-go/noydb/internal/batch"
@@ -58,6 +59,11 @@ type ledger struct {
 
 	magic [tokenMagicLen]byte   // random prefix of this ledger's head tokens
 	q     batch.Queue[*request] // Append, AppendFunc and Update calls
+
+	// pinPassed: the last commit found the head past this device's pin
+	// (another writer appended meanwhile), so the next one likely will
+	// too and prefetches the pinned entry with the head (pinKeys).
+	pinPassed atomic.Bool
 
 	mu         sync.Mutex
 	lastSealed []byte    // the head bytes this ledger last wrote in a transaction
@@ -251,8 +257,13 @@ func (l *ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 	// In the caller's own transaction on a store of round trips, the head
 	// and what the guard reads come in one step (a batch's transaction is
 	// not a Prefetcher: it has them already).
-	if err := l.prefetch(tx, nil); err != nil {
-		return Head{}, fmt.Errorf("ledger append: %w", err)
+	var pin *Head
+	if _, ok := tx.(stores.Prefetcher); ok {
+		p := l.pinned()
+		pin = &p
+		if err := l.prefetch(tx, l.pinKeys(p)); err != nil {
+			return Head{}, fmt.Errorf("ledger append: %w", err)
+		}
 	}
 	it, err := tx.Get(l.headKey)
 	if err == nil {
@@ -268,7 +279,11 @@ func (l *ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 			return nh, nil
 		}
 	}
-	recs, hs, err := l.appendTx(tx, l.planOf(entries), l.pinned())
+	if pin == nil {
+		p := l.pinned()
+		pin = &p
+	}
+	recs, hs, err := l.appendTx(tx, l.planOf(entries), *pin)
 	if err != nil {
 		return Head{}, fmt.Errorf("ledger append: %w", err)
 	}
@@ -404,6 +419,58 @@ func (l *ledger) checkPin(h, pin Head) error {
 	return nil
 }
 
+// checkPinEntry fails a commit whose head hs has moved past pin when the
+// entry at the pinned position is not the one pinned (another MAC there):
+// the store serves another history than the one this device saw, grown
+// past the point where it saw it (a hub that shows devices two histories,
+// then this one the other's). checkPin alone lets such a head through,
+// being further than the pin, and the commit would write on that other
+// history; readers catch it only as they pass the pinned position. get
+// reads through the commit (the entry is prefetched with the head on a
+// store of round trips). The error is the Pins' own (a rollback).
+func (l *ledger) checkPinEntry(get func(key string) (stores.Item, error), hs headState, pin Head) error {
+	passed := l.pins != nil && pin.Seq != 0 && hs.Seq > pin.Seq
+	l.pinPassed.Store(passed)
+	if !passed {
+		return nil
+	}
+	var mac []byte
+	if stored := hs.Seq - uint64(len(hs.pending)); pin.Seq > stored {
+		mac = hs.pending[pin.Seq-stored-1].mac()
+	} else {
+		key := l.entryKey(pin.Seq)
+		it, err := get(key)
+		if errors.Is(err, stores.ErrNotFound) {
+			return &GapError{Want: pin.Seq}
+		}
+		if err != nil {
+			return err
+		}
+		r, err := l.openEntry(key, pin.Seq, it.Value, true)
+		if err != nil {
+			return err
+		}
+		mac = r.mac()
+	}
+	if hmac.Equal(mac, pin.MAC) {
+		return nil
+	}
+	return l.pins.CheckLedger(l.dir, pin.Seq, mac)
+}
+
+// pinKeys is the key of the pinned entry, which a commit reads when the
+// head moved past it (checkPinEntry), for a prefetch: when the last
+// commit found the head past the pin, so that on a store of round trips
+// the read costs none; a lone writer, whose head stays at its pin,
+// fetches nothing more (and pays one trip the rare time another writer
+// came in between).
+func (l *ledger) pinKeys(pin Head) []string {
+	if l.pins == nil || pin.Seq == 0 || !l.pinPassed.Load() {
+		return nil
+	}
+	return []string{l.entryKey(pin.Seq)}
+}
+
 // raisePin moves the pin to h, a head known to be committed. Its error says
 // the pin could not be made durable.
 func (l *ledger) raisePin(h Head) error {
@@ -426,6 +493,9 @@ func (l *ledger) appendTx(tx stores.Tx, plan planFunc, pin Head) ([]record, Head
 		return nil, Head{}, err
 	}
 	if err := l.checkPin(hs.Head, pin); err != nil {
+		return nil, Head{}, err
+	}
+	if err := l.checkPinEntry(tx.Get, hs, pin); err != nil {
 		return nil, Head{}, err
 	}
 	for _, r := range hs.pending {
@@ -465,8 +535,12 @@ func (l *ledger) appendTx(tx stores.Tx, plan planFunc, pin Head) ([]record, Head
 // the commit leaves the entries in the head, where readers find them and the
 // next append writes them out before it commits its own.
 func (l *ledger) appendCAS(ctx context.Context, plan planFunc) ([]record, Head, error) {
-	hs, version, err := l.loadHead(ctx)
+	pin := l.pinned()
+	hs, version, err := l.loadHeadAfter(ctx, pin)
 	if err != nil {
+		return nil, Head{}, err
+	}
+	if err := l.checkPinEntry(func(key string) (stores.Item, error) { return l.store.Get(ctx, key) }, hs, pin); err != nil {
 		return nil, Head{}, err
 	}
 	if err := l.materialize(ctx, hs.pending); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/noydb-go/noydb/stores"
@@ -422,4 +423,29 @@ func (l *ledger) entryAt(ctx context.Context, hs headState, seq uint64) (record,
 		return record{}, err
 	}
 	return l.openEntry(key, seq, it.Value, true)
+}
+
+// MACAt returns the chain MAC of the entry at position seq, which names
+// the whole ledger up to seq: two copies of one vault hold the same MAC at
+// seq exactly when their ledgers agree up to seq. It returns nil when the
+// ledger has no entry at seq (0, or above the head). The entry is read and
+// opened at its own key (its seal binds it to the position), not walked
+// from the start.
+func (l *ledger) MACAt(ctx context.Context, seq uint64) ([]byte, error) {
+	if err := l.enter(); err != nil {
+		return nil, err
+	}
+	defer l.gate.Exit()
+	hs, _, err := l.loadHeadAfter(ctx, l.pinned())
+	if err != nil {
+		return nil, err
+	}
+	if seq == 0 || seq > hs.Seq {
+		return nil, nil
+	}
+	r, err := l.entryAt(ctx, hs, seq)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(r.mac()), nil
 }

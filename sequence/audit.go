@@ -198,6 +198,11 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 			}
 			return nil
 		}
+		if f.Kind == wire.FactBrought {
+			// Issued on a device before it joined: the seed over them
+			// says seeded, and they are not held against the counter.
+			return nil
+		}
 		highest = max(highest, f.Number)
 		if f.Kind == wire.FactSeeded {
 			if f.Number > f.From {
@@ -473,6 +478,7 @@ type ledgerView struct {
 	closed  bool       // the history records a close of the counter's period
 	defined bool       // the history records a definition of the counter's series
 	seeds   []seedRange
+	brought []seedRange       // numbers issued on a device before it joined (FactBrought)
 	claims  map[string]uint64 // claim index key (see indexKey) -> number; nil until wanted
 }
 
@@ -499,7 +505,7 @@ func (c *counter) catchUp(ctx context.Context, wantClaims bool) error {
 	var (
 		highest         uint64
 		closed, defined bool
-		seeds           []seedRange
+		seeds, brought  []seedRange
 		claims          map[string]uint64
 	)
 	if fresh || indexed {
@@ -517,6 +523,11 @@ func (c *counter) catchUp(ctx context.Context, wantClaims bool) error {
 			if f.Seq > old && f.Number > f.From {
 				seeds = addSeed(seeds, f.From, f.Number)
 			}
+		case wire.FactBrought:
+			if f.Seq > old && f.Number > f.From {
+				brought = addSeed(brought, f.From, f.Number)
+			}
+			return nil // not held against the counter
 		case wire.FactAllocated:
 			if claims != nil && f.RequestID != "" {
 				k := c.svc.indexKey(f.RequestID)
@@ -537,6 +548,9 @@ func (c *counter) catchUp(ctx context.Context, wantClaims bool) error {
 	v.defined = v.defined || defined
 	for _, r := range seeds {
 		v.seeds = addSeed(v.seeds, r.from-1, r.to)
+	}
+	for _, r := range brought {
+		v.brought = addSeed(v.brought, r.from-1, r.to)
 	}
 	if fresh {
 		v.claims = claims
@@ -592,7 +606,10 @@ func (c *counter) claimed(id string, value uint64) (n uint64, found, complete bo
 }
 
 // seededOver reports the seed that skipped n, reading the history first
-// unless the view already covers n.
+// unless the view already covers n. A number a join brought (FactBrought)
+// was issued, on the device that joined, even where the join's seed
+// covers it: it is not skipped. (A join records what it brought before
+// the seed that covers it, so a view that knows the seed knows that too.)
 func (c *counter) seededOver(ctx context.Context, n uint64) (seedRange, bool, error) {
 	c.view.mu.Lock()
 	known := n <= c.view.covered
@@ -602,8 +619,17 @@ func (c *counter) seededOver(ctx context.Context, n uint64) (seedRange, bool, er
 			return seedRange{}, false, err
 		}
 	}
+	r, skipped := c.skipped(n)
+	return r, skipped, nil
+}
+
+// skipped reports, from the view, the seed that skipped n: none for a
+// number a join brought.
+func (c *counter) skipped(n uint64) (seedRange, bool) {
 	c.view.mu.Lock()
 	defer c.view.mu.Unlock()
-	r, ok := skippedBySeed(c.view.seeds, n)
-	return r, ok, nil
+	if _, ok := skippedBySeed(c.view.brought, n); ok {
+		return seedRange{}, false // issued on a device before a join brought it
+	}
+	return skippedBySeed(c.view.seeds, n)
 }

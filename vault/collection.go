@@ -250,9 +250,6 @@ func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequenc
 		return out, err
 	}
 	defer c.v.exit()
-	if seq != nil {
-		c.v.bindOwnNumbered(ctx, c.name, seq.Series()) // people_series.go
-	}
 	if c.v.hub != nil {
 		return putNumberedOnHub(ctx, c, id, seq, build) // hub_numbered.go
 	}

@@ -71,8 +71,15 @@ func openHub(ctx context.Context, cfg Config, prefix string, dk *crypto.Key, dev
 		return nil, err
 	}
 	link := &hubLink{device: cfg.Store, prefix: prefix, header: dh.Value, merge: keyringMerger(dk, cfg.Name, dh.Value)}
+	// What the check before a fresh join read of the device's ledger,
+	// for the join after it (both run under the link's lock).
+	var whole *deviceFacts
+	link.check = func(ctx context.Context) (err error) {
+		whole, err = checkDeviceCounters(ctx, dev)
+		return err
+	}
 	link.join = func(ctx context.Context, hub stores.Store, fresh bool) error {
-		return joinSeries(ctx, cfg, prefix, dk, dh.Value, dev, hub, fresh)
+		return joinSeries(ctx, cfg, prefix, dk, dh.Value, dev, hub, fresh, whole)
 	}
 	hub := wrapHub(cfg.Hub, hubTimeout(cfg), link)
 	err = hubStore{inner: cfg.Hub, timeout: hubTimeout(cfg), link: link}.ready(ctx)

@@ -10,6 +10,7 @@ import (
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 )
@@ -81,22 +82,41 @@ func (e *HubBehindError) Unwrap() error { return ErrHubBehind }
 // some before it had a hub, are never used again: their heads must be where
 // the hub's series start from, or the hub would give those numbers again.
 //
+// First the device proves that none of the numbers it gave on its own was
+// given on the hub too, and brings their facts to the hub's ledger, so
+// they are issued there (voidable, correctable) and a later copy of the
+// vault that gave them again is refused (hub_facts.go): a number given
+// twice fails the join with a *HubDivergedError, before anything is
+// written. A device whose counters stand where its last join left them
+// has nothing new to prove and skips that.
+//
 // fresh (the hub does not hold the vault yet): each series the device took
-// numbers in is seeded on the hub to the device's head, through the hub's
-// sequences, with its definition (a period by its label, so it stays a
-// period; a period closed on the device is closed on the hub too). Not
+// numbers in is then seeded on the hub to the device's head, through the
+// hub's sequences, with its definition (a period by its label, so it stays
+// a period; a period closed on the device is closed on the hub too). Not
 // fresh: the hub's head of each such counter is read, and one below the
 // device's fails the join with a *HubBehindError, before anything is
 // written; equal or above (the device joined before) is the normal case.
 //
 // hub is the inner hub store (its calls here are not the hub-side vault's,
-// whose first call is what waits for this join). A device without
-// counters reads nothing more. Series numbered by passes are left alone:
-// they have no head to seed from.
-func joinSeries(ctx context.Context, cfg Config, prefix string, dk *crypto.Key, header []byte, dev *Vault, hub stores.Store, fresh bool) error {
+// whose first call is what waits for this join). A fresh join reads the
+// device's ledger once, to check its counters against it (a counter below
+// the numbers its ledger records is ErrRollback, nothing written on the
+// hub); a later one, of a device without counters, reads nothing more.
+// Series numbered by passes are left alone: they have no head to seed
+// from.
+//
+// whole is what checkDeviceCounters, run before a fresh join wrote
+// anything on the hub, read of the device's ledger (nil: read it here).
+func joinSeries(ctx context.Context, cfg Config, prefix string, dk *crypto.Key, header []byte, dev *Vault, hub stores.Store, fresh bool, whole *deviceFacts) error {
 	local, err := dev.listCounters(ctx, "", false)
 	if err != nil {
 		return fmt.Errorf("the device's series: %w", err)
+	}
+	if fresh && whole == nil {
+		if whole, err = checkDeviceCounters(ctx, dev); err != nil {
+			return err
+		}
 	}
 	todo := local[:0]
 	for _, c := range local {
@@ -109,7 +129,13 @@ func joinSeries(ctx context.Context, cfg Config, prefix string, dk *crypto.Key, 
 			todo = append(todo, c)
 		}
 	}
-	if len(todo) == 0 {
+	var up *ledger.Entry
+	if fresh {
+		if up, err = legacyUpgrade(ctx, dev); err != nil {
+			return err
+		}
+	}
+	if len(todo) == 0 && up == nil {
 		return nil
 	}
 	// The hub's sequences, as the hub-side vault would write them (with
@@ -132,15 +158,60 @@ func joinSeries(ctx context.Context, cfg Config, prefix string, dk *crypto.Key, 
 	j.sharesKey = true
 	j.signAs, j.keys = dev.signAs, dev.keys
 	defer func() { _ = j.Close() }()
+	if up != nil {
+		if _, err := j.ledger.Append(ctx, *up); err != nil {
+			return fmt.Errorf("introduce the upgraded keyring entry on the hub: %w", err)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if !fresh {
+		// A device whose counters stand where its last join left them
+		// has nothing new to prove.
+		heads, err := joinedHeads(ctx, dev)
+		if err != nil {
+			return err
+		}
+		if coveredBy(todo, heads) {
+			return j.checkBehind(ctx, todo)
+		}
+	}
+	// The facts of the device's numbers: checked against the hub's, then
+	// brought, in turns with other joins (see hub_facts.go).
+	var facts hubFacts
+	var plan *joinPlan
+	for attempt := 0; ; attempt++ {
+		if plan, err = j.planJoin(ctx, dev, todo, &facts, whole); err != nil {
+			return err
+		}
+		if !fresh {
+			if err := j.checkBehind(ctx, todo); err != nil {
+				return err
+			}
+		}
+		err = j.bring(ctx, plan)
+		if !errors.Is(err, errJoinRaced) {
+			break
+		}
+		if attempt+1 == joinAttempts {
+			return fmt.Errorf("bring the device's numbers to the hub: %w", stores.ErrConflict)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("bring the device's numbers to the hub: %w", err)
+	}
 	if fresh {
 		for _, c := range todo {
 			if err := j.seedFrom(ctx, c); err != nil {
 				return fmt.Errorf("seed series %s on the hub: %w", c.Name, err)
 			}
 		}
-		return nil
 	}
-	return j.checkBehind(ctx, todo)
+	if err := j.voidBrought(ctx, plan, todo); err != nil {
+		return err
+	}
+	return recordJoined(ctx, dev, todo)
 }
 
 // seedFrom seeds the hub's counter of c (a counter of the device, listed by
@@ -228,4 +299,40 @@ func optionsOf(d sequence.Definition, part []string) (sequence.Options, error) {
 		o.Location = loc
 	}
 	return o, nil
+}
+
+// legacyUpgrade returns the KeyringUpgraded entry a fresh hub's ledger
+// must begin with when the device's vault is of layout version 1 and the
+// joining person upgraded their entry before the join (nil otherwise): the
+// device's ledger began unsigned (or with such an upgrade), its person's
+// entry is an upgraded one, granted by themselves. Begun with the upgrade,
+// the hub's ledger is one of a vault of layout version 1 for Verify, which
+// then accepts the upgrades of the vault's other owners of version 1 when
+// they come (upgradeOnHub); begun with any other signed entry it took
+// them for unknown signers.
+func legacyUpgrade(ctx context.Context, dev *Vault) (*ledger.Entry, error) {
+	m := dev.signAs
+	if m == nil {
+		return nil, nil
+	}
+	m.mu.Lock()
+	e := m.entry
+	m.mu.Unlock()
+	if e == nil || e.revoked || e.grantedBy != e.user || len(e.signPub) == 0 {
+		return nil, nil
+	}
+	legacy := false
+	for first, err := range dev.ledger.Read(ctx, 1) {
+		if err != nil {
+			return nil, fmt.Errorf("the device's ledger: %w", err)
+		}
+		legacy = (len(first.Signature) == 0 && !first.Covered) ||
+			(first.Kind == ledger.KeyringUpgraded && first.ID == first.Actor)
+		break
+	}
+	if !legacy {
+		return nil, nil
+	}
+	return &ledger.Entry{Kind: ledger.KeyringUpgraded, ID: e.user, Reason: RoleOwner.String(),
+		CipherHash: hashOf(e.encode()), SigningKey: e.signPub}, nil
 }

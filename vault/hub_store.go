@@ -49,6 +49,9 @@ type hubLink struct {
 	// with nothing written). hub is the inner hub store, under the
 	// hub's timeout.
 	join func(ctx context.Context, hub stores.Store, fresh bool) error
+	// check, when set, runs before a fresh join writes anything on the
+	// hub: its error refuses the join (see joinSeries).
+	check func(ctx context.Context) error
 
 	mu   sync.Mutex
 	done atomic.Bool
@@ -90,6 +93,11 @@ func (l *hubLink) joinSeries(ctx context.Context, hub stores.Store) error {
 	fresh := errors.Is(err, stores.ErrNotFound)
 	switch {
 	case fresh:
+		if l.check != nil {
+			if err := l.check(ctx); err != nil {
+				return err
+			}
+		}
 		if err := claimHub(ctx, hub, l.prefix, l.header); err != nil {
 			return err
 		}

@@ -359,9 +359,6 @@ func (n *Numbered[T]) Put(ctx context.Context, id string, value T) (NumberedReco
 	if err := n.prepare(ctx, true); err != nil {
 		return fail(err)
 	}
-	if n.online {
-		c.v.bindOwnNumbered(ctx, c.name, n.series) // people_series.go
-	}
 	for range putRounds {
 		prev, err := n.read(ctx, id)
 		if err != nil {

@@ -506,6 +506,11 @@ func (v *Vault) ChangeSecret(ctx context.Context, old, new []byte) error {
 // version 1 entry, its holder's or one upgraded by another handle since)
 // writes nothing more (ErrNotPermitted): an unsigned entry after a signed
 // one would fail Verify. Its holder calls UpgradeKeyring, or opens again.
+//
+// On a device of a hub the upgrade is made on the hub first, so that the
+// hub's ledger introduces the new signing key before any entry it signs
+// reaches the hub: out of reach of the hub it fails with an error
+// wrapping sequence.ErrOffline and writes nothing.
 func (v *Vault) UpgradeKeyring(ctx context.Context, secret []byte) error {
 	v.me.mu.Lock()
 	current := v.me.entry != nil
@@ -624,7 +629,11 @@ func (v *Vault) upgrade(ctx context.Context, key string, old stores.Item, h cryp
 	v.me.mu.Lock()
 	v.me.entry, v.me.seed = e, seed
 	v.me.mu.Unlock()
-	err = v.writePeople(ctx, key, old, val, ledger.Entry{Kind: ledger.KeyringUpgraded, ID: v.user, Reason: RoleOwner.String(), CipherHash: hashOf(val), SigningKey: e.signPub})
+	up := ledger.Entry{Kind: ledger.KeyringUpgraded, ID: v.user, Reason: RoleOwner.String(), CipherHash: hashOf(val), SigningKey: e.signPub}
+	err = v.upgradeOnHub(ctx, key, old.Value, val, up)
+	if err == nil {
+		err = v.writePeople(ctx, key, old, val, up)
+	}
 	v.me.mu.Lock()
 	defer v.me.mu.Unlock()
 	if err != nil {

@@ -16,13 +16,12 @@ import (
 //
 // A person limited to some collections (Grant, SetCollections) takes,
 // voids, seeds and closes numbers only of series an owner bound to one of
-// those collections: explicitly (BindSeries), or by the owner's own first
-// numbered record there (a Put through NumberingOf or PutNumbered, whose
-// ledger entry names the collection and the series). A limited person
-// binds nothing, so numbering a new series first captures nothing. The
+// those collections (BindSeries; nothing binds a series by itself, so an
+// owner's numbering, which writes nothing but its numbers, never changes
+// what another person may do). A limited person binds nothing, so numbering a new series first captures nothing. The
 // bindings are kept in the collections' stored definitions
-// (collection_def.go) and recorded in the ledger (ledger.SeriesBound, or
-// the owner's numbered record), which Verify replays (ledger's
+// (collection_def.go) and recorded in the ledger (ledger.SeriesBound),
+// which Verify replays (ledger's
 // UnboundSeries).
 //
 // The rule holds where every number passes: the vault's ledger, which the
@@ -30,9 +29,7 @@ import (
 // append to, is wrapped by seriesLedger, which checks every append that
 // names a series, in the append's own transaction, before anything is
 // written; a refused append fails its transaction, so no number is taken.
-// An owner's append is not checked (an owner is never limited); before an
-// owner's numbered record in a collection whose definition does not bind
-// its series yet, bindOwnNumbered binds it.
+// An owner's append is not checked (an owner is never limited).
 
 // seriesLedger is the vault's ledger as the vault's writers append to it
 // (see above).
@@ -188,48 +185,11 @@ func (v *Vault) boundToAny(series string, cols []string, get func(key string) (s
 	return false, nil
 }
 
-// bindOwnNumbered binds series to collection before a numbered record
-// of the vault's person there, when the person is an owner and no stored
-// definition binds it yet: an owner's own first numbered record in a
-// collection binds its series (see above). The binding is a commit of its
-// own, before the record's (a commit that wrote the definition with the
-// record would lock it after the record), made where the numbers are
-// taken (the hub, for Collection.PutNumbered on a device of one; a
-// NumberingOf handle binds only when it numbers at write time, so that an
-// offline device's Put never waits for its hub). It is best effort: a binding that
-// fails (a hub out of reach) leaves the series unbound, which refuses
-// limited persons only, until the owner's next numbered record there or
-// BindSeries.
-func (v *Vault) bindOwnNumbered(ctx context.Context, collection, series string) {
-	if v.me == nil || v.Role() != RoleOwner {
-		return
-	}
-	at := v
-	if v.hub != nil {
-		at = v.hub
-	}
-	if at.binds.isBound(collection, series) {
-		return
-	}
-	d, err := at.collectionDef(ctx, collection)
-	if err != nil {
-		return
-	}
-	if !d.binds(series) {
-		if _, err := at.changeCollectionDef(ctx, collection, func(d *collectionDef) bool { return d.bind(series) },
-			ledger.Entry{Kind: ledger.SeriesBound, Series: series, Collection: collection}); err != nil {
-			return
-		}
-	}
-	at.binds.found(collection, series)
-}
-
 // BindSeries binds series to collection: a person limited to collection
 // (Grant, SetCollections) may then take, void, seed and close its numbers,
 // and number records with it; without a binding to one of their
-// collections they may not (ErrNotPermitted, nothing taken). An owner's
-// own first numbered record in a collection binds its series there too; a
-// series may be bound to several collections. Only an owner binds
+// collections they may not (ErrNotPermitted, nothing taken). A series may
+// be bound to several collections. Only an owner binds
 // (ErrNotPermitted); a binding is recorded in the ledger
 // (ledger.SeriesBound), which Verify replays, and binding a series bound
 // already writes nothing.

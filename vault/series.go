@@ -200,7 +200,14 @@ func (v *Vault) declaredSeries(ctx context.Context, series string) (SeriesInfo, 
 	if err != nil {
 		return SeriesInfo{}, fmt.Errorf("series %q: %w: %w", series, stores.ErrMisbehaving, err)
 	}
-	def, err := s.Definition(ctx)
+	// The definition as stored, as for a counter (counterInfo): s has no
+	// partition, which a format naming a partition component does not
+	// fit, so s.Definition would refuse it. Its head is that of the
+	// series' counter without a partition, which is none (else the
+	// listing found it): 0, or a pin's ErrRollback when the store
+	// dropped it.
+	counterInfo := wire.Hook[counterInfoFunc]("SequenceCounterInfo", wire.SequenceCounterInfo)
+	_, _, _, def, err := counterInfo(ctx, s)
 	if err != nil {
 		return SeriesInfo{}, fmt.Errorf("series: %w", err)
 	}

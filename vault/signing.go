@@ -222,3 +222,47 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 	_, err := s.h.ledger.Append(ctx, entries...)
 	return closedIfWiped(err)
 }
+
+// upgradeOnHub makes the upgrade of the person's keyring entry of layout
+// version 1 (old) to val, the entry introducing their signing key, on the
+// hub first when the vault is a device of one: the entry and its
+// KeyringUpgraded ledger entry (e, signed with the new key) in one hub
+// commit, before the device writes them and before any entry signed with
+// that key reaches the hub. The hub's ledger, begun unsigned by the
+// vault's version 1 writes, then introduces the key at its position, so
+// Verify on the hub knows the person's later entries; before, the
+// upgrade stayed in the device's ledger and the hub's Verify said
+// "unknown signer". Out of reach of the hub nothing is written (an error
+// wrapping sequence.ErrOffline), as for a rotation; a device of a hub
+// opened without it does not upgrade (errHubless). When the device's
+// write fails after the hub's, the hub holds the upgraded entry: a Sync
+// brings it, and the vault opened again uses it.
+func (v *Vault) upgradeOnHub(ctx context.Context, key string, old, val []byte, e ledger.Entry) error {
+	if v.hubless {
+		return fmt.Errorf("upgrade keyring: %w", errHubless)
+	}
+	if v.hub == nil {
+		return nil
+	}
+	err := v.hub.ledger.UpdateKeys(ctx, []string{key}, func(tx stores.Tx) error {
+		switch it, err := tx.Get(key); {
+		case errors.Is(err, stores.ErrNotFound):
+		case err != nil:
+			return err
+		case !bytes.Equal(it.Value, old):
+			return errEntryMoved
+		}
+		if err := tx.Put(key, val); err != nil {
+			return err
+		}
+		_, err := v.hub.ledger.AppendTx(ctx, tx, e)
+		return err
+	})
+	if errors.Is(err, errEntryMoved) {
+		return fmt.Errorf("upgrade keyring on the hub: %w", errPeopleChanged)
+	}
+	if err != nil {
+		return fmt.Errorf("upgrade keyring on the hub: %w", closedIfWiped(err))
+	}
+	return nil
+}

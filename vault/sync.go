@@ -49,7 +49,10 @@ import (
 //	    as the person's collections of now)
 //	prefix + "_sync/push"                  1 || uvarint seq (the device ledger position pushed through)
 //	prefix + "_sync/base/" + coll/id       1 || uvarint rev || lp(cipher hash; empty: the hub holds none)
-//	prefix + "_sync/conflict/" + coll/id   1 || uvarint feed seq || uvarint rev || lp(the hub's sealed record; empty: deleted)
+//	prefix + "_sync/conflict/" + coll/id   2 || uvarint feed seq || uvarint rev || lp(cipher hash of the hub's side; empty: deleted)
+//	                                       (version 1: 1 || … || lp(the hub's sealed record), see keptConflict)
+//	prefix + "_sync/lost/" + …             the side a conflict set aside: the loser a policy chose, or the hub's side
+//	                                       of a kept conflict, as it was (not sealed again; sync_stored.go)
 //	prefix + "_sync/held/" + coll/id       1 (a change held back: its collection is no longer the person's; sync_reseal.go)
 const (
 	syncDir       = "_sync/"
@@ -829,7 +832,7 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	if bytes.Equal(dv.hash, hv.hash) {
 		// Already here (this device's own push, or the same change): a
 		// conflict kept for it is moot.
-		return 0, nil, nil, tx.Delete(s.v.conflictKey(k.coll, k.id))
+		return 0, nil, nil, s.v.dropKept(tx, k)
 	}
 	if bytes.Equal(hv.hash, b.hash) {
 		// The hub holds what this device last synced (its own push coming
@@ -847,7 +850,7 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	case !errors.Is(err, stores.ErrNotFound):
 		return 0, nil, nil, err
 	}
-	if err := tx.Delete(s.v.conflictKey(k.coll, k.id)); err != nil {
+	if err := s.v.dropKept(tx, k); err != nil {
 		return 0, nil, nil, err
 	}
 	var hubMarks []mark // the marks of the hub's side (none: deleted)
@@ -1318,6 +1321,9 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 			return nil, err
 		}
 	}
+	if err := s.checkStale(ctx, stale); err != nil {
+		return nil, err
+	}
 	// The local acknowledgement: bases of what the hub now holds, and the
 	// cursor through the window, or up to the first record left behind.
 	cur := upto
@@ -1365,6 +1371,39 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 	}
 	s.rep.Pushed += pushed
 	return stale, nil
+}
+
+// checkStale checks the records a push left behind (stale: the hub holds
+// another state than the device's base) against the hub's feed. The hub
+// writes a record and its feed entry in one commit, and the device's base
+// is the hub's state as of the feed entries through its pull cursor (it
+// applied them, or pushed them itself), so a record the hub changed since
+// has a feed entry after the cursor, which the next round's pull applies.
+// One without such an entry was changed behind the feed (a pushed record
+// the hub lost, an older revision put back, a record injected at an id
+// this device writes): ErrHubTampered. Without this check the push would
+// find it stale at every round of every sync, for ever, and never say why.
+// The feed is read after the hub commit that found them stale, so an entry
+// committed with a change that commit saw is there.
+func (s *syncRun) checkStale(ctx context.Context, stale []recKey) error {
+	if len(stale) == 0 {
+		return nil
+	}
+	cur, err := s.loadPull(ctx)
+	if err != nil {
+		return err
+	}
+	since, err := s.laterEntries(ctx, cur.seq, stale)
+	if err != nil {
+		return err
+	}
+	for _, k := range stale {
+		if !since[k] {
+			return fmt.Errorf("%w: the hub's %s/%s is not the state its feed names through entry %d (lost, replaced or injected behind the feed); this device's change is not pushed",
+				ErrHubTampered, k.coll, k.id, cur.seq)
+		}
+	}
+	return nil
 }
 
 // echoes returns the pull cursor moved past the feed entries this device

@@ -28,11 +28,24 @@ func syncLayouts() []codectest.Layout {
 			Encode: func(v any) ([]byte, error) { return encodeBase(v.(base)), nil }},
 		{Seeds: "testdata/sync_layouts.json", Prefix: "sync-conflict/", Err: codec.ErrCorrupt,
 			Decode: func(b []byte) (any, error) { return decodeKept(b) },
-			Encode: func(v any) ([]byte, error) { return encodeKept(v.(keptConflict)), nil }},
+			Encode: func(v any) ([]byte, error) { return encodeKeptAs(v.(keptConflict)), nil }},
 		{Seeds: "testdata/sync_layouts.json", Prefix: "sync-intent/", Err: codec.ErrCorrupt,
 			Decode: func(b []byte) (any, error) { return decodeIntent(b) },
 			Encode: func(v any) ([]byte, error) { return encodeIntent(v.(intent)) }},
 	}
+}
+
+// encodeKeptAs encodes c in the version it was decoded from: version 1
+// (which holds the hub's sealed record inside) is no longer written but
+// still read, and its vectors stay.
+func encodeKeptAs(c keptConflict) []byte {
+	if !c.legacy {
+		return encodeKept(c)
+	}
+	b := []byte{syncVersion}
+	b = codec.AppendUvarint(b, c.seq)
+	b = codec.AppendUvarint(b, c.rev)
+	return codec.AppendBytes(b, c.sealed)
 }
 
 // TestSyncLayoutVectors pins the sync state layouts.
@@ -44,6 +57,15 @@ func TestSyncLayoutVectors(t *testing.T) {
 			Encode: func() ([]byte, error) { return l.Encode(v) },
 			Decode: l.Decode,
 		}
+	}
+	// v1 is a kept conflict of version 1, which holds the hub's sealed
+	// record inside: read, no longer written.
+	v1 := func(l codectest.Layout, name string, c keptConflict) codectest.Case {
+		k := cs(l, name, c)
+		c.legacy = true
+		k.Value = c
+		k.Encode = func() ([]byte, error) { return encodeKeptAs(c), nil }
+		return k
 	}
 	hash := bytes.Repeat([]byte{0xab}, 32)
 	codectest.Check(t, "testdata/sync_layouts.json", []codectest.Case{
@@ -59,8 +81,11 @@ func TestSyncLayoutVectors(t *testing.T) {
 		cs(ls[2], "hub holds none", base{}),
 		cs(ls[2], "deleted at 7", base{rev: 7}),
 		cs(ls[2], "revision 3", base{rev: 3, hash: hash}),
-		cs(ls[3], "hub deleted", keptConflict{seq: 9, rev: 4}),
-		cs(ls[3], "hub record", keptConflict{seq: 12, rev: 5, sealed: []byte("sealed record bytes")}),
+		v1(ls[3], "hub deleted", keptConflict{seq: 9, rev: 4}),
+		v1(ls[3], "hub record", keptConflict{seq: 12, rev: 5, sealed: []byte("sealed record bytes"),
+			hash: cipherHash([]byte("sealed record bytes"))}),
+		cs(ls[3], "v2 hub deleted", keptConflict{seq: 9, rev: 4}),
+		cs(ls[3], "v2 hub record", keptConflict{seq: 12, rev: 5, hash: hash}),
 		cs(ls[4], "empty", intent{}),
 		cs(ls[4], "a pull and a conflict", intent{head: 41,
 			records: []intentRecord{{key: "v/shop/notes/x", hash: hash}, {key: "v/shop/notes/y"}},

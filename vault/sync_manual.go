@@ -67,37 +67,125 @@ func callMerge[T any](merge func(local, hub T) (T, error), l, h T) (m T, err err
 }
 
 // keptConflict is the hub's side of a conflict kept for the application.
+//
+// Stored in two values, so that no sealed value holds another:
+//
+//	prefix + "_sync/conflict/" + coll/id   sealed: 2 || uvarint feed seq || uvarint rev || lp(cipher hash of the hub's side; empty: deleted)
+//	lostKey(coll, id, feed seq)            the hub's sealed record, as the hub holds it (absent for a deletion)
+//
+// The hub's side is kept where a policy keeps the side it made lose
+// (sync_stored.go: one place and one check for every side a conflict set
+// aside), read back by readLost. The sealed record opens on its own (it is
+// bound to its vault, collection, id and revision) and the cipher hash in
+// the first value says which revision it must be. Version 1 (written
+// before) held the sealed record inside the first value, sealed again: a
+// record near the store's value limit did not fit, and the sync that kept
+// it failed for good. It is still read.
 type keptConflict struct {
 	seq    uint64 // the hub feed position of the hub's side
 	rev    uint64 // its revision (of the deleted record, for a deletion)
-	sealed []byte // its sealed record; nil for a deletion
+	hash   []byte // the cipher hash of its sealed record; nil for a deletion
+	sealed []byte // its sealed record; nil for a deletion (and until read, see loadKept)
+	legacy bool   // decoded from version 1
 }
+
+// keptVersion2 is the layout of a kept conflict whose hub side is stored
+// apart (see keptConflict).
+const keptVersion2 = 2
 
 func (v *Vault) conflictKey(coll, id string) string {
 	return v.prefix + syncConfDir + coll + "/" + id
 }
 
 func encodeKept(c keptConflict) []byte {
-	b := []byte{syncVersion}
+	b := []byte{keptVersion2}
 	b = codec.AppendUvarint(b, c.seq)
 	b = codec.AppendUvarint(b, c.rev)
-	return codec.AppendBytes(b, c.sealed)
+	return codec.AppendBytes(b, c.hash)
 }
 
-// maxKeptRecord bounds the sealed record of a kept conflict when decoding.
+// maxKeptRecord bounds the sealed record of a kept conflict of version 1
+// when decoding.
 const maxKeptRecord = 1 << 30
 
 func decodeKept(plain []byte) (keptConflict, error) {
 	r := codec.NewReader(plain)
-	r.Version(syncVersion)
+	version := r.Byte()
+	if r.Err() == nil && version != syncVersion && version != keptVersion2 {
+		r.Failf("unknown version %d", version)
+	}
 	c := keptConflict{seq: r.Uvarint(), rev: r.Uvarint()}
-	if b := r.Bytes(maxKeptRecord); len(b) > 0 {
-		c.sealed = append([]byte(nil), b...)
+	switch version {
+	case syncVersion:
+		c.legacy = true
+		if b := r.Bytes(maxKeptRecord); len(b) > 0 {
+			c.sealed = append([]byte(nil), b...)
+			c.hash = cipherHash(c.sealed)
+		}
+	case keptVersion2:
+		if h := r.Bytes(maxSyncHash); len(h) > 0 {
+			c.hash = append([]byte(nil), h...)
+		}
 	}
 	if err := r.End(); err != nil {
 		return keptConflict{}, err
 	}
 	return c, nil
+}
+
+// putKept writes the kept conflict c of k in tx (a conflict kept before
+// for k is dropped first, dropKept).
+func (v *Vault) putKept(tx stores.Tx, k recKey, c keptConflict) error {
+	c.hash = nil
+	if c.sealed != nil {
+		c.hash = cipherHash(c.sealed)
+		if err := v.keepLost(tx, k.coll, k.id, c.seq, c.sealed); err != nil {
+			return err
+		}
+	}
+	return v.putSealedValue(tx, v.conflictKey(k.coll, k.id), encodeKept(c))
+}
+
+// dropKept deletes the conflict kept for k in tx, if any, with the hub's
+// side it kept apart.
+func (v *Vault) dropKept(tx stores.Tx, k recKey) error {
+	ck := v.conflictKey(k.coll, k.id)
+	it, err := tx.Get(ck)
+	if errors.Is(err, stores.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	kc, err := v.openKept(ck, it.Value)
+	if err != nil {
+		return fmt.Errorf("the kept conflict of %s/%s: %w", k.coll, k.id, err)
+	}
+	if !kc.legacy && kc.hash != nil {
+		if err := tx.Delete(v.lostKey(k.coll, k.id, kc.seq)); err != nil {
+			return err
+		}
+	}
+	return tx.Delete(ck)
+}
+
+// loadKept completes kc, opened from the conflict kept for k, with the
+// hub's side read by get (version 2 keeps it apart), checked against the
+// cipher hash kc names: another value there (another revision of the
+// record, or none) is ErrTampered.
+func (v *Vault) loadKept(k recKey, kc keptConflict, get func(key string) (stores.Item, error)) (keptConflict, error) {
+	if kc.hash == nil || kc.sealed != nil {
+		return kc, nil
+	}
+	sealed, err := v.readLost(get, k.coll, k.id, kc.seq, kc.hash)
+	if errors.Is(err, stores.ErrNotFound) {
+		return keptConflict{}, fmt.Errorf("the hub's side of the kept conflict is missing: %w", ErrTampered)
+	}
+	if err != nil {
+		return keptConflict{}, fmt.Errorf("the hub's side of the kept conflict: %w", err)
+	}
+	kc.sealed = sealed
+	return kc, nil
 }
 
 // keepOrMerge settles a conflict under Manual or Merge: a merge when it
@@ -132,7 +220,7 @@ func (s *syncRun) keepOrMerge(ctx context.Context, tx stores.Tx, pol SyncPolicy,
 		}
 	}
 	kept := keptConflict{seq: e.Seq, rev: hv.rev, sealed: hv.sealed}
-	if err := s.v.putSealedValue(tx, s.v.conflictKey(k.coll, k.id), encodeKept(kept)); err != nil {
+	if err := s.v.putKept(tx, k, kept); err != nil {
 		return 0, nil, nil, err
 	}
 	c.Kept = true
@@ -189,7 +277,7 @@ func (v *Vault) Conflicts(ctx context.Context) ([]PendingConflict, error) {
 		if err != nil {
 			return nil, fmt.Errorf("conflicts: %s/%s: %w", coll, id, err)
 		}
-		out = append(out, PendingConflict{Collection: coll, ID: id, HubRevision: kc.rev, HubDeleted: kc.sealed == nil})
+		out = append(out, PendingConflict{Collection: coll, ID: id, HubRevision: kc.rev, HubDeleted: kc.hash == nil})
 	}
 	return out, nil
 }
@@ -223,6 +311,9 @@ func (c *Collection[T]) ConflictSides(ctx context.Context, id string) (device, h
 		return nil, nil, fmt.Errorf("conflict sides %s/%s: %w", c.name, id, err)
 	}
 	kc, err := c.v.openKept(ck, it.Value)
+	if err == nil {
+		kc, err = c.v.loadKept(recKey{c.name, id}, kc, func(key string) (stores.Item, error) { return c.v.store.Get(ctx, key) })
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("conflict sides %s/%s: %w", c.name, id, err)
 	}
@@ -284,11 +375,14 @@ func (c *Collection[T]) Resolve(ctx context.Context, id string, value *T) error 
 		if err != nil {
 			return err
 		}
+		if kc, err = v.loadKept(recKey{c.name, id}, kc, tx.Get); err != nil {
+			return err
+		}
 		prev, err := v.readTx(tx, c.name, id, true)
 		if err != nil {
 			return err
 		}
-		if err := tx.Delete(ck); err != nil {
+		if err := v.dropKept(tx, recKey{c.name, id}); err != nil {
 			return err
 		}
 		top := max(prev.rev, kc.rev)

@@ -157,21 +157,26 @@ func (v *Vault) explicitPolicy(collection string) (SyncPolicy, bool) {
 	return p, ok
 }
 
-// lostDir holds the losing sides of the conflicts policies decided:
+// lostDir holds the sides the conflicts set aside: the losing sides of
+// the conflicts policies decided, and the hub's sides of the conflicts
+// kept for the application (Manual, keptConflict), by the hub feed
+// position of the conflict:
 //
 //	prefix + "_sync/lost/" + coll/id + "\x00" + 20-digit hub feed position
 //
-// each the losing record's sealed value as it was (a deletion that lost
-// keeps nothing), read back authenticated against the cipher hash of the
-// conflict's ledger entry.
+// each the record's sealed value as it was, never sealed again (so that a
+// record at the size limit fits; a deletion keeps nothing), read back
+// (readLost) authenticated against the cipher hash of the conflict's
+// ledger entry, or of its kept conflict.
 const lostDir = "_sync/lost/"
 
 func (v *Vault) lostKey(coll, id string, feed uint64) string {
 	return fmt.Sprintf("%s%s%s/%s\x00%020d", v.prefix, lostDir, coll, id, feed)
 }
 
-// keepLost keeps, in tx, the losing side's sealed record of the conflict
-// decided at hub feed position feed (nil: a deletion lost: nothing to keep).
+// keepLost keeps, in tx, the sealed record a conflict at hub feed position
+// feed set aside: the losing side's of a decided one, the hub's of a kept
+// one (nil: a deletion: nothing to keep).
 func (v *Vault) keepLost(tx stores.Tx, coll, id string, feed uint64, sealed []byte) error {
 	if sealed == nil {
 		return nil
@@ -240,19 +245,31 @@ func (c *Collection[T]) LostValue(ctx context.Context, lc LostConflict) (Record[
 	if lc.Collection != c.name || lc.hash == nil {
 		return Record[T]{}, fmt.Errorf("lost value %s/%s: %w", c.name, lc.ID, ErrNotFound)
 	}
-	it, err := c.v.store.Get(ctx, c.v.lostKey(c.name, lc.ID, lc.feed))
+	sealed, err := c.v.readLost(func(key string) (stores.Item, error) { return c.v.store.Get(ctx, key) }, c.name, lc.ID, lc.feed, lc.hash)
 	if errors.Is(err, stores.ErrNotFound) {
 		return Record[T]{}, fmt.Errorf("lost value %s/%s: %w", c.name, lc.ID, ErrNotFound)
 	}
 	if err != nil {
 		return Record[T]{}, fmt.Errorf("lost value %s/%s: %w", c.name, lc.ID, err)
 	}
-	if !bytes.Equal(cipherHash(it.Value), lc.hash) {
-		return Record[T]{}, fmt.Errorf("lost value %s/%s: not the value the ledger records: %w", c.name, lc.ID, ErrTampered)
-	}
-	r, err := c.decode(lc.ID, it.Value)
+	r, err := c.decode(lc.ID, sealed)
 	if err != nil {
 		return Record[T]{}, fmt.Errorf("lost value %s/%s: %w", c.name, lc.ID, err)
 	}
 	return r, nil
+}
+
+// readLost reads, through get, the sealed record keepLost kept for coll/id
+// at hub feed position feed, which must hash to hash (from the conflict's
+// ledger entry, or its kept conflict): another value there is
+// ErrTampered; none is stores.ErrNotFound.
+func (v *Vault) readLost(get func(key string) (stores.Item, error), coll, id string, feed uint64, hash []byte) ([]byte, error) {
+	it, err := get(v.lostKey(coll, id, feed))
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(cipherHash(it.Value), hash) {
+		return nil, fmt.Errorf("not the value the conflict set aside: %w", ErrTampered)
+	}
+	return it.Value, nil
 }

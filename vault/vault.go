@@ -420,6 +420,9 @@ func (h history) Facts(ctx context.Context, series string, partition []string, a
 			f.Kind, f.Reason = wire.FactVoided, e.Reason
 		case ledger.SeriesSeeded:
 			f.Kind, f.From = wire.FactSeeded, e.From
+			if e.Reason == wire.SeedBroughtReason {
+				f.Kind = wire.FactBrought
+			}
 		case ledger.PeriodClosed:
 			f.Kind = wire.FactClosed
 		default:

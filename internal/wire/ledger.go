@@ -128,6 +128,9 @@ type Ledger[E, H, R any] interface {
 	// Read yields the entries from position from up to the head, checking
 	// the chain as it goes.
 	Read(ctx context.Context, from uint64) iter.Seq2[E, error]
+	// MACAt returns the chain MAC of the entry at position seq (nil when
+	// there is none), which names the ledger up to seq.
+	MACAt(ctx context.Context, seq uint64) ([]byte, error)
 	// Verify walks the whole ledger and reports what it found.
 	Verify(ctx context.Context) (R, error)
 	// VerifyProgress is Verify, reporting to progress (when not nil)

@@ -85,7 +85,19 @@ const (
 	// whatever partition it is asked about. A series found without a
 	// definition after it had its definition deleted by the store.
 	FactDefined
+	// FactBrought: the numbers From+1..Number were issued on a device
+	// before its vault joined this hub, and the join brought them here
+	// (a SeriesSeeded entry whose Reason is SeedBroughtReason). They are
+	// issued numbers, not skipped ones: they may be voided and corrected.
+	// The counter was (or is about to be) seeded over them; the fact
+	// moves nothing and is not held against the counter.
+	FactBrought
 )
+
+// SeedBroughtReason is the Reason of the SeriesSeeded entries a join
+// writes on a hub for the numbers the joining device issued before (see
+// FactBrought).
+const SeedBroughtReason = "brought by a join: issued on a device before it joined"
 
 // SequenceFact is one recorded event about a number of a series, as a
 // History yields it.

@@ -47,13 +47,13 @@
 //   - a person granted again after a revocation: the device's Verify fails
 //     with "keyring signing key differs from the ledger's" (KGrant);
 //   - grants of one person from two devices before they sync: the same;
-//   - the hub's counters rolled back or dropped under a ledger that keeps
-//     their numbers: a process whose first allocation passed before gives
-//     numbers again (the generator restarts every device after it);
+//   - the hub's counters, or the late device's before it joins, rolled
+//     back or dropped under a ledger that keeps their numbers: a process
+//     whose first allocation passed before gives numbers again (the
+//     generator restarts every device after it; the late device's join
+//     refuses its counters with ErrRollback);
 //   - a Void on such a counter says ErrNotIssued instead of ErrRollback;
 //   - a series definition dropped: corrections fail with ErrInvalid;
-//   - the late device's counters dropped before it joins a hub: the join
-//     seeds the hub from them and the hub gives their numbers again;
 //   - a claim's request id used before and after a late join gets two
 //     numbers;
 //   - a handle opened before a late join and kept across it takes numbers
