@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/noydb-go/noydb/internal/codec"
+	"github.com/noydb-go/noydb/internal/wire"
 )
 
 // NumberFactsKind names the summary's facts about numbers (see FactKind),
@@ -89,7 +90,15 @@ func (f *NumberFacts) Fold(e *Entry) {
 			return
 		}
 		f.raise(e)
-	case NumberAllocated, SeriesSeeded:
+	case SeriesSeeded:
+		if e.Reason == wire.SeedBroughtReason {
+			// Numbers a device issued before it joined, brought by the
+			// join: not held against the counter, which the join seeds
+			// over them (as the sequences' own check counts them).
+			return
+		}
+		f.raise(e)
+	case NumberAllocated:
 		f.raise(e)
 	case RecordPut:
 		if e.Series != "" {

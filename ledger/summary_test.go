@@ -13,6 +13,7 @@ import (
 
 	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/internal/pins"
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -55,6 +56,7 @@ func TestNumberFactsFoldEveryKindOfNumber(t *testing.T) {
 			ledger.Entry{Kind: ledger.NumberAssigned, Collection: "c", ID: "r", Series: "p", Number: 7},
 			ledger.Entry{Kind: ledger.NumberVoided, Collection: "c", ID: "q", Series: "p", Number: 9, Reason: "gone"},
 			ledger.Entry{Kind: ledger.RecordPut, Collection: "c", ID: "s", Revision: 1, CipherHash: []byte{1}},
+			ledger.Entry{Kind: ledger.SeriesSeeded, Series: "j", From: 0, Number: 3, Reason: wire.SeedBroughtReason},
 		)
 		require.NoError(t, err)
 
@@ -76,6 +78,9 @@ func TestNumberFactsFoldEveryKindOfNumber(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, ledger.CounterFacts{}, c, "a pass's numbers are not the counter's")
 		assert.Equal(t, ledger.SeriesFacts{Assigned: 9}, s)
+		c, _, err = numberFacts(t, l, "j")
+		require.NoError(t, err)
+		assert.Equal(t, ledger.CounterFacts{}, c, "numbers a join brought are not held against the counter")
 	})
 }
 
