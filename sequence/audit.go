@@ -472,6 +472,7 @@ func reopened(value uint64) error {
 type ledgerView struct {
 	write   sync.Mutex // serialises catchUp and noteCommit; never taken inside a transaction
 	mu      sync.Mutex // guards the fields below; never held across a read
+	read    bool       // the history was read at least once (catchUp)
 	through uint64     // history position read through
 	highest uint64     // the highest number read in the history
 	covered uint64     // seeds and claims of numbers up to covered are all known
@@ -564,6 +565,7 @@ func (c *counter) catchUp(ctx context.Context, wantClaims bool) error {
 	v.highest = max(v.highest, highest)
 	v.through = max(v.through, through)
 	v.covered = max(v.covered, v.highest)
+	v.read = true
 	return nil
 }
 
@@ -576,7 +578,11 @@ func (c *counter) noteCommit(start, end uint64, batch []*op, seeds []seedRange) 
 	defer v.write.Unlock()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.covered < start || end <= v.covered {
+	if !v.read || v.covered < start || end <= v.covered {
+		// Not complete up to start, or never read: a counter checked
+		// against the ledger's summary has read none of its facts (a
+		// join's brought numbers, another writer's seeds), so a commit
+		// of this Service does not make the view complete.
 		return
 	}
 	for _, r := range seeds {
