@@ -183,6 +183,7 @@ func (l *ledger) runTx(ctx context.Context, b []*request) {
 	// Committed. The pin error, if any, goes to every call that appended:
 	// its writes are in the store, but a rollback of them would go unseen.
 	pinErr := l.raisePin(head)
+	l.foldCollected(head)
 	for _, r := range b {
 		if pinErr != nil && r.moved && !r.failed {
 			r.err = pinErr
@@ -326,6 +327,7 @@ func (l *ledger) fill(run *commitRun, tx stores.Tx) (head Head, sealed []byte, w
 	if err := l.checkPinEntry(tx.Get, hs, pin); err != nil {
 		return Head{}, nil, true, err
 	}
+	l.collectStart(hs.Head) // for the summary of facts (summary.go)
 	// A head left with pending entries by a compare-and-swap writer has
 	// them written out too.
 	for _, r := range hs.pending {
@@ -493,12 +495,15 @@ func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry) (Head, err
 		if err := l.putEntry(tx, last); err != nil {
 			return Head{}, err
 		}
-	}
-	if l.signer != nil {
 		l.mu.Lock()
-		l.built = last
+		l.collectEntry(&last.entry)
 		l.mu.Unlock()
 	}
+	l.mu.Lock()
+	if l.signer != nil {
+		l.built = last
+	}
+	l.mu.Unlock()
 	return Head{Seq: last.entry.Seq, MAC: slices.Clone(last.mac())}, nil
 }
 
@@ -611,10 +616,15 @@ func (l *ledger) runCAS(ctx context.Context, b []*request) {
 		// One signature for the commit, on its last entry.
 		return all, l.signLast(all)
 	}
-	recs, _, err := l.commitCAS(ctx, plan)
+	recs, start, err := l.commitCAS(ctx, plan)
 	var pinErr error // the batch committed but its pin is not durable
 	if err == nil && len(recs) > 0 {
 		pinErr = l.raisePin(headOf(recs, Head{}))
+		l.collectStart(start)
+		l.mu.Lock()
+		l.collect(recs)
+		l.mu.Unlock()
+		l.foldCollected(headOf(recs, start))
 	}
 	for i, r := range b {
 		switch {

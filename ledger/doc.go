@@ -63,7 +63,9 @@
 //
 // Entries live at the vault's prefix+"_ledger/"+ the position as 20
 // zero-padded digits, the head (last position and its MAC) at
-// prefix+"_ledger/head", which sorts after every entry. On a store with
+// prefix+"_ledger/head", which sorts after every entry, and a checkpoint
+// of the ledger's summary of facts (see FactKind) at
+// prefix+"_ledger/checkpoint", between them. On a store with
 // transactions a write commits its entries and the head in one transaction,
 // together with the records or counters they describe. On a store with only
 // compare-and-swap, the head is the commit point: the new head, carrying the
@@ -72,6 +74,17 @@
 // before it is committed, so a crash leaves either no trace of the batch or
 // the whole batch in the head, where readers find it and the next write
 // finishes the copy.
+//
+// # Facts
+//
+// Some checks need what only the whole ledger says: the highest number it
+// records for a counter (a counter below it was rolled back), whether a
+// period was closed. The ledger keeps those facts in a summary bound to a
+// position and its chain MAC, folded from its own commits as it makes
+// them, and stored sealed as a checkpoint every so many entries, so a
+// check reads the checkpoint and the entries after it instead of the
+// whole ledger (Facts; NumberFacts). FactKind documents how it is trusted
+// and how a new kind of fact is added.
 //
 // # Concurrency
 //

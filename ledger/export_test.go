@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"context"
+
 	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/internal/seal"
 	"github.com/noydb-go/noydb/internal/wire"
@@ -27,3 +29,19 @@ type (
 	MACer   = seal.MACer
 	Pins    = pins.Ledger
 )
+
+// SetCheckpointEvery makes l store a checkpoint of its summary every n
+// entries.
+func SetCheckpointEvery(l *Ledger, n uint64) {
+	l.sum.mu.Lock()
+	l.sum.every = n
+	l.sum.mu.Unlock()
+}
+
+// Checkpoint runs the background catch-up of l's summary in the caller,
+// storing a checkpoint when one is due.
+func Checkpoint(ctx context.Context, l *Ledger) error { return l.checkpoint(ctx) }
+
+// WaitBackground waits for the background catch-ups of l's summary started
+// so far to end.
+func WaitBackground(l *Ledger) { l.sum.bgRuns.Wait() }

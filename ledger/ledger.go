@@ -73,6 +73,12 @@ type ledger struct {
 	lastHead   headState // what lastSealed decodes to
 	built      record    // the last entry putEntries wrote (signCommit)
 
+	// sum is the summary of the ledger's facts (summary.go); bg is the
+	// context of its background catch-ups, cancelled by Close.
+	sum    summary
+	bg     context.Context
+	bgStop context.CancelFunc
+
 	gate gate.Gate // calls in flight; closed by Close
 }
 
@@ -83,9 +89,17 @@ type ledger struct {
 // idempotent and must not be called from inside an Update or AppendFunc
 // function, nor from the body of a range over Read.
 func (l *ledger) Close() error {
-	l.gate.Close()
+	l.bgStop() // a background catch-up of the summary ends at once
+	if l.gate.Close() {
+		ctx, cancel := context.WithTimeout(context.Background(), closeFlushTimeout)
+		defer cancel()
+		l.flushCheckpoint(ctx)
+	}
 	return nil
 }
+
+// closeFlushTimeout bounds the write of the summary's checkpoint at Close.
+const closeFlushTimeout = 5 * time.Second
 
 // enter admits a call, or returns stores.ErrClosed once l is closing.
 func (l *ledger) enter() error {
@@ -131,6 +145,8 @@ func newLedger(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix st
 	if l.now == nil {
 		l.now = time.Now
 	}
+	l.sum.init(factKinds)
+	l.bg, l.bgStop = context.WithCancel(context.Background())
 	if _, err := rand.Read(l.magic[:]); err != nil {
 		panic("ledger: no randomness: " + err.Error())
 	}

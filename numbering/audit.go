@@ -16,12 +16,14 @@ type AuditReport struct {
 	Series string
 	// Last is the highest number the series has given (its head).
 	Last uint64
-	// Assigned and Voided count the numbers 1 … Last whose ledger entry
-	// assigns them to a record, or voids them.
+	// Assigned and Voided count the numbers 1 … Last whose pass's ledger
+	// entry assigns them to a record, or voids them.
 	Assigned, Voided int
-	// Missing counts the numbers 1 … Last without a ledger entry: the
-	// numbers of a batch that a pass has not finished yet (the next pass
-	// records them), or entries lost from the ledger.
+	// Missing counts the numbers of the batch a pass has not finished yet
+	// (the next pass records them) that have no ledger entry. (A series has
+	// one head for both paths, so the numbers 1 … Last are not all the
+	// passes': a number without any entry, lost from the ledger, is the
+	// series' audit's StateMissing, see vault.NumberedAudit.)
 	Missing int
 	// Renumbered lists the records the ledger shows assigned more than one
 	// number of the series, by record id: a record must never get a second
@@ -49,7 +51,8 @@ type Renumbered struct {
 // any of the last two it returns the full report together with an error
 // wrapping ErrDuplicate. The same (number, record) pair recorded twice (a
 // resumed batch, see the package documentation) is not a problem. Audit
-// reads the whole ledger, so its cost grows with the ledger.
+// reads the whole ledger, so its cost grows with the ledger. A head below a
+// number the ledger records is ErrRollback.
 func (s *Series) Audit(ctx context.Context) (AuditReport, error) {
 	rep := AuditReport{Series: s.name}
 	exit, err := s.enter(ctx)
@@ -70,6 +73,7 @@ func (s *Series) Audit(ctx context.Context) (AuditReport, error) {
 	byRecord := map[string][]uint64{}
 	reused := map[uint64]bool{}
 	var before []Renumbered // the numbers of records deleted since
+	var highest uint64      // the highest number the ledger records
 	for e, err := range s.b.Ledger.Read(ctx, 1) {
 		if err != nil {
 			return rep, s.errorf("audit", err)
@@ -87,6 +91,7 @@ func (s *Series) Audit(ctx context.Context) (AuditReport, error) {
 			(e.Kind != ledger.NumberAssigned && e.Kind != ledger.NumberVoided) {
 			continue // another series, or a sequence's void (no record)
 		}
+		highest = max(highest, e.Number)
 		f := fact{id: e.ID, voided: e.Kind == ledger.NumberVoided}
 		if prev, ok := byNumber[e.Number]; ok {
 			if prev.id != f.id {
@@ -97,6 +102,17 @@ func (s *Series) Audit(ctx context.Context) (AuditReport, error) {
 		byNumber[e.Number] = f
 		if !f.voided && !slices.Contains(byRecord[e.ID], e.Number) {
 			byRecord[e.ID] = append(byRecord[e.ID], e.Number)
+		}
+	}
+	if highest > rep.Last {
+		// Numbers recorded after the head was read are fine if the head
+		// has moved on since; a head still behind them was rolled back.
+		now, _, err := s.loadHead(ctx)
+		if err != nil {
+			return rep, s.errorf("audit", err)
+		}
+		if now.last < highest {
+			return rep, s.errorf("audit", headBehind(now.last, highest))
 		}
 	}
 	for _, r := range before {
@@ -114,7 +130,13 @@ func (s *Series) Audit(ctx context.Context) (AuditReport, error) {
 			rep.Assigned++
 		}
 	}
-	rep.Missing = int(rep.Last) - rep.Assigned - rep.Voided
+	if b := h.batch; b != nil {
+		for n := b.first; n <= b.last && n != 0; n++ {
+			if _, ok := byNumber[n]; !ok {
+				rep.Missing++
+			}
+		}
+	}
 	for id, ns := range byRecord {
 		if len(ns) > 1 {
 			rep.Renumbered = append(rep.Renumbered, Renumbered{RecordID: id, Numbers: ns})

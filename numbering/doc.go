@@ -27,18 +27,25 @@
 //	report, err := receipts.Settle(ctx)                   // on the authority: a pass
 //	a, ok, err := receipts.Lookup(ctx, r.Provisional)     // a.Formatted == "R-00001"
 //
-// # One series, one path
+// # One head per series
 //
-// A name is numbered one way: at write time, by the sequence counter of
-// that name (sequence.Sequence, vault.Numbered's Put on a store with
-// transactions, 'noydb put --seq'), or by this package's passes. The two
-// count on their own, so the vault refuses the second path with
-// ErrNumberedAtWriteTime, writing nothing: Enqueue, and a pass with entries
-// waiting, of a series whose counter took numbers (the pass asks again in
-// the transaction that commits its batch), and a write-time number of a
-// series whose passes gave numbers (asked in the counter's transaction). A
-// vault numbered at write time before it joined a hub keeps its counters
-// on the hub, and its devices' passes of those names are refused so.
+// A series is numbered at write time, by the sequence counter of its name
+// (sequence.Sequence, vault.Numbered's Put on a store with transactions,
+// 'noydb put --seq'), and by this package's passes, from one head: the
+// counter. A pass numbers its batch above the counter and above its own
+// last number, and raises the counter past the batch in the transaction
+// that commits the batch; a number taken at write time meanwhile makes the
+// pass number its batch again, after it. On a store without transactions
+// the head is the commit point and the counter is raised right after it
+// (again by the pass that finishes an interrupted batch): no number is
+// taken at write time there (the file store has no atomic
+// compare-and-swap), and a counter found below the passes' head is raised
+// to it at its first use.
+// So a number taken at write time follows the passes' numbers without
+// reading anything of them, a vault numbered online before it joined a hub
+// goes on through its devices' handoffs, and the audits of either path
+// (vault.Numbered.Audit, sequence.Sequence.Audit) account for the numbers
+// of both.
 //
 // # The series' format
 //
@@ -144,9 +151,14 @@
 // pgstore session that broke) cannot delete or overwrite the chunks of a
 // batch another committed.
 //
-// The head is pinned like a sequence counter (noydb.Config.StateDir): a
+// The head is pinned like a sequence counter (noydb.Config.StateDir), and
+// checked, with the counter, against what the vault's ledger records (its
+// summary of facts, read in time that does not grow with the ledger): a
 // store that serves an older head, which would hand out numbers again,
-// makes RunPass and Last fail with noydb.ErrRollback.
+// makes RunPass, Last and Audit fail with ErrRollback (noydb.ErrRollback)
+// before any number is given, with or without a state folder. So does a
+// record a pass reads that carries a number above the head (its stamp
+// outlived the head).
 //
 // # Caveats
 //

@@ -6,6 +6,7 @@ import (
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/errs"
+	"github.com/noydb-go/noydb/internal/pins"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -43,16 +44,19 @@ var (
 	// ErrDuplicate: Audit found a record given more than one number of the
 	// series, or a number given to more than one record.
 	ErrDuplicate = errors.New("number given twice")
-	// ErrNumberedAtWriteTime: the series is numbered by the other path. A
-	// series name is numbered one way only: at write time, through the
-	// sequence counter of the same name (sequence.Sequence, the online Put
-	// of vault.Numbered, 'noydb put --seq'), or by passes (Enqueue, RunPass,
-	// vault.Numbered on a store without transactions or on a device of a
-	// hub). Each path counts on its own, so mixing them would give a number
-	// twice: a pass or Enqueue on a series whose counter has taken numbers,
-	// and a write-time number of a series whose passes have given numbers,
-	// are refused with it, writing nothing.
+	// ErrNumberedAtWriteTime is no longer returned: a series has one head
+	// for both paths (see the package's One head per series), so numbering
+	// a series at write time and by passes gives no number twice. It was
+	// the refusal of the second path of a series, and stays for callers
+	// that test for it.
 	ErrNumberedAtWriteTime = errors.New("series numbered by the other path (at write time or by passes)")
+	// ErrRollback: the series' head is below a number the vault's ledger
+	// records as given by its passes, or that a record carries: the store
+	// served an older head (a backup put back, or its _numbering keys
+	// rolled back), and a pass from it would give those numbers again.
+	// Nothing is numbered. It is noydb.ErrRollback, vault.ErrRollback and
+	// sequence.ErrRollback: one value.
+	ErrRollback = pins.ErrRollback
 )
 
 // MismatchError is ErrMismatch saying what did not match: the handle asked

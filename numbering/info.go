@@ -17,8 +17,7 @@ func init() {
 
 // given reads with get the last number the passes of the series name have
 // given, 0 when it has no head (see wire.NumberingGiven). It checks no
-// rollback pin: a head served from before a pass only hides numbers the
-// pass itself refused to mix.
+// rollback pin: the counter it raises is checked against the ledger.
 func given(b deferred.Backend, name string, get func(key string) (stores.Item, error)) (uint64, error) {
 	s := &Series{b: b, name: name, dir: b.Prefix + dirName + name + "/"}
 	key := s.headKey()

@@ -95,7 +95,7 @@ func init() {
 		if err != nil {
 			return nil, deferred.Hooks{}, err
 		}
-		return s, deferred.Hooks{Handoff: s.handoff, Format: s.formatFor, Indexed: s.indexed}, nil
+		return s, deferred.Hooks{Handoff: s.handoff, Format: s.formatFor, StoredFormat: s.peekFormat, Indexed: s.indexed}, nil
 	}
 }
 
@@ -201,27 +201,6 @@ func (s *Series) text(format string, n uint64) (string, error) {
 	return f.Format(n), nil
 }
 
-// checkCounter fails with ErrNumberedAtWriteTime when the write-time
-// counter of the series' name has taken numbers (deferred.Backend.Counter),
-// reading it with plain reads.
-func (s *Series) checkCounter(ctx context.Context) error {
-	n, err := s.b.CounterHead(ctx)
-	if err != nil {
-		return fmt.Errorf("read the write-time counter %q: %w", s.name, err)
-	}
-	return counterTaken(s.name, n)
-}
-
-// counterTaken is ErrNumberedAtWriteTime when n, the head of the write-time
-// counter of series, is not 0.
-func counterTaken(series string, n uint64) error {
-	if n == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: its counter %q numbered records at write time, up to %d; number them on one path",
-		ErrNumberedAtWriteTime, series, n)
-}
-
 // Enqueue puts the record id of the series' collection in line for a number
 // and returns its provisional id: a UUIDv7, ordered by the time it was taken
 // (within one process strictly increasing). It writes one sealed pending
@@ -232,10 +211,6 @@ func counterTaken(series string, n uint64) error {
 // have its number yet (else ErrAlreadyNumbered), which Enqueue reads from
 // the series' index and from the record itself. Enqueuing a record twice
 // is harmless: it gets one number, in the place of its first provisional id.
-//
-// A series whose write-time counter of the same name has taken numbers
-// (sequence.Sequence, 'noydb put --seq') is refused with
-// ErrNumberedAtWriteTime: its passes would give those numbers again.
 //
 // Records written through vault.NumberingOf's handle need no Enqueue: its
 // Put hands the record off in the same call. Enqueue is for records written
@@ -268,9 +243,6 @@ func (s *Series) Enqueue(ctx context.Context, id string) (string, error) {
 	}
 	if n != 0 {
 		return "", s.errorf("enqueue "+id, fmt.Errorf("%w: it carries number %d", ErrAlreadyNumbered, n))
-	}
-	if err := s.checkCounter(ctx); err != nil {
-		return "", s.errorf("enqueue "+id, err)
 	}
 	u, err := uuid.NewV7()
 	if err != nil {
@@ -461,11 +433,46 @@ func (s *Series) Last(ctx context.Context) (uint64, error) {
 		return 0, s.errorf("last", err)
 	}
 	defer exit()
-	h, _, err := s.loadHead(ctx)
+	h, _, _, err := s.checkedHeads(ctx)
 	if err != nil {
 		return 0, s.errorf("last", err)
 	}
 	return h.last, nil
+}
+
+// checkedHeads reads the series' head and its counter (one head for both
+// paths: a batch is numbered above both), checked against the ledger
+// (Backend.Recorded, read first: heads are written before the entries of
+// their numbers, and only grow, so honest heads are never below it). The
+// head below the highest number the ledger records as given by the
+// series' passes, or the higher of the two below the highest it records
+// of the counter, is ErrRollback.
+func (s *Series) checkedHeads(ctx context.Context) (h head, ver, counter uint64, err error) {
+	var rec deferred.Recorded
+	if s.b.Recorded != nil {
+		if rec, err = s.b.Recorded(ctx); err != nil {
+			return head{}, 0, 0, fmt.Errorf("check the head against the ledger: %w", err)
+		}
+	}
+	if h, ver, err = s.loadHead(ctx); err != nil {
+		return head{}, 0, 0, err
+	}
+	if h.last < rec.Passes {
+		return head{}, 0, 0, headBehind(h.last, rec.Passes)
+	}
+	if counter, err = s.b.CounterHead(ctx); err != nil {
+		return head{}, 0, 0, fmt.Errorf("read the counter %q: %w", s.name, err)
+	}
+	if top := max(h.last, counter); top < rec.Counter {
+		return head{}, 0, 0, fmt.Errorf("counter %q is at %d but the ledger records number %d: %w", s.name, top, rec.Counter, ErrRollback)
+	}
+	return h, ver, counter, nil
+}
+
+// headBehind is the error of a head at last below a number the ledger
+// records as given by a pass.
+func headBehind(last, recorded uint64) error {
+	return fmt.Errorf("head is at %d but the ledger records number %d: %w", last, recorded, ErrRollback)
 }
 
 // Pending returns how many pending entries wait for a pass (a record

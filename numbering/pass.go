@@ -7,7 +7,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -119,7 +121,7 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 	if err := s.b.Check(ctx); err != nil {
 		return err
 	}
-	h, ver, err := s.loadHead(ctx)
+	h, ver, counter, err := s.checkedHeads(ctx)
 	if err != nil {
 		return err
 	}
@@ -131,61 +133,77 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 	if h.collection != "" && h.collection != s.opts.Collection {
 		return &MismatchError{Collection: true, Stored: h.collection, Asked: s.opts.Collection}
 	}
+	// The series' one definition: a handle asking for no format numbers
+	// with the one stored with the series' counter, if any.
+	want := s.opts.Format
+	if s.b.SeriesFormat != nil {
+		if want, err = s.b.SeriesFormat(ctx, want); err != nil {
+			return err
+		}
+	}
 	// A handle of another format or collection than the stored ones is
 	// refused before anything is written.
-	if err := s.checkConfig(ctx, s.opts.Format); err != nil {
+	if err := s.checkConfig(ctx, want); err != nil {
 		return err
 	}
-	// A series numbered at write time gets no numbers from a pass, which
-	// counts on its own: refused, when anything waits, before the plan
-	// drops any entry. The commit asks again, in its transaction.
-	if err := s.checkCounter(ctx); err != nil {
-		if waiting, lerr := s.anyPending(ctx); lerr != nil || waiting {
-			return errors.Join(err, lerr)
-		}
-		return nil // nothing to number: nothing to refuse
-	}
-	taken, err := s.plan(ctx, rep)
+	// One head for both paths: the batch is numbered above the series'
+	// counter (numbers taken at write time) and its own last number.
+	taken, err := s.plan(ctx, max(h.last, counter), rep)
 	if err != nil || len(taken) == 0 {
 		return err
 	}
 	// Store the format, for the series' first batch, only now: a pass with
 	// nothing to number does not fix it for the first writer.
-	format, err := s.configFormat(ctx, s.opts.Format)
+	format, err := s.configFormat(ctx, want)
 	if err != nil {
 		return err
 	}
-	b := &batch{
-		token:      make([]byte, 16),
-		id:         h.batches + 1,
-		first:      h.last + 1,
-		last:       h.last + uint64(len(taken)),
-		collection: s.opts.Collection,
-		field:      s.opts.Field,
-		format:     format,
-	}
-	_, _ = rand.Read(b.token)
-	b.done = b.first - 1
-	lh, err := s.b.Ledger.Head(ctx)
-	if err != nil {
+	for attempt := 1; ; attempt++ {
+		top := max(h.last, counter)
+		if top > math.MaxUint64-uint64(len(taken)) {
+			return fmt.Errorf("%d numbers after %d: %w", len(taken), top, sequence.ErrOverflow)
+		}
+		b := &batch{
+			token:      make([]byte, 16),
+			id:         h.batches + 1,
+			first:      top + 1,
+			last:       top + uint64(len(taken)),
+			collection: s.opts.Collection,
+			field:      s.opts.Field,
+			format:     format,
+		}
+		_, _ = rand.Read(b.token)
+		b.done = b.first - 1
+		lh, err := s.b.Ledger.Head(ctx)
+		if err != nil {
+			return err
+		}
+		b.mark = lh.Seq
+		next, err := s.commit(ctx, &h, ver, b, taken, counter)
+		if errors.Is(err, deferred.ErrCounterMoved) && attempt < maxCounterMoves {
+			// A number was taken at write time since the counter was
+			// read: the batch is numbered after it.
+			if counter, err = s.b.CounterHead(ctx); err != nil {
+				return fmt.Errorf("read the counter %q: %w", s.name, err)
+			}
+			continue
+		}
+		if errors.Is(err, deferred.ErrCounterMoved) {
+			err = fmt.Errorf("%w: %w", sequence.ErrContention, err)
+		}
+		if err != nil {
+			return fmt.Errorf("commit batch %d: %w", b.id, err)
+		}
+		rep.Batch, rep.First, rep.Last = b.id, b.first, b.last
+		_, err = s.finish(ctx, &h, next, false, rep)
 		return err
 	}
-	b.mark = lh.Seq
-	if ver, err = s.commit(ctx, &h, ver, b, taken); err != nil {
-		return fmt.Errorf("commit batch %d: %w", b.id, err)
-	}
-	rep.Batch, rep.First, rep.Last = b.id, b.first, b.last
-	_, err = s.finish(ctx, &h, ver, false, rep)
-	return err
 }
 
-// anyPending reports whether any pending entry waits in the series.
-func (s *Series) anyPending(ctx context.Context) (bool, error) {
-	for _, err := range stores.ListUnder(ctx, s.b.Store, s.dir+pendingDir) {
-		return err == nil, err
-	}
-	return false, nil
-}
+// maxCounterMoves bounds how many times a pass plans its batch's numbers
+// again because numbers were taken at write time meanwhile; then it fails
+// with an error wrapping sequence.ErrContention, numbering nothing.
+const maxCounterMoves = 16
 
 // commit records the batch b of the items taken: its chunks, then the head
 // at version ver advanced past its numbers, which is the commit point. It
@@ -199,7 +217,7 @@ func (s *Series) anyPending(ctx context.Context) (bool, error) {
 // planned from is gone. Elsewhere (and for a batch too large for one
 // transaction) it sweeps, writes the chunks and then the head by
 // compare-and-swap: there the lock is one a living pass cannot lose.
-func (s *Series) commit(ctx context.Context, h *head, ver uint64, b *batch, taken []item) (uint64, error) {
+func (s *Series) commit(ctx context.Context, h *head, ver uint64, b *batch, taken []item, counter uint64) (uint64, error) {
 	chunks, err := s.sealChunks(b, taken)
 	if err != nil {
 		return 0, err
@@ -213,7 +231,7 @@ func (s *Series) commit(ctx context.Context, h *head, ver uint64, b *batch, take
 		if err != nil {
 			return 0, err
 		}
-		v, err := s.headTx(ctx, tr, &next, ver, stale, chunks, true)
+		v, err := s.headTx(ctx, tr, &next, ver, stale, chunks, &raise{from: counter, to: b.last})
 		if err == nil {
 			*h = next
 			return v, nil
@@ -235,6 +253,21 @@ func (s *Series) commit(ctx context.Context, h *head, ver uint64, b *batch, take
 			return 0, fmt.Errorf("write batch chunk %s: %w", c.key[len(s.dir):], err)
 		}
 	}
+	if ok && s.b.Store.Capabilities().Transactions {
+		// The chunks were too many for one transaction with the head:
+		// the head and the counter still commit together.
+		v, err := s.headTx(ctx, tr, &next, ver, nil, nil, &raise{from: counter, to: b.last})
+		if err != nil {
+			return 0, err
+		}
+		*h = next
+		return v, nil
+	}
+	// Without transactions the head is the commit point, and the counter
+	// is raised past the batch after it (finish): a number taken at write
+	// time in between, on a store with atomic compare-and-swap but no
+	// transactions (none of the SDK's: the file store takes none), could
+	// be one of the batch's.
 	v, err := s.writeHead(ctx, &next, ver)
 	if err != nil {
 		return 0, err
@@ -259,13 +292,16 @@ func (s *Series) listChunks(ctx context.Context) ([]string, error) {
 	return keys, nil
 }
 
+// raise is a raise of the series' counter in a batch's commit.
+type raise struct{ from, to uint64 }
+
 // headTx replaces the head at version ver with h, deletes the keys del and
 // writes puts, in one transaction of tr, and returns the head's new
-// version. A head no longer at ver is ErrPassRunning. With counter set (a
-// batch's commit) the write-time counter of the series' name is read in the
-// transaction too, after the head (in key order, as a write-time number
-// locks them), and one that has taken numbers is ErrNumberedAtWriteTime: a
-// concurrent write-time number and the batch cannot both commit.
+// version. A head no longer at ver is ErrPassRunning. With r set (a
+// batch's commit) the series' counter is raised from r.from to r.to in the
+// transaction too, read after the head (in key order, as a write-time
+// number locks them): one that moved since (a concurrent write-time
+// number) is deferred.ErrCounterMoved, and the batch is not committed.
 //
 // A transaction that conflicts is run again: the conflict may come from a
 // key other than the head (the guard's keyring entry, which a rotation or
@@ -274,13 +310,13 @@ func (s *Series) listChunks(ctx context.Context) ([]string, error) {
 // moved is then told apart (ErrPassRunning). Conflicts that outlast the
 // retry budget give an error matching stores.ErrConflict and
 // sequence.ErrContention, not ErrPassRunning.
-func (s *Series) headTx(ctx context.Context, tr stores.Transactor, h *head, ver uint64, del []string, puts []sealedKV, counter bool) (uint64, error) {
+func (s *Series) headTx(ctx context.Context, tr stores.Transactor, h *head, ver uint64, del []string, puts []sealedKV, r *raise) (uint64, error) {
 	key := s.headKey()
 	sealed, err := s.b.Sealer.Seal(key, h.encode())
 	if err != nil {
 		return 0, err
 	}
-	_, err = cas.Do(ctx, cas.Policy{}, func(int) error { return s.headTxOnce(ctx, tr, key, sealed, ver, del, puts, counter) })
+	_, err = cas.Do(ctx, cas.Policy{}, func(int) error { return s.headTxOnce(ctx, tr, key, sealed, ver, del, puts, r) })
 	if errors.Is(err, errFenced) {
 		return 0, fmt.Errorf("write head: %w: %w", ErrPassRunning, err)
 	}
@@ -309,7 +345,7 @@ func (s *Series) headTx(ctx context.Context, tr stores.Transactor, h *head, ver 
 
 // headTxOnce is one attempt of headTx's transaction, writing sealed as the
 // head key when the head is at version ver (else errFenced).
-func (s *Series) headTxOnce(ctx context.Context, tr stores.Transactor, key string, sealed []byte, ver uint64, del []string, puts []sealedKV, counter bool) error {
+func (s *Series) headTxOnce(ctx context.Context, tr stores.Transactor, key string, sealed []byte, ver uint64, del []string, puts []sealedKV, r *raise) error {
 	return tr.Update(ctx, func(tx stores.Tx) error {
 		// The guard reads first (the vault's person's keyring entry, which
 		// a revocation writes first too: one lock order on PostgreSQL),
@@ -329,12 +365,8 @@ func (s *Series) headTxOnce(ctx context.Context, tr stores.Transactor, key strin
 		if it.Version != ver {
 			return errFenced
 		}
-		if counter && s.b.Counter != nil {
-			n, err := s.b.Counter(tx.Get)
-			if err != nil {
-				return fmt.Errorf("read the write-time counter %q: %w", s.name, err)
-			}
-			if err := counterTaken(s.name, n); err != nil {
+		if r != nil && s.b.Raise != nil {
+			if err := s.b.Raise(ctx, tx, r.from, r.to); err != nil {
 				return err
 			}
 		}
@@ -431,7 +463,7 @@ func (s *Series) sweepChunks(ctx context.Context) error {
 
 // plan lists the pending entries once and returns those to number, in
 // order; it deletes the entries it drops.
-func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
+func (s *Series) plan(ctx context.Context, last uint64, rep *PassReport) ([]item, error) {
 	prefix := s.dir + pendingDir
 	var all []item
 	var handoffs []bool
@@ -463,6 +495,7 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 		wait
 	)
 	status := make([]uint8, len(all))
+	var above atomic.Uint64 // the highest number a record carries above last
 	s.prog.start(PassChecking, len(all))
 	err := parallel(ctx, len(all), s.workers, func(ctx context.Context, i int) error {
 		defer s.prog.add(1)
@@ -480,6 +513,18 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 			return fmt.Errorf("%s: %w", id, err)
 		}
 		switch {
+		case ok && n > last:
+			// The record carries a number the heads read had not given:
+			// another pass (or a write-time number) gave it since they
+			// were read, or the store put back older heads (and the
+			// entries the pass had removed). Checked below.
+			status[i] = drop
+			for {
+				old := above.Load()
+				if n <= old || above.CompareAndSwap(old, n) {
+					break
+				}
+			}
 		case indexed && ok && n == 0 && p == all[i].provisional && a.Provisional != p:
 			// The id was numbered, deleted and handed off again: the
 			// record in the store is a new one, in line under this
@@ -512,6 +557,11 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
+	if n := above.Load(); n > last {
+		if err := s.checkAbove(ctx, n); err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
+		}
+	}
 	seen := make(map[string]struct{}, len(all))
 	for i, it := range all {
 		if status[i] != take {
@@ -542,6 +592,27 @@ func (s *Series) plan(ctx context.Context, rep *PassReport) ([]item, error) {
 	}
 	rep.Skipped += len(dropped)
 	return taken, nil
+}
+
+// checkAbove reads the series' heads again after the plan found a record
+// carrying number n, above the heads it planned from: heads that have
+// moved past n since (a pass elsewhere, which makes this one's commit
+// fail with ErrPassRunning, or a number taken at write time) are no
+// rollback; heads still below it were put back by the store, and a pass
+// from them would give n again (ErrRollback).
+func (s *Series) checkAbove(ctx context.Context, n uint64) error {
+	h, _, err := s.loadHead(ctx)
+	if err != nil {
+		return err
+	}
+	counter, err := s.b.CounterHead(ctx)
+	if err != nil {
+		return fmt.Errorf("read the counter %q: %w", s.name, err)
+	}
+	if top := max(h.last, counter); top < n {
+		return fmt.Errorf("%w: a record carries number %d, above the head (%d)", ErrRollback, n, top)
+	}
+	return nil
 }
 
 // sealChunks seals the record ids of b in chunks of at most chunkItems
@@ -642,6 +713,14 @@ func (s *Series) stillAt(ctx context.Context, b *batch, ver uint64) error {
 // ledger after the batch's mark says which.
 func (s *Series) finish(ctx context.Context, h *head, ver uint64, resumed bool, rep *PassReport) (uint64, error) {
 	b := h.batch
+	// The series' counter past the batch's numbers (one head): raised in
+	// the batch's commit on a store with transactions, here elsewhere (or
+	// again, for a batch whose pass stopped before it did).
+	if s.b.Raise != nil {
+		if err := s.b.Raise(ctx, nil, 0, b.last); err != nil {
+			return 0, fmt.Errorf("raise the counter %q past batch %d: %w", s.name, b.id, err)
+		}
+	}
 	items, err := s.loadBatch(ctx, b)
 	if errors.Is(err, errStaleBatch) {
 		err = s.staleBatch(ctx, b, ver)
@@ -701,7 +780,7 @@ func (s *Series) clear(ctx context.Context, h *head, ver uint64) (uint64, error)
 		keys[i] = s.chunkKey(i)
 	}
 	if tr, ok := s.b.Store.(stores.Transactor); ok && s.b.Store.Capabilities().Transactions {
-		v, err := s.headTx(ctx, tr, h, ver, keys, nil, false)
+		v, err := s.headTx(ctx, tr, h, ver, keys, nil, nil)
 		if err == nil || !errors.Is(err, stores.ErrTooLarge) {
 			if err == nil && s.afterClear != nil {
 				s.afterClear()

@@ -60,6 +60,26 @@ func (s *Series) configFormat(ctx context.Context, want string) (string, error) 
 	return s.cfg.format, nil
 }
 
+// peekFormat is deferred.Hooks.StoredFormat: the stored format checked
+// against want (as configFormat does), or want and ok false when the
+// series has no config yet, which it does not store.
+func (s *Series) peekFormat(ctx context.Context, want string) (string, bool, error) {
+	s.cfgMu.Lock()
+	loaded := s.cfgLoaded
+	s.cfgMu.Unlock()
+	if !loaded {
+		_, err := s.b.Store.Get(ctx, s.configKey())
+		if errors.Is(err, stores.ErrNotFound) {
+			return want, false, nil
+		}
+		if err != nil {
+			return "", false, s.errorf("config", err)
+		}
+	}
+	f, err := s.storedFormat(ctx, want) // stored: read, never written
+	return f, err == nil, err
+}
+
 func (s *Series) loadConfig(ctx context.Context, want string) (seriesConfig, error) {
 	key := s.configKey()
 	read := func() (seriesConfig, error) {

@@ -164,7 +164,7 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 	if err != nil {
 		return AuditReport{}, err
 	}
-	head, err := q.peek(ctx)
+	head, err := q.auditHead(ctx)
 	if err != nil {
 		return AuditReport{}, err
 	}
@@ -244,7 +244,7 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 	if highest > head {
 		// Facts recorded after the Peek are fine if the counter has moved on
 		// since; a counter still behind them was deleted or replayed.
-		now, err := q.peek(ctx)
+		now, err := q.auditHead(ctx)
 		if err != nil {
 			return AuditReport{}, err
 		}
@@ -286,6 +286,21 @@ func (q *Sequence) Audit(ctx context.Context) (AuditReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// auditHead is the head an audit accounts up to: the counter, or the head
+// of the series' passes when it is above (passes that did not raise the
+// counter: see wire.SequenceConfig.PassHead).
+func (q *Sequence) auditHead(ctx context.Context) (uint64, error) {
+	head, err := q.peek(ctx)
+	if err != nil {
+		return 0, err
+	}
+	base, err := q.c.passHead(ctx)
+	if err != nil {
+		return 0, q.errorf("audit", err)
+	}
+	return max(head, base), nil
 }
 
 // addCount adds n to a count of the report, saturating at math.MaxInt (a
@@ -457,6 +472,7 @@ func reopened(value uint64) error {
 type ledgerView struct {
 	write   sync.Mutex // serialises catchUp and noteCommit; never taken inside a transaction
 	mu      sync.Mutex // guards the fields below; never held across a read
+	read    bool       // the history was read at least once (catchUp)
 	through uint64     // history position read through
 	highest uint64     // the highest number read in the history
 	covered uint64     // seeds and claims of numbers up to covered are all known
@@ -549,6 +565,7 @@ func (c *counter) catchUp(ctx context.Context, wantClaims bool) error {
 	v.highest = max(v.highest, highest)
 	v.through = max(v.through, through)
 	v.covered = max(v.covered, v.highest)
+	v.read = true
 	return nil
 }
 
@@ -561,7 +578,11 @@ func (c *counter) noteCommit(start, end uint64, batch []*op, seeds []seedRange) 
 	defer v.write.Unlock()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.covered < start || end <= v.covered {
+	if !v.read || v.covered < start || end <= v.covered {
+		// Not complete up to start, or never read: a counter checked
+		// against the ledger's summary has read none of its facts (a
+		// join's brought numbers, another writer's seeds), so a commit
+		// of this Service does not make the view complete.
 		return
 	}
 	for _, r := range seeds {

@@ -114,6 +114,7 @@ type counter struct {
 	cacheValid   bool   // cacheVersion is known: a compare-and-swap can skip the read
 	checked      bool   // the counter was checked against the History (see checkHistory)
 	floor        uint64 // the highest number the History recorded at that check
+	base         uint64 // the passes' head at that check: the counter is raised to it (see checkHistory)
 	// shut is true once the History recorded a close of the counter's
 	// period, or this Service closed it: an open counter is then one the
 	// store replayed or deleted.
@@ -237,17 +238,18 @@ func (c *counter) batchLen(queue []*op) int {
 // functions bound once, so the hot path allocates no closures. The context is
 // the batch's, held for the duration of one run.
 type work struct {
-	ctx     context.Context
-	batch   []*op
-	indexed bool        // the History's claims were read for this batch: a missing claim record is looked up there
-	start   uint64      // the counter before the attempt
-	seeds   []seedRange // the numbers the attempt's seeds skipped
-	events  []event
-	next    state    // the state the attempt wrote
-	sealed  []byte   // the bytes the attempt wrote (or read, if it wrote nothing)
-	buf     []byte   // plaintext scratch
-	keys    []string // the keys the transaction reads (scratch)
-	pin     uint64   // the counter's pin, taken before the transaction began
+	ctx       context.Context
+	batch     []*op
+	indexed   bool        // the History's claims were read for this batch: a missing claim record is looked up there
+	start     uint64      // the counter before the attempt
+	seeds     []seedRange // the numbers the attempt's seeds skipped
+	events    []event
+	next      state    // the state the attempt wrote
+	sealed    []byte   // the bytes the attempt wrote (or read, if it wrote nothing)
+	buf       []byte   // plaintext scratch
+	keys      []string // the keys the transaction reads (scratch)
+	pin       uint64   // the counter's pin, taken before the transaction began
+	rechecked bool     // the History was asked again for this batch (errRecheck)
 	// unpinned is the error of a transaction that committed although a
 	// pin covering it (the ledger's) was not saved (see pins.ErrUnpinned).
 	unpinned error
@@ -271,7 +273,7 @@ func newCounter(svc *service, key, series string, partition []string) *counter {
 func (c *counter) run(ctx context.Context, batch []*op) {
 	c.w.ctx, c.w.batch = ctx, batch
 	defer func() {
-		c.w.ctx, c.w.batch, c.w.events, c.w.indexed, c.w.unpinned, c.w.defined = nil, nil, nil, false, nil, nil
+		c.w.ctx, c.w.batch, c.w.events, c.w.indexed, c.w.rechecked, c.w.unpinned, c.w.defined = nil, nil, nil, false, false, nil, nil
 	}()
 
 	var attempts int
@@ -279,17 +281,30 @@ func (c *counter) run(ctx context.Context, batch []*op) {
 	if err == nil {
 		attempts, err = cas.Do(ctx, c.svc.policy, c.attemptFn)
 	}
-	if errors.Is(err, errLookUpClaims) {
-		// A claim record is missing: the ledger may know the request id
-		// (a record the store lost). Read it, then write again.
-		if err = c.catchUp(ctx, true); err == nil {
-			c.w.indexed = true
-			// One budget for both loops: the second gets what is left.
+	for err != nil {
+		switch {
+		case errors.Is(err, errRecheck) && !c.w.rechecked:
+			// Another writer moved the counter: the floor of the first
+			// check may be stale (see errRecheck).
+			c.w.rechecked, c.checked = true, false
+			err = c.checkHistory(ctx)
+		case errors.Is(err, errLookUpClaims) && !c.w.indexed:
+			// A claim record is missing: the ledger may know the request id
+			// (a record the store lost). Read it, then write again.
+			if err = c.catchUp(ctx, true); err == nil {
+				c.w.indexed = true
+			}
+		default:
+			goto written
+		}
+		if err == nil {
+			// One budget for every loop: the next gets what is left.
 			var more int
 			more, err = cas.Do(ctx, c.svc.policy.Remaining(attempts), c.attemptFn)
 			attempts += more
 		}
 	}
+written:
 	if err != nil {
 		if cas.Exhausted(err) {
 			err = &ContentionError{Series: c.name, Attempts: attempts}
@@ -364,18 +379,23 @@ func (c *counter) checkHistory(ctx context.Context) error {
 	if c.checked || c.svc.history == nil {
 		return nil
 	}
-	// A first batch with a claim reads the claims in the same walk.
+	// A History without a summary is read: a first batch with a claim
+	// reads the claims in the same walk.
 	claims := false
 	for _, o := range c.w.batch {
 		claims = claims || (o.kind == opClaim && c.svc.txr != nil)
 	}
-	if err := c.catchUp(ctx, claims); err != nil {
+	highest, closed, defined, err := c.recorded(ctx, claims)
+	if err != nil {
 		return fmt.Errorf("check the counter against the ledger: %w", err)
 	}
-	c.view.mu.Lock()
-	c.floor, c.shut = c.view.highest, c.shut || c.view.closed
-	defined := c.view.defined
-	c.view.mu.Unlock()
+	// The passes' head after the History (its numbers reach the History
+	// after the head), before the counter.
+	base, err := c.passHead(ctx)
+	if err != nil {
+		return fmt.Errorf("check the counter against the passes' head: %w", err)
+	}
+	c.floor, c.shut, c.base = max(c.floor, highest), c.shut || closed, max(c.base, base)
 	if defined {
 		if err := c.svc.checkDefinition(ctx, c.series); err != nil {
 			return err
@@ -383,6 +403,50 @@ func (c *counter) checkHistory(ctx context.Context) error {
 	}
 	c.checked = true
 	return nil
+}
+
+// recorded returns what the History records of the counter: the highest
+// number (its passes' numbers included, for the unpartitioned counter of
+// a series: one head for both paths), whether its period was closed,
+// whether its series' definition was stored. A History with a summary
+// (wire.HistorySummary) answers from it; another is read since the view's
+// last read (from the start, the first time), with claims indexing the
+// request ids of claims too (see catchUp).
+func (c *counter) recorded(ctx context.Context, claims bool) (highest uint64, closed, defined bool, err error) {
+	if hs, ok := c.svc.history.(wire.HistorySummary); ok {
+		f, err := hs.CounterFacts(ctx, c.series, c.partition)
+		return max(f.Highest, f.Passes), f.Closed, f.Defined, err
+	}
+	if err := c.catchUp(ctx, claims); err != nil {
+		return 0, false, false, err
+	}
+	c.view.mu.Lock()
+	defer c.view.mu.Unlock()
+	return c.view.highest, c.view.closed, c.view.defined, nil
+}
+
+// passHead returns the head of the deferred-numbering passes of the
+// counter's series (0 for a partitioned counter: passes number the
+// unpartitioned one).
+func (c *counter) passHead(ctx context.Context) (uint64, error) {
+	if c.svc.passHead == nil || len(c.partition) != 0 {
+		return 0, nil
+	}
+	return c.svc.passHead(ctx, c.series)
+}
+
+// errRecheck fails an attempt that found the counter written by another
+// writer since this Service last wrote or read it: the History is asked
+// again (see checkHistory) before the batch is written, so a counter the
+// store rolled back after the first check is not trusted on the floor of
+// that check.
+var errRecheck = errors.New("counter written elsewhere: check it against the ledger again")
+
+// movedElsewhere reports whether the counter's stored bytes, read by an
+// attempt, are not the ones this Service last wrote or read, and the
+// batch has not asked the History again yet.
+func (c *counter) movedElsewhere(stored []byte) bool {
+	return c.checked && !c.w.rechecked && c.cacheSealed != nil && !bytes.Equal(stored, c.cacheSealed)
 }
 
 // attempt is one try at writing c.w.batch.
@@ -520,6 +584,9 @@ func (c *counter) txBody(tx stores.Tx) error {
 		if st, err = c.svc.openState(c.key, item.Value); err != nil {
 			return err
 		}
+		if c.movedElsewhere(item.Value) {
+			return errRecheck
+		}
 		c.w.sealed = slices.Clone(item.Value)
 	case errors.Is(err, stores.ErrNotFound):
 		c.w.sealed = nil
@@ -580,6 +647,9 @@ func (c *counter) casAttempt() error {
 			if err != nil {
 				return err
 			}
+			if c.movedElsewhere(item.Value) {
+				return errRecheck
+			}
 			c.cache, c.cacheSealed, c.cacheVersion = st, item.Value, item.Version
 		case errors.Is(err, stores.ErrNotFound):
 			c.cache, c.cacheSealed, c.cacheVersion = state{}, nil, 0
@@ -620,6 +690,11 @@ func (c *counter) casAttempt() error {
 // expired request id, overflow) are left in the op; the error returned fails
 // the whole attempt.
 func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, events []event, err error) {
+	if st.value < c.base && !st.closed {
+		// Numbers the passes gave and did not raise the counter past
+		// (see wire.SequenceConfig.PassHead): taken already.
+		st.value, changed = c.base, true
+	}
 	if st.value < c.floor {
 		return false, nil, behind(st.value, c.floor)
 	}

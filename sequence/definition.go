@@ -462,6 +462,10 @@ func (s *service) recordsDefinition(ctx context.Context, series string) (bool, e
 		return false, stores.ErrClosed
 	}
 	defer s.gate.Exit()
+	if hs, ok := s.history.(wire.HistorySummary); ok {
+		f, err := hs.CounterFacts(ctx, series, nil)
+		return f.Defined, err
+	}
 	found := false
 	_, err := s.history.Facts(ctx, series, nil, 0, func(f fact) error {
 		found = found || f.Kind == wire.FactDefined

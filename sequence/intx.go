@@ -79,7 +79,8 @@ func pinInTx(q *Sequence) uint64 { return q.svc.pinOf(targetOf(q).c.key) }
 type txFloor struct {
 	checked atomic.Bool
 	floor   atomic.Uint64
-	closed  atomic.Bool // the period was closed (see counter.shut)
+	base    atomic.Uint64 // the passes' head (see counter.base)
+	closed  atomic.Bool   // the period was closed (see counter.shut)
 }
 
 // checkInTx loads the definition of q's series and reads the highest
@@ -105,12 +106,20 @@ func checkInTx(ctx context.Context, q *Sequence) error {
 		return q.errorf("next", stores.ErrClosed)
 	}
 	defer q.svc.gate.Exit()
-	if err := c.catchUp(ctx, false); err != nil {
+	highest, closed, defined, err := c.recorded(ctx, false)
+	if err != nil {
 		return q.errorf("next", err)
 	}
-	c.view.mu.Lock()
-	highest, closed, defined := c.view.highest, c.view.closed, c.view.defined
-	c.view.mu.Unlock()
+	base, err := c.passHead(ctx)
+	if err != nil {
+		return q.errorf("next", err)
+	}
+	for {
+		old := c.tx.base.Load()
+		if base <= old || c.tx.base.CompareAndSwap(old, base) {
+			break
+		}
+	}
 	if closed {
 		c.tx.closed.Store(true)
 	}
@@ -225,6 +234,9 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx, pinned *uint64) (S
 		if defined, err = q.svc.defineTx(tx, q.series, q.sd.key, eff); err != nil {
 			return Serial{}, false, q.errorf("next", err)
 		}
+	}
+	if base := c.tx.base.Load(); st.value < base && !st.closed {
+		st.value = base // numbers the passes gave (see counter.base)
 	}
 	if floor := c.tx.floor.Load(); st.value < floor {
 		// The floor may have been raised by a check that read the ledger

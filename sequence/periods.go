@@ -281,6 +281,27 @@ func init() {
 		st, err := decodeState(plain)
 		return st.value, err
 	}
+	wire.SequenceRaise = raise
+}
+
+// raise returns the counter value plain (nil: none yet) raised to to, or
+// nil when it is there already (see wire.SequenceRaise).
+func raise(plain []byte, to uint64) ([]byte, error) {
+	var st state
+	if plain != nil {
+		var err error
+		if st, err = decodeState(plain); err != nil {
+			return nil, err
+		}
+	}
+	if st.closed {
+		return nil, fmt.Errorf("counter closed at %d: %w", st.value, ErrPeriodClosed)
+	}
+	if st.value >= to {
+		return nil, nil
+	}
+	st.value = to
+	return st.appendTo(nil), nil
 }
 
 // counterInfo describes q's own counter (see wire.SequenceCounterInfo).

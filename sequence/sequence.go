@@ -112,6 +112,7 @@ type service struct {
 	journal  wire.Journal
 	pins     pins.Counter
 	history  wire.History
+	passHead func(ctx context.Context, series string) (uint64, error) // nil: none
 	claimMAC seal.MACer
 	policy   cas.Policy
 	window   int
@@ -159,6 +160,7 @@ func newService(store stores.Store, sealer seal.Sealer, prefix string, cfg confi
 		journal:  cfg.Journal,
 		pins:     cfg.Pins,
 		history:  cfg.History,
+		passHead: cfg.PassHead,
 		claimMAC: cfg.ClaimMAC,
 		policy:   cas.Policy{MaxAttempts: cfg.MaxAttempts},
 		window:   cfg.ClaimWindow,

@@ -5,7 +5,8 @@
 // (format version, salt, key-derivation cost) is at "_header", each user's
 // wrapped copy of the vault's data key at "_keyring/<user>", counters under
 // "_sequences/", deferred-numbering series under "_numbering/", ledger
-// entries under "_ledger/", and each record at "<collection>/<id>". The
+// entries (and the checkpoint of the ledger's summary of facts) under
+// "_ledger/", and each record at "<collection>/<id>". The
 // store sees these names, the sizes of the sealed values, and when they
 // change; it sees no record content, no counter value and no key.
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -59,11 +60,11 @@ func withoutPending(marks []mark, series string) []mark {
 // A device's Put works offline; its Settle runs the pass on the hub, over
 // the records a sync has pushed there, and the numbered records come back
 // with the next sync.
-// A series name is numbered on one path only: a Put at write time is
-// refused with numbering.ErrNumberedAtWriteTime once passes of the series
-// gave numbers, and a pass with records waiting once the counter took
-// numbers at write time (see the numbering package's One series, one path).
-// Either way the number reaches the record through the setter given to
+// A series has one head for both paths: a pass numbers after the numbers
+// taken at write time and raises the counter past its own, so Put on an
+// online store and passes of handed-off records (a device of a hub, a
+// record put in line with Enqueue) never give a number twice (see the
+// numbering package's One head per series). Either way the number reaches the record through the setter given to
 // NumberingOf, in the series' stored format, and the record carries it in
 // its sealed metadata too, so a Put of a copy read before the number came
 // keeps it (the setter is applied again), and Get always shows it.
@@ -79,6 +80,7 @@ type Numbered[T any] struct {
 
 	mu     sync.Mutex // guards the fields below, set once by prepare
 	ready  bool
+	stored bool                // the format is stored with the deferred series too (a write's prepare)
 	format *sequence.Formatter // nil: plain decimal
 	seq    *sequence.Sequence  // online only
 }
@@ -105,15 +107,25 @@ type NumberedRecord[T any] struct {
 // record that is written (at Put, or by the pass that numbers it) and on
 // every record Get returns. It should only assign: it may run more than once.
 //
-// opts.Format is the series' format (see sequence.Options; a partition is
-// not supported yet). The first Put or Settle stores it with the series, so
-// every process numbers the same way: an empty Format means the stored one
-// (plain decimal for a new series), and a Format that differs from the
-// stored one makes Put and Settle fail with numbering.ErrMismatch.
+// opts.Format is the series' format (see sequence.Options). The first Put
+// or Settle stores it with the series, so every process numbers the same
+// way: an empty Format means the stored one, whichever path stored it (a
+// Sequence's definition, the first number taken at write time, or a
+// pass; plain decimal for a new series), and a Format that differs from
+// the stored one makes Put and Settle fail with numbering.ErrMismatch.
+// Get and every other read render with the stored format and store
+// nothing, so no read changes the text a record was numbered with.
+//
+// The rest of a definition is refused with ErrInvalidArgument rather than
+// dropped: Corrects (a credit note names the number it corrects: number
+// it with Sequence.Correcting), and, not yet supported, a Partition,
+// Period, FiscalStart, Location (other than UTC) or Meta. A series whose
+// stored definition has any of them (stored by a Sequence) makes Put, Get
+// and Settle fail with sequence.ErrDefinitionMismatch.
 //
 // NumberingOf does no I/O. A nil c or set, an invalid collection or series
-// name, a partition or a bad format give an error wrapping
-// ErrInvalidArgument.
+// name, a definition it does not take or a bad format give an error
+// wrapping ErrInvalidArgument.
 func NumberingOf[T any](c *Collection[T], series string, opts sequence.Options, set func(*T, sequence.Serial)) (*Numbered[T], error) {
 	bad := func(err error) (*Numbered[T], error) {
 		return nil, fmt.Errorf("numbering %q: %w: %w", series, ErrInvalidArgument, err)
@@ -127,8 +139,16 @@ func NumberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 		// A collection refused when c was made counts as given once this
 		// handle has seen it given (see CollectionOf).
 		return bad(c.err)
+	}
+	if err := beyondNumberingOf(sequence.Definition{Period: opts.Period, FiscalStart: opts.FiscalStart,
+		Meta: opts.Meta, Corrects: opts.Corrects}); err != nil {
+		return bad(err)
+	}
+	switch {
 	case len(opts.Partition) != 0:
 		return bad(errors.New("partitions are not supported by NumberingOf yet"))
+	case opts.Location != nil && opts.Location != time.UTC:
+		return bad(errors.New("a time zone (Location) is not supported by NumberingOf yet"))
 	}
 	if opts.Format != "" {
 		if _, err := sequence.ParseFormat(opts.Format); err != nil {
@@ -165,6 +185,27 @@ func NumberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 	}
 	n.ns, n.hooks = ns, hooks
 	return n, nil
+}
+
+// beyondNumberingOf says which part of the definition d NumberingOf cannot
+// honour on both of its paths (nil: none): a correcting series (credit
+// notes number through Sequence.Correcting, naming the number corrected),
+// and, not yet, periods, fiscal years, time zones and metadata (a pass
+// would number and render them by its own date, not the record's).
+func beyondNumberingOf(d sequence.Definition) error {
+	switch {
+	case d.Corrects != "":
+		return fmt.Errorf("a correcting series (Corrects %q) takes numbers through Sequence.Correcting only", d.Corrects)
+	case d.Period != sequence.PeriodNone:
+		return errors.New("periods are not supported by NumberingOf yet")
+	case d.FiscalStart != (sequence.MonthDay{}):
+		return errors.New("a fiscal start is not supported by NumberingOf yet")
+	case d.Zone != "" && d.Zone != "UTC":
+		return errors.New("a time zone is not supported by NumberingOf yet")
+	case len(d.Meta) != 0:
+		return errors.New("metadata (Meta) is not supported by NumberingOf yet")
+	}
+	return nil
 }
 
 // apply decodes a record's JSON body, sets s with the setter and encodes it.
@@ -207,16 +248,46 @@ func (n *Numbered[T]) Series() *numbering.Series { return n.ns }
 // pass.
 func (n *Numbered[T]) Online() bool { return n.online }
 
-// prepare reads (or stores) the series' format once.
-func (n *Numbered[T]) prepare(ctx context.Context) error {
+// prepare learns the series' format once: its one definition, stored with
+// its counter (by a Sequence, or the first number taken at write time)
+// and, for its passes, with the deferred series. A format the handle asks
+// for must be that one (else numbering.ErrMismatch); a handle asking for
+// none uses it, whichever path stored it. With store (a write) the
+// deferred series' config is stored when it has none; a read stores
+// nothing, and renders with the stored definition all the same.
+func (n *Numbered[T]) prepare(ctx context.Context, store bool) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.ready {
+	if n.ready && (n.stored || !store) {
 		return nil
 	}
-	format, err := n.hooks.Format(ctx, n.opts.Format)
+	want := n.opts.Format
+	def, err := n.definition(ctx)
 	if err != nil {
 		return err
+	}
+	if err := beyondNumberingOf(def); err != nil {
+		// Stored by a Sequence: numbering it here would not follow it.
+		return fmt.Errorf("numbering %q: the series' stored definition: %w: %w", n.series, sequence.ErrDefinitionMismatch, err)
+	}
+	if def.Format != "" {
+		if want != "" && want != def.Format {
+			return fmt.Errorf("numbering %q: %w", n.series, &numbering.MismatchError{Stored: def.Format, Asked: want})
+		}
+		want = def.Format
+	}
+	var format string
+	if store {
+		format, err = n.hooks.Format(ctx, want)
+	} else {
+		format, _, err = n.hooks.StoredFormat(ctx, want)
+	}
+	if err != nil {
+		return err
+	}
+	n.stored = n.stored || store
+	if n.ready {
+		return nil
 	}
 	if format != "" {
 		if n.format, err = sequence.ParseFormat(format); err != nil {
@@ -230,6 +301,13 @@ func (n *Numbered[T]) prepare(ctx context.Context) error {
 	}
 	n.ready = true
 	return nil
+}
+
+// definition reads the definition stored with the series' counter on the
+// vault's own store (a device's too: reads work offline), the zero
+// Definition when it has none. It writes nothing.
+func (n *Numbered[T]) definition(ctx context.Context) (sequence.Definition, error) {
+	return n.c.v.seriesDefinition(ctx, n.series)
 }
 
 // serial is n with its text in the series' stored format.
@@ -278,7 +356,7 @@ func (n *Numbered[T]) Put(ctx context.Context, id string, value T) (NumberedReco
 	fail := func(err error) (NumberedRecord[T], error) {
 		return NumberedRecord[T]{}, fmt.Errorf("put numbered %s/%s: %w", c.name, id, err)
 	}
-	if err := n.prepare(ctx); err != nil {
+	if err := n.prepare(ctx, true); err != nil {
 		return fail(err)
 	}
 	for range putRounds {
@@ -619,9 +697,9 @@ func (n *Numbered[T]) get(ctx context.Context, id string) (NumberedRecord[T], er
 		return fail(fmt.Errorf("decode: %w", err))
 	}
 	if num, ok := n.numberOf(rec.marks); ok {
-		// Numbered: the series has its format stored. A record that
-		// carries no number needs none, and a read stores nothing.
-		if err := n.prepare(ctx); err != nil {
+		// Numbered: rendered with the series' stored definition. A read
+		// stores nothing.
+		if err := n.prepare(ctx, false); err != nil {
 			return fail(err)
 		}
 		out.Serial = n.serial(num)
@@ -647,8 +725,7 @@ func (n *Numbered[T]) get(ctx context.Context, id string) (NumberedRecord[T], er
 // provisional order, through the setter, in the series' stored format (see
 // numbering.Series.RunPass for how, and its locking). On a store where Put
 // numbers at write time there is normally nothing to do; records enqueued
-// there make it fail with numbering.ErrNumberedAtWriteTime once the counter
-// has taken numbers, numbering none.
+// there get the numbers after those taken at write time.
 //
 // On a device of a hub the pass runs on the hub, exclusive across every
 // machine its lock covers (PostgreSQL: all): Settle first hands the hub
@@ -679,7 +756,8 @@ func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) 
 	if n.c.v.hubless {
 		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass: %w", n.series, errHubless)
 	}
-	// The pass checks the handle's format against the stored one itself,
+	// The pass checks the handle's format against the stored one itself
+	// (the one stored with the series' counter, deferred.Backend.SeriesFormat),
 	// and stores it only when it has something to number.
 	return n.ns.RunPass(ctx)
 }
@@ -705,20 +783,25 @@ func (n *Numbered[T]) Lookup(ctx context.Context, provisional string) (numbering
 	return a, true, nil
 }
 
-// NumberedAudit accounts for the numbers of a series on both paths: taken
-// at write time (Online, from the sequence's history) and given by passes
-// (Deferred).
+// NumberedAudit accounts for the numbers of a series, which both paths
+// take from one head: every number 1..head, whichever path gave it, in
+// Online (the series' sequence audit: bound to a record, orphaned by its
+// deletion, voided, unbound, seeded or missing, a number given by a pass
+// as one taken at write time), and what only the passes' own records tell
+// in Deferred (the numbers of a batch not finished yet, and any record or
+// number given twice).
 type NumberedAudit struct {
 	// Series is the series name.
 	Series string
-	// Online is the audit of the numbers taken at write time.
+	// Online is the audit of every number of the series, on both paths.
 	Online sequence.AuditReport
 	// Deferred is the audit of the numbers given by passes.
 	Deferred numbering.AuditReport
 }
 
-// Numbered is how many records carry a number of the series, on either path.
-func (a NumberedAudit) Numbered() int { return a.Online.Bound + a.Deferred.Assigned }
+// Numbered is how many numbers of the series a record carries (or carried,
+// before its deletion), on either path.
+func (a NumberedAudit) Numbered() int { return a.Online.Bound }
 
 // Clean reports whether every number of both paths is accounted for:
 // carried by a record or voided, none missing, none given twice.

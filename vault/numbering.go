@@ -14,6 +14,7 @@ import (
 	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/internal/deferred"
 	"github.com/noydb-go/noydb/internal/wire"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
@@ -91,12 +92,62 @@ func (v *Vault) numberingSeries(series string, opts numbering.Options, apply fun
 		// A handle whose person was revoked (or revoked and granted
 		// again) since it opened runs no pass (people_guard.go).
 		Guard: v.guard.check,
-		// A series numbered at write time gets no numbers from passes
-		// (onepath.go).
+		// One head for both paths: a pass numbers above the counter and
+		// raises it (onehead.go).
 		Counter: func(get func(key string) (stores.Item, error)) (uint64, error) {
 			return v.counterHead(series, get)
 		},
+		Raise: func(ctx context.Context, tx stores.Tx, from, to uint64) error {
+			return v.raiseCounter(ctx, tx, series, from, to)
+		},
+		// One definition per series: a format stored with its counter is
+		// its passes' too.
+		SeriesFormat: func(ctx context.Context, want string) (string, error) {
+			def, err := v.seriesDefinition(ctx, series)
+			if err == nil {
+				if err = beyondNumberingOf(def); err != nil {
+					err = fmt.Errorf("the series' stored definition: %w: %w", sequence.ErrDefinitionMismatch, err)
+				}
+			}
+			switch {
+			case err != nil:
+				return "", err
+			case def.Format == "":
+				return want, nil
+			case want != "" && want != def.Format:
+				return "", &numbering.MismatchError{Stored: def.Format, Asked: want}
+			}
+			return def.Format, nil
+		},
+		// Its heads are checked against the ledger's facts (ledger/summary.go).
+		Recorded: func(ctx context.Context) (deferred.Recorded, error) {
+			return v.passRecorded(ctx, series)
+		},
 	}, series, opts)
+}
+
+// seriesDefinition reads the definition stored with the counter of series
+// on the vault's own store, the zero Definition when it has none. It
+// writes nothing.
+func (v *Vault) seriesDefinition(ctx context.Context, series string) (sequence.Definition, error) {
+	q, err := v.seqs.Sequence(series, sequence.Options{})
+	if err != nil {
+		return sequence.Definition{}, err
+	}
+	return q.Definition(ctx)
+}
+
+// passRecorded returns what the ledger records of the numbers of series,
+// from the ledger's summary: the highest number given or voided by a pass,
+// and the highest of its unpartitioned counter.
+func (v *Vault) passRecorded(ctx context.Context, series string) (deferred.Recorded, error) {
+	var r deferred.Recorded
+	_, err := v.ledger.Facts(ctx, ledger.NumberFactsKind, func(f any) error {
+		nf := f.(*ledger.NumberFacts)
+		r = deferred.Recorded{Passes: nf.Series(series).Assigned, Counter: nf.Counter(series, nil).Highest}
+		return nil
+	})
+	return r, err
 }
 
 // stampRecords lets a numbering series read and stamp this vault's records,

@@ -27,11 +27,13 @@ type SeriesInfo struct {
 	// Closed is true for a period closed by Sequence.ClosePeriod.
 	Closed bool
 	// Head is the last number given: the counter's head, or for a series
-	// numbered by passes the last number a pass gave (0: none yet).
+	// numbered by passes the higher of it and the last number a pass gave
+	// (0: none yet).
 	Head uint64
 	// Passes is true for a series numbered by deferred passes (a handle of
-	// NumberingOf on a store without atomic compare-and-swap, or Numbering),
-	// false for a counter numbered online (Sequence, PutNumbered, NumberingOf
+	// NumberingOf on a store without atomic compare-and-swap or on a
+	// device, Numbering), and maybe online too (one head for both), false
+	// for a counter numbered online only (Sequence, PutNumbered, NumberingOf
 	// on a store with it).
 	Passes bool
 	// Collection and Format are what a series numbered by passes stores with
@@ -53,8 +55,10 @@ type (
 
 // Series lists the numbered series of the vault: every counter (one per
 // partition and period) with its head, period and series definition, then, by name, every series numbered by
-// passes, with its last number, collection and format. A name may appear as
-// both when one series was numbered online on this store and by passes.
+// passes, with its last number, collection and format. A series whose
+// passes gave numbers and that has a counter (one head for both paths, see
+// NumberingOf) is one entry, in its counter's place, with Passes set; a
+// name may appear as both when its passes have given none yet.
 // Heads are read as Peek and a pass series' Last read them, checked against
 // the rollback pins. It lists the store's keys under the vault's counters
 // and deferred series, so its time grows with the records a deferred series
@@ -244,7 +248,20 @@ func (v *Vault) listPasses(ctx context.Context, name string, one bool, out []Ser
 		if err != nil {
 			return nil, fmt.Errorf("series: %w", err)
 		}
-		out = append(out, SeriesInfo{Name: name, Head: last, Passes: true, Collection: coll, Format: format})
+		// One head per series: the series' unpartitioned counter, which
+		// its passes raise, and passes that gave numbers are one entry.
+		i := slices.IndexFunc(out, func(si SeriesInfo) bool {
+			return si.Name == name && len(si.Partition) == 0 && si.Period == ""
+		})
+		if i < 0 || last == 0 {
+			out = append(out, SeriesInfo{Name: name, Head: last, Passes: true, Collection: coll, Format: format})
+			continue
+		}
+		si := &out[i]
+		si.Head, si.Passes, si.Collection = max(si.Head, last), true, coll
+		if format != "" {
+			si.Format = format
+		}
 	}
 	return out, nil
 }

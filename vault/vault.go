@@ -105,13 +105,14 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	// share commits and never fail one another on the ledger head.
 	var seqStore stores.Store = st
 	if _, ok := st.(stores.Transactor); ok {
-		seqStore = ledgerBatch{Store: st, l: v.ledger, v: v}
+		seqStore = ledgerBatch{Store: st, l: v.ledger}
 	}
 	v.seqs = newSequences()(seqStore, v.seal, prefix, sequenceConfig{
 		Journal:  journal{l: v.ledger},
 		History:  history{l: v.ledger},
 		Pins:     p,
 		ClaimMAC: v.claims,
+		PassHead: v.passHead,
 	})
 	return v
 }
@@ -148,21 +149,19 @@ func (v *Vault) GoString() string { return v.String() }
 type ledgerBatch struct {
 	stores.Store
 	l writableLedger
-	v *Vault
 }
 
 // Update runs fn in a batch of the ledger. A transaction that committed but
 // whose ledger pin was not saved fails with ledger.ErrUnpinned, which the
-// sequences take for a commit (the numbers come with the error). A counter
-// write of a series numbered by passes fails (oneSeriesTx).
+// sequences take for a commit (the numbers come with the error).
 func (s ledgerBatch) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
-	return s.l.Update(ctx, func(tx stores.Tx) error { return fn(s.v.oneSeries(tx)) })
+	return s.l.Update(ctx, fn)
 }
 
 // UpdateKeys is Update for a function that reads keys (see
 // wire.Ledger.UpdateKeys).
 func (s ledgerBatch) UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
-	return s.l.UpdateKeys(ctx, s.v.oneSeriesKeys(keys), func(tx stores.Tx) error { return fn(s.v.oneSeries(tx)) })
+	return s.l.UpdateKeys(ctx, keys, fn)
 }
 
 // Name returns the vault's name.
@@ -360,6 +359,22 @@ func eventKind(k wire.SequenceEventKind) ledger.Kind {
 // the check of a counter against the ledger, Claim and Void.
 type history struct{ l writableLedger }
 
+// CounterFacts answers the check of a counter from the ledger's summary
+// (wire.HistorySummary), which reads only the entries since its position.
+func (h history) CounterFacts(ctx context.Context, series string, partition []string) (wire.CounterFacts, error) {
+	var out wire.CounterFacts
+	_, err := h.l.Facts(ctx, ledger.NumberFactsKind, func(f any) error {
+		nf := f.(*ledger.NumberFacts)
+		c, sf := nf.Counter(series, partition), nf.Series(series)
+		out = wire.CounterFacts{Highest: c.Highest, Closed: c.Closed, Defined: sf.Defined}
+		if len(partition) == 0 {
+			out.Passes = sf.Assigned
+		}
+		return nil
+	})
+	return out, err
+}
+
 func (h history) Facts(ctx context.Context, series string, partition []string, after uint64, fn func(wire.SequenceFact) error) (uint64, error) {
 	through := after
 	for e, err := range h.l.Read(ctx, after+1) {
@@ -396,15 +411,12 @@ func (h history) Facts(ctx context.Context, series string, partition []string, a
 		switch e.Kind {
 		case ledger.NumberAllocated:
 			f.Kind, f.RequestID, f.Reason = wire.FactAllocated, e.RequestID, e.Reason
-		case ledger.RecordPut:
+		case ledger.RecordPut, ledger.NumberAssigned:
+			// A number carried by a record: taken at write time, or given
+			// by a pass (one head for both paths).
 			f.Kind, f.Collection, f.ID = wire.FactBound, e.Collection, e.ID
 		case ledger.NumberVoided:
-			if e.Collection != "" {
-				// A pass's void (deferred numbering names the record): its
-				// numbers are the pass's, not the counter's. A counter's
-				// void names none.
-				continue
-			}
+			// A counter's void, or a pass's (which names the record).
 			f.Kind, f.Reason = wire.FactVoided, e.Reason
 		case ledger.SeriesSeeded:
 			f.Kind, f.From = wire.FactSeeded, e.From

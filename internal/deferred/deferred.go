@@ -6,6 +6,7 @@ package deferred
 
 import (
 	"context"
+	"errors"
 	"iter"
 
 	"github.com/noydb-go/noydb/internal/pins"
@@ -48,15 +49,47 @@ type Backend struct {
 	// else with plain reads just before the batch is written. An error
 	// refuses the pass before it writes anything and is returned by it.
 	Guard func(get func(key string) (stores.Item, error)) error
-	// Counter, if set, returns the head of the write-time counter of the
-	// same name as the series (its unpartitioned sequence counter; 0 when
-	// it has none), read with get. A series whose counter has taken
-	// numbers gets none from a pass (numbering.ErrNumberedAtWriteTime). A
-	// pass asks it with plain reads before it plans a batch, and again
-	// inside the transaction that commits the batch where the store has
-	// transactions, reading the counter after the series' head.
+	// Counter, if set, returns the head of the counter of the same name as
+	// the series (its unpartitioned sequence counter; 0 when it has none),
+	// read with get. A series has one head for both paths: a pass numbers
+	// its batch above the counter and above its own last number.
 	Counter func(get func(key string) (stores.Item, error)) (uint64, error)
+	// Raise, if set, raises the counter of the same name as the series to
+	// to. In tx (the transaction that commits a batch) the counter must be
+	// at from: one that moved (a number taken at write time since it was
+	// read) is an error wrapping ErrCounterMoved, and nothing is written,
+	// so the pass plans its batch's numbers again. With tx nil (after a
+	// batch's commit, on a store without transactions, or to finish a
+	// batch) it raises the counter to at least to by compare-and-swap,
+	// whatever it is at, and from is not used.
+	Raise func(ctx context.Context, tx stores.Tx, from, to uint64) error
+	// SeriesFormat, if set, returns the format the series numbers with,
+	// from the series' one definition (stored with its counter): want when
+	// it has none there, else its format (a want that differs is an error
+	// wrapping numbering.ErrMismatch). A pass asks it before it checks its
+	// config. It writes nothing.
+	SeriesFormat func(ctx context.Context, want string) (string, error)
+	// Recorded, if set, returns what the vault's ledger records of the
+	// series' numbers (from the ledger's summary of facts, up to its head
+	// when called; see ledger.FactKind). A head below it was rolled back
+	// by the store: the series refuses with numbering.ErrRollback before
+	// it gives any number. It is never called inside a store transaction.
+	Recorded func(ctx context.Context) (Recorded, error)
 }
+
+// Recorded is what the vault's ledger records of a series' numbers.
+type Recorded struct {
+	// Passes is the highest number given or voided by the series' passes:
+	// their head is at or above it.
+	Passes uint64
+	// Counter is the highest number of the counter of the same name
+	// (taken, bound, voided, seeded to): the one head is at or above it.
+	Counter uint64
+}
+
+// ErrCounterMoved: the counter of a series was not at the value a pass
+// planned its batch from (Backend.Raise).
+var ErrCounterMoved = errors.New("the series' counter moved")
 
 // CounterHead asks b's Counter, if set, reading with plain reads of b's
 // store (0 when unset).
@@ -155,6 +188,10 @@ type Hooks struct {
 	// series has none yet. A want that is not empty and differs from the
 	// stored one is an error wrapping numbering.ErrMismatch.
 	Format func(ctx context.Context, want string) (string, error)
+	// StoredFormat is Format without the write: the series' stored format
+	// checked against want, or want when the series has none stored (ok
+	// false then), for a read that must store nothing.
+	StoredFormat func(ctx context.Context, want string) (format string, ok bool, err error)
 	// Indexed returns the provisional id and number that the series' index
 	// (written after the record was stamped, never for a batch in flight)
 	// holds for record id; ok is false when it holds none, or a voided

@@ -136,6 +136,13 @@ type Ledger[E, H, R any] interface {
 	// VerifyProgress is Verify, reporting to progress (when not nil)
 	// how many entries it has walked, after each one.
 	VerifyProgress(ctx context.Context, progress func(entries uint64)) (R, error)
+	// Facts calls fn with the facts of the kind named kind that the
+	// ledger's summary keeps (package ledger's FactKind; for
+	// ledger.NumberFactsKind, fn gets a *ledger.NumberFacts), brought up
+	// to the head first, and returns the head they hold through. fn must
+	// only read them, not keep them, and not call the ledger. Never call
+	// it inside a transaction of the ledger's store.
+	Facts(ctx context.Context, kind string, fn func(facts any) error) (H, error)
 	// HeadSigned reports whether the ledger's last entry, read through
 	// get, is signed: a writer without a signing key must not append
 	// after it.

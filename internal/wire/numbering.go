@@ -20,8 +20,8 @@ var NumberingInfo any
 //
 //	func(b deferred.Backend, series string, get func(key string) (stores.Item, error)) (last uint64, err error)
 //
-// which reads, with get (a transaction's Get), the last number the passes
-// of the deferred-numbering series have given (0 when none), so that a
-// write-time number of the counter of the same name can be refused in its
-// own transaction.
+// which reads, with get, the last number the passes of the
+// deferred-numbering series have given (0 when none): the counter of the
+// same name is raised to it at its first use (one head per series, see
+// SequenceConfig.PassHead).
 var NumberingGiven any

@@ -40,6 +40,17 @@ type SequenceConfig struct {
 	// has seen per counter, so that a store serving an older counter (a
 	// restored snapshot) fails allocation instead of re-issuing numbers.
 	Pins pins.Counter
+	// PassHead, if set, returns the last number the deferred-numbering
+	// passes of series gave (their head; 0 when none). A series has one
+	// head for both paths: a pass raises the series' unpartitioned counter
+	// in the commit of its batch, so the counter is normally at or above
+	// it. One that is not (passes of a version before one head per
+	// series, or a pass on a store without transactions cut between its
+	// counter and its head) is raised to it before its next number: it is
+	// read once per counter and process, with the check of the counter
+	// against the History, and by Audit. It must not be called inside a
+	// store transaction.
+	PassHead func(ctx context.Context, series string) (uint64, error)
 	// ClaimMAC, if set, keys claim records by a keyed MAC of the request id
 	// instead of the id, so the store does not see request ids. It must stay
 	// the same for the life of the counters (the vault derives it from its
@@ -75,6 +86,33 @@ type History interface {
 	Facts(ctx context.Context, series string, partition []string, after uint64, fn func(SequenceFact) error) (through uint64, err error)
 }
 
+// HistorySummary is a History that also keeps a summary of the facts the
+// check of a counter needs, bound to the history's head (the vault's
+// ledger summary, see ledger.FactKind): asking it reads only what was
+// recorded since the summary's position, not the whole history.
+type HistorySummary interface {
+	// CounterFacts returns what the history records, up to its end when
+	// called, about the counter of series and partition (nil when
+	// unpartitioned). It must not be called inside a store transaction.
+	CounterFacts(ctx context.Context, series string, partition []string) (CounterFacts, error)
+}
+
+// CounterFacts are what a HistorySummary answers about a counter.
+type CounterFacts struct {
+	// Highest is the highest number recorded for the counter (taken,
+	// bound, voided, seeded to, closed at); a counter below it was rolled
+	// back by the store.
+	Highest uint64
+	// Closed is true when the counter's period was closed.
+	Closed bool
+	// Defined is true when the series' definition was recorded.
+	Defined bool
+	// Passes is, for an unpartitioned counter, the highest number the
+	// history records as given or voided by the series' deferred-numbering
+	// passes: numbers of the same head (see SequenceConfig.PassHead).
+	Passes uint64
+}
+
 // Sequences is what the vault asks of its sequences (Q is *sequence.Sequence
 // and O sequence.Options): handles on series, and Close.
 type Sequences[Q, O any] interface {
@@ -103,6 +141,17 @@ var SequenceCounterOf any
 // definition of its series, and, when the series has periods and the
 // partition's last component is a period label of its kind, that label.
 var SequenceCounterInfo any
+
+// SequenceRaise is set by package sequence to a function of type
+//
+//	func(plain []byte, to uint64) (raised []byte, err error)
+//
+// which returns the opened value of a counter (nil: a counter not written
+// yet) raised to to, or nil when it is at or above to already: a
+// deferred-numbering pass raises the counter of its series past the
+// numbers of its batch, in the batch's commit. A closed counter gives an
+// error matching sequence.ErrPeriodClosed.
+var SequenceRaise any
 
 // SequenceDefinitionOf is set by package sequence to a function of type
 //

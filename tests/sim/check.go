@@ -60,7 +60,7 @@ func honestErr(err error) bool {
 		faultstore.ErrInjected, faultstore.ErrInjectedAfter, stores.ErrConflict, stores.ErrUnavailable,
 		sequence.ErrContention, sequence.ErrOffline, errCrashed, stores.ErrClosed, context.Canceled,
 		context.DeadlineExceeded, vault.ErrNotOnDevice, sequence.ErrPeriodClosed, sequence.ErrAlreadyVoided,
-		vault.ErrConflict, vault.ErrNotFound, numbering.ErrPassRunning, numbering.ErrNumberedAtWriteTime,
+		vault.ErrConflict, vault.ErrNotFound, numbering.ErrPassRunning,
 		vault.ErrNoAccess, vault.ErrNotPermitted, vault.ErrPersonExists, stores.ErrLockHeld,
 		stores.ErrNotSupported, // a transaction on a store without them
 		errNotJoined,           // an operation of a device that waits for the late join
