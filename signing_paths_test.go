@@ -316,9 +316,11 @@ func TestSigningHubRegrant(t *testing.T) {
 }
 
 // TestSigningKeyringPutBack: a store that puts back a revoked person's
-// keyring entry as it was before the revocation lets their secret open
-// the vault again, but what they write then fails Verify: the ledger
-// holds the revocation, signed by the owner, at its position.
+// keyring entry as it was before the revocation does not let their secret
+// open the vault again: the ledger holds the revocation, signed by the
+// owner (ErrTampered). A handle of theirs opened before the revocation
+// sees the entry as not revoked and writes, but what it writes fails
+// Verify, at the revocation's position.
 func TestSigningKeyringPutBack(t *testing.T) {
 	ctx := context.Background()
 	for name, newStore := range memAndBadger() {
@@ -326,6 +328,7 @@ func TestSigningKeyringPutBack(t *testing.T) {
 			st := newStore(t)
 			owner := openPerson(t, personCfg(st, "olga", "o"))
 			require.NoError(t, owner.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+			bob := openPerson(t, personCfg(st, "bob", "b"))
 			before, err := st.Get(ctx, "v/team/_keyring/bob")
 			require.NoError(t, err)
 			require.NoError(t, owner.Revoke(ctx, "bob", vault.RevokeWithoutRotation()))
@@ -336,7 +339,8 @@ func TestSigningKeyringPutBack(t *testing.T) {
 
 			_, err = st.Put(ctx, "v/team/_keyring/bob", before.Value)
 			require.NoError(t, err)
-			bob := openPerson(t, personCfg(st, "bob", "b"))
+			_, err = vault.Open(ctx, personCfg(st, "bob", "b"))
+			require.ErrorIs(t, err, vault.ErrTampered, "the entry put back opens")
 			require.NoError(t, vault.CollectionOf[Note](bob, "notes").Put(ctx, "back", Note{Text: "again"}))
 			badEntry(t, owner, rep.Head.Seq+1, ledger.Revoked)
 		})

@@ -65,14 +65,19 @@ const (
 	// the owner who granted it. See Entry.GrantCollections.
 	PersonGranted Kind = 13
 	// PersonRevoked: a person's access was revoked (ID the person,
-	// CipherHash the SHA-256 of the revoked keyring entry).
+	// SigningKey the key of the grant it ends (empty in entries written
+	// before revocations named it), CipherHash the SHA-256 of the revoked
+	// keyring entry).
 	PersonRevoked Kind = 14
 	// SecretChanged: a person changed the secret that opens their keyring
 	// entry (ID the person, CipherHash the SHA-256 of the new entry).
 	SecretChanged Kind = 15
 	// KeyringUpgraded: a person's keyring entry of layout version 1 was
 	// rewritten in the current layout (ID the person, Reason the role,
-	// CipherHash the SHA-256 of the new entry).
+	// SigningKey the person's new key, CipherHash the SHA-256 of the new
+	// entry). The vault's first upgrade names, in Partition (sorted), the
+	// holders of layout version 1 entries then: only they upgrade later
+	// (an upgrade written before upgrades named them names none).
 	KeyringUpgraded Kind = 16
 	// RecoveryCodesIssued: a person was given a new set of one-time
 	// recovery codes, replacing any earlier set (ID the person, Number how
@@ -163,7 +168,8 @@ type Entry struct {
 	// SigningKey is an Ed25519 public key the entry introduces: the new
 	// person's of a PersonGranted entry, the person's own of a
 	// KeyringUpgraded entry, and the author's own on the first entry of a
-	// ledger (its genesis). Empty otherwise.
+	// ledger (its genesis); or the key whose grant a PersonRevoked entry
+	// ends. Empty otherwise.
 	SigningKey []byte
 	// Signature is the author's Ed25519 signature of the entry and of the
 	// commit it ends (see sign.go), set by the ledger on the last entry of

@@ -353,7 +353,9 @@ func (v *verifier) author(e *Entry) *signer {
 	if s := v.known[e.Actor]; s != nil {
 		return s
 	}
-	self := len(e.SigningKey) > 0 && (e.Kind != PersonGranted || e.ID == e.Actor)
+	// The key a PersonGranted or PersonRevoked entry names is its
+	// person's, not its author's (unless they are one).
+	self := len(e.SigningKey) > 0 && (e.Kind != PersonGranted && e.Kind != PersonRevoked || e.ID == e.Actor)
 	d, inDir := v.dir[e.Actor]
 	if !v.signed {
 		// The genesis: its author is trusted, and so is the root of the

@@ -3,146 +3,611 @@ package vault
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 
+	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores"
 )
 
-// ledgerPerson is the latest change of a person that the vault's own
-// ledger records: a PersonGranted entry (role, signing key, collections),
-// a KeyringUpgraded one (an owner, their new key) or a PersonRevoked one.
-type ledgerPerson struct {
-	revoked     bool
-	role        string
-	signKey     []byte
-	collections []string // nil: every collection
-}
+// Authority from a chain of signed grants.
+//
+// A keyring entry's MAC is keyed by the first generation's data key, which
+// every person ever granted held: it keeps a store (which holds no key)
+// from changing an entry, not a person of the vault. What a person may do
+// comes from the ledger instead: its signed people entries, replayed in
+// order (ledger.PeopleState), say who was granted which role with which
+// signing key by whom, and who was revoked; each counts only when signed
+// by an owner who held that role, not revoked, at its position, back to
+// the vault's first owner, the one person who granted themselves (see
+// ledger/people.go). A keyring entry is valid (authority.check) when the
+// ledger's latest grant of its person names its signing key, role and
+// collections (or wider ones), and its grant statement is signed by its
+// granter's key as the ledger knows it; the genesis owner's entry is the
+// only one granted by itself, but for the holders of a vault of layout
+// version 1, who granted themselves on their upgrade. Opening, People,
+// rotation (which wraps new keys), the copies of a sync and the hub's
+// ledger all ask that one check; an entry that fails it is ErrTampered
+// and gets nothing.
+//
+// A person no ledger the check reads names (granted on another device of a
+// hub, before this device's ledger or the hub's heard of them) is taken
+// from the keyring's chain of grants: granted by an owner whose own entry
+// passes the check, not revoked, and so on up to the genesis owner. The
+// chain cannot say when a granter was revoked, so a grant by a revoked
+// granter that no ledger records is refused.
+//
+// Cost: the replay reads the whole ledger once per handle (a rotation,
+// People, the open), then only what was appended since.
 
-// peopleIndex follows the people entries of the vault's ledger, read once
-// and then only from where the last read stopped, so a rotation pays for
-// the entries appended since the handle's previous one, not for the whole
-// ledger each time.
+// peopleIndex follows the people entries of the vault's ledger.
 type peopleIndex struct {
-	mu     sync.Mutex
-	next   uint64 // the first position not read yet (0: none read)
-	latest map[string]ledgerPerson
+	mu sync.Mutex
+	st ledger.PeopleState
 }
 
-// latestPeople returns the latest ledger change of each person the
-// vault's ledger names. The map is a copy the caller may keep.
-func (v *Vault) latestPeople(ctx context.Context) (map[string]ledgerPerson, error) {
-	ix := &v.people
+// replays shares the replays of people of each ledger in the process (by
+// store, prefix and chain key): an open of a vault continues from where
+// the last replay of its ledger stopped, in any handle, rather than
+// reading the ledger from its start. A replay checks that the ledger still
+// holds what it replayed, and starts over when not.
+var replays struct {
+	mu sync.Mutex
+	m  map[replayKey]*peopleIndex
+}
+
+type replayKey struct {
+	store  any
+	prefix string
+	chain  string // a MAC of the chain key: another key is another ledger
+}
+
+// maxReplays bounds the replays kept: a process opening many vaults
+// drops the oldest one it kept (a later open replays that ledger again).
+const maxReplays = 256
+
+// peopleIndexOf returns the replay of v's ledger shared in the process,
+// or v's own when its store cannot be told apart from another's.
+func (v *Vault) peopleIndexOf() *peopleIndex {
+	st := v.keyringStore0()
+	if !comparableValue(st) {
+		return &v.people
+	}
+	k := replayKey{store: st, prefix: v.prefix, chain: string(v.macer.MAC([]byte("noydb people replay")))}
+	replays.mu.Lock()
+	defer replays.mu.Unlock()
+	if ix := replays.m[k]; ix != nil {
+		return ix
+	}
+	if replays.m == nil || len(replays.m) >= maxReplays {
+		replays.m = map[replayKey]*peopleIndex{}
+	}
+	ix := &peopleIndex{}
+	replays.m[k] = ix
+	return ix
+}
+
+// comparableValue reports whether x can be a map key (a store that is a
+// struct holding a map, say, cannot).
+func comparableValue(x any) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	_ = map[any]bool{x: true}
+	return true
+}
+
+// peopleState returns the replay of the people entries of v's ledger up to
+// its head, as a copy the caller may keep.
+func (v *Vault) peopleState(ctx context.Context) (*ledger.PeopleState, error) {
+	r, ok := v.ledger.(ledger.PeopleReplayer)
+	if !ok {
+		return &ledger.PeopleState{}, nil
+	}
+	ix := v.peopleIndexOf()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.latest == nil {
-		ix.latest = make(map[string]ledgerPerson)
+	a := v.authorityOf(v.keyringStore0())
+	if err := r.ReplayPeople(ctx, &ix.st, a.vouch(ctx)); err != nil {
+		return nil, fmt.Errorf("read the ledger's people entries: %w", closedIfWiped(err))
 	}
-	for e, err := range v.ledger.Read(ctx, ix.next) {
-		if err != nil {
-			return nil, fmt.Errorf("read the ledger's people entries: %w", err)
-		}
-		ix.next = e.Seq + 1
-		switch e.Kind {
-		case ledger.PersonGranted:
-			cols, limited, _ := e.GrantCollections()
-			p := ledgerPerson{role: e.Reason, signKey: e.SigningKey}
-			if limited {
-				p.collections = slices.Clone(cols)
-			}
-			ix.latest[e.ID] = p
-		case ledger.KeyringUpgraded:
-			ix.latest[e.ID] = ledgerPerson{role: e.Reason, signKey: e.SigningKey}
-		case ledger.PersonRevoked:
-			ix.latest[e.ID] = ledgerPerson{revoked: true}
-		}
-	}
-	out := make(map[string]ledgerPerson, len(ix.latest))
-	for name, p := range ix.latest {
-		out[name] = p
-	}
-	return out, nil
+	return ix.st.Clone(), nil
 }
 
-// matchesLedger reports whether e, a keyring entry not revoked, agrees
-// with p, the latest change of its person in the vault's ledger: not
-// revoked since, the same role and signing key (when the ledger names
-// one), and collections within the ledger's (an entry put back as it
-// was before a narrowing names more). A person the ledger does not name
-// (the vault's creator, a person granted on another device of a hub
-// before this device's ledger learnt of them) is taken as the keyring
-// says, vouched for by the grant's signature alone.
-func (e *keyringEntry) matchesLedger(p ledgerPerson, named bool) bool {
+// keyringStore0 is the store v's keyring is read from: the device's own for
+// a device's vault (a reader's too), the hub's for a hub-side vault.
+func (v *Vault) keyringStore0() stores.Store {
+	if v.me != nil {
+		return v.me.store
+	}
+	return v.store
+}
+
+// header is the vault's header as its person opened it.
+func (v *Vault) header() []byte {
+	if v.me != nil {
+		return v.me.header
+	}
+	return v.signAs.header
+}
+
+// peopleSource is one ledger's replay as an authority reads it. A sure
+// source is the ledger of every people change of the keyring (a vault's
+// own without a hub, the hub's for a device): a grant it records with
+// another key, role or collections than the entry's says the entry is not
+// the person's latest. A device's own ledger is not sure: it records the
+// changes made on the device, and the keyring may hold later ones made
+// elsewhere. Either kind vouches for an entry whose grant it records, and
+// a revocation either records is final.
+type peopleSource struct {
+	st   *ledger.PeopleState
+	sure bool
+}
+
+// authority checks keyring entries read from st against the people of
+// sources (the replays of the ledgers that vouch for them).
+type authority struct {
+	v       *Vault
+	st      stores.Store
+	sources []peopleSource
+	raw     map[string][]byte // keyring entries read so far (nil value: none)
+	gen     *string           // the genesis owner, once known ("": none)
+}
+
+// authorityOf returns the check of the keyring in st by sources.
+func (v *Vault) authorityOf(st stores.Store, sources ...peopleSource) *authority {
+	return &authority{v: v, st: st, sources: sources, raw: map[string][]byte{}}
+}
+
+// isDevice reports whether v is a device of a hub (opened with it or
+// without): its own ledger is not the record of every people change.
+func (v *Vault) isDevice() bool { return v.hub != nil || v.hubless }
+
+// authority returns the check of v's keyring by v's own ledger.
+func (v *Vault) authority(ctx context.Context) (*authority, error) {
+	st, err := v.peopleState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return v.authorityOf(v.keyringStore0(), peopleSource{st: st, sure: !v.isDevice()}), nil
+}
+
+// hubAuthority returns the check of the hub's keyring for a device of a
+// hub: by the hub's ledger, which records the people changes of every
+// device (Sync records a device's there before it copies its keyring),
+// and by the device's own, for those it made and has not synced yet.
+func (v *Vault) hubAuthority(ctx context.Context) (*authority, error) {
+	hs, err := v.hub.peopleState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	own, err := v.peopleState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return v.authorityOf(v.hub.store, peopleSource{st: hs, sure: true}, peopleSource{st: own}), nil
+}
+
+// errEntry is the ErrTampered of the entry of user failing the check.
+func errEntry(user, format string, args ...any) error {
+	return fmt.Errorf("keyring entry of %q: %s: %w", user, fmt.Sprintf(format, args...), ErrTampered)
+}
+
+// read returns the stored keyring entry of name (nil when there is none).
+func (a *authority) read(ctx context.Context, name string) ([]byte, error) {
+	if b, ok := a.raw[name]; ok {
+		return b, nil
+	}
+	it, err := a.st.Get(ctx, a.v.prefix+keyringPrefix+name)
+	switch {
+	case errors.Is(err, stores.ErrNotFound):
+		a.raw[name] = nil
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	a.raw[name] = it.Value
+	return it.Value, nil
+}
+
+// entry decodes and checks the stored entry raw of name: its layout and
+// MAC (a store's change), then its authority. A revoked entry holds
+// nothing and is returned as it is. For an entry of layout version 1 it
+// returns nil and no error when the vault is of that layout and the
+// ledger knows the holder; else ErrTampered.
+func (a *authority) entry(ctx context.Context, name string, raw []byte) (*keyringEntry, error) {
+	if !isKeyringV2(raw) {
+		return nil, a.legacy(ctx, name)
+	}
+	e, err := a.v.readEntryHeader(name, raw, a.v.header())
+	if err != nil {
+		return nil, err
+	}
+	if e.revoked {
+		return e, nil
+	}
+	if err := a.check(ctx, e, 0); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// check checks the authority of e, an entry not revoked whose MAC holds;
+// depth bounds a chain of grants through the keyring.
+func (a *authority) check(ctx context.Context, e *keyringEntry, depth int) error {
+	known, ok := false, false
+	for _, src := range a.sources {
+		p, named := src.st.Person(e.user)
+		if !named {
+			continue
+		}
+		if slices.ContainsFunc(p.RevokedKeys, func(k []byte) bool { return bytes.Equal(k, e.signPub) }) {
+			return errEntry(e.user, "revoked by the ledger's entry %d", p.RevokedSeq)
+		}
+		if p.Seq == 0 && p.GrantedBy == "" {
+			continue // vouched for by the keyring, not recorded: as unnamed
+		}
+		if !bytes.Equal(p.Key, e.signPub) || p.Revoked {
+			known = known || src.sure
+			continue
+		}
+		switch {
+		case p.Role != e.role.String():
+			if src.sure {
+				return errEntry(e.user, "a %s, the ledger's grant says %s", e.role, p.Role)
+			}
+		case !within(e.collections, p.Collections):
+			if src.sure {
+				return errEntry(e.user, "collections %q beyond the ledger's grant %q", e.collections, p.Collections)
+			}
+		case a.grantHolds(src.st, e, p):
+			ok = true
+		default:
+			known = known || src.sure
+		}
+	}
+	switch {
+	case ok:
+		return nil
+	case known:
+		return errEntry(e.user, "not the grant the ledger records")
+	}
+	return a.chain(ctx, e, depth, true)
+}
+
+// grantHolds reports whether the ledger replay s, whose latest grant of
+// e's person is p (with e's signing key), vouches for e's grant statement.
+func (a *authority) grantHolds(s *ledger.PeopleState, e *keyringEntry, p ledger.PersonState) bool {
+	stmt := grantStatement(a.v.name, a.v.header(), e)
+	if e.grantedBy == e.user {
+		// The genesis owner, or a holder of layout version 1 upgraded.
+		if p.GrantedBy != e.user || (!p.Legacy && s.Genesis() != e.user) {
+			return false
+		}
+		return crypto.VerifySignature(e.signPub, stmt, e.grantSig)
+	}
+	if e.grantedBy == p.GrantedBy && crypto.VerifySignature(p.GranterKey, stmt, e.grantSig) {
+		return true
+	}
+	// An owner recorded the grant another made (a hub's ledger records
+	// those of its devices): the entry's granter signed it with a key the
+	// replay gives them as an owner.
+	g, named := s.Person(e.grantedBy)
 	if !named {
+		return false
+	}
+	for _, h := range g.Held {
+		if h.Role == RoleOwner.String() && crypto.VerifySignature(h.Key, stmt, e.grantSig) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether the collections cols are among limit's (nil:
+// all of them).
+func within(cols, limit []string) bool {
+	if limit == nil {
 		return true
 	}
-	if p.revoked || e.revoked || e.role.String() != p.role {
+	if cols == nil {
 		return false
 	}
-	if len(p.signKey) > 0 && !bytes.Equal(p.signKey, e.signPub) {
-		return false
-	}
-	if p.collections == nil {
-		return true
-	}
-	if e.collections == nil {
-		return false
-	}
-	for _, c := range e.collections {
-		if _, ok := slices.BinarySearch(p.collections, c); !ok {
+	for _, c := range cols {
+		if _, ok := slices.BinarySearch(limit, c); !ok {
 			return false
 		}
 	}
 	return true
 }
 
-// keyringLedger is the vault whose ledger records the people changes of
-// the keyring a rotation reads (keyringStore): the hub's on a device of a
-// hub (a device's Sync records there the changes it made, before it copies
-// its keyring), else v.
-func (v *Vault) keyringLedger() *Vault {
-	if v.rotatesOnHub() {
-		return v.hub
+// maxGrantDepth bounds a chain of grants the keyring vouches for.
+const maxGrantDepth = 64
+
+// chain checks e, whom no ledger names, by the keyring's chain of grants:
+// the genesis owner, or granted by an owner whose entry passes the check
+// (with the ledgers when withStates) and who is not revoked.
+func (a *authority) chain(ctx context.Context, e *keyringEntry, depth int, withStates bool) error {
+	stmt := grantStatement(a.v.name, a.v.header(), e)
+	if e.grantedBy == e.user {
+		g, err := a.genesis(ctx)
+		if err != nil {
+			return err
+		}
+		if g == e.user && crypto.VerifySignature(e.signPub, stmt, e.grantSig) {
+			return nil
+		}
+		return errEntry(e.user, "granted by themselves, and not the vault's first owner")
 	}
-	return v
+	if depth >= maxGrantDepth {
+		return errEntry(e.user, "a chain of grants longer than %d", maxGrantDepth)
+	}
+	raw, err := a.read(ctx, e.grantedBy)
+	if err != nil {
+		return err
+	}
+	if raw == nil || !isKeyringV2(raw) {
+		return errEntry(e.user, "granter %q has no signing key", e.grantedBy)
+	}
+	g, err := a.v.readEntryHeader(e.grantedBy, raw, a.v.header())
+	if err != nil {
+		return errEntry(e.user, "granter %q: %v", e.grantedBy, err)
+	}
+	switch {
+	case g.revoked:
+		return errEntry(e.user, "granter %q is revoked, and no ledger says the grant came before", e.grantedBy)
+	case g.role != RoleOwner:
+		return errEntry(e.user, "granter %q is a %s", e.grantedBy, g.role)
+	case !crypto.VerifySignature(g.signPub, stmt, e.grantSig):
+		return errEntry(e.user, "grant signature")
+	}
+	if withStates {
+		err = a.check(ctx, g, depth+1)
+	} else {
+		err = a.chain(ctx, g, depth+1, false)
+	}
+	if err != nil {
+		return errEntry(e.user, "granter: %v", err)
+	}
+	return nil
 }
 
-// agreesWithLedger reports whether e, revoked or not, is in the state p
-// (named: the ledger names its person) says: revoked when the ledger's
-// latest change revokes the person, else as matchesLedger.
-func (e *keyringEntry) agreesWithLedger(p ledgerPerson, named bool) bool {
-	if named && p.revoked {
-		return e.revoked
+// genesis returns the vault's first owner: the genesis of a ledger
+// replay, else the one person of the keyring who granted themselves
+// (whose MAC holds); "" when there is none or more than one.
+func (a *authority) genesis(ctx context.Context) (string, error) {
+	if a.gen != nil {
+		return *a.gen, nil
 	}
-	return e.matchesLedger(p, named)
+	for _, src := range a.sources {
+		if g := src.st.Genesis(); g != "" {
+			a.gen = &g
+			return g, nil
+		}
+	}
+	var roots []string
+	kp := a.v.prefix + keyringPrefix
+	for it, err := range a.st.List(ctx, kp) {
+		if err != nil {
+			return "", err
+		}
+		name := it.Key[len(kp):]
+		if !isKeyringV2(it.Value) {
+			continue
+		}
+		e, err := a.v.readEntryHeader(name, it.Value, a.v.header())
+		if errors.Is(err, ErrClosed) {
+			return "", err
+		}
+		if err == nil && e.grantedBy == e.user {
+			roots = append(roots, name)
+		}
+	}
+	g := ""
+	if len(roots) == 1 {
+		g = roots[0]
+	}
+	a.gen = &g
+	return g, nil
+}
+
+// legacy checks a keyring entry of layout version 1 of name: accepted in a
+// vault of that layout (its ledger began unsigned or with an upgrade, or
+// is empty and its keyring holds no entry of the current layout), for a
+// holder the first upgrade named (when it named them) and whose own
+// upgrade the ledger does not hold.
+func (a *authority) legacy(ctx context.Context, name string) error {
+	legacy := false
+	for _, src := range a.sources {
+		s := src.st
+		if s.Legacy() {
+			legacy = true
+		}
+		if h := s.Holders(); h != nil {
+			if _, ok := slices.BinarySearch(h, name); !ok {
+				return errEntry(name, "layout version 1, not a holder the vault's upgrade named")
+			}
+		}
+		if p, named := s.Person(name); named && p.Legacy {
+			return errEntry(name, "layout version 1, upgraded by the ledger's entry %d", p.Seq)
+		}
+	}
+	if !legacy {
+		empty := true
+		for _, src := range a.sources {
+			if src.st.Next() > 1 {
+				empty = false
+			}
+		}
+		if empty {
+			kp := a.v.prefix + keyringPrefix
+			for it, err := range a.st.List(ctx, kp) {
+				if err != nil {
+					return err
+				}
+				if isKeyringV2(it.Value) {
+					empty = false
+					break
+				}
+			}
+		}
+		legacy = empty
+	}
+	if !legacy {
+		return errEntry(name, "layout version 1 in a vault of the current layout")
+	}
+	return nil
+}
+
+// vouch is what the keyring says of the author of a people commit a
+// replay has not introduced (ledger.PeopleVouch): the person who granted
+// themselves, as a candidate genesis, or an owner whose chain of grants
+// through the keyring leads to them.
+func (a *authority) vouch(ctx context.Context) ledger.PeopleVouch {
+	return func(name string) (ledger.Vouched, bool) {
+		raw, err := a.read(ctx, name)
+		if err != nil || raw == nil || !isKeyringV2(raw) {
+			return ledger.Vouched{}, false
+		}
+		e, err := a.v.readEntryHeader(name, raw, a.v.header())
+		if err != nil || (e.revoked && e.grantedBy != e.user) {
+			// A revoked root keeps the key its past commits were signed
+			// with (the ledger's entry revokes it at its position); a
+			// revoked person granted by another vouches for nothing here.
+			return ledger.Vouched{}, false
+		}
+		stmt := grantStatement(a.v.name, a.v.header(), e)
+		if e.grantedBy == e.user {
+			if e.role != RoleOwner || !crypto.VerifySignature(e.signPub, stmt, e.grantSig) {
+				return ledger.Vouched{}, false
+			}
+			return ledger.Vouched{Key: e.signPub, Role: RoleOwner.String(), Root: true}, true
+		}
+		if a.chain(ctx, e, 0, false) != nil {
+			return ledger.Vouched{}, false
+		}
+		return ledger.Vouched{Key: e.signPub, Role: e.role.String()}, true
+	}
+}
+
+// readEntryHeader decodes the stored entry of user and checks its MAC
+// under header (a store's change is ErrTampered).
+func (v *Vault) readEntryHeader(user string, raw, header []byte) (*keyringEntry, error) {
+	e, err := decodeKeyring(raw)
+	if err != nil {
+		return nil, fmt.Errorf("keyring entry of %q: %w: %w", user, ErrTampered, err)
+	}
+	if err := e.verify(v.dk, v.name, user, header); err != nil {
+		return nil, closedIfWiped(err)
+	}
+	return e, nil
+}
+
+// agrees reports whether the stored entry raw of name is in the state the
+// ledgers of a say: an entry not revoked that passes the check, or a
+// revoked one whose person no ledger names as granted with its key and
+// not revoked since.
+func (a *authority) agrees(ctx context.Context, name string, raw []byte) bool {
+	if !isKeyringV2(raw) {
+		return a.legacy(ctx, name) == nil
+	}
+	e, err := a.v.readEntryHeader(name, raw, a.v.header())
+	if err != nil {
+		return false
+	}
+	if !e.revoked {
+		return a.check(ctx, e, 0) == nil
+	}
+	for _, src := range a.sources {
+		if p, named := src.st.Person(name); named && p.Seq > 0 && !p.Revoked && bytes.Equal(p.Key, e.signPub) {
+			return false
+		}
+	}
+	return true
 }
 
 // preferLedger wraps a keyring merge (see copyKeyringWith) for the copy
-// between a device and its hub: of two entries of a person the ledger
-// names, one agreeing with the person's latest change in the ledger and
-// the other not, the agreeing one is kept, whatever their serials (dst
-// itself is returned to keep it). A serial alone would let secret
-// changes made on the person's device while an owner narrowed their
-// collections undo the narrowing: they raise the entry of the wider
-// grant past the narrowing's. Otherwise merge decides.
-func preferLedger(people map[string]ledgerPerson, merge func(src, dst []byte) []byte) func(src, dst []byte) []byte {
+// between a device and its hub: of two entries of a person, one agreeing
+// with the ledgers (authority.agrees) and the other not, the agreeing one
+// is kept, whatever their serials (dst itself is returned to keep it). A
+// serial alone would let secret changes made on the person's device while
+// an owner narrowed their collections undo the narrowing: they raise the
+// entry of the wider grant past the narrowing's. Otherwise merge decides.
+func preferLedger(ctx context.Context, a *authority, merge func(src, dst []byte) []byte) func(src, dst []byte) []byte {
 	return func(src, dst []byte) []byte {
 		if isKeyringV2(src) && isKeyringV2(dst) {
 			es, serr := decodeKeyring(src)
 			ed, derr := decodeKeyring(dst)
 			if serr == nil && derr == nil && es.user == ed.user {
-				if p, named := people[es.user]; named {
-					as, ad := es.agreesWithLedger(p, true), ed.agreesWithLedger(p, true)
-					switch {
-					case as && !ad:
-						return src
-					case ad && !as:
-						return dst
-					}
+				as, ad := a.agrees(ctx, es.user, src), a.agrees(ctx, ed.user, dst)
+				switch {
+				case as && !ad:
+					return src
+				case ad && !as:
+					return dst
 				}
 			}
 		}
 		return mergeOrNil(merge, src, dst)
 	}
+}
+
+// checkOpener checks the authority of the keyring entry the vault was
+// opened with, by its ledger (an entry that fails is ErrTampered). On a
+// device of a hub whose own ledger does not vouch for the entry (the
+// person was granted, or their granter revoked, on another device), the
+// hub's ledger is asked too, when the hub can be reached.
+func (v *Vault) checkOpener(ctx context.Context) error {
+	a, err := v.authority(ctx)
+	if err != nil {
+		if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+			return err
+		}
+		// A ledger that does not read (rolled back, tampered) is reported
+		// by the calls that use it, each with its own error; the open
+		// checks the entry by the keyring's chain of grants alone.
+		a = v.authorityOf(v.keyringStore0())
+	}
+	v.me.mu.Lock()
+	e := v.me.entry
+	v.me.mu.Unlock()
+	if e == nil {
+		return a.legacy(ctx, v.user)
+	}
+	err = a.check(ctx, e, 0)
+	if err == nil || !errors.Is(err, ErrTampered) || v.hub == nil {
+		return err
+	}
+	h, herr := v.hubAuthority(ctx)
+	if herr != nil {
+		return err
+	}
+	// The device's own entry is the one checked, by the hub's ledger (and
+	// the hub's keyring for a chain of grants).
+	if h.check(ctx, e, 0) == nil {
+		return nil
+	}
+	return err
+}
+
+// checkedEntry is a.entry, asking the hub's ledger too on a device of a
+// hub whose own ledger does not vouch for the entry (see checkOpener).
+func (v *Vault) checkedEntry(ctx context.Context, a *authority, name string, raw []byte) (*keyringEntry, error) {
+	e, err := a.entry(ctx, name, raw)
+	if err == nil || !errors.Is(err, ErrTampered) || v.hub == nil || !isKeyringV2(raw) {
+		return e, err
+	}
+	h, herr := v.hubAuthority(ctx)
+	if herr != nil {
+		return nil, err
+	}
+	if he, herr := h.entry(ctx, name, raw); herr == nil {
+		return he, nil
+	}
+	return nil, err
 }

@@ -63,6 +63,15 @@ func (v *Vault) readyToRotate(ctx context.Context) error {
 	return nil
 }
 
+// rotationAuthority is the check of the keyring a rotation reads: by the
+// hub's ledger for a device of a hub, else by the vault's.
+func (v *Vault) rotationAuthority(ctx context.Context) (*authority, error) {
+	if v.rotatesOnHub() {
+		return v.hubAuthority(ctx)
+	}
+	return v.authority(ctx)
+}
+
 // keyringStore is the store a rotation reads the keyring from: the hub's
 // for a device of a hub, else the vault's.
 func (v *Vault) keyringStore() stores.Store {

@@ -411,16 +411,19 @@ func (s *syncRun) keyrings(ctx context.Context) error {
 	}
 	// The hub's ledger holds every device's people changes (hubPeople,
 	// and a rotation's commit on the hub): of two entries of different
-	// states, the one agreeing with it wins (people_ledger.go).
-	people, err := s.h.latestPeople(ctx)
+	// states, the one agreeing with it wins, and an entry that fails its
+	// check (one the hub, or a person, planted) is copied neither way
+	// (people_ledger.go).
+	a, err := s.v.hubAuthority(ctx)
 	if err != nil {
 		return feedErr(err)
 	}
-	merge := preferLedger(people, keyringMerger(s.v.dk, s.v.name, dh.Value)) // see keyring_merge.go
-	if err := copyKeyringWith(ctx, s.v.store, s.h.store, s.v.prefix, dh.Value, merge); err != nil {
+	merge := preferLedger(ctx, a, keyringMerger(s.v.dk, s.v.name, dh.Value)) // see keyring_merge.go
+	admit := func(name string, raw []byte) bool { return a.agrees(ctx, name, raw) }
+	if err := copyKeyringAdmit(ctx, s.v.store, s.h.store, s.v.prefix, dh.Value, merge, admit); err != nil {
 		return err
 	}
-	if err := copyKeyringWith(ctx, s.h.store, s.v.store, s.v.prefix, dh.Value, merge); err != nil {
+	if err := copyKeyringAdmit(ctx, s.h.store, s.v.store, s.v.prefix, dh.Value, merge, admit); err != nil {
 		return err
 	}
 	// Learn every generation the person's entry now holds (a rotation made

@@ -1,0 +1,221 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/ledger"
+	"github.com/noydb-go/noydb/stores"
+)
+
+// rootVouch vouches for olga as the vault's first owner (who granted
+// herself), and for nobody else.
+func rootVouch(name string) (ledger.Vouched, bool) {
+	if name == "olga" {
+		return ledger.Vouched{Key: olga.Public(), Role: "owner", Root: true}, true
+	}
+	return ledger.Vouched{}, false
+}
+
+// replay replays l's people from st (nil: from nothing) and returns the
+// state, or the error.
+func replay(t *testing.T, l *ledger.Ledger, st *ledger.PeopleState) (*ledger.PeopleState, error) {
+	t.Helper()
+	if st == nil {
+		st = &ledger.PeopleState{}
+	}
+	err := l.ReplayPeople(context.Background(), st, rootVouch)
+	return st, err
+}
+
+// peopleProblem asserts that the replay of l fails at seq with problem.
+func peopleProblem(t *testing.T, l *ledger.Ledger, seq uint64, problem ledger.SignatureProblem) {
+	t.Helper()
+	_, err := replay(t, l, nil)
+	require.ErrorIs(t, err, ledger.ErrTampered)
+	var se *ledger.SignatureError
+	require.True(t, errors.As(err, &se), "%v", err)
+	assert.Equal(t, seq, se.Seq)
+	assert.Equal(t, problem, se.Problem, "%v", err)
+}
+
+// TestReplayPeople: the replay of an honest ledger gives each person the
+// role, key and collections of their latest grant, by whom and where;
+// olga, the root who signed the first people commit, is its genesis; a
+// revocation ends a grant, and a later grant to a new key holds again.
+// It continues from where it stopped, and starts over on a ledger that
+// no longer holds what it replayed.
+func TestReplayPeople(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		owner, _ := peopleSetup(t, st)
+		got, err := replay(t, owner, nil)
+		require.NoError(t, err)
+		assert.Equal(t, "olga", got.Genesis())
+		assert.False(t, got.Legacy())
+		w, ok := got.Person("will")
+		require.True(t, ok)
+		assert.Equal(t, ledger.PersonState{Key: will.Public(), Role: "writer", GrantedBy: "olga", GranterKey: olga.Public(),
+			Seq: 2, Held: []ledger.HeldKey{{Key: will.Public(), Role: "writer"}}}, w)
+		assert.Equal(t, []string{"olga", "rita", "will"}, got.Names())
+		assert.Equal(t, uint64(5), got.Next())
+		before := snapshotAll(t, st)
+
+		_, err = owner.Append(ctx, ledger.Entry{Kind: ledger.PersonRevoked, ID: "will", SigningKey: will.Public()},
+			ledger.Entry{Kind: ledger.PersonGranted, ID: "will", Reason: "reader", SigningKey: mal.Public(), Partition: []string{"notes"}})
+		require.NoError(t, err)
+		again, err := replay(t, owner, got)
+		require.NoError(t, err)
+		w, _ = again.Person("will")
+		assert.Equal(t, mal.Public(), w.Key)
+		assert.Equal(t, "reader", w.Role)
+		assert.Equal(t, []string{"notes"}, w.Collections)
+		assert.False(t, w.Revoked)
+		assert.Equal(t, [][]byte{will.Public()}, w.RevokedKeys)
+		full, err := replay(t, owner, nil)
+		require.NoError(t, err)
+		assert.Equal(t, full.String(), again.String(), "an incremental replay is a whole one")
+
+		// A store that rolls the ledger back to before the revocation:
+		// the replay follows the ledger it is given.
+		restoreAll(t, st, before)
+		back, err := replay(t, signedOn(st, "olga", olga, nil), again)
+		require.NoError(t, err)
+		w, _ = back.Person("will")
+		assert.Equal(t, will.Public(), w.Key)
+		assert.Equal(t, "writer", w.Role)
+	})
+}
+
+// snapshotAll returns every key and value of st.
+func snapshotAll(t *testing.T, st stores.Store) map[string][]byte {
+	t.Helper()
+	m := map[string][]byte{}
+	for it, err := range st.List(context.Background(), "") {
+		require.NoError(t, err)
+		m[it.Key] = it.Value
+	}
+	return m
+}
+
+// restoreAll puts st back as snap holds it.
+func restoreAll(t *testing.T, st stores.Store, snap map[string][]byte) {
+	t.Helper()
+	for k := range snapshotAll(t, st) {
+		if _, ok := snap[k]; !ok {
+			del(t, st, k)
+		}
+	}
+	for k, v := range snap {
+		put(t, st, k, v)
+	}
+}
+
+// TestReplayPeopleForgeries: people entries written by someone holding
+// the chain key are refused unless an owner who held that role at their
+// position signed them: a writer's grant, a grant in the owner's name
+// signed by another key, a grant by a revoked owner, an unsigned grant, a
+// second root's grant, a self-made upgrade in a vault that began signed.
+func TestReplayPeopleForgeries(t *testing.T) {
+	ctx := context.Background()
+	grant := func(id string, key *edSigner) ledger.Entry {
+		return ledger.Entry{Kind: ledger.PersonGranted, ID: id, Reason: "owner", SigningKey: key.Public()}
+	}
+	cases := []struct {
+		name    string
+		forge   func(t *testing.T, st stores.Store) *ledger.Ledger
+		seq     uint64
+		problem ledger.SignatureProblem
+	}{
+		{"a writer's grant", func(t *testing.T, st stores.Store) *ledger.Ledger {
+			return signedOn(st, "will", will, nil)
+		}, 5, ledger.NotPermitted},
+		{"in the owner's name", func(t *testing.T, st stores.Store) *ledger.Ledger {
+			return signedOn(st, "olga", mal, nil)
+		}, 5, ledger.BadSignature},
+		{"unsigned", func(t *testing.T, st stores.Store) *ledger.Ledger {
+			return signedOn(st, "olga", nil, nil)
+		}, 5, ledger.Unsigned},
+		{"a revoked owner", func(t *testing.T, st stores.Store) *ledger.Ledger {
+			owner := signedOn(st, "olga", olga, nil)
+			_, err := owner.Append(ctx, grant("otto", mal))
+			require.NoError(t, err)
+			_, err = owner.Append(ctx, ledger.Entry{Kind: ledger.PersonRevoked, ID: "otto", SigningKey: mal.Public()})
+			require.NoError(t, err)
+			return signedOn(st, "otto", mal, nil)
+		}, 7, ledger.Revoked},
+		{"an author nobody vouches for", func(t *testing.T, st stores.Store) *ledger.Ledger {
+			return signedOn(st, "mal", mal, nil)
+		}, 5, ledger.UnknownSigner},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, st stores.Store) {
+				peopleSetup(t, st)
+				forger := c.forge(t, st)
+				_, err := forger.Append(ctx, grant("eve", rita))
+				require.NoError(t, err)
+				peopleProblem(t, forger, c.seq, c.problem)
+			})
+		})
+	}
+	t.Run("a second root", func(t *testing.T) {
+		eachStore(t, func(t *testing.T, st stores.Store) {
+			peopleSetup(t, st)
+			forger := signedOn(st, "mal", mal, nil)
+			_, err := forger.Append(ctx, grant("eve", rita))
+			require.NoError(t, err)
+			err = forger.ReplayPeople(ctx, &ledger.PeopleState{}, func(name string) (ledger.Vouched, bool) {
+				if name == "mal" {
+					return ledger.Vouched{Key: mal.Public(), Role: "owner", Root: true}, true
+				}
+				return rootVouch(name)
+			})
+			var se *ledger.SignatureError
+			require.True(t, errors.As(err, &se), "%v", err)
+			assert.Equal(t, ledger.UnknownSigner, se.Problem)
+			assert.Equal(t, uint64(5), se.Seq)
+		})
+	})
+	t.Run("an upgrade in a vault that began signed", func(t *testing.T) {
+		eachStore(t, func(t *testing.T, st stores.Store) {
+			peopleSetup(t, st)
+			forger := signedOn(st, "mal", mal, nil)
+			_, err := forger.Append(ctx, ledger.Entry{Kind: ledger.KeyringUpgraded, ID: "mal", Reason: "owner", SigningKey: mal.Public()})
+			require.NoError(t, err)
+			peopleProblem(t, forger, 5, ledger.NotPermitted)
+		})
+	})
+}
+
+// TestReplayPeopleLegacy: a vault of layout version 1 (its ledger began
+// unsigned) accepts the upgrade of each holder the first upgrade named,
+// once, and no one else's.
+func TestReplayPeopleLegacy(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		_, err := signedOn(st, "olga", nil, nil).Append(ctx, fact(1))
+		require.NoError(t, err)
+		up := func(name string, s *edSigner, holders ...string) error {
+			_, err := signedOn(st, name, s, nil).Append(ctx, ledger.Entry{Kind: ledger.KeyringUpgraded, ID: name,
+				Reason: "owner", SigningKey: s.Public(), Partition: holders})
+			return err
+		}
+		require.NoError(t, up("olga", olga, "olga", "otto"))
+		require.NoError(t, up("otto", will))
+		got, err := replay(t, signedOn(st, "olga", olga, nil), nil)
+		require.NoError(t, err)
+		assert.True(t, got.Legacy())
+		assert.Equal(t, []string{"olga", "otto"}, got.Holders())
+		o, _ := got.Person("otto")
+		assert.True(t, o.Legacy)
+		assert.Equal(t, "owner", o.Role)
+
+		require.NoError(t, up("mal", mal))
+		peopleProblem(t, signedOn(st, "olga", olga, nil), 4, ledger.NotPermitted)
+	})
+}
