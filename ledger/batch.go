@@ -490,23 +490,26 @@ var errHeadWrite = fmt.Errorf("ledger: the head is written by AppendTx only: %w"
 const tokenMagicLen = 16
 
 // token encodes h as the value a batch's transaction shows at the head's
-// key: this ledger's random prefix, the position and the MAC. Tokens never
-// reach the store, and no sealed value starts with the prefix but by a
-// 2^-128 chance.
+// key: this ledger's random prefix, the position, the people link fields
+// and the MAC. Tokens never reach the store, and no sealed value starts
+// with the prefix but by a 2^-128 chance.
 func (l *ledger) token(h Head) []byte {
-	b := make([]byte, 0, tokenMagicLen+8+len(h.MAC))
+	b := make([]byte, 0, tokenMagicLen+24+len(h.MAC))
 	b = append(b, l.magic[:]...)
 	b = binary.BigEndian.AppendUint64(b, h.Seq)
+	b = binary.BigEndian.AppendUint64(b, h.people)
+	b = binary.BigEndian.AppendUint64(b, h.linkFrom)
 	return append(b, h.MAC...)
 }
 
 // fromToken decodes a token made by token.
 func (l *ledger) fromToken(b []byte) (Head, bool) {
-	if len(b) < tokenMagicLen+8 || !bytes.Equal(b[:tokenMagicLen], l.magic[:]) {
+	if len(b) < tokenMagicLen+24 || !bytes.Equal(b[:tokenMagicLen], l.magic[:]) {
 		return Head{}, false
 	}
-	h := Head{Seq: binary.BigEndian.Uint64(b[tokenMagicLen:])}
-	if mac := b[tokenMagicLen+8:]; len(mac) > 0 {
+	h := Head{Seq: binary.BigEndian.Uint64(b[tokenMagicLen:]), people: binary.BigEndian.Uint64(b[tokenMagicLen+8:]),
+		linkFrom: binary.BigEndian.Uint64(b[tokenMagicLen+16:])}
+	if mac := b[tokenMagicLen+24:]; len(mac) > 0 {
 		h.MAC = slices.Clone(mac)
 	}
 	return h, true

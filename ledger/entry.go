@@ -158,7 +158,10 @@ type Entry struct {
 	Partition []string
 	// Number is the number taken, voided or assigned, or the new position of a seeded series.
 	Number uint64
-	// From is the previous position of a seeded series.
+	// From is the previous position of a seeded series; on a people entry
+	// (PersonGranted, PersonRevoked, KeyringUpgraded), set by the ledger,
+	// the position of the ledger's people entry before it (0: none, or an
+	// entry written before people entries were linked).
 	From uint64
 	// RequestID is the caller's idempotency key of an allocation.
 	RequestID string

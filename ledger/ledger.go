@@ -26,6 +26,12 @@ type Head struct {
 	Seq uint64
 	// MAC is the chain MAC of entry Seq (nil for an empty ledger).
 	MAC []byte
+
+	// people is the position of the last people entry (see people.go), 0
+	// when there is none from linkFrom on; linkFrom is the first position
+	// whose people entries are linked (their From names the one before),
+	// 0 when the head was written before links were (head version 1).
+	people, linkFrom uint64
 }
 
 // Equal reports whether h and o name the same position with the same MAC.
@@ -312,7 +318,18 @@ func headOf(recs []record, hs Head) Head {
 		return hs
 	}
 	r := recs[len(recs)-1]
-	return Head{Seq: r.entry.Seq, MAC: slices.Clone(r.mac())}
+	h := Head{Seq: r.entry.Seq, MAC: slices.Clone(r.mac()), people: hs.people, linkFrom: hs.linkFrom}
+	if h.linkFrom == 0 {
+		// The first append that links people entries: from its first
+		// entry on (build linked its people entries from 0).
+		h.linkFrom, h.people = recs[0].entry.Seq, 0
+	}
+	for _, r := range recs {
+		if isPeopleKind(r.entry.Kind) {
+			h.people = r.entry.Seq
+		}
+	}
+	return h
 }
 
 // checkBatch rejects invalid entries and batches over maxBatchBytes, and
@@ -527,6 +544,12 @@ func (l *ledger) build(head Head, entries []Entry) ([]record, error) {
 	now := l.now().UTC()
 	recs := make([]record, len(entries))
 	prev, seq := head.MAC, head.Seq
+	// People entries are linked, each naming the one before (From), so
+	// that the people of the ledger are read without reading the rest.
+	people := head.people
+	if head.linkFrom == 0 {
+		people = 0 // the first linked entry names none
+	}
 	var pub []byte
 	if l.signer != nil {
 		pub = l.signer.Public()
@@ -539,6 +562,9 @@ func (l *ledger) build(head Head, entries []Entry) ([]record, error) {
 		}
 		if e.Actor == "" {
 			e.Actor = l.actor
+		}
+		if isPeopleKind(e.Kind) {
+			e.From, people = people, seq
 		}
 		var (
 			plain []byte

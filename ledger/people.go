@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/noydb-go/noydb/stores"
 )
 
 // People replay.
@@ -104,6 +107,11 @@ type PeopleState struct {
 	// (nil: it named none, an upgrade written before upgrades named them).
 	holders  []string
 	upgraded bool // a KeyringUpgraded entry was replayed
+	// lastPeople is the last linked people entry replayed (0: none);
+	// partial is true once entries before next were skipped (only the
+	// linked people commits read).
+	lastPeople uint64
+	partial    bool
 }
 
 // Next returns the first position the state has not replayed.
@@ -149,10 +157,19 @@ func (s *PeopleState) Clone() *PeopleState {
 	return &c
 }
 
-// PeopleReplayer is implemented by a vault's ledger: ReplayPeople brings
-// st up to the ledger's head (see above). On error st is left as it was.
+// PeopleReplayer is implemented by a vault's ledger. ReplayPeople brings
+// st up to the ledger's head (see above), reading only the people entries
+// and the commits they belong to when the head links them (a head written
+// since links were), else every entry from st's position. ReplayAllPeople
+// reads every entry whatever the head says, and checks that the links
+// agree with what it read: a rotation, which hands out new keys, asks it,
+// so that a head whose link someone holding the chain key turned back to
+// an older people entry (hiding the later ones from ReplayPeople) is
+// caught there (ErrTampered), as Verify catches it. On error st is left
+// as it was.
 type PeopleReplayer interface {
 	ReplayPeople(ctx context.Context, st *PeopleState, vouch PeopleVouch) error
+	ReplayAllPeople(ctx context.Context, st *PeopleState, vouch PeopleVouch) error
 }
 
 // isPeopleKind reports whether an entry of kind k changes who may do what.
@@ -170,47 +187,259 @@ type peopleRun struct {
 
 // ReplayPeople brings st up to the head of l.
 func (l *ledger) ReplayPeople(ctx context.Context, st *PeopleState, vouch PeopleVouch) error {
-	work := st.Clone()
-	if err := l.replayPeople(ctx, work, vouch); err != nil {
-		return err
-	}
-	*st = *work
-	return nil
+	return l.replayInto(ctx, st, vouch, false)
 }
 
-func (l *ledger) replayPeople(ctx context.Context, st *PeopleState, vouch PeopleVouch) error {
+// ReplayAllPeople brings st up to the head of l reading every entry.
+func (l *ledger) ReplayAllPeople(ctx context.Context, st *PeopleState, vouch PeopleVouch) error {
+	return l.replayInto(ctx, st, vouch, true)
+}
+
+func (l *ledger) replayInto(ctx context.Context, st *PeopleState, vouch PeopleVouch, all bool) error {
+	if err := l.enter(); err != nil {
+		return err
+	}
+	defer l.gate.Exit()
+	work := st.Clone()
+	if all && work.partial {
+		work = &PeopleState{}
+	}
+	for range 3 {
+		again, err := l.replayPeople(ctx, work, vouch, all)
+		if err != nil {
+			return err
+		}
+		if !again {
+			*st = *work
+			return nil
+		}
+		// Not the history replayed so far: replay the ledger as it is.
+		work = &PeopleState{}
+	}
+	return fmt.Errorf("ledger: people: the ledger kept changing under the replay: %w", ErrTampered)
+}
+
+// replayPeople brings st up to the head, reading the linked people
+// commits only unless all; again reports that the ledger no longer holds
+// what st replayed (st is then to be dropped).
+func (l *ledger) replayPeople(ctx context.Context, st *PeopleState, vouch PeopleVouch, all bool) (again bool, err error) {
 	if st.people == nil {
 		st.people = map[string]*PersonState{}
 	}
+	hs, _, err := l.loadHeadAfter(ctx, l.pinned())
+	if err != nil {
+		return false, err
+	}
 	from := st.Next()
+	switch {
+	case from > hs.Seq+1:
+		return true, nil // rolled back
+	case from > 1:
+		r, err := l.recordAt(ctx, hs, from-1)
+		if err != nil {
+			return false, err
+		}
+		if !bytes.Equal(r.mac(), st.lastMAC) {
+			return true, nil
+		}
+	}
+	if all || hs.linkFrom == 0 || from < hs.linkFrom {
+		// Every entry, up to the head or to where links begin.
+		stop := hs.Seq
+		if !all && hs.linkFrom != 0 {
+			stop = hs.linkFrom - 1
+		}
+		if again, err := l.replayWalk(ctx, st, hs, stop, vouch); err != nil || again {
+			return again, err
+		}
+		if st.Next() > hs.Seq {
+			return false, st.checkHeadLink(hs.Head)
+		}
+	}
+	return false, l.replayLinked(ctx, st, hs, vouch)
+}
+
+// replayWalk replays every entry from st's position to stop.
+func (l *ledger) replayWalk(ctx context.Context, st *PeopleState, hs headState, stop uint64, vouch PeopleVouch) (again bool, err error) {
+	from := st.Next()
+	if from > stop {
+		return false, nil
+	}
 	var (
 		run      *peopleRun
-		bad      *SignatureError
+		bad      error
 		diverged bool
 	)
-	head, err := l.walk(ctx, from, false, func(r record, prev []byte) bool {
+	_, err = l.walk(ctx, from, false, func(r record, prev []byte) bool {
+		if r.entry.Seq > stop {
+			return false
+		}
 		if r.entry.Seq == from && from > 1 && !bytes.Equal(prev, st.lastMAC) {
 			diverged = true
 			return false
 		}
-		run, bad = st.step(r, prev, run, vouch)
+		var sb *SignatureError
+		run, sb = st.step(r, prev, run, vouch)
+		if sb != nil {
+			bad = sb
+			return false
+		}
+		if bad = st.link(r.entry, hs.linkFrom); bad != nil {
+			return false
+		}
 		st.next, st.lastMAC = r.entry.Seq+1, bytes.Clone(r.mac())
-		return bad == nil
+		return true
 	})
 	switch {
 	case err != nil:
-		return err
+		return false, err
 	case bad != nil:
-		return bad
-	case diverged || head.Seq+1 < from || (head.Seq+1 == from && from > 1 && !bytes.Equal(head.MAC, st.lastMAC)):
-		// Not the history replayed so far: replay the ledger as it is.
-		*st = PeopleState{}
-		return l.replayPeople(ctx, st, vouch)
+		return false, bad
+	case diverged:
+		return true, nil
 	case run != nil && len(run.people) > 0:
-		// People entries no signature vouches for, at the head.
-		return &SignatureError{Seq: run.people[0].Seq, Actor: run.actor, Problem: Unsigned}
+		// People entries no signature vouches for, at the stop (the head,
+		// or the end of the entries before links: a commit ends there).
+		return false, &SignatureError{Seq: run.people[0].Seq, Actor: run.actor, Problem: Unsigned}
+	}
+	if st.next <= stop {
+		// The walk ended before stop (the head moved back meanwhile).
+		return true, nil
+	}
+	return false, nil
+}
+
+// link checks the people link of e, at or after linkFrom, against the
+// people entry before it, and records e as the last one.
+func (st *PeopleState) link(e Entry, linkFrom uint64) error {
+	if !isPeopleKind(e.Kind) || linkFrom == 0 || e.Seq < linkFrom {
+		return nil
+	}
+	if e.From != st.lastPeople {
+		return &TamperError{Seq: e.Seq, Err: fmt.Errorf("%w: people entry links to %d, the one before is %d", ErrMalformed, e.From, st.lastPeople)}
+	}
+	st.lastPeople = e.Seq
+	return nil
+}
+
+// checkHeadLink checks that head names the last people entry st read.
+func (st *PeopleState) checkHeadLink(head Head) error {
+	if head.linkFrom != 0 && head.people != st.lastPeople {
+		return &TamperError{Seq: head.Seq, Err: fmt.Errorf("%w: the head names people entry %d, the last is %d", ErrMalformed, head.people, st.lastPeople)}
 	}
 	return nil
+}
+
+// replayLinked replays the people entries from st's position (at or after
+// linkFrom) to the head by their links: each commit holding one is read
+// whole, its chain checked, and replayed as a walk would.
+func (l *ledger) replayLinked(ctx context.Context, st *PeopleState, hs headState, vouch PeopleVouch) error {
+	from := st.Next()
+	if !st.began && hs.Seq > 0 {
+		r, err := l.recordAt(ctx, hs, 1)
+		if err != nil {
+			return err
+		}
+		st.began = true
+		st.legacy = (len(r.entry.Signature) == 0 && !r.entry.Covered) || (r.entry.Kind == KeyringUpgraded && r.entry.ID == r.entry.Actor)
+	}
+	// The linked people entries after from, newest first.
+	var qs []uint64
+	for q := hs.people; q >= from && q != 0; {
+		r, err := l.recordAt(ctx, hs, q)
+		if err != nil {
+			return err
+		}
+		next := r.entry.From
+		if !isPeopleKind(r.entry.Kind) || next >= q || (next != 0 && next < hs.linkFrom) {
+			return &TamperError{Seq: q, Err: fmt.Errorf("%w: not a people entry linked to an earlier one", ErrMalformed)}
+		}
+		qs = append(qs, q)
+		q = next
+		if q < from && q != st.lastPeople {
+			// The new links must continue the ones replayed.
+			return &TamperError{Seq: qs[len(qs)-1], Err: fmt.Errorf("%w: people entry links to %d, the one before is %d", ErrMalformed, q, st.lastPeople)}
+		}
+	}
+	if len(qs) == 0 && hs.people != st.lastPeople {
+		return st.checkHeadLink(hs.Head)
+	}
+	slices.Reverse(qs)
+	var done uint64
+	for _, q := range qs {
+		if q <= done {
+			continue // in a commit replayed already
+		}
+		end, err := l.replayCommit(ctx, st, hs, q, vouch)
+		if err != nil {
+			return err
+		}
+		done = end
+	}
+	st.partial = st.partial || st.next <= hs.Seq
+	st.next, st.lastMAC, st.lastPeople = hs.Seq+1, bytes.Clone(hs.MAC), hs.people
+	return nil
+}
+
+// replayCommit replays the commit holding the people entry at q: from the
+// entry after the previous commit's last (Covered entries before q are
+// the commit's) to its signed last entry, checking their chain from the
+// MAC of the entry before. It returns the commit's last position.
+func (l *ledger) replayCommit(ctx context.Context, st *PeopleState, hs headState, q uint64, vouch PeopleVouch) (uint64, error) {
+	start, prev := q, []byte(nil)
+	for start > 1 {
+		r, err := l.recordAt(ctx, hs, start-1)
+		if err != nil {
+			return 0, err
+		}
+		if !r.entry.Covered {
+			prev = r.mac()
+			break
+		}
+		start--
+	}
+	var run *peopleRun
+	for seq := start; seq <= hs.Seq; seq++ {
+		r, err := l.recordAt(ctx, hs, seq)
+		if err != nil {
+			return 0, err
+		}
+		if !bytes.Equal(l.chainMAC(prev, seq, r.enc()), r.mac()) {
+			return 0, &ChainError{Seq: seq}
+		}
+		var bad *SignatureError
+		if run, bad = st.step(r, prev, run, vouch); bad != nil {
+			return 0, bad
+		}
+		if isPeopleKind(r.entry.Kind) {
+			st.lastPeople = seq
+		}
+		prev = r.mac()
+		if !r.entry.Covered {
+			if run != nil && len(run.people) > 0 {
+				return 0, &SignatureError{Seq: run.people[0].Seq, Actor: run.actor, Problem: Unsigned}
+			}
+			return seq, nil
+		}
+	}
+	return 0, &SignatureError{Seq: q, Problem: Unsigned}
+}
+
+// recordAt reads and decodes whole the record at position seq (at most
+// the head's).
+func (l *ledger) recordAt(ctx context.Context, hs headState, seq uint64) (record, error) {
+	if stored := hs.Seq - uint64(len(hs.pending)); seq > stored {
+		return hs.pending[seq-stored-1], nil
+	}
+	key := l.entryKey(seq)
+	it, err := l.store.Get(ctx, key)
+	if err != nil {
+		if errors.Is(err, stores.ErrNotFound) {
+			return record{}, &GapError{Want: seq}
+		}
+		return record{}, err
+	}
+	return l.openEntry(key, seq, it.Value, false)
 }
 
 // step replays r, whose predecessor's MAC is prev, inside run (nil: none

@@ -3,6 +3,8 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"iter"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -217,5 +219,135 @@ func TestReplayPeopleLegacy(t *testing.T) {
 
 		require.NoError(t, up("mal", mal))
 		peopleProblem(t, signedOn(st, "olga", olga, nil), 4, ledger.NotPermitted)
+	})
+}
+
+// countingStore counts the reads of the store it wraps.
+type countingStore struct {
+	stores.Store
+	gets, listed atomic.Int64
+}
+
+func (c *countingStore) Get(ctx context.Context, key string) (stores.Item, error) {
+	c.gets.Add(1)
+	return c.Store.Get(ctx, key)
+}
+
+func (c *countingStore) List(ctx context.Context, prefix string) iter.Seq2[stores.Item, error] {
+	return func(yield func(stores.Item, error) bool) {
+		for it, err := range c.Store.List(ctx, prefix) {
+			c.listed.Add(1)
+			if !yield(it, err) {
+				return
+			}
+		}
+	}
+}
+
+// TestReplayPeopleReadsOnlyPeople: the people entries are linked (each
+// names the one before, the head the last), so a replay reads the people
+// commits and not the thousands of entries between them, and continues
+// from where it stopped reading only what is new; it agrees with a replay
+// that reads every entry.
+func TestReplayPeopleReadsOnlyPeople(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		owner, _ := peopleSetup(t, st)
+		for i := range 20 {
+			var batch []ledger.Entry
+			for j := range 100 {
+				batch = append(batch, fact(1000*i+j))
+			}
+			_, err := owner.Append(ctx, batch...)
+			require.NoError(t, err)
+		}
+		_, err := owner.Append(ctx, ledger.Entry{Kind: ledger.PersonRevoked, ID: "rita", SigningKey: rita.Public()})
+		require.NoError(t, err)
+		for i := range 10 {
+			_, err := owner.Append(ctx, fact(50000+i))
+			require.NoError(t, err)
+		}
+
+		cs := &countingStore{Store: st}
+		l := signedOn(cs, "olga", olga, nil)
+		got, err := replay(t, l, nil)
+		require.NoError(t, err)
+		assert.Zero(t, cs.listed.Load(), "the replay listed the ledger")
+		assert.LessOrEqual(t, cs.gets.Load(), int64(12), "reads of a replay by links")
+		r, _ := got.Person("rita")
+		assert.True(t, r.Revoked)
+
+		all := &ledger.PeopleState{}
+		require.NoError(t, l.ReplayAllPeople(ctx, all, rootVouch))
+		assert.Equal(t, all.String(), got.String())
+
+		_, err = owner.Append(ctx, ledger.Entry{Kind: ledger.PersonGranted, ID: "otto", Reason: "owner", SigningKey: mal.Public()})
+		require.NoError(t, err)
+		cs.gets.Store(0)
+		got, err = replay(t, l, got)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, cs.gets.Load(), int64(6), "reads of a replay continued")
+		o, _ := got.Person("otto")
+		assert.Equal(t, "owner", o.Role)
+	})
+}
+
+// TestReplayPeopleLinkTurnedBack: someone holding the chain key rewrites
+// the head so that its people link names an older people entry than the
+// last (hiding a revocation from a replay by links). A replay continued
+// from the later state, a replay reading every entry, and Verify all
+// refuse it (ErrTampered); a fresh replay by links cannot tell, which is
+// why a rotation reads every entry.
+func TestReplayPeopleLinkTurnedBack(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		owner, _ := peopleSetup(t, st)
+		_, err := owner.Append(ctx, ledger.Entry{Kind: ledger.PersonRevoked, ID: "rita", SigningKey: rita.Public()})
+		require.NoError(t, err)
+		_, err = owner.Append(ctx, fact(9))
+		require.NoError(t, err)
+		seen, err := replay(t, owner, nil)
+		require.NoError(t, err)
+
+		require.NoError(t, ledger.TurnHeadPeople(ctx, owner, 3)) // rita's grant, before her revocation at 5
+		_, err = replay(t, owner, seen)
+		assert.ErrorIs(t, err, ledger.ErrTampered)
+		err = owner.ReplayAllPeople(ctx, &ledger.PeopleState{}, rootVouch)
+		assert.ErrorIs(t, err, ledger.ErrTampered)
+		_, err = owner.Verify(ctx)
+		assert.ErrorIs(t, err, ledger.ErrTampered)
+		fresh, err := replay(t, owner, nil)
+		require.NoError(t, err)
+		r, _ := fresh.Person("rita")
+		assert.False(t, r.Revoked, "a fresh replay by links follows the head it is given")
+	})
+}
+
+// TestReplayPeopleAfterUpgrade: a ledger whose head was written before
+// people entries were linked (layout version 1) is read whole up to its
+// first append by a release that links them, and by links after it; the
+// state is the one a replay of every entry gives.
+func TestReplayPeopleAfterUpgrade(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		owner, _ := peopleSetup(t, st)
+		require.NoError(t, ledger.WriteHeadV1(ctx, owner))
+		old, err := replay(t, owner, nil)
+		require.NoError(t, err)
+		_, err = owner.Append(ctx, ledger.Entry{Kind: ledger.PersonRevoked, ID: "will", SigningKey: will.Public()})
+		require.NoError(t, err)
+		_, err = owner.Append(ctx, fact(10), ledger.Entry{Kind: ledger.PersonGranted, ID: "otto", Reason: "owner", SigningKey: mal.Public()})
+		require.NoError(t, err)
+		got, err := replay(t, owner, nil)
+		require.NoError(t, err)
+		all := &ledger.PeopleState{}
+		require.NoError(t, owner.ReplayAllPeople(ctx, all, rootVouch))
+		assert.Equal(t, all.String(), got.String())
+		cont, err := replay(t, owner, old)
+		require.NoError(t, err)
+		assert.Equal(t, all.String(), cont.String())
+		w, _ := got.Person("will")
+		assert.True(t, w.Revoked)
+		verifyClean(t, owner, 7)
 	})
 }

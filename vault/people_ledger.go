@@ -40,8 +40,15 @@ import (
 // chain cannot say when a granter was revoked, so a grant by a revoked
 // granter that no ledger records is refused.
 //
-// Cost: the replay reads the whole ledger once per handle (a rotation,
-// People, the open), then only what was appended since.
+// Cost: the ledger links its people entries (each names the one before,
+// and its head the last), so the replay reads the people commits only:
+// an open, People and a sync cost in proportion to the changes of people,
+// not to the ledger (a ledger written before links were is read whole
+// once, up to where they begin). A rotation, which hands out keys, reads
+// every entry instead (once per process, then what was appended since):
+// a head whose link someone holding the first generation's key turned
+// back to an older people entry would hide the later ones from a replay
+// by links; a replay of every entry, and Verify, refuse such a head.
 
 // peopleIndex follows the people entries of the vault's ledger.
 type peopleIndex struct {
@@ -103,8 +110,11 @@ func comparableValue(x any) (ok bool) {
 }
 
 // peopleState returns the replay of the people entries of v's ledger up to
-// its head, as a copy the caller may keep.
-func (v *Vault) peopleState(ctx context.Context) (*ledger.PeopleState, error) {
+// its head, as a copy the caller may keep: by the links of the people
+// entries (the people commits only), or, with all, reading every entry,
+// which no head whose link was turned back can shorten (see
+// ledger.PeopleReplayer; a rotation asks for it).
+func (v *Vault) peopleState(ctx context.Context, all ...bool) (*ledger.PeopleState, error) {
 	r, ok := v.ledger.(ledger.PeopleReplayer)
 	if !ok {
 		return &ledger.PeopleState{}, nil
@@ -113,7 +123,11 @@ func (v *Vault) peopleState(ctx context.Context) (*ledger.PeopleState, error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	a := v.authorityOf(v.keyringStore0())
-	if err := r.ReplayPeople(ctx, &ix.st, a.vouch(ctx)); err != nil {
+	replay := r.ReplayPeople
+	if len(all) > 0 && all[0] {
+		replay = r.ReplayAllPeople
+	}
+	if err := replay(ctx, &ix.st, a.vouch(ctx)); err != nil {
 		return nil, fmt.Errorf("read the ledger's people entries: %w", closedIfWiped(err))
 	}
 	return ix.st.Clone(), nil
@@ -168,9 +182,10 @@ func (v *Vault) authorityOf(st stores.Store, sources ...peopleSource) *authority
 // without): its own ledger is not the record of every people change.
 func (v *Vault) isDevice() bool { return v.hub != nil || v.hubless }
 
-// authority returns the check of v's keyring by v's own ledger.
-func (v *Vault) authority(ctx context.Context) (*authority, error) {
-	st, err := v.peopleState(ctx)
+// authority returns the check of v's keyring by v's own ledger (all: read
+// whole, see peopleState).
+func (v *Vault) authority(ctx context.Context, all ...bool) (*authority, error) {
+	st, err := v.peopleState(ctx, all...)
 	if err != nil {
 		return nil, err
 	}
@@ -180,13 +195,14 @@ func (v *Vault) authority(ctx context.Context) (*authority, error) {
 // hubAuthority returns the check of the hub's keyring for a device of a
 // hub: by the hub's ledger, which records the people changes of every
 // device (Sync records a device's there before it copies its keyring),
-// and by the device's own, for those it made and has not synced yet.
-func (v *Vault) hubAuthority(ctx context.Context) (*authority, error) {
-	hs, err := v.hub.peopleState(ctx)
+// and by the device's own, for those it made and has not synced yet (all:
+// both read whole).
+func (v *Vault) hubAuthority(ctx context.Context, all ...bool) (*authority, error) {
+	hs, err := v.hub.peopleState(ctx, all...)
 	if err != nil {
 		return nil, err
 	}
-	own, err := v.peopleState(ctx)
+	own, err := v.peopleState(ctx, all...)
 	if err != nil {
 		return nil, err
 	}

@@ -66,10 +66,11 @@ func (v *Vault) readyToRotate(ctx context.Context) error {
 // rotationAuthority is the check of the keyring a rotation reads: by the
 // hub's ledger for a device of a hub, else by the vault's.
 func (v *Vault) rotationAuthority(ctx context.Context) (*authority, error) {
+	// It hands out keys: the replays read every entry (people_ledger.go).
 	if v.rotatesOnHub() {
-		return v.hubAuthority(ctx)
+		return v.hubAuthority(ctx, true)
 	}
-	return v.authority(ctx)
+	return v.authority(ctx, true)
 }
 
 // keyringStore is the store a rotation reads the keyring from: the hub's
