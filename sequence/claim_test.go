@@ -11,8 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/stores"
 )
 
 func TestClaimAdoptsEarlierResult(t *testing.T) {
@@ -209,4 +211,32 @@ func TestClaimUnderFaults(t *testing.T) {
 			t.Logf("%s: %d claims retried; faults %+v", kind.name, r, st)
 		})
 	}
+}
+
+// A Claim that reaches its claim key after the vault's Close wiped the
+// claim MAC key fails with ErrClosed: a wiped MAC is no MAC, not a key
+// shorter than a claim's (which panicked), nor one every id shares.
+func TestClaimWithWipedClaimKeyIsClosed(t *testing.T) {
+	ctx := context.Background()
+	st := newMem()
+	t.Cleanup(func() { _ = st.Close() })
+	key, err := crypto.GenerateKey()
+	require.NoError(t, err)
+	mac := crypto.NewMACer(key)
+	l := &ledgerStub{st: st, sealer: newSealer()}
+	svc := sequence.NewService(st, l.sealer, "v/", sequence.Config{Journal: l, History: l, ClaimMAC: mac})
+	q := mustSequence(t, svc, "orders")
+	n, err := q.Claim(ctx, "order-1")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), n)
+
+	mac.Wipe() // what Close does to the vault's claim key
+	assert.NotPanics(t, func() {
+		n, err = q.Claim(ctx, "order-2")
+	})
+	assert.ErrorIs(t, err, stores.ErrClosed)
+	assert.Zero(t, n)
+	head, err := q.Peek(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), head, "the refused claim took nothing")
 }

@@ -232,12 +232,19 @@ func counterKey(prefix, series string, partition []string) (string, error) {
 // id, so the store never sees request ids (they are often order numbers or
 // other business data). The ledger, sealed, still holds the id: a vault whose
 // claim records were keyed by the id before finds them there (see findClaim).
-func (s *service) claimKey(counter, requestID string) string {
+//
+// A ClaimMAC wiped by a Close that a Claim raced gives no MAC: that is
+// stores.ErrClosed, never a key (an empty MAC would name every request's
+// claim alike).
+func (s *service) claimKey(counter, requestID string) (string, error) {
 	if s.claimMAC == nil {
-		return counter + claimTag + requestID
+		return counter + claimTag + requestID, nil
 	}
 	sum := s.claimMAC.MAC([]byte(counter), []byte(requestID))
-	return counter + macClaimTag + hex.EncodeToString(sum[:claimMACLen])
+	if len(sum) < claimMACLen {
+		return "", stores.ErrClosed
+	}
+	return counter + macClaimTag + hex.EncodeToString(sum[:claimMACLen]), nil
 }
 
 func voidKey(counter string, n uint64) string {

@@ -611,7 +611,9 @@ func (q *Sequence) Claim(ctx context.Context, requestID string) (uint64, error) 
 	req := op{kind: opClaim, ctx: ctx, id: requestID, date: date, define: def, reason: q.reason()}
 	q = t
 	if q.svc.txr != nil {
-		req.ckey = q.svc.claimKey(q.c.key, requestID)
+		if req.ckey, err = q.svc.claimKey(q.c.key, requestID); err != nil {
+			return 0, q.errorf("claim", err)
+		}
 	}
 	if q.svc.txr == nil {
 		uid, err := parseRequestID(requestID)

@@ -102,7 +102,7 @@ func (v *Vault) People(ctx context.Context) ([]Person, error) {
 	}
 	var out []Person
 	kp := v.prefix + keyringPrefix
-	for it, err := range v.me.store.List(ctx, kp) {
+	for it, err := range stores.ListUnder(ctx, v.me.store, kp) {
 		if err != nil {
 			return nil, fmt.Errorf("people: %w", err)
 		}

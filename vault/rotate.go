@@ -334,7 +334,7 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 	cur, _ := v.keys.current()
 	top := cur
 	kp := v.prefix + keyringPrefix
-	for it, err := range v.keyringStore().List(ctx, kp) { // see rotate_hub.go
+	for it, err := range stores.ListUnder(ctx, v.keyringStore(), kp) { // see rotate_hub.go
 		if err != nil {
 			return 0, nil, err
 		}

@@ -122,7 +122,7 @@ func (v *Vault) ledgerPeople(ctx context.Context) (map[string]wire.LedgerPerson,
 	}
 	out := map[string]wire.LedgerPerson{}
 	kp := v.prefix + keyringPrefix
-	for it, err := range v.store.List(ctx, kp) {
+	for it, err := range stores.ListUnder(ctx, v.store, kp) {
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +178,7 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 	own := a.sources[0].st
 	kp := s.v.prefix + keyringPrefix
 	var entries []ledger.Entry
-	for it, err := range s.v.store.List(ctx, kp) {
+	for it, err := range stores.ListUnder(ctx, s.v.store, kp) {
 		if err != nil {
 			return err
 		}
