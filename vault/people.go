@@ -488,7 +488,7 @@ func (v *Vault) activeOwners(ctx context.Context) (int, error) {
 	}
 	n := 0
 	kp := v.prefix + keyringPrefix
-	for it, err := range v.me.store.List(ctx, kp) {
+	for it, err := range stores.ListUnder(ctx, v.me.store, kp) {
 		if err != nil {
 			return 0, err
 		}
@@ -675,7 +675,7 @@ func (v *Vault) upgrade(ctx context.Context, key string, old stores.Item, h cryp
 func (v *Vault) legacyHolders(ctx context.Context) ([]string, error) {
 	var out []string
 	kp := v.prefix + keyringPrefix
-	for it, err := range v.me.store.List(ctx, kp) {
+	for it, err := range stores.ListUnder(ctx, v.me.store, kp) {
 		if err != nil {
 			return nil, err
 		}

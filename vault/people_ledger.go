@@ -408,7 +408,7 @@ func (a *authority) genesis(ctx context.Context) (string, error) {
 	}
 	var roots []string
 	kp := a.v.prefix + keyringPrefix
-	for it, err := range a.st.List(ctx, kp) {
+	for it, err := range stores.ListUnder(ctx, a.st, kp) {
 		if err != nil {
 			return "", err
 		}
@@ -462,7 +462,7 @@ func (a *authority) legacy(ctx context.Context, name string) error {
 		}
 		if empty {
 			kp := a.v.prefix + keyringPrefix
-			for it, err := range a.st.List(ctx, kp) {
+			for it, err := range stores.ListUnder(ctx, a.st, kp) {
 				if err != nil {
 					return err
 				}
