@@ -68,6 +68,38 @@ type PersonState struct {
 	// RevokedKeys lists the signing keys a PersonRevoked entry ended: a
 	// grant with one of them never holds again.
 	RevokedKeys [][]byte
+	// Spans are the person's grants in ledger order, each with where it
+	// held: who may sign what at a position (ReadVerified).
+	Spans []GrantSpan
+}
+
+// GrantSpan is a grant of a person and the positions it held at: from
+// From (the entry after the one that made it; 0 for a person the caller
+// vouched for) to To (the entry that ended it: a revocation or a later
+// grant; 0 while it holds).
+type GrantSpan struct {
+	Key         []byte
+	Role        string
+	Collections []string
+	From, To    uint64
+}
+
+// grantAt returns the grant of p that held at position seq.
+func (p *PersonState) grantAt(seq uint64) (GrantSpan, bool) {
+	for i := len(p.Spans) - 1; i >= 0; i-- {
+		g := p.Spans[i]
+		if g.From <= seq && (g.To == 0 || seq < g.To) {
+			return g, true
+		}
+	}
+	return GrantSpan{}, false
+}
+
+// end closes p's open grant at position seq.
+func (p *PersonState) end(seq uint64) {
+	if n := len(p.Spans); n > 0 && p.Spans[n-1].To == 0 {
+		p.Spans[n-1].To = seq
+	}
 }
 
 // HeldKey is a signing key a person held, with the role it came with.
@@ -152,6 +184,7 @@ func (s *PeopleState) Clone() *PeopleState {
 		q.Collections = slices.Clone(p.Collections)
 		q.Held = slices.Clone(p.Held)
 		q.RevokedKeys = slices.Clone(p.RevokedKeys)
+		q.Spans = slices.Clone(p.Spans)
 		c.people[n] = &q
 	}
 	return &c
@@ -539,7 +572,8 @@ func (st *PeopleState) signerKey(actor string, entries []Entry, vouch PeopleVouc
 		}
 		st.genesis, v.Role = actor, roleOwner
 	}
-	st.people[actor] = &PersonState{Key: v.Key, Role: v.Role, GrantedBy: actor, Held: []HeldKey{{Key: v.Key, Role: v.Role}}}
+	st.people[actor] = &PersonState{Key: v.Key, Role: v.Role, GrantedBy: actor, Held: []HeldKey{{Key: v.Key, Role: v.Role}},
+		Spans: []GrantSpan{{Key: v.Key, Role: v.Role}}}
 	if !v.Root {
 		st.people[actor].GrantedBy = ""
 	}
@@ -571,6 +605,7 @@ func (st *PeopleState) apply(p Entry, key []byte) SignatureProblem {
 			}
 			if key == nil || s.Key == nil || bytes.Equal(key, s.Key) {
 				s.Revoked, s.RevokedSeq, s.Key = true, p.Seq, key
+				s.end(p.Seq)
 			}
 			return 0
 		}
@@ -587,8 +622,10 @@ func (st *PeopleState) apply(p Entry, key []byte) SignatureProblem {
 		if len(held) == 0 || !bytes.Equal(held[len(held)-1].Key, p.SigningKey) || held[len(held)-1].Role != p.Reason {
 			held = append(held, HeldKey{Key: p.SigningKey, Role: p.Reason})
 		}
+		s.end(p.Seq)
+		spans := append(s.Spans, GrantSpan{Key: p.SigningKey, Role: p.Reason, Collections: limit(cols), From: p.Seq + 1})
 		*s = PersonState{Key: p.SigningKey, Role: p.Reason, Collections: limit(cols), GrantedBy: p.Actor,
-			GranterKey: key, Seq: p.Seq, Held: held, RevokedKeys: s.RevokedKeys}
+			GranterKey: key, Seq: p.Seq, Held: held, RevokedKeys: s.RevokedKeys, Spans: spans}
 	case KeyringUpgraded:
 		if p.ID != p.Actor || !st.legacy || len(p.SigningKey) != signingKeySize || !bytes.Equal(p.SigningKey, key) {
 			return NotPermitted
@@ -612,7 +649,8 @@ func (st *PeopleState) apply(p Entry, key []byte) SignatureProblem {
 			}
 		}
 		st.people[p.ID] = &PersonState{Key: p.SigningKey, Role: roleOwner, GrantedBy: p.ID, GranterKey: key,
-			Seq: p.Seq, Legacy: true, Held: []HeldKey{{Key: p.SigningKey, Role: roleOwner}}}
+			Seq: p.Seq, Legacy: true, Held: []HeldKey{{Key: p.SigningKey, Role: roleOwner}},
+			Spans: []GrantSpan{{Key: p.SigningKey, Role: roleOwner, From: p.Seq}}}
 	}
 	return 0
 }

@@ -62,7 +62,8 @@ func TestReplayPeople(t *testing.T) {
 		w, ok := got.Person("will")
 		require.True(t, ok)
 		assert.Equal(t, ledger.PersonState{Key: will.Public(), Role: "writer", GrantedBy: "olga", GranterKey: olga.Public(),
-			Seq: 2, Held: []ledger.HeldKey{{Key: will.Public(), Role: "writer"}}}, w)
+			Seq: 2, Held: []ledger.HeldKey{{Key: will.Public(), Role: "writer"}},
+			Spans: []ledger.GrantSpan{{Key: will.Public(), Role: "writer", From: 3}}}, w)
 		assert.Equal(t, []string{"olga", "rita", "will"}, got.Names())
 		assert.Equal(t, uint64(5), got.Next())
 		before := snapshotAll(t, st)
@@ -349,5 +350,106 @@ func TestReplayPeopleAfterUpgrade(t *testing.T) {
 		w, _ := got.Person("will")
 		assert.True(t, w.Revoked)
 		verifyClean(t, owner, 7)
+	})
+}
+
+// readVerified reads l from from with the people of l at its head, and
+// returns the positions read or the first error.
+func readVerified(t *testing.T, l *ledger.Ledger, from uint64, vouch ledger.PeopleVouch) ([]uint64, error) {
+	t.Helper()
+	st := &ledger.PeopleState{}
+	require.NoError(t, l.ReplayPeople(context.Background(), st, vouch))
+	var got []uint64
+	for e, err := range l.ReadVerified(context.Background(), from, st, vouch) {
+		if err != nil {
+			return got, err
+		}
+		got = append(got, e.Seq)
+	}
+	return got, nil
+}
+
+// TestReadVerified: a read that checks who wrote each commit yields an
+// honest ledger whole, from any position (one inside a commit too), and
+// stops at the first commit its author could not sign at its position:
+// a reader's record, an entry in the owner's name, a revoked writer's,
+// one outside a limited writer's collections. A person the ledger never
+// introduced writes as the caller vouches.
+func TestReadVerified(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		owner, writer := peopleSetup(t, st)
+		_, err := writer.Append(ctx, fact(3), fact(4), fact(5))
+		require.NoError(t, err)
+		got, err := readVerified(t, owner, 1, rootVouch)
+		require.NoError(t, err)
+		assert.Equal(t, []uint64{1, 2, 3, 4, 5, 6, 7}, got)
+		got, err = readVerified(t, owner, 6, rootVouch)
+		require.NoError(t, err)
+		assert.Equal(t, []uint64{6, 7}, got, "from inside a commit")
+	})
+	limited := ledger.Entry{Kind: ledger.PersonGranted, ID: "lena", Reason: "writer", SigningKey: mal.Public(), Partition: []string{"public"}}
+	cases := []struct {
+		name    string
+		before  []ledger.Entry // by olga
+		author  string
+		key     *edSigner
+		problem ledger.SignatureProblem
+	}{
+		{"a reader's record", nil, "rita", rita, ledger.NotPermitted},
+		{"in the owner's name", nil, "olga", will, ledger.BadSignature},
+		{"a revoked writer", []ledger.Entry{{Kind: ledger.PersonRevoked, ID: "will", SigningKey: will.Public()}}, "will", will, ledger.Revoked},
+		{"outside a limited writer's collections", []ledger.Entry{limited}, "lena", mal, ledger.OutsideCollections},
+		{"nobody vouches for", nil, "zed", mal, ledger.UnknownSigner},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, st stores.Store) {
+				owner, _ := peopleSetup(t, st)
+				if c.before != nil {
+					_, err := owner.Append(ctx, c.before...)
+					require.NoError(t, err)
+				}
+				head, err := owner.Head(ctx)
+				require.NoError(t, err)
+				_, err = signedOn(st, c.author, c.key, nil).Append(ctx, fact(9))
+				require.NoError(t, err)
+				got, err := readVerified(t, owner, 1, rootVouch)
+				var se *ledger.SignatureError
+				require.True(t, errors.As(err, &se), "%v", err)
+				assert.Equal(t, head.Seq+1, se.Seq)
+				assert.Equal(t, c.problem, se.Problem, "%v", err)
+				assert.NotContains(t, got, head.Seq+1)
+				assert.Contains(t, got, head.Seq)
+			})
+		})
+	}
+	t.Run("vouched", func(t *testing.T) {
+		eachStore(t, func(t *testing.T, st stores.Store) {
+			owner, _ := peopleSetup(t, st)
+			_, err := signedOn(st, "otto", mal, nil).Append(ctx, fact(9))
+			require.NoError(t, err)
+			vouch := func(name string) (ledger.Vouched, bool) {
+				if name == "otto" {
+					return ledger.Vouched{Key: mal.Public(), Role: "writer"}, true
+				}
+				return rootVouch(name)
+			}
+			got, err := readVerified(t, owner, 1, vouch)
+			require.NoError(t, err)
+			assert.Contains(t, got, uint64(5))
+			// Revoked by the ledger later: its entries before still read,
+			// one after does not.
+			_, err = owner.Append(ctx, ledger.Entry{Kind: ledger.PersonRevoked, ID: "otto", SigningKey: mal.Public()})
+			require.NoError(t, err)
+			_, err = signedOn(st, "otto", mal, nil).Append(ctx, fact(10))
+			require.NoError(t, err)
+			got, err = readVerified(t, owner, 1, vouch)
+			var se *ledger.SignatureError
+			require.True(t, errors.As(err, &se), "%v", err)
+			assert.Equal(t, uint64(7), se.Seq)
+			assert.Equal(t, ledger.Revoked, se.Problem)
+			assert.Contains(t, got, uint64(5))
+		})
 	})
 }

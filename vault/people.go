@@ -108,6 +108,12 @@ func (v *Vault) People(ctx context.Context) ([]Person, error) {
 		}
 		name := it.Key[len(kp):]
 		e, err := v.checkedEntry(ctx, a, name, it.Value)
+		if errors.Is(err, errLedgerRevoked) {
+			// The ledger revoked the grant the entry holds: as revoked.
+			if e, err = decodeKeyring(it.Value); err == nil {
+				e.revoked = true
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("people: %w", err)
 		}
@@ -439,7 +445,7 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 		return err
 	}
 	_, cerr := a.entry(ctx, user, old.Value)
-	if cerr != nil && !errors.Is(cerr, ErrTampered) {
+	if cerr != nil && !refused(cerr) {
 		return cerr
 	}
 	tomb := &keyringEntry{user: user, serial: 1, role: RoleOwner, revoked: true, macGen: 1}
@@ -494,7 +500,7 @@ func (v *Vault) activeOwners(ctx context.Context) (int, error) {
 		}
 		e, err := v.checkedEntry(ctx, a, it.Key[len(kp):], it.Value)
 		switch {
-		case errors.Is(err, ErrTampered):
+		case refused(err):
 		case err != nil:
 			return 0, err
 		case e == nil || (e.role == RoleOwner && !e.revoked):

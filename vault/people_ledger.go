@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 
@@ -122,12 +123,12 @@ func (v *Vault) peopleState(ctx context.Context, all ...bool) (*ledger.PeopleSta
 	ix := v.peopleIndexOf()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	a := v.authorityOf(v.keyringStore0())
+	a := v.vouchAuthority()
 	replay := r.ReplayPeople
 	if len(all) > 0 && all[0] {
 		replay = r.ReplayAllPeople
 	}
-	if err := replay(ctx, &ix.st, a.vouch(ctx)); err != nil {
+	if err := a.failure(replay(ctx, &ix.st, a.vouch(ctx))); err != nil {
 		return nil, fmt.Errorf("read the ledger's people entries: %w", closedIfWiped(err))
 	}
 	return ix.st.Clone(), nil
@@ -140,6 +141,17 @@ func (v *Vault) keyringStore0() stores.Store {
 		return v.me.store
 	}
 	return v.store
+}
+
+// vouchAuthority is the keyring check that vouches for the authors a
+// replay of v's ledger has not introduced: v's keyring, and for a
+// hub-side vault the device's first (the hub may have replaced an entry).
+func (v *Vault) vouchAuthority() *authority {
+	a := v.authorityOf(v.keyringStore0())
+	if v.me == nil && v.signAs != nil {
+		a.first = v.signAs.store
+	}
+	return a
 }
 
 // header is the vault's header as its person opened it.
@@ -171,6 +183,12 @@ type authority struct {
 	sources []peopleSource
 	raw     map[string][]byte // keyring entries read so far (nil value: none)
 	gen     *string           // the genesis owner, once known ("": none)
+	// first, when set, is read before st for a granter or an author (a
+	// hub-side vault: the device's keyring, whose entries the device
+	// checked, before the hub's, which the hub may have replaced).
+	first stores.Store
+	// failed is the first failure of the store vouch met (see failure).
+	failed error
 }
 
 // authorityOf returns the check of the keyring in st by sources.
@@ -214,10 +232,34 @@ func errEntry(user, format string, args ...any) error {
 	return fmt.Errorf("keyring entry of %q: %s: %w", user, fmt.Sprintf(format, args...), ErrTampered)
 }
 
+// errLedgerRevoked: a keyring entry not revoked whose grant (signing key)
+// the ledger revoked: the person is revoked, whatever the entry says (an
+// entry put back from before the revocation, or one a device has not
+// replaced yet). It matches ErrNoAccess: the entry gets nothing.
+var errLedgerRevoked = fmt.Errorf("the ledger revoked this grant: %w", ErrNoAccess)
+
+// refused reports whether err says an entry gets nothing: it fails the
+// check (ErrTampered), or the ledger revoked it.
+func refused(err error) bool {
+	return errors.Is(err, ErrTampered) || errors.Is(err, errLedgerRevoked)
+}
+
 // read returns the stored keyring entry of name (nil when there is none).
 func (a *authority) read(ctx context.Context, name string) ([]byte, error) {
 	if b, ok := a.raw[name]; ok {
 		return b, nil
+	}
+	if a.first != nil {
+		it, err := a.first.Get(ctx, a.v.prefix+keyringPrefix+name)
+		switch {
+		case err == nil:
+			if _, derr := a.v.readEntryHeader(name, it.Value, a.v.header()); derr == nil {
+				a.raw[name] = it.Value
+				return it.Value, nil
+			}
+		case !errors.Is(err, stores.ErrNotFound):
+			return nil, err
+		}
 	}
 	it, err := a.st.Get(ctx, a.v.prefix+keyringPrefix+name)
 	switch {
@@ -263,7 +305,7 @@ func (a *authority) check(ctx context.Context, e *keyringEntry, depth int) error
 			continue
 		}
 		if slices.ContainsFunc(p.RevokedKeys, func(k []byte) bool { return bytes.Equal(k, e.signPub) }) {
-			return errEntry(e.user, "revoked by the ledger's entry %d", p.RevokedSeq)
+			return fmt.Errorf("user %q: %w (entry %d)", e.user, errLedgerRevoked, p.RevokedSeq)
 		}
 		if p.Seq == 0 && p.GrantedBy == "" {
 			continue // vouched for by the keyring, not recorded: as unnamed
@@ -375,7 +417,10 @@ func (a *authority) chain(ctx context.Context, e *keyringEntry, depth int, withS
 		return errEntry(e.user, "granter %q: %v", e.grantedBy, err)
 	}
 	switch {
-	case g.revoked:
+	case g.revoked && withStates:
+		// (Vouching for a ledger's author, withStates false, a grant
+		// made before the granter's revocation stands: the ledger
+		// orders them.)
 		return errEntry(e.user, "granter %q is revoked, and no ledger says the grant came before", e.grantedBy)
 	case g.role != RoleOwner:
 		return errEntry(e.user, "granter %q is a %s", e.grantedBy, g.role)
@@ -484,19 +529,33 @@ func (a *authority) legacy(ctx context.Context, name string) error {
 // replay has not introduced (ledger.PeopleVouch): the person who granted
 // themselves, as a candidate genesis, or an owner whose chain of grants
 // through the keyring leads to them.
+//
+// A failure to read the keyring (the store's, not a check's) is kept in
+// a.failed: the caller reports it rather than the unknown signer the
+// replay sees (see failure).
 func (a *authority) vouch(ctx context.Context) ledger.PeopleVouch {
 	return func(name string) (ledger.Vouched, bool) {
 		raw, err := a.read(ctx, name)
-		if err != nil || raw == nil || !isKeyringV2(raw) {
+		if err != nil {
+			if a.failed == nil {
+				a.failed = err
+			}
+			return ledger.Vouched{}, false
+		}
+		if raw == nil || !isKeyringV2(raw) {
 			return ledger.Vouched{}, false
 		}
 		e, err := a.v.readEntryHeader(name, raw, a.v.header())
-		if err != nil || (e.revoked && e.grantedBy != e.user) {
-			// A revoked root keeps the key its past commits were signed
-			// with (the ledger's entry revokes it at its position); a
-			// revoked person granted by another vouches for nothing here.
+		if errors.Is(err, ErrClosed) && a.failed == nil {
+			a.failed = err
+		}
+		if err != nil {
 			return ledger.Vouched{}, false
 		}
+		// A revoked entry keeps the key its person's past commits were
+		// signed with: the ledger's PersonRevoked entry ends it at its
+		// position (the keyring's revocation has none in this ledger,
+		// as for Verify).
 		stmt := grantStatement(a.v.name, a.v.header(), e)
 		if e.grantedBy == e.user {
 			if e.role != RoleOwner || !crypto.VerifySignature(e.signPub, stmt, e.grantSig) {
@@ -504,11 +563,26 @@ func (a *authority) vouch(ctx context.Context) ledger.PeopleVouch {
 			}
 			return ledger.Vouched{Key: e.signPub, Role: RoleOwner.String(), Root: true}, true
 		}
-		if a.chain(ctx, e, 0, false) != nil {
+		if err := a.chain(ctx, e, 0, false); err != nil {
+			// The grant chain of an author (revoked or not) whose
+			// granters may be revoked since: their grants before stand.
+			if !errors.Is(err, ErrTampered) && a.failed == nil {
+				a.failed = err
+			}
 			return ledger.Vouched{}, false
 		}
 		return ledger.Vouched{Key: e.signPub, Role: e.role.String()}, true
 	}
+}
+
+// failure is err, or, when vouch met a failure of the store meanwhile,
+// that failure: an unknown signer the replay reports because the keyring
+// could not be read is that read's error, not tampering.
+func (a *authority) failure(err error) error {
+	if err != nil && a.failed != nil {
+		return a.failed
+	}
+	return err
 }
 
 // readEntryHeader decodes the stored entry of user and checks its MAC
@@ -597,7 +671,7 @@ func (v *Vault) checkOpener(ctx context.Context) error {
 	}
 	err = a.check(ctx, e, 0)
 	if err == nil || !errors.Is(err, ErrTampered) || v.hub == nil {
-		return err
+		return err // a revocation the ledger holds is final
 	}
 	h, herr := v.hubAuthority(ctx)
 	if herr != nil {
@@ -626,4 +700,31 @@ func (v *Vault) checkedEntry(ctx context.Context, a *authority, name string, raw
 		return he, nil
 	}
 	return nil, err
+}
+
+// readFeed reads the hub's feed (h is a hub-side vault) from position from
+// as a pull applies it: each change only once its commit is shown signed
+// by an author who could make it there, by the hub's people
+// (ledger.VerifiedReader): a change that someone holding the first
+// generation's key appended in another's name, beyond their role, or
+// after their revocation is never applied (ErrTampered, which a pull
+// reports as ErrHubTampered).
+func (h *Vault) readFeed(ctx context.Context, from uint64) iter.Seq2[ledger.Entry, error] {
+	vr, ok := h.ledger.(ledger.VerifiedReader)
+	if !ok {
+		return h.ledger.Read(ctx, from)
+	}
+	return func(yield func(ledger.Entry, error) bool) {
+		st, err := h.peopleState(ctx)
+		if err != nil {
+			yield(ledger.Entry{}, err)
+			return
+		}
+		a := h.vouchAuthority()
+		for e, err := range vr.ReadVerified(ctx, from, st, a.vouch(ctx)) {
+			if !yield(e, a.failure(err)) || err != nil {
+				return
+			}
+		}
+	}
 }

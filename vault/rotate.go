@@ -349,7 +349,7 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 		}
 		e, err := a.entry(ctx, name, it.Value)
 		switch {
-		case errors.Is(err, ErrTampered):
+		case refused(err):
 			// An entry the check refuses gets no new key and stays as it
 			// is (Rotation.Skipped names it): it cannot stop a rotation,
 			// and so a revocation, either.

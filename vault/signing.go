@@ -132,7 +132,7 @@ func (v *Vault) ledgerPeople(ctx context.Context) (map[string]wire.LedgerPerson,
 		}
 		e, err := a.entry(ctx, name, it.Value)
 		if err != nil {
-			if !errors.Is(err, ErrTampered) {
+			if !refused(err) {
 				return nil, closedIfWiped(err)
 			}
 			continue
@@ -199,7 +199,7 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 				continue
 			}
 		} else if err := a.check(ctx, e, 0); err != nil {
-			if !errors.Is(err, ErrTampered) {
+			if !refused(err) {
 				return err
 			}
 			continue

@@ -534,7 +534,7 @@ func (s *syncRun) pullPass(ctx context.Context) (bool, error) {
 	s.report(SyncPulling, cur.seq, head.Seq)
 	var all []ledger.Entry
 	sawCursor := cur.seq == 0
-	for e, err := range s.h.ledger.Read(ctx, max(cur.seq, 1)) {
+	for e, err := range s.h.readFeed(ctx, max(cur.seq, 1)) { // people_ledger.go
 		if err != nil {
 			return false, feedErr(err)
 		}

@@ -58,8 +58,9 @@ func setUp(t *testing.T, st stores.Store) *party {
 }
 
 // refusedAndSkipped asserts that name's entry is refused on open and by
-// People, and that a rotation gives it no key: a record written after it
-// opens with no key the entry (opened with secret) or attacker holds.
+// People (ErrTampered), and that a rotation gives it no key: a record
+// written after it opens with no key the entry (opened with secret) or
+// attacker holds.
 func (p *party) refusedAndSkipped(t *testing.T, attacker *member, name, secret string) {
 	t.Helper()
 	ctx := context.Background()
@@ -67,6 +68,33 @@ func (p *party) refusedAndSkipped(t *testing.T, attacker *member, name, secret s
 	require.ErrorIs(t, err, vault.ErrTampered, "open")
 	_, err = p.olga.People(ctx)
 	require.ErrorIs(t, err, vault.ErrTampered, "People")
+	p.skipped(t, attacker, name, secret)
+}
+
+// revokedAndSkipped is refusedAndSkipped for an entry whose grant the
+// ledger revoked: its person is revoked (ErrNoAccess on open, listed as
+// revoked by People), and a rotation gives it no key.
+func (p *party) revokedAndSkipped(t *testing.T, attacker *member, name, secret string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := vault.Open(ctx, cfg(p.st, name, secret))
+	require.ErrorIs(t, err, vault.ErrNoAccess, "open")
+	require.NotErrorIs(t, err, vault.ErrTampered, "open")
+	ps, err := p.olga.People(ctx)
+	require.NoError(t, err, "People")
+	for _, q := range ps {
+		if q.Name == name {
+			assert.True(t, q.Revoked, "People lists %s as not revoked", name)
+		}
+	}
+	p.skipped(t, attacker, name, secret)
+}
+
+// skipped asserts that a rotation gives name's entry no key, and that an
+// owner clears the entry with Revoke.
+func (p *party) skipped(t *testing.T, attacker *member, name, secret string) {
+	t.Helper()
+	ctx := context.Background()
 	rot, err := p.olga.RotateKeys(ctx)
 	require.NoError(t, err, "rotation")
 	assert.Contains(t, rot.Skipped(), name)
@@ -289,8 +317,9 @@ func TestHostileForgeLedgerEntry(t *testing.T) {
 // TestHostileReplayKeyringEntry: a member puts back their own keyring
 // entry as it was before a change: carol her entry from before her
 // revocation, will his from before an owner narrowed him to "public".
-// The vault's ledger records the later change: refused on open, reported
-// by People, given no key. The limit: will's entry from before his own
+// The vault's ledger records the later change: carol is revoked whatever
+// her entry says (ErrNoAccess on open, listed as revoked), will's wider
+// entry is refused (ErrTampered); neither gets a key. The limit: will's entry from before his own
 // secret change opens with his old secret (a genuine older value the
 // ledger does not tell apart).
 func TestHostileReplayKeyringEntry(t *testing.T) {
@@ -300,7 +329,7 @@ func TestHostileReplayKeyringEntry(t *testing.T) {
 			t.Run("before a revocation", func(t *testing.T) {
 				p := setUp(t, newStore(t))
 				plant(t, p.st, p.carol.entry)
-				p.refusedAndSkipped(t, p.carol, "carol", "c")
+				p.revokedAndSkipped(t, p.carol, "carol", "c")
 			})
 			t.Run("before a narrowing", func(t *testing.T) {
 				p := setUp(t, newStore(t))
@@ -365,11 +394,12 @@ func TestHostileForgeRecord(t *testing.T) {
 	}
 }
 
-// TestHostileForgePulledChange pins a limit of the column: a reader of a
-// vault on a hub appends to the hub's ledger, signed by her own key, the
-// change of a record and writes that record on the hub; a device's Sync
-// applies it (a pull checks the feed's chain and the record's hash, not
-// who signed the change). The hub's Verify names the entry.
+// TestHostileForgePulledChange: a reader of a vault on a hub appends to
+// the hub's ledger, signed by her own key, the change of a record and
+// writes that record on the hub (as a device's push would). A device's
+// Sync checks who signed each change before it applies it: it refuses the
+// feed (ErrHubTampered, a *ledger.SignatureError at the entry) and applies
+// nothing of it; the hub's Verify names the same entry.
 func TestHostileForgePulledChange(t *testing.T) {
 	ctx := context.Background()
 	for name, newStore := range memAndBadger() {
@@ -397,10 +427,15 @@ func TestHostileForgePulledChange(t *testing.T) {
 			_, err = hl.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Collection: "notes", ID: "n0", Revision: rev + 1, CipherHash: h})
 			require.NoError(t, err)
 
-			mustSync(t, olga)
+			_, err = olga.Sync(ctx)
+			require.ErrorIs(t, err, vault.ErrHubTampered, "the forged change is pulled")
+			var se *ledger.SignatureError
+			require.True(t, errors.As(err, &se), "%v", err)
+			assert.Equal(t, hrep.Seq+1, se.Seq)
+			assert.Equal(t, ledger.NotPermitted, se.Problem)
 			n, err := vault.CollectionOf[Note](olga, "notes").Get(ctx, "n0")
 			require.NoError(t, err)
-			assert.Equal(t, "forged", n.Text, "the limit: a reader's change is pulled")
+			assert.Equal(t, "before", n.Text, "the forged record was applied")
 			onTheHub := open(t, cfg(hub, "olga", "o"))
 			badEntryAt(t, onTheHub, hrep.Seq+1, ledger.NotPermitted)
 		})
