@@ -96,6 +96,13 @@ const (
 	// are sealed with it; older ones are re-sealed by RecordPut entries
 	// whose Reason is "resealed".
 	KeysRotated Kind = 20
+	// KeysResealed: every record of the vault's store sealed by a data key
+	// generation below Number was re-sealed (a rotation's re-sealing
+	// finished). From its position on, a record sealed below Number on
+	// that store is not one the vault wrote (see vault: the generation
+	// floor). Linked with the people entries (From), so a replay of the
+	// ledger's people finds it without reading the rest.
+	KeysResealed Kind = 21
 )
 
 var kindNames = [...]string{
@@ -119,10 +126,11 @@ var kindNames = [...]string{
 	RecoveryCodeUsed:     "recovery-code-used",
 	RecoveryCodesRevoked: "recovery-codes-revoked",
 	KeysRotated:          "keys-rotated",
+	KeysResealed:         "keys-resealed",
 }
 
 // Valid reports whether k is one of the defined kinds.
-func (k Kind) Valid() bool { return k >= RecordPut && k <= KeysRotated }
+func (k Kind) Valid() bool { return k >= RecordPut && k <= KeysResealed }
 
 // String returns the kind's name, e.g. "record-put".
 func (k Kind) String() string {

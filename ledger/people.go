@@ -139,6 +139,9 @@ type PeopleState struct {
 	// (nil: it named none, an upgrade written before upgrades named them).
 	holders  []string
 	upgraded bool // a KeyringUpgraded entry was replayed
+	// floor is the highest generation a KeysResealed entry says every
+	// record was re-sealed with (0: none).
+	floor uint64
 	// lastPeople is the last linked people entry replayed (0: none);
 	// partial is true once entries before next were skipped (only the
 	// linked people commits read).
@@ -168,6 +171,11 @@ func (s *PeopleState) Genesis() string { return s.genesis }
 // Legacy reports whether the ledger began as a vault of layout version 1
 // did: its first entry unsigned, or a holder's upgrade.
 func (s *PeopleState) Legacy() bool { return s.legacy }
+
+// Floor returns the highest generation a KeysResealed entry says every
+// record of the store was re-sealed with (0: none), by an owner or writer
+// who could write it at its position.
+func (s *PeopleState) Floor() uint64 { return s.floor }
 
 // Holders returns the holders of layout version 1 entries that the
 // vault's first upgrade recorded, sorted; nil when it recorded none.
@@ -205,9 +213,11 @@ type PeopleReplayer interface {
 	ReplayAllPeople(ctx context.Context, st *PeopleState, vouch PeopleVouch) error
 }
 
-// isPeopleKind reports whether an entry of kind k changes who may do what.
+// isPeopleKind reports whether an entry of kind k changes who may do
+// what (and so is linked, and replayed): a change of people, or the end
+// of a rotation's re-sealing (the generation floor).
 func isPeopleKind(k Kind) bool {
-	return k == PersonGranted || k == PersonRevoked || k == KeyringUpgraded
+	return k == PersonGranted || k == PersonRevoked || k == KeyringUpgraded || k == KeysResealed
 }
 
 // peopleRun is the commit a replay is inside: the Covered entries since
@@ -626,6 +636,11 @@ func (st *PeopleState) apply(p Entry, key []byte) SignatureProblem {
 		spans := append(s.Spans, GrantSpan{Key: p.SigningKey, Role: p.Reason, Collections: limit(cols), From: p.Seq + 1})
 		*s = PersonState{Key: p.SigningKey, Role: p.Reason, Collections: limit(cols), GrantedBy: p.Actor,
 			GranterKey: key, Seq: p.Seq, Held: held, RevokedKeys: s.RevokedKeys, Spans: spans}
+	case KeysResealed:
+		if author == nil || author.Revoked || !bytes.Equal(author.Key, key) || (author.Role != roleOwner && author.Role != roleWriter) {
+			return NotPermitted
+		}
+		st.floor = max(st.floor, p.Number)
 	case KeyringUpgraded:
 		if p.ID != p.Actor || !st.legacy || len(p.SigningKey) != signingKeySize || !bytes.Equal(p.SigningKey, key) {
 			return NotPermitted

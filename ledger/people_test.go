@@ -223,6 +223,46 @@ func TestReplayPeopleLegacy(t *testing.T) {
 	})
 }
 
+// TestReplayPeopleFloor: a KeysResealed entry raises the replay's floor
+// to its generation (never lowers it) when an owner or a writer who held
+// that role at its position signed it; a reader's, or a revoked writer's,
+// is refused at its position. A replay that reads only the people entries
+// finds it (it is linked with them).
+func TestReplayPeopleFloor(t *testing.T) {
+	ctx := context.Background()
+	resealed := func(gen uint64) ledger.Entry { return ledger.Entry{Kind: ledger.KeysResealed, Number: gen} }
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		owner, writer := peopleSetup(t, st)
+		got, err := replay(t, owner, nil)
+		require.NoError(t, err)
+		assert.Zero(t, got.Floor())
+		_, err = owner.Append(ctx, resealed(3), fact(3))
+		require.NoError(t, err)
+		_, err = writer.Append(ctx, resealed(2))
+		require.NoError(t, err)
+		got, err = replay(t, owner, got)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(3), got.Floor())
+		_, err = writer.Append(ctx, resealed(4))
+		require.NoError(t, err)
+		got, err = replay(t, owner, got)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(4), got.Floor())
+
+		_, err = signedOn(st, "rita", rita, nil).Append(ctx, resealed(9))
+		require.NoError(t, err)
+		peopleProblem(t, owner, 9, ledger.NotPermitted)
+	})
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		owner, writer := peopleSetup(t, st)
+		_, err := owner.Append(ctx, ledger.Entry{Kind: ledger.PersonRevoked, ID: "will", SigningKey: will.Public()})
+		require.NoError(t, err)
+		_, err = writer.Append(ctx, resealed(9))
+		require.NoError(t, err)
+		peopleProblem(t, owner, 6, ledger.Revoked)
+	})
+}
+
 // countingStore counts the reads of the store it wraps.
 type countingStore struct {
 	stores.Store

@@ -663,6 +663,9 @@ func (v *Vault) checkOpener(ctx context.Context) error {
 		// checks the entry by the keyring's chain of grants alone.
 		a = v.authorityOf(v.keyringStore0())
 	}
+	if len(a.sources) > 0 {
+		v.raiseFloor(a.sources[0].st.Floor())
+	}
 	v.me.mu.Lock()
 	e := v.me.entry
 	v.me.mu.Unlock()
@@ -727,4 +730,52 @@ func (h *Vault) readFeed(ctx context.Context, from uint64) iter.Seq2[ledger.Entr
 			}
 		}
 	}
+}
+
+// The generation floor.
+//
+// When a rotation's re-sealing finishes, every record of the store is
+// sealed with its generation g or a later one, and its clearing of the
+// rotation mark appends a signed ledger.KeysResealed entry for g. From
+// then on no record the vault writes on that store is sealed below g (a
+// commit re-seals a record sealed with a generation older than the one
+// the store holds: rotate_current.go), so one that is was written by
+// someone else: a person who kept an older generation's key (every person
+// ever granted kept the first's), revoked since, writing with the raw
+// store. Reading it is ErrTampered. A handle learns the floor when it
+// opens (from the ledger's people entries, to which the KeysResealed
+// entries are linked) and when its own re-sealing finishes.
+//
+// A device of a hub keeps no floor: records pulled from the hub, or
+// written on another device that had not heard of the rotation, reach it
+// sealed with older generations and are re-sealed by its next rotation
+// resumed; the floor holds on the store where the rotation's re-sealing
+// ran.
+
+// raiseFloor raises the handle's floor to gen (not on a device of a hub).
+func (v *Vault) raiseFloor(gen uint64) {
+	if v.isDevice() {
+		return
+	}
+	for {
+		cur := v.floor.Load()
+		if gen <= cur || v.floor.CompareAndSwap(cur, gen) {
+			return
+		}
+	}
+}
+
+// aboveFloor refuses (ErrTampered) a record of collection/id sealed below
+// the handle's floor.
+func (v *Vault) aboveFloor(collection, id string, sealed []byte) error {
+	f := v.floor.Load()
+	if f <= 1 {
+		return nil
+	}
+	gen, err := recordGeneration(sealed)
+	if err != nil || gen >= f {
+		return nil // the envelope's own check reports a bad one
+	}
+	return fmt.Errorf("%s/%s is sealed by key generation %d, below %d, which every record was re-sealed with: %w",
+		collection, id, gen, f, ErrTampered)
 }

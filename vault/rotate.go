@@ -673,11 +673,18 @@ func (v *Vault) clearRotation(ctx context.Context, gen uint64) error {
 		return err
 	}
 	defer v.exit()
-	tr, ok := v.store.(stores.Transactor)
-	if !ok {
+	if !transactional(v.store) {
 		return stores.ErrNotSupported
 	}
-	return closedIfWiped(tr.Update(ctx, func(tx stores.Tx) error {
+	// With the mark goes a signed ledger.KeysResealed entry: from it on,
+	// a record of this store sealed below gen is not one the vault wrote
+	// (the generation floor, people_ledger.go). Not on a device of a hub:
+	// its ledger is the hub's, whose records devices that had not heard
+	// of the rotation still push sealed below gen.
+	floor := !v.isDevice()
+	cleared := false
+	err := v.ledger.UpdateKeys(ctx, []string{v.prefix + rotationKey}, func(tx stores.Tx) error {
+		cleared = false
 		it, err := tx.Get(v.prefix + rotationKey)
 		if errors.Is(err, stores.ErrNotFound) {
 			return nil
@@ -692,6 +699,21 @@ func (v *Vault) clearRotation(ctx context.Context, gen uint64) error {
 		if g > gen {
 			return nil
 		}
-		return tx.Delete(v.prefix + rotationKey)
-	}))
+		if err := tx.Delete(v.prefix + rotationKey); err != nil {
+			return err
+		}
+		cleared = true
+		if !floor {
+			return nil
+		}
+		_, err = v.ledger.AppendTx(ctx, tx, ledger.Entry{Kind: ledger.KeysResealed, Number: gen})
+		return err
+	})
+	if errors.Is(err, ledger.ErrUnpinned) {
+		err = nil // committed; the pin is caught up by the next write
+	}
+	if err == nil && cleared {
+		v.raiseFloor(gen)
+	}
+	return closedIfWiped(err)
 }

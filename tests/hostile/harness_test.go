@@ -351,12 +351,16 @@ func TestHostileReplayKeyringEntry(t *testing.T) {
 	}
 }
 
-// TestHostileForgeRecord pins two limits of the column: a member who
-// holds a generation's key writes a record the SDK reads, without a
-// ledger entry (a reader, with the current generation; carol, revoked,
-// with the first, which every record once was sealed by). No audit
-// compares the records with the ledger yet; Verify, which walks the
-// ledger, does not see them.
+// TestHostileForgeRecord: a member who holds a generation's key writes a
+// record with the raw store, without a ledger entry. A reader, with the
+// current generation: the limit, the SDK reads it (no audit compares the
+// records with the ledger yet; Verify, which walks the ledger, does not
+// see them). carol, revoked, with the first generation, which every
+// record once was sealed by: refused (ErrTampered, not ErrNoAccess), by
+// the handle that saw the re-sealing finish and by one opened afterwards,
+// since the ledger records that every record was re-sealed with the third
+// (the generation floor); the next rotation leaves it as it is and stays
+// pending, re-sealing it for nobody.
 func TestHostileForgeRecord(t *testing.T) {
 	ctx := context.Background()
 	for name, newStore := range memAndBadger() {
@@ -388,7 +392,19 @@ func TestHostileForgeRecord(t *testing.T) {
 			_, err = p.st.Put(ctx, "v/"+vaultName+"/hr/salary", b)
 			require.NoError(t, err)
 			_, err = vault.CollectionOf[Note](p.olga, "hr").Get(ctx, "salary")
-			require.NoError(t, err, "the limit: a revoked person's record sealed by generation 1 is read")
+			require.ErrorIs(t, err, vault.ErrTampered, "a revoked person's record sealed by generation 1 is read")
+			require.NotErrorIs(t, err, vault.ErrNoAccess)
+			again := open(t, cfg(p.st, "olga", "o"))
+			_, err = vault.CollectionOf[Note](again, "hr").Get(ctx, "salary")
+			require.ErrorIs(t, err, vault.ErrTampered, "read by a handle opened after the re-sealing")
+			rot, err := again.RotateKeys(ctx)
+			require.NoError(t, err)
+			require.ErrorIs(t, rot.Wait(ctx), vault.ErrTampered, "the rotation re-seals the forged record")
+			_, err = vault.CollectionOf[Note](again, "hr").Get(ctx, "salary")
+			require.ErrorIs(t, err, vault.ErrTampered, "read after a rotation")
+			n, err = vault.CollectionOf[Note](again, "notes").Get(ctx, "c1")
+			require.NoError(t, err, "carol's record of before her revocation, re-sealed")
+			assert.Equal(t, "carol's", n.Text)
 			verified(t, p.olga)
 		})
 	}
