@@ -172,6 +172,8 @@ func TestCollectionsLimitedPerson(t *testing.T) {
 				n++
 			}
 			assert.Equal(t, 11, n)
+			// Limited to notes, bob numbers a series an owner bound there.
+			require.NoError(t, owner.BindSeries(ctx, "notes", "memos"))
 			seq, err := bob.Sequence("memos", sequence.Options{})
 			require.NoError(t, err)
 			for i := range 3 {
@@ -335,6 +337,7 @@ func TestCollectionsThroughHub(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "note", got.Text)
 	require.NoError(t, bnotes.Put(ctx, "from-bob", Note{Text: "hi"}))
+	require.NoError(t, a.BindSeries(ctx, "notes", "memos")) // on the hub, where the numbers are
 	seq, err := b.Sequence("memos", sequence.Options{})
 	require.NoError(t, err)
 	rec, err := bnotes.PutNumbered(ctx, "memo", seq, func(s sequence.Serial) (Note, error) {

@@ -72,6 +72,11 @@ var (
 	// the number it took when it took one, and so does every later call of
 	// the vault until it is reopened on a working folder.
 	ErrPinsNotSaved = vault.ErrPinsNotSaved
+	// ErrUnsafeStateFolder: the StateDir, or a file in it, is a symbolic
+	// link, not a folder, or owned by another user: refused, with the
+	// reason (a *vault.StateFolderError). A StateDir the user owns is
+	// tightened to mode 0700.
+	ErrUnsafeStateFolder = vault.ErrUnsafeStateFolder
 	// ErrBadRecoveryCode: DB.RecoverVault was given text that is not a
 	// recovery code (a typo, caught by its checksum before any key work).
 	ErrBadRecoveryCode = vault.ErrBadRecoveryCode

@@ -96,13 +96,18 @@ const (
 	// are sealed with it; older ones are re-sealed by RecordPut entries
 	// whose Reason is "resealed".
 	KeysRotated Kind = 20
+	// SeriesBound: an owner bound a series to a collection (Series,
+	// Collection): a person limited to some collections takes, voids,
+	// seeds and closes numbers only of series bound to one of theirs.
+	// Verify replays it (see sign.go).
+	SeriesBound Kind = 21
 	// KeysResealed: every record of the vault's store sealed by a data key
 	// generation below Number was re-sealed (a rotation's re-sealing
 	// finished). From its position on, a record sealed below Number on
 	// that store is not one the vault wrote (see vault: the generation
 	// floor). Linked with the people entries (From), so a replay of the
 	// ledger's people finds it without reading the rest.
-	KeysResealed Kind = 21
+	KeysResealed Kind = 22
 )
 
 var kindNames = [...]string{
@@ -126,6 +131,7 @@ var kindNames = [...]string{
 	RecoveryCodeUsed:     "recovery-code-used",
 	RecoveryCodesRevoked: "recovery-codes-revoked",
 	KeysRotated:          "keys-rotated",
+	SeriesBound:          "series-bound",
 	KeysResealed:         "keys-resealed",
 }
 

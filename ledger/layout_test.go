@@ -41,6 +41,8 @@ func TestLayoutVectors(t *testing.T) {
 	e3.SigningKey, e3.Signature = mac(0x11, 32), mac(0x22, 64)
 	e4 := e2
 	e4.Signature = mac(0x33, 64)
+	e5 := Entry{Seq: 3, Time: at, Actor: "olga", Kind: SeriesBound, Series: "invoice", Collection: "invoices",
+		Signature: mac(0x44, 64)}
 
 	stored := func(name string, r record) codectest.Case {
 		return codectest.Case{
@@ -68,6 +70,7 @@ func TestLayoutVectors(t *testing.T) {
 		stored("number-voided, 1-byte MAC", rec(e2, []byte{9})),
 		stored("signed record-put with signing key", rec(e3, mac(3, 32))),
 		stored("signed number-voided", rec(e4, mac(4, 32))),
+		stored("signed series-bound", rec(e5, mac(5, 32))),
 		hd("empty", v1(headState{})),
 		hd("no pending", v1(headState{Head: Head{Seq: 2, MAC: mac(2, 32)}})),
 		hd("one pending", v1(headState{Head: Head{Seq: 2, MAC: mac(2, 32)}, pending: []record{r2}})),

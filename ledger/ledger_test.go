@@ -412,9 +412,11 @@ func TestKindString(t *testing.T) {
 	assert.True(t, ledger.RecoveryCodesRevoked.Valid())
 	assert.Equal(t, "keys-rotated", ledger.KeysRotated.String())
 	assert.True(t, ledger.KeysRotated.Valid())
+	assert.Equal(t, "series-bound", ledger.SeriesBound.String())
+	assert.True(t, ledger.SeriesBound.Valid())
 	assert.Equal(t, "keys-resealed", ledger.KeysResealed.String())
 	assert.True(t, ledger.KeysResealed.Valid())
-	assert.False(t, ledger.Kind(22).Valid())
+	assert.False(t, ledger.Kind(23).Valid())
 }
 
 // TestVerifyProgressCounts: VerifyProgress reports 1, 2 … n, in order,

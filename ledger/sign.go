@@ -64,6 +64,13 @@ import (
 //     entry's position decides: a write after a narrowing, by a handle
 //     opened before it, fails. A grant recorded before grant entries
 //     named collections limits no one.
+//   - A limited person's entries that name a series (numbers taken,
+//     voided, seeded or assigned, periods closed, definitions, numbered
+//     records) name a series bound to one of their collections before the
+//     entry: by an owner's SeriesBound entry, or by an owner's own
+//     numbered record (RecordPut or NumberAssigned naming the collection
+//     and the series); others fail with UnboundSeries. A limited person
+//     binds nothing.
 //   - Owners and writers write records, numbers, application events and
 //     key rotations; only owners change people; anyone changes their own
 //     secret (SecretChanged about themselves) and their own recovery codes
@@ -101,6 +108,10 @@ const (
 	// OutsideCollections: the author, limited to some collections at the
 	// entry's position, wrote an entry naming another collection.
 	OutsideCollections
+	// UnboundSeries: the author, limited to some collections at the
+	// entry's position, wrote an entry naming a series no owner bound to
+	// any of them.
+	UnboundSeries
 )
 
 var problemNames = [...]string{
@@ -111,11 +122,12 @@ var problemNames = [...]string{
 	Revoked:            "author revoked",
 	KeyMismatch:        "keyring signing key differs from the ledger's",
 	OutsideCollections: "collection not among the author's",
+	UnboundSeries:      "series not bound to the author's collections",
 }
 
 // String names the problem.
 func (p SignatureProblem) String() string {
-	if p >= BadSignature && p <= OutsideCollections {
+	if p >= BadSignature && p <= UnboundSeries {
 		return problemNames[p]
 	}
 	return fmt.Sprintf("problem(%d)", uint8(p))
@@ -198,7 +210,9 @@ type signer struct {
 // verifier replays the people of a ledger and checks each entry's
 // signature, on a pool of workers.
 type verifier struct {
-	dir     map[string]wire.LedgerPerson
+	dir map[string]wire.LedgerPerson
+	// binds holds, by series, the collections owners bound it to.
+	binds   map[string][]string
 	known   map[string]*signer
 	signed  bool // a signed entry was seen
 	legacy  bool // entry 1 was unsigned or an upgrade: the ledger began in layout version 1
@@ -313,6 +327,10 @@ func (v *verifier) check(r record, prev []byte) *SignatureError {
 	if s.cols != nil && e.Collection != "" && !slices.Contains(s.cols, e.Collection) {
 		return fail(OutsideCollections)
 	}
+	if s.cols != nil && e.Series != "" && !v.bound(e.Series, s.cols) {
+		return fail(UnboundSeries)
+	}
+	v.bind(s.role, e)
 	v.signed = true
 	if e.Covered {
 		// The signature of the commit's last entry will vouch for it: by
@@ -344,6 +362,37 @@ func (v *verifier) check(r record, prev []byte) *SignatureError {
 	}
 	v.apply(e)
 	return nil
+}
+
+// bound reports whether series is bound to one of cols.
+func (v *verifier) bound(series string, cols []string) bool {
+	for _, c := range v.binds[series] {
+		if slices.Contains(cols, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// bind records the binding e makes, written by an author of role: an
+// owner's SeriesBound entry, or an owner's numbered record (the first
+// one binds its series to its collection).
+func (v *verifier) bind(role string, e *Entry) {
+	if role != roleOwner || e.Series == "" || e.Collection == "" {
+		return
+	}
+	switch e.Kind {
+	case SeriesBound, RecordPut, NumberAssigned:
+	default:
+		return
+	}
+	if slices.Contains(v.binds[e.Series], e.Collection) {
+		return
+	}
+	if v.binds == nil {
+		v.binds = map[string][]string{}
+	}
+	v.binds[e.Series] = append(v.binds[e.Series], e.Collection)
 }
 
 // author returns who signs e: known to the replay, the genesis, a
@@ -480,7 +529,7 @@ const (
 // permitted reports whether a person of role may author e.
 func permitted(role string, e *Entry) bool {
 	switch e.Kind {
-	case PersonGranted, PersonRevoked:
+	case PersonGranted, PersonRevoked, SeriesBound:
 		return role == roleOwner
 	case KeyringUpgraded:
 		return role == roleOwner && e.ID == e.Actor

@@ -117,7 +117,7 @@ func (q *Sequence) Correcting(of Ref) *Sequence {
 	return &Sequence{
 		svc: q.svc, c: q.c, sd: q.sd, series: q.series, partition: q.partition,
 		def: q.def, defined: q.defined, loc: q.loc, tmpl: q.tmpl,
-		date: q.date, dated: q.dated, corr: &correction{of: of},
+		date: q.date, dated: q.dated, corr: &correction{of: of}, mustExist: q.mustExist,
 	}
 }
 

@@ -264,6 +264,8 @@ type seriesDef struct {
 	// cur is the series' definition as this service knows it: nil until
 	// loaded. It changes when a handle defines a series that had none.
 	cur atomic.Pointer[effective]
+	// exists: the series was found to exist (declare.go).
+	exists atomic.Bool
 }
 
 // effective is a definition with what rendering and period selection need.
@@ -320,6 +322,9 @@ func (q *Sequence) prepare(ctx context.Context) (*handleSpec, error) {
 	for {
 		eff, err := q.loadSeries(ctx)
 		if err != nil {
+			return nil, err
+		}
+		if err := q.mustExistCheck(ctx); err != nil {
 			return nil, err
 		}
 		if q.defined && !eff.defined && eff.stored.Load() {

@@ -150,3 +150,23 @@ func (e *PeriodClosedError) Error() string {
 
 // Is makes errors.Is(err, ErrPeriodClosed) true.
 func (e *PeriodClosedError) Is(target error) bool { return target == ErrPeriodClosed }
+
+// NoSuchSeriesError reports a handle opened with Options.MustExist on a
+// series that does not exist. It matches ErrNoSuchSeries.
+type NoSuchSeriesError struct {
+	// Series is the series name.
+	Series string
+}
+
+// Error names the series.
+func (e *NoSuchSeriesError) Error() string {
+	return fmt.Sprintf("sequence %q: %v", e.Series, ErrNoSuchSeries)
+}
+
+// Is makes errors.Is(err, ErrNoSuchSeries) true.
+func (e *NoSuchSeriesError) Is(target error) bool { return target == ErrNoSuchSeries }
+
+// ErrNoSuchSeries: a handle opened with Options.MustExist names a series
+// that does not exist (see Sequence.Declare). Nothing was taken or written.
+// Errors carrying it are *NoSuchSeriesError values.
+var ErrNoSuchSeries = errors.New("no such series")

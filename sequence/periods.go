@@ -35,7 +35,7 @@ func (q *Sequence) At(date time.Time) *Sequence {
 	at := &Sequence{
 		svc: q.svc, c: q.c, sd: q.sd, series: q.series, partition: q.partition,
 		def: q.def, defined: q.defined, loc: q.loc, tmpl: q.tmpl,
-		date: date, dated: true, corr: q.corr,
+		date: date, dated: true, corr: q.corr, mustExist: q.mustExist,
 	}
 	// What q has read of the stored definition holds for its At handles
 	// too (checked against the series' current definition at each use).

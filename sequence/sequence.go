@@ -76,6 +76,16 @@ type Options struct {
 	// fails with ErrCorrectionNeeded. Deferred numbering (the vault's
 	// NumberingOf) does not take corrections.
 	Corrects string
+
+	// MustExist makes the handle refuse a series that does not exist yet
+	// (no counter, claim, void or definition stored; see Declare): every
+	// call fails with a *NoSuchSeriesError (ErrNoSuchSeries), taking and
+	// writing nothing, so a misspelt series name cannot start a new count
+	// at 1. Declare on such a handle still creates the series. The check
+	// reads the store once per series and vault handle; a series the store
+	// lost but the ledger or this process knows is no error here (the
+	// allocation reports it as a rollback).
+	MustExist bool
 }
 
 // Serial is an allocated number with its formatted form.
@@ -189,7 +199,7 @@ func (s *service) Sequence(series string, o Options) (*Sequence, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &Sequence{svc: s, series: series, partition: partition, def: def, defined: !def.IsZero(), loc: loc}
+	q := &Sequence{svc: s, series: series, partition: partition, def: def, defined: !def.IsZero(), loc: loc, mustExist: o.MustExist}
 	if o.Format != "" {
 		if q.tmpl, err = parseFormat(o.Format, partition, o.Meta); err != nil {
 			return nil, err
@@ -266,6 +276,8 @@ type Sequence struct {
 	defined bool           // def is not zero
 	loc     *time.Location // def's time zone
 	tmpl    *template      // def's format, parsed for partition
+
+	mustExist bool // Options.MustExist
 
 	hs   atomic.Pointer[handleSpec]  // the series' definition, once known
 	last atomic.Pointer[periodCache] // the period resolved last
@@ -398,7 +410,8 @@ func (q *Sequence) errorf(op string, err error) error {
 	var ve *ValidationError
 	var de *DefinitionError
 	var re *CorrectionError
-	if errors.As(err, &ce) || errors.As(err, &ve) || errors.As(err, &de) || errors.As(err, &re) {
+	var ne *NoSuchSeriesError
+	if errors.As(err, &ce) || errors.As(err, &ve) || errors.As(err, &de) || errors.As(err, &re) || errors.As(err, &ne) {
 		return err
 	}
 	return fmt.Errorf("sequence %s: %s: %w", q.c.name, op, err)

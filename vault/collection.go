@@ -93,7 +93,7 @@ func (c *Collection[T]) begin(ctx context.Context, op, id string) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if op != "list" && op != "count" {
-		if err := CheckID(id); err != nil {
+		if err := checkIDFor(op, id); err != nil {
 			return fmt.Errorf("%s %s: %w", op, c.name, err)
 		}
 	}
@@ -140,7 +140,13 @@ func (c *Collection[T]) Get(ctx context.Context, id string) (T, error) {
 }
 
 func (c *Collection[T]) decode(id string, sealed []byte) (Record[T], error) {
-	rec, err := c.v.openStored(c.name, id, stores.Item{Value: sealed}, true)
+	return c.decodeTx(nil, id, sealed)
+}
+
+// decodeTx is decode in tx, a transaction on the device's store (or nil),
+// through which a key not held yet loads (see genKeys.get).
+func (c *Collection[T]) decodeTx(tx stores.Tx, id string, sealed []byte) (Record[T], error) {
+	rec, err := c.v.openStoredTx(tx, c.name, id, stores.Item{Value: sealed}, true)
 	if err != nil {
 		return Record[T]{}, err
 	}
@@ -175,7 +181,7 @@ func (c *Collection[T]) List(ctx context.Context) iter.Seq2[Record[T], error] {
 		}
 		defer c.v.exit()
 		prefix := c.v.recordKey(c.name, "")
-		for it, err := range stores.ListUnder(ctx, c.v.store, prefix) {
+		for it, err := range c.v.store.List(ctx, prefix) {
 			if err != nil {
 				yield(Record[T]{}, fmt.Errorf("list %s: %w", c.name, err))
 				return
@@ -203,7 +209,7 @@ func (c *Collection[T]) Count(ctx context.Context) (int, error) {
 	defer c.v.exit()
 	n := 0
 	prefix := c.v.recordKey(c.name, "")
-	for _, err := range stores.ListUnder(ctx, c.v.store, prefix) {
+	for _, err := range c.v.store.List(ctx, prefix) {
 		if err != nil {
 			return 0, fmt.Errorf("count %s: %w", c.name, err)
 		}
@@ -244,6 +250,9 @@ func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequenc
 		return out, err
 	}
 	defer c.v.exit()
+	if seq != nil {
+		c.v.bindOwnNumbered(ctx, c.name, seq.Series()) // people_series.go
+	}
 	if c.v.hub != nil {
 		return putNumberedOnHub(ctx, c, id, seq, build) // hub_numbered.go
 	}
@@ -436,7 +445,7 @@ func (v *Vault) applyTx(ctx context.Context, tx stores.Tx, collection, id string
 		_, err := v.ledger.AppendTx(ctx, tx, e)
 		return err
 	}
-	sealed, rev, err := v.sealNext(collection, id, plain, prev.rev)
+	sealed, rev, err := v.sealNextTx(tx, collection, id, plain, prev.rev)
 	if err != nil {
 		return err
 	}
@@ -505,7 +514,14 @@ func (v *Vault) openStoredTx(tx stores.Tx, collection, id string, it stores.Item
 // record), written now by the vault's user (see meta.go). A record at the
 // largest revision cannot take another: ErrRevisionOverflow.
 func (v *Vault) sealNext(collection, id string, plain []byte, rev uint64) ([]byte, uint64, error) {
-	return v.sealMeta(collection, id, plain, rev, v.meta())
+	return v.sealMetaTx(nil, collection, id, plain, rev, v.meta())
+}
+
+// sealNextTx is sealNext inside tx, a transaction on v's store: a key not
+// held yet loads through it where keys load from that store (keyTx), not
+// by a read of the store that would wait for the transaction's own lock.
+func (v *Vault) sealNextTx(tx stores.Tx, collection, id string, plain []byte, rev uint64) ([]byte, uint64, error) {
+	return v.sealMetaTx(v.keyTx(tx), collection, id, plain, rev, v.meta())
 }
 
 // meta is the metadata of a revision the vault's user writes now.
@@ -513,13 +529,19 @@ func (v *Vault) meta() meta { return meta{modified: time.Now().UTC(), author: v.
 
 // sealMeta is sealNext with the revision's metadata m.
 func (v *Vault) sealMeta(collection, id string, plain []byte, rev uint64, m meta) ([]byte, uint64, error) {
+	return v.sealMetaTx(nil, collection, id, plain, rev, m)
+}
+
+// sealMetaTx is sealMeta in tx, a transaction on the store keys load from
+// (see genKeys.get), or nil.
+func (v *Vault) sealMetaTx(tx stores.Tx, collection, id string, plain []byte, rev uint64, m meta) ([]byte, uint64, error) {
 	if rev == math.MaxUint64 {
 		return nil, 0, ErrRevisionOverflow
 	}
 	rev++
 	bp := plainBufs.Get().(*[]byte)
 	buf := appendMeta((*bp)[:0], m, plain)
-	sealed, err := v.sealRecord(collection, id, buf, rev)
+	sealed, err := v.sealRecordTx(tx, collection, id, buf, rev)
 	if cap(buf) <= maxPooledPlain {
 		clear(buf) // plaintext: not left behind in a pooled buffer
 		*bp = buf
@@ -580,6 +602,12 @@ func (v *Vault) openSealedTx(tx stores.Tx, collection, id string, sealed []byte)
 		// The person was revoked (their keyring entry says so, under its
 		// MAC) and does not hold the record's generation: not a record
 		// the store altered.
+		return nil, 0, err
+	}
+	if errors.Is(err, errNarrowedSince) {
+		// The person was narrowed out of the collection since the handle
+		// opened (their keyring entry says so, under its MAC): a record
+		// sealed since is out of their reach, not altered by the store.
 		return nil, 0, err
 	}
 	if err != nil {

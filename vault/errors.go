@@ -36,7 +36,18 @@ var (
 	// pin covering it was not saved; later calls, refused before writing, do
 	// not match it. PutNumbered returns the committed record with it.
 	ErrUnpinned = pins.ErrUnpinned
+	// ErrUnsafeStateFolder: the state folder, or a file in it, is not this
+	// user's alone (a symbolic link, not a folder, a folder owned by
+	// another user), so Open refuses it rather than keep the rollback pins
+	// where someone else could read, replace or redirect them. The error
+	// is a *StateFolderError naming the path and the reason. A folder the
+	// user owns is tightened to mode 0700 instead.
+	ErrUnsafeStateFolder = pins.ErrUnsafeFolder
 )
+
+// StateFolderError says why a state folder, or a file in it, was refused
+// (Path, Reason). It matches ErrUnsafeStateFolder.
+type StateFolderError = pins.FolderError
 
 // Errors returned by vaults and collections. Test them with errors.Is.
 var (

@@ -221,7 +221,7 @@ func (n *Numbered[T]) handOffToHub(ctx context.Context) ([]hubHandoff, error) {
 			return nil, err
 		}
 		p, id, ok := strings.Cut(it.Key[len(prefix):], "/")
-		if !ok || CheckID(id) != nil {
+		if !ok || checkStoredID(id) != nil {
 			continue
 		}
 		hit, err := h.store.Get(ctx, h.recordKey(n.c.name, id))

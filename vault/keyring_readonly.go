@@ -31,6 +31,9 @@ func (readOnlyStore) CompareAndSwap(context.Context, string, uint64, []byte) (ui
 
 func (readOnlyStore) Delete(context.Context, string) error { return errReadOnly }
 
+// readOnlyMark marks the readOnly wrappers (see writable).
+func (readOnlyStore) readOnlyMark() {}
+
 type (
 	readOnlyTxStore struct {
 		readOnlyStore

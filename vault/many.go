@@ -101,7 +101,7 @@ func (c *Collection[T]) readMany(tx stores.Tx, ids []string, out map[string]Reco
 		if err != nil {
 			return err
 		}
-		r, err := c.decode(id, it.Value)
+		r, err := c.decodeTx(tx, id, it.Value)
 		if err != nil {
 			return fmt.Errorf("%s: %w", id, err)
 		}
@@ -147,7 +147,7 @@ func (c *Collection[T]) beginMany(ctx context.Context, op string, ids []string) 
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	for _, id := range ids {
-		if err := CheckID(id); err != nil {
+		if err := checkIDFor(op, id); err != nil {
 			return fmt.Errorf("%s %s: %w", op, c.name, err)
 		}
 	}

@@ -47,9 +47,32 @@ func checkName(what, name string) error {
 	return nil
 }
 
-// CheckID reports whether id can identify a record: non-empty, at most
-// MaxIDLen bytes, without NUL.
+// CheckID reports whether id can identify a new record: non-empty, at
+// most MaxIDLen bytes, valid UTF-8, without NUL or any other control
+// character (newlines included). A bad id gives an error wrapping
+// ErrInvalidName, and a write under it writes nothing.
+//
+// Releases before this rule accepted any id without NUL: a record stored
+// under an id this rule refuses stays readable and deletable (Get, List,
+// Delete and the other calls that write no new revision check only what
+// those releases did), but takes no new revision.
 func CheckID(id string) error {
+	if err := checkStoredID(id); err != nil {
+		return err
+	}
+	switch {
+	case !utf8.ValidString(id):
+		return fmt.Errorf("record id %q is not valid UTF-8: %w", id, ErrInvalidName)
+	case strings.IndexFunc(id, unicode.IsControl) >= 0:
+		return fmt.Errorf("record id %q holds a control character: %w", id, ErrInvalidName)
+	}
+	return nil
+}
+
+// checkStoredID reports whether id can name a record already stored: the
+// rule of the releases before CheckID's (non-empty, at most MaxIDLen
+// bytes, without NUL), for the calls that read or delete a record.
+func checkStoredID(id string) error {
 	switch {
 	case id == "":
 		return fmt.Errorf("record id is empty: %w", ErrInvalidName)
@@ -59,4 +82,14 @@ func CheckID(id string) error {
 		return fmt.Errorf("record id %q holds NUL: %w", id, ErrInvalidName)
 	}
 	return nil
+}
+
+// checkIDFor checks id for the call op: CheckID for a call that writes a
+// new revision, checkStoredID for one that reads or deletes.
+func checkIDFor(op, id string) error {
+	switch op {
+	case "put", "put numbered", "update", "put many":
+		return CheckID(id)
+	}
+	return checkStoredID(id)
 }

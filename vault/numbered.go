@@ -281,6 +281,9 @@ func (n *Numbered[T]) Put(ctx context.Context, id string, value T) (NumberedReco
 	if err := n.prepare(ctx); err != nil {
 		return fail(err)
 	}
+	if n.online {
+		c.v.bindOwnNumbered(ctx, c.name, n.series) // people_series.go
+	}
 	for range putRounds {
 		prev, err := n.read(ctx, id)
 		if err != nil {

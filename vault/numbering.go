@@ -116,7 +116,7 @@ func (r stampRecords) Number(ctx context.Context, collection, id, series string)
 	if err := ctx.Err(); err != nil {
 		return 0, "", false, err
 	}
-	if err := CheckID(id); err != nil {
+	if err := checkStoredID(id); err != nil {
 		return 0, "", false, err
 	}
 	it, err := r.v.store.Get(ctx, r.v.recordKey(collection, id))
@@ -288,7 +288,7 @@ func (r stampRecords) stampItem(tx stores.Tx, cur uint64, collection, id string,
 		return nil, deferred.Stamp{}, err
 	}
 	marks := withMark(withoutPending(rec.marks, m.Series), mark{kind: markNumbering, series: m.Series, n: m.N})
-	sealed, rev, err := v.sealNext(collection, id, joinRecord(marks, next), rec.rev)
+	sealed, rev, err := v.sealNextTx(tx, collection, id, joinRecord(marks, next), rec.rev)
 	if err != nil {
 		return nil, deferred.Stamp{}, err
 	}

@@ -28,6 +28,8 @@ type Config struct {
 	// with PublicKey), unlocks their key slot instead of a secret. Make one
 	// with crypto.GenerateIdentity and give its public key to an owner.
 	// A vault created with an Identity and no Secret is unlocked by it.
+	// For a person who opens with a secret, the identity DeriveIdentity
+	// unlocked from that secret opens too, without a key derivation.
 	Identity *crypto.Identity
 	// RecoveryCode, with NewSecret, opens the vault with one of the
 	// person's recovery codes (see Vault.RecoveryCodes) instead of their
@@ -138,6 +140,9 @@ func storeType(st stores.Store) string {
 	if st == nil {
 		return "nil"
 	}
+	if c, ok := st.(vaultStore); ok {
+		st = c.unchecked() // the wrapper is the vault's, not the caller's
+	}
 	return fmt.Sprintf("%T", st)
 }
 
@@ -166,6 +171,12 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 	}
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("open vault %q: no store", cfg.Name)
+	}
+	// From here on, the vault reaches its store and its hub only through
+	// the checking wrapper (store_checked.go).
+	cfg.Store = checkStore(cfg.Store)
+	if cfg.Hub != nil {
+		cfg.Hub = checkStore(cfg.Hub)
 	}
 	ro, err := checkRecoveryConfig(cfg)
 	if err != nil {
@@ -220,7 +231,7 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
 		}
 		v := newVault(cfg, prefix, dk, p)
-		m.store = cfg.Store
+		m.store = checkStore(cfg.Store)
 		v.me, v.signAs = m, m
 		v.keys = m.genKeys(cfg, prefix)
 		if err := v.finishRecovery(ctx); err != nil {

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/noydb-go/noydb/crypto"
-	"github.com/noydb-go/noydb/stores"
 )
 
 // member is the person a vault was opened as.
@@ -15,7 +14,7 @@ type member struct {
 	dk     *crypto.Key
 	salt   [crypto.SaltSize]byte
 	header []byte
-	store  stores.Store // the vault's own store, writable whatever the role
+	store  vaultStore // the vault's own store, writable whatever the role
 
 	// gens holds the data keys of every generation the entry wraps (the
 	// first is dk); box is the person's X25519 identity, kept to unwrap a
@@ -84,6 +83,10 @@ func unlockEntry(ctx context.Context, cfg Config, prefix string, header, raw []b
 	ad := func(p string) []byte { return wrapAD(cfg.Name, cfg.User, header, p) }
 	switch e.lock {
 	case lockSecret:
+		if len(cfg.Secret) == 0 && cfg.Identity != nil {
+			// The identity DeriveIdentity unlocked with the secret.
+			return unlockWithIdentity(ctx, cfg, prefix, header, e)
+		}
 		if len(cfg.Secret) == 0 {
 			return nil, fmt.Errorf("user %q opens with a secret: %w", cfg.User, ErrWrongSecret)
 		}

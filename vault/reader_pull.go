@@ -82,8 +82,15 @@ func (s *syncRun) refusePush(ctx context.Context) error {
 	return nil
 }
 
-// writable returns the store a readOnly wrapper holds (st itself if none).
+// writable returns the store a readOnly wrapper holds (st itself if none),
+// looking through the checking wrapper around it (store_checked.go): what
+// the readOnly wrapper holds is checked already.
 func writable(st stores.Store) stores.Store {
+	if c, ok := st.(vaultStore); ok {
+		if _, ro := c.unchecked().(interface{ readOnlyMark() }); ro {
+			st = c.unchecked()
+		}
+	}
 	switch r := st.(type) {
 	case readOnlyStore:
 		return r.Store

@@ -585,7 +585,7 @@ func (v *Vault) recordsBelow(ctx context.Context, gen uint64) ([]recKey, error) 
 		if b == '_' || b == '/' || b == 0x7f {
 			continue
 		}
-		for it, err := range stores.ListUnder(ctx, v.store, v.prefix+string([]byte{byte(b)})) {
+		for it, err := range v.store.List(ctx, v.prefix+string([]byte{byte(b)})) {
 			if err != nil {
 				return nil, err
 			}

@@ -42,6 +42,11 @@ type genKeys struct {
 	// limited lists the collections of a person limited to some (sorted,
 	// never empty); nil: all. Read it with limitedTo.
 	limited atomic.Pointer[[]string]
+	// given lists the collections the person's keyring entry gave them
+	// when this handle last read it (nil: all, or not read yet): a
+	// collection the handle's list still names but the entry no longer
+	// gives is one the person was narrowed out of (see errNarrowedSince).
+	given atomic.Pointer[[]string]
 	// loadCol fetches the keys of a limited person's collections of a
 	// generation this handle does not hold, from their keyring entry
 	// (through tx when not nil, as load does); every collection of theirs
@@ -133,10 +138,31 @@ func (g *genKeys) narrow(cols []string) {
 // is harmless: the narrower one limits the handle again.
 func (g *genKeys) follow(cols []string) {
 	if len(cols) == 0 {
+		g.given.Store(nil)
 		g.limited.Store(nil)
 		return
 	}
+	given := slices.Clone(cols)
+	g.given.Store(&given)
 	g.narrow(cols)
+}
+
+// errNarrowedSince is the ErrNoAccess of a handle whose person's keyring
+// entry, checked under its MAC, no longer gives them a collection the
+// handle's list still names: an owner narrowed them since (SetCollections),
+// so a record of it sealed since is out of their reach, not altered by
+// the store.
+var errNarrowedSince = fmt.Errorf("%w", ErrNoAccess)
+
+// narrowedOut reports whether the person's keyring entry, as this handle
+// last read it, no longer gives them collection.
+func (g *genKeys) narrowedOut(collection string) bool {
+	p := g.given.Load()
+	if p == nil {
+		return false
+	}
+	_, ok := slices.BinarySearch(*p, collection)
+	return !ok
 }
 
 // permitsNow is permits for a call that may read the store (outside any
@@ -270,6 +296,9 @@ func (g *genKeys) colKey(gen uint64, collection string, tx stores.Tx) (*crypto.K
 	g.snap.Store(s)
 	if k := s.cols[id]; k != nil {
 		return k, nil
+	}
+	if g.narrowedOut(collection) {
+		return nil, fmt.Errorf("collection %q was taken from the person (generation %d): %w", collection, gen, errNarrowedSince)
 	}
 	return nil, fmt.Errorf("user holds no key of collection %q, generation %d: %w", collection, gen, ErrNoAccess)
 }

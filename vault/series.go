@@ -45,9 +45,10 @@ type SeriesInfo struct {
 
 // The helpers Series reaches through internal/wire.
 type (
-	counterOfFunc   = func(key string) (series string, partition []string, ok bool, err error)
-	counterInfoFunc = func(ctx context.Context, q *sequence.Sequence) (head uint64, period string, closed bool, def sequence.Definition, err error)
-	passInfoFunc    = func(ctx context.Context, b deferred.Backend, series string) (collection, format string, last uint64, err error)
+	counterOfFunc    = func(key string) (series string, partition []string, ok bool, err error)
+	definitionOfFunc = func(key string) (series string, ok bool)
+	counterInfoFunc  = func(ctx context.Context, q *sequence.Sequence) (head uint64, period string, closed bool, def sequence.Definition, err error)
+	passInfoFunc     = func(ctx context.Context, b deferred.Backend, series string) (collection, format string, last uint64, err error)
 )
 
 // Series lists the numbered series of the vault: every counter (one per
@@ -87,7 +88,11 @@ func (v *Vault) listSeries(ctx context.Context, name string, one bool) ([]Series
 	}
 	defer v.exit()
 	if v.hub != nil {
-		return v.hub.listSeries(ctx, name, one)
+		out, err := v.hub.listSeries(ctx, name, one)
+		if err != nil {
+			return nil, err
+		}
+		return v.deviceCollections(ctx, out)
 	}
 	out, err := v.listCounters(ctx, name, one)
 	if err != nil {
@@ -102,11 +107,12 @@ func (v *Vault) listSeries(ctx context.Context, name string, one bool) ([]Series
 func (v *Vault) listCounters(ctx context.Context, name string, one bool) ([]SeriesInfo, error) {
 	counterOf := wire.Hook[counterOfFunc]("SequenceCounterOf", wire.SequenceCounterOf)
 	counterInfo := wire.Hook[counterInfoFunc]("SequenceCounterInfo", wire.SequenceCounterInfo)
+	definitionOf := wire.Hook[definitionOfFunc]("SequenceDefinitionOf", wire.SequenceDefinitionOf)
 	var out []SeriesInfo
 	prev := ""
 	// The counters of name are under this prefix, among those of longer
 	// names that start with it; counterOf tells them apart.
-	for it, err := range stores.ListUnder(ctx, v.store, v.prefix+"_sequences/"+name) {
+	for it, err := range v.store.List(ctx, v.prefix+"_sequences/"+name) {
 		if err != nil {
 			return nil, fmt.Errorf("series: %w", err)
 		}
@@ -120,8 +126,21 @@ func (v *Vault) listCounters(ctx context.Context, name string, one bool) ([]Seri
 		if err != nil {
 			return nil, fmt.Errorf("series: key %q: %w: %w", it.Key, stores.ErrMisbehaving, err)
 		}
-		if !ok || (one && series != name) {
+		if !ok {
+			// A series declared before its first number has its
+			// definition's key, after its counters' keys, and no counter.
+			if series, ok := definitionOf(it.Key[len(v.prefix):]); ok && (!one || series == name) &&
+				(len(out) == 0 || out[len(out)-1].Name != series) {
+				info, err := v.declaredSeries(ctx, series)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, info)
+			}
 			continue // a claim or void record of a counter, or another series
+		}
+		if one && series != name {
+			continue
 		}
 		opts := sequence.Options{}
 		for _, p := range part {
@@ -146,6 +165,44 @@ func (v *Vault) listCounters(ctx context.Context, name string, one bool) ([]Seri
 	return out, nil
 }
 
+// deviceCollections fills in, for the series numbered by passes that the
+// hub knows without a collection, the collection this device stored with
+// the series: a handoff made offline stores the series' collection and
+// format on the device, and sync brings the hub its entries but not that.
+func (v *Vault) deviceCollections(ctx context.Context, infos []SeriesInfo) ([]SeriesInfo, error) {
+	passInfo := wire.Hook[passInfoFunc]("NumberingInfo", wire.NumberingInfo)
+	b := deferred.Backend{Store: v.store, Sealer: v.seal, Prefix: v.prefix, Ledger: v.ledger, Pins: v.pins}
+	for i := range infos {
+		s := &infos[i]
+		if !s.Passes || s.Collection != "" {
+			continue
+		}
+		coll, format, _, err := passInfo(ctx, b, s.Name)
+		if err != nil {
+			return nil, fmt.Errorf("series: %w", err)
+		}
+		s.Collection = coll
+		if s.Format == "" {
+			s.Format = format
+		}
+	}
+	return infos, nil
+}
+
+// declaredSeries is the listing of a series declared (sequence.Declare)
+// that has no counter yet: head 0 and its definition.
+func (v *Vault) declaredSeries(ctx context.Context, series string) (SeriesInfo, error) {
+	s, err := v.seqs.Sequence(series, sequence.Options{})
+	if err != nil {
+		return SeriesInfo{}, fmt.Errorf("series %q: %w: %w", series, stores.ErrMisbehaving, err)
+	}
+	def, err := s.Definition(ctx)
+	if err != nil {
+		return SeriesInfo{}, fmt.Errorf("series: %w", err)
+	}
+	return SeriesInfo{Name: series, Format: def.Format, Definition: def}, nil
+}
+
 // listPasses is the second half of listSeries: the series numbered by
 // passes, appended to out.
 func (v *Vault) listPasses(ctx context.Context, name string, one bool, out []SeriesInfo) ([]SeriesInfo, error) {
@@ -154,7 +211,7 @@ func (v *Vault) listPasses(ctx context.Context, name string, one bool, out []Ser
 	var names []string
 	if one && !strings.Contains(name, "/") { // deferred series have no '/' in their names
 		// One key under the series' folder says it exists.
-		for _, err := range stores.ListUnder(ctx, v.store, dir+name+"/") {
+		for _, err := range v.store.List(ctx, dir+name+"/") {
 			if err != nil {
 				return nil, fmt.Errorf("series: %w", err)
 			}
@@ -162,7 +219,7 @@ func (v *Vault) listPasses(ctx context.Context, name string, one bool, out []Ser
 			break
 		}
 	} else if !one {
-		for it, err := range stores.ListUnder(ctx, v.store, dir) {
+		for it, err := range v.store.List(ctx, dir) {
 			if err != nil {
 				return nil, fmt.Errorf("series: %w", err)
 			}

@@ -237,15 +237,6 @@ func (v *Vault) SetConflictPolicy(collection string, p SyncPolicy) error {
 	return nil
 }
 
-func (v *Vault) policyOf(collection string) SyncPolicy {
-	v.syncs.mu.Lock()
-	defer v.syncs.mu.Unlock()
-	if _, ok := v.syncs.merges[collection]; ok {
-		return Merge
-	}
-	return v.syncs.policies[collection]
-}
-
 func (v *Vault) mergeOf(collection string) mergeFunc {
 	v.syncs.mu.Lock()
 	defer v.syncs.mu.Unlock()
@@ -334,6 +325,9 @@ func (v *Vault) SyncWith(ctx context.Context, opts SyncOptions) (SyncReport, err
 	if err := s.loadGiven(ctx); err != nil {
 		return rep, fmt.Errorf("sync %s: keyring: %w", v.name, err)
 	}
+	if err := s.loadStored(ctx); err != nil { // sync_stored.go
+		return rep, fmt.Errorf("sync %s: stored policies: %w", v.name, err)
+	}
 	for round := 0; ; round++ {
 		if err := s.pull(ctx); err != nil {
 			return rep, fmt.Errorf("sync %s: pull: %w", v.name, err)
@@ -366,6 +360,8 @@ func (v *Vault) SyncWith(ctx context.Context, opts SyncOptions) (SyncReport, err
 type syncRun struct {
 	v, h *Vault
 	rep  *SyncReport
+	// stored are the sync policies stored with the collections (sync_stored.go).
+	stored map[string]SyncPolicy
 	// deleted holds, for LastWriterWins and FirstWriterWins, when this
 	// device deleted each record it deleted since its push cursor.
 	deleted map[recKey]time.Time
@@ -891,7 +887,7 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		return 1, nil, []ledger.Entry{pulledEntry()}, nil
 	}
 	// Changed on both sides.
-	pol := s.v.policyOf(k.coll)
+	pol := s.policyOf(k.coll)
 	dRev := dv.rev
 	if !dv.exists() {
 		dRev = b.rev + 1
@@ -930,10 +926,16 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		}
 		lost := ledger.Entry{Kind: ledger.SyncConflict, Collection: k.coll, ID: k.id, Revision: c.DeviceRevision,
 			CipherHash: dv.hash, Reason: pol.String() + ": device lost", Number: e.Seq}
+		if err := s.v.keepLost(tx, k.coll, k.id, e.Seq, dv.sealed); err != nil { // sync_stored.go
+			return 0, nil, nil, err
+		}
 		return 1, c, []ledger.Entry{pulledEntry(), lost}, nil
 	}
 	lost := ledger.Entry{Kind: ledger.SyncConflict, Collection: k.coll, ID: k.id, Revision: hv.rev,
 		CipherHash: hv.hash, Reason: pol.String() + ": hub lost", Number: e.Seq}
+	if err := s.v.keepLost(tx, k.coll, k.id, e.Seq, hv.sealed); err != nil { // sync_stored.go
+		return 0, nil, nil, err
+	}
 	marks, body, numbered, err := s.v.keepNumbers(dst.marks, dst.body, hubMarks)
 	if err != nil {
 		return 0, nil, nil, err
@@ -1018,7 +1020,7 @@ func (s *syncRun) deletionTimes(ctx context.Context, keys []recKey) error {
 	}
 	timed := false
 	for _, k := range keys {
-		if p := s.v.policyOf(k.coll); p == LastWriterWins || p == FirstWriterWins {
+		if p := s.policyOf(k.coll); p == LastWriterWins || p == FirstWriterWins {
 			timed = true
 			break
 		}

@@ -311,7 +311,7 @@ func (c *Collection[T]) Resolve(ctx context.Context, id string, value *T) error 
 				return err
 			}
 		}
-		sealed, rev, err := v.sealNext(c.name, id, joinRecord(marks, body), top)
+		sealed, rev, err := v.sealNextTx(tx, c.name, id, joinRecord(marks, body), top)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/sequence"
@@ -54,6 +55,101 @@ type Tx struct {
 	// without its event): the transaction then does not commit, whatever
 	// fn returns.
 	failed error
+	// order is nil, or, on a store whose transactions lock the keys they
+	// read (see txOrder), what keeps this run's locks in key order.
+	order *txOrder
+}
+
+// txOrder follows, in one run of an Update's function on a store whose
+// transactions lock each key as they first read it (stores.Prefetcher:
+// PostgreSQL's row locks), the record keys the run reads and writes, so
+// that they are locked in ascending key order, the one global order of
+// the vault's commits (see lockKeys). A record key below one already
+// locked (a collection named below '_', whose keys sort below the ledger's
+// head; or records taken in descending order) breaks the run: from then
+// on the run only collects the keys fn names (its writes do nothing, its
+// reads read the store outside the transaction, taking no lock, its
+// numbers are none), and its transaction is dropped; the next run names
+// every key the broken one touched, which its transaction locks first, in
+// key order, with the ledger's head. Without it such an Update could
+// deadlock, on PostgreSQL, with a plain Put of one of its records, which
+// locks the record first.
+type txOrder struct {
+	named   map[string]bool // locked at the start of the run
+	top     string          // the greatest key locked so far
+	touched []string        // the record keys this run read or wrote
+	broken  bool            // a key came below top: the run only collects keys
+}
+
+// errTxOrder ends a run of an Update's function that named a record key
+// below one its transaction had locked: Update runs fn again with the keys
+// named.
+var errTxOrder = errors.New("record keys must be locked in key order")
+
+// touch notes that the run reads or writes key, and reports whether the
+// run only collects keys from now on (see txOrder).
+func (o *txOrder) touch(key string) (collect bool) {
+	if o == nil {
+		return false
+	}
+	o.touched = append(o.touched, key)
+	switch {
+	case o.broken:
+		return true
+	case o.named[key]:
+		return false
+	case key < o.top:
+		o.broken = true
+		return true
+	}
+	o.top = key
+	return false
+}
+
+// collecting reports whether the run only collects keys.
+func (o *txOrder) collecting() bool { return o != nil && o.broken }
+
+// newTxOrder returns the order of a run whose transaction locked names
+// and the ledger's own keys first.
+func (v *Vault) newTxOrder(names []string) *txOrder {
+	o := &txOrder{named: make(map[string]bool, len(names))}
+	// The ledger's batch locks its head and the guard's key with names.
+	for _, k := range append(names, v.prefix+"_ledger/head", v.guard.key) {
+		o.named[k] = true
+		o.top = max(o.top, k)
+	}
+	return o
+}
+
+// locksOnRead reports whether the transactions of v's store lock each key
+// as they first read it (their Tx is a stores.Prefetcher, as pgstore's),
+// asking the store once, by an empty transaction: never call it inside
+// one (a store's transaction may hold a lock the probe waits for).
+func (v *Vault) locksOnRead(ctx context.Context) bool {
+	switch v.txLocks.Load() {
+	case 1:
+		return false
+	case 2:
+		return true
+	}
+	tr, ok := v.store.(stores.Transactor)
+	if !ok {
+		return false
+	}
+	locks := false
+	errProbe := errors.New("probe")
+	if err := tr.Update(ctx, func(tx stores.Tx) error {
+		_, locks = tx.(stores.Prefetcher)
+		return errProbe
+	}); !errors.Is(err, errProbe) {
+		return true // unknown: keep the order
+	}
+	if locks {
+		v.txLocks.Store(2)
+	} else {
+		v.txLocks.Store(1)
+	}
+	return locks
 }
 
 // errTxCheck ends a run of an Update's function that used a sequence not
@@ -114,17 +210,25 @@ func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	// the next run's transaction begins, they decide whether it is a
 	// rollback or a snapshot older than the pin.
 	var pins map[*sequence.Sequence]uint64
+	// fn's record writes read currentGenKey (freshSealTx): named here, it
+	// is locked with the ledger's head, in key order, not after the head
+	// by the first write (see lockKeys). So are the record keys of a run
+	// that had to end for their order (txOrder).
+	names := []string{v.prefix + currentGenKey}
+	ordered := v.locksOnRead(ctx) // before any transaction: it may ask the store
 	for range maxTxChecks {
 		var last *Tx
-		// fn's record writes read currentGenKey (freshSealTx): named
-		// here, it is locked with the ledger's head, in key order, not
-		// after the head by the first write (see lockKeys).
-		err := v.ledger.UpdateKeys(ctx, []string{v.prefix + currentGenKey}, func(stx stores.Tx) error {
+		err := v.ledger.UpdateKeys(ctx, names, func(stx stores.Tx) error {
 			tx := &Tx{v: v, ctx: ctx, tx: stx, pins: pins}
+			if ordered {
+				tx.order = v.newTxOrder(names)
+			}
 			last = tx
 			defer func() { tx.ended = true }()
 			err := fn(tx)
 			switch {
+			case tx.order != nil && tx.order.broken:
+				return errTxOrder
 			case len(tx.check) > 0 || len(tx.stale) > 0:
 				return errTxCheck
 			case err != nil:
@@ -134,6 +238,12 @@ func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {
 			}
 			return nil
 		})
+		if errors.Is(err, errTxOrder) && last.order != nil && last.order.broken {
+			names = append(names, last.order.touched...)
+			slices.Sort(names)
+			names = slices.Compact(names)
+			continue
+		}
 		if errors.Is(err, errTxCheck) {
 			for _, q := range last.check {
 				if err := seqCheck(ctx, q); err != nil {
@@ -163,7 +273,7 @@ func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 		return err
 	}
-	return fmt.Errorf("vault update: sequences still unchecked after %d runs: %w", maxTxChecks, ErrInvalidArgument)
+	return fmt.Errorf("vault update: sequences still unchecked, or record keys still out of order, after %d runs: %w", maxTxChecks, ErrInvalidArgument)
 }
 
 // use checks that tx may still be used.
@@ -203,6 +313,9 @@ func (tx *Tx) Next(seq *sequence.Sequence) (sequence.Serial, error) {
 	}
 	if tx.v.hub != nil {
 		return sequence.Serial{}, fmt.Errorf("next: %w", ErrNumbersOnHub) // hub_numbered.go
+	}
+	if tx.order.collecting() {
+		return sequence.Serial{}, nil // a run that only collects keys takes no number
 	}
 	switch {
 	case seq == nil:
@@ -258,38 +371,47 @@ func (c *Collection[T]) In(tx *Tx) *TxCollection[T] {
 }
 
 // begin checks a call: the transaction, the collection's name and vault,
-// and id.
-func (b *TxCollection[T]) begin(op, id string) error {
+// and id. collect reports a run that only collects keys (see txOrder).
+func (b *TxCollection[T]) begin(op, id string) (collect bool, err error) {
 	c := b.c
 	if err := b.tx.use(); err != nil {
-		return fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
+		return false, fmt.Errorf("%s %s/%s: %w", op, c.name, id, err)
 	}
 	// Inside the transaction the keyring entry is not read again: a
 	// collection given since the handle last read it is refused until a
 	// call outside one (or a key load) has seen it.
-	err := c.err
+	err = c.err
 	if c.denied {
 		err = c.v.keys.permits(c.name)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+		return false, fmt.Errorf("%s: %w", op, err)
 	}
 	if c.v != b.tx.v {
-		return fmt.Errorf("%s %s/%s: collection of another vault: %w", op, c.name, id, ErrInvalidArgument)
+		return false, fmt.Errorf("%s %s/%s: collection of another vault: %w", op, c.name, id, ErrInvalidArgument)
 	}
-	if err := CheckID(id); err != nil {
-		return fmt.Errorf("%s %s: %w", op, c.name, err)
+	if err := checkIDFor(op, id); err != nil {
+		return false, fmt.Errorf("%s %s: %w", op, c.name, err)
 	}
-	return nil
+	return b.tx.order.touch(c.v.recordKey(c.name, id)), nil
 }
 
 // GetRecord returns the record at id as the transaction sees it, or an
 // error wrapping ErrNotFound.
 func (b *TxCollection[T]) GetRecord(id string) (Record[T], error) {
-	if err := b.begin("get", id); err != nil {
+	collect, err := b.begin("get", id)
+	if err != nil {
 		return Record[T]{}, err
 	}
 	c := b.c
+	if collect {
+		// Outside the transaction: no lock taken (see txOrder).
+		r, err := c.GetRecord(b.tx.ctx, id)
+		if err != nil {
+			return Record[T]{}, err
+		}
+		return r, nil
+	}
 	prev, err := c.v.readTx(b.tx.tx, c.name, id, false)
 	if err != nil {
 		return Record[T]{}, fmt.Errorf("get %s/%s: %w", c.name, id, err)
@@ -322,7 +444,7 @@ func (b *TxCollection[T]) PutIf(id string, value T, rev uint64) error {
 }
 
 func (b *TxCollection[T]) put(op, id string, value T, rev *uint64) error {
-	if err := b.begin(op, id); err != nil {
+	if collect, err := b.begin(op, id); err != nil || collect {
 		return err
 	}
 	c := b.c
@@ -365,7 +487,7 @@ func (b *TxCollection[T]) DeleteIf(id string, rev uint64) error {
 }
 
 func (b *TxCollection[T]) del(id string, rev *uint64) error {
-	if err := b.begin("delete", id); err != nil {
+	if collect, err := b.begin("delete", id); err != nil || collect {
 		return err
 	}
 	c := b.c

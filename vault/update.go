@@ -247,7 +247,7 @@ func (v *Vault) modifyTx(ctx context.Context, tx stores.Tx, collection, id strin
 // marks, with the ledger entry Put writes.
 func (v *Vault) putTx(ctx context.Context, tx stores.Tx, collection, id string, prev stored, body []byte) (written, error) {
 	m := v.meta()
-	sealed, rev, err := v.sealMeta(collection, id, joinRecord(prev.marks, body), prev.rev, m)
+	sealed, rev, err := v.sealMetaTx(v.keyTx(tx), collection, id, joinRecord(prev.marks, body), prev.rev, m)
 	if err != nil {
 		return written{}, err
 	}

@@ -23,7 +23,7 @@ import (
 type Vault struct {
 	name   string
 	user   string
-	store  stores.Store
+	store  vaultStore // the store through its checking wrapper (store_checked.go)
 	prefix string
 	dk     *crypto.Key   // the first generation's data key: internal values, the ledger's and claims' keys
 	keys   *genKeys      // the data keys by generation, for records (rotate_keys.go)
@@ -64,6 +64,12 @@ type Vault struct {
 	// floor is the generation every record of the store was re-sealed
 	// with, as the ledger's KeysResealed entries say (people_ledger.go).
 	floor atomic.Uint64
+	// binds is what the vault knows of which series are bound to which
+	// collections (people_series.go).
+	binds seriesBinds
+	// txLocks caches whether the store's transactions lock keys as they
+	// read them: 0 not known yet, 1 no, 2 yes (tx.go's locksOnRead).
+	txLocks atomic.Int32
 
 	// gate admits the vault's own calls (collections, numbering series)
 	// until Close, which waits for those in flight.
@@ -75,13 +81,14 @@ type Vault struct {
 }
 
 func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
+	st := checkStore(cfg.Store)
 	if cfg.role == RoleReader {
-		cfg.Store = readOnly(cfg.Store) // a reader writes nothing (keyring_readonly.go)
+		st = checkStore(readOnly(st)) // a reader writes nothing (keyring_readonly.go)
 	}
 	v := &Vault{
 		name:   cfg.Name,
 		user:   cfg.User,
-		store:  cfg.Store,
+		store:  st,
 		prefix: prefix,
 		dk:     dk,
 		keys:   newGenKeys(map[uint64]*crypto.Key{1: dk}, nil),
@@ -93,14 +100,15 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	v.exitFn = v.exit
 	v.macer = newMACer(dk, "noydb ledger v1")
 	v.claims = newMACer(dk, "noydb claim keys v1")
-	v.ledger = newLedger()(cfg.Store, v.seal, v.macer, prefix, v.ledgerOptions())
+	// Every append passes the check of what it numbers (people_series.go).
+	v.ledger = seriesLedger{newLedger()(st, v.seal, v.macer, prefix, v.ledgerOptions()), v}
 	v.audit = &Audit{l: v.ledger}
 	// Sequences write their counters and ledger entries through the
 	// ledger's batches, like record writes, so that writers of this process
 	// share commits and never fail one another on the ledger head.
-	var seqStore stores.Store = cfg.Store
-	if _, ok := cfg.Store.(stores.Transactor); ok {
-		seqStore = ledgerBatch{Store: cfg.Store, l: v.ledger, v: v}
+	var seqStore stores.Store = st
+	if _, ok := st.(stores.Transactor); ok {
+		seqStore = ledgerBatch{Store: st, l: v.ledger, v: v}
 	}
 	v.seqs = newSequences()(seqStore, v.seal, prefix, sequenceConfig{
 		Journal:  journal{l: v.ledger},
@@ -163,7 +171,11 @@ func (s ledgerBatch) UpdateKeys(ctx context.Context, keys []string, fn func(tx s
 // Name returns the vault's name.
 func (v *Vault) Name() string { return v.name }
 
-// Store returns the store the vault lives on.
+// Store returns the store the vault lives on, as the vault reaches it:
+// through its checking wrapper, which refuses what a store that breaks its
+// contract answers (a listed key outside the prefix asked, a value above
+// stores.MaxValueLen: stores.ErrMisbehaving) and keeps the store's
+// stores.Transactor and stores.Locker; a reader's refuses every write.
 func (v *Vault) Store() stores.Store { return v.store }
 
 // Sequence returns a handle on a gap-free numbered series of this vault,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/vault"
 )
@@ -101,7 +102,8 @@ type app struct {
 	noDefaultStore error
 	vaultName      string
 	// user is --user, else $NOYDB_USER; "" until pickUser settles it.
-	user string
+	// userFrom says where pickUser found it, for init's confirmation.
+	user, userFrom string
 	// flags are the global flags, to tell a --user '' from none.
 	flags      *pflag.FlagSet
 	secretFile string
@@ -157,6 +159,14 @@ type app struct {
 	// quietMem drops the note that mem: keeps nothing (the demo says it itself).
 	quietMem bool
 
+	// deriveForAgent: 'noydb unlock' opens with the identity it derives
+	// from the secret (vault.DeriveIdentity), kept in unlocked for the
+	// agent. agentID is the identity an agent gave (agent.go), nil when
+	// the command derived the key itself.
+	deriveForAgent bool
+	unlocked       *crypto.Identity
+	agentID        *crypto.Identity
+
 	// config is the config file's settings; configErr says why it could
 	// not be read (every command but config then fails with it).
 	config    configFile
@@ -175,6 +185,9 @@ type app struct {
 	noHub bool
 	// offlineHint is what explain adds to "offline" (default: about numbers).
 	offlineHint string
+	// writeTime: the command numbers a record as it writes it (put --seq
+	// with a period, partition, date or correction), which passes cannot.
+	writeTime bool
 	// syncBar is the progress bar of the sync phase under way.
 	syncBar *progressBar
 	// clock, when set, is the progress bars' clock (tests); else time.Now.
@@ -217,18 +230,29 @@ func run(ctx context.Context, args []string, sio stdio) int {
 		if !errors.Is(err, context.Canceled) {
 			msg += ": " + a.explain(err)
 		}
-		fmt.Fprintf(sio.err, "noydb: %s\n", oneLine(msg))
+		fmt.Fprintf(sio.err, "noydb: %s\n", a.scrub(oneLine(msg)))
 		return exitInterrupt
 	}
 	if isUsage(err) {
-		fmt.Fprintf(sio.err, "%s: %s (see '%s --help')\n", cmd.CommandPath(), oneLine(err.Error()), cmd.CommandPath())
+		see := "'" + cmd.CommandPath() + " --help'"
+		if ve := (*sequence.ValidationError)(nil); errors.As(err, &ve) && ve.Field == "format" {
+			see = "'noydb help formats'"
+		}
+		fmt.Fprintf(sio.err, "%s: %s (see %s)\n", cmd.CommandPath(), a.scrub(oneLine(err.Error())), see)
 		return exitUsage
 	}
-	fmt.Fprintf(sio.err, "noydb: %s\n", oneLine(a.explain(err)))
+	fmt.Fprintf(sio.err, "noydb: %s\n", a.scrub(oneLine(a.explain(err))))
 	if a.isOffline(err) {
 		return exitOffline
 	}
 	return exitFailure
+}
+
+// scrub hides in a message every password of --store and --hub, whatever
+// form they were written in: the last guard of what an error prints, after
+// each location was already printed redacted (redactLocation).
+func (a *app) scrub(msg string) string {
+	return scrubSecrets(msg, a.storeSpec, a.hubSpec)
 }
 
 func oneLine(s string) string {
@@ -349,10 +373,10 @@ cheap key-derivation cost. Never set it for real data.`,
 	pf.StringVar(&a.storeSpec, "store", storeDefault, "where the data is: badger:DIR, file:DIR, mem: or a postgres:// URL ($"+envStore+"; default a badger store in the user data folder)")
 	// Help shows the default: a PostgreSQL URL from $NOYDB_STORE or the
 	// config file without its password.
-	pf.Lookup("store").DefValue = redactURL(storeDefault)
+	pf.Lookup("store").DefValue = redactLocation(storeDefault)
 	pf.StringVar(&a.vaultName, "vault", vaultDefault, "vault name ($"+envVault+")")
 	pf.StringVar(&a.hubSpec, "hub", setting(envHub, "hub", ""), "the hub this device syncs through and takes numbers from: badger:DIR or a postgres:// URL ($"+envHub+"; default none)")
-	pf.Lookup("hub").DefValue = redactURL(pf.Lookup("hub").DefValue)
+	pf.Lookup("hub").DefValue = redactLocation(pf.Lookup("hub").DefValue)
 	pf.StringVar(&a.user, "user", setting(envUser, "user", ""), "user whose key opens the vault ($"+envUser+"; default the vault's only user, and $USER for a new vault)")
 	a.flags = pf
 	pf.StringVar(&a.secretFile, "secret-file", "", "read the secret from this file (else $"+envSecret+", else a prompt)")
@@ -377,7 +401,7 @@ cheap key-derivation cost. Never set it for real data.`,
 	initCmd := a.initCmd()
 	initCmd.GroupID = "records"
 	root.AddCommand(initCmd)
-	for _, c := range a.recordCmds() {
+	for _, c := range append(a.recordCmds(), a.importCmd()) {
 		c.GroupID = "records"
 		root.AddCommand(c)
 	}
@@ -392,10 +416,16 @@ cheap key-derivation cost. Never set it for real data.`,
 	syncCmd := a.syncCmd()
 	syncCmd.GroupID = "people"
 	root.AddCommand(syncCmd)
+	for _, c := range []*cobra.Command{a.unlockCmd(), a.lockCmd()} {
+		c.GroupID = "people"
+		root.AddCommand(c)
+	}
+	root.AddCommand(a.agentServeCmd())
 	for _, c := range []*cobra.Command{a.benchCmd(), a.demoCmd(), a.configCmd(), a.forgetCmd()} {
 		c.GroupID = "tools"
 		root.AddCommand(c)
 	}
+	root.AddCommand(formatsTopic())
 	root.SetHelpCommand(a.helpCmd())
 	root.SetHelpCommandGroupID("tools")
 	root.SetCompletionCommandGroupID("tools")
@@ -661,12 +691,32 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 		defer clear(s)
 		cfg.Secret = s
 	default:
+		if loc, err := a.spec.location(); err == nil && (exists || onHub) && !a.deriveForAgent {
+			if id, ok := a.agentIdentity(ctx, loc, a.vaultName, a.user); ok {
+				cfg.Identity, a.agentID = id, id
+				break
+			}
+		}
 		secret, err := a.secret(a.vaultName, !exists && !onHub)
 		if err != nil {
 			return nil, err
 		}
 		defer clear(secret)
 		cfg.Secret = secret
+		if a.deriveForAgent {
+			if !exists && !onHub {
+				return nil, usagef("unlock: vault %q does not exist yet: create it with 'noydb init' first", a.vaultName)
+			}
+			vcfg := vault.Config{Store: users, Name: a.vaultName, User: a.user, Secret: secret}
+			if a.env(envTestKDF) == "1" {
+				vcfg.InsecureAllowWeakKDF = true
+			}
+			id, err := vault.DeriveIdentity(ctx, vcfg)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Secret, cfg.Identity, a.unlocked = nil, id, id
+		}
 	}
 	if hub != nil {
 		cfg.Hub = hub.store
@@ -695,6 +745,9 @@ func (a *app) openVault(ctx context.Context) (*vault.Vault, error) {
 		}
 		a.role = v.Role().String()
 		a.noteStore(stateDir)
+		if a.agentID != nil {
+			a.agentNote()
+		}
 	}
 	return v, err
 }
@@ -727,6 +780,7 @@ func (a *app) pickUser(ctx context.Context, st stores.Store, exists bool) error 
 		if err := vault.CheckCollectionName(a.user); err != nil {
 			return usagef("--user %q: %v", a.user, err)
 		}
+		a.userFrom = a.source("user", envUser, "")
 		return nil
 	}
 	var users []string
@@ -738,20 +792,21 @@ func (a *app) pickUser(ctx context.Context, st stores.Store, exists bool) error 
 	}
 	switch len(users) {
 	case 0:
-		a.user = a.env("USER")
+		a.user, a.userFrom = a.env("USER"), "$USER"
 		if a.user == "" || vault.CheckCollectionName(a.user) != nil {
-			a.user = defaultUser
+			a.user, a.userFrom = defaultUser, "the default, $USER being unset"
 		}
 		return nil
 	case 1:
-		a.user = users[0]
+		a.user, a.userFrom = users[0], "the vault's only user"
 		return nil
 	}
 	shown := users
 	if len(shown) > maxVaultHint {
 		shown = append(shown[:maxVaultHint:maxVaultHint], fmt.Sprintf("and %d more", len(users)-maxVaultHint))
 	}
-	return usagef("vault %q has %d users (%s): pass --user or set $%s", a.vaultName, len(users), strings.Join(shown, ", "), envUser)
+	return usagef("vault %q has %d users (%s): say which you are with --user NAME, $%s, or once for all with 'noydb config set user NAME'",
+		a.vaultName, len(users), strings.Join(shown, ", "), envUser)
 }
 
 // vaultUsers lists the users with a key slot in the vault, by the keys the
@@ -791,6 +846,9 @@ func (a *app) close() error {
 	}
 	if a.hub != nil && a.hub.offline == nil {
 		err = errors.Join(err, a.hub.store.Close())
+	}
+	if a.agentID != nil {
+		a.agentID.Wipe()
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -78,7 +79,8 @@ func (a *app) auditCmd() *cobra.Command {
 then the corrections: the numbers of a credit-note series (--corrects) with
 the number each corrects, or the numbers of a corrected series with the
 credit notes that correct them. For a series with periods it audits
-today's period, --date's or --period LABEL's.
+every period the series has numbers in, one after the other (with --json,
+an array of reports), or the one of --date or --period LABEL.
 
 The answer comes from the vault's ledger, which is verified on the way: a
 tampered ledger fails the audit. Exit status 1 when a number is missing.
@@ -89,49 +91,99 @@ stopped pass has not finished), and every record given two numbers or
 number given to two records (exit status 1).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVaultToRead(cmd.Context())
+			if err := f.checkPeriod(); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			v, err := a.openVaultToRead(ctx)
 			if err != nil {
 				return err
 			}
-			s, err := f.sequence(cmd.Context(), v, args[0])
-			if err != nil {
-				return err
-			}
-			counter, passes, err := seriesOf(cmd.Context(), v, args[0], f.partStrings())
+			counter, passes, err := seriesOf(ctx, v, args[0], f.partStrings())
 			if err != nil {
 				return err
 			}
 			if counter == nil {
-				return a.auditPasses(cmd.Context(), v, *passes)
+				return a.auditPasses(ctx, v, *passes)
 			}
-			if f.label != "" {
-				if s, err = atLabel(cmd.Context(), s, f.label); err != nil {
+			s, err := f.sequence(ctx, v, args[0])
+			if err != nil {
+				return err
+			}
+			handles := []*sequence.Sequence{s}
+			all := false
+			if f.periodLabel() == "" && f.date == "" {
+				if periods, err := periodsOf(ctx, v, s); err != nil {
+					return err
+				} else if len(periods) > 0 {
+					handles, all = periods, true
+				}
+			}
+			var reps []auditReport
+			missing, head := 0, uint64(0)
+			for i, h := range handles {
+				r, err := h.Audit(ctx)
+				if err != nil {
+					return err
+				}
+				rep := auditOf(h, r)
+				reps = append(reps, rep)
+				missing += rep.Counts[statusMissing]
+				head += rep.Head
+				if a.json {
+					continue
+				}
+				if i > 0 {
+					fmt.Fprintln(a.io.out)
+				}
+				if err := a.printAudit(rep, h); err != nil {
 					return err
 				}
 			}
-			r, err := s.Audit(cmd.Context())
-			if err != nil {
-				return err
-			}
-			rep := auditOf(s, r)
-			if a.json {
-				err = a.printJSON(rep)
-			} else {
-				err = a.printAudit(rep, s)
+			if a.json && all {
+				err = a.printJSON(reps)
+			} else if a.json {
+				err = a.printJSON(reps[0])
 			}
 			if err != nil {
 				return err
 			}
-			if m := rep.Counts[statusMissing]; m > 0 {
-				return fmt.Errorf("audit %s: %d of %d numbers have no trace in the ledger (a crash between counter and ledger?)", seriesName(s), m, rep.Head)
+			if missing > 0 {
+				return fmt.Errorf("audit %s: %d of %d numbers have no trace in the ledger (a crash between counter and ledger?)", seriesName(s), missing, head)
 			}
 			return nil
 		},
 	}
 	f.add(cmd)
 	f.addDate(cmd, "audit the period holding this date")
-	f.addLabel(cmd)
+	f.addPeriod(cmd, false, true, "to audit (default: every period)")
 	return cmd
+}
+
+// periodsOf returns the handles of every period of s's series and
+// partition that has a counter, in the order 'seq list' shows them; none
+// for a series without periods.
+func periodsOf(ctx context.Context, v *vault.Vault, s *sequence.Sequence) ([]*sequence.Sequence, error) {
+	def, err := s.Definition(ctx)
+	if err != nil || def.Period == sequence.PeriodNone {
+		return nil, err
+	}
+	infos, err := v.SeriesNamed(ctx, s.Series())
+	if err != nil {
+		return nil, err
+	}
+	var out []*sequence.Sequence
+	for _, info := range infos {
+		if info.Passes || info.Period == "" || !slices.Equal(info.Partition, s.Partition()) {
+			continue
+		}
+		t, err := atLabel(ctx, s, info.Period)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // auditOf turns the SDK's audit of s into the rows the command prints: one

@@ -118,7 +118,7 @@ func (a *app) setConfig(key, value string) error {
 	}
 	shown := value
 	if key == "store" || key == "hub" {
-		shown = redactURL(value) // a PostgreSQL URL's password stays in the file
+		shown = redactLocation(value) // a PostgreSQL URL's password stays in the file
 	}
 	if a.json {
 		return a.printJSON(map[string]string{"file": path, "key": key, "value": shown})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"strings"
@@ -74,4 +75,47 @@ func putRevision(ctx context.Context, v *vault.Vault, before ledger.Head, collec
 		return 0, fmt.Errorf("put %s/%s: the ledger holds no entry of the put", collection, id)
 	}
 	return rev, nil
+}
+
+// confirmClose asks before a period is closed for good when that is most
+// likely a mistake: the period has not begun yet, or the series has no
+// number in it. yes (--yes) answers for the user; without it, off a
+// terminal, the close is refused as a usage error.
+func (a *app) confirmClose(ctx context.Context, v *vault.Vault, f *seqFlags, s *sequence.Sequence, label string, head uint64, yes bool) error {
+	// Today's period: of a handle that is not dated (s may be --date's).
+	o, err := f.options()
+	if err != nil {
+		return err
+	}
+	undated, err := v.Sequence(s.Series(), o)
+	if err != nil {
+		return err
+	}
+	today, err := undated.PeriodLabel(ctx)
+	if err != nil {
+		return err
+	}
+	var why []string
+	if today != "" && len(label) == len(today) && label > today {
+		why = append(why, "has not begun (today is in "+today+")")
+	}
+	if head == 0 {
+		why = append(why, "has no number of "+s.Series())
+	}
+	if len(why) == 0 || yes {
+		return nil
+	}
+	what := fmt.Sprintf("period %s %s", label, strings.Join(why, " and "))
+	if !a.io.inTerminal {
+		return usagef("%s: closing it is for good (no number can ever be dated into it); pass --yes if that is what you mean", what)
+	}
+	fmt.Fprintf(a.io.err, "The %s. Close it for good? [y/N] ", what)
+	line, err := bufio.NewReader(a.io.in).ReadString('\n')
+	if err != nil && line == "" {
+		return usagef("%s: not confirmed, nothing closed", what)
+	}
+	if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
+		return usagef("%s: not confirmed, nothing closed", what)
+	}
+	return nil
 }

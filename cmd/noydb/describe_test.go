@@ -26,6 +26,7 @@ func TestDescribeEveryKind(t *testing.T) {
 		ledger.AppEvent:             {ledger.Entry{Reason: "login"}, `"login" (0 bytes)`},
 		ledger.SeriesDefined:        {ledger.Entry{Series: "inv", Reason: "format INV-{seq}"}, `"inv": format INV-{seq}`},
 		ledger.PeriodClosed:         {ledger.Entry{Series: "inv", Partition: []string{"2026"}, Number: 9}, `"inv" [2026] closed at #9`},
+		ledger.SeriesBound:          {ledger.Entry{Series: "inv", Collection: "invoices"}, `"inv" bound to collection invoices`},
 		ledger.RecordPulled:         {ledger.Entry{Collection: "notes", ID: "a", Revision: 3, Number: 17}, "notes/a rev 3, from the hub (its change 17)"},
 		ledger.RecordPulledDelete:   {ledger.Entry{Collection: "notes", ID: "a", Revision: 3, Number: 18}, "notes/a deleted (was rev 3), from the hub (its change 18)"},
 		ledger.SyncConflict:         {ledger.Entry{Collection: "notes", ID: "a", Revision: 4, Reason: "higher-revision-wins: device lost"}, "notes/a: conflict, device lost (rev 4) by higher-revision-wins"},
@@ -37,6 +38,7 @@ func TestDescribeEveryKind(t *testing.T) {
 		ledger.RecoveryCodeUsed:     {ledger.Entry{ID: "olga", RequestID: "ab12"}, "olga opened with recovery code ab12 and set a new secret"},
 		ledger.RecoveryCodesRevoked: {ledger.Entry{ID: "olga"}, "unused recovery codes of olga revoked"},
 		ledger.KeysRotated:          {ledger.Entry{Number: 3, Reason: "revoke rita"}, "new data keys, generation 3 (after removing rita)"},
+		ledger.KeysResealed:         {ledger.Entry{Number: 3}, "every record re-sealed with data keys of generation 3 or later"},
 	}
 	for k := ledger.RecordPut; k.Valid(); k++ {
 		w, ok := want[k]

@@ -25,6 +25,7 @@ func isUsage(err error) bool {
 	var ue *usageError
 	return errors.As(err, &ue) ||
 		errors.Is(err, sequence.ErrInvalid) ||
+		errors.Is(err, sequence.ErrNoSuchSeries) ||
 		errors.Is(err, numbering.ErrInvalid) ||
 		errors.Is(err, vault.ErrInvalidName) ||
 		errors.Is(err, vault.ErrReservedName)
@@ -74,6 +75,8 @@ func (a *app) explain(err error) string {
 	var mismatch *numbering.MismatchError
 	var behind *vault.HubBehindError
 	switch {
+	case errors.Is(err, vault.ErrWrongSecret) && a.agentID != nil:
+		return fmt.Sprintf("the key the agent keeps for vault %q (user %q) no longer opens it (re-created, or the person granted anew): run 'noydb lock', then 'noydb unlock'", a.vaultName, a.user)
 	case errors.Is(err, vault.ErrWrongSecret) && a.identityFile != "":
 		return fmt.Sprintf("the identity in --identity-file does not open vault %q for user %q", a.vaultName, a.user)
 	case errors.Is(err, vault.ErrWrongSecret):
@@ -125,6 +128,10 @@ func (a *app) explain(err error) string {
 	case errors.Is(err, sequence.ErrOffline) && a.spec.kind != "file":
 		return fmt.Sprintf("offline: vault %q is a device of a hub, and no hub is set: pass --hub, set $%s or `noydb config set hub …` "+
 			"(records are written here meanwhile, and `noydb put --seq` writes one to be numbered later)", a.vaultName, envHub)
+	case errors.Is(err, sequence.ErrOffline) && a.writeTime:
+		return fmt.Sprintf("store %s has no atomic compare-and-swap, so it cannot number a record as it is written, which --period, --partition, --date "+
+			"and --correcting need: keep this series on a badger or postgres store (or a hub); here, `noydb put --seq SERIES` without them "+
+			"hands records to `noydb number pass`", a.spec)
 	case errors.Is(err, sequence.ErrOffline):
 		return fmt.Sprintf("store %s has no atomic compare-and-swap: write numbered records with `noydb put --seq`, numbered by `noydb number pass`", a.spec)
 	case errors.Is(err, sequence.ErrPeriodClosed):
@@ -177,24 +184,33 @@ func (a *app) explain(err error) string {
 // person limited to others may not use (see 'people collections').
 const notLimitedTo = "is not among those the person may use"
 
-// notPermitted explains vault.ErrNotPermitted: what the person's role does
-// not allow, and who can change that.
+// notPermitted explains vault.ErrNotPermitted in at most two lines of a
+// terminal: who is refused, what their role allows, and whom to ask. The
+// vault's own wording (which names the operation) comes first only when
+// it is short.
 func (a *app) notPermitted(err error) string {
 	user, name := strconv.Quote(a.user), strconv.Quote(a.vaultName)
+	op := operation(err)
 	switch {
 	case strings.Contains(err.Error(), notLimitedTo):
-		return fmt.Sprintf("%v: %s may use only the collections an owner gave them in vault %s (see 'noydb people list'); "+
-			"to use this one, ask an owner to add it ('noydb people collections %s --collections …')", err, user, name, a.user)
+		return fmt.Sprintf("%snot permitted: %s may use only some collections of vault %s; an owner can add one: 'noydb people collections %s --collections …'",
+			op, user, name, a.user)
 	case a.role == vault.RoleReader.String():
-		return fmt.Sprintf("%v: %s is a reader of vault %s, and a reader only reads: no record written, no number taken, "+
-			"no one's access changed; ask an owner (see 'noydb people list') to do it, or to give %s a role that allows it "+
-			"(the owner runs 'noydb people remove %s', then 'noydb people add %s --role writer', or --role owner to change people)",
-			err, user, name, a.user, a.user, a.user)
+		return fmt.Sprintf("%snot permitted: %s is a reader of vault %s and only reads; ask an owner for another role ('noydb people list')",
+			op, user, name)
 	case a.role == vault.RoleWriter.String():
-		return fmt.Sprintf("%v: %s is a writer of vault %s, and a writer writes records and takes numbers but changes "+
-			"no one's access and no key: only an owner does; ask an owner (see 'noydb people list') to do it, "+
-			"or to make %s an owner (the owner runs 'noydb people remove %s', then 'noydb people add %s --role owner')",
-			err, user, name, a.user, a.user, a.user)
+		return fmt.Sprintf("%snot permitted: %s is a writer of vault %s; only an owner changes people and keys ('noydb people list' names them)",
+			op, user, name)
 	}
 	return err.Error()
+}
+
+// operation is the operation an error of the vault names first ("put
+// invoices/inv-1: ", "grant \"eve\": "), or "" when that is long.
+func operation(err error) string {
+	op, _, ok := strings.Cut(err.Error(), ": ")
+	if !ok || len(op) > 32 || strings.Contains(op, "not permitted") {
+		return ""
+	}
+	return op + ": "
 }

@@ -30,7 +30,7 @@ and this device's protection starts over from what the store holds.`,
 				return err
 			}
 			if dir == "" {
-				fmt.Fprintf(a.io.out, "%s keeps no state: nothing to forget\n", a.storeSpec)
+				fmt.Fprintf(a.io.out, "%s keeps no state: nothing to forget\n", redactLocation(a.storeSpec))
 				return nil
 			}
 			used, err := vault.Used(dir, a.vaultName)

@@ -20,7 +20,7 @@ const envHub = "NOYDB_HUB"
 func parseHubSpec(s string) (storeSpec, error) {
 	spec, err := parseStoreSpec(s)
 	if err != nil {
-		return storeSpec{}, usagef("--hub %q: want badger:DIR or a postgres:// URL", redactURL(s))
+		return storeSpec{}, usagef("--hub %q: want badger:DIR or a postgres:// URL", redactLocation(s))
 	}
 	switch spec.kind {
 	case "file":

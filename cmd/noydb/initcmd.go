@@ -20,16 +20,18 @@ func (a *app) initCmd() *cobra.Command {
 refuses a vault that does not exist, unless --create is given, so a misspelt
 --vault or a wrong --store never silently starts a new series from 1.
 
-It prints "created vault NAME on STORE", or, when the vault exists and the
+It prints "created vault NAME on STORE" and which user it made the vault's
+first owner (--user, $NOYDB_USER, the config file's user, else $USER, else
+"owner") and how to open it as them, or, when the vault exists and the
 secret opens it, that there is nothing to do. With --hub it says that the
 vault joined the hub: created there too, or, when the hub holds the vault
 already, fetched from it (its people and keys; 'noydb sync' brings the
-records). With --json it prints {"vault", "store", "created"}, and
-"fetched" or "joined" when true.`,
+records). With --json it prints {"vault", "store", "user", "user_from",
+"created"}, and "fetched" or "joined" when true.`,
 		Example: `  noydb init --vault books
   noydb --vault books seq next invoices`,
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			a.create, a.ownsHubNote = true, true
 			v, err := a.openVault(cmd.Context())
 			if err != nil {
@@ -37,12 +39,23 @@ records). With --json it prints {"vault", "store", "created"}, and
 			}
 			if a.json {
 				return a.printJSON(struct {
-					Vault   string `json:"vault"`
-					Store   string `json:"store"`
-					Created bool   `json:"created"`
-					Fetched bool   `json:"fetched,omitempty"`
-					Joined  bool   `json:"joined,omitempty"`
-				}{v.Name(), a.spec.String(), a.created, a.fetched, a.joined})
+					Vault    string `json:"vault"`
+					Store    string `json:"store"`
+					User     string `json:"user"`
+					UserFrom string `json:"user_from"`
+					Created  bool   `json:"created"`
+					Fetched  bool   `json:"fetched,omitempty"`
+					Joined   bool   `json:"joined,omitempty"`
+				}{v.Name(), a.spec.String(), a.user, a.userFrom, a.created, a.fetched, a.joined})
+			}
+			if a.created {
+				defer func() {
+					if err == nil {
+						_, err = fmt.Fprintf(a.io.out, "its first user, an owner, is %s (%s): commands open it as %s while %s is its only user; "+
+							"after 'noydb people add', pass --user %s, or keep it with 'noydb config set user %s'\n",
+							a.user, a.userFrom, a.user, a.user, a.user, a.user)
+					}
+				}()
 			}
 			switch {
 			case a.fetched:

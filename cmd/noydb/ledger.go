@@ -255,6 +255,8 @@ func describe(e ledger.Entry) string {
 		return fmt.Sprintf("%s: %s", series, e.Reason)
 	case ledger.PeriodClosed:
 		return fmt.Sprintf("%s closed at #%d", series, e.Number)
+	case ledger.SeriesBound:
+		return fmt.Sprintf("%s bound to collection %s", series, e.Collection)
 	case ledger.AppEvent:
 		name, data, _ := e.Event()
 		return fmt.Sprintf("%s (%d bytes)", strconv.Quote(name), len(data))
@@ -284,6 +286,8 @@ func describe(e ledger.Entry) string {
 		return fmt.Sprintf("%s opened with recovery code %s and set a new secret", e.ID, e.RequestID)
 	case ledger.RecoveryCodesRevoked:
 		return fmt.Sprintf("unused recovery codes of %s revoked", e.ID)
+	case ledger.KeysResealed:
+		return fmt.Sprintf("every record re-sealed with data keys of generation %d or later", e.Number)
 	case ledger.KeysRotated:
 		// Reason says why: "rotate", "revoke <user>", "grant <user>" (a
 		// limited grant), "collections of <user>".

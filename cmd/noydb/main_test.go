@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,6 +32,9 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv(envRunMain) == "1" {
 		main()
+	}
+	if socket := os.Getenv(envAgentProbe); socket != "" {
+		os.Exit(probeAgent(socket))
 	}
 	testscript.Main(m, map[string]func(){
 		"noydb": func() { os.Exit(run(context.Background(), os.Args[1:], osStdio())) },
@@ -76,6 +83,12 @@ func scriptParams(dir string, env map[string]string) testscript.Params {
 			e.Setenv("XDG_STATE_HOME", e.WorkDir+"/.local/state")
 			// Never the real user's config file.
 			e.Setenv(envConfig, e.WorkDir+"/.config/noydb/config")
+			// Never the real user's agent; and an agent a failed script
+			// leaves behind is ended with it.
+			e.Setenv("XDG_RUNTIME_DIR", e.WorkDir+"/run")
+			e.Defer(func() {
+				_, _ = callAgent(context.Background(), e.WorkDir+"/run/noydb/agent.sock", agentRequest{Op: "lock"})
+			})
 			// A race-enabled binary sleeps a second at exit by default; the
 			// scripts run noydb a few hundred times.
 			e.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
@@ -84,16 +97,31 @@ func scriptParams(dir string, env map[string]string) testscript.Params {
 			}
 			return nil
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":   cmdExits,
-			"copydir": cmdCopyDir,
-			"hold":    cmdHold,
-			"json":    cmdJSON,
-			"tamper":  cmdTamper,
-			"linevar": cmdLineVar,
-			"varfile": cmdVarFile,
-		},
+		Cmds: withPlatformCmds(map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits":     cmdExits,
+			"copydir":   cmdCopyDir,
+			"hold":      cmdHold,
+			"json":      cmdJSON,
+			"tamper":    cmdTamper,
+			"linevar":   cmdLineVar,
+			"varfile":   cmdVarFile,
+			"killafter": cmdKillAfter,
+			"jsonlines": cmdJSONLines,
+			"onlyfiles": cmdOnlyFiles,
+			"waitgone":  cmdWaitGone,
+			"tryopen":   cmdTryOpen,
+			"filemode":  cmdFileMode,
+		}),
 	}
+}
+
+// withPlatformCmds adds to cmds the commands of this system's own tests
+// (platformCmds, in a file per system).
+func withPlatformCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, args []string)) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	for k, v := range platformCmds {
+		cmds[k] = v
+	}
+	return cmds
 }
 
 // cmdExits runs a program and checks its exit status, keeping its output for
@@ -271,4 +299,151 @@ func cmdTamper(ts *testscript.TestScript, neg bool, args []string) {
 	it.Value[len(it.Value)-1] ^= 1
 	_, err = st.Put(ctx, key, it.Value)
 	ts.Check(err)
+}
+
+// cmdKillAfter runs a program, reads its standard error until a line
+// matches REGEXP, and then kills it with SIGKILL, as a crash would. The
+// program must still be running then (else the kill proves nothing):
+//
+//	killafter 'imported [3-9][0-9]{4} records' noydb import c invoices.jsonl --progress
+func cmdKillAfter(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: killafter REGEXP PROGRAM [ARGS...]")
+	}
+	re, err := regexp.Compile(args[0])
+	ts.Check(err)
+	path, err := exec.LookPath(args[1])
+	ts.Check(err)
+	cmd := exec.Command(path, args[2:]...)
+	cmd.Dir = ts.MkAbs(".")
+	cmd.Env = scriptEnv(ts)
+	stderr, err := cmd.StderrPipe()
+	ts.Check(err)
+	ts.Check(cmd.Start())
+	sc := bufio.NewScanner(stderr)
+	matched := ""
+	for sc.Scan() {
+		if re.MatchString(sc.Text()) {
+			matched = sc.Text()
+			break
+		}
+	}
+	ts.Check(cmd.Process.Kill())
+	_, _ = io.Copy(io.Discard, stderr)
+	err = cmd.Wait()
+	if matched == "" {
+		ts.Fatalf("%s ended (%v) before a line of its standard error matched %q", args[1], err, args[0])
+	}
+	ts.Logf("killed %s after %q", args[1], matched)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ProcessState.Exited() {
+		ts.Fatalf("%s was not killed: %v", args[1], err)
+	}
+}
+
+// scriptEnv is the environment a script gives the programs it runs: the
+// test process's, with the variables scripts set.
+func scriptEnv(ts *testscript.TestScript) []string {
+	env := os.Environ()
+	for _, k := range []string{"HOME", "USER", "TMPDIR", "GORACE", "XDG_DATA_HOME", "XDG_STATE_HOME",
+		envSecret, envStore, envVault, envUser, envTestKDF, envStateDir, envConfig, envHub} {
+		env = append(env, k+"="+ts.Getenv(k))
+	}
+	return env
+}
+
+// cmdJSONLines writes a file of N JSON lines, one customer each, with a
+// code C000001 … that can serve as the id:
+//
+//	jsonlines big.jsonl 100000
+func cmdJSONLines(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: jsonlines FILE N")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	f, err := os.Create(ts.MkAbs(args[0]))
+	ts.Check(err)
+	w := bufio.NewWriter(f)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(w, `{"code":"C%06d","name":"Customer %d","city":"Roma","total":%d}`+"\n", i, i, i*3)
+	}
+	ts.Check(w.Flush())
+	ts.Check(f.Close())
+}
+
+// cmdOnlyFiles checks that a folder holds exactly the files named (none:
+// that it is empty):
+//
+//	onlyfiles run/noydb agent.sock
+func cmdOnlyFiles(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: onlyfiles DIR [NAME...]")
+	}
+	entries, err := os.ReadDir(ts.MkAbs(args[0]))
+	ts.Check(err)
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	if strings.Join(got, " ") != strings.Join(args[1:], " ") {
+		ts.Fatalf("%s holds %q, want %q", args[0], got, args[1:])
+	}
+}
+
+// cmdWaitGone waits until a file no longer exists, failing after TIMEOUT:
+// it waits for the event (an agent ending on its idle time), not for a
+// time.
+//
+//	waitgone run/noydb/agent.sock 30s
+func cmdWaitGone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitgone PATH TIMEOUT")
+	}
+	d, err := time.ParseDuration(args[1])
+	ts.Check(err)
+	deadline := time.Now().Add(d)
+	for {
+		if _, err := os.Lstat(ts.MkAbs(args[0])); errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s still exists after %s", args[0], d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cmdTryOpen opens a store in the test process and closes it at once,
+// failing if another process holds it:
+//
+//	tryopen badger:noydb-data
+func cmdTryOpen(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: tryopen STORE")
+	}
+	spec, err := parseStoreSpec(args[0])
+	ts.Check(err)
+	if spec.dir != "" {
+		spec.dir = ts.MkAbs(spec.dir)
+	}
+	st, err := spec.open(context.Background(), true)
+	ts.Check(err)
+	ts.Check(st.Close())
+}
+
+// cmdFileMode checks the permission bits of a file:
+//
+//	filemode run/noydb 0700
+func cmdFileMode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: filemode PATH MODE")
+	}
+	want, err := strconv.ParseUint(args[1], 8, 32)
+	ts.Check(err)
+	fi, err := os.Lstat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if got := fi.Mode().Perm(); uint64(got) != want {
+		ts.Fatalf("%s has mode %04o, want %04o", args[0], got, want)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -25,7 +26,7 @@ type numberFlags struct {
 // add adds --collection, and with stamping (for a pass) --field and --format.
 func (f *numberFlags) add(cmd *cobra.Command, stamping bool) {
 	f.field = "number"
-	cmd.Flags().StringVar(&f.collection, "collection", "", "collection whose records the series numbers (default: the series name)")
+	cmd.Flags().StringVar(&f.collection, "collection", "", "collection whose records the series numbers (default: the one the series is stored with, else the series name)")
 	if stamping {
 		cmd.Flags().StringVar(&f.field, "field", "number", "JSON field of each record that receives its number")
 		cmd.Flags().StringVar(&f.format, "format", "", "render numbers with a format, e.g. 'R-{seq:05}', stored with a new series (default: the series' stored format; a bare JSON number for a new series)")
@@ -33,17 +34,42 @@ func (f *numberFlags) add(cmd *cobra.Command, stamping bool) {
 }
 
 // handle returns the numbered handle of series name over the flags'
-// collection (default: the series name).
-func (f *numberFlags) handle(v *vault.Vault, name string) (*vault.Numbered[json.RawMessage], error) {
+// collection: --collection, else the collection the series is stored with
+// (its first record's), else the series name.
+func (f *numberFlags) handle(ctx context.Context, v *vault.Vault, name string) (*vault.Numbered[json.RawMessage], error) {
 	coll := f.collection
+	if coll == "" {
+		var err error
+		if coll, err = storedCollection(ctx, v, name); err != nil {
+			return nil, err
+		}
+	}
 	if coll == "" {
 		coll = name
 	}
 	return cliNumbering(v, coll, name, f.format, f.field)
 }
 
-func (f *numberFlags) series(v *vault.Vault, name string) (*numbering.Series, error) {
-	h, err := f.handle(v, name)
+// storedCollection is the collection a series numbered by passes is stored
+// with, "" when it has none yet (or the vault cannot tell offline).
+func storedCollection(ctx context.Context, v *vault.Vault, name string) (string, error) {
+	infos, err := v.SeriesNamed(ctx, name)
+	if errors.Is(err, sequence.ErrOffline) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, s := range infos {
+		if s.Passes && s.Collection != "" {
+			return s.Collection, nil
+		}
+	}
+	return "", nil
+}
+
+func (f *numberFlags) series(ctx context.Context, v *vault.Vault, name string) (*numbering.Series, error) {
+	h, err := f.handle(ctx, v, name)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +168,7 @@ record must exist and not be numbered yet; enqueuing twice is harmless.`,
 			if err != nil {
 				return err
 			}
-			s, err := ef.series(v, args[0])
+			s, err := ef.series(cmd.Context(), v, args[0])
 			if err != nil {
 				return err
 			}
@@ -186,7 +212,7 @@ progress bar follows long passes.`,
 			if err != nil {
 				return err
 			}
-			h, err := pf.handle(v, args[0])
+			h, err := pf.handle(ctx, v, args[0])
 			if err != nil {
 				return err
 			}
@@ -238,7 +264,7 @@ it), or say that it has none yet: it is pending, or was never enqueued.`,
 			if err != nil {
 				return err
 			}
-			s, err := lf.series(v, args[0])
+			s, err := lf.series(cmd.Context(), v, args[0])
 			if err != nil {
 				return err
 			}
@@ -284,7 +310,7 @@ With --json: {"series", "last", "pending", "batch": {"first", "last", "done",
 			if err != nil {
 				return err
 			}
-			s, err := sf.series(v, args[0])
+			s, err := sf.series(cmd.Context(), v, args[0])
 			if err != nil {
 				return err
 			}

@@ -17,7 +17,7 @@ import (
 func TestReadCommandsOpenReadOnly(t *testing.T) {
 	cli := newBadgerCLI(t)
 	dir, noydb := cli.dir, cli.run
-	for _, args := range [][]string{{"init"}, {"seq", "next", "fatture"}, {"seq", "next", "fatture"}} {
+	for _, args := range [][]string{{"init"}, {"seq", "next", "fatture", "--new"}, {"seq", "next", "fatture"}} {
 		out, err := noydb(args...)
 		require.NoError(t, err, "%v: %s", args, out)
 	}

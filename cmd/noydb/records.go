@@ -29,7 +29,9 @@ func (a *app) recordCmds() []*cobra.Command {
 		Long: `Store a JSON record under ID in COLLECTION, replacing any earlier revision.
 The value is the JSON argument, or standard input when it is '-' or missing.
 The record is sealed before it reaches the store and the change is recorded
-in the vault's ledger. The vault must exist ('noydb init', or --create).
+in the vault's ledger. The vault must exist ('noydb init', or --create),
+and so must the collection: the first record of a new one needs --new, so
+that a misspelt collection is refused instead of started.
 
 With --seq SERIES the record is numbered by SERIES: the number goes into the
 record's --field ("number": a JSON number, or the formatted text when the
@@ -71,6 +73,9 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 				if err != nil {
 					return err
 				}
+				if err := a.requireCollection(cmd.Context(), v, args[0], numbered.create, true); err != nil {
+					return err
+				}
 				before, err := v.Audit().Head(cmd.Context())
 				if err != nil {
 					return err
@@ -98,11 +103,18 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 			if err != nil {
 				return err
 			}
+			if err := a.requireCollection(cmd.Context(), v, args[0], numbered.create, true); err != nil {
+				return err
+			}
+			if err := a.requireSeries(cmd.Context(), v, series, numbered.mayCreate(), true); err != nil {
+				return err
+			}
 			if numbered.partition == "" && !numbered.defines() {
 				return a.putHandedOff(cmd, v, args[0], args[1], series, numbered.format, field, value)
 			}
 			// A partitioned, dated or defined series: numbered at write time only.
-			s, err := numbered.sequence(cmd.Context(), v, series)
+			a.writeTime = true
+			s, err := a.seriesHandle(cmd.Context(), &numbered, v, series)
 			if err != nil {
 				return err
 			}
@@ -132,7 +144,9 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 	put.Flags().StringVar(&series, "seq", "", "number the record from this series: in the same commit, or by the next pass on a file: store")
 	put.Flags().StringVar(&field, "field", "number", "with --seq: the JSON field that receives the number")
 	numbered.add(put)
+	numbered.addPeriod(put, true, true, "to number the record in")
 	numbered.addDefine(put)
+	numbered.addNew(put, "the collection (and with --seq the series)")
 	numbered.addDate(put, "with --seq: the document's date, which picks the period")
 	numbered.addCorrecting(put)
 
@@ -152,6 +166,9 @@ carries in its --field, or, for a record waiting for a pass, a second line
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
+				return err
+			}
+			if err := a.requireCollection(cmd.Context(), v, args[0], false, false); err != nil {
 				return err
 			}
 			if getSeq != "" {
@@ -186,6 +203,9 @@ and the record's JSON. With --json it prints an array of
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
+				return err
+			}
+			if err := a.requireCollection(cmd.Context(), v, args[0], false, false); err != nil {
 				return err
 			}
 			w := bufio.NewWriter(a.io.out)
@@ -267,6 +287,9 @@ was no such record (which is no failure). With --json it prints
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
+				return err
+			}
+			if err := a.requireCollection(cmd.Context(), v, args[0], false, false); err != nil {
 				return err
 			}
 			n, err := records(v, args[0]).Count(cmd.Context())

@@ -80,7 +80,7 @@ func TestRecoveryCodeFlagPrompts(t *testing.T) {
 		envStore: "badger:" + filepath.Join(dir, "data"), envStateDir: filepath.Join(dir, "state")}
 	code, _, stderr := terminalRun(t, env, nil, "--vault", "team", "init")
 	require.Equal(t, exitOK, code, stderr)
-	code, _, stderr = terminalRun(t, env, nil, "--vault", "team", "put", "notes", "n1", `{"text":"hi"}`)
+	code, _, stderr = terminalRun(t, env, nil, "--vault", "team", "put", "notes", "n1", `{"text":"hi"}`, "--new")
 	require.Equal(t, exitOK, code, stderr)
 	code, stdout, stderr := terminalRun(t, env, nil, "--vault", "team", "vault", "recovery-codes", "-n", "1")
 	require.Equal(t, exitOK, code, stderr)
@@ -122,7 +122,7 @@ func TestRecoveryCodePrompt(t *testing.T) {
 		envStore: "badger:" + data, envStateDir: state}
 	code, _, stderr := terminalRun(t, env, nil, "--vault", "team", "init")
 	require.Equal(t, exitOK, code, stderr)
-	code, _, stderr = terminalRun(t, env, nil, "--vault", "team", "put", "notes", "n1", `{"text":"hi"}`)
+	code, _, stderr = terminalRun(t, env, nil, "--vault", "team", "put", "notes", "n1", `{"text":"hi"}`, "--new")
 	require.Equal(t, exitOK, code, stderr)
 	code, stdout, stderr := terminalRun(t, env, nil, "--vault", "team", "vault", "recovery-codes", "-n", "1")
 	require.Equal(t, exitOK, code, stderr)

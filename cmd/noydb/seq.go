@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -29,17 +30,20 @@ type serialJSON struct {
 func (a *app) seqCmd() *cobra.Command {
 	seq := &cobra.Command{
 		Use:   "seq",
-		Short: "Gap-free numbered series: next, peek, seed, void, audit, close-period, list",
+		Short: "Gap-free numbered series: create, next, peek, seed, void, audit, close-period, list",
 		Long: `Gap-free numbered series. Each SERIES (optionally scoped by --partition)
 counts 1, 2, 3 … with no number skipped or issued twice, even with many
 callers at once. --format renders numbers: '{partition.0}/{seq:04}' gives
 2026/0001 for --partition 2026.
 
 A series' definition (--format, --period, --fiscal-start, --tz, --meta,
---corrects) is stored with the series by the first number taken with any
-of them, so later commands may leave them out: every command, process and
-device then numbers and renders the series the same way. Passing a
-different definition later is refused. 'noydb seq list' shows it.
+--corrects) is stored with the series by 'seq create' or by the first
+number taken with any of them, so later commands may leave them out: every
+command, process and device then numbers and renders the series the same
+way. Passing a different definition later is refused. 'noydb seq list'
+shows it. A series the vault has never seen is refused as a typo ("no such
+series … did you mean invoices?") unless it was created with 'seq create',
+or the command gives its definition flags or --new.
 
 With --period (day, month, year or fiscal-year) each period of the
 document date (--date, default today, read in the series' --tz) counts
@@ -66,12 +70,21 @@ badger, mem or postgres. On file: stores use 'noydb number'.`,
 		Use:   "next SERIES",
 		Short: "Take the next number of a series and print it",
 		Long: `Take the next number of SERIES and print it (formatted with the series'
-format). A new series (or period) starts at 1. The allocation is recorded
-in the ledger. With --json it prints {"series", "partition", "number",
-"formatted", "period"}. A number dated into a closed period is refused.`,
+format). A new series (created with 'seq create', its definition flags or
+--new) or period starts at 1. The allocation is recorded in the ledger.
+With --json it prints {"series", "partition", "number", "formatted",
+"period"}.
+
+For a series with periods the number is taken in the period of --date
+(the document's date, default today) or in the one --period LABEL names
+(FY2026-27: dated the period's first day). A number dated into a closed
+period is refused. A credit note names the number it corrects with
+--correcting: N, LABEL/N (FY2026-27/3) or the number as printed
+(FY2026-27/0003).`,
 		Example: `  noydb seq next fatture --partition 2026 --format '{partition.0}/{seq:04}'
   noydb seq next invoices --period fiscal-year --fiscal-start 04-01 --tz Europe/Rome --format 'FY{FY}/{seq:04}' --date 2026-04-02
-  noydb seq next credit-notes --corrects invoices --correcting 3 --correcting-period FY2026-27
+  noydb seq next invoices --period FY2026-27
+  noydb seq next credit-notes --corrects invoices --correcting FY2026-27/0003
   noydb seq next tickets --json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -79,7 +92,7 @@ in the ledger. With --json it prints {"series", "partition", "number",
 			if err != nil {
 				return err
 			}
-			s, err := nf.sequence(cmd.Context(), v, args[0])
+			s, err := a.seriesHandle(cmd.Context(), &nf, v, args[0])
 			if err != nil {
 				return err
 			}
@@ -95,7 +108,9 @@ in the ledger. With --json it prints {"series", "partition", "number",
 		},
 	}
 	nf.add(next)
+	nf.addPeriod(next, true, true, "to take the number in")
 	nf.addDefine(next)
+	nf.addNew(next, "the series")
 	nf.addDate(next, "the document's date, which picks the period")
 	nf.addCorrecting(next)
 
@@ -108,14 +123,16 @@ in the ledger. With --json it prints {"series", "partition", "number",
 works on every store. A series the vault does not hold is an error naming
 the closest series it does hold. For a series with periods it is the last
 number of today's period, of --date's, or of --period LABEL's (which says
-"closed" after the number when that period is closed).`,
+"closed" after the number when that period is closed). It prints the
+number, and for a series with a format the number as printed after a tab
+("5	FY2026-27/0005"); with --json {"series", "partition", "number",
+"formatted", "period", "closed"}.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVaultToRead(cmd.Context())
-			if err != nil {
+			if err := pf.checkPeriod(); err != nil {
 				return err
 			}
-			s, err := pf.sequence(cmd.Context(), v, args[0])
+			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -126,10 +143,9 @@ number of today's period, of --date's, or of --period LABEL's (which says
 			if counter == nil {
 				return a.peekPasses(*passes)
 			}
-			if pf.label != "" {
-				if s, err = atLabel(cmd.Context(), s, pf.label); err != nil {
-					return err
-				}
+			s, err := pf.sequence(cmd.Context(), v, args[0])
+			if err != nil {
+				return err
 			}
 			n, err := s.Peek(cmd.Context())
 			if err != nil {
@@ -147,7 +163,7 @@ number of today's period, of --date's, or of --period LABEL's (which says
 				return a.printJSON(peekJSON{serialJSON{s.Series(), s.Partition(), n, formatted, period}, closed})
 			}
 			line := strconv.FormatUint(n, 10)
-			if pf.format != "" && n > 0 {
+			if n > 0 && formatted != line {
 				line += "\t" + formatted
 			}
 			if closed {
@@ -159,7 +175,7 @@ number of today's period, of --date's, or of --period LABEL's (which says
 	}
 	pf.add(peek)
 	pf.addDate(peek, "show the period holding this date")
-	pf.addLabel(peek)
+	pf.addPeriod(peek, false, true, "to show")
 
 	var sf seqFlags
 	seed := &cobra.Command{
@@ -186,14 +202,14 @@ of another kind, is a usage error. A closed period cannot be seeded.`,
 			if err != nil {
 				return err
 			}
-			if sf.label != "" && sf.date != "" {
-				return usagef("--period and --date both pick the period: give one")
+			if err := sf.checkPeriod(); err != nil {
+				return err
 			}
 			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}
-			s, err := sf.sequence(cmd.Context(), v, args[0])
+			s, err := a.seriesHandle(cmd.Context(), &sf, v, args[0])
 			if err != nil {
 				return err
 			}
@@ -202,15 +218,16 @@ of another kind, is a usage error. A closed period cannot be seeded.`,
 			peek := func() (uint64, error) { return s.Peek(cmd.Context()) }
 			seedTo := func() error { return s.SeedTo(cmd.Context(), n) }
 			label := seriesLabel(s)
-			if sf.label != "" {
+			period := sf.periodLabel()
+			if period != "" {
 				// PeekPeriod checks the label and that the series has
 				// periods (a *ValidationError: exit 2) before any write.
 				peek = func() (uint64, error) {
-					head, _, err := s.PeekPeriod(cmd.Context(), sf.label)
+					head, _, err := s.PeekPeriod(cmd.Context(), period)
 					return head, err
 				}
-				seedTo = func() error { return s.SeedPeriod(cmd.Context(), sf.label, n) }
-				label += " period " + sf.label
+				seedTo = func() error { return s.SeedPeriod(cmd.Context(), period, n) }
+				label += " period " + period
 			}
 			head, err := peek()
 			if err != nil {
@@ -227,7 +244,7 @@ of another kind, is a usage error. A closed period cannot be seeded.`,
 				}
 			}
 			if a.json {
-				return a.printJSON(seedJSON{s.Series(), s.Partition(), sf.label, seeded, head, head + 1})
+				return a.printJSON(seedJSON{s.Series(), s.Partition(), period, seeded, head, head + 1})
 			}
 			if seeded {
 				_, err = fmt.Fprintf(a.io.out, "%s: next number is %d\n", label, head+1)
@@ -238,8 +255,9 @@ of another kind, is a usage error. A closed period cannot be seeded.`,
 		},
 	}
 	sf.add(seed)
+	sf.addNew(seed, "the series")
 	sf.addDate(seed, "seed the period holding this date")
-	seed.Flags().StringVar(&sf.label, "period", "", "the period to seed, by its label: 2026-03-15, 2026-03, 2026 or FY2025-26 (a series with periods; default: today's)")
+	sf.addPeriod(seed, false, true, "to seed")
 	describeNumber(seed, seedWhat)
 
 	var vf seqFlags
@@ -249,23 +267,38 @@ of another kind, is a usage error. A closed period cannot be seeded.`,
 		Short: "Mark an issued number as void, with a reason",
 		Long: `Mark the issued number N of SERIES as void (a cancelled invoice, a spoiled
 ticket), so an audit tells it from a missing one. The number stays taken.
-It prints "voided SERIES N", or with --json {"series", "partition", "number",
-"formatted", "reason"}.`,
-		Example: `  noydb seq void fatture 7 --partition 2026 --reason "cancelled by the customer"`,
-		Args:    exactArgs(2),
+N is the number, or the number as printed (FY2026-27/0003), or LABEL/N
+(FY2026-27/3); for a series with periods, a plain N is of today's period,
+of --date's or of --period LABEL's. It prints "voided SERIES N", or with
+--json {"series", "partition", "number", "formatted", "reason"}.`,
+		Example: `  noydb seq void fatture 7 --partition 2026 --reason "cancelled by the customer"
+  noydb seq void invoices FY2026-27/0003 --reason "issued twice by mistake"
+  noydb seq void invoices 3 --period FY2026-27 --reason "issued twice by mistake"`,
+		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := parseNumber(voidWhat, args[1])
-			if err != nil {
+			if err := vf.checkPeriod(); err != nil {
 				return err
 			}
 			if reason == "" {
 				return usagef("--reason is required: say why the number is void")
 			}
+			if strings.HasPrefix(args[1], "-") {
+				return badNumber(voidWhat, args[1])
+			}
+			if allDigits(args[1]) {
+				if _, err := parseNumber(voidWhat, args[1]); err != nil {
+					return err
+				}
+			}
 			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}
-			s, err := vf.sequence(cmd.Context(), v, args[0])
+			s, err := a.seriesHandle(cmd.Context(), &vf, v, args[0])
+			if err != nil {
+				return err
+			}
+			s, n, err := a.numberIn(cmd.Context(), v, &vf, s, args[1], voidWhat)
 			if err != nil {
 				return err
 			}
@@ -281,10 +314,11 @@ It prints "voided SERIES N", or with --json {"series", "partition", "number",
 	}
 	vf.add(void)
 	vf.addDate(void, "void a number of the period holding this date")
+	vf.addPeriod(void, false, true, "of the number")
 	describeNumber(void, voidWhat)
 	void.Flags().StringVar(&reason, "reason", "", "why the number is void (required)")
 
-	seq.AddCommand(next, peek, seed, void, a.auditCmd(), a.closePeriodCmd(), a.seqListCmd())
+	seq.AddCommand(a.seqCreateCmd(), next, peek, seed, void, a.auditCmd(), a.closePeriodCmd(), a.seqListCmd())
 	return seq
 }
 
@@ -329,51 +363,104 @@ func periodOf(ctx context.Context, s *sequence.Sequence) (string, bool, error) {
 
 func (a *app) closePeriodCmd() *cobra.Command {
 	var f seqFlags
+	var yes bool
 	cmd := &cobra.Command{
-		Use:   "close-period SERIES LABEL",
+		Use:   "close-period SERIES [LABEL]",
 		Short: "Close a period of a series: no number can be dated into it any more",
-		Long: `Close the period LABEL of SERIES (2026-03-15, 2026-03, 2026, FY2025-26 or
-FY2026, as the series' --period names them): afterwards a number dated into
-it is refused, while other periods, earlier ones included, stay open. The
-close is recorded in the ledger with the period's last number. Closing a
-closed period again does nothing. It prints "closed SERIES LABEL: last
-number N", or with --json {"series", "partition", "period", "head",
-"closed"}. A series never used takes its definition flags here.`,
-		Example: `  noydb seq close-period invoices FY2025-26`,
-		Args:    exactArgs(2),
+		Long: `Close a period of SERIES for good, named by LABEL or --period LABEL
+(2026-03-15, 2026-03, 2026, FY2025-26 or FY2026, as 'seq list' shows them),
+or by a --date in it: afterwards a number dated into it is refused, while
+other periods, earlier ones included, stay open. The close is recorded in
+the ledger with the period's last number. It prints "closed SERIES LABEL:
+last number N", or with --json {"series", "partition", "period", "head",
+"closed", "already_closed"}. A period closed before is left as it is, and
+the command says so. A series never used takes its definition flags here.
+
+A period that has not begun yet, or in which the series has no number, is
+most likely a typo: closing it asks for confirmation on a terminal, and
+elsewhere needs --yes.`,
+		Example: `  noydb seq close-period invoices FY2025-26
+  noydb seq close-period invoices --date 2026-03-31
+  noydb seq close-period invoices FY2030-31 --yes`,
+		Args: rangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
 			if _, err := f.options(); err != nil {
 				return err
 			}
-			v, err := a.openVault(cmd.Context())
+			label := f.periodLabel()
+			if len(args) == 2 {
+				if label != "" && label != args[1] {
+					return usagef("the period is named twice, %s and --period %s: give one", args[1], label)
+				}
+				if f.date != "" {
+					return usagef("the period is named twice, %s and --date: give one", args[1])
+				}
+				label = args[1]
+			}
+			if label == "" && f.date == "" {
+				return usagef("name the period to close: LABEL, --period LABEL (as 'noydb seq list' shows them) or a --date in it")
+			}
+			period := f.period
+			if f.periodKind() == "" {
+				f.period = "" // the label is not passed on as a handle's period
+			}
+			v, err := a.openVault(ctx)
 			if err != nil {
 				return err
 			}
-			s, err := f.sequence(cmd.Context(), v, args[0])
+			s, err := a.seriesHandle(ctx, &f, v, args[0])
+			f.period = period
 			if err != nil {
 				return err
 			}
-			if err := s.ClosePeriod(cmd.Context(), args[1]); err != nil {
-				return err
+			if label == "" {
+				if label, err = s.PeriodLabel(ctx); err != nil {
+					return err
+				}
+				if label == "" {
+					return usagef("series %s has no periods: there is nothing to close", args[0])
+				}
 			}
-			head, closed, err := s.PeekPeriod(cmd.Context(), args[1])
+			head, closed, err := s.PeekPeriod(ctx, label)
 			if err != nil {
 				return err
+			}
+			already := closed
+			if !closed {
+				if err := a.confirmClose(ctx, v, &f, s, label, head, yes); err != nil {
+					return err
+				}
+				if err := s.ClosePeriod(ctx, label); err != nil {
+					return err
+				}
+				if head, closed, err = s.PeekPeriod(ctx, label); err != nil {
+					return err
+				}
 			}
 			if a.json {
 				return a.printJSON(struct {
-					Series    string   `json:"series"`
-					Partition []string `json:"partition,omitempty"`
-					Period    string   `json:"period"`
-					Head      uint64   `json:"head"`
-					Closed    bool     `json:"closed"`
-				}{s.Series(), s.Partition(), args[1], head, closed})
+					Series        string   `json:"series"`
+					Partition     []string `json:"partition,omitempty"`
+					Period        string   `json:"period"`
+					Head          uint64   `json:"head"`
+					Closed        bool     `json:"closed"`
+					AlreadyClosed bool     `json:"already_closed"`
+				}{s.Series(), s.Partition(), label, head, closed, already})
 			}
-			_, err = fmt.Fprintf(a.io.out, "closed %s %s: last number %d\n", seriesLabel(s), args[1], head)
+			if already {
+				_, err = fmt.Fprintf(a.io.out, "%s %s was closed already: last number %d; nothing to do\n", seriesLabel(s), label, head)
+			} else {
+				_, err = fmt.Fprintf(a.io.out, "closed %s %s: last number %d\n", seriesLabel(s), label, head)
+			}
 			return err
 		},
 	}
 	f.add(cmd)
+	f.addPeriod(cmd, true, true, "to close")
+	f.addDate(cmd, "close the period holding this date")
 	f.addDefine(cmd)
+	f.addNew(cmd, "the series")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "close a period that has not begun or has no number without asking")
 	return cmd
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,23 +15,35 @@ import (
 )
 
 // seqFlags are the flags that pick a counter, define its series (stored
-// with the series by the first number taken with them), date a document
-// and name the number a credit note corrects.
+// with the series by 'seq create' or its first number), name a period (by
+// its label or a document date) and name the number a credit note
+// corrects.
 type seqFlags struct {
 	partition string
 	format    string
 
-	// The series' definition (next, put --seq, close-period).
-	period      string // a period kind: day, month, year, fiscal-year
-	fiscalStart string // MM-DD
-	tz          string // IANA zone
-	meta        []string
-	corrects    string
+	// period is --period: a period kind (day, month, year, fiscal-year),
+	// which defines the series, or the label of one period (2026-03-15,
+	// 2026-03, 2026, FY2026-27), which names the period the command acts
+	// on, as --date does. kinds and labels say which the command takes.
+	period        string
+	kinds, labels bool
+	fiscalStart   string // MM-DD
+	tz            string // IANA zone
+	meta          []string
+	corrects      string
 
-	date  string // the document's date: YYYY-MM-DD or RFC 3339
-	label string // peek, audit: --period LABEL
+	date string // the document's date: YYYY-MM-DD or RFC 3339
 
-	// The number a credit note corrects.
+	// create is --new: a series (or collection) the vault has never seen
+	// may be created (declare.go); mustExist makes the handle refuse a
+	// series that does not exist (sequence.Options.MustExist).
+	create, mustExist bool
+	// creates: the command has --new, so it may create a series.
+	creates bool
+
+	// The number a credit note corrects: N, LABEL/N or as printed
+	// (numref.go); --correcting-period and --correcting-partition.
 	correcting          string
 	correctingPeriod    string
 	correctingPartition string
@@ -39,16 +52,32 @@ type seqFlags struct {
 // add adds the flags every series command takes.
 func (f *seqFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.partition, "partition", "", "partition tuple, comma-separated (e.g. 2026,EU): each tuple counts from 1")
-	cmd.Flags().StringVar(&f.format, "format", "", "render numbers with a format: {seq}, {seq:04}, {partition.0}, {FY}, … (stored with the series by its first number)")
+	cmd.Flags().StringVar(&f.format, "format", "", "render numbers with a format (see 'noydb help formats'): {seq}, {seq:04}, {partition.0}, {FY}, … (stored with the series by its first number)")
 }
 
-// addDefine adds the flags that define a series.
+// addDefine adds the flags that define a series, but --period (addPeriod).
 func (f *seqFlags) addDefine(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.period, "period", "", "restart the count each day, month, year or fiscal-year of the document date (stored with the series)")
 	cmd.Flags().StringVar(&f.fiscalStart, "fiscal-start", "", "first day of the fiscal year, MM-DD (e.g. 04-01; stored with the series)")
 	cmd.Flags().StringVar(&f.tz, "tz", "", "IANA time zone in which document dates are read (e.g. Europe/Rome; stored with the series; default UTC)")
 	cmd.Flags().StringArrayVar(&f.meta, "meta", nil, "series metadata KEY=VALUE, for {meta.KEY} (repeatable; stored with the series)")
 	cmd.Flags().StringVar(&f.corrects, "corrects", "", "this series corrects SERIES (credit notes): its numbers are taken only with --correcting (stored with the series)")
+}
+
+// addPeriod adds --period: a period kind when kinds (the command may
+// define a series), a period's label when labels (what names the period
+// the command acts on).
+func (f *seqFlags) addPeriod(cmd *cobra.Command, kinds, labels bool, what string) {
+	f.kinds, f.labels = kinds, labels
+	var usage string
+	switch {
+	case kinds && labels:
+		usage = "a period kind, day, month, year or fiscal-year, to restart the count each period of the document date (stored with the series); or the label of the period " + what + " (2026-03-15, 2026-03, 2026, FY2026-27, as 'seq list' shows them)"
+	case kinds:
+		usage = "restart the count each day, month, year or fiscal-year of the document date (stored with the series)"
+	default:
+		usage = "the period " + what + ", by its label: 2026-03-15, 2026-03, 2026 or FY2026-27, as 'seq list' shows them (default: today's)"
+	}
+	cmd.Flags().StringVar(&f.period, "period", "", usage)
 }
 
 // addDate adds --date.
@@ -56,19 +85,63 @@ func (f *seqFlags) addDate(cmd *cobra.Command, what string) {
 	cmd.Flags().StringVar(&f.date, "date", "", what+": YYYY-MM-DD (in the series' time zone) or RFC 3339; default today")
 }
 
-// addLabel adds --period LABEL.
-func (f *seqFlags) addLabel(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.label, "period", "", "the period to show, by its label: 2026-03-15, 2026-03, 2026 or FY2025-26 (default: today's)")
-}
-
 // addCorrecting adds the flags naming the number a credit note corrects.
 func (f *seqFlags) addCorrecting(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.correcting, "correcting", "", "the number N of the corrected series this number corrects (a series defined with --corrects)")
-	cmd.Flags().StringVar(&f.correctingPeriod, "correcting-period", "", "with --correcting: the period label of the corrected number (e.g. FY2026-27)")
+	cmd.Flags().StringVar(&f.correcting, "correcting", "", "the number this number corrects (a series defined with --corrects): N, LABEL/N for a series with periods (FY2026-27/3), or the number as printed (FY2026-27/0003)")
+	cmd.Flags().StringVar(&f.correctingPeriod, "correcting-period", "", "with --correcting N: the period label of the corrected number (e.g. FY2026-27); LABEL/N says it in one")
 	cmd.Flags().StringVar(&f.correctingPartition, "correcting-partition", "", "with --correcting: the partition of the corrected number, comma-separated")
 }
 
-// defines reports whether a definition or dating flag beyond --partition and --format was given.
+// periodKinds are the values of --period that define a series.
+var periodKinds = []string{"day", "month", "year", "fiscal-year"}
+
+// periodKind is --period when it is a period kind, else "".
+func (f *seqFlags) periodKind() string {
+	if slices.Contains(periodKinds, f.period) {
+		return f.period
+	}
+	return ""
+}
+
+// periodLabel is --period when it names one period, else "".
+func (f *seqFlags) periodLabel() string {
+	if f.periodKind() != "" {
+		return ""
+	}
+	return f.period
+}
+
+// looksLikeLabel tells a period label (it starts with a digit or FY) from
+// a misspelt period kind.
+func looksLikeLabel(s string) bool {
+	return s != "" && (s[0] >= '0' && s[0] <= '9' || strings.HasPrefix(s, "FY"))
+}
+
+// checkPeriod refuses a --period the command does not take, and --period
+// LABEL with --date.
+func (f *seqFlags) checkPeriod() error {
+	kind, label := f.periodKind(), f.periodLabel()
+	switch {
+	case kind != "" && !f.kinds:
+		return usagef("--period %q is a period kind, which 'seq create' (or the first number) stores with a series; here --period names one period by its label (2026-03-15, 2026-03, 2026, FY2026-27)", kind)
+	case label != "" && !looksLikeLabel(label) && f.kinds:
+		return usagef("--period %q: want day, month, year or fiscal-year (a period kind), or the label of one period (2026-03-15, 2026-03, 2026, FY2026-27)", label)
+	case label != "" && !f.labels:
+		return usagef("--period %q: want day, month, year or fiscal-year", label)
+	case label != "" && f.date != "":
+		return usagef("--period and --date both pick the period: give one")
+	}
+	return nil
+}
+
+// definesSeries reports whether a flag that defines a series (stored with
+// it) was given: a series' first use with one creates it.
+func (f *seqFlags) definesSeries() bool {
+	return f.format != "" || f.periodKind() != "" || f.fiscalStart != "" || f.tz != "" || len(f.meta) > 0 || f.corrects != ""
+}
+
+// defines reports whether a definition, period or dating flag beyond
+// --partition and --format was given.
 func (f *seqFlags) defines() bool {
 	return f.period != "" || f.fiscalStart != "" || f.tz != "" || len(f.meta) > 0 || f.corrects != "" ||
 		f.date != "" || f.correcting != "" || f.correctingPeriod != "" || f.correctingPartition != ""
@@ -101,9 +174,12 @@ func (f *seqFlags) partStrings() []string { return splitParts(f.partition) }
 // options reads the flags into the options of a handle, refusing bad
 // input (a period kind, fiscal start, zone or metadata) with a usage error.
 func (f *seqFlags) options() (sequence.Options, error) {
-	o := sequence.Options{Partition: f.parts(), Format: f.format, Corrects: f.corrects}
+	o := sequence.Options{Partition: f.parts(), Format: f.format, Corrects: f.corrects, MustExist: f.mustExist}
+	if err := f.checkPeriod(); err != nil {
+		return o, err
+	}
 	var err error
-	if o.Period, err = sequence.ParsePeriod(f.period); err != nil {
+	if o.Period, err = sequence.ParsePeriod(f.periodKind()); err != nil {
 		return o, usagef("--period %q: want day, month, year or fiscal-year", f.period)
 	}
 	if f.fiscalStart != "" {
@@ -128,11 +204,6 @@ func (f *seqFlags) options() (sequence.Options, error) {
 	}
 	if f.correcting == "" && (f.correctingPeriod != "" || f.correctingPartition != "") {
 		return o, usagef("--correcting-period and --correcting-partition need --correcting")
-	}
-	if f.correcting != "" {
-		if _, err := parseNumber("the number corrected (--correcting)", f.correcting); err != nil {
-			return o, err
-		}
 	}
 	if f.date != "" {
 		if _, _, err := parseDate(f.date); err != nil {
@@ -166,10 +237,31 @@ func parseDate(s string) (t time.Time, civil bool, err error) {
 	return time.Time{}, false, usagef("--date %q: want YYYY-MM-DD or RFC 3339 (2026-03-31T18:00:00+02:00)", s)
 }
 
+// seriesHandle is f.sequence after the check that the vault holds the
+// series, unless the flags may create it (see requireSeries).
+func (a *app) seriesHandle(ctx context.Context, f *seqFlags, v *vault.Vault, series string) (*sequence.Sequence, error) {
+	if _, err := f.options(); err != nil {
+		return nil, err
+	}
+	// A vault that takes no numbers here (a device used without its hub)
+	// says so first.
+	if _, err := v.Sequence(series, sequence.Options{}); err != nil {
+		return nil, err
+	}
+	// A store that cannot take numbers says so first (sequence.ErrOffline):
+	// that, not the name, is what the user must change.
+	online := a.hub != nil || v.Store().Capabilities().CASAtomic
+	f.mustExist = !f.mayCreate() && online && !a.created
+	if err := a.requireSeries(ctx, v, series, !f.mustExist, f.creates); err != nil {
+		return nil, err
+	}
+	return f.sequence(ctx, v, series)
+}
+
 // sequence opens the handle the flags name: checked flags first, then
-// the series' handle, dated with --date (a calendar date is midday of
-// that date in the series' time zone), and for --correcting the handle
-// of that correction.
+// the series' handle, on the period --period LABEL names or dated with
+// --date (a calendar date is midday of that date in the series' time
+// zone), and for --correcting the handle of that correction.
 func (f *seqFlags) sequence(ctx context.Context, v *vault.Vault, series string) (*sequence.Sequence, error) {
 	o, err := f.options()
 	if err != nil {
@@ -178,6 +270,11 @@ func (f *seqFlags) sequence(ctx context.Context, v *vault.Vault, series string) 
 	s, err := v.Sequence(series, o)
 	if err != nil {
 		return nil, err
+	}
+	if label := f.periodLabel(); label != "" {
+		if s, err = atLabel(ctx, s, label); err != nil {
+			return nil, err
+		}
 	}
 	if f.date != "" {
 		d, civil, _ := parseDate(f.date)
@@ -191,8 +288,11 @@ func (f *seqFlags) sequence(ctx context.Context, v *vault.Vault, series string) 
 		s = s.At(d)
 	}
 	if f.correcting != "" {
-		n, _ := strconv.ParseUint(f.correcting, 10, 64)
-		s = s.Correcting(sequence.Ref{Partition: splitParts(f.correctingPartition), Period: f.correctingPeriod, N: n})
+		ref, err := f.correctionRef(ctx, v, s)
+		if err != nil {
+			return nil, err
+		}
+		s = s.Correcting(ref)
 	}
 	return s, nil
 }

@@ -170,10 +170,7 @@ func seriesOf(ctx context.Context, v *vault.Vault, series string, parts []string
 		return nil, nil, fmt.Errorf("series %q has no partition [%s] in vault %q; its partitions: %s",
 			series, strings.Join(parts, ","), v.Name(), strings.Join(partitions, " "))
 	}
-	if len(names) == 0 {
-		return nil, nil, fmt.Errorf("no such series %q: vault %q has no series yet", series, v.Name())
-	}
-	return nil, nil, fmt.Errorf("no such series %q in vault %q; series there: %s", series, v.Name(), closest(series, names, maxVaultHint))
+	return nil, nil, noSuchName("series", series, v.Name(), names, false, "")
 }
 
 // closest lists names nearest to name first (by edit distance, then

@@ -64,7 +64,10 @@ func parseStoreSpec(s string) (storeSpec, error) {
 		}
 		return storeSpec{kind: kind, dir: dir}, nil
 	}
-	return storeSpec{}, usagef("--store %q: want badger:DIR, file:DIR, mem: or a postgres:// URL", redactURL(s))
+	if looksLikeKeywords(s) {
+		return storeSpec{}, usagef("--store %q: a keyword connection string is not taken; write it as a postgres:// URL (postgres://USER@HOST/DB?password=…)", redactLocation(s))
+	}
+	return storeSpec{}, usagef("--store %q: want badger:DIR, file:DIR, mem: or a postgres:// URL", redactLocation(s))
 }
 
 // defaultStore is the store of commands without --store or $NOYDB_STORE:
@@ -140,22 +143,9 @@ func (s storeSpec) String() string {
 	case "mem":
 		return "mem:"
 	case "postgres":
-		return redactURL(s.url)
+		return redactLocation(s.url)
 	}
 	return s.kind + ":" + s.dir
-}
-
-// redactURL hides the password of a URL; anything that does not parse is
-// shortened to its scheme.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" {
-		if i := strings.Index(s, "://"); i >= 0 {
-			return s[:i] + "://…"
-		}
-		return s
-	}
-	return u.Redacted()
 }
 
 // open opens the store. mustExist keeps an on-disk store from creating its
@@ -186,22 +176,6 @@ type missingStoreError struct{ spec storeSpec }
 
 func (e *missingStoreError) Error() string {
 	return fmt.Sprintf("store %s does not exist: check --store, or create a vault there with 'noydb init'", e.spec)
-}
-
-// scrub keeps a driver's error from echoing a connection URL's password.
-func scrub(err error, rawURL string) error {
-	if rawURL == "" {
-		return err
-	}
-	u, perr := url.Parse(rawURL)
-	if perr != nil || u.User == nil {
-		return err
-	}
-	pw, ok := u.User.Password()
-	if !ok || pw == "" || !strings.Contains(err.Error(), pw) {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
 }
 
 // location names where the store's data is, the same however the user

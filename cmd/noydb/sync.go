@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -154,11 +156,15 @@ process holds, a server that does not answer), sync and the commands that
 take numbers say "offline" and exit with status 3, doing nothing; others
 work on this device and note that they work offline.
 
-Conflicts are decided per collection with --policy COLLECTION=POLICY
-(higher-revision-wins by default; device-wins, hub-wins, last-writer-wins,
-first-writer-wins, or manual: the conflict is kept, 'noydb sync conflicts'
-lists it and 'noydb sync resolve' settles it). The losing side is never
-lost silently: it is in the report and in this device's ledger.
+Conflicts are decided per collection by its policy, which --policy
+COLLECTION=POLICY stores with the collection (here and on the hub), so
+every later sync of every device decides so until another is stored:
+higher-revision-wins by default; device-wins, hub-wins, last-writer-wins,
+first-writer-wins, or manual: the conflict is kept, 'noydb sync
+conflicts' lists it and 'noydb sync resolve' settles it. 'noydb sync
+status' shows the stored policies. The losing side is never lost
+silently: it is in the report and in this device's ledger, and its value
+stays readable ('noydb sync conflicts --lost').
 
 With --json it prints {"vault", "hub", "pulled", "pushed", "conflicts":
 [{"collection", "id", "policy", "outcome": "hub"|"device"|"kept"|"merged",
@@ -193,7 +199,9 @@ With --json it prints {"vault", "hub", "pulled", "pushed", "conflicts":
 				return err
 			}
 			for coll, p := range pols {
-				if err := v.SetConflictPolicy(coll, p); err != nil {
+				// Stored with the collection (on this device and the
+				// hub): every later sync, of every device, decides so.
+				if err := v.StoreConflictPolicy(ctx, coll, p); err != nil {
 					return err
 				}
 			}
@@ -222,7 +230,7 @@ With --json it prints {"vault", "hub", "pulled", "pushed", "conflicts":
 			return nil
 		},
 	}
-	sc.Flags().StringArrayVar(&policies, "policy", nil, "COLLECTION=POLICY: how conflicts of a collection are decided ("+policyList()+"; default higher-revision-wins); repeatable")
+	sc.Flags().StringArrayVar(&policies, "policy", nil, "COLLECTION=POLICY: how conflicts of a collection are decided ("+policyList()+"; default higher-revision-wins), stored with the collection for every later sync; repeatable")
 	sc.AddCommand(a.syncStatusCmd(), a.syncConflictsCmd(), a.syncResolveCmd())
 	return sc
 }
@@ -325,7 +333,7 @@ func (a *app) noteSync(name string, rep vault.SyncReport, serr error) {
 	ls.Attempt = time.Now().UTC().Truncate(time.Second)
 	ls.Error = ""
 	if serr != nil {
-		ls.Error = oneLine(a.explain(serr))
+		ls.Error = a.scrub(oneLine(a.explain(serr)))
 	} else {
 		ls.OK = ls.Attempt
 		ls.Pulled, ls.Pushed, ls.Conflicts, ls.Rejected = rep.Pulled, rep.Pushed, len(rep.Conflicts), len(rep.Rejected)
@@ -373,6 +381,8 @@ type syncStatusJSON struct {
 	LedgerHead    uint64     `json:"ledger_head"`
 	Pending       int        `json:"pending"`
 	Conflicts     int        `json:"conflicts"`
+	// Policies are the sync policies stored with collections.
+	Policies map[string]string `json:"policies"`
 }
 
 func (a *app) syncStatusCmd() *cobra.Command {
@@ -389,7 +399,8 @@ kept for you to resolve ('noydb sync conflicts').
 With --json it prints {"vault", "hub", "last_sync", "last_attempt",
 "last_error", "last_pulled", "last_pushed", "last_conflicts",
 "last_rejected", "pulled_through", "pushed_through", "ledger_head",
-"pending", "conflicts"}; last_sync is null before the first sync.`,
+"pending", "conflicts", "policies"}; last_sync is null before the first
+sync, and policies maps each collection with a stored policy to it.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -410,8 +421,15 @@ With --json it prints {"vault", "hub", "last_sync", "last_attempt",
 				return err
 			}
 			ls, known := a.readLastSync(v.Name())
+			stored, err := v.StoredConflictPolicies(ctx)
+			if err != nil {
+				return err
+			}
 			out := syncStatusJSON{Vault: v.Name(), Hub: hubName, PulledThrough: st.PulledThrough, PushedThrough: st.PushedThrough,
-				LedgerHead: st.LedgerHead, Pending: st.Pending, Conflicts: st.Conflicts}
+				LedgerHead: st.LedgerHead, Pending: st.Pending, Conflicts: st.Conflicts, Policies: map[string]string{}}
+			for coll, p := range stored {
+				out.Policies[coll] = p.String()
+			}
 			if known {
 				out.LastAttempt, out.LastError = &ls.Attempt, ls.Error
 				if !ls.OK.IsZero() {
@@ -444,6 +462,15 @@ With --json it prints {"vault", "hub", "last_sync", "last_attempt",
 				fmt.Fprintf(w, "conflicts:       %d kept for you to resolve: see 'noydb sync conflicts'\n", st.Conflicts)
 			} else {
 				fmt.Fprintf(w, "conflicts:       none\n")
+			}
+			if len(out.Policies) == 0 {
+				fmt.Fprintf(w, "policies:        none stored (higher-revision-wins): 'noydb sync --policy COLLECTION=POLICY' stores one\n")
+			} else {
+				var each []string
+				for _, coll := range slices.Sorted(maps.Keys(out.Policies)) {
+					each = append(each, coll+"="+out.Policies[coll])
+				}
+				fmt.Fprintf(w, "policies:        %s (others higher-revision-wins)\n", strings.Join(each, ", "))
 			}
 			return nil
 		},
@@ -487,8 +514,80 @@ func keptConflicts(ctx context.Context, v *vault.Vault) ([]conflictJSON, error) 
 	return out, nil
 }
 
+// lostJSON is a conflict a policy decided, as 'sync conflicts --lost
+// --json' prints it: the side that lost, and its value then.
+type lostJSON struct {
+	Collection string          `json:"collection"`
+	ID         string          `json:"id"`
+	Seq        uint64          `json:"seq"`
+	Policy     string          `json:"policy"`
+	Lost       string          `json:"lost"` // "device" or "hub"
+	Revision   uint64          `json:"revision"`
+	Deleted    bool            `json:"deleted"`
+	Value      json.RawMessage `json:"value"`
+}
+
+// lostConflicts lists the conflicts policies decided on this device, with
+// each losing side's value.
+func lostConflicts(ctx context.Context, v *vault.Vault) ([]lostJSON, error) {
+	all, err := v.LostConflicts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []lostJSON{}
+	for _, lc := range all {
+		l := lostJSON{Collection: lc.Collection, ID: lc.ID, Seq: lc.Seq, Policy: lc.Policy, Lost: "device",
+			Revision: lc.Revision, Deleted: lc.Deleted, Value: json.RawMessage("null")}
+		if lc.HubLost {
+			l.Lost = "hub"
+		}
+		if !lc.Deleted {
+			r, err := records(v, lc.Collection).LostValue(ctx, lc)
+			switch {
+			case err == nil:
+				l.Value = unescapeHTML(r.Value)
+			case errors.Is(err, vault.ErrNotFound):
+				// Decided before losing sides were kept.
+			default:
+				return nil, err
+			}
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// printLost prints the conflicts policies decided.
+func (a *app) printLost(all []lostJSON) error {
+	if a.json {
+		return a.printJSON(all)
+	}
+	if len(all) == 0 {
+		_, err := fmt.Fprintln(a.io.out, "no sync conflict was decided against a side on this device")
+		return err
+	}
+	for _, l := range all {
+		who := "this device's side"
+		if l.Lost == "hub" {
+			who = "the hub's side"
+		}
+		value := string(l.Value)
+		switch {
+		case l.Deleted:
+			value = "(a deletion)"
+		case value == "null":
+			value = "(not kept: decided before losing sides were kept)"
+		}
+		fmt.Fprintf(a.io.out, "%s/%s: %s lost (%s; revision %d; ledger entry %d): %s\n", l.Collection, l.ID, who, l.Policy, l.Revision, l.Seq, value)
+	}
+	_, err := fmt.Fprintf(a.io.out, "%s decided by a policy; to bring a losing value back, put it again ('noydb put COLLECTION ID …')\n",
+		plural(len(all), "conflict", "conflicts"))
+	return err
+}
+
 func (a *app) syncConflictsCmd() *cobra.Command {
-	return &cobra.Command{
+	var lost bool
+	cmd := &cobra.Command{
 		Use:   "conflicts",
 		Short: "List the sync conflicts kept for you to resolve, with both sides",
 		Long: `Conflicts lists the records whose sync conflict is kept for you (policy
@@ -499,7 +598,13 @@ device|hub'. It reads this device's store only.
 
 With --json it prints [{"collection", "id", "device_revision",
 "device_deleted", "device", "hub_revision", "hub_deleted", "hub"}], the
-values as JSON (null for a deleted side).`,
+values as JSON (null for a deleted side).
+
+With --lost it lists instead the conflicts a policy decided on this device,
+oldest first: the record, which side lost, by which policy, and the losing
+side's value as it was (the ledger's record of it checks it). With --json:
+[{"collection", "id", "seq", "policy", "lost": "device"|"hub", "revision",
+"deleted", "value"}].`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -507,6 +612,13 @@ values as JSON (null for a deleted side).`,
 			v, err := a.openVaultToRead(ctx)
 			if err != nil {
 				return err
+			}
+			if lost {
+				all, err := lostConflicts(ctx, v)
+				if err != nil {
+					return err
+				}
+				return a.printLost(all)
 			}
 			all, err := keptConflicts(ctx, v)
 			if err != nil {
@@ -535,6 +647,8 @@ values as JSON (null for a deleted side).`,
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&lost, "lost", false, "list the conflicts a policy decided, with the losing side's value")
+	return cmd
 }
 
 func (a *app) syncResolveCmd() *cobra.Command {

@@ -60,5 +60,5 @@ func TestPickUser(t *testing.T) {
 	_, err = pick("books", "", true)
 	require.Error(t, err)
 	assert.True(t, isUsage(err), "a usage error: %v", err)
-	assert.EqualError(t, err, `vault "books" has 3 users (alice, bob, carol): pass --user or set $NOYDB_USER`)
+	assert.EqualError(t, err, `vault "books" has 3 users (alice, bob, carol): say which you are with --user NAME, $NOYDB_USER, or once for all with 'noydb config set user NAME'`)
 }

@@ -36,7 +36,7 @@ func TestBusyStoreWaits(t *testing.T) {
 	}
 	procs := make([]*proc, 2)
 	for i := range procs {
-		p := &proc{cmd: noydb("--wait", "1m", "seq", "next", "fatture")}
+		p := &proc{cmd: noydb("--wait", "1m", "seq", "next", "fatture", "--new")}
 		p.cmd.Stdout = &p.stdout
 		pipe, err := p.cmd.StderrPipe()
 		require.NoError(t, err)

@@ -25,13 +25,14 @@ type Adversary struct {
 
 	mu        sync.Mutex
 	extra     map[string][]stores.Item // List prefix match -> items yielded first
+	gets      map[string]stores.Item   // Get key -> the item answered
 	failAfter int                      // writes left that commit and then report an error
 	inTx      func()                   // runs inside the next transaction, once
 }
 
 // NewAdversary wraps inner. Use Store for the store to hand to the SDK.
 func NewAdversary(inner stores.Store) *Adversary {
-	return &Adversary{inner: inner, extra: map[string][]stores.Item{}}
+	return &Adversary{inner: inner, extra: map[string][]stores.Item{}, gets: map[string]stores.Item{}}
 }
 
 // Store returns the store to give the SDK: it implements stores.Transactor
@@ -139,6 +140,15 @@ func (a *Adversary) InjectList(match string, items ...stores.Item) {
 	a.extra[match] = append(a.extra[match], items...)
 }
 
+// AnswerGet makes every later Get of key answer it, whatever the store
+// holds: another key's item, or a value longer than any store may hold, as
+// a store that breaks the Get contract would.
+func (a *Adversary) AnswerGet(key string, it stores.Item) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.gets[key] = it
+}
+
 // FailAfterCommit makes the next n writes (Put, CompareAndSwap, Delete or a
 // transaction) reach the inner store and then report an error even when they
 // committed: the ambiguous outcome a lost connection gives.
@@ -170,8 +180,14 @@ func (a *Adversary) after(op Op, key string) error {
 	return fmt.Errorf("%s %q: %w", op, key, ErrInjectedAfter)
 }
 
-// Get reads through.
+// Get reads through; see AnswerGet.
 func (a *Adversary) Get(ctx context.Context, key string) (stores.Item, error) {
+	a.mu.Lock()
+	it, ok := a.gets[key]
+	a.mu.Unlock()
+	if ok {
+		return it, nil
+	}
 	return a.inner.Get(ctx, key)
 }
 

@@ -69,6 +69,11 @@ func TestAdversaryCommands(t *testing.T) {
 	assert.ErrorIs(t, stores.CheckListed("a/", "zz"), stores.ErrMisbehaving)
 	assert.NoError(t, stores.CheckListed("a/", "a/1"))
 
+	adv.AnswerGet("b/1", stores.Item{Key: "a/1", Value: []byte("x"), Version: 9})
+	it, err = st.Get(ctx, "b/1")
+	require.NoError(t, err)
+	assert.Equal(t, "a/1", it.Key, "the answer told, not the store's")
+
 	adv.FailAfterCommit(1)
 	_, err = st.Put(ctx, "c", []byte("v"))
 	assert.ErrorIs(t, err, faultstore.ErrInjectedAfter)

@@ -29,3 +29,12 @@ func OpenAsAnotherProcess(dir, vaultName string, id []byte, key *crypto.Key) (*S
 	c.refs = 1
 	return &Set{c: c}, nil
 }
+
+// SetCurrentUID makes the state folder's owner check compare with uid
+// (the tests cannot give a folder another owner without root); it
+// returns the function that puts the real one back.
+func SetCurrentUID(uid int) (restore func()) {
+	was := currentUID
+	currentUID = func() int { return uid }
+	return func() { currentUID = was }
+}

@@ -88,7 +88,7 @@ func (f *stateFile) write(seq uint64, body []byte) error {
 	}
 	fh := f.fh[slot]
 	if fh == nil {
-		if fh, err = os.OpenFile(f.base+slotNames[slot], os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+		if fh, err = openFile(f.base+slotNames[slot], os.O_RDWR|os.O_CREATE); err != nil {
 			return err
 		}
 		f.fh[slot] = fh
@@ -113,6 +113,11 @@ func (f *stateFile) write(seq uint64, body []byte) error {
 // other processes, waiting for it; unlock releases it.
 func (f *stateFile) lock() error {
 	if f.lockFH == nil {
+		// The folder is the user's alone (prepareFolder): a link here was
+		// put by them; refused all the same, like the other files.
+		if fi, err := os.Lstat(f.base + ".lock"); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return &FolderError{Path: f.base + ".lock", Reason: "is a symbolic link"}
+		}
 		fh, err := flock.Open(f.base + ".lock")
 		if err != nil {
 			return err
@@ -140,9 +145,14 @@ func (f *stateFile) close() error {
 	return errors.Join(errs...)
 }
 
-// writeSynced overwrites path with b and fsyncs it.
+// writeSynced writes b to a new file at path (one left there before is
+// removed first: a torn temporary file, or a link, which is not followed)
+// and fsyncs it.
 func writeSynced(path string, b []byte) error {
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	fh, err := openFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 	if err != nil {
 		return err
 	}
@@ -268,7 +278,7 @@ type slotCopy struct {
 }
 
 func readSlot(path string) (slotCopy, error) {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return slotCopy{}, nil
 	}
@@ -314,7 +324,7 @@ func magic(b []byte, magic string) codec.Reader {
 
 // readRecord returns the identity recorded for the vault, or nil.
 func readRecord(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -354,6 +364,12 @@ func Lookup(dir, vaultName string) ([]byte, error) {
 	if dir == "" {
 		return nil, nil
 	}
+	switch err := checkFolder(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil // no folder yet: no vault used
+	case err != nil:
+		return nil, err
+	}
 	base := filepath.Join(dir, nameHash(vaultName))
 	id, err := readRecord(base + ".vault")
 	if id != nil || err != nil {
@@ -379,6 +395,11 @@ func Lookup(dir, vaultName string) ([]byte, error) {
 func Forget(dir, vaultName string) error {
 	if dir == "" {
 		return nil
+	}
+	if err := checkFolder(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil // no folder: nothing known
+	} else if err != nil {
+		return err
 	}
 	reg, err := registryKey(dir, vaultName)
 	if err != nil {
@@ -525,8 +546,8 @@ func (c *core) flush() (uint64, error) {
 // load reads the vault's pins from dir, or starts them and records the
 // vault as used.
 func load(dir, vaultName string, id []byte, key *crypto.Key) (*core, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("pins: %w", err)
+	if err := prepareFolder(dir); err != nil {
+		return nil, err
 	}
 	base := filepath.Join(dir, nameHash(vaultName))
 	f := &stateFile{dir: dir, base: base, id: bytes.Clone(id), key: key, ad: slotAD(vaultName, id), check: keyCheck(key), newest: -1}
@@ -597,7 +618,7 @@ func (c *core) loadLocked(vaultName string) (*core, error) {
 
 // loadLegacy reads a pins file of the layout before version 2, if any.
 func (c *core) loadLegacy(path, vaultName string, key *crypto.Key) error {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

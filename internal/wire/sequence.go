@@ -104,6 +104,15 @@ var SequenceCounterOf any
 // partition's last component is a period label of its kind, that label.
 var SequenceCounterInfo any
 
+// SequenceDefinitionOf is set by package sequence to a function of type
+//
+//	func(key string) (series string, ok bool)
+//
+// which tells whether key, relative to a vault's prefix, is the key of a
+// series' definition, and of which series, so that the vault lists a
+// series declared before its first number.
+var SequenceDefinitionOf any
+
 // SequenceHead is set by package sequence to a function of type
 //
 //	func(plain []byte) (head uint64, err error)
