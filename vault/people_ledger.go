@@ -110,13 +110,23 @@ func comparableValue(x any) (ok bool) {
 	return true
 }
 
+// ledgerBelow returns the ledger l wraps (seriesLedger, which checks
+// what entries number), whose optional methods (ledger.PeopleReplayer,
+// ledger.VerifiedReader) the wrapper does not carry.
+func ledgerBelow(l writableLedger) writableLedger {
+	if s, ok := l.(seriesLedger); ok {
+		return s.writableLedger
+	}
+	return l
+}
+
 // peopleState returns the replay of the people entries of v's ledger up to
 // its head, as a copy the caller may keep: by the links of the people
 // entries (the people commits only), or, with all, reading every entry,
 // which no head whose link was turned back can shorten (see
 // ledger.PeopleReplayer; a rotation asks for it).
 func (v *Vault) peopleState(ctx context.Context, all ...bool) (*ledger.PeopleState, error) {
-	r, ok := v.ledger.(ledger.PeopleReplayer)
+	r, ok := ledgerBelow(v.ledger).(ledger.PeopleReplayer)
 	if !ok {
 		return &ledger.PeopleState{}, nil
 	}
@@ -713,7 +723,7 @@ func (v *Vault) checkedEntry(ctx context.Context, a *authority, name string, raw
 // after their revocation is never applied (ErrTampered, which a pull
 // reports as ErrHubTampered).
 func (h *Vault) readFeed(ctx context.Context, from uint64) iter.Seq2[ledger.Entry, error] {
-	vr, ok := h.ledger.(ledger.VerifiedReader)
+	vr, ok := ledgerBelow(h.ledger).(ledger.VerifiedReader)
 	if !ok {
 		return h.ledger.Read(ctx, from)
 	}
