@@ -113,12 +113,14 @@ func TestSigningEveryWritePath(t *testing.T) {
 				ledger.PersonRevoked:        {"olga": true},
 				ledger.KeysRotated:          {"olga": true},
 				ledger.KeysResealed:         {"olga": true},
+				ledger.SeriesBound:          {"olga": true},
 			}
 			if !bare {
 				delete(want, ledger.SeriesSeeded)
 				delete(want, ledger.NumberVoided)
 				delete(want, ledger.KeysRotated)
 				delete(want, ledger.KeysResealed)
+				delete(want, ledger.SeriesBound)
 				delete(want, ledger.NumberAllocated) // the pass writes NumberAssigned
 			}
 			for k, actors := range want {
