@@ -30,7 +30,7 @@ func kindsBy(es []ledger.Entry) map[ledger.Kind]map[string]bool {
 // store, PostgreSQL), each way the SDK appends to a vault's ledger leaves
 // entries signed by their author, or covered by the signature of their
 // commit's last entry: records put and deleted, an application event,
-// numbers taken, seeded and voided, a numbered handle (numbered at write
+// numbers taken, seeded and voided, a series bound, a numbered handle (numbered at write
 // time, or by a deferred pass on the file store), grants, a writer's and
 // a reader's own secret change, recovery codes issued, used and revoked,
 // a rotation with its re-sealing (on stores with transactions), a
@@ -59,6 +59,7 @@ func TestSigningEveryWritePath(t *testing.T) {
 				n, err := q.Next(ctx)
 				require.NoError(t, err)
 				require.NoError(t, q.Void(ctx, n, "typo"))
+				require.NoError(t, olga.BindSeries(ctx, "invoices", "inv"))
 			}
 
 			_, h := stubsOf(t, olga)
@@ -112,11 +113,15 @@ func TestSigningEveryWritePath(t *testing.T) {
 				ledger.RecoveryCodesRevoked: {"rita": true},
 				ledger.PersonRevoked:        {"olga": true},
 				ledger.KeysRotated:          {"olga": true},
+				ledger.KeysResealed:         {"olga": true},
+				ledger.SeriesBound:          {"olga": true},
 			}
 			if !bare {
 				delete(want, ledger.SeriesSeeded)
 				delete(want, ledger.NumberVoided)
 				delete(want, ledger.KeysRotated)
+				delete(want, ledger.KeysResealed)
+				delete(want, ledger.SeriesBound)
 				delete(want, ledger.NumberAllocated) // the pass writes NumberAssigned
 			}
 			for k, actors := range want {
@@ -316,9 +321,11 @@ func TestSigningHubRegrant(t *testing.T) {
 }
 
 // TestSigningKeyringPutBack: a store that puts back a revoked person's
-// keyring entry as it was before the revocation lets their secret open
-// the vault again, but what they write then fails Verify: the ledger
-// holds the revocation, signed by the owner, at its position.
+// keyring entry as it was before the revocation does not let their secret
+// open the vault again: the ledger holds the revocation, signed by the
+// owner, so the person is revoked whatever the entry says (ErrNoAccess). A handle of theirs opened before the revocation
+// sees the entry as not revoked and writes, but what it writes fails
+// Verify, at the revocation's position.
 func TestSigningKeyringPutBack(t *testing.T) {
 	ctx := context.Background()
 	for name, newStore := range memAndBadger() {
@@ -326,6 +333,7 @@ func TestSigningKeyringPutBack(t *testing.T) {
 			st := newStore(t)
 			owner := openPerson(t, personCfg(st, "olga", "o"))
 			require.NoError(t, owner.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+			bob := openPerson(t, personCfg(st, "bob", "b"))
 			before, err := st.Get(ctx, "v/team/_keyring/bob")
 			require.NoError(t, err)
 			require.NoError(t, owner.Revoke(ctx, "bob", vault.RevokeWithoutRotation()))
@@ -336,7 +344,9 @@ func TestSigningKeyringPutBack(t *testing.T) {
 
 			_, err = st.Put(ctx, "v/team/_keyring/bob", before.Value)
 			require.NoError(t, err)
-			bob := openPerson(t, personCfg(st, "bob", "b"))
+			_, err = vault.Open(ctx, personCfg(st, "bob", "b"))
+			require.ErrorIs(t, err, vault.ErrNoAccess, "the entry put back opens")
+			require.NotErrorIs(t, err, vault.ErrTampered)
 			require.NoError(t, vault.CollectionOf[Note](bob, "notes").Put(ctx, "back", Note{Text: "again"}))
 			badEntry(t, owner, rep.Head.Seq+1, ledger.Revoked)
 		})

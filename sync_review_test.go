@@ -373,11 +373,13 @@ func TestSyncResumesAfterACutWhileOthersWrite(t *testing.T) {
 
 // TestSyncForgedKeyringSlot: the hub makes key slots of its own, bound to
 // the vault's header (it needs no key for that: a slot for a user whose
-// secret it chose, wrapping a data key of its own). Such a slot travels
-// to the devices as any slot does, but opens nothing of the vault: the
-// vault's records do not open under its key, and a forged slot put at an
-// existing user's name neither replaces that user's slot on a device
-// nor opens with the user's secret on a new device.
+// secret it chose, wrapping a data key of its own). Such a slot fails the
+// keyring's check on a device (its MAC is not under the vault's key), so
+// a sync does not copy it there; opened with the hub's chosen secret on a
+// device (which fetches it to open) it opens nothing of the vault; and a
+// forged slot put at an existing user's name neither replaces that
+// user's slot on a device nor opens with the user's secret on a new
+// device.
 func TestSyncForgedKeyringSlot(t *testing.T) {
 	ctx := context.Background()
 	hub, da, _, a, _ := hostileSetup(t)
@@ -404,7 +406,7 @@ func TestSyncForgedKeyringSlot(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, aliceSlot.Value, got.Value, "the device keeps its own slot")
 	_, err = da.Get(ctx, "v/shop/_keyring/mallory")
-	require.NoError(t, err, "a slot travels as any slot")
+	require.ErrorIs(t, err, stores.ErrNotFound, "a forged slot does not travel")
 
 	// mallory's key opens none of the vault's records.
 	m, err := openDevice(t, da, hub, "mallory", "hub-chosen").OpenVault(ctx, "shop")

@@ -238,17 +238,15 @@ func TestSyncWhileWriting(t *testing.T) {
 	}
 }
 
-// TestSyncCarriesKeyringEntries: a key slot added on one device's store
-// after the vault was opened (this release has no grant call yet: the test
-// adds the bytes itself) reaches the hub at that device's next sync and
-// the other device at its own, byte for byte.
+// TestSyncCarriesKeyringEntries: a person granted on one device's store
+// after the vault was opened reaches the hub at that device's next sync
+// and the other device at its own, byte for byte.
 func TestSyncCarriesKeyringEntries(t *testing.T) {
 	ctx := context.Background()
 	hub, da, db := memstore.New(), memstore.New(), memstore.New()
 	a, b := syncDevice(t, da, hub), syncDevice(t, db, hub)
-	slot, err := da.Get(ctx, "v/shop/_keyring/alice")
-	require.NoError(t, err)
-	_, err = da.Put(ctx, "v/shop/_keyring/bob", slot.Value)
+	require.NoError(t, a.Grant(ctx, "bob", vault.Secret([]byte("b")), vault.RoleWriter))
+	slot, err := da.Get(ctx, "v/shop/_keyring/bob")
 	require.NoError(t, err)
 	_, err = hub.Get(ctx, "v/shop/_keyring/bob")
 	require.ErrorIs(t, err, stores.ErrNotFound)

@@ -504,7 +504,7 @@ func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry) (Head, err
 		l.built = last
 	}
 	l.mu.Unlock()
-	return Head{Seq: last.entry.Seq, MAC: slices.Clone(last.mac())}, nil
+	return c.head(), nil
 }
 
 // putEntry seals rec and writes it at its position in tx.
@@ -560,23 +560,26 @@ var errHeadWrite = fmt.Errorf("ledger: the head is written by AppendTx only: %w"
 const tokenMagicLen = 16
 
 // token encodes h as the value a batch's transaction shows at the head's
-// key: this ledger's random prefix, the position and the MAC. Tokens never
-// reach the store, and no sealed value starts with the prefix but by a
-// 2^-128 chance.
+// key: this ledger's random prefix, the position, the people link fields
+// and the MAC. Tokens never reach the store, and no sealed value starts
+// with the prefix but by a 2^-128 chance.
 func (l *ledger) token(h Head) []byte {
-	b := make([]byte, 0, tokenMagicLen+8+len(h.MAC))
+	b := make([]byte, 0, tokenMagicLen+24+len(h.MAC))
 	b = append(b, l.magic[:]...)
 	b = binary.BigEndian.AppendUint64(b, h.Seq)
+	b = binary.BigEndian.AppendUint64(b, h.people)
+	b = binary.BigEndian.AppendUint64(b, h.linkFrom)
 	return append(b, h.MAC...)
 }
 
 // fromToken decodes a token made by token.
 func (l *ledger) fromToken(b []byte) (Head, bool) {
-	if len(b) < tokenMagicLen+8 || !bytes.Equal(b[:tokenMagicLen], l.magic[:]) {
+	if len(b) < tokenMagicLen+24 || !bytes.Equal(b[:tokenMagicLen], l.magic[:]) {
 		return Head{}, false
 	}
-	h := Head{Seq: binary.BigEndian.Uint64(b[tokenMagicLen:])}
-	if mac := b[tokenMagicLen+8:]; len(mac) > 0 {
+	h := Head{Seq: binary.BigEndian.Uint64(b[tokenMagicLen:]), people: binary.BigEndian.Uint64(b[tokenMagicLen+8:]),
+		linkFrom: binary.BigEndian.Uint64(b[tokenMagicLen+16:])}
+	if mac := b[tokenMagicLen+24:]; len(mac) > 0 {
 		// The MAC stays in the token: token made it for this read
 		// (batchTx.Get) or write (AppendTx), and nothing writes to it.
 		h.MAC = mac[:len(mac):len(mac)]

@@ -65,14 +65,19 @@ const (
 	// the owner who granted it. See Entry.GrantCollections.
 	PersonGranted Kind = 13
 	// PersonRevoked: a person's access was revoked (ID the person,
-	// CipherHash the SHA-256 of the revoked keyring entry).
+	// SigningKey the key of the grant it ends (empty in entries written
+	// before revocations named it), CipherHash the SHA-256 of the revoked
+	// keyring entry).
 	PersonRevoked Kind = 14
 	// SecretChanged: a person changed the secret that opens their keyring
 	// entry (ID the person, CipherHash the SHA-256 of the new entry).
 	SecretChanged Kind = 15
 	// KeyringUpgraded: a person's keyring entry of layout version 1 was
 	// rewritten in the current layout (ID the person, Reason the role,
-	// CipherHash the SHA-256 of the new entry).
+	// SigningKey the person's new key, CipherHash the SHA-256 of the new
+	// entry). The vault's first upgrade names, in Partition (sorted), the
+	// holders of layout version 1 entries then: only they upgrade later
+	// (an upgrade written before upgrades named them names none).
 	KeyringUpgraded Kind = 16
 	// RecoveryCodesIssued: a person was given a new set of one-time
 	// recovery codes, replacing any earlier set (ID the person, Number how
@@ -96,6 +101,13 @@ const (
 	// seeds and closes numbers only of series bound to one of theirs.
 	// Verify replays it (see sign.go).
 	SeriesBound Kind = 21
+	// KeysResealed: every record of the vault's store sealed by a data key
+	// generation below Number was re-sealed (a rotation's re-sealing
+	// finished). From its position on, a record sealed below Number on
+	// that store is not one the vault wrote (see vault: the generation
+	// floor). Linked with the people entries (From), so a replay of the
+	// ledger's people finds it without reading the rest.
+	KeysResealed Kind = 22
 )
 
 var kindNames = [...]string{
@@ -120,10 +132,11 @@ var kindNames = [...]string{
 	RecoveryCodesRevoked: "recovery-codes-revoked",
 	KeysRotated:          "keys-rotated",
 	SeriesBound:          "series-bound",
+	KeysResealed:         "keys-resealed",
 }
 
 // Valid reports whether k is one of the defined kinds.
-func (k Kind) Valid() bool { return k >= RecordPut && k <= SeriesBound }
+func (k Kind) Valid() bool { return k >= RecordPut && k <= KeysResealed }
 
 // String returns the kind's name, e.g. "record-put".
 func (k Kind) String() string {
@@ -159,7 +172,10 @@ type Entry struct {
 	Partition []string
 	// Number is the number taken, voided or assigned, or the new position of a seeded series.
 	Number uint64
-	// From is the previous position of a seeded series.
+	// From is the previous position of a seeded series; on a people entry
+	// (PersonGranted, PersonRevoked, KeyringUpgraded), set by the ledger,
+	// the position of the ledger's people entry before it (0: none, or an
+	// entry written before people entries were linked).
 	From uint64
 	// RequestID is the caller's idempotency key of an allocation.
 	RequestID string
@@ -169,7 +185,8 @@ type Entry struct {
 	// SigningKey is an Ed25519 public key the entry introduces: the new
 	// person's of a PersonGranted entry, the person's own of a
 	// KeyringUpgraded entry, and the author's own on the first entry of a
-	// ledger (its genesis). Empty otherwise.
+	// ledger (its genesis); or the key whose grant a PersonRevoked entry
+	// ends. Empty otherwise.
 	SigningKey []byte
 	// Signature is the author's Ed25519 signature of the entry and of the
 	// commit it ends (see sign.go), set by the ledger on the last entry of

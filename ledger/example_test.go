@@ -104,6 +104,9 @@ func Example_signatures() {
 	_ = owner.Revoke(ctx, "bob")
 	_, err = bob.Record(ctx, "export", nil) // the open handle is refused
 	fmt.Println("bob after his revocation:", errors.Is(err, vault.ErrNoAccess))
+	if r := owner.Rotation(); r != nil {
+		_ = r.Wait(ctx) // the revocation's re-sealing ends with an entry
+	}
 
 	for e, err := range owner.Audit().Read(ctx, 1) {
 		if err == nil {
@@ -120,5 +123,6 @@ func Example_signatures() {
 	// 2 app-event by bob signed: true covered: false
 	// 3 person-revoked by ann signed: false covered: true
 	// 4 keys-rotated by ann signed: true covered: false
+	// 5 keys-resealed by ann signed: true covered: false
 	// verify: <nil>
 }

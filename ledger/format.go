@@ -26,16 +26,22 @@ import (
 // where prevMAC is the MAC of entry seq-1, empty for entry 1. The head
 // record's plaintext is
 //
-//	[1] version (1)
+//	[1] version (2)
 //	uvarint seq, uvarint len(MAC), MAC       the head: last position and its MAC
+//	uvarint people, uvarint linkFrom         the last people entry, where links begin
 //	uvarint n, then n times uvarint len(p), p  pending entries (plaintexts as above)
 //
 // Pending entries are the last n entries up to seq, committed but perhaps not
-// yet written at their own keys (stores without transactions only).
+// yet written at their own keys (stores without transactions only). People
+// entries (PersonGranted, PersonRevoked, KeyringUpgraded) from position
+// linkFrom on name the previous one in From (0: none from linkFrom on), and
+// people is the last of them (0: none): the replay of the ledger's people
+// reads them without the rest (people.go). A head of version 1 has neither
+// field: it was written before links were, and the next append begins them.
 const (
 	dirName     = "_ledger/"
 	headName    = "head"
-	headVersion = 1
+	headVersion = 2
 	macDomain   = "noydb ledger entry v1"
 	maxMAC      = 255
 	seqDigits   = 20
@@ -56,6 +62,7 @@ func (r record) mac() []byte { return r.plain[r.encLen:] }
 type headState struct {
 	Head
 	pending []record // the last len(pending) entries, in order
+	version byte     // the layout it was decoded from (0: not decoded)
 }
 
 // entryKey returns the store key of position seq.
@@ -207,6 +214,8 @@ func appendHead(b []byte, head Head, pending []record) []byte {
 	b = append(b, headVersion)
 	b = codec.AppendUvarint(b, head.Seq)
 	b = codec.AppendBytes(b, head.MAC)
+	b = codec.AppendUvarint(b, head.people)
+	b = codec.AppendUvarint(b, head.linkFrom)
 	b = codec.AppendUvarint(b, uint64(len(pending)))
 	for _, r := range pending {
 		b = codec.AppendBytes(b, r.plain)
@@ -229,13 +238,23 @@ func (l *ledger) openHead(sealed []byte) (headState, error) {
 
 func decodeHead(plain []byte) (headState, error) {
 	r := codec.NewReader(plain)
-	r.Version(headVersion)
-	var hs headState
+	version := r.Byte()
+	if r.Err() == nil && version != 1 && version != headVersion {
+		r.Failf("unknown version %d", version)
+	}
+	hs := headState{version: version}
 	hs.Seq = r.Uvarint()
 	if mac := r.Bytes(maxMAC); r.Err() == nil && (len(mac) == 0) != (hs.Seq == 0) {
 		r.Fail("bad head MAC")
 	} else if len(mac) > 0 {
 		hs.MAC = mac
+	}
+	if version >= 2 {
+		hs.people, hs.linkFrom = r.Uvarint(), r.Uvarint()
+		if r.Err() == nil && ((hs.linkFrom == 0) != (hs.Seq == 0) || hs.linkFrom > hs.Seq+1 || hs.people > hs.Seq ||
+			(hs.people != 0 && hs.people < hs.linkFrom)) {
+			r.Fail("people link out of place")
+		}
 	}
 	// Each pending entry takes at least 3 bytes (a length, a version, a MAC byte).
 	n := r.Count(hs.Seq, 3)

@@ -54,21 +54,47 @@ func TestLayoutVectors(t *testing.T) {
 	hd := func(name string, hs headState) codectest.Case {
 		return codectest.Case{
 			Name: "head/" + name, Value: hs, Err: ErrMalformed,
-			Encode: func() ([]byte, error) { return encodeHead(hs.Head, hs.pending), nil },
+			Encode: func() ([]byte, error) {
+				if hs.version == 1 {
+					return encodeHeadV1(hs.Head, hs.pending), nil
+				}
+				return encodeHead(hs.Head, hs.pending), nil
+			},
 			Decode: func(b []byte) (any, error) { return decodeHead(b) },
 		}
 	}
+	v1 := func(hs headState) headState { hs.version = 1; return hs }
+	v2 := func(hs headState) headState { hs.version = 2; return hs }
 	codectest.Check(t, "testdata/layouts.json", []codectest.Case{
 		stored("record-put", r1),
 		stored("number-voided, 1-byte MAC", rec(e2, []byte{9})),
 		stored("signed record-put with signing key", rec(e3, mac(3, 32))),
 		stored("signed number-voided", rec(e4, mac(4, 32))),
 		stored("signed series-bound", rec(e5, mac(5, 32))),
-		hd("empty", headState{}),
-		hd("no pending", headState{Head: Head{Seq: 2, MAC: mac(2, 32)}}),
-		hd("one pending", headState{Head: Head{Seq: 2, MAC: mac(2, 32)}, pending: []record{r2}}),
-		hd("two pending", headState{Head: Head{Seq: 2, MAC: mac(2, 32)}, pending: []record{r1, r2}}),
+		hd("empty", v1(headState{})),
+		hd("no pending", v1(headState{Head: Head{Seq: 2, MAC: mac(2, 32)}})),
+		hd("one pending", v1(headState{Head: Head{Seq: 2, MAC: mac(2, 32)}, pending: []record{r2}})),
+		hd("two pending", v1(headState{Head: Head{Seq: 2, MAC: mac(2, 32)}, pending: []record{r1, r2}})),
+		hd("v2 empty", v2(headState{})),
+		hd("v2 no people", v2(headState{Head: Head{Seq: 2, MAC: mac(2, 32), linkFrom: 1}})),
+		hd("v2 people linked from 1", v2(headState{Head: Head{Seq: 9, MAC: mac(9, 32), people: 7, linkFrom: 1}})),
+		hd("v2 people linked from an upgrade", v2(headState{Head: Head{Seq: 9, MAC: mac(9, 32), people: 5, linkFrom: 4}})),
+		hd("v2 two pending", v2(headState{Head: Head{Seq: 2, MAC: mac(2, 32), people: 0, linkFrom: 1}, pending: []record{r1, r2}})),
 	})
+}
+
+// encodeHeadV1 is the head record of layout version 1, which releases
+// before people links wrote: the version byte, the position and its MAC,
+// and the pending entries.
+func encodeHeadV1(head Head, pending []record) []byte {
+	b := []byte{1}
+	b = codec.AppendUvarint(b, head.Seq)
+	b = codec.AppendBytes(b, head.MAC)
+	b = codec.AppendUvarint(b, uint64(len(pending)))
+	for _, r := range pending {
+		b = codec.AppendBytes(b, r.plain)
+	}
+	return b
 }
 
 // seedSigner signs with an Ed25519 key from a fixed seed.

@@ -27,6 +27,12 @@ type Head struct {
 	Seq uint64
 	// MAC is the chain MAC of entry Seq (nil for an empty ledger).
 	MAC []byte
+
+	// people is the position of the last people entry (see people.go), 0
+	// when there is none from linkFrom on; linkFrom is the first position
+	// whose people entries are linked (their From names the one before),
+	// 0 when the head was written before links were (head version 1).
+	people, linkFrom uint64
 }
 
 // Equal reports whether h and o name the same position with the same MAC.
@@ -348,7 +354,18 @@ func headOf(recs []record, hs Head) Head {
 		return hs
 	}
 	r := recs[len(recs)-1]
-	return Head{Seq: r.entry.Seq, MAC: slices.Clone(r.mac())}
+	h := Head{Seq: r.entry.Seq, MAC: slices.Clone(r.mac()), people: hs.people, linkFrom: hs.linkFrom}
+	if h.linkFrom == 0 {
+		// The first append that links people entries: from its first
+		// entry on (build linked its people entries from 0).
+		h.linkFrom, h.people = recs[0].entry.Seq, 0
+	}
+	for _, r := range recs {
+		if isPeopleKind(r.entry.Kind) {
+			h.people = r.entry.Seq
+		}
+	}
+	return h
 }
 
 // checkBatch rejects invalid entries and batches over maxBatchBytes, and
@@ -638,11 +655,15 @@ type chainer struct {
 	pub  []byte // the signer's key: entries are Covered
 	prev []byte // the MAC of the entry before
 	seq  uint64 // the position of the entry before
+	// people and linkFrom are those of the head after the entry before
+	// (see Head): people entries are linked, each naming the one before
+	// (From), so that the people of the ledger are read without the rest.
+	people, linkFrom uint64
 }
 
 // chainAfter returns a chainer of entries after head.
 func (l *ledger) chainAfter(head Head) chainer {
-	c := chainer{l: l, now: l.now().UTC(), prev: head.MAC, seq: head.Seq}
+	c := chainer{l: l, now: l.now().UTC(), prev: head.MAC, seq: head.Seq, people: head.people, linkFrom: head.linkFrom}
 	if l.signer != nil {
 		c.pub = l.signer.Public()
 	}
@@ -659,6 +680,14 @@ func (c *chainer) next(e Entry) (record, error) {
 	}
 	if e.Actor == "" {
 		e.Actor = l.actor
+	}
+	if c.linkFrom == 0 {
+		// The first append that links people entries: from this entry
+		// on, the first linked entry naming none.
+		c.linkFrom, c.people = seq, 0
+	}
+	if isPeopleKind(e.Kind) {
+		e.From, c.people = c.people, seq
 	}
 	var (
 		plain []byte
@@ -681,4 +710,10 @@ func (c *chainer) next(e Entry) (record, error) {
 	r := record{entry: e, plain: plain, encLen: n, prev: c.prev}
 	c.prev, c.seq = mac, seq
 	return r, nil
+}
+
+// head returns the head after the last entry built (the head the chainer
+// started from when it built none).
+func (c *chainer) head() Head {
+	return Head{Seq: c.seq, MAC: slices.Clone(c.prev), people: c.people, linkFrom: c.linkFrom}
 }

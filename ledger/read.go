@@ -121,7 +121,7 @@ func (l *ledger) walk(ctx context.Context, from uint64, skim bool, fn func(r rec
 	if err != nil {
 		return Head{}, err
 	}
-	head := Head{Seq: hs.Seq, MAC: hs.MAC}
+	head := hs.Head
 	if from == 0 {
 		from = 1
 	}

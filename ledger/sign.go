@@ -400,7 +400,9 @@ func (v *verifier) author(e *Entry) *signer {
 	if s := v.known[e.Actor]; s != nil {
 		return s
 	}
-	self := len(e.SigningKey) > 0 && (e.Kind != PersonGranted || e.ID == e.Actor)
+	// The key a PersonGranted or PersonRevoked entry names is its
+	// person's, not its author's (unless they are one).
+	self := len(e.SigningKey) > 0 && (e.Kind != PersonGranted && e.Kind != PersonRevoked || e.ID == e.Actor)
 	d, inDir := v.dir[e.Actor]
 	if !v.signed {
 		// The genesis: its author is trusted, and so is the root of the
@@ -564,9 +566,14 @@ func (l *ledger) verifySigned(ctx context.Context, progress func(entries uint64)
 	// The walk decodes the entries whole (not skimmed): the replay needs
 	// their authors, kinds and people fields, and the parallel walk
 	// decodes on its workers.
+	// The people entries' links, checked once the head is known.
+	var links []Entry
 	head, err := l.walk(ctx, 1, false, func(r record, prev []byte) bool {
 		if sigErr = v.check(r, prev); sigErr != nil {
 			return false
+		}
+		if isPeopleKind(r.entry.Kind) {
+			links = append(links, Entry{Seq: r.entry.Seq, Kind: r.entry.Kind, From: r.entry.From})
 		}
 		rep.Entries++
 		if progress != nil {
@@ -580,11 +587,29 @@ func (l *ledger) verifySigned(ctx context.Context, progress func(entries uint64)
 		sigErr = &SignatureError{Seq: v.openSeq, Actor: v.openActor, Problem: Unsigned}
 	}
 	bad := v.finish()
+	var linkErr error
+	if err == nil && sigErr == nil {
+		st := &PeopleState{}
+		for _, e := range links {
+			if linkErr = st.link(e, head.linkFrom); linkErr != nil {
+				break
+			}
+		}
+		if linkErr == nil {
+			linkErr = st.checkHeadLink(head)
+		}
+	}
 	switch {
-	case bad != nil:
+	case bad != nil && (linkErr == nil || bad.Seq <= tamperSeq(linkErr)):
 		err = bad
 	case sigErr != nil:
 		err = sigErr
+	case linkErr != nil:
+		err = linkErr
+		var te *TamperError
+		if errors.As(linkErr, &te) {
+			rep.Entries = te.Seq - 1
+		}
 	case err == nil:
 		if km := v.keyring(); km != nil && l.people != nil {
 			rep.Problem, rep.FirstBad = km, km.Seq
@@ -694,7 +719,7 @@ func (l *ledger) signCommit(tx stores.Tx, start, end Head) (Head, error) {
 	if err := l.putEntry(tx, signed); err != nil {
 		return Head{}, err
 	}
-	return Head{Seq: end.Seq, MAC: bytes.Clone(signed.mac())}, nil
+	return Head{Seq: end.Seq, MAC: bytes.Clone(signed.mac()), people: end.people, linkFrom: end.linkFrom}, nil
 }
 
 // readBack reads and decodes the entry at seq as tx holds it.
@@ -740,4 +765,13 @@ func (l *ledger) HeadSigned(get func(key string) (stores.Item, error)) (bool, er
 		}
 	}
 	return last.entry.Signature != nil || last.entry.Covered, nil
+}
+
+// tamperSeq is the position of a *TamperError (0 for another error).
+func tamperSeq(err error) uint64 {
+	var te *TamperError
+	if errors.As(err, &te) {
+		return te.Seq
+	}
+	return 0
 }

@@ -132,34 +132,34 @@ func TestNumberFactsEncodingRoundTrips(t *testing.T) {
 	}
 }
 
-// countingStore counts the ledger entries read from a transactional
+// entryCountingStore counts the ledger entries read from a transactional
 // store: each listed or fetched key of a position.
-type countingStore struct {
+type entryCountingStore struct {
 	stores.Store
 	tr    stores.Transactor
 	reads atomic.Int64
 }
 
-func newCounting(inner stores.Store) *countingStore {
-	return &countingStore{Store: inner, tr: inner.(stores.Transactor)}
+func newCounting(inner stores.Store) *entryCountingStore {
+	return &entryCountingStore{Store: inner, tr: inner.(stores.Transactor)}
 }
 
-func (c *countingStore) count(key string) {
+func (c *entryCountingStore) count(key string) {
 	if rest, ok := strings.CutPrefix(key, prefix+"_ledger/"); ok && rest != "" && rest[0] >= '0' && rest[0] <= '9' {
 		c.reads.Add(1)
 	}
 }
 
-func (c *countingStore) Get(ctx context.Context, key string) (stores.Item, error) {
+func (c *entryCountingStore) Get(ctx context.Context, key string) (stores.Item, error) {
 	c.count(key)
 	return c.Store.Get(ctx, key)
 }
 
-func (c *countingStore) List(ctx context.Context, p string) iter.Seq2[stores.Item, error] {
+func (c *entryCountingStore) List(ctx context.Context, p string) iter.Seq2[stores.Item, error] {
 	return c.ListAfter(ctx, p, "")
 }
 
-func (c *countingStore) ListAfter(ctx context.Context, p, after string) iter.Seq2[stores.Item, error] {
+func (c *entryCountingStore) ListAfter(ctx context.Context, p, after string) iter.Seq2[stores.Item, error] {
 	return func(yield func(stores.Item, error) bool) {
 		for it, err := range stores.ListAfter(ctx, c.Store, p, after) {
 			if err == nil {
@@ -172,7 +172,7 @@ func (c *countingStore) ListAfter(ctx context.Context, p, after string) iter.Seq
 	}
 }
 
-func (c *countingStore) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+func (c *entryCountingStore) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 	return c.tr.Update(ctx, fn)
 }
 

@@ -574,7 +574,20 @@ func (v *Vault) sealRecordTx(tx stores.Tx, collection, id string, plain []byte, 
 // was revoked since the handle opened (ErrNoAccess only). tx is nil, or a
 // transaction on the device's store, through which an unknown generation
 // is loaded (see genKeys.get).
+//
+// A record read from the store sealed below the generation floor
+// (people_ledger.go) is ErrTampered too.
 func (v *Vault) openRecordTx(tx stores.Tx, collection, id string, sealed []byte) ([]byte, uint64, error) {
+	if err := v.aboveFloor(collection, id, sealed); err != nil { // people_ledger.go
+		return nil, 0, err
+	}
+	return v.openSealedTx(tx, collection, id, sealed)
+}
+
+// openSealedTx is openRecordTx without the generation floor, for a record
+// this handle sealed itself (freshSealAt re-seals it), not read from the
+// store.
+func (v *Vault) openSealedTx(tx stores.Tx, collection, id string, sealed []byte) ([]byte, uint64, error) {
 	if err := v.keys.permits(collection); err != nil {
 		return nil, 0, err
 	}

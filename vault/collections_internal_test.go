@@ -14,9 +14,9 @@ import (
 // TestCollectionsForgedEntryGetsNoKey: bob, limited to "notes", holds the
 // first generation's key, which keys the keyring MAC. With the raw store
 // he lifts his own limit (or adds a made-up person whose box key is his)
-// and re-MACs the entry: an owner's rotation refuses the entry
-// (ErrTampered, its grant signature fails) instead of wrapping the new
-// data key for him, and so does SetCollections.
+// and re-MACs the entry: People reports it (ErrTampered, its grant
+// signature fails), SetCollections refuses it, and an owner's rotation
+// skips it instead of wrapping the new data key for him.
 func TestCollectionsForgedEntryGetsNoKey(t *testing.T) {
 	ctx := context.Background()
 	cheap := crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}
@@ -51,15 +51,18 @@ func TestCollectionsForgedEntryGetsNoKey(t *testing.T) {
 			_, err = st.Put(ctx, key, e.encode())
 			require.NoError(t, err)
 			_, err = owner.People(ctx)
-			require.NoError(t, err, "the MAC alone does not tell")
+			require.ErrorIs(t, err, ErrTampered, "a MAC every person can compute is not a grant")
 
-			before := snapshotInternal(t, st)
-			_, err = owner.RotateKeys(ctx)
-			assert.ErrorIs(t, err, ErrTampered)
 			if forge == "lift limit" {
+				before := snapshotInternal(t, st)
 				assert.ErrorIs(t, owner.SetCollections(ctx, "bob", "notes", "memos"), ErrTampered)
+				assert.Equal(t, before, snapshotInternal(t, st), "nothing written")
 			}
-			assert.Equal(t, before, snapshotInternal(t, st), "nothing written")
+			forged := snapshotInternal(t, st)[key]
+			rot, err := owner.RotateKeys(ctx)
+			require.NoError(t, err, "a forged entry does not stop a rotation")
+			assert.Equal(t, []string{e.user}, rot.Skipped())
+			assert.Equal(t, forged, snapshotInternal(t, st)[key], "the forged entry got no key")
 		})
 	}
 }

@@ -40,6 +40,21 @@
 // ErrNotPermitted. Revocation makes the vault refuse a person and, by
 // default, rotates the keys.
 //
+// The MAC keeps a store from changing an entry, not a person: every person
+// ever granted held the first generation's data key that keys it. An
+// entry's authority comes from the ledger: its signed PersonGranted and
+// PersonRevoked entries, replayed in order, must record the entry's grant
+// (its signing key, role and collections, or wider ones) by an owner who
+// held that role, not revoked, at that position, back to the vault's first
+// owner, the one person granted by themselves (and, in a vault of layout
+// version 1, the holders its first upgrade named, each upgraded by
+// themselves). A person no ledger the check reads names (granted on
+// another device of a hub, before its ledger heard of them) is taken from
+// the keyring's chain of grants, each granter an owner not revoked. An
+// entry that fails is ErrTampered on open and in People, gets no key from
+// a rotation (Rotation.Skipped), is not copied by Sync, and vouches for
+// no author in Verify; an owner clears it with Revoke.
+//
 // # Key rotation
 //
 // Data keys come in generations, numbered from 1. Vault.RotateKeys (and

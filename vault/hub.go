@@ -20,10 +20,13 @@ import (
 // copied either way.
 var ErrHubMismatch = errors.New("the hub holds another vault under this name")
 
-// fetchFromHub copies the vault's header and the keyring entries the device
-// lacks from the hub to the device store, before the device unlocks: a device
-// that never held the vault gets it whole, and a user granted on another
-// device can open here. A hub without the vault copies nothing (openHub
+// fetchFromHub copies the vault's header and the opener's keyring entry,
+// when the device lacks it or holds it older, from the hub to the device
+// store, before the device unlocks: a device that never held the vault
+// gets what its person opens with, and a user granted on another device
+// can open here. The other entries travel with Sync, which copies only
+// those that pass the check of authority (people_ledger.go), and which
+// the device cannot make before it unlocks. A hub without the vault copies nothing (openHub
 // copies the other way once the device is unlocked). hub is cfg.Hub as
 // wrapHub returns it. A hub that cannot be reached is no error for a
 // device that holds the vault already: it opens offline. A device that does
@@ -45,7 +48,8 @@ func fetchFromHub(ctx context.Context, cfg Config, hub stores.Store, prefix stri
 	if err != nil {
 		return err
 	}
-	return copyKeyring(ctx, hub, cfg.Store, prefix, hh.Value)
+	opener := func(name string, _ []byte) bool { return name == cfg.User }
+	return copyKeyringAdmit(ctx, hub, cfg.Store, prefix, hh.Value, nil, opener)
 }
 
 // hubTimeout is cfg's HubTimeout with its default.
@@ -101,19 +105,23 @@ func openHub(ctx context.Context, cfg Config, prefix string, dk *crypto.Key, dev
 	return h, nil
 }
 
-// copyKeyring copies, from src to dst, the header (when dst has none) and
-// the keyring entries dst lacks. header is src's header: dst must hold the
-// same bytes, or none (ErrHubMismatch). Entries are created only where
-// absent (compare-and-swap from nothing), so two copiers racing agree.
-func copyKeyring(ctx context.Context, src, dst stores.Store, prefix string, header []byte) error {
-	return copyKeyringWith(ctx, src, dst, prefix, header, nil)
+// copyKeyringWith copies, from src to dst, the header (when dst has none)
+// and the keyring entries dst lacks. header is src's header: dst must hold
+// the same bytes, or none (ErrHubMismatch). Entries are created only where
+// absent (compare-and-swap from nothing), so two copiers racing agree. It
+// first offers each pair of entries held on both sides to merge (nil:
+// none), which returns the entry to write in dst, or nil to keep the rule
+// of the higher serial (see mergeKeyring; Sync merges, with the vault's
+// key).
+func copyKeyringWith(ctx context.Context, src, dst stores.Store, prefix string, header []byte, merge func(src, dst []byte) []byte) error {
+	return copyKeyringAdmit(ctx, src, dst, prefix, header, merge, nil)
 }
 
-// copyKeyringWith is copyKeyring that first offers each pair of entries
-// held on both sides to merge (nil: none), which returns the entry to
-// write in dst, or nil to keep the rule of the higher serial (see
-// mergeKeyring; Sync merges, with the vault's key).
-func copyKeyringWith(ctx context.Context, src, dst stores.Store, prefix string, header []byte, merge func(src, dst []byte) []byte) error {
+// copyKeyringAdmit is copyKeyringWith copying only the entries admit
+// admits (nil: all), by person's name and stored bytes: Sync copies only
+// those that pass the check of authority (people_ledger.go).
+func copyKeyringAdmit(ctx context.Context, src, dst stores.Store, prefix string, header []byte,
+	merge func(src, dst []byte) []byte, admit func(name string, raw []byte) bool) error {
 	hk := prefix + headerKey
 	switch it, err := dst.Get(ctx, hk); {
 	case errors.Is(err, stores.ErrNotFound):
@@ -121,25 +129,35 @@ func copyKeyringWith(ctx context.Context, src, dst stores.Store, prefix string, 
 			return err
 		}
 		// A racing copier may have won: check what is there now.
-		return copyKeyringWith(ctx, src, dst, prefix, header, merge)
+		return copyKeyringAdmit(ctx, src, dst, prefix, header, merge, admit)
 	case err != nil:
 		return err
 	case !bytes.Equal(it.Value, header):
 		return ErrHubMismatch
 	}
-	return copyEntries(ctx, src, dst, prefix, merge)
+	return copyEntriesAdmit(ctx, src, dst, prefix, merge, admit)
 }
 
 // copyEntries is copyKeyringWith without the header: it copies the
 // keyring entries (and recovery codes) dst lacks, and replaces or merges
 // those it holds older.
 func copyEntries(ctx context.Context, src, dst stores.Store, prefix string, merge func(src, dst []byte) []byte) error {
+	return copyEntriesAdmit(ctx, src, dst, prefix, merge, nil)
+}
+
+// copyEntriesAdmit is copyEntries copying only the entries admit admits
+// (nil: all).
+func copyEntriesAdmit(ctx context.Context, src, dst stores.Store, prefix string, merge func(src, dst []byte) []byte,
+	admit func(name string, raw []byte) bool) error {
 	kp := prefix + keyringPrefix
 	for it, err := range src.List(ctx, kp) {
 		if err != nil {
 			return err
 		}
 		if !strings.HasPrefix(it.Key, kp) {
+			continue
+		}
+		if admit != nil && !admit(it.Key[len(kp):], it.Value) {
 			continue
 		}
 		if err := copyEntry(ctx, dst, it.Key, it.Value, merge); err != nil {

@@ -290,7 +290,7 @@ func keyringSerial(b []byte) uint64 {
 }
 
 // keyringNewer reports whether the keyring entry src should replace dst
-// on a copy between stores (see copyKeyring). Between two entries of one
+// on a copy between stores (see copyKeyringWith). Between two entries of one
 // person that decode and hold the same grant, a revocation replaces any
 // other entry of the grant it revokes and is replaced by none (only by a
 // new grant, whose serial is above the revocation's). Else the higher

@@ -249,6 +249,10 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 			_ = v.Close()
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
 		}
+		if err := v.checkOpener(ctx); err != nil { // people_ledger.go
+			_ = v.Close()
+			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
+		}
 		return v, nil
 	}
 	return nil, fmt.Errorf("open vault %q: creation kept racing: %w", cfg.Name, stores.ErrConflict)

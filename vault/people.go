@@ -86,13 +86,20 @@ func (v *Vault) Role() Role {
 }
 
 // People lists the vault's keyring: every person granted access, revoked
-// ones included, by name. Every entry is checked: one a store altered is
-// an error matching ErrTampered.
+// ones included, by name. Every entry is checked: one a store altered, or
+// one whose grant no owner signed at its place in the ledger (a person
+// planted, or granted themselves; see the vault's documentation on
+// people), is an error matching ErrTampered, and so is an entry of layout
+// version 1 in a vault of the current layout.
 func (v *Vault) People(ctx context.Context) ([]Person, error) {
 	if err := v.enter(ctx); err != nil {
 		return nil, fmt.Errorf("people: %w", err)
 	}
 	defer v.exit()
+	a, err := v.authority(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("people: %w", err)
+	}
 	var out []Person
 	kp := v.prefix + keyringPrefix
 	for it, err := range stores.ListUnder(ctx, v.me.store, kp) {
@@ -100,13 +107,19 @@ func (v *Vault) People(ctx context.Context) ([]Person, error) {
 			return nil, fmt.Errorf("people: %w", err)
 		}
 		name := it.Key[len(kp):]
-		if !isKeyringV2(it.Value) {
-			out = append(out, Person{Name: name, Role: RoleOwner, Legacy: true})
-			continue
+		e, err := v.checkedEntry(ctx, a, name, it.Value)
+		if errors.Is(err, errLedgerRevoked) {
+			// The ledger revoked the grant the entry holds: as revoked.
+			if e, err = decodeKeyring(it.Value); err == nil {
+				e.revoked = true
+			}
 		}
-		e, err := v.readEntry(name, it.Value)
 		if err != nil {
 			return nil, fmt.Errorf("people: %w", err)
+		}
+		if e == nil {
+			out = append(out, Person{Name: name, Role: RoleOwner, Legacy: true})
+			continue
 		}
 		out = append(out, Person{
 			Name: name, Role: e.role, GrantedBy: e.grantedBy, GrantedAt: time.Unix(0, e.grantedAt).UTC(),
@@ -424,22 +437,29 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 	if err != nil {
 		return err
 	}
+	// An entry that fails the check of authority (one planted, or put
+	// back) is revoked too: that is how an owner clears it. Only a valid
+	// owner's counts for the last owner.
+	a, err := v.authority(ctx)
+	if err != nil {
+		return err
+	}
+	_, cerr := a.entry(ctx, user, old.Value)
+	if cerr != nil && !refused(cerr) {
+		return cerr
+	}
 	tomb := &keyringEntry{user: user, serial: 1, role: RoleOwner, revoked: true, macGen: 1}
-	if isKeyringV2(old.Value) {
-		e, err := v.readEntry(user, old.Value)
-		if err != nil {
-			return err
-		}
-		if e.revoked {
+	if e, err := decodeKeyring(old.Value); isKeyringV2(old.Value) && err == nil && e.user == user {
+		if cerr == nil && e.revoked {
 			return fmt.Errorf("already revoked: %w", ErrNotFound)
 		}
 		*tomb = keyringEntry{
 			user: user, serial: e.serial + 1, role: e.role, revoked: true, grantedBy: e.grantedBy,
 			grantedAt: e.grantedAt, collections: e.collections, boxPub: e.boxPub, signPub: e.signPub,
-			grantSig: e.grantSig, macGen: e.macGen,
+			grantSig: e.grantSig, macGen: 1,
 		}
 	}
-	if tomb.role == RoleOwner {
+	if tomb.role == RoleOwner && cerr == nil {
 		owners, err := v.activeOwners(ctx)
 		if err != nil {
 			return err
@@ -450,7 +470,7 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 	}
 	tomb.seal(v.dk, v.name, v.me.header)
 	val := tomb.encode()
-	entry := ledger.Entry{Kind: ledger.PersonRevoked, ID: user, CipherHash: hashOf(val)}
+	entry := ledger.Entry{Kind: ledger.PersonRevoked, ID: user, CipherHash: hashOf(val), SigningKey: tomb.signPub}
 	if o.keepKeys {
 		if err := v.writePeople(ctx, key, old, val, entry); err != nil {
 			return err
@@ -465,15 +485,25 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 	return nil
 }
 
-// activeOwners counts the owners not revoked.
+// activeOwners counts the owners not revoked whose entries pass the check
+// of authority (people_ledger.go).
 func (v *Vault) activeOwners(ctx context.Context) (int, error) {
-	ps, err := v.People(ctx)
+	a, err := v.authority(ctx)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, p := range ps {
-		if p.Role == RoleOwner && !p.Revoked {
+	kp := v.prefix + keyringPrefix
+	for it, err := range stores.ListUnder(ctx, v.me.store, kp) {
+		if err != nil {
+			return 0, err
+		}
+		e, err := v.checkedEntry(ctx, a, it.Key[len(kp):], it.Value)
+		switch {
+		case refused(err):
+		case err != nil:
+			return 0, err
+		case e == nil || (e.role == RoleOwner && !e.revoked):
 			n++
 		}
 	}
@@ -629,7 +659,12 @@ func (v *Vault) upgrade(ctx context.Context, key string, old stores.Item, h cryp
 	v.me.mu.Lock()
 	v.me.entry, v.me.seed = e, seed
 	v.me.mu.Unlock()
-	up := ledger.Entry{Kind: ledger.KeyringUpgraded, ID: v.user, Reason: RoleOwner.String(), CipherHash: hashOf(val), SigningKey: e.signPub}
+	holders, err := v.legacyHolders(ctx)
+	if err != nil {
+		return err
+	}
+	up := ledger.Entry{Kind: ledger.KeyringUpgraded, ID: v.user, Reason: RoleOwner.String(), CipherHash: hashOf(val),
+		SigningKey: e.signPub, Partition: holders}
 	err = v.upgradeOnHub(ctx, key, old.Value, val, up)
 	if err == nil {
 		err = v.writePeople(ctx, key, old, val, up)
@@ -643,6 +678,31 @@ func (v *Vault) upgrade(ctx context.Context, key string, old stores.Item, h cryp
 	}
 	v.me.role = RoleOwner
 	return nil
+}
+
+// legacyHolders names, sorted, the people whose keyring entries are of
+// layout version 1, for an upgrade's ledger entry: the vault's first
+// upgrade records who may upgrade after it (ledger.KeyringUpgraded), so
+// that an entry of that layout written later (by anyone holding the first
+// generation's key) is not taken for a holder's. Nil when they are more
+// than a ledger entry names (ledger.MaxGrantCollections): the upgrade
+// then records none, as upgrades written before they did.
+func (v *Vault) legacyHolders(ctx context.Context) ([]string, error) {
+	var out []string
+	kp := v.prefix + keyringPrefix
+	for it, err := range stores.ListUnder(ctx, v.me.store, kp) {
+		if err != nil {
+			return nil, err
+		}
+		if !isKeyringV2(it.Value) {
+			out = append(out, it.Key[len(kp):])
+		}
+	}
+	if len(out) > ledger.MaxGrantCollections {
+		return nil, nil
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 func hashOf(b []byte) []byte {
@@ -776,17 +836,15 @@ func (v *Vault) setCollections(ctx context.Context, user string, collections []s
 	if e.revoked {
 		return fmt.Errorf("revoked: %w", ErrNotFound)
 	}
-	if err := checkGrant(ctx, v.me.store, v.prefix, v.name, v.me.header, v.dk, e); err != nil {
-		return closedIfWiped(err)
-	}
-	// An entry put back as it was before a revocation passes both checks:
-	// the ledger's latest change of the person says otherwise.
-	people, err := v.latestPeople(ctx) // this device's: SetCollections works offline
+	// The entry's grant must hold (an entry planted, or put back as it was
+	// before a revocation, does not): by this device's ledger, so that
+	// SetCollections works offline (people_ledger.go).
+	a, err := v.authority(ctx)
 	if err != nil {
 		return err
 	}
-	if p, named := people[user]; named && p.revoked {
-		return fmt.Errorf("%w: the keyring entry of %q is not revoked, but the ledger's last change of them revokes them", ErrTampered, user)
+	if err := a.check(ctx, e, 0); err != nil {
+		return err
 	}
 	cols, err := limitTo(e.role, collections)
 	if err != nil {

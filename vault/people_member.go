@@ -3,12 +3,10 @@ package vault
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/noydb-go/noydb/crypto"
-	"github.com/noydb-go/noydb/stores"
 )
 
 // member is the person a vault was opened as.
@@ -179,38 +177,7 @@ func unlockWithBox(ctx context.Context, cfg Config, prefix string, header []byte
 		m.wipe()
 		return nil, fmt.Errorf("keyring entry of %q: signing key: %w", cfg.User, ErrTampered)
 	}
-	if err := checkGrant(ctx, cfg.Store, prefix, cfg.Name, header, dk, e); err != nil {
-		m.wipe()
-		return nil, err
-	}
+	// The entry's authority (its grant) is checked once the vault is
+	// open, against its ledger (Vault.checkOpener).
 	return m, nil
-}
-
-// checkGrant checks that e's grant is signed by its granter: e's own
-// signing key for a person who granted themselves (a vault's creator, an
-// upgraded entry), else the signing key in the granter's entry, which must
-// itself be intact.
-func checkGrant(ctx context.Context, st stores.Store, prefix, vaultName string, header []byte, dk *crypto.Key, e *keyringEntry) error {
-	pub := e.signPub
-	if e.grantedBy != e.user {
-		it, err := st.Get(ctx, prefix+keyringPrefix+e.grantedBy)
-		if errors.Is(err, stores.ErrNotFound) || (err == nil && !isKeyringV2(it.Value)) {
-			return fmt.Errorf("keyring entry of %q: granter %q has no signing key: %w", e.user, e.grantedBy, ErrTampered)
-		}
-		if err != nil {
-			return err
-		}
-		g, err := decodeKeyring(it.Value)
-		if err != nil {
-			return fmt.Errorf("keyring entry of %q: granter %q: %w: %w", e.user, e.grantedBy, ErrTampered, err)
-		}
-		if err := g.verify(dk, vaultName, e.grantedBy, header); err != nil {
-			return err
-		}
-		pub = g.signPub
-	}
-	if !crypto.VerifySignature(pub, grantStatement(vaultName, header, e), e.grantSig) {
-		return fmt.Errorf("keyring entry of %q: grant signature: %w", e.user, ErrTampered)
-	}
-	return nil
 }

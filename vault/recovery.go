@@ -559,7 +559,7 @@ func (v *Vault) finishRecovery(ctx context.Context) error {
 
 // copyRecovery copies, from src to dst, the recovery entries dst lacks or
 // holds older (a lower serial) than src: codes issued, used or revoked on
-// one device reach the others with Sync. Like copyKeyring, it writes by
+// one device reach the others with Sync. Like copyKeyringWith, it writes by
 // compare-and-swap, so racing copiers agree.
 func copyRecovery(ctx context.Context, src, dst stores.Store, prefix string) error {
 	rp := prefix + recoveryPrefix

@@ -19,9 +19,11 @@ import (
 // payroll record and appends the ledger entry, signed with his own key,
 // ignoring the store's current generation (which an honest handle reads
 // in every commit and which would make it re-seal with generation 2),
-// as any write does. The owner still reads it as a payroll record (a
-// generation 1 envelope opens with the data key); Verify reports bob's
-// entry on a collection he may not use, at its position.
+// as any write does. The owner's read refuses it (ErrTampered): the
+// limited grant's rotation re-sealed every record with generation 2 and
+// recorded it (ledger.KeysResealed), so a record sealed by generation 1
+// since is not one the vault wrote (the generation floor); Verify reports
+// bob's entry on a collection he may not use, at its position.
 func TestReview15bLimitedWriterForgesOtherCollection(t *testing.T) {
 	ctx := context.Background()
 	cheap := crypto.KDFParams{Time: 1, MemoryKiB: 64, Threads: 1}
@@ -53,9 +55,8 @@ func TestReview15bLimitedWriterForgesOtherCollection(t *testing.T) {
 	bob.curGen.Store(&currentGen{sealed: marker.Value, gen: 1})
 	require.NoError(t, CollectionOf[map[string]string](bob, "payroll").Put(ctx, "p-2", map[string]string{"pay": "1000000"}))
 
-	got, err := CollectionOf[map[string]string](owner, "payroll").Get(ctx, "p-2")
-	require.NoError(t, err)
-	require.Equal(t, "1000000", got["pay"], "the owner reads bob's payroll record")
+	_, err = CollectionOf[map[string]string](owner, "payroll").Get(ctx, "p-2")
+	require.ErrorIs(t, err, ErrTampered, "the owner reads bob's payroll record")
 	head, err := owner.Audit().Head(ctx)
 	require.NoError(t, err)
 	rep, err = owner.Audit().Verify(ctx)

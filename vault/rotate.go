@@ -78,11 +78,12 @@ type Rotation struct {
 func (r *Rotation) Generation() uint64 { return r.gen }
 
 // Skipped names the people, sorted, whose keyring entry was given no key
-// of the new generation although it is not revoked: the entry does not
-// agree with their latest change in the vault's ledger (revoked since,
-// another role or signing key, or more collections than the ledger's
-// latest grant), as an entry a store put back as it was before a
-// revocation or a narrowing. Nil for a resumed rotation.
+// of the new generation although it is not revoked: the entry fails the
+// check of authority (people_ledger.go: ErrTampered elsewhere), as one a
+// person planted or granted themselves, or one put back as it was before
+// a revocation or a narrowing (revoked since, another role or signing
+// key, more collections than the ledger's latest grant). Nil for a
+// resumed rotation.
 func (r *Rotation) Skipped() []string { return slices.Clone(r.skipped) }
 
 // Progress returns how far the re-sealing is.
@@ -137,13 +138,15 @@ func (v *Vault) Rotation() *Rotation { return v.rot.Load() }
 // derived from the first data key, which every person granted ever held.
 // A rotation protects records written afterwards, not those values.
 //
-// Each person's keyring entry is checked against their latest change in
-// the vault's ledger (on a device of a hub, the hub's ledger): an entry
-// that is revoked there, has another role or signing key, or names
-// collections outside the latest grant's is given no new key and left as
-// it is (Rotation.Skipped names these people). An entry a store, or the
-// person themself, put back as it was before their revocation or the
-// narrowing of their collections is such an entry.
+// Each person's keyring entry is checked against the people of the
+// vault's ledger (on a device of a hub, the hub's ledger too): an entry
+// whose grant no owner signed (one a person planted, or rewrote as
+// granted by themselves), that is revoked there, has another role or
+// signing key, or names collections outside the latest grant's is given
+// no new key and left as it is (Rotation.Skipped names these people): it
+// does not stop the rotation. An entry a store, or the person themself,
+// put back as it was before their revocation or the narrowing of their
+// collections is such an entry.
 //
 // Other handles open on the vault (another process, another device) keep
 // sealing with the generation they know until they read a record of the
@@ -151,12 +154,10 @@ func (v *Vault) Rotation() *Rotation { return v.rot.Load() }
 //
 // Only an owner rotates (ErrNotPermitted), on a store with transactions
 // (stores.ErrNotSupported otherwise); a keyring holding an entry of layout
-// version 1 that is not revoked cannot give it the new key
-// (ErrNotPermitted: its holder calls UpgradeKeyring first), and an entry
-// whose grant is not signed by its granter (one rewritten by someone
-// holding the first generation's key, which keys the entries' MAC) is
-// refused with ErrTampered rather than given the new key. A crash, Stop
-// or Close leaves the rotation pending: ResumeRotation continues it.
+// version 1 that is not revoked, in a vault of that layout, cannot give
+// it the new key (ErrNotPermitted: its holder calls UpgradeKeyring
+// first; elsewhere such an entry is a plant, skipped). A crash, Stop or
+// Close leaves the rotation pending: ResumeRotation continues it.
 //
 // On a device of a hub the rotation is made on the hub first (see
 // rotate_hub.go): the new keyring entries commit on the hub, then on the
@@ -320,10 +321,12 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 		active  []*keyringEntry
 		olds    [][]byte
 	)
-	// Each entry is checked against its person's latest change in the
-	// ledger too: an entry put back as it was before a revocation or a
-	// narrowing holds a genuine MAC and grant signature.
-	people, err := v.keyringLedger().latestPeople(ctx)
+	// Each entry is checked against the people of the ledger (on a device
+	// of a hub, the hub's, which records every device's changes): a MAC
+	// every person can compute, a grant signed by its own key, an entry
+	// put back as it was before a revocation or a narrowing are not enough
+	// to be given the new key (people_ledger.go).
+	a, err := v.rotationAuthority(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -339,33 +342,26 @@ func (v *Vault) newGeneration(ctx context.Context, reason string, also *keyringW
 		if also != nil && name == also.user {
 			continue
 		}
-		if !isKeyringV2(it.Value) {
+		if e, err := decodeKeyring(it.Value); err == nil && e.user == name {
+			for _, g := range e.gens {
+				top = max(top, g.gen)
+			}
+		}
+		e, err := a.entry(ctx, name, it.Value)
+		switch {
+		case refused(err):
+			// An entry the check refuses gets no new key and stays as it
+			// is (Rotation.Skipped names it): it cannot stop a rotation,
+			// and so a revocation, either.
+			skipped = append(skipped, name)
+			continue
+		case err != nil:
+			return 0, nil, err
+		case e == nil:
 			return 0, nil, fmt.Errorf("%q holds a keyring entry of layout version 1, which cannot take a new key "+
 				"(they call UpgradeKeyring first, or are revoked): %w", name, ErrNotPermitted)
 		}
-		e, err := v.readEntry(name, it.Value)
-		if err != nil {
-			return 0, nil, err
-		}
-		for _, g := range e.gens {
-			top = max(top, g.gen)
-		}
 		if !e.revoked {
-			// The new key goes to the public key and within the
-			// collections the entry names: its MAC, keyed by the first
-			// generation, which every person holds, is not enough; its
-			// grant must be signed by an owner (else a person could add
-			// a key of theirs, or lift their own limit, and be given the
-			// new generation).
-			if err := checkGrant(ctx, v.me.store, v.prefix, v.name, v.me.header, v.dk, e); err != nil {
-				return 0, nil, closedIfWiped(err)
-			}
-			if p, named := people[name]; !e.matchesLedger(p, named) {
-				// Not the person's latest state: no new key (the entry
-				// stays as it is; Rotation.Skipped names the person).
-				skipped = append(skipped, name)
-				continue
-			}
 			active = append(active, e)
 			olds = append(olds, it.Value)
 		}
@@ -677,11 +673,18 @@ func (v *Vault) clearRotation(ctx context.Context, gen uint64) error {
 		return err
 	}
 	defer v.exit()
-	tr, ok := v.store.(stores.Transactor)
-	if !ok {
+	if !transactional(v.store) {
 		return stores.ErrNotSupported
 	}
-	return closedIfWiped(tr.Update(ctx, func(tx stores.Tx) error {
+	// With the mark goes a signed ledger.KeysResealed entry: from it on,
+	// a record of this store sealed below gen is not one the vault wrote
+	// (the generation floor, people_ledger.go). Not on a device of a hub:
+	// its ledger is the hub's, whose records devices that had not heard
+	// of the rotation still push sealed below gen.
+	floor := !v.isDevice()
+	cleared := false
+	err := v.ledger.UpdateKeys(ctx, []string{v.prefix + rotationKey}, func(tx stores.Tx) error {
+		cleared = false
 		it, err := tx.Get(v.prefix + rotationKey)
 		if errors.Is(err, stores.ErrNotFound) {
 			return nil
@@ -696,6 +699,21 @@ func (v *Vault) clearRotation(ctx context.Context, gen uint64) error {
 		if g > gen {
 			return nil
 		}
-		return tx.Delete(v.prefix + rotationKey)
-	}))
+		if err := tx.Delete(v.prefix + rotationKey); err != nil {
+			return err
+		}
+		cleared = true
+		if !floor {
+			return nil
+		}
+		_, err = v.ledger.AppendTx(ctx, tx, ledger.Entry{Kind: ledger.KeysResealed, Number: gen})
+		return err
+	})
+	if errors.Is(err, ledger.ErrUnpinned) {
+		err = nil // committed; the pin is caught up by the next write
+	}
+	if err == nil && cleared {
+		v.raiseFloor(gen)
+	}
+	return closedIfWiped(err)
 }

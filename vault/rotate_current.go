@@ -130,7 +130,7 @@ func (v *Vault) freshSealAt(tx stores.Tx, cur uint64, collection, id string, sea
 		}
 		return nil, nil, closedIfWiped(err)
 	}
-	plain, _, err := v.openRecordTx(v.keyTx(tx), collection, id, sealed)
+	plain, _, err := v.openSealedTx(v.keyTx(tx), collection, id, sealed)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -63,6 +63,22 @@ func (v *Vault) readyToRotate(ctx context.Context) error {
 	return nil
 }
 
+// rotationAuthority is the check of the keyring a rotation reads: by the
+// hub's ledger for a device of a hub, else by the vault's.
+func (v *Vault) rotationAuthority(ctx context.Context) (*authority, error) {
+	// It hands out keys: the replays read every entry (people_ledger.go),
+	// and on a device of a hub only the hub's ledger vouches (readyToRotate
+	// has recorded there the changes this device made).
+	if v.rotatesOnHub() {
+		hs, err := v.hub.peopleState(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		return v.authorityOf(v.hub.store, peopleSource{st: hs, sure: true}), nil
+	}
+	return v.authority(ctx, true)
+}
+
 // keyringStore is the store a rotation reads the keyring from: the hub's
 // for a device of a hub, else the vault's.
 func (v *Vault) keyringStore() stores.Store {

@@ -101,15 +101,24 @@ func (v *Vault) ledgerOptions() wire.LedgerOptions {
 }
 
 // ledgerPeople lists the keyring of the vault's store for the ledger's
-// Verify: every person with a signing key whose entry passes the checks
-// of an open (MAC and grant signature). An entry that fails them is left
-// out, as are entries of layout version 1, which have no key: the ledger
-// does not take a key from them, so an entry a store altered cannot vouch
-// for an author (its person's own open fails with ErrTampered).
+// Verify: every person with a signing key whose entry passes the check of
+// authority (people_ledger.go: its MAC, and a grant the ledger's people
+// entries, or the keyring's chain of grants, vouch for). An entry that
+// fails is left out, as are entries of layout version 1, which have no
+// key: the ledger does not take a key from them, so an entry a person or
+// a store planted cannot vouch for an author.
 func (v *Vault) ledgerPeople(ctx context.Context) (map[string]wire.LedgerPerson, error) {
-	m := v.signAs
-	if m == nil {
+	if v.signAs == nil {
 		return nil, nil
+	}
+	a, err := v.authority(ctx)
+	if errors.Is(err, ErrTampered) {
+		// Verify reports the ledger's problem itself, at its position:
+		// the keyring's chains of grants vouch for its authors meanwhile.
+		a, err = v.authorityOf(v.keyringStore0()), nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]wire.LedgerPerson{}
 	kp := v.prefix + keyringPrefix
@@ -121,18 +130,9 @@ func (v *Vault) ledgerPeople(ctx context.Context) (map[string]wire.LedgerPerson,
 		if !isKeyringV2(it.Value) {
 			continue
 		}
-		e, err := decodeKeyring(it.Value)
-		if err != nil || e.user != name {
-			continue
-		}
-		if err := e.verify(v.dk, v.name, name, m.header); err != nil {
-			if errors.Is(err, crypto.ErrKeyWiped) {
-				return nil, closedIfWiped(err)
-			}
-			continue
-		}
-		if err := checkGrant(ctx, v.store, v.prefix, v.name, m.header, v.dk, e); err != nil {
-			if !errors.Is(err, ErrTampered) {
+		e, err := a.entry(ctx, name, it.Value)
+		if err != nil {
+			if !refused(err) {
 				return nil, closedIfWiped(err)
 			}
 			continue
@@ -167,20 +167,45 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 	if s.v.Role() != RoleOwner {
 		return nil
 	}
+	// The owner's signature vouches for what it records: only entries that
+	// pass the check by this device's ledger (or the keyring's chain of
+	// grants) are recorded, never one a hub or a person planted here; and
+	// a revocation only when this device's ledger records it.
+	a, err := s.v.authority(ctx)
+	if err != nil {
+		return err
+	}
+	own := a.sources[0].st
 	kp := s.v.prefix + keyringPrefix
 	var entries []ledger.Entry
 	for it, err := range stores.ListUnder(ctx, s.v.store, kp) {
 		if err != nil {
 			return err
 		}
+		name := it.Key[len(kp):]
 		if !isKeyringV2(it.Value) {
 			continue
 		}
-		e, err := decodeKeyring(it.Value)
-		if err != nil || e.user != it.Key[len(kp):] {
+		e, err := s.v.readEntryHeader(name, it.Value, s.v.header())
+		if errors.Is(err, ErrClosed) {
+			return err
+		}
+		if err != nil {
+			continue
+		}
+		if e.revoked {
+			p, _ := own.Person(name)
+			if !slices.ContainsFunc(p.RevokedKeys, func(k []byte) bool { return bytes.Equal(k, e.signPub) }) {
+				continue
+			}
+		} else if err := a.check(ctx, e, 0); err != nil {
+			if !refused(err) {
+				return err
+			}
 			continue
 		}
 		hubRevoked, onHub, recollected, regranted := false, true, false, false
+		var hubKey []byte
 		cur, err := s.h.store.Get(ctx, it.Key)
 		switch {
 		case errors.Is(err, stores.ErrNotFound):
@@ -192,6 +217,9 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 		default:
 			h, err := decodeKeyring(cur.Value)
 			hubRevoked = err == nil && h.revoked
+			if err == nil {
+				hubKey = h.signPub
+			}
 			// A change of the person's collections is a grant again.
 			recollected = err == nil && !slices.Equal(h.collections, e.collections)
 			// A new signing key on two entries not revoked: the person
@@ -206,11 +234,12 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 		if regranted {
 			// The revoked entry was replaced here before this sync: it
 			// has no bytes left to hash.
-			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user})
+			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, SigningKey: hubKey})
 		}
 		switch {
 		case e.revoked && !hubRevoked:
-			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, CipherHash: hashOf(it.Value)})
+			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, CipherHash: hashOf(it.Value),
+				SigningKey: e.signPub})
 		case !e.revoked && (hubRevoked || recollected || regranted || !onHub && e.grantedBy != e.user):
 			entries = append(entries, ledger.Entry{Kind: ledger.PersonGranted, ID: e.user, Reason: e.role.String(),
 				CipherHash: hashOf(it.Value), SigningKey: e.signPub, Partition: e.collections})
@@ -219,7 +248,7 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	_, err := s.h.ledger.Append(ctx, entries...)
+	_, err = s.h.ledger.Append(ctx, entries...)
 	return closedIfWiped(err)
 }
 

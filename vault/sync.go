@@ -417,16 +417,19 @@ func (s *syncRun) keyrings(ctx context.Context) error {
 	}
 	// The hub's ledger holds every device's people changes (hubPeople,
 	// and a rotation's commit on the hub): of two entries of different
-	// states, the one agreeing with it wins (people_ledger.go).
-	people, err := s.h.latestPeople(ctx)
+	// states, the one agreeing with it wins, and an entry that fails its
+	// check (one the hub, or a person, planted) is copied neither way
+	// (people_ledger.go).
+	a, err := s.v.hubAuthority(ctx)
 	if err != nil {
 		return feedErr(err)
 	}
-	merge := preferLedger(people, keyringMerger(s.v.dk, s.v.name, dh.Value)) // see keyring_merge.go
-	if err := copyKeyringWith(ctx, s.v.store, s.h.store, s.v.prefix, dh.Value, merge); err != nil {
+	merge := preferLedger(ctx, a, keyringMerger(s.v.dk, s.v.name, dh.Value)) // see keyring_merge.go
+	admit := func(name string, raw []byte) bool { return a.agrees(ctx, name, raw) }
+	if err := copyKeyringAdmit(ctx, s.v.store, s.h.store, s.v.prefix, dh.Value, merge, admit); err != nil {
 		return err
 	}
-	if err := copyKeyringWith(ctx, s.h.store, s.v.store, s.v.prefix, dh.Value, merge); err != nil {
+	if err := copyKeyringAdmit(ctx, s.h.store, s.v.store, s.v.prefix, dh.Value, merge, admit); err != nil {
 		return err
 	}
 	// Learn every generation the person's entry now holds (a rotation made
@@ -538,7 +541,7 @@ func (s *syncRun) pullPass(ctx context.Context) (bool, error) {
 	s.report(SyncPulling, cur.seq, head.Seq)
 	var all []ledger.Entry
 	sawCursor := cur.seq == 0
-	for e, err := range s.h.ledger.Read(ctx, max(cur.seq, 1)) {
+	for e, err := range s.h.readFeed(ctx, max(cur.seq, 1)) { // people_ledger.go
 		if err != nil {
 			return false, feedErr(err)
 		}
@@ -1516,10 +1519,7 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 	cur = max(cur, from)
 	s.appended = append(s.appended, appended...)
 	if len(appended) > 0 {
-		s.appendedHead = head
-		// Record entries only: the hub's people index need not read
-		// them back.
-		s.h.skipOwnRecords(head.Seq-uint64(len(appended))+1, head.Seq)
+		s.appendedHead = head // (the hub's replay of people follows its links: it never reads these back)
 	}
 	err = s.v.localCommit(ctx, nil, func(tx stores.Tx) error {
 		for _, c := range acked {

@@ -61,6 +61,9 @@ type Vault struct {
 	// curGen caches the current generation value last opened
 	// (rotate_current.go).
 	curGen atomic.Pointer[currentGen]
+	// floor is the generation every record of the store was re-sealed
+	// with, as the ledger's KeysResealed entries say (people_ledger.go).
+	floor atomic.Uint64
 	// binds is what the vault knows of which series are bound to which
 	// collections (people_series.go).
 	binds seriesBinds

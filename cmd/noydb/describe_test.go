@@ -38,6 +38,7 @@ func TestDescribeEveryKind(t *testing.T) {
 		ledger.RecoveryCodeUsed:     {ledger.Entry{ID: "olga", RequestID: "ab12"}, "olga opened with recovery code ab12 and set a new secret"},
 		ledger.RecoveryCodesRevoked: {ledger.Entry{ID: "olga"}, "unused recovery codes of olga revoked"},
 		ledger.KeysRotated:          {ledger.Entry{Number: 3, Reason: "revoke rita"}, "new data keys, generation 3 (after removing rita)"},
+		ledger.KeysResealed:         {ledger.Entry{Number: 3}, "every record re-sealed with data keys of generation 3 or later"},
 	}
 	for k := ledger.RecordPut; k.Valid(); k++ {
 		w, ok := want[k]
