@@ -798,6 +798,10 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	}
 	var keys []recKey
 	var tkeys []string
+	kept, err := s.v.keptSideKeys(ctx) // sync_manual.go
+	if err != nil {
+		return err
+	}
 	for i, e := range win {
 		k := recKey{e.Collection, e.ID}
 		if !isRecordEntry(e) || last[k] != i {
@@ -807,7 +811,13 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 			continue // superseded by a later entry: applied with it
 		}
 		keys = append(keys, k)
-		tkeys = append(tkeys, s.v.recordKey(k.coll, k.id), s.v.baseKey(k.coll, k.id), s.v.conflictKey(k.coll, k.id))
+		// The sides a conflict there sets aside (at this entry's feed
+		// position), and the one a conflict kept before holds apart.
+		tkeys = append(tkeys, s.v.recordKey(k.coll, k.id), s.v.baseKey(k.coll, k.id), s.v.conflictKey(k.coll, k.id),
+			s.v.lostKey(k.coll, k.id, e.Seq))
+		if lk, ok := kept[k]; ok {
+			tkeys = append(tkeys, lk)
+		}
 	}
 	if len(tkeys) > 0 {
 		// Written records read currentGenKey, and the commit writes the

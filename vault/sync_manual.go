@@ -282,6 +282,35 @@ func (v *Vault) Conflicts(ctx context.Context) ([]PendingConflict, error) {
 	return out, nil
 }
 
+// keptSideKeys returns, by record, the keys of the hub's sides that the
+// conflicts kept on v's store hold apart (see dropKept), read outside any
+// transaction: a commit that may drop such a conflict names them with its
+// other keys, so that it locks them in key order (see lockKeys) instead of
+// after the records. A conflict read here that changes before the commit
+// only makes that commit lock one key late.
+func (v *Vault) keptSideKeys(ctx context.Context) (map[recKey]string, error) {
+	dir := v.prefix + syncConfDir
+	var out map[recKey]string
+	for it, err := range stores.ListUnder(ctx, v.store, dir) {
+		if err != nil {
+			return nil, err
+		}
+		coll, id, ok := strings.Cut(it.Key[len(dir):], "/")
+		if !ok {
+			continue // the commit's own read says what is wrong
+		}
+		kc, err := v.openKept(it.Key, it.Value)
+		if err != nil || kc.legacy || kc.hash == nil {
+			continue
+		}
+		if out == nil {
+			out = map[recKey]string{}
+		}
+		out[recKey{coll, id}] = v.lostKey(coll, id, kc.seq)
+	}
+	return out, nil
+}
+
 func (v *Vault) openKept(key string, sealed []byte) (keptConflict, error) {
 	plain, err := v.seal.Open(key, sealed)
 	if err != nil {
@@ -361,9 +390,16 @@ func (c *Collection[T]) Resolve(ctx context.Context, id string, value *T) error 
 	}
 	v := c.v
 	ck := v.conflictKey(c.name, id)
-	// The record's keys include currentGenKey, which its write reads:
+	// The record's keys include currentGenKey, which its write reads, and
+	// the hub's side the conflict keeps apart, which its drop deletes:
 	// locked with the others, in key order (see lockKeys).
-	err := v.localCommit(ctx, append(v.recordKeys(c.name, id), ck), func(tx stores.Tx) error {
+	lock := append(v.recordKeys(c.name, id), ck)
+	if it, err := v.store.Get(ctx, ck); err == nil {
+		if kc, err := v.openKept(ck, it.Value); err == nil && !kc.legacy && kc.hash != nil {
+			lock = append(lock, v.lostKey(c.name, id, kc.seq))
+		}
+	}
+	err := v.localCommit(ctx, lock, func(tx stores.Tx) error {
 		it, err := tx.Get(ck)
 		if errors.Is(err, stores.ErrNotFound) {
 			return ErrNoConflict

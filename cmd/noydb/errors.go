@@ -97,6 +97,9 @@ func (a *app) explain(err error) string {
 		return fmt.Sprintf("%v: the store serves older data than this device has seen (restored from an old backup?); nothing was issued", err)
 	case errors.Is(err, vault.ErrHubTampered):
 		return fmt.Sprintf("%v: the hub was changed outside noydb (or is hostile); nothing after the first bad change was applied here", err)
+	case errors.Is(err, vault.ErrHubDiverged):
+		return fmt.Sprintf("%v: this device gave numbers the hub gave too, so it did not join and nothing was written; no seed mends that: "+
+			"write the records carrying those numbers again from a device of the hub (they get new numbers), and do not use this copy with the hub", err)
 	case errors.As(err, &behind):
 		var each []string
 		for _, b := range behind.Series {
