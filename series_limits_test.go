@@ -23,8 +23,9 @@ type Customer struct {
 // bound to customers (the owner's invoices, or a new series she would
 // capture by numbering first): each call is ErrNotPermitted and the store
 // is left byte for byte as it was. Once olga binds a series to customers
-// (BindSeries), or numbers a customer record with one herself, wanda
-// numbers it; neither wanda nor a reader binds. The ledger verifies.
+// (BindSeries) wanda numbers it; olga numbering a customer record with a
+// series herself binds nothing; neither wanda nor a reader binds. The
+// ledger verifies.
 func TestLimitedPersonNumbersOnlyBoundSeries(t *testing.T) {
 	for name, newStore := range memAndBadger() {
 		t.Run(name, func(t *testing.T) {

@@ -3,6 +3,9 @@ package vault
 import (
 	"context"
 	"fmt"
+	"iter"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -113,4 +116,51 @@ func TestPullMovesPushCursorPastPulledEntries(t *testing.T) {
 	got, err := notes.Get(ctx, "mine")
 	require.NoError(t, err)
 	assert.Equal(t, "b", got)
+}
+
+// ledgerReads is a hub store that counts the reads of its ledger's
+// entries (gets and lists under the ledger's folder).
+type ledgerReads struct {
+	*memstore.Store
+	gets, lists atomic.Int64
+}
+
+func (s *ledgerReads) Get(ctx context.Context, key string) (stores.Item, error) {
+	if strings.Contains(key, "/_ledger/") {
+		s.gets.Add(1)
+	}
+	return s.Store.Get(ctx, key)
+}
+
+func (s *ledgerReads) List(ctx context.Context, prefix string) iter.Seq2[stores.Item, error] {
+	if strings.Contains(prefix, "/_ledger/") {
+		s.lists.Add(1)
+	}
+	return s.Store.List(ctx, prefix)
+}
+
+// TestHubPeopleAfterALargePushReadsNoRecords: after a push of many
+// records, the replay of the hub's people (each sync's keyring step)
+// reads a few entries of the hub's ledger, not the pushed ones.
+func TestHubPeopleAfterALargePushReadsNoRecords(t *testing.T) {
+	ctx := context.Background()
+	hub := &ledgerReads{Store: memstore.New()}
+	a := openSyncDevice(t, memstore.New(), hub, "olga", "o")
+	notes := CollectionOf[string](a, "notes")
+	_, err := a.Sync(ctx)
+	require.NoError(t, err)
+	for i := range 200 {
+		require.NoError(t, notes.Put(ctx, fmt.Sprintf("n%03d", i), "x"))
+	}
+	rep, err := a.Sync(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 200, rep.Pushed)
+
+	hub.gets.Store(0)
+	hub.lists.Store(0)
+	_, err = a.hub.peopleState(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, hub.lists.Load(), "the replay listed the hub's ledger")
+	t.Logf("%d reads", hub.gets.Load())
+	assert.LessOrEqual(t, hub.gets.Load(), int64(8), "entries of the hub's ledger read")
 }

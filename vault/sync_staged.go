@@ -24,6 +24,11 @@ import (
 //  1. the intent (prefix + "_sync/apply"), when the commit has ledger
 //     entries: the device ledger's head position, the state each record
 //     is about to reach (its cipher hash, or deleted) and the entries;
+//     then the sides conflicts set aside (keepLost): a conflict's entry
+//     says its side is kept, and the record it was read from is about to
+//     change, so it is written before either (a crash before the entries
+//     leaves it unnamed, and the window, applied again, keeps it again at
+//     the same key, or names nothing there);
 //  2. the records, each by compare-and-swap against the version the
 //     function read (a local write meanwhile is ErrConflict: the commit
 //     runs again);
@@ -288,13 +293,15 @@ func decodeIntent(plain []byte) (intent, error) {
 // flushStaged writes a staged commit in the order the file comment gives.
 func (v *Vault) flushStaged(ctx context.Context, t *stageTx) error {
 	cursors := map[string]bool{v.prefix + syncPullKey: true, v.prefix + syncPushKey: true}
-	var recs, rest, last []stagedOp
+	var kept, recs, rest, last []stagedOp
 	for _, op := range t.ops {
 		switch {
 		case v.isRecordKey(op.key):
 			recs = append(recs, op)
 		case cursors[op.key]:
 			last = append(last, op)
+		case op.value != nil && strings.HasPrefix(op.key, v.prefix+lostDir):
+			kept = append(kept, op)
 		default:
 			rest = append(rest, op)
 		}
@@ -317,6 +324,11 @@ func (v *Vault) flushStaged(ctx context.Context, t *stageTx) error {
 			return err
 		}
 		if err := v.putValue(ctx, syncApplyKey, plain); err != nil {
+			return err
+		}
+	}
+	for _, op := range kept {
+		if _, err := v.store.Put(ctx, op.key, op.value); err != nil {
 			return err
 		}
 	}
