@@ -28,8 +28,9 @@ func openAs(t testing.TB, device, hub stores.Store, user, secret string) *vault.
 // keyring back as it was before (bob's entry granted, a genuine older
 // value), keeping its ledger, which holds the revocation. What bob's
 // device pushes then fails the hub's Verify (ledger.ErrBadSignature, at
-// bob's first entry after the revocation), and alice's next sync puts the
-// revocation back on the hub.
+// bob's first entry after the revocation) and alice's next pull
+// (ErrHubTampered, nothing of it applied); the revocation stays on the
+// hub for a new device of bob's.
 func TestHubRollsBackTheKeyring(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
 		ctx := context.Background()
@@ -55,11 +56,20 @@ func TestHubRollsBackTheKeyring(t *testing.T) {
 			var se *ledger.SignatureError
 			require.ErrorAs(t, err, &se, "bob's push after the revocation")
 			assert.Equal(t, "bob", se.Actor)
+			// Alice's pull checks each change's signature and author
+			// before applying it: bob's change is refused, none of it
+			// applied on her device.
+			_, err = a.Sync(ctx)
+			require.ErrorIs(t, err, vault.ErrHubTampered)
+			require.ErrorAs(t, err, &se, "bob's change, pulled")
+			assert.Equal(t, "bob", se.Actor)
+			_, err = vault.CollectionOf[Note](a, "notes").Get(ctx, "b2")
+			assert.ErrorIs(t, err, vault.ErrNotFound, "nothing of bob's change applied")
 		} else {
 			assert.ErrorIs(t, err, vault.ErrNoAccess, "bob's sync is refused")
+			mustSync(t, a)
 		}
 
-		mustSync(t, a)
 		_, err = vault.Open(ctx, vault.Config{Store: s.newDevice(t), Hub: s.hub.Store(), Name: "shop", User: "bob",
 			Secret: []byte("b"), KDF: cheapKDF, InsecureAllowWeakKDF: true})
 		assert.ErrorIs(t, err, vault.ErrNoAccess, "the revocation is back on the hub")
