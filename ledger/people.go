@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
-	"github.com/noydb-go/noydb/stores"
 )
 
 // People replay.
@@ -471,18 +469,7 @@ func (l *ledger) replayCommit(ctx context.Context, st *PeopleState, hs headState
 // recordAt reads and decodes whole the record at position seq (at most
 // the head's).
 func (l *ledger) recordAt(ctx context.Context, hs headState, seq uint64) (record, error) {
-	if stored := hs.Seq - uint64(len(hs.pending)); seq > stored {
-		return hs.pending[seq-stored-1], nil
-	}
-	key := l.entryKey(seq)
-	it, err := l.store.Get(ctx, key)
-	if err != nil {
-		if errors.Is(err, stores.ErrNotFound) {
-			return record{}, &GapError{Want: seq}
-		}
-		return record{}, err
-	}
-	return l.openEntry(key, seq, it.Value, false)
+	return l.readAt(ctx, hs, seq, false)
 }
 
 // step replays r, whose predecessor's MAC is prev, inside run (nil: none

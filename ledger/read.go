@@ -409,8 +409,15 @@ func (l *ledger) checkChunk(ch *chunk, skim bool) {
 	ch.items = nil
 }
 
-// entryAt reads the record at position seq (which must be at most the head's).
+// entryAt reads the record at position seq (which must be at most the
+// head's), skimmed (see decodeRecord).
 func (l *ledger) entryAt(ctx context.Context, hs headState, seq uint64) (record, error) {
+	return l.readAt(ctx, hs, seq, true)
+}
+
+// readAt reads the record at position seq (at most the head's): from the
+// head's pending entries, or the store; skim as for openEntry.
+func (l *ledger) readAt(ctx context.Context, hs headState, seq uint64, skim bool) (record, error) {
 	if stored := hs.Seq - uint64(len(hs.pending)); seq > stored {
 		return hs.pending[seq-stored-1], nil
 	}
@@ -422,7 +429,7 @@ func (l *ledger) entryAt(ctx context.Context, hs headState, seq uint64) (record,
 		}
 		return record{}, err
 	}
-	return l.openEntry(key, seq, it.Value, true)
+	return l.openEntry(key, seq, it.Value, skim)
 }
 
 // MACAt returns the chain MAC of the entry at position seq, which names
