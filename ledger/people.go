@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-
 )
 
 // People replay.
