@@ -135,6 +135,11 @@ type app struct {
 	// readOnly: the command only reads (openVaultToRead sets it), so the
 	// store is opened read-only where the kind allows.
 	readOnly bool
+	// shortLived: the command reads or writes a record or a number and
+	// ends (put, get, delete, count, seq next, seq peek), so a badger
+	// store is opened sized for that (badgerstore.Options.ShortLived).
+	// Commands that write in bulk (import, sync) keep badger's usual sizes.
+	shortLived bool
 
 	// fixedSecret, when set, is used instead of asking for one (the demo's
 	// own secret, a throwaway for a benchmark in memory).
@@ -547,6 +552,7 @@ func (a *app) openStore(ctx context.Context, mustExist bool) (stores.Store, erro
 		return nil, err
 	}
 	spec.readOnly = a.readOnly
+	spec.shortLived = a.shortLived
 	a.spec = spec
 	st, err := a.openWaiting(ctx, spec, mustExist)
 	if err != nil {

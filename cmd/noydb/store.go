@@ -27,6 +27,9 @@ type storeSpec struct {
 	// read: it works on a folder the user may not write and does not wait
 	// for other readers (badger).
 	readOnly bool
+	// shortLived: the command makes a few reads or writes and ends; a
+	// badger store is opened sized for that (cheaper to open and close).
+	shortLived bool
 }
 
 // storeOpener opens one kind of store.

@@ -13,12 +13,12 @@ import (
 func init() {
 	storeOpeners["badger"] = func(_ context.Context, spec storeSpec) (stores.Store, error) {
 		if spec.readOnly {
-			st, err := badgerstore.Open(spec.dir, &badgerstore.Options{ReadOnly: true})
+			st, err := badgerstore.Open(spec.dir, &badgerstore.Options{ReadOnly: true, ShortLived: spec.shortLived})
 			if !writerNeeded(err) {
 				return st, err
 			}
 		}
-		return badgerstore.Open(spec.dir, nil)
+		return badgerstore.Open(spec.dir, &badgerstore.Options{ShortLived: spec.shortLived})
 	}
 }
 

@@ -86,6 +86,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -115,7 +116,21 @@ type Options struct {
 	// read-only mode on Windows and Plan 9: there Open fails with
 	// badger.ErrWindowsNotSupported or badger.ErrPlan9NotSupported.
 	ReadOnly bool
+	// ShortLived sizes badger for a process that opens the folder for a
+	// few reads or writes and then closes it, as a command-line tool does:
+	// its write buffer (memtable) is 8 MiB instead of badger's 64 MiB,
+	// which makes opening and closing cheaper. What is written to disk,
+	// and its durability, are the same; one transaction holds less
+	// (TxLimits: about 1.2 MiB). A folder whose last writer did not close
+	// it is opened with the usual size, so that what that writer left is
+	// recovered as always.
+	ShortLived bool
 }
+
+// shortMemTable is the memtable of a ShortLived store: the smallest badger
+// takes with its 1 MiB value threshold (a transaction may hold 15% of the
+// memtable, and must hold one value just under the threshold).
+const shortMemTable = 8 << 20
 
 // ErrRecoveryNeeded: a read-only open found writes a crash left half done,
 // which only a writer can recover; open the folder once without ReadOnly.
@@ -190,6 +205,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	// A nil Logger makes badger silent.
 	bo = bo.WithSyncWrites(!o.NoSync).WithLogger(o.Logger).WithReadOnly(o.ReadOnly && !o.InMemory)
+	if o.ShortLived && !o.InMemory && !leftMemtable(dir) {
+		bo = bo.WithMemTableSize(shortMemTable)
+	}
 	db, err := badger.Open(bo)
 	if err != nil {
 		// badger flattens the cause into text, as for the lock error.
@@ -217,6 +235,27 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	s.q.Run, s.q.Cut = s.commitBatch, nextBatch
 	return s, nil
+}
+
+// leftMemtable reports whether dir holds a memtable log (a .mem file), which
+// badger leaves when its process ends without closing it, and replays into
+// a memtable at the next open: into one of the size the writer had, which
+// may be the usual 64 MiB. A folder that cannot be read counts as holding
+// one, and badger's open says what is wrong with it.
+func leftMemtable(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".mem") {
+			return true
+		}
+	}
+	return false
 }
 
 // isLockError reports whether badger failed to lock its folder. badger

@@ -113,6 +113,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0) // no Close: the folder is left as a crash leaves it
 	}
+	if dir := os.Getenv("BADGERSTORE_TEST_FILL_AND_DIE_IN"); dir != "" {
+		os.Exit(fillAndDie(dir))
+	}
 	os.Exit(m.Run())
 }
 
