@@ -36,8 +36,9 @@
 // stores.ErrLocked.
 //
 // List does not hold a transaction while the loop body runs. It reads the
-// items in pages of up to 256 items (or 4 MiB of values), each page from a
-// fresh read-only transaction, and yields a page once that transaction has
+// items in pages of up to 256 items (or 4 MiB of values; the first page of
+// one item, each next one twice as large), each page from a fresh
+// read-only transaction, and yields a page once that transaction has
 // ended. Each page is a consistent snapshot, keys come in ascending order
 // and never twice, and a key that exists through the whole iteration is
 // yielded exactly once; keys written while the iteration runs may or may
@@ -156,7 +157,10 @@ var (
 // exactly 1 MiB in memory, then crashes writing it).
 const memPieceSize = 1<<20 - 1
 
-// Listing pages: a page ends after this many items or value bytes.
+// Listing pages: a page ends after this many items or value bytes. The
+// first page of a listing holds one item and each next one twice as many,
+// up to pageItems: a caller that stops at the first item (does anything
+// exist under this prefix?) reads one value, not a page of them.
 const (
 	pageItems = 256
 	pageBytes = 4 << 20
@@ -526,10 +530,10 @@ func (s *Store) ListAfter(ctx context.Context, prefix, after string) iter.Seq2[s
 				from = next
 			}
 		}
-		for from != nil {
+		for n := 1; from != nil; n = min(2*n, pageItems) {
 			var page []stores.Item
 			var err error
-			page, from, err = s.page(ctx, prefix, from)
+			page, from, err = s.page(ctx, prefix, from, n)
 			if err != nil {
 				yield(stores.Item{}, err)
 				return
@@ -543,9 +547,9 @@ func (s *Store) ListAfter(ctx context.Context, prefix, after string) iter.Seq2[s
 	}
 }
 
-// page reads the items under prefix from badger key from on, and returns
-// the badger key to continue from, or nil at the end.
-func (s *Store) page(ctx context.Context, prefix string, from []byte) ([]stores.Item, []byte, error) {
+// page reads up to n items under prefix from badger key from on, and
+// returns the badger key to continue from, or nil at the end.
+func (s *Store) page(ctx context.Context, prefix string, from []byte, n int) ([]stores.Item, []byte, error) {
 	done, err := s.begin(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -564,7 +568,7 @@ func (s *Store) page(ctx context.Context, prefix string, from []byte) ([]stores.
 		defer it.Close()
 		for it.Seek(from); it.Valid(); it.Next() {
 			item := it.Item()
-			if len(page) == pageItems || size >= pageBytes {
+			if len(page) == n || size >= pageBytes {
 				next = item.KeyCopy(nil)
 				return nil
 			}

@@ -285,3 +285,24 @@ func TestCompareAndSwapMixedWithUpdates(t *testing.T) {
 		assert.Equal(t, strconv.Itoa(2*rounds), string(it.Value), "key n%d", k)
 	}
 }
+
+// BenchmarkListFirstOfMany stops a listing at its first item, as a check
+// that anything exists under a prefix does, among 1,000 records of 4 KiB.
+func BenchmarkListFirstOfMany(b *testing.B) {
+	st := open(b, b.TempDir(), &badgerstore.Options{NoSync: true})
+	ctx := context.Background()
+	value := bytes.Repeat([]byte("x"), 4<<10)
+	for i := range 1000 {
+		_, err := st.Put(ctx, fmt.Sprintf("rec/%04d", i), value)
+		require.NoError(b, err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, err := range st.List(ctx, "rec/") {
+			if err != nil {
+				b.Fatal(err)
+			}
+			break
+		}
+	}
+}
