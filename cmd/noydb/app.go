@@ -136,9 +136,7 @@ type app struct {
 	// store is opened read-only where the kind allows.
 	readOnly bool
 	// shortLived: the command reads or writes a record or a number and
-	// ends (put, get, delete, count, seq next, seq peek), so a badger
-	// store is opened sized for that (badgerstore.Options.ShortLived).
-	// Commands that write in bulk (import, sync) keep badger's usual sizes.
+	// ends (shortCommand).
 	shortLived bool
 
 	// fixedSecret, when set, is used instead of asking for one (the demo's
@@ -541,6 +539,26 @@ func rangeArgs(lo, hi int) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// shortCommand marks a command that reads or writes a record or a number
+// and ends (put, get, delete, count, seq next, seq peek): a badger store is
+// opened sized for that (badgerstore.Options.ShortLived), and unless $GOGC
+// or $GOMEMLIMIT say otherwise the garbage collector runs only if the heap
+// reaches shortHeap: such a command needs a few tens of MiB and ends
+// before a collection would have freed much. Commands that write in bulk
+// (import, sync) keep badger's usual sizes and Go's usual pace.
+func (a *app) shortCommand() {
+	a.shortLived = true
+	_, gogc := os.LookupEnv("GOGC")
+	_, limit := os.LookupEnv("GOMEMLIMIT")
+	if !gogc && !limit {
+		debug.SetGCPercent(-1)
+		debug.SetMemoryLimit(shortHeap)
+	}
+}
+
+// shortHeap is the heap at which a short command's garbage collector runs.
+const shortHeap = 256 << 20
 
 // openStore opens the store named by --store.
 func (a *app) openStore(ctx context.Context, mustExist bool) (stores.Store, error) {

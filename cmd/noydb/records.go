@@ -50,7 +50,7 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
   noydb put invoices inv-3 '{"total":99}' --seq fatture --partition 2026 --format '{partition.0}/{seq:04}'`,
 		Args: rangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.shortLived = true
+			a.shortCommand()
 			var value []byte
 			if len(args) == 3 && args[2] != "-" {
 				value = []byte(args[2])
@@ -165,7 +165,7 @@ carries in its --field, or, for a record waiting for a pass, a second line
 "number", "formatted", "pending", "provisional").`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.shortLived = true
+			a.shortCommand()
 			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
 				return err
@@ -257,7 +257,7 @@ was no such record (which is no failure). With --json it prints
 {"collection", "id", "deleted"}.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.shortLived = true
+			a.shortCommand()
 			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
@@ -288,7 +288,7 @@ was no such record (which is no failure). With --json it prints
 		Long:  `Print how many records COLLECTION holds, without decrypting them.`,
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.shortLived = true
+			a.shortCommand()
 			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
 				return err

@@ -88,7 +88,7 @@ period is refused. A credit note names the number it corrects with
   noydb seq next tickets --json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.shortLived = true
+			a.shortCommand()
 			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
@@ -130,7 +130,7 @@ number, and for a series with a format the number as printed after a tab
 "formatted", "period", "closed"}.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.shortLived = true
+			a.shortCommand()
 			if err := pf.checkPeriod(); err != nil {
 				return err
 			}

@@ -119,8 +119,9 @@ type Options struct {
 	ReadOnly bool
 	// ShortLived sizes badger for a process that opens the folder for a
 	// few reads or writes and then closes it, as a command-line tool does:
-	// its write buffer (memtable) is 8 MiB instead of badger's 64 MiB,
-	// which makes opening and closing cheaper. What is written to disk,
+	// its write buffer (memtable) is 8 MiB instead of badger's 64 MiB and
+	// its block cache 8 MiB instead of 256, which makes opening and
+	// closing cheaper. What is written to disk,
 	// and its durability, are the same; one transaction holds less
 	// (TxLimits: about 1.2 MiB). A folder whose last writer did not close
 	// it is opened with the usual size, so that what that writer left is
@@ -128,10 +129,13 @@ type Options struct {
 	ShortLived bool
 }
 
-// shortMemTable is the memtable of a ShortLived store: the smallest badger
-// takes with its 1 MiB value threshold (a transaction may hold 15% of the
+// Sizes of a ShortLived store. The memtable is the smallest badger takes
+// with its 1 MiB value threshold (a transaction may hold 15% of the
 // memtable, and must hold one value just under the threshold).
-const shortMemTable = 8 << 20
+const (
+	shortMemTable   = 8 << 20
+	shortBlockCache = 8 << 20
+)
 
 // ErrRecoveryNeeded: a read-only open found writes a crash left half done,
 // which only a writer can recover; open the folder once without ReadOnly.
@@ -209,8 +213,11 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	// A nil Logger makes badger silent.
 	bo = bo.WithSyncWrites(!o.NoSync).WithLogger(o.Logger).WithReadOnly(o.ReadOnly && !o.InMemory)
-	if o.ShortLived && !o.InMemory && !leftMemtable(dir) {
-		bo = bo.WithMemTableSize(shortMemTable)
+	if o.ShortLived && !o.InMemory {
+		bo = bo.WithBlockCacheSize(shortBlockCache)
+		if !leftMemtable(dir) {
+			bo = bo.WithMemTableSize(shortMemTable)
+		}
 	}
 	db, err := badger.Open(bo)
 	if err != nil {
