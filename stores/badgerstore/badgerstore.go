@@ -252,7 +252,11 @@ func Open(dir string, opts *Options) (*Store, error) {
 // badger leaves when its process ends without closing it, and replays into
 // a memtable at the next open: into one of the size the writer had, which
 // may be the usual 64 MiB. A folder that cannot be read counts as holding
-// one, and badger's open says what is wrong with it.
+// one, and badger's open says what is wrong with it. The folder is read
+// before badger locks it: a writer that opened it in between, filled more
+// than a short memtable and died before this open took the lock would make
+// badger end this process (nothing is lost: the next open replays the log);
+// badger's lock makes any later writer wait for this open instead.
 func leftMemtable(dir string) bool {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
