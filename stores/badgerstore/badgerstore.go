@@ -256,7 +256,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 // before badger locks it: a writer that opened it in between, filled more
 // than a short memtable and died before this open took the lock would make
 // badger end this process (nothing is lost: the next open replays the log);
-// badger's lock makes any later writer wait for this open instead.
+// a writer that comes once this open holds the lock is refused (ErrLocked).
 func leftMemtable(dir string) bool {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
