@@ -253,6 +253,10 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 			_ = v.Close()
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
 		}
+		if err := v.learnPeople(ctx); err != nil { // sole.go
+			_ = v.Close()
+			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, closedIfWiped(err))
+		}
 		return v, nil
 	}
 	return nil, fmt.Errorf("open vault %q: creation kept racing: %w", cfg.Name, stores.ErrConflict)
