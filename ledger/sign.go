@@ -78,6 +78,51 @@ import (
 //     writes nothing else.
 //   - Unsigned entries before the first signed one are accepted (a ledger
 //     of a vault of layout version 1); after it, an unsigned entry fails.
+//   - Chained entries are accepted inside the window of one person only
+//     (below).
+//
+// One person.
+//
+// A signature tells apart the people who hold the data key. While one
+// person alone has ever held it, the chain MAC already says who wrote an
+// entry, so a vault that says so (wire.LedgerOptions.Alone) writes its
+// entries Chained (format version 4: no signature) inside a window that
+// the ledger's own entries bound:
+//
+//   - The first entry opens it when it is Chained and carries its
+//     author's key (SigningKey): the author is the window's owner, the
+//     ledger's genesis author as for a signed first entry.
+//   - An entry by anyone else, a grant to anyone else (PersonGranted with
+//     another ID) or a KeyringUpgraded entry closes it; so does a signed
+//     commit whose signed entries do not begin with a change of people:
+//     a writer that learns of a second person (granted on another
+//     device, known to this one by its keyring) signs its next commit,
+//     which closes the window where it learned. A one-person vault's own
+//     changes of people (the end of its rotation) are signed and leave
+//     it open. Once closed it never opens again: a person granted and
+//     revoked still knows the chain key.
+//   - Changes of people are never Chained: the commit that holds one is
+//     signed from its first change of people on (Covered entries and the
+//     signed last), so the grant of a second person is signed, and its
+//     signature covers, through the MAC of the entry before, the whole
+//     chain before it.
+//
+// Verify accepts a Chained entry only inside the window, by its owner,
+// and not after Covered entries (which a signature must end); anywhere
+// else it fails as Unsigned, at its position. The head (layout version 3)
+// names the window's owner, so that a writer decides without reading the
+// ledger; a head that names one wrongly (someone holding the seal key
+// after the window closed) only makes the honest writer's next entry
+// fail Verify there. A ledger begun before windows existed (its first
+// entry signed) never has one: its writers sign every commit. The sync
+// feed's verified read (ReadVerified) accepts no Chained entry: a hub's
+// ledger is always signed.
+//
+// What the window leaves to the vault: a person granted on another
+// device holds the data key before this device learns of them; until its
+// next commit after that (its open, its next sync), they could append a
+// Chained entry in the owner's name to this device's store, had they
+// access to it. The README's threat table says so.
 const sigDomain = "noydb ledger signature v1"
 
 // ErrBadSignature: Verify found an entry whose signature does not hold, or
