@@ -20,8 +20,8 @@
 //
 // The MAC key is the data key's, which every person of the vault holds, so
 // the chain alone does not say who wrote an entry. Every commit of a vault
-// of several people is therefore also signed by its author, once: the vault's person signs the last entry
-// of the commit with the Ed25519 signing key of their keyring entry, over
+// of several people is therefore also signed by its author, once: the
+// vault's person signs the last entry of the commit with the Ed25519 signing key of their keyring entry, over
 // the entry's encoding (which holds its position), the MAC of the entry
 // before it (which commits every entry before it) and the number of the
 // commit's other entries, which are marked Covered and carry no signature
