@@ -129,3 +129,20 @@ func TestOnePersonVaultLearnsGrantOnAnotherDevice(t *testing.T) {
 	verified(t, a)
 	verified(t, b)
 }
+
+// TestOnePersonVaultKeepsWindowThroughRecovery: the creator's own
+// recovery codes, issued and used, leave a one-person vault so: its
+// entries stay Chained, and it verifies.
+func TestOnePersonVaultKeepsWindowThroughRecovery(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	owner := openPerson(t, personCfg(st, "olga", "o"))
+	takeNumbers(t, owner, "inv", 1)
+	codes, err := owner.RecoveryCodes(ctx, 2)
+	require.NoError(t, err)
+	require.NoError(t, owner.Close())
+	recovered := openPerson(t, recoverCfg(st, "olga", codes[0], "o2"))
+	takeNumbers(t, recovered, "inv", 1)
+	assert.Regexp(t, "^c+$", vouchedBy(t, recovered, 1))
+	verified(t, recovered)
+}
