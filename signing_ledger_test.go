@@ -16,14 +16,19 @@ import (
 )
 
 // signedBy asserts that every entry of v's ledger is signed, or covered
-// by the signature of its commit's last entry, that the last entry is
-// signed, and returns the entries.
+// by the signature of its commit's last entry, or, before the vault's
+// first grant, Chained (a vault of one person), that the last entry is
+// not Covered, and returns the entries.
 func signedBy(t *testing.T, v *vault.Vault) []ledger.Entry {
 	t.Helper()
 	var out []ledger.Entry
+	shared := false
 	for e, err := range v.Audit().Read(context.Background(), 1) {
 		require.NoError(t, err)
-		if e.Covered {
+		shared = shared || e.Kind == ledger.PersonGranted
+		if e.Chained {
+			assert.False(t, shared, "entry %d is Chained after a grant", e.Seq)
+		} else if e.Covered {
 			assert.Empty(t, e.Signature, "entry %d", e.Seq)
 		} else {
 			assert.Len(t, e.Signature, 64, "entry %d", e.Seq)

@@ -374,8 +374,9 @@ func (l *ledger) fill(run *commitRun, tx stores.Tx) (head Head, sealed []byte, w
 	if err := l.check(run.getFn); err != nil {
 		return Head{}, nil, true, err
 	}
-	if l.signer != nil {
-		// One signature for the commit, on its last entry.
+	if l.signer != nil && bt.head.cover != 0 {
+		// One signature for the commit, on its last entry (none when
+		// every entry is Chained).
 		unsigned := bt.head
 		if bt.head, err = l.signCommit(tx, hs.Head, bt.head); err != nil {
 			return Head{}, nil, false, err
@@ -386,6 +387,7 @@ func (l *ledger) fill(run *commitRun, tx stores.Tx) (head Head, sealed []byte, w
 			}
 		}
 	}
+	bt.head = bt.head.committed()
 	if sealed, err = l.sealHead(bt.head, nil); err != nil {
 		return Head{}, nil, false, err
 	}
@@ -560,26 +562,45 @@ var errHeadWrite = fmt.Errorf("ledger: the head is written by AppendTx only: %w"
 const tokenMagicLen = 16
 
 // token encodes h as the value a batch's transaction shows at the head's
-// key: this ledger's random prefix, the position, the people link fields
-// and the MAC. Tokens never reach the store, and no sealed value starts
-// with the prefix but by a 2^-128 chance.
+// key: this ledger's random prefix, the position, the people link fields,
+// the commit's state (see Head), the window's owner and the MAC. Tokens
+// never reach the store, and no sealed value starts with the prefix but by
+// a 2^-128 chance.
 func (l *ledger) token(h Head) []byte {
-	b := make([]byte, 0, tokenMagicLen+24+len(h.MAC))
+	b := make([]byte, 0, tokenMagicLen+tokenFixed+len(h.alone)+len(h.MAC))
 	b = append(b, l.magic[:]...)
 	b = binary.BigEndian.AppendUint64(b, h.Seq)
 	b = binary.BigEndian.AppendUint64(b, h.people)
 	b = binary.BigEndian.AppendUint64(b, h.linkFrom)
+	b = binary.BigEndian.AppendUint64(b, h.cover)
+	var flag byte
+	if h.coverPeople {
+		flag = 1
+	}
+	b = append(b, flag)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(h.alone)))
+	b = append(b, h.alone...)
 	return append(b, h.MAC...)
 }
 
+// tokenFixed is the length of a token's fixed fields after the prefix.
+const tokenFixed = 4*8 + 1 + 4
+
 // fromToken decodes a token made by token.
 func (l *ledger) fromToken(b []byte) (Head, bool) {
-	if len(b) < tokenMagicLen+24 || !bytes.Equal(b[:tokenMagicLen], l.magic[:]) {
+	if len(b) < tokenMagicLen+tokenFixed || !bytes.Equal(b[:tokenMagicLen], l.magic[:]) {
 		return Head{}, false
 	}
-	h := Head{Seq: binary.BigEndian.Uint64(b[tokenMagicLen:]), people: binary.BigEndian.Uint64(b[tokenMagicLen+8:]),
-		linkFrom: binary.BigEndian.Uint64(b[tokenMagicLen+16:])}
-	if mac := b[tokenMagicLen+24:]; len(mac) > 0 {
+	b = b[tokenMagicLen:]
+	h := Head{Seq: binary.BigEndian.Uint64(b), people: binary.BigEndian.Uint64(b[8:]),
+		linkFrom: binary.BigEndian.Uint64(b[16:]), cover: binary.BigEndian.Uint64(b[24:]), coverPeople: b[32] == 1}
+	n := int(binary.BigEndian.Uint32(b[33:]))
+	b = b[tokenFixed:]
+	if n > len(b) {
+		return Head{}, false
+	}
+	h.alone = string(b[:n])
+	if mac := b[n:]; len(mac) > 0 {
 		// The MAC stays in the token: token made it for this read
 		// (batchTx.Get) or write (AppendTx), and nothing writes to it.
 		h.MAC = mac[:len(mac):len(mac)]
@@ -608,16 +629,16 @@ func (l *ledger) runCAS(ctx context.Context, b []*request) {
 					continue
 				}
 			}
-			recs, err := l.build(h, entries)
+			recs, next, err := l.build(h, entries)
 			if err != nil {
 				return nil, err
 			}
 			spans[i].n = len(recs)
 			all = append(all, recs...)
-			h = headOf(recs, h)
+			h = next
 		}
 		// One signature for the commit, on its last entry.
-		return all, l.signLast(all)
+		return all, l.signLast(all, h.cover)
 	}
 	recs, start, err := l.commitCAS(ctx, plan)
 	var pinErr error // the batch committed but its pin is not durable

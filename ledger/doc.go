@@ -19,9 +19,9 @@
 // # Signatures
 //
 // The MAC key is the data key's, which every person of the vault holds, so
-// the chain alone does not say who wrote an entry. Every commit is therefore
-// also signed by its author, once: the vault's person signs the last entry
-// of the commit with the Ed25519 signing key of their keyring entry, over
+// the chain alone does not say who wrote an entry. Every commit of a vault
+// of several people is therefore also signed by its author, once: the
+// vault's person signs the last entry of the commit with the Ed25519 signing key of their keyring entry, over
 // the entry's encoding (which holds its position), the MAC of the entry
 // before it (which commits every entry before it) and the number of the
 // commit's other entries, which are marked Covered and carry no signature
@@ -40,6 +40,13 @@
 // introduce), and how a ledger of a vault of layout version 1 verifies
 // (unsigned entries are accepted up to the first signed one; after it an
 // unsigned entry fails). Signatures are checked by Verify, not by Read.
+//
+// A vault that only one person has ever held has no one to tell apart:
+// its entries are written Chained, without a signature, the chain MAC
+// vouching for their author, until a second person is granted; that
+// grant is signed, and its signature covers the chain before it, and
+// every commit after it is signed. Verify accepts Chained entries only in
+// that window (sign.go, "One person").
 //
 // # Usage
 //

@@ -202,6 +202,12 @@ type Entry struct {
 	// before it). Set by the ledger; an entry with a Signature is not
 	// Covered.
 	Covered bool
+	// Chained marks an entry written without a signature while one person
+	// alone had ever held the vault's data key: the chain MAC, which only
+	// that person could compute, says who wrote it (see sign.go, "One
+	// person"). Set by the ledger; a Chained entry is neither Covered nor
+	// signed.
+	Chained bool
 }
 
 // Versions of the entry encoding: the first byte of every entry encoding.
@@ -213,6 +219,9 @@ const (
 	// entryVersionCovered encodes a Covered entry: version 2 without the
 	// Signature field.
 	entryVersionCovered = 3
+	// entryVersionChained encodes a Chained entry: version 3's fields,
+	// marked as vouched for by the chain alone.
+	entryVersionChained = 4
 )
 
 // Sizes of the signature fields.
@@ -252,7 +261,8 @@ const (
 //	str SigningKey (empty or 32 bytes), str Signature (empty or 64 bytes)
 //
 // so entries without them keep their version 1 bytes. A Covered entry is
-// encoded in format version 3: version 2 without the Signature field.
+// encoded in format version 3: version 2 without the Signature field; a
+// Chained entry in format version 4, with the fields of version 3.
 // Varints are minimal, so every entry has exactly one encoding. It fails with
 // ErrInvalidEntry for an unknown kind, a time outside the years 1 to 9999, a
 // field longer than 64 KiB, more than 64 partition components, or a
@@ -297,8 +307,15 @@ func (e Entry) check() error {
 	if e.Covered && len(e.Signature) > 0 {
 		return fmt.Errorf("%w: a covered entry with a signature of its own", ErrInvalidEntry)
 	}
+	if e.Chained && (e.Covered || len(e.Signature) > 0) {
+		return fmt.Errorf("%w: a chained entry covered or signed", ErrInvalidEntry)
+	}
 	return nil
 }
+
+// unsigned reports whether e is an entry of layout version 1: no
+// signature, none to come, and not vouched for by the chain alone.
+func (e *Entry) unsigned() bool { return len(e.Signature) == 0 && !e.Covered && !e.Chained }
 
 // signed reports whether e is encoded in format version 2.
 func (e *Entry) signed() bool { return len(e.SigningKey) > 0 || len(e.Signature) > 0 }
@@ -314,6 +331,9 @@ func (e Entry) encodedLen() int {
 }
 
 func (e Entry) appendTo(b []byte) []byte {
+	if e.Chained {
+		return e.appendFields(b, entryVersionChained)
+	}
 	if e.Covered {
 		return e.appendFields(b, entryVersionCovered)
 	}
@@ -406,7 +426,7 @@ func (r *reader) str() string {
 // entry reads one entry; on failure r.Err() is set and the entry is zero.
 func (r *reader) entry() Entry {
 	version := r.Byte()
-	if r.Err() == nil && (version < entryVersion || version > entryVersionCovered) {
+	if r.Err() == nil && (version < entryVersion || version > entryVersionChained) {
 		r.Fail("unknown version")
 	}
 	var e Entry
@@ -456,6 +476,7 @@ func (r *reader) entry() Entry {
 			e.SigningKey = bytes.Clone(k)
 		}
 		e.Covered = version == entryVersionCovered
+		e.Chained = version == entryVersionChained
 	}
 	if version == entryVersionSigned {
 		if s := r.Bytes(signatureSize); len(s) > 0 {

@@ -115,7 +115,7 @@ func TestUnmarshalRejectsNonCanonicalInput(t *testing.T) {
 		b         []byte
 	}{
 		{"empty", "truncated", []byte{}},
-		{"unknown version", "unknown version", mutate(func(b []byte) []byte { b[0] = 4; return b })},
+		{"unknown version", "unknown version", mutate(func(b []byte) []byte { b[0] = 5; return b })},
 		{"truncated", "truncated", good[:len(good)-1]},
 		{"trailing byte", "trailing", append(append([]byte(nil), good...), 0)},
 		{"overlong varint", "non-minimal", mutate(func(b []byte) []byte { return append([]byte{1, 0x81, 0x00}, b[2:]...) })},

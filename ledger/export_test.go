@@ -84,3 +84,56 @@ func WriteHeadV1(ctx context.Context, l *Ledger) error {
 	_, err = l.store.Put(ctx, l.headKey, sealed)
 	return err
 }
+
+// ForgeChained appends e after l's head as a Chained entry, with its
+// chain MAC, and moves the head past it, as someone holding the data key
+// (seal and MAC keys) but no signing key can.
+func ForgeChained(ctx context.Context, l *Ledger, e Entry) error {
+	hs, _, err := l.loadHead(ctx)
+	if err != nil {
+		return err
+	}
+	e.Seq, e.Chained, e.Covered, e.Signature = hs.Seq+1, true, false, nil
+	enc, err := e.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	mac := l.chainMAC(hs.MAC, e.Seq, enc)
+	key := l.entryKey(e.Seq)
+	sealed, err := l.sealer.Seal(key, append(enc, mac...))
+	if err != nil {
+		return err
+	}
+	if _, err := l.store.Put(ctx, key, sealed); err != nil {
+		return err
+	}
+	h := hs.Head
+	h.Seq, h.MAC = e.Seq, mac
+	if sealed, err = l.sealHead(h, nil); err != nil {
+		return err
+	}
+	_, err = l.store.Put(ctx, l.headKey, sealed)
+	return err
+}
+
+// TurnHeadAlone rewrites the head record of l naming owner as the one
+// person of the vault ("" none), as someone holding the seal key can.
+func TurnHeadAlone(ctx context.Context, l *Ledger, owner string) error {
+	hs, _, err := l.loadHead(ctx)
+	if err != nil {
+		return err
+	}
+	hs.alone = owner
+	sealed, err := l.sealHead(hs.Head, hs.pending)
+	if err != nil {
+		return err
+	}
+	_, err = l.store.Put(ctx, l.headKey, sealed)
+	return err
+}
+
+// HeadAlone returns whom l's head names as the vault's one person.
+func HeadAlone(ctx context.Context, l *Ledger) (string, error) {
+	hs, _, err := l.loadHead(ctx)
+	return hs.alone, err
+}

@@ -26,9 +26,10 @@ import (
 // where prevMAC is the MAC of entry seq-1, empty for entry 1. The head
 // record's plaintext is
 //
-//	[1] version (2)
+//	[1] version (3)
 //	uvarint seq, uvarint len(MAC), MAC       the head: last position and its MAC
 //	uvarint people, uvarint linkFrom         the last people entry, where links begin
+//	str alone                                the one person of the vault, "" when not alone
 //	uvarint n, then n times uvarint len(p), p  pending entries (plaintexts as above)
 //
 // Pending entries are the last n entries up to seq, committed but perhaps not
@@ -38,10 +39,13 @@ import (
 // people is the last of them (0: none): the replay of the ledger's people
 // reads them without the rest (people.go). A head of version 1 has neither
 // field: it was written before links were, and the next append begins them.
+// alone names the person for whom the ledger's window of Chained entries
+// is open (sign.go, "One person"); a head of version 1 or 2 has none: it
+// was written before windows were, and its ledger signs every commit.
 const (
 	dirName     = "_ledger/"
 	headName    = "head"
-	headVersion = 2
+	headVersion = 3
 	macDomain   = "noydb ledger entry v1"
 	maxMAC      = 255
 	seqDigits   = 20
@@ -206,7 +210,7 @@ func encodeHead(head Head, pending []record) []byte {
 
 // appendHead appends the head record's plaintext to b.
 func appendHead(b []byte, head Head, pending []record) []byte {
-	n := 1 + 3*codec.MaxVarintLen + len(head.MAC)
+	n := 1 + 4*codec.MaxVarintLen + len(head.MAC) + len(head.alone)
 	for _, r := range pending {
 		n += codec.MaxVarintLen + len(r.plain)
 	}
@@ -216,6 +220,7 @@ func appendHead(b []byte, head Head, pending []record) []byte {
 	b = codec.AppendBytes(b, head.MAC)
 	b = codec.AppendUvarint(b, head.people)
 	b = codec.AppendUvarint(b, head.linkFrom)
+	b = codec.AppendString(b, head.alone)
 	b = codec.AppendUvarint(b, uint64(len(pending)))
 	for _, r := range pending {
 		b = codec.AppendBytes(b, r.plain)
@@ -239,7 +244,7 @@ func (l *ledger) openHead(sealed []byte) (headState, error) {
 func decodeHead(plain []byte) (headState, error) {
 	r := codec.NewReader(plain)
 	version := r.Byte()
-	if r.Err() == nil && version != 1 && version != headVersion {
+	if r.Err() == nil && (version < 1 || version > headVersion) {
 		r.Failf("unknown version %d", version)
 	}
 	hs := headState{version: version}
@@ -254,6 +259,14 @@ func decodeHead(plain []byte) (headState, error) {
 		if r.Err() == nil && ((hs.linkFrom == 0) != (hs.Seq == 0) || hs.linkFrom > hs.Seq+1 || hs.people > hs.Seq ||
 			(hs.people != 0 && hs.people < hs.linkFrom)) {
 			r.Fail("people link out of place")
+		}
+	}
+	if version >= 3 {
+		if a := r.Bytes(maxField); len(a) > 0 {
+			if hs.Seq == 0 {
+				r.Fail("alone in an empty ledger")
+			}
+			hs.alone = string(a)
 		}
 	}
 	// Each pending entry takes at least 3 bytes (a length, a version, a MAC byte).

@@ -40,10 +40,7 @@ func FuzzHeadRecord(f *testing.F) {
 					return nil, fmt.Errorf("pending entry %d is not canonical", r.entry.Seq)
 				}
 			}
-			if hs.version == 1 {
-				return encodeHeadV1(hs.Head, hs.pending), nil
-			}
-			return encodeHead(hs.Head, hs.pending), nil
+			return encodeHeadAs(hs), nil
 		},
 	})
 }

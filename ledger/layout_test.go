@@ -55,22 +55,26 @@ func TestLayoutVectors(t *testing.T) {
 		return codectest.Case{
 			Name: "head/" + name, Value: hs, Err: ErrMalformed,
 			Encode: func() ([]byte, error) {
-				if hs.version == 1 {
-					return encodeHeadV1(hs.Head, hs.pending), nil
-				}
-				return encodeHead(hs.Head, hs.pending), nil
+				return encodeHeadAs(hs), nil
 			},
 			Decode: func(b []byte) (any, error) { return decodeHead(b) },
 		}
 	}
 	v1 := func(hs headState) headState { hs.version = 1; return hs }
 	v2 := func(hs headState) headState { hs.version = 2; return hs }
+	v3 := func(hs headState) headState { hs.version = 3; return hs }
+	e6 := Entry{Seq: 1, Time: at, Actor: "olga", Kind: NumberAllocated, Series: "invoice", Number: 1,
+		SigningKey: mac(0x11, 32), Chained: true}
+	e7 := Entry{Seq: 2, Time: at, Actor: "olga", Kind: RecordPut, Collection: "invoices", ID: "inv-1",
+		Revision: 1, CipherHash: mac(0xab, 32), Chained: true}
 	codectest.Check(t, "testdata/layouts.json", []codectest.Case{
 		stored("record-put", r1),
 		stored("number-voided, 1-byte MAC", rec(e2, []byte{9})),
 		stored("signed record-put with signing key", rec(e3, mac(3, 32))),
 		stored("signed number-voided", rec(e4, mac(4, 32))),
 		stored("signed series-bound", rec(e5, mac(5, 32))),
+		stored("chained genesis number-allocated", rec(e6, mac(6, 32))),
+		stored("chained record-put", rec(e7, mac(7, 32))),
 		hd("empty", v1(headState{})),
 		hd("no pending", v1(headState{Head: Head{Seq: 2, MAC: mac(2, 32)}})),
 		hd("one pending", v1(headState{Head: Head{Seq: 2, MAC: mac(2, 32)}, pending: []record{r2}})),
@@ -80,7 +84,38 @@ func TestLayoutVectors(t *testing.T) {
 		hd("v2 people linked from 1", v2(headState{Head: Head{Seq: 9, MAC: mac(9, 32), people: 7, linkFrom: 1}})),
 		hd("v2 people linked from an upgrade", v2(headState{Head: Head{Seq: 9, MAC: mac(9, 32), people: 5, linkFrom: 4}})),
 		hd("v2 two pending", v2(headState{Head: Head{Seq: 2, MAC: mac(2, 32), people: 0, linkFrom: 1}, pending: []record{r1, r2}})),
+		hd("v3 empty", v3(headState{})),
+		hd("v3 not alone", v3(headState{Head: Head{Seq: 9, MAC: mac(9, 32), people: 7, linkFrom: 1}})),
+		hd("v3 alone", v3(headState{Head: Head{Seq: 2, MAC: mac(2, 32), linkFrom: 1, alone: "olga"}})),
+		hd("v3 alone, one pending", v3(headState{Head: Head{Seq: 2, MAC: mac(2, 32), linkFrom: 1, alone: "olga"},
+			pending: []record{rec(e7, mac(2, 32))}})),
 	})
+}
+
+// encodeHeadAs encodes hs in the layout it was decoded from.
+func encodeHeadAs(hs headState) []byte {
+	switch hs.version {
+	case 1:
+		return encodeHeadV1(hs.Head, hs.pending)
+	case 2:
+		return encodeHeadV2(hs.Head, hs.pending)
+	}
+	return encodeHead(hs.Head, hs.pending)
+}
+
+// encodeHeadV2 is the head record of layout version 2, which releases
+// before the window of one person wrote: version 3 without alone.
+func encodeHeadV2(head Head, pending []record) []byte {
+	b := []byte{2}
+	b = codec.AppendUvarint(b, head.Seq)
+	b = codec.AppendBytes(b, head.MAC)
+	b = codec.AppendUvarint(b, head.people)
+	b = codec.AppendUvarint(b, head.linkFrom)
+	b = codec.AppendUvarint(b, uint64(len(pending)))
+	for _, r := range pending {
+		b = codec.AppendBytes(b, r.plain)
+	}
+	return b
 }
 
 // encodeHeadV1 is the head record of layout version 1, which releases

@@ -33,6 +33,17 @@ type Head struct {
 	// whose people entries are linked (their From names the one before),
 	// 0 when the head was written before links were (head version 1).
 	people, linkFrom uint64
+	// alone names the one person who has held the data key up to Seq (the
+	// ledger's window of Chained entries is open for them: see sign.go,
+	// "One person"); "" when the window is closed or not known (a head
+	// written before windows were, head version 1 or 2).
+	alone string
+	// cover and coverPeople describe the commit being built on a head
+	// that has not been committed yet (a batch's, see batch.go): the
+	// position of its first Covered entry (0: none, nothing to sign) and
+	// whether that entry changes people.
+	cover       uint64
+	coverPeople bool
 }
 
 // Equal reports whether h and o name the same position with the same MAC.
@@ -61,6 +72,7 @@ type ledger struct {
 	policy    cas.Policy
 	pins      pins.Ledger
 	signer    wire.LedgerSigner // nil: entries are not signed
+	alone     func() bool       // nil: the ledger never writes Chained entries
 	people    func(ctx context.Context) (map[string]wire.LedgerPerson, error)
 	guard     func(get func(key string) (stores.Item, error)) error // nil: no check
 	guardKs   []string                                              // the keys guard reads
@@ -140,6 +152,7 @@ func newLedger(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix st
 		policy:  cas.Policy{MaxAttempts: opts.MaxAttempts},
 		pins:    opts.Pins,
 		signer:  opts.Signer,
+		alone:   opts.Alone,
 		people:  opts.People,
 		guard:   opts.Guard,
 		guardKs: slices.Clone(opts.GuardKeys),
@@ -345,27 +358,41 @@ type planFunc func(head Head) ([]record, error)
 
 // planOf plans entries as they are.
 func (l *ledger) planOf(entries []Entry) planFunc {
-	return func(h Head) ([]record, error) { return l.buildSigned(h, entries) }
+	return func(h Head) ([]record, error) {
+		recs, _, err := l.buildSigned(h, entries)
+		return recs, err
+	}
 }
 
-// headOf is the head right after recs, or hs when nothing was appended.
+// headOf is the head right after recs, the entries of one commit built
+// after hs, or hs when nothing was appended.
 func headOf(recs []record, hs Head) Head {
 	if len(recs) == 0 {
 		return hs
 	}
 	r := recs[len(recs)-1]
-	h := Head{Seq: r.entry.Seq, MAC: slices.Clone(r.mac()), people: hs.people, linkFrom: hs.linkFrom}
+	h := Head{Seq: r.entry.Seq, MAC: slices.Clone(r.mac()), people: hs.people, linkFrom: hs.linkFrom, alone: hs.alone}
 	if h.linkFrom == 0 {
 		// The first append that links people entries: from its first
 		// entry on (build linked its people entries from 0).
 		h.linkFrom, h.people = recs[0].entry.Seq, 0
 	}
-	for _, r := range recs {
-		if isPeopleKind(r.entry.Kind) {
-			h.people = r.entry.Seq
+	if hs.Seq == 0 {
+		h.alone = genesisOwner(&recs[0].entry)
+	}
+	for i := range recs {
+		e := &recs[i].entry
+		if isPeopleKind(e.Kind) {
+			h.people = e.Seq
+		}
+		if closesWindow(e, h.alone) {
+			h.alone = ""
+		}
+		if (e.Covered || len(e.Signature) > 0) && h.cover == 0 {
+			h.cover, h.coverPeople = e.Seq, isPeopleKind(e.Kind)
 		}
 	}
-	return h
+	return h.committed()
 }
 
 // checkBatch rejects invalid entries and batches over maxBatchBytes, and
@@ -635,16 +662,49 @@ func (l *ledger) materialize(ctx context.Context, recs []record) error {
 }
 
 // build assigns positions after head, fills in defaults, and chains the entries.
-func (l *ledger) build(head Head, entries []Entry) ([]record, error) {
+// It returns the head after them, with the state of the commit they
+// continue (see Head).
+func (l *ledger) build(head Head, entries []Entry) ([]record, Head, error) {
 	recs := make([]record, len(entries))
 	b := l.chainAfter(head)
 	for i, e := range entries {
 		var err error
 		if recs[i], err = b.next(e); err != nil {
-			return nil, err
+			return nil, Head{}, err
 		}
 	}
-	return recs, nil
+	return recs, b.head(), nil
+}
+
+// genesisOwner returns the author of e, the first entry of a ledger, when
+// it opens the window of one person: Chained, with its author's signing
+// key. "" otherwise.
+func genesisOwner(e *Entry) string {
+	if e.Seq == 1 && e.Chained && len(e.SigningKey) == signingKeySize {
+		return e.Actor
+	}
+	return ""
+}
+
+// closesWindow reports whether e, an entry written while the window of
+// owner is open, closes it: an entry by someone else, a grant to someone
+// else, an upgrade of a keyring entry of layout version 1 (a vault that
+// may have had several holders).
+func closesWindow(e *Entry, owner string) bool {
+	return owner != "" && (e.Actor != owner || e.Kind == PersonGranted && e.ID != owner || e.Kind == KeyringUpgraded)
+}
+
+// committed returns h, the head after the last entry of a commit, as the
+// commit leaves it: a commit that is signed closes the window unless its
+// signed entries begin with a change of people (a one-person vault's own
+// rotation or its genesis); a writer who learns of a second person signs
+// its next commit, which closes it.
+func (h Head) committed() Head {
+	if h.cover != 0 && !h.coverPeople {
+		h.alone = ""
+	}
+	h.cover, h.coverPeople = 0, false
+	return h
 }
 
 // chainer builds entries one at a time after a head: the positions, the
@@ -652,20 +712,37 @@ func (l *ledger) build(head Head, entries []Entry) ([]record, error) {
 type chainer struct {
 	l    *ledger
 	now  time.Time
-	pub  []byte // the signer's key: entries are Covered
+	pub  []byte // the signer's key: entries are Covered, or Chained
 	prev []byte // the MAC of the entry before
 	seq  uint64 // the position of the entry before
 	// people and linkFrom are those of the head after the entry before
 	// (see Head): people entries are linked, each naming the one before
 	// (From), so that the people of the ledger are read without the rest.
 	people, linkFrom uint64
+	// alone, cover and coverPeople are the head's (see Head); chained is
+	// true while the entries are built Chained: the window is open for
+	// the ledger's person, who is, as far as the vault knows, still the
+	// only one (LedgerOptions.Alone), and the commit has no Covered entry.
+	alone       string
+	cover       uint64
+	coverPeople bool
+	chained     bool
 }
 
 // chainAfter returns a chainer of entries after head.
 func (l *ledger) chainAfter(head Head) chainer {
-	c := chainer{l: l, now: l.now().UTC(), prev: head.MAC, seq: head.Seq, people: head.people, linkFrom: head.linkFrom}
+	c := chainer{l: l, now: l.now().UTC(), prev: head.MAC, seq: head.Seq, people: head.people, linkFrom: head.linkFrom,
+		alone: head.alone, cover: head.cover, coverPeople: head.coverPeople}
 	if l.signer != nil {
 		c.pub = l.signer.Public()
+	}
+	owner := c.alone
+	if head.Seq == 0 {
+		owner = l.actor // the first entry opens the window (genesisOwner)
+	}
+	c.chained = c.pub != nil && c.cover == 0 && owner != "" && owner == l.actor && l.alone != nil && l.alone()
+	if c.chained {
+		c.alone = owner
 	}
 	return c
 }
@@ -689,17 +766,37 @@ func (c *chainer) next(e Entry) (record, error) {
 	if isPeopleKind(e.Kind) {
 		e.From, c.people = c.people, seq
 	}
+	if c.chained && (isPeopleKind(e.Kind) || e.Actor != c.alone) {
+		// A change of people is signed (it and the rest of the commit).
+		c.chained = false
+	}
 	var (
 		plain []byte
 		err   error
 	)
-	if c.pub != nil {
+	switch {
+	case c.chained:
+		e.Signature, e.Covered, e.Chained = nil, false, true
+		if seq == 1 && e.SigningKey == nil {
+			e.SigningKey = c.pub // the genesis: its author's key
+		}
+		plain, err = e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
+	case c.pub != nil:
 		plain, err = l.coverEntry(&e, c.pub)
-	} else {
+		if c.cover == 0 {
+			c.cover, c.coverPeople = seq, isPeopleKind(e.Kind)
+		}
+	default:
 		plain, err = e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
 	}
 	if err != nil {
 		return record{}, err
+	}
+	if seq == 1 {
+		c.alone = genesisOwner(&e)
+	}
+	if closesWindow(&e, c.alone) {
+		c.alone, c.chained = "", false
 	}
 	n := len(plain)
 	plain = l.appendChainMAC(plain, c.prev, seq, plain)
@@ -713,7 +810,8 @@ func (c *chainer) next(e Entry) (record, error) {
 }
 
 // head returns the head after the last entry built (the head the chainer
-// started from when it built none).
+// started from when it built none), with the commit's state.
 func (c *chainer) head() Head {
-	return Head{Seq: c.seq, MAC: slices.Clone(c.prev), people: c.people, linkFrom: c.linkFrom}
+	return Head{Seq: c.seq, MAC: slices.Clone(c.prev), people: c.people, linkFrom: c.linkFrom,
+		alone: c.alone, cover: c.cover, coverPeople: c.coverPeople}
 }

@@ -381,7 +381,7 @@ func (l *ledger) replayLinked(ctx context.Context, st *PeopleState, hs headState
 			return err
 		}
 		st.began = true
-		st.legacy = (len(r.entry.Signature) == 0 && !r.entry.Covered) || (r.entry.Kind == KeyringUpgraded && r.entry.ID == r.entry.Actor)
+		st.legacy = r.entry.unsigned() || (r.entry.Kind == KeyringUpgraded && r.entry.ID == r.entry.Actor)
 	}
 	// The linked people entries after from, newest first.
 	var qs []uint64
@@ -477,7 +477,7 @@ func (st *PeopleState) step(r record, prev []byte, run *peopleRun, vouch PeopleV
 	e := r.entry
 	if e.Seq == 1 {
 		st.began = true
-		st.legacy = (len(e.Signature) == 0 && !e.Covered) || (e.Kind == KeyringUpgraded && e.ID == e.Actor)
+		st.legacy = e.unsigned() || (e.Kind == KeyringUpgraded && e.ID == e.Actor)
 	}
 	people := isPeopleKind(e.Kind)
 	broken := func(at uint64, actor string) *SignatureError {

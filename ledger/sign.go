@@ -78,6 +78,51 @@ import (
 //     writes nothing else.
 //   - Unsigned entries before the first signed one are accepted (a ledger
 //     of a vault of layout version 1); after it, an unsigned entry fails.
+//   - Chained entries are accepted inside the window of one person only
+//     (below).
+//
+// One person.
+//
+// A signature tells apart the people who hold the data key. While one
+// person alone has ever held it, the chain MAC already says who wrote an
+// entry, so a vault that says so (wire.LedgerOptions.Alone) writes its
+// entries Chained (format version 4: no signature) inside a window that
+// the ledger's own entries bound:
+//
+//   - The first entry opens it when it is Chained and carries its
+//     author's key (SigningKey): the author is the window's owner, the
+//     ledger's genesis author as for a signed first entry.
+//   - An entry by anyone else, a grant to anyone else (PersonGranted with
+//     another ID) or a KeyringUpgraded entry closes it; so does a signed
+//     commit whose signed entries do not begin with a change of people:
+//     a writer that learns of a second person (granted on another
+//     device, known to this one by its keyring) signs its next commit,
+//     which closes the window where it learned. A one-person vault's own
+//     changes of people (the end of its rotation) are signed and leave
+//     it open. Once closed it never opens again: a person granted and
+//     revoked still knows the chain key.
+//   - Changes of people are never Chained: the commit that holds one is
+//     signed from its first change of people on (Covered entries and the
+//     signed last), so the grant of a second person is signed, and its
+//     signature covers, through the MAC of the entry before, the whole
+//     chain before it.
+//
+// Verify accepts a Chained entry only inside the window, by its owner,
+// and not after Covered entries (which a signature must end); anywhere
+// else it fails as Unsigned, at its position. The head (layout version 3)
+// names the window's owner, so that a writer decides without reading the
+// ledger; a head that names one wrongly (someone holding the seal key
+// after the window closed) only makes the honest writer's next entry
+// fail Verify there. A ledger begun before windows existed (its first
+// entry signed) never has one: its writers sign every commit. The sync
+// feed's verified read (ReadVerified) accepts no Chained entry: a hub's
+// ledger is always signed.
+//
+// What the window leaves to the vault: a person granted on another
+// device holds the data key before this device learns of them; until its
+// next commit after that (its open, its next sync), they could append a
+// Chained entry in the owner's name to this device's store, had they
+// access to it. The README's threat table says so.
 const sigDomain = "noydb ledger signature v1"
 
 // ErrBadSignature: Verify found an entry whose signature does not hold, or
@@ -220,8 +265,18 @@ type verifier struct {
 	// last signed one (0: none), and their author.
 	openSeq   uint64
 	openActor string
-	jobs      chan []sigJob
-	wg        sync.WaitGroup
+	// openPeople: the first of those entries changes people.
+	openPeople bool
+	// win is the person the window of Chained entries is open for ("":
+	// closed): see "One person".
+	win string
+	// lastCovered and lastPeople: the first Covered entry of the commit
+	// the signed entry just checked ends (0: none), and whether it
+	// changes people.
+	lastCovered uint64
+	lastPeople  bool
+	jobs        chan []sigJob
+	wg          sync.WaitGroup
 
 	mu  sync.Mutex
 	bad *SignatureError // the first bad signature found by a worker
@@ -294,7 +349,63 @@ func (v *verifier) finish() *SignatureError {
 // sign the entry) and queues the signature check.
 func (v *verifier) check(r record, prev []byte) *SignatureError {
 	e := &r.entry
-	if len(e.Signature) == 0 && !e.Covered {
+	if bad := v.checkSigned(r, prev); bad != nil {
+		return bad
+	}
+	v.window(e)
+	return nil
+}
+
+// chained checks e, a Chained entry: inside the window of its author (or
+// opening it: the ledger's first entry, with its author's key), after no
+// Covered entry, and no change of people (those are always signed).
+func (v *verifier) chained(e *Entry) *SignatureError {
+	switch {
+	case v.openSeq != 0:
+		// Covered entries no signature vouches for.
+		return &SignatureError{Seq: v.openSeq, Actor: v.openActor, Problem: Unsigned}
+	case isPeopleKind(e.Kind):
+		return &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: Unsigned}
+	case e.Seq == 1:
+		if len(e.SigningKey) != signingKeySize {
+			return &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: Unsigned}
+		}
+	case v.win == "" || e.Actor != v.win:
+		return &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: Unsigned}
+	}
+	return nil
+}
+
+// window moves the window of Chained entries past e, an entry that check
+// accepted.
+func (v *verifier) window(e *Entry) {
+	if e.Seq == 1 {
+		v.win = genesisOwner(e)
+	}
+	if closesWindow(e, v.win) {
+		v.win = ""
+	}
+	if len(e.Signature) == 0 {
+		return // Chained; Covered (the commit's signature decides); or unsigned, of layout version 1
+	}
+	first := isPeopleKind(e.Kind)
+	if v.lastCovered != 0 {
+		first = v.lastPeople
+	}
+	if !first {
+		v.win = ""
+	}
+}
+
+// checkSigned is check for an entry that is not Chained.
+func (v *verifier) checkSigned(r record, prev []byte) *SignatureError {
+	e := &r.entry
+	v.lastCovered, v.lastPeople = 0, false
+	if e.Chained {
+		if bad := v.chained(e); bad != nil {
+			return bad
+		}
+	} else if len(e.Signature) == 0 && !e.Covered {
 		if e.Seq == 1 {
 			v.legacy = true
 		}
@@ -333,11 +444,14 @@ func (v *verifier) check(r record, prev []byte) *SignatureError {
 	}
 	v.bind(s.role, e)
 	v.signed = true
+	if e.Chained {
+		return nil // the chain vouches for it: no signature to check
+	}
 	if e.Covered {
 		// The signature of the commit's last entry will vouch for it: by
 		// the same author.
 		if v.openSeq == 0 {
-			v.openSeq, v.openActor = e.Seq, e.Actor
+			v.openSeq, v.openActor, v.openPeople = e.Seq, e.Actor, isPeopleKind(e.Kind)
 		} else if e.Actor != v.openActor {
 			return fail(BadSignature)
 		}
@@ -351,7 +465,8 @@ func (v *verifier) check(r record, prev []byte) *SignatureError {
 			return &SignatureError{Seq: v.openSeq, Actor: v.openActor, Problem: BadSignature}
 		}
 		covered = e.Seq - v.openSeq
-		v.openSeq, v.openActor = 0, ""
+		v.lastCovered, v.lastPeople = v.openSeq, v.openPeople
+		v.openSeq, v.openActor, v.openPeople = 0, "", false
 	}
 	enc := r.enc()
 	fields := enc[:len(enc)-1-signatureSize]
@@ -639,24 +754,25 @@ func (l *ledger) coverEntry(e *Entry, pub []byte) ([]byte, error) {
 }
 
 // buildSigned is build for a commit of its own: the last entry is signed.
-func (l *ledger) buildSigned(head Head, entries []Entry) ([]record, error) {
-	recs, err := l.build(head, entries)
+func (l *ledger) buildSigned(head Head, entries []Entry) ([]record, Head, error) {
+	recs, h, err := l.build(head, entries)
 	if err != nil {
-		return nil, err
+		return nil, Head{}, err
 	}
-	return recs, l.signLast(recs)
+	return recs, h, l.signLast(recs, h.cover)
 }
 
-// signLast signs the last of recs, the entries of one commit, in place.
-func (l *ledger) signLast(recs []record) error {
+// signLast signs the last of recs, the entries of one commit, in place,
+// when they end with Covered ones from position cover on.
+func (l *ledger) signLast(recs []record, cover uint64) error {
 	if l.signer == nil || len(recs) == 0 {
 		return nil
 	}
 	last := recs[len(recs)-1]
-	if !last.entry.Covered {
-		return nil // the signer has no key: nothing is signed
+	if !last.entry.Covered || cover == 0 {
+		return nil // the signer has no key, or every entry is Chained: nothing is signed
 	}
-	signed, err := l.resign(last, last.entry.Seq-recs[0].entry.Seq)
+	signed, err := l.resign(last, last.entry.Seq-cover)
 	if err != nil {
 		return err
 	}
@@ -712,14 +828,16 @@ func (l *ledger) signCommit(tx stores.Tx, start, end Head) (Head, error) {
 	if !last.entry.Covered {
 		return end, nil // signed already
 	}
-	signed, err := l.resign(last, end.Seq-start.Seq-1)
+	signed, err := l.resign(last, end.Seq-end.cover)
 	if err != nil {
 		return Head{}, err
 	}
 	if err := l.putEntry(tx, signed); err != nil {
 		return Head{}, err
 	}
-	return Head{Seq: end.Seq, MAC: bytes.Clone(signed.mac()), people: end.people, linkFrom: end.linkFrom}, nil
+	h := end
+	h.MAC = bytes.Clone(signed.mac())
+	return h, nil
 }
 
 // readBack reads and decodes the entry at seq as tx holds it.
@@ -764,7 +882,7 @@ func (l *ledger) HeadSigned(get func(key string) (stores.Item, error)) (bool, er
 			return false, err
 		}
 	}
-	return last.entry.Signature != nil || last.entry.Covered, nil
+	return last.entry.Signature != nil || last.entry.Covered || last.entry.Chained, nil
 }
 
 // tamperSeq is the position of a *TamperError (0 for another error).

@@ -326,7 +326,7 @@ func legacyUpgrade(ctx context.Context, dev *Vault) (*ledger.Entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("the device's ledger: %w", err)
 		}
-		legacy = (len(first.Signature) == 0 && !first.Covered) ||
+		legacy = (len(first.Signature) == 0 && !first.Covered && !first.Chained) ||
 			(first.Kind == ledger.KeyringUpgraded && first.ID == first.Actor)
 		break
 	}

@@ -234,6 +234,12 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 		m.store = checkStore(cfg.Store)
 		v.me, v.signAs = m, m
 		v.keys = m.genKeys(cfg, prefix)
+		// Before the first write: the use of a recovery code is the
+		// vault's own person's, and keeps a one-person vault so.
+		if err := v.learnPeople(ctx); err != nil { // sole.go
+			_ = v.Close()
+			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, closedIfWiped(err))
+		}
 		if err := v.finishRecovery(ctx); err != nil {
 			_ = v.Close()
 			return nil, fmt.Errorf("open vault %q: recovery code: %w", cfg.Name, err)

@@ -96,7 +96,7 @@ func (s ledgerSigner) Sign(msg []byte) ([]byte, error) {
 func (v *Vault) ledgerOptions() wire.LedgerOptions {
 	return wire.LedgerOptions{
 		Actor: v.user, Pins: v.pins, Signer: ledgerSigner{v: v, c: v.signers}, People: v.ledgerPeople,
-		Guard: v.guard.check, GuardKeys: []string{v.guard.key},
+		Guard: v.guard.check, GuardKeys: []string{v.guard.key}, Alone: v.alone,
 	}
 }
 

@@ -438,6 +438,11 @@ func (s *syncRun) keyrings(ctx context.Context) error {
 	if _, err := s.v.heldGenerations(ctx); err != nil {
 		return closedIfWiped(err)
 	}
+	// A person granted on another device: this device's commits are
+	// signed from now on (sole.go).
+	if err := s.v.learnPeople(ctx); err != nil {
+		return closedIfWiped(err)
+	}
 	return s.v.raiseCurrentGen(ctx) // rotate_current.go
 }
 

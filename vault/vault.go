@@ -67,6 +67,9 @@ type Vault struct {
 	// binds is what the vault knows of which series are bound to which
 	// collections (people_series.go).
 	binds seriesBinds
+	// sole says whether the keyring held anyone but the vault's person
+	// when last listed (sole.go).
+	sole atomic.Int32
 	// txLocks caches whether the store's transactions lock keys as they
 	// read them: 0 not known yet, 1 no, 2 yes (tx.go's locksOnRead).
 	txLocks atomic.Int32

@@ -55,6 +55,15 @@ type LedgerOptions struct {
 	// last entry (the vault's person's signing key). A Signer whose Public returns nil signs
 	// nothing: the person has no signing key yet.
 	Signer LedgerSigner
+	// Alone, if set, reports whether the vault knows of no person but the
+	// ledger's own (Actor) who ever held its data key. While it says so,
+	// and the ledger's own entries say the same (no grant to anyone else,
+	// no entry by anyone else), the ledger writes its entries Chained,
+	// unsigned: the chain MAC, which only that person could compute, says
+	// who wrote them (package ledger, sign.go). Once it says otherwise,
+	// the next commit is signed, and every later one. It must be cheap
+	// and must not block: it is asked inside commits.
+	Alone func() bool
 	// People, if set, is called by Verify for the people the vault's
 	// keyring knows (checked), by name: the signing keys and roles of the
 	// authors the ledger itself does not introduce.

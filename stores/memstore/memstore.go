@@ -27,9 +27,10 @@ type entry struct {
 type Store struct {
 	mu      sync.RWMutex
 	data    map[string]entry
-	sorted  []string // keys in order; rebuilt lazily when stale
-	stale   bool
-	version uint64 // last version handed out, store-wide, so versions are never reused
+	sorted  []string // keys in order, but for added; rebuilt lazily when stale
+	added   []string // keys new since sorted was last brought up to date
+	stale   bool     // a key was deleted: sorted is rebuilt
+	version uint64   // last version handed out, store-wide, so versions are never reused
 	closed  bool
 }
 
@@ -101,8 +102,8 @@ func (s *Store) adoptLocked(key string, value []byte) uint64 {
 	s.version++
 	n := len(s.data)
 	s.data[key] = entry{value: value, version: s.version}
-	if len(s.data) != n { // a new key: one map operation tells
-		s.stale = true
+	if len(s.data) != n && !s.stale { // a new key: one map operation tells
+		s.added = append(s.added, key)
 	}
 	return s.version
 }
@@ -144,7 +145,31 @@ func (s *Store) deleteLocked(key string) {
 	if _, ok := s.data[key]; ok {
 		delete(s.data, key)
 		s.stale = true
+		clear(s.added)
+		s.added = s.added[:0]
 	}
+}
+
+// mergeSorted sorts added, keys none of which is in sorted, and merges
+// them into sorted, in place from the back.
+func mergeSorted(sorted, added []string) []string {
+	slices.Sort(added)
+	n, k := len(sorted), len(added)
+	if n == 0 || sorted[n-1] < added[0] {
+		return append(sorted, added...) // appended after every key: the ledger's way
+	}
+	out := slices.Grow(sorted, k)[:n+k]
+	i, j := n-1, k-1
+	for w := n + k - 1; j >= 0; w-- {
+		if i >= 0 && out[i] > added[j] {
+			out[w] = out[i]
+			i--
+		} else {
+			out[w] = added[j]
+			j--
+		}
+	}
+	return out
 }
 
 // List yields the items under prefix in key order. It works on a snapshot
@@ -180,13 +205,20 @@ func (s *Store) snapshot(prefix string) ([]stores.Item, error) {
 	if s.closed {
 		return nil, stores.ErrClosed
 	}
-	if s.stale {
+	switch {
+	case s.stale:
 		s.sorted = s.sorted[:0]
 		for k := range s.data {
 			s.sorted = append(s.sorted, k)
 		}
 		slices.Sort(s.sorted)
-		s.stale = false
+		s.stale, s.added = false, s.added[:0]
+	case len(s.added) > 0:
+		// Only the new keys are sorted, then merged in: a list after a few
+		// writes costs the store's size, not a sort of it.
+		s.sorted = mergeSorted(s.sorted, s.added)
+		clear(s.added)
+		s.added = s.added[:0]
 	}
 	start, _ := slices.BinarySearch(s.sorted, prefix)
 	var items []stores.Item
@@ -235,7 +267,7 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	s.closed = true
 	s.data = nil
-	s.sorted = nil
+	s.sorted, s.added = nil, nil
 	return nil
 }
 
