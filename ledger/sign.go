@@ -67,9 +67,10 @@ import (
 //   - A limited person's entries that name a series (numbers taken,
 //     voided, seeded or assigned, periods closed, definitions, numbered
 //     records) name a series bound to one of their collections before the
-//     entry by an owner's SeriesBound entry (an owner's own numbered
-//     record binds nothing); others fail with UnboundSeries. A limited
-//     person binds nothing.
+//     entry: by an owner's SeriesBound entry, or by an owner's own
+//     numbered record (RecordPut or NumberAssigned naming the collection
+//     and the series: the first one binds its series to its collection);
+//     others fail with UnboundSeries. A limited person binds nothing.
 //   - Owners and writers write records, numbers, application events and
 //     key rotations; only owners change people; anyone changes their own
 //     secret (SecretChanged about themselves) and their own recovery codes
@@ -376,12 +377,15 @@ func (v *verifier) bound(series string, cols []string) bool {
 }
 
 // bind records the binding e makes, written by an author of role: an
-// owner's SeriesBound entry.
+// owner's SeriesBound entry, or an owner's numbered record (the first one
+// binds its series to its collection).
 func (v *verifier) bind(role string, e *Entry) {
 	if role != roleOwner || e.Series == "" || e.Collection == "" {
 		return
 	}
-	if e.Kind != SeriesBound {
+	switch e.Kind {
+	case SeriesBound, RecordPut, NumberAssigned:
+	default:
 		return
 	}
 	if slices.Contains(v.binds[e.Series], e.Collection) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/noydb-go/noydb/ledger"
@@ -16,20 +17,32 @@ import (
 //
 // A person limited to some collections (Grant, SetCollections) takes,
 // voids, seeds and closes numbers only of series an owner bound to one of
-// those collections (BindSeries; nothing binds a series by itself, so an
-// owner's numbering, which writes nothing but its numbers, never changes
-// what another person may do). A limited person binds nothing, so numbering a new series first captures nothing. The
-// bindings are kept in the collections' stored definitions
-// (collection_def.go) and recorded in the ledger (ledger.SeriesBound),
-// which Verify replays (ledger's
-// UnboundSeries).
+// those collections: explicitly (BindSeries), or by the owner's own first
+// numbered record there (a record numbered at write time through
+// NumberingOf, PutNumbered or TxCollection.PutNumbered, or by a pass the
+// owner runs over a NumberingOf series of the collection: its ledger
+// entry, RecordPut or NumberAssigned, names the collection and the
+// series). A limited person binds nothing, so numbering a new series first
+// captures nothing. The bindings are kept in the collections' stored
+// definitions (collection_def.go) and recorded in the ledger (a
+// ledger.SeriesBound entry, or the owner's numbered record's own entry),
+// which Verify replays (ledger's UnboundSeries).
 //
 // The rule holds where every number passes: the vault's ledger, which the
 // vault's sequences, numbering passes, numbered records and voids all
 // append to, is wrapped by seriesLedger, which checks every append that
 // names a series, in the append's own transaction, before anything is
 // written; a refused append fails its transaction, so no number is taken.
-// An owner's append is not checked (an owner is never limited).
+// An owner's append is not checked (an owner is never limited); an owner's
+// append of a numbered record's entry whose collection's definition does
+// not bind its series yet writes the binding into the definition in the
+// same transaction, so the binding exists exactly when the entry does
+// (bindNumberedTx). Its commit names the definition's key with its other
+// keys (withBindKey), so that it locks them in key order (see lockKeys).
+// On a store without transactions nothing binds by itself: the numbers of
+// a pass are appended alone, and the series stays unbound for limited
+// persons until BindSeries (Verify, which replays the entry, is then the
+// more permissive of the two, never the less).
 
 // seriesLedger is the vault's ledger as the vault's writers append to it
 // (see above).
@@ -39,20 +52,112 @@ type seriesLedger struct {
 }
 
 // Append implements the ledger's Append, checking what entries number.
+// An owner's entries of numbered records (a pass's) that bind their series
+// commit with the bindings, in one transaction where the store has them.
 func (l seriesLedger) Append(ctx context.Context, entries ...ledger.Entry) (ledger.Head, error) {
 	if err := l.v.numbersPermitted(func(key string) (stores.Item, error) { return l.v.store.Get(ctx, key) }, entries); err != nil {
 		return ledger.Head{}, err
+	}
+	if keys := l.v.bindKeysOf(entries); len(keys) > 0 && transactional(l.v.store) {
+		var h ledger.Head
+		err := l.writableLedger.UpdateKeys(ctx, keys, func(tx stores.Tx) error {
+			if err := l.v.bindNumberedTx(tx, entries); err != nil {
+				return err
+			}
+			var err error
+			h, err = l.writableLedger.AppendTx(ctx, tx, entries...)
+			return err
+		})
+		return h, err
 	}
 	return l.writableLedger.Append(ctx, entries...)
 }
 
 // AppendTx implements the ledger's AppendTx, checking what entries number
-// in tx.
+// in tx, and binding in tx the series of an owner's numbered records.
 func (l seriesLedger) AppendTx(ctx context.Context, tx stores.Tx, entries ...ledger.Entry) (ledger.Head, error) {
 	if err := l.v.numbersPermitted(tx.Get, entries); err != nil {
 		return ledger.Head{}, err
 	}
+	if err := l.v.bindNumberedTx(tx, entries); err != nil {
+		return ledger.Head{}, err
+	}
 	return l.writableLedger.AppendTx(ctx, tx, entries...)
+}
+
+// bindsByNumbering reports whether e, an owner's, binds its series to its
+// collection: the entry of a numbered record (see above).
+func bindsByNumbering(e *ledger.Entry) bool {
+	return (e.Kind == ledger.RecordPut || e.Kind == ledger.NumberAssigned) && e.Series != "" && e.Collection != ""
+}
+
+// needsBind reports whether a numbered record of series in collection,
+// written by the vault's person, may have to bind series there: the
+// person is an owner and the vault has not found series bound there yet.
+func (v *Vault) needsBind(collection, series string) bool {
+	m := v.signAs
+	if m == nil || series == "" || collection == "" {
+		return false
+	}
+	m.mu.Lock()
+	role := m.role
+	m.mu.Unlock()
+	return role == RoleOwner && !v.binds.isBound(collection, series)
+}
+
+// withBindKey returns keys, the keys a commit of a numbered record of
+// series in collection names, with the collection's definition key when
+// the record may bind series there (needsBind): the commit then locks it
+// with the others, in key order, not after them (see lockKeys).
+func (v *Vault) withBindKey(keys []string, collection, series string) []string {
+	if !v.needsBind(collection, series) {
+		return keys
+	}
+	return append(keys, v.collectionDefKey(collection))
+}
+
+// bindKeysOf returns the definition keys that a commit appending entries
+// may write (see bindNumberedTx), sorted and unique; nil when none.
+func (v *Vault) bindKeysOf(entries []ledger.Entry) []string {
+	var keys []string
+	for i := range entries {
+		e := &entries[i]
+		if bindsByNumbering(e) && v.needsBind(e.Collection, e.Series) {
+			keys = append(keys, v.collectionDefKey(e.Collection))
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// bindNumberedTx binds, in tx, the series of each numbered record entries
+// name to its collection, when the vault's person is an owner and the
+// collection's stored definition does not bind it yet: the binding then
+// commits with the entry, or neither does. A definition found binding
+// the series is remembered, so later commits read it no more.
+func (v *Vault) bindNumberedTx(tx stores.Tx, entries []ledger.Entry) error {
+	for i := range entries {
+		e := &entries[i]
+		if !bindsByNumbering(e) || !v.needsBind(e.Collection, e.Series) {
+			continue
+		}
+		d, _, err := v.collectionDefFrom(e.Collection, tx.Get)
+		if err != nil {
+			return err
+		}
+		if !d.bind(e.Series) {
+			v.binds.found(e.Collection, e.Series)
+			continue
+		}
+		sealed, err := v.sealCollectionDef(e.Collection, d)
+		if err != nil {
+			return err
+		}
+		if err := tx.Put(v.collectionDefKey(e.Collection), sealed); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // seriesBinds is what a vault knows of the bindings of its store: the
@@ -188,8 +293,10 @@ func (v *Vault) boundToAny(series string, cols []string, get func(key string) (s
 // BindSeries binds series to collection: a person limited to collection
 // (Grant, SetCollections) may then take, void, seed and close its numbers,
 // and number records with it; without a binding to one of their
-// collections they may not (ErrNotPermitted, nothing taken). A series may
-// be bound to several collections. Only an owner binds
+// collections they may not (ErrNotPermitted, nothing taken). An owner's
+// own first numbered record in a collection binds its series there too
+// (see Limits cover numbers); a series may be bound to several
+// collections. Only an owner binds
 // (ErrNotPermitted); a binding is recorded in the ledger
 // (ledger.SeriesBound), which Verify replays, and binding a series bound
 // already writes nothing.

@@ -62,8 +62,9 @@ type Tx struct {
 
 // txOrder follows, in one run of an Update's function on a store whose
 // transactions lock each key as they first read it (stores.Prefetcher:
-// PostgreSQL's row locks), the record keys the run reads and writes, so
-// that they are locked in ascending key order, the one global order of
+// PostgreSQL's row locks), the record keys the run reads and writes (and
+// the counters it takes numbers of, and the collection definitions its
+// numbered records may bind), so that they are locked in ascending key order, the one global order of
 // the vault's commits (see lockKeys). A record key below one already
 // locked (a collection named below '_', whose keys sort below the ledger's
 // head; or records taken in descending order) breaks the run: from then
@@ -327,6 +328,11 @@ func (tx *Tx) Next(seq *sequence.Sequence) (sequence.Serial, error) {
 	// of the period of seq's date (or of now), whose pins and taken
 	// numbers are its own.
 	target := seqTarget(seq)
+	if tx.order.touch(target.Key()) {
+		// A counter below a key locked already (a record read first): the
+		// next run names it (see txOrder).
+		return sequence.Serial{}, nil
+	}
 	var pinned *uint64
 	if p, ok := tx.pins[target]; ok {
 		pinned = &p
