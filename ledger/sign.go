@@ -771,6 +771,39 @@ func (l *ledger) HeadSigned(get func(key string) (stores.Item, error)) (bool, er
 	return last.entry.Signature != nil || last.entry.Covered, nil
 }
 
+// HeadPeople returns, from the head read through get, the position a
+// replay of the ledger's people entries must have read through to know
+// them all: the last people entry (or, when none is linked, the entry
+// before the first linked position); the head's own position when the
+// head was written before people entries were linked; 0 for an empty
+// ledger. Inside a batch the head read is the batch's.
+func (l *ledger) HeadPeople(get func(key string) (stores.Item, error)) (uint64, error) {
+	it, err := get(l.headKey)
+	switch {
+	case errors.Is(err, stores.ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	h, ok := l.fromToken(it.Value)
+	if !ok {
+		hs, err := l.openHead(it.Value)
+		if err != nil {
+			return 0, err
+		}
+		h = hs.Head
+	}
+	switch {
+	case h.Seq == 0:
+		return 0, nil
+	case h.linkFrom == 0:
+		return h.Seq, nil
+	case h.people != 0:
+		return h.people, nil
+	}
+	return h.linkFrom - 1, nil
+}
+
 // tamperSeq is the position of a *TamperError (0 for another error).
 func tamperSeq(err error) uint64 {
 	var te *TamperError

@@ -55,7 +55,7 @@ type seriesLedger struct {
 // An owner's entries of numbered records (a pass's) that bind their series
 // commit with the bindings, in one transaction where the store has them.
 func (l seriesLedger) Append(ctx context.Context, entries ...ledger.Entry) (ledger.Head, error) {
-	if err := l.v.numbersPermitted(func(key string) (stores.Item, error) { return l.v.store.Get(ctx, key) }, entries); err != nil {
+	if err := l.v.numbersPermitted(ctx, func(key string) (stores.Item, error) { return l.v.store.Get(ctx, key) }, false, entries); err != nil {
 		return ledger.Head{}, err
 	}
 	if keys := l.v.bindKeysOf(entries); len(keys) > 0 && transactional(l.v.store) {
@@ -76,7 +76,7 @@ func (l seriesLedger) Append(ctx context.Context, entries ...ledger.Entry) (ledg
 // AppendTx implements the ledger's AppendTx, checking what entries number
 // in tx, and binding in tx the series of an owner's numbered records.
 func (l seriesLedger) AppendTx(ctx context.Context, tx stores.Tx, entries ...ledger.Entry) (ledger.Head, error) {
-	if err := l.v.numbersPermitted(tx.Get, entries); err != nil {
+	if err := l.v.numbersPermitted(ctx, tx.Get, true, entries); err != nil {
 		return ledger.Head{}, err
 	}
 	if err := l.v.bindNumberedTx(tx, entries); err != nil {
@@ -84,6 +84,40 @@ func (l seriesLedger) AppendTx(ctx context.Context, tx stores.Tx, entries ...led
 	}
 	return l.writableLedger.AppendTx(ctx, tx, entries...)
 }
+
+// Update implements the ledger's Update (see UpdateKeys).
+func (l seriesLedger) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+	return l.UpdateKeys(ctx, nil, fn)
+}
+
+// UpdateKeys implements the ledger's UpdateKeys: a commit whose check of
+// what it numbers found the replay of the ledger's people behind the head
+// it appends after (errPeopleStale) is run again once the replay is
+// brought up to date, outside the transaction.
+func (l seriesLedger) UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
+	for range maxPeopleRefresh {
+		err := l.writableLedger.UpdateKeys(ctx, keys, fn)
+		if !errors.Is(err, errPeopleStale) {
+			return err
+		}
+		if err := l.v.refreshGrant(ctx); err != nil {
+			return err
+		}
+	}
+	return l.writableLedger.UpdateKeys(ctx, keys, fn)
+}
+
+// maxPeopleRefresh bounds the runs of a commit that found the replay of
+// people behind its head (people changing under it each time).
+const maxPeopleRefresh = 4
+
+// errPeopleStale: a commit that numbers, by a person who is not an owner,
+// read a ledger head with people entries this handle's replay has not
+// read; the replay cannot read the ledger inside the commit's
+// transaction, so the commit is run again after it (seriesLedger's
+// UpdateKeys). It matches stores.ErrConflict for a caller that retries
+// conflicts by itself.
+var errPeopleStale = fmt.Errorf("the ledger's people changed since this handle replayed them: %w", stores.ErrConflict)
 
 // bindsByNumbering reports whether e, an owner's, binds its series to its
 // collection: the entry of a numbered record (see above).
@@ -162,14 +196,18 @@ func (v *Vault) bindNumberedTx(tx stores.Tx, entries []ledger.Entry) error {
 
 // seriesBinds is what a vault knows of the bindings of its store: the
 // pairs of collection and series it found bound (bindings are only ever
-// added, so a pair found once stays bound), and the collections of its
-// person's keyring entry as last decoded.
+// added, so a pair found once stays bound), the collections of its
+// person's keyring entry as last decoded, and their collections by the
+// ledger's latest grant as last replayed.
 type seriesBinds struct {
 	mu    sync.Mutex
 	bound map[colSeries]bool
 	raw   []byte   // the person's keyring entry as last decoded
 	cols  []string // its collections (nil: all)
 	bad   error    // why raw does not decode
+
+	grant     []string // the collections of the ledger's latest grant (nil: all, or none recorded)
+	grantNext uint64   // the position after the replay they come from (0: never replayed)
 }
 
 type colSeries struct{ collection, series string }
@@ -212,11 +250,16 @@ func (b *seriesBinds) limits(user string, raw []byte) ([]string, error) {
 }
 
 // numbersPermitted checks, reading through get (the append's transaction,
-// or the store), that the vault's person may write the entries that name
-// a series: an owner may, and so may a person given every collection; a limited person only of series
-// bound to one of the collections their keyring entry gives them now.
-// Anything else is ErrNotPermitted.
-func (v *Vault) numbersPermitted(get func(key string) (stores.Item, error), entries []ledger.Entry) error {
+// inTx, or the store), that the vault's person may write the entries that
+// name a series: an owner may, and so may a person given every
+// collection; a limited person only of series bound to one of the
+// collections both their keyring entry and the ledger's latest grant of
+// them give them now. The entry alone would not do: a store that puts
+// back an entry from before a narrowing (its MAC holds) would widen an
+// open handle's limits, as the authority check (people_ledger.go) says
+// of any entry the ledger's grant does not name. Anything else is
+// ErrNotPermitted.
+func (v *Vault) numbersPermitted(ctx context.Context, get func(key string) (stores.Item, error), inTx bool, entries []ledger.Entry) error {
 	m := v.signAs
 	if m == nil {
 		return nil // a vault without people (tests, internal stores)
@@ -247,8 +290,15 @@ func (v *Vault) numbersPermitted(get func(key string) (stores.Item, error), entr
 		return err // layout version 1: no limits
 	}
 	cols, err := v.binds.limits(v.user, it.Value)
-	if err != nil || cols == nil {
+	if err != nil {
 		return err
+	}
+	grant, err := v.ledgerGrant(ctx, get, inTx)
+	if err != nil {
+		return err
+	}
+	if cols = narrower(cols, grant); cols == nil {
+		return nil
 	}
 	for i := range entries {
 		series := entries[i].Series
@@ -265,6 +315,94 @@ func (v *Vault) numbersPermitted(get func(key string) (stores.Item, error), entr
 		}
 	}
 	return nil
+}
+
+// ledgerGrant returns the collections the ledger's latest grant gives the
+// vault's person (nil: every one, or no grant of theirs recorded), from
+// the replay of its people entries, once the replay has read every people
+// entry up to the head read through get. A replay behind that head is
+// brought up to date first, or, inside a transaction (inTx), where the
+// ledger cannot be read, the commit fails with errPeopleStale to be run
+// again after it.
+func (v *Vault) ledgerGrant(ctx context.Context, get func(key string) (stores.Item, error), inTx bool) ([]string, error) {
+	through, err := v.ledger.HeadPeople(get)
+	if err != nil {
+		return nil, err
+	}
+	b := &v.binds
+	b.mu.Lock()
+	fresh, grant := b.grantNext > through, b.grant
+	b.mu.Unlock()
+	if fresh {
+		return grant, nil
+	}
+	if inTx {
+		return nil, errPeopleStale
+	}
+	if err := v.refreshGrant(ctx); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.grant, nil
+}
+
+// freshenGrant brings the ledger's grant of the vault's person up to the
+// ledger's people before a commit that may number, when the person is not
+// an owner (an owner's numbers are not checked) and the replay is behind
+// the head as the store holds it now: one read of the head, outside any
+// transaction. A commit that finds the head moved on meanwhile fails with
+// errPeopleStale and is run again (seriesLedger's UpdateKeys).
+func (v *Vault) freshenGrant(ctx context.Context) error {
+	m := v.signAs
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	role := m.role
+	m.mu.Unlock()
+	if role == RoleOwner {
+		return nil
+	}
+	_, err := v.ledgerGrant(ctx, func(key string) (stores.Item, error) { return v.store.Get(ctx, key) }, false)
+	return err
+}
+
+// refreshGrant replays the people entries of the vault's ledger up to its
+// head and keeps the collections of its person's latest grant.
+func (v *Vault) refreshGrant(ctx context.Context) error {
+	st, err := v.peopleState(ctx)
+	if err != nil {
+		return err
+	}
+	var grant []string
+	if p, ok := st.Person(v.user); ok && p.Collections != nil {
+		grant = slices.Clone(p.Collections)
+	}
+	b := &v.binds
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if next := st.Next(); next >= b.grantNext {
+		b.grant, b.grantNext = grant, next
+	}
+	return nil
+}
+
+// narrower returns the collections both a and b give (nil: every one).
+func narrower(a, b []string) []string {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	out := []string{}
+	for _, c := range a {
+		if slices.Contains(b, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // boundToAny reports whether series is bound to one of cols, reading the

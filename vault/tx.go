@@ -217,6 +217,11 @@ func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	// that had to end for their order (txOrder).
 	names := []string{v.prefix + currentGenKey}
 	ordered := v.locksOnRead(ctx) // before any transaction: it may ask the store
+	// Tx.Next checks a limited person's numbers against the ledger's
+	// grant, which it cannot read inside the transaction.
+	if err := v.freshenGrant(ctx); err != nil {
+		return fmt.Errorf("vault update: %w", err)
+	}
 	for range maxTxChecks {
 		var last *Tx
 		err := v.ledger.UpdateKeys(ctx, names, func(stx stores.Tx) error {
