@@ -129,14 +129,24 @@ func bindsByNumbering(e *ledger.Entry) bool {
 // written by the vault's person, may have to bind series there: the
 // person is an owner and the vault has not found series bound there yet.
 func (v *Vault) needsBind(collection, series string) bool {
-	m := v.signAs
-	if m == nil || series == "" || collection == "" {
+	if series == "" || collection == "" {
 		return false
 	}
+	people, owner := v.signsAsOwner()
+	return people && owner && !v.binds.isBound(collection, series)
+}
+
+// signsAsOwner reports whether the vault writes as a person (a vault
+// without people, of tests and internal stores, does not), and whether
+// that person is an owner, whom no limit holds.
+func (v *Vault) signsAsOwner() (people, owner bool) {
+	m := v.signAs
+	if m == nil {
+		return false, false
+	}
 	m.mu.Lock()
-	role := m.role
-	m.mu.Unlock()
-	return role == RoleOwner && !v.binds.isBound(collection, series)
+	defer m.mu.Unlock()
+	return true, m.role == RoleOwner
 }
 
 // withBindKey returns keys, the keys a commit of a numbered record of
@@ -260,24 +270,10 @@ func (b *seriesBinds) limits(user string, raw []byte) ([]string, error) {
 // of any entry the ledger's grant does not name. Anything else is
 // ErrNotPermitted.
 func (v *Vault) numbersPermitted(ctx context.Context, get func(key string) (stores.Item, error), inTx bool, entries []ledger.Entry) error {
-	m := v.signAs
-	if m == nil {
-		return nil // a vault without people (tests, internal stores)
+	if people, owner := v.signsAsOwner(); !people || owner {
+		return nil // a vault without people (tests, internal stores), or an owner's
 	}
-	named := false
-	for i := range entries {
-		if entries[i].Series != "" {
-			named = true
-			break
-		}
-	}
-	if !named {
-		return nil
-	}
-	m.mu.Lock()
-	role := m.role
-	m.mu.Unlock()
-	if role == RoleOwner {
+	if !slices.ContainsFunc(entries, func(e ledger.Entry) bool { return e.Series != "" }) {
 		return nil
 	}
 	// The person's collections as the append sees them: a handle opened
@@ -354,14 +350,7 @@ func (v *Vault) ledgerGrant(ctx context.Context, get func(key string) (stores.It
 // transaction. A commit that finds the head moved on meanwhile fails with
 // errPeopleStale and is run again (seriesLedger's UpdateKeys).
 func (v *Vault) freshenGrant(ctx context.Context) error {
-	m := v.signAs
-	if m == nil {
-		return nil
-	}
-	m.mu.Lock()
-	role := m.role
-	m.mu.Unlock()
-	if role == RoleOwner {
+	if people, owner := v.signsAsOwner(); !people || owner {
 		return nil
 	}
 	_, err := v.ledgerGrant(ctx, func(key string) (stores.Item, error) { return v.store.Get(ctx, key) }, false)
