@@ -90,40 +90,6 @@ func (l seriesLedger) AppendTx(ctx context.Context, tx stores.Tx, entries ...led
 	return l.writableLedger.AppendTx(ctx, tx, entries...)
 }
 
-// Update implements the ledger's Update (see UpdateKeys).
-func (l seriesLedger) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
-	return l.UpdateKeys(ctx, nil, fn)
-}
-
-// UpdateKeys implements the ledger's UpdateKeys: a commit whose check of
-// what it numbers found the replay of the ledger's people behind the head
-// it appends after (errPeopleStale) is run again once the replay is
-// brought up to date, outside the transaction.
-func (l seriesLedger) UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
-	for range maxPeopleRefresh {
-		err := l.writableLedger.UpdateKeys(ctx, keys, fn)
-		if !errors.Is(err, errPeopleStale) {
-			return err
-		}
-		if err := l.v.refreshGrant(ctx); err != nil {
-			return err
-		}
-	}
-	return l.writableLedger.UpdateKeys(ctx, keys, fn)
-}
-
-// maxPeopleRefresh bounds the runs of a commit that found the replay of
-// people behind its head (people changing under it each time).
-const maxPeopleRefresh = 4
-
-// errPeopleStale: a commit that numbers, by a person who is not an owner,
-// read a ledger head with people entries this handle's replay has not
-// read; the replay cannot read the ledger inside the commit's
-// transaction, so the commit is run again after it (seriesLedger's
-// UpdateKeys). It matches stores.ErrConflict for a caller that retries
-// conflicts by itself.
-var errPeopleStale = fmt.Errorf("the ledger's people changed since this handle replayed them: %w", stores.ErrConflict)
-
 // bindsByNumbering reports whether e, an owner's, binds its series to its
 // collection: the entry of a numbered record (see above).
 func bindsByNumbering(e *ledger.Entry) bool {
@@ -320,11 +286,15 @@ func (v *Vault) numbersPermitted(ctx context.Context, get func(key string) (stor
 
 // ledgerGrant returns the collections the ledger's latest grant gives the
 // vault's person (nil: every one, or no grant of theirs recorded), from
-// the replay of its people entries, once the replay has read every people
-// entry up to the head read through get. A replay behind that head is
-// brought up to date first, or, inside a transaction (inTx), where the
-// ledger cannot be read, the commit fails with errPeopleStale to be run
-// again after it.
+// the replay of its people entries, brought up to every people entry of
+// the head read through get first. Inside a transaction (inTx) the ledger
+// cannot be read (a store such as memstore holds its lock for the
+// transaction): the grant is then the one the replay brought before the
+// commit began (freshenGrant, called before every commit that may
+// number). A people change committed between that replay and the commit
+// is not seen by it (the next commit's replay sees it): a store that puts
+// back a wider entry in that window gets one commit's numbers past the
+// vault, which Verify refuses (UnboundSeries).
 func (v *Vault) ledgerGrant(ctx context.Context, get func(key string) (stores.Item, error), inTx bool) ([]string, error) {
 	through, err := v.ledger.HeadPeople(get)
 	if err != nil {
@@ -334,11 +304,8 @@ func (v *Vault) ledgerGrant(ctx context.Context, get func(key string) (stores.It
 	b.mu.Lock()
 	fresh, grant := b.grantNext > through, b.grant
 	b.mu.Unlock()
-	if fresh {
+	if fresh || inTx {
 		return grant, nil
-	}
-	if inTx {
-		return nil, errPeopleStale
 	}
 	if err := v.refreshGrant(ctx); err != nil {
 		return nil, err
@@ -352,8 +319,7 @@ func (v *Vault) ledgerGrant(ctx context.Context, get func(key string) (stores.It
 // ledger's people before a commit that may number, when the person is not
 // an owner (an owner's numbers are not checked) and the replay is behind
 // the head as the store holds it now: one read of the head, outside any
-// transaction. A commit that finds the head moved on meanwhile fails with
-// errPeopleStale and is run again (seriesLedger's UpdateKeys).
+// transaction.
 func (v *Vault) freshenGrant(ctx context.Context) error {
 	if people, owner := v.signsAsOwner(); !people || owner {
 		return nil
