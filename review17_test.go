@@ -70,7 +70,7 @@ func TestReview17PGUpdateNoDeadlocks(t *testing.T) {
 	assert.NoError(t, rep.Problem)
 }
 
-// TestReview17LockOrder: a vault.Update writing records, a sync pull that
+// TestUpdatePullAndResolveLockInKeyOrder: a vault.Update writing records, a sync pull that
 // applies the hub's records on a device (and keeps a conflict), and
 // Resolve of that conflict lock the current generation with the ledger's
 // head, in key order, and not after the records they write (see
@@ -78,7 +78,7 @@ func TestReview17PGUpdateNoDeadlocks(t *testing.T) {
 // them locked _generation after the head and the records (and the pull
 // _sync/pull after the records): PostgreSQL then deadlocks them against any
 // plain Put of another handle, which locks _generation first.
-func TestReview17LockOrder(t *testing.T) {
+func TestUpdatePullAndResolveLockInKeyOrder(t *testing.T) {
 	ctx := context.Background()
 	st := &lockOrderStore{Store: memstore.New()}
 	v := openPerson(t, personCfg(st, "olga", "o"))
@@ -150,11 +150,11 @@ func TestReview17RevokedHandleResolvesNothing(t *testing.T) {
 	assert.Empty(t, changedKeys(before, snapshotStore(t, devB)), "the refused calls wrote nothing")
 }
 
-// TestReview17LockOrderCopyFromHub: Collection.PutNumbered on a device
+// TestPutNumberedOnADeviceLocksInKeyOrder: Collection.PutNumbered on a device
 // commits on the hub, then copies the record to the device with its sync
 // base in one commit, which locks the base with the record, in key order.
 // Before the fix the base, written blind, was locked after the record.
-func TestReview17LockOrderCopyFromHub(t *testing.T) {
+func TestPutNumberedOnADeviceLocksInKeyOrder(t *testing.T) {
 	ctx := context.Background()
 	hub, dev := &lockOrderStore{Store: memstore.New()}, &lockOrderStore{Store: memstore.New()}
 	d := openPerson(t, hubPerson(dev, hub, "olga", "o"))

@@ -67,9 +67,10 @@ import (
 //   - A limited person's entries that name a series (numbers taken,
 //     voided, seeded or assigned, periods closed, definitions, numbered
 //     records) name a series bound to one of their collections before the
-//     entry by an owner's SeriesBound entry (an owner's own numbered
-//     record binds nothing); others fail with UnboundSeries. A limited
-//     person binds nothing.
+//     entry: by an owner's SeriesBound entry, or by an owner's own
+//     numbered record (RecordPut or NumberAssigned naming the collection
+//     and the series: the first one binds its series to its collection);
+//     others fail with UnboundSeries. A limited person binds nothing.
 //   - Owners and writers write records, numbers, application events and
 //     key rotations; only owners change people; anyone changes their own
 //     secret (SecretChanged about themselves) and their own recovery codes
@@ -491,12 +492,15 @@ func (v *verifier) bound(series string, cols []string) bool {
 }
 
 // bind records the binding e makes, written by an author of role: an
-// owner's SeriesBound entry.
+// owner's SeriesBound entry, or an owner's numbered record (the first one
+// binds its series to its collection).
 func (v *verifier) bind(role string, e *Entry) {
 	if role != roleOwner || e.Series == "" || e.Collection == "" {
 		return
 	}
-	if e.Kind != SeriesBound {
+	switch e.Kind {
+	case SeriesBound, RecordPut, NumberAssigned:
+	default:
 		return
 	}
 	if slices.Contains(v.binds[e.Series], e.Collection) {
@@ -883,6 +887,39 @@ func (l *ledger) HeadSigned(get func(key string) (stores.Item, error)) (bool, er
 		}
 	}
 	return last.entry.Signature != nil || last.entry.Covered || last.entry.Chained, nil
+}
+
+// HeadPeople returns, from the head read through get, the position a
+// replay of the ledger's people entries must have read through to know
+// them all: the last people entry (or, when none is linked, the entry
+// before the first linked position); the head's own position when the
+// head was written before people entries were linked; 0 for an empty
+// ledger. Inside a batch the head read is the batch's.
+func (l *ledger) HeadPeople(get func(key string) (stores.Item, error)) (uint64, error) {
+	it, err := get(l.headKey)
+	switch {
+	case errors.Is(err, stores.ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	h, ok := l.fromToken(it.Value)
+	if !ok {
+		hs, err := l.openHead(it.Value)
+		if err != nil {
+			return 0, err
+		}
+		h = hs.Head
+	}
+	switch {
+	case h.Seq == 0:
+		return 0, nil
+	case h.linkFrom == 0:
+		return h.Seq, nil
+	case h.people != 0:
+		return h.people, nil
+	}
+	return h.linkFrom - 1, nil
 }
 
 // tamperSeq is the position of a *TamperError (0 for another error).

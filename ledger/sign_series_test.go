@@ -13,8 +13,8 @@ import (
 
 // TestSignedBoundSeries: a person limited to some collections writes
 // entries naming a series only when an owner bound it to one of theirs
-// before the entry (a SeriesBound entry; the owner's own numbered record
-// there binds nothing); anything else fails Verify at its position with
+// before the entry (a SeriesBound entry, or the owner's own numbered
+// record there); anything else fails Verify at its position with
 // UnboundSeries. A limited person's own numbered record binds nothing,
 // nor can anyone but an owner bind; a person given every collection
 // numbers any series.
@@ -47,17 +47,18 @@ func TestSignedBoundSeries(t *testing.T) {
 		will  ledger.Entry   // what will writes then
 		bad   bool
 	}{
-		"a number of an unbound series":             {will: take("invoices", 1), bad: true},
-		"a void of an unbound series":               {will: ledger.Entry{Kind: ledger.NumberVoided, Series: "invoices", Number: 1}, bad: true},
-		"a seed of an unbound series":               {will: ledger.Entry{Kind: ledger.SeriesSeeded, Series: "invoices", Number: 5}, bad: true},
-		"a period closed of an unbound series":      {will: ledger.Entry{Kind: ledger.PeriodClosed, Series: "invoices", Partition: []string{"2026"}}, bad: true},
-		"a numbered record, numbering first":        {will: numbered("customers", "invoices", 1), bad: true},
-		"a series bound elsewhere":                  {owner: []ledger.Entry{bind("invoices", "sales")}, will: take("invoices", 1), bad: true},
-		"a series bound to theirs":                  {owner: []ledger.Entry{bind("invoices", "customers")}, will: take("invoices", 1)},
-		"a void of a bound series":                  {owner: []ledger.Entry{bind("invoices", "notes")}, will: ledger.Entry{Kind: ledger.NumberVoided, Series: "invoices", Number: 1}},
-		"the owner's numbered record binds nothing": {owner: []ledger.Entry{numbered("customers", "cust", 1)}, will: take("cust", 2), bad: true},
-		"the owner's record elsewhere":              {owner: []ledger.Entry{numbered("sales", "cust", 1)}, will: take("cust", 2), bad: true},
-		"a limited person binds":                    {will: bind("invoices", "customers"), bad: true},
+		"a number of an unbound series":        {will: take("invoices", 1), bad: true},
+		"a void of an unbound series":          {will: ledger.Entry{Kind: ledger.NumberVoided, Series: "invoices", Number: 1}, bad: true},
+		"a seed of an unbound series":          {will: ledger.Entry{Kind: ledger.SeriesSeeded, Series: "invoices", Number: 5}, bad: true},
+		"a period closed of an unbound series": {will: ledger.Entry{Kind: ledger.PeriodClosed, Series: "invoices", Partition: []string{"2026"}}, bad: true},
+		"a numbered record, numbering first":   {will: numbered("customers", "invoices", 1), bad: true},
+		"a series bound elsewhere":             {owner: []ledger.Entry{bind("invoices", "sales")}, will: take("invoices", 1), bad: true},
+		"a series bound to theirs":             {owner: []ledger.Entry{bind("invoices", "customers")}, will: take("invoices", 1)},
+		"a void of a bound series":             {owner: []ledger.Entry{bind("invoices", "notes")}, will: ledger.Entry{Kind: ledger.NumberVoided, Series: "invoices", Number: 1}},
+		"bound by the owner's numbered record": {owner: []ledger.Entry{numbered("customers", "cust", 1)}, will: take("cust", 2)},
+		"bound by the owner's pass":            {owner: []ledger.Entry{{Kind: ledger.NumberAssigned, Collection: "customers", ID: "c-1", Series: "cust", Number: 1}}, will: take("cust", 2)},
+		"the owner's record elsewhere":         {owner: []ledger.Entry{numbered("sales", "cust", 1)}, will: take("cust", 2), bad: true},
+		"a limited person binds":               {will: bind("invoices", "customers"), bad: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, owner, writer := setup(t)

@@ -261,7 +261,10 @@ func (c *Collection[T]) PutNumbered(ctx context.Context, id string, seq *sequenc
 	case !c.v.owns(seq):
 		return out, fmt.Errorf("put numbered %s/%s: series %q belongs to another vault or vault handle: %w", c.name, id, seq.Series(), ErrInvalidArgument)
 	}
-	_, err := seq.BindKeys(ctx, c.v.recordKeys(c.name, id), func(tx stores.Tx, s sequence.Serial) error {
+	// An owner's first numbered record of the series here binds it, in
+	// this commit: the definition is locked with the others (withBindKey).
+	keys := c.v.withBindKey(c.v.recordKeys(c.name, id), c.name, seq.Series())
+	_, err := seq.BindKeys(ctx, keys, func(tx stores.Tx, s sequence.Serial) error {
 		prev, err := c.v.readTx(tx, c.name, id, true)
 		if err != nil {
 			return err

@@ -454,7 +454,9 @@ func (n *Numbered[T]) putOnline(ctx context.Context, id string, value T) (Number
 	out := NumberedRecord[T]{ID: id}
 	// The record's keys include currentGenKey, which applyTx reads: named
 	// here, it is locked with the others in key order (see recordKeys).
-	_, err := n.seq.BindKeys(ctx, v.recordKeys(c.name, id), func(tx stores.Tx, s sequence.Serial) error {
+	// So is the collection's definition when the record may bind the
+	// series (an owner's first numbered record here, withBindKey).
+	_, err := n.seq.BindKeys(ctx, v.withBindKey(v.recordKeys(c.name, id), c.name, n.series), func(tx stores.Tx, s sequence.Serial) error {
 		prev, err := v.readTx(tx, c.name, id, true)
 		if err != nil {
 			return err

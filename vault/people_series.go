@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/noydb-go/noydb/ledger"
@@ -16,20 +17,32 @@ import (
 //
 // A person limited to some collections (Grant, SetCollections) takes,
 // voids, seeds and closes numbers only of series an owner bound to one of
-// those collections (BindSeries; nothing binds a series by itself, so an
-// owner's numbering, which writes nothing but its numbers, never changes
-// what another person may do). A limited person binds nothing, so numbering a new series first captures nothing. The
-// bindings are kept in the collections' stored definitions
-// (collection_def.go) and recorded in the ledger (ledger.SeriesBound),
-// which Verify replays (ledger's
-// UnboundSeries).
+// those collections: explicitly (BindSeries), or by the owner's own first
+// numbered record there (a record numbered at write time through
+// NumberingOf, PutNumbered or TxCollection.PutNumbered, or by a pass the
+// owner runs over a NumberingOf series of the collection: its ledger
+// entry, RecordPut or NumberAssigned, names the collection and the
+// series). A limited person binds nothing, so numbering a new series first
+// captures nothing. The bindings are kept in the collections' stored
+// definitions (collection_def.go) and recorded in the ledger (a
+// ledger.SeriesBound entry, or the owner's numbered record's own entry),
+// which Verify replays (ledger's UnboundSeries).
 //
 // The rule holds where every number passes: the vault's ledger, which the
 // vault's sequences, numbering passes, numbered records and voids all
 // append to, is wrapped by seriesLedger, which checks every append that
 // names a series, in the append's own transaction, before anything is
 // written; a refused append fails its transaction, so no number is taken.
-// An owner's append is not checked (an owner is never limited).
+// An owner's append is not checked (an owner is never limited); an owner's
+// append of a numbered record's entry whose collection's definition does
+// not bind its series yet writes the binding into the definition in the
+// same transaction, so the binding exists exactly when the entry does
+// (bindNumberedTx). Its commit names the definition's key with its other
+// keys (withBindKey), so that it locks them in key order (see lockKeys).
+// On a store without transactions nothing binds by itself: the numbers of
+// a pass are appended alone, and the series stays unbound for limited
+// persons until BindSeries (Verify, which replays the entry, is then the
+// more permissive of the two, never the less).
 
 // seriesLedger is the vault's ledger as the vault's writers append to it
 // (see above).
@@ -39,32 +52,143 @@ type seriesLedger struct {
 }
 
 // Append implements the ledger's Append, checking what entries number.
+// An owner's entries of numbered records (a pass's) that bind their series
+// commit with the bindings, in one transaction where the store has them.
 func (l seriesLedger) Append(ctx context.Context, entries ...ledger.Entry) (ledger.Head, error) {
-	if err := l.v.numbersPermitted(func(key string) (stores.Item, error) { return l.v.store.Get(ctx, key) }, entries); err != nil {
+	if err := l.v.numbersPermitted(ctx, func(key string) (stores.Item, error) { return l.v.store.Get(ctx, key) }, false, entries); err != nil {
 		return ledger.Head{}, err
+	}
+	if keys := l.v.bindKeysOf(entries); len(keys) > 0 && transactional(l.v.store) {
+		var h ledger.Head
+		err := l.writableLedger.UpdateKeys(ctx, keys, func(tx stores.Tx) error {
+			if err := l.v.bindNumberedTx(tx, entries); err != nil {
+				return err
+			}
+			var err error
+			h, err = l.writableLedger.AppendTx(ctx, tx, entries...)
+			return err
+		})
+		return h, err
 	}
 	return l.writableLedger.Append(ctx, entries...)
 }
 
 // AppendTx implements the ledger's AppendTx, checking what entries number
-// in tx.
+// in tx, and binding in tx the series of an owner's numbered records.
 func (l seriesLedger) AppendTx(ctx context.Context, tx stores.Tx, entries ...ledger.Entry) (ledger.Head, error) {
-	if err := l.v.numbersPermitted(tx.Get, entries); err != nil {
-		return ledger.Head{}, err
+	// An owner's appends are not checked: no reader is made for them (a
+	// method value that escapes costs an allocation per commit).
+	if people, owner := l.v.signsAsOwner(); people && !owner {
+		if err := l.v.numbersPermitted(ctx, tx.Get, true, entries); err != nil {
+			return ledger.Head{}, err
+		}
+	} else if owner {
+		if err := l.v.bindNumberedTx(tx, entries); err != nil {
+			return ledger.Head{}, err
+		}
 	}
 	return l.writableLedger.AppendTx(ctx, tx, entries...)
 }
 
+// bindsByNumbering reports whether e, an owner's, binds its series to its
+// collection: the entry of a numbered record (see above).
+func bindsByNumbering(e *ledger.Entry) bool {
+	return (e.Kind == ledger.RecordPut || e.Kind == ledger.NumberAssigned) && e.Series != "" && e.Collection != ""
+}
+
+// needsBind reports whether a numbered record of series in collection,
+// written by the vault's person, may have to bind series there: the
+// person is an owner and the vault has not found series bound there yet.
+func (v *Vault) needsBind(collection, series string) bool {
+	if series == "" || collection == "" {
+		return false
+	}
+	people, owner := v.signsAsOwner()
+	return people && owner && !v.binds.isBound(collection, series)
+}
+
+// signsAsOwner reports whether the vault writes as a person (a vault
+// without people, of tests and internal stores, does not), and whether
+// that person is an owner, whom no limit holds.
+func (v *Vault) signsAsOwner() (people, owner bool) {
+	m := v.signAs
+	if m == nil {
+		return false, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return true, m.role == RoleOwner
+}
+
+// withBindKey returns keys, the keys a commit of a numbered record of
+// series in collection names, with the collection's definition key when
+// the record may bind series there (needsBind): the commit then locks it
+// with the others, in key order, not after them (see lockKeys).
+func (v *Vault) withBindKey(keys []string, collection, series string) []string {
+	if !v.needsBind(collection, series) {
+		return keys
+	}
+	return append(keys, v.collectionDefKey(collection))
+}
+
+// bindKeysOf returns the definition keys that a commit appending entries
+// may write (see bindNumberedTx), sorted and unique; nil when none.
+func (v *Vault) bindKeysOf(entries []ledger.Entry) []string {
+	var keys []string
+	for i := range entries {
+		e := &entries[i]
+		if bindsByNumbering(e) && v.needsBind(e.Collection, e.Series) {
+			keys = append(keys, v.collectionDefKey(e.Collection))
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// bindNumberedTx binds, in tx, the series of each numbered record entries
+// name to its collection, when the vault's person is an owner and the
+// collection's stored definition does not bind it yet: the binding then
+// commits with the entry, or neither does. A definition found binding
+// the series is remembered, so later commits read it no more.
+func (v *Vault) bindNumberedTx(tx stores.Tx, entries []ledger.Entry) error {
+	for i := range entries {
+		e := &entries[i]
+		if !bindsByNumbering(e) || !v.needsBind(e.Collection, e.Series) {
+			continue
+		}
+		d, _, err := v.collectionDefFrom(e.Collection, tx.Get)
+		if err != nil {
+			return err
+		}
+		if !d.bind(e.Series) {
+			v.binds.found(e.Collection, e.Series)
+			continue
+		}
+		sealed, err := v.sealCollectionDef(e.Collection, d)
+		if err != nil {
+			return err
+		}
+		if err := tx.Put(v.collectionDefKey(e.Collection), sealed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // seriesBinds is what a vault knows of the bindings of its store: the
 // pairs of collection and series it found bound (bindings are only ever
-// added, so a pair found once stays bound), and the collections of its
-// person's keyring entry as last decoded.
+// added, so a pair found once stays bound), the collections of its
+// person's keyring entry as last decoded, and their collections by the
+// ledger's latest grant as last replayed.
 type seriesBinds struct {
 	mu    sync.Mutex
 	bound map[colSeries]bool
 	raw   []byte   // the person's keyring entry as last decoded
 	cols  []string // its collections (nil: all)
 	bad   error    // why raw does not decode
+
+	grant     []string // the collections of the ledger's latest grant (nil: all, or none recorded)
+	grantNext uint64   // the position after the replay they come from (0: never replayed)
 }
 
 type colSeries struct{ collection, series string }
@@ -107,29 +231,20 @@ func (b *seriesBinds) limits(user string, raw []byte) ([]string, error) {
 }
 
 // numbersPermitted checks, reading through get (the append's transaction,
-// or the store), that the vault's person may write the entries that name
-// a series: an owner may, and so may a person given every collection; a limited person only of series
-// bound to one of the collections their keyring entry gives them now.
-// Anything else is ErrNotPermitted.
-func (v *Vault) numbersPermitted(get func(key string) (stores.Item, error), entries []ledger.Entry) error {
-	m := v.signAs
-	if m == nil {
-		return nil // a vault without people (tests, internal stores)
+// inTx, or the store), that the vault's person may write the entries that
+// name a series: an owner may, and so may a person given every
+// collection; a limited person only of series bound to one of the
+// collections both their keyring entry and the ledger's latest grant of
+// them give them now. The entry alone would not do: a store that puts
+// back an entry from before a narrowing (its MAC holds) would widen an
+// open handle's limits, as the authority check (people_ledger.go) says
+// of any entry the ledger's grant does not name. Anything else is
+// ErrNotPermitted.
+func (v *Vault) numbersPermitted(ctx context.Context, get func(key string) (stores.Item, error), inTx bool, entries []ledger.Entry) error {
+	if people, owner := v.signsAsOwner(); !people || owner {
+		return nil // a vault without people (tests, internal stores), or an owner's
 	}
-	named := false
-	for i := range entries {
-		if entries[i].Series != "" {
-			named = true
-			break
-		}
-	}
-	if !named {
-		return nil
-	}
-	m.mu.Lock()
-	role := m.role
-	m.mu.Unlock()
-	if role == RoleOwner {
+	if !slices.ContainsFunc(entries, func(e ledger.Entry) bool { return e.Series != "" }) {
 		return nil
 	}
 	// The person's collections as the append sees them: a handle opened
@@ -142,8 +257,15 @@ func (v *Vault) numbersPermitted(get func(key string) (stores.Item, error), entr
 		return err // layout version 1: no limits
 	}
 	cols, err := v.binds.limits(v.user, it.Value)
-	if err != nil || cols == nil {
+	if err != nil {
 		return err
+	}
+	grant, err := v.ledgerGrant(ctx, get, inTx)
+	if err != nil {
+		return err
+	}
+	if cols = narrower(cols, grant); cols == nil {
+		return nil
 	}
 	for i := range entries {
 		series := entries[i].Series
@@ -160,6 +282,87 @@ func (v *Vault) numbersPermitted(get func(key string) (stores.Item, error), entr
 		}
 	}
 	return nil
+}
+
+// ledgerGrant returns the collections the ledger's latest grant gives the
+// vault's person (nil: every one, or no grant of theirs recorded), from
+// the replay of its people entries, brought up to every people entry of
+// the head read through get first. Inside a transaction (inTx) the ledger
+// cannot be read (a store such as memstore holds its lock for the
+// transaction): the grant is then the one the replay brought before the
+// commit began (freshenGrant, called before every commit that may
+// number). A people change committed between that replay and the commit
+// is not seen by it (the next commit's replay sees it): a store that puts
+// back a wider entry in that window gets one commit's numbers past the
+// vault, which Verify refuses (UnboundSeries).
+func (v *Vault) ledgerGrant(ctx context.Context, get func(key string) (stores.Item, error), inTx bool) ([]string, error) {
+	through, err := v.ledger.HeadPeople(get)
+	if err != nil {
+		return nil, err
+	}
+	b := &v.binds
+	b.mu.Lock()
+	fresh, grant := b.grantNext > through, b.grant
+	b.mu.Unlock()
+	if fresh || inTx {
+		return grant, nil
+	}
+	if err := v.refreshGrant(ctx); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.grant, nil
+}
+
+// freshenGrant brings the ledger's grant of the vault's person up to the
+// ledger's people before a commit that may number, when the person is not
+// an owner (an owner's numbers are not checked) and the replay is behind
+// the head as the store holds it now: one read of the head, outside any
+// transaction.
+func (v *Vault) freshenGrant(ctx context.Context) error {
+	if people, owner := v.signsAsOwner(); !people || owner {
+		return nil
+	}
+	_, err := v.ledgerGrant(ctx, func(key string) (stores.Item, error) { return v.store.Get(ctx, key) }, false)
+	return err
+}
+
+// refreshGrant replays the people entries of the vault's ledger up to its
+// head and keeps the collections of its person's latest grant.
+func (v *Vault) refreshGrant(ctx context.Context) error {
+	st, err := v.peopleState(ctx)
+	if err != nil {
+		return err
+	}
+	var grant []string
+	if p, ok := st.Person(v.user); ok && p.Collections != nil {
+		grant = slices.Clone(p.Collections)
+	}
+	b := &v.binds
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if next := st.Next(); next >= b.grantNext {
+		b.grant, b.grantNext = grant, next
+	}
+	return nil
+}
+
+// narrower returns the collections both a and b give (nil: every one).
+func narrower(a, b []string) []string {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	out := []string{}
+	for _, c := range a {
+		if slices.Contains(b, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // boundToAny reports whether series is bound to one of cols, reading the
@@ -188,8 +391,10 @@ func (v *Vault) boundToAny(series string, cols []string, get func(key string) (s
 // BindSeries binds series to collection: a person limited to collection
 // (Grant, SetCollections) may then take, void, seed and close its numbers,
 // and number records with it; without a binding to one of their
-// collections they may not (ErrNotPermitted, nothing taken). A series may
-// be bound to several collections. Only an owner binds
+// collections they may not (ErrNotPermitted, nothing taken). An owner's
+// own first numbered record in a collection binds its series there too
+// (see Limits cover numbers); a series may be bound to several
+// collections. Only an owner binds
 // (ErrNotPermitted); a binding is recorded in the ledger
 // (ledger.SeriesBound), which Verify replays, and binding a series bound
 // already writes nothing.

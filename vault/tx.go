@@ -62,8 +62,9 @@ type Tx struct {
 
 // txOrder follows, in one run of an Update's function on a store whose
 // transactions lock each key as they first read it (stores.Prefetcher:
-// PostgreSQL's row locks), the record keys the run reads and writes, so
-// that they are locked in ascending key order, the one global order of
+// PostgreSQL's row locks), the record keys the run reads and writes (and
+// the counters it takes numbers of, and the collection definitions its
+// numbered records may bind), so that they are locked in ascending key order, the one global order of
 // the vault's commits (see lockKeys). A record key below one already
 // locked (a collection named below '_', whose keys sort below the ledger's
 // head; or records taken in descending order) breaks the run: from then
@@ -216,6 +217,11 @@ func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	// that had to end for their order (txOrder).
 	names := []string{v.prefix + currentGenKey}
 	ordered := v.locksOnRead(ctx) // before any transaction: it may ask the store
+	// Tx.Next checks a limited person's numbers against the ledger's
+	// grant, which it cannot read inside the transaction.
+	if err := v.freshenGrant(ctx); err != nil {
+		return fmt.Errorf("vault update: %w", err)
+	}
 	for range maxTxChecks {
 		var last *Tx
 		err := v.ledger.UpdateKeys(ctx, names, func(stx stores.Tx) error {
@@ -327,6 +333,11 @@ func (tx *Tx) Next(seq *sequence.Sequence) (sequence.Serial, error) {
 	// of the period of seq's date (or of now), whose pins and taken
 	// numbers are its own.
 	target := seqTarget(seq)
+	if tx.order.touch(target.Key()) {
+		// A counter below a key locked already (a record read first): the
+		// next run names it (see txOrder).
+		return sequence.Serial{}, nil
+	}
 	var pinned *uint64
 	if p, ok := tx.pins[target]; ok {
 		pinned = &p

@@ -31,6 +31,12 @@ func (b *TxCollection[T]) PutNumbered(id string, seq *sequence.Sequence, build f
 	case build == nil:
 		return out, fmt.Errorf("put numbered %s/%s: nil build function: %w", c.name, id, ErrInvalidArgument)
 	}
+	if c.v.needsBind(c.name, seq.Series()) && b.tx.order.touch(c.v.collectionDefKey(c.name)) {
+		// The record may bind the series to the collection (an owner's
+		// first numbered record there), writing its definition, a key
+		// below those locked: the next run names it (see txOrder).
+		return out, nil
+	}
 	prev, err := c.v.readTx(b.tx.tx, c.name, id, true)
 	if err != nil {
 		return out, fmt.Errorf("put numbered %s/%s: %w", c.name, id, err)

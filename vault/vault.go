@@ -111,7 +111,7 @@ func newVault(cfg Config, prefix string, dk *crypto.Key, p *pins.Set) *Vault {
 	// share commits and never fail one another on the ledger head.
 	var seqStore stores.Store = st
 	if _, ok := st.(stores.Transactor); ok {
-		seqStore = ledgerBatch{Store: st, l: v.ledger}
+		seqStore = ledgerBatch{Store: st, l: v.ledger, v: v}
 	}
 	v.seqs = newSequences()(seqStore, v.seal, prefix, sequenceConfig{
 		Journal:  journal{l: v.ledger},
@@ -155,18 +155,28 @@ func (v *Vault) GoString() string { return v.String() }
 type ledgerBatch struct {
 	stores.Store
 	l writableLedger
+	v *Vault
 }
 
 // Update runs fn in a batch of the ledger. A transaction that committed but
 // whose ledger pin was not saved fails with ledger.ErrUnpinned, which the
-// sequences take for a commit (the numbers come with the error).
+// sequences take for a commit (the numbers come with the error). The
+// limits of a person who is not an owner are brought up to the ledger's
+// people first (freshenGrant): the check of what the commit numbers cannot
+// read the ledger inside it.
 func (s ledgerBatch) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
+	if err := s.v.freshenGrant(ctx); err != nil {
+		return err
+	}
 	return s.l.Update(ctx, fn)
 }
 
 // UpdateKeys is Update for a function that reads keys (see
 // wire.Ledger.UpdateKeys).
 func (s ledgerBatch) UpdateKeys(ctx context.Context, keys []string, fn func(tx stores.Tx) error) error {
+	if err := s.v.freshenGrant(ctx); err != nil {
+		return err
+	}
 	return s.l.UpdateKeys(ctx, keys, fn)
 }
 

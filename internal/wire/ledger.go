@@ -156,6 +156,10 @@ type Ledger[E, H, R any] interface {
 	// get, is signed: a writer without a signing key must not append
 	// after it.
 	HeadSigned(get func(key string) (stores.Item, error)) (bool, error)
+	// HeadPeople returns, from the head read through get, the position a
+	// replay of the ledger's people entries must have read through to
+	// know them all.
+	HeadPeople(get func(key string) (stores.Item, error)) (uint64, error)
 	// Close refuses new calls and waits for those in flight.
 	Close() error
 }
