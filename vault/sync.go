@@ -316,13 +316,14 @@ func (v *Vault) SyncWith(ctx context.Context, opts SyncOptions) (SyncReport, err
 		return rep, fmt.Errorf("sync %s: %w", v.name, err)
 	}
 	s := &syncRun{v: v, h: v.hub, rep: &rep, progress: opts.Progress}
-	keyrings, reader := s.keyrings, v.Role() == RoleReader
+	reader := v.Role() == RoleReader
+	s.keyringStep = s.keyrings
 	if reader { // a reader pulls through a writable view of its device (reader_pull.go)
 		s.v = v.pullView()
 		defer s.v.release()
-		keyrings = s.readerKeyrings
+		s.keyringStep = s.readerKeyrings
 	}
-	if err := keyrings(ctx); err != nil {
+	if err := s.keyringStep(ctx); err != nil {
 		return rep, fmt.Errorf("sync %s: keyring: %w", v.name, err)
 	}
 	// The collections the person may use, as the keyring step left their
@@ -404,6 +405,11 @@ type syncRun struct {
 	given    *[]string
 	held     map[recKey]bool
 	reported map[recKey]bool
+	// keyringStep is the keyring step of this Sync (keyrings, or
+	// readerKeyrings); keyringFor the newest generation a pull took it
+	// again for (see pull).
+	keyringStep func(context.Context) error
+	keyringFor  uint64
 }
 
 func (s *syncRun) keyrings(ctx context.Context) error {
@@ -470,7 +476,33 @@ type base struct {
 var syncPass = 128 * syncBatch
 
 // pull applies the hub's feed from the pull cursor to its head.
+//
+// A rotation made on another device after this Sync's keyring step (it
+// commits the new generation's keyring entries on the hub first, then
+// that device's Sync pushes records sealed with it) leaves records on the
+// hub, named by their feed entries, sealed with a generation this device
+// does not hold yet. The pull then takes the keyring step again and starts
+// over; should the entries brought still not hold that generation, the
+// hub keeps records its keyring gives no key of: ErrHubTampered.
 func (s *syncRun) pull(ctx context.Context) error {
+	for {
+		err := s.pullFeed(ctx)
+		var g *generationAhead
+		if !errors.As(err, &g) || g.gen <= s.keyringFor {
+			return err
+		}
+		s.keyringFor = g.gen
+		if err := s.keyringStep(ctx); err != nil {
+			return fmt.Errorf("keyring: %w", err)
+		}
+		if err := s.loadGiven(ctx); err != nil {
+			return fmt.Errorf("keyring: %w", err)
+		}
+	}
+}
+
+// pullFeed is pull's work with the keys the device holds.
+func (s *syncRun) pullFeed(ctx context.Context) error {
 	if err := s.pullAdded(ctx); err != nil {
 		return err
 	}
@@ -481,6 +513,22 @@ func (s *syncRun) pull(ctx context.Context) error {
 		}
 	}
 }
+
+// generationAhead is the error of a pull that met a hub record exactly as
+// its feed entry names it (the same ciphertext) but sealed with a data key
+// generation newer than any this device holds (see pull).
+type generationAhead struct {
+	k   recKey
+	seq uint64 // the feed entry
+	gen uint64 // the record's generation
+}
+
+func (g *generationAhead) Error() string {
+	return fmt.Sprintf("%v: %s/%s, as its feed entry %d names it, is sealed with key generation %d, of which the hub's keyring gives this person no key",
+		ErrHubTampered, g.k.coll, g.k.id, g.seq, g.gen)
+}
+
+func (g *generationAhead) Unwrap() error { return ErrHubTampered }
 
 // feedErr makes an integrity failure of the hub's ledger an ErrHubTampered
 // (a rollback stays ErrRollback).
@@ -682,6 +730,9 @@ func (s *syncRun) checkRecords(ctx context.Context, win, rest []ledger.Entry) (m
 		e := win[last[k]]
 		sealed, found := got[storeKeys[i]]
 		x, ok, ahead := s.checkFetched(k, e, sealed, found)
+		if g := s.generationAhead(e, sealed, ok); g > 0 {
+			return nil, 0, &generationAhead{k: k, seq: e.Seq, gen: g}
+		}
 		switch {
 		case ok:
 			hubv[k] = x
@@ -760,6 +811,21 @@ func (s *syncRun) checkFetched(k recKey, e ledger.Entry, sealed []byte, found bo
 		return version{sealed: sealed, rev: rev, hash: h}, true, false
 	}
 	return version{}, false, rev > e.Revision
+}
+
+// generationAhead returns the generation of sealed, the hub's record of
+// feed entry e that did not check (ok false), when its ciphertext is the
+// one e names and that generation is newer than any this device holds (a
+// rotation made since the keyring step: see pull); else 0.
+func (s *syncRun) generationAhead(e ledger.Entry, sealed []byte, ok bool) uint64 {
+	if ok || e.Kind == ledger.RecordDelete || sealed == nil || !bytes.Equal(cipherHash(sealed), e.CipherHash) {
+		return 0
+	}
+	g, err := recordGeneration(sealed)
+	if cur, _ := s.v.keys.current(); err != nil || g <= cur {
+		return 0
+	}
+	return g
 }
 
 // recordRevision opens a sealed record (authenticating it) and returns its revision.
