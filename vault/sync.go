@@ -353,8 +353,11 @@ func (v *Vault) SyncWith(ctx context.Context, opts SyncOptions) (SyncReport, err
 		}
 		if round+1 == syncMaxRounds {
 			for _, k := range stale {
-				rep.Rejected = append(rep.Rejected, SyncRejected{Collection: k.coll, ID: k.id,
-					Reason: "the hub's record kept changing during the sync; the next sync carries it"})
+				reason := "the hub's record kept changing during the sync; the next sync carries it"
+				if s.aheadOfFeed[k] {
+					reason = "the hub's record is ahead of its feed (a hub write in flight, such as a numbering pass's stamp not yet recorded); the next sync carries this change"
+				}
+				rep.Rejected = append(rep.Rejected, SyncRejected{Collection: k.coll, ID: k.id, Reason: reason})
 			}
 			break
 		}
@@ -410,6 +413,9 @@ type syncRun struct {
 	// again for (see pull).
 	keyringStep func(context.Context) error
 	keyringFor  uint64
+	// aheadOfFeed holds the records a push left behind because the hub's
+	// revision is ahead of its feed (see checkStale).
+	aheadOfFeed map[recKey]bool
 }
 
 func (s *syncRun) keyrings(ctx context.Context) error {
@@ -1583,7 +1589,11 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 			return nil, err
 		}
 	}
-	if err := s.checkStale(ctx, stale); err != nil {
+	bases := make(map[recKey]base, len(stale))
+	for _, c := range changes {
+		bases[c.k] = c.b
+	}
+	if err := s.checkStale(ctx, stale, bases); err != nil {
 		return nil, err
 	}
 	// The local acknowledgement: bases of what the hub now holds, and the
@@ -1636,18 +1646,22 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 }
 
 // checkStale checks the records a push left behind (stale: the hub holds
-// another state than the device's base) against the hub's feed. The hub
-// writes a record and its feed entry in one commit, and the device's base
-// is the hub's state as of the feed entries through its pull cursor (it
-// applied them, or pushed them itself), so a record the hub changed since
-// has a feed entry after the cursor, which the next round's pull applies.
-// One without such an entry was changed behind the feed (a pushed record
-// the hub lost, an older revision put back, a record injected at an id
-// this device writes): ErrHubTampered. Without this check the push would
+// another state than the device's base, bases by record) against the hub's
+// feed. A sync writes a record and its feed entry in one hub commit, and
+// the device's base is the hub's state as of the feed entries through its
+// pull cursor (it applied them, or pushed them itself), so a record the hub
+// changed since has a feed entry after the cursor, which the next round's
+// pull applies. One without such an entry is either ahead of the feed (a
+// revision newer than the base: a numbering pass on the hub stamps its
+// records before it appends their entries, and one stopped between the two
+// leaves them so until a pass runs again), left behind as a pull leaves a
+// record ahead of its entry, or it was changed behind the feed (a pushed
+// record the hub lost, an older revision put back, a record injected at an
+// id this device writes): ErrHubTampered. Without this check the push would
 // find it stale at every round of every sync, for ever, and never say why.
 // The feed is read after the hub commit that found them stale, so an entry
 // committed with a change that commit saw is there.
-func (s *syncRun) checkStale(ctx context.Context, stale []recKey) error {
+func (s *syncRun) checkStale(ctx context.Context, stale []recKey, bases map[recKey]base) error {
 	if len(stale) == 0 {
 		return nil
 	}
@@ -1660,12 +1674,37 @@ func (s *syncRun) checkStale(ctx context.Context, stale []recKey) error {
 		return err
 	}
 	for _, k := range stale {
-		if !since[k] {
+		if since[k] {
+			continue
+		}
+		ahead, err := s.hubAhead(ctx, k, bases[k])
+		if err != nil {
+			return err
+		}
+		if !ahead {
 			return fmt.Errorf("%w: the hub's %s/%s is not the state its feed names through entry %d (lost, replaced or injected behind the feed); this device's change is not pushed",
 				ErrHubTampered, k.coll, k.id, cur.seq)
 		}
+		if s.aheadOfFeed == nil {
+			s.aheadOfFeed = map[recKey]bool{}
+		}
+		s.aheadOfFeed[k] = true
 	}
 	return nil
+}
+
+// hubAhead reports whether the hub holds record k at a revision newer
+// than b, the device's base of it (see checkStale).
+func (s *syncRun) hubAhead(ctx context.Context, k recKey, b base) (bool, error) {
+	it, err := s.h.store.Get(ctx, s.h.recordKey(k.coll, k.id))
+	if errors.Is(err, stores.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	rev, err := s.h.recordRevision(k.coll, k.id, it.Value)
+	return err == nil && rev > b.rev, nil
 }
 
 // echoes returns the pull cursor moved past the feed entries this device
