@@ -215,6 +215,7 @@ type syncSettings struct {
 	numbered map[string]numberedHook // sync_numbers.go
 	run      sync.Mutex
 	staged   sync.Mutex // one staged commit at a time (sync_staged.go)
+	writing  inflight   // local writes in flight without transactions (sync_inflight.go)
 }
 
 // mergeFunc merges the JSON bodies of a record's two sides.
@@ -1031,10 +1032,14 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		// for ever.
 		switch _, err := tx.Get(s.v.conflictKey(k.coll, k.id)); {
 		case errors.Is(err, stores.ErrNotFound):
+			// A local write between its record and its ledger entry is
+			// the device's change too (asked before the ledger is read:
+			// see sync_inflight.go).
+			busy := s.v.syncs.writing.has(k)
 			if err := s.ownChanges(ctx); err != nil {
 				return 0, nil, nil, err
 			}
-			if !s.own[k] {
+			if !s.own[k] && !busy {
 				b.hash, b.sum = dv.hash, nil
 				if dv.exists() {
 					b.rev, b.sum = dv.rev, contentSum(dst)
