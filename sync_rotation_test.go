@@ -196,6 +196,59 @@ func rotationKeepsChange(t *testing.T, hub, devA, devB stores.Store, c resealRac
 	verified(t, b)
 }
 
+// TestSyncKeepsAChangeAfterAnAmbiguousPushResealed: olga's device B
+// pushes note n-1 (revision 2), and the hub commits it but the reply is
+// lost; B changes n-1 again. Her device A pulls revision 2 and rotates
+// the vault's keys, which re-seals it as revision 3 on the hub. B's next
+// Sync recognises its own push, of which it no longer holds the content,
+// and then the re-seal: no change to decide against, so B's change stands
+// with no conflict and both devices end with it. It used to be a conflict
+// decided by the policy (the base of the recognised push had no content
+// sum, so the re-seal counted as a change), which B's change could lose.
+func TestSyncKeepsAChangeAfterAnAmbiguousPushResealed(t *testing.T) {
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			hub := memstore.New()
+			var lose atomic.Bool
+			hubB := faultstore.New(hub, faultstore.Options{After: func(op faultstore.Op, _ string) error {
+				if op == faultstore.OpUpdate && lose.CompareAndSwap(true, false) {
+					return errLostAfterCommit
+				}
+				return nil
+			}})
+			a := openPerson(t, hubPerson(newStore(t), hub, "olga", "o"))
+			b := openPerson(t, hubPerson(newStore(t), hubB, "olga", "o"))
+			nb := vault.CollectionOf[Note](b, "notes")
+			require.NoError(t, nb.Put(ctx, "n-1", Note{Text: "1"}))
+			mustSync(t, b)
+			mustSync(t, a)
+
+			require.NoError(t, nb.Put(ctx, "n-1", Note{Text: "2"}))
+			lose.Store(true)
+			_, err := b.Sync(ctx)
+			require.ErrorIs(t, err, errLostAfterCommit, "the push committed, its reply lost")
+			require.False(t, lose.Load())
+			require.NoError(t, nb.Put(ctx, "n-1", Note{Text: "3"}))
+
+			mustSync(t, a)
+			rot, err := a.RotateKeys(ctx)
+			require.NoError(t, err)
+			require.NoError(t, rot.Wait(ctx))
+			mustSync(t, a)
+
+			rep := mustSync(t, b)
+			assert.Empty(t, rep.Conflicts, "a re-seal of B's own push is no change to decide against")
+			mustSync(t, a)
+			for name, v := range map[string]*vault.Vault{"A": a, "B": b} {
+				assert.Equal(t, "3", notesOf(t, v)["n-1"].Value.Text, "device %s: B's last write", name)
+			}
+			verified(t, a)
+			verified(t, b)
+		})
+	}
+}
+
 // TestSyncRotationPostgresHub runs the rotation scenarios of this file
 // with a PostgreSQL hub (under scripts/with-postgres).
 func TestSyncRotationPostgresHub(t *testing.T) {

@@ -417,6 +417,9 @@ type syncRun struct {
 	// aheadOfFeed holds the records a push left behind because the hub's
 	// revision is ahead of its feed (see checkStale).
 	aheadOfFeed map[recKey]bool
+	// resealed holds the cipher hashes of the re-seals among the changes
+	// a push read (see pushPass).
+	resealed map[string]bool
 }
 
 func (s *syncRun) keyrings(ctx context.Context) error {
@@ -1129,7 +1132,7 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		}
 		return 1, nil, []ledger.Entry{pulledEntry()}, nil
 	}
-	if !held && onlyResealed(hst, hv.exists(), b) {
+	if !held && (onlyResealed(hst, hv.exists(), b) || b.sum == nil && s.pushedBy(k, mine, b, dv) && mine.resealOf(hv)) {
 		// The hub's side is a re-seal of what this device last synced:
 		// the device's change stands, and is pushed. A record at a
 		// revision the hub's reaches is sealed again above it first, so
@@ -1403,6 +1406,14 @@ func (s *syncRun) pushPass(ctx context.Context) ([]recKey, bool, error) {
 		}
 		if isOwnRecordEntry(e) {
 			k := recKey{e.Collection, e.ID}
+			if e.Kind == ledger.RecordPut && e.Reason == ResealedReason {
+				// Pushed as it is, the re-seal says so on the hub too
+				// (sync_own.go).
+				if s.resealed == nil {
+					s.resealed = map[string]bool{}
+				}
+				s.resealed[string(e.CipherHash)] = true
+			}
 			if _, ok := first[k]; !ok {
 				if len(keys) == syncPass {
 					full = true
@@ -1560,7 +1571,11 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 						if err := tx.Put(hkeys[i], c.dv.sealed); err != nil {
 							return err
 						}
-						entries = append(entries, ledger.Entry{Kind: ledger.RecordPut, Collection: c.k.coll, ID: c.k.id, Revision: c.dv.rev, CipherHash: c.dv.hash})
+						e := ledger.Entry{Kind: ledger.RecordPut, Collection: c.k.coll, ID: c.k.id, Revision: c.dv.rev, CipherHash: c.dv.hash}
+						if s.resealed[string(c.dv.hash)] {
+							e.Reason = ResealedReason
+						}
+						entries = append(entries, e)
 					} else {
 						if hh != nil {
 							if err := s.dropHubHandoffs(tx, c.k, hit); err != nil {
