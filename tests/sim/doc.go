@@ -45,7 +45,6 @@
 //     whose first allocation passed before gives numbers again (the
 //     generator restarts every device after it; the late device's join
 //     refuses its counters with ErrRollback);
-//   - a series definition dropped: corrections fail with ErrInvalid;
 //   - a claim's request id used before and after a late join gets two
 //     numbers;
 //   - a handle opened before a late join and kept across it takes numbers
@@ -72,6 +71,9 @@
 //   - a Void of a number the ledger records, on a counter the store rolled
 //     back or dropped, said ErrNotIssued instead of ErrRollback
 //     (TestVoidBehindTheLedgerIsRollback);
+//   - a series definition dropped: a correction of one of its numbers
+//     said ErrInvalid instead of ErrRollback
+//     (TestCorrectionOfASeriesWhoseDefinitionWasDeleted);
 //   - a rotation made on another device during a pull: records sealed
 //     with a generation the Sync's keyring step had not brought were
 //     taken for hub tampering (TestSyncPullsARotationMadeDuringIt; seed
