@@ -369,6 +369,54 @@ func TestSyncFileFolderLocalWriteDuringApply(t *testing.T) {
 	require.ErrorIs(t, err, stores.ErrNotFound, "the intent is removed")
 }
 
+// TestSyncFileFolderSyncDuringALocalWrite: a file-folder device writes a
+// record (first the record, then its ledger entry) and syncs between the
+// two, pulling another device's change of the record: the local write is
+// not lost. The pull used to take the record, changed from its sync base
+// with no entry of the device's own yet, for a staged commit cut before
+// its base, so the hub's revision replaced it silently; the write's entry
+// then named a value no side held. Now the write in flight is the
+// device's change: a conflict, which DeviceWins decides for it, and every
+// side converges on the local write.
+func TestSyncFileFolderSyncDuringALocalWrite(t *testing.T) {
+	ctx := context.Background()
+	hub, rawA, db := memstore.New(), newFolder(t), memstore.New()
+	var armed atomic.Bool
+	var a *vault.Vault
+	var syncErr error
+	var rep vault.SyncReport
+	da := faultstore.New(rawA, faultstore.Options{After: func(op faultstore.Op, key string) error {
+		if op == faultstore.OpCompareAndSwap && strings.HasSuffix(key, "/notes/x") && armed.CompareAndSwap(true, false) {
+			rep, syncErr = a.Sync(ctx)
+		}
+		return nil
+	}})
+	a, b := syncDevice(t, da, hub), syncDevice(t, db, hub)
+	require.NoError(t, a.SetConflictPolicy("notes", vault.DeviceWins))
+	na := vault.CollectionOf[Note](a, "notes")
+	nb := vault.CollectionOf[Note](b, "notes")
+	require.NoError(t, na.Put(ctx, "x", Note{"x"}))
+	mustSync(t, a)
+	mustSync(t, b)
+	require.NoError(t, nb.Put(ctx, "x", Note{"from b"}))
+	mustSync(t, b)
+
+	armed.Store(true)
+	require.NoError(t, na.Put(ctx, "x", Note{"local"}))
+	require.False(t, armed.Load(), "the sync ran inside the write")
+	require.NoError(t, syncErr)
+	require.Len(t, rep.Conflicts, 1, "%+v", rep)
+	assert.False(t, rep.Conflicts[0].HubWon)
+	got, err := na.Get(ctx, "x")
+	require.NoError(t, err)
+	assert.Equal(t, "local", got.Text)
+
+	mustSync(t, a)
+	mustSync(t, b)
+	conv := assertConverged(t, hub, []stores.Store{rawA, db}, a, b)
+	assert.True(t, strings.HasPrefix(conv["x"], "local@"), "%v", conv)
+}
+
 // TestSyncFileFolderManualAndMerge: on a file-folder device, a conflict
 // kept under Manual is listed, resolved and synced everywhere; one under
 // Merge is merged on the device and synced everywhere.

@@ -71,6 +71,55 @@ func syncBringsARotationPastAKeyringRace(t *testing.T, hub, devA, devB stores.St
 	verified(t, b)
 }
 
+// TestSyncPullsARotationMadeDuringIt: olga's device B syncs; after its
+// keyring step has copied her keyring entry from the hub, and before it
+// reads the hub's feed, her device A rotates the vault's keys (on the hub
+// first), writes a note with the new generation and syncs. B's pull then
+// meets records sealed with a generation its keyring step did not bring.
+// It brings the keyring again and pulls them, where it used to fail with
+// ErrHubTampered on an honest hub ("notes/n-1 is not the revision 2 its
+// feed entry names": a record that did not open was taken for one the hub
+// had altered).
+func TestSyncPullsARotationMadeDuringIt(t *testing.T) {
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			syncPullsARotationMadeDuringIt(t, memstore.New(), newStore(t), newStore(t))
+		})
+	}
+}
+
+func syncPullsARotationMadeDuringIt(t *testing.T, hub, devA, devB stores.Store) {
+	ctx := context.Background()
+	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	b := openPerson(t, hubPerson(devB, hub, "olga", "o"))
+	require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "n-1", Note{Text: "before"}))
+	mustSync(t, a)
+	mustSync(t, b)
+	require.NoError(t, vault.CollectionOf[Note](b, "notes").Put(ctx, "n-0", Note{Text: "from B"}))
+
+	var once atomic.Bool
+	rotateOnA := func(p vault.SyncProgress) {
+		if p.Phase != vault.SyncPulling || !once.CompareAndSwap(false, true) {
+			return
+		}
+		rot, err := a.RotateKeys(ctx)
+		require.NoError(t, err)
+		require.NoError(t, rot.Wait(ctx))
+		require.NoError(t, vault.CollectionOf[Note](a, "notes").Put(ctx, "n-2", Note{Text: "with generation 2"}))
+		mustSync(t, a)
+	}
+	_, err := b.SyncWith(ctx, vault.SyncOptions{Progress: rotateOnA})
+	require.NoError(t, err, "an honest hub, a rotation made during the sync")
+	require.True(t, once.Load(), "the rotation ran during the pull")
+	got := notesOf(t, b)
+	assert.Equal(t, "before", got["n-1"].Value.Text)
+	assert.Equal(t, "with generation 2", got["n-2"].Value.Text)
+	mustSync(t, a)
+	assert.Equal(t, "from B", notesOf(t, a)["n-0"].Value.Text)
+	verified(t, a)
+	verified(t, b)
+}
+
 // TestSyncRotationKeepsConcurrentChanges: olga's device A rotates the
 // vault's keys (re-sealing note n-1: a new revision of the same content)
 // while her device B, which has not heard of it, changes n-1. Whichever of
@@ -145,6 +194,59 @@ func rotationKeepsChange(t *testing.T, hub, devA, devB stores.Store, c resealRac
 	}
 	verified(t, a)
 	verified(t, b)
+}
+
+// TestSyncKeepsAChangeAfterAnAmbiguousPushResealed: olga's device B
+// pushes note n-1 (revision 2), and the hub commits it but the reply is
+// lost; B changes n-1 again. Her device A pulls revision 2 and rotates
+// the vault's keys, which re-seals it as revision 3 on the hub. B's next
+// Sync recognises its own push, of which it no longer holds the content,
+// and then the re-seal: no change to decide against, so B's change stands
+// with no conflict and both devices end with it. It used to be a conflict
+// decided by the policy (the base of the recognised push had no content
+// sum, so the re-seal counted as a change), which B's change could lose.
+func TestSyncKeepsAChangeAfterAnAmbiguousPushResealed(t *testing.T) {
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			hub := memstore.New()
+			var lose atomic.Bool
+			hubB := faultstore.New(hub, faultstore.Options{After: func(op faultstore.Op, _ string) error {
+				if op == faultstore.OpUpdate && lose.CompareAndSwap(true, false) {
+					return errLostAfterCommit
+				}
+				return nil
+			}})
+			a := openPerson(t, hubPerson(newStore(t), hub, "olga", "o"))
+			b := openPerson(t, hubPerson(newStore(t), hubB, "olga", "o"))
+			nb := vault.CollectionOf[Note](b, "notes")
+			require.NoError(t, nb.Put(ctx, "n-1", Note{Text: "1"}))
+			mustSync(t, b)
+			mustSync(t, a)
+
+			require.NoError(t, nb.Put(ctx, "n-1", Note{Text: "2"}))
+			lose.Store(true)
+			_, err := b.Sync(ctx)
+			require.ErrorIs(t, err, errLostAfterCommit, "the push committed, its reply lost")
+			require.False(t, lose.Load())
+			require.NoError(t, nb.Put(ctx, "n-1", Note{Text: "3"}))
+
+			mustSync(t, a)
+			rot, err := a.RotateKeys(ctx)
+			require.NoError(t, err)
+			require.NoError(t, rot.Wait(ctx))
+			mustSync(t, a)
+
+			rep := mustSync(t, b)
+			assert.Empty(t, rep.Conflicts, "a re-seal of B's own push is no change to decide against")
+			mustSync(t, a)
+			for name, v := range map[string]*vault.Vault{"A": a, "B": b} {
+				assert.Equal(t, "3", notesOf(t, v)["n-1"].Value.Text, "device %s: B's last write", name)
+			}
+			verified(t, a)
+			verified(t, b)
+		})
+	}
 }
 
 // TestSyncRotationPostgresHub runs the rotation scenarios of this file

@@ -177,6 +177,23 @@ func (q *Sequence) checkCorrection(ctx context.Context, eff *effective) error {
 	if err != nil {
 		return err
 	}
+	if !hs.eff.defined && q.svc.history != nil {
+		// The corrected series read as never defined: if the history
+		// records its definition, the store lost it (errDefinitionGone),
+		// or another process stored it since (read again).
+		recorded, err := q.svc.recordsDefinition(ctx, corrects)
+		if err != nil {
+			return err
+		}
+		if recorded {
+			if err := q.svc.checkDefinition(ctx, corrects); err != nil {
+				return err
+			}
+			if hs, err = cq.spec(ctx); err != nil {
+				return err
+			}
+		}
+	}
 	t := cq
 	switch {
 	case hs.eff.def.Period == PeriodNone && of.Period != "":

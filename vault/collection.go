@@ -363,6 +363,7 @@ func (v *Vault) write(ctx context.Context, collection, id string, plain []byte, 
 		return err
 	}
 	key := v.recordKey(collection, id)
+	defer v.syncs.writing.begin(recKey{collection, id})() // sync_inflight.go
 	_, err := cas.Do(ctx, cas.Policy{}, func(int) error {
 		it, err := v.store.Get(ctx, key)
 		found := err == nil

@@ -590,6 +590,7 @@ func (n *Numbered[T]) write(ctx context.Context, id string, before *sealedEntry,
 			return err
 		}
 	}
+	defer v.syncs.writing.begin(recKey{c.name, id})() // sync_inflight.go
 	_, err := cas.Do(ctx, cas.Policy{}, func(int) error {
 		it, err := v.store.Get(ctx, key)
 		found := err == nil

@@ -215,6 +215,7 @@ type syncSettings struct {
 	numbered map[string]numberedHook // sync_numbers.go
 	run      sync.Mutex
 	staged   sync.Mutex // one staged commit at a time (sync_staged.go)
+	writing  inflight   // local writes in flight without transactions (sync_inflight.go)
 }
 
 // mergeFunc merges the JSON bodies of a record's two sides.
@@ -316,13 +317,14 @@ func (v *Vault) SyncWith(ctx context.Context, opts SyncOptions) (SyncReport, err
 		return rep, fmt.Errorf("sync %s: %w", v.name, err)
 	}
 	s := &syncRun{v: v, h: v.hub, rep: &rep, progress: opts.Progress}
-	keyrings, reader := s.keyrings, v.Role() == RoleReader
+	reader := v.Role() == RoleReader
+	s.keyringStep = s.keyrings
 	if reader { // a reader pulls through a writable view of its device (reader_pull.go)
 		s.v = v.pullView()
 		defer s.v.release()
-		keyrings = s.readerKeyrings
+		s.keyringStep = s.readerKeyrings
 	}
-	if err := keyrings(ctx); err != nil {
+	if err := s.keyringStep(ctx); err != nil {
 		return rep, fmt.Errorf("sync %s: keyring: %w", v.name, err)
 	}
 	// The collections the person may use, as the keyring step left their
@@ -352,8 +354,11 @@ func (v *Vault) SyncWith(ctx context.Context, opts SyncOptions) (SyncReport, err
 		}
 		if round+1 == syncMaxRounds {
 			for _, k := range stale {
-				rep.Rejected = append(rep.Rejected, SyncRejected{Collection: k.coll, ID: k.id,
-					Reason: "the hub's record kept changing during the sync; the next sync carries it"})
+				reason := "the hub's record kept changing during the sync; the next sync carries it"
+				if s.aheadOfFeed[k] {
+					reason = "the hub's record is ahead of its feed (a hub write in flight, such as a numbering pass's stamp not yet recorded); the next sync carries this change"
+				}
+				rep.Rejected = append(rep.Rejected, SyncRejected{Collection: k.coll, ID: k.id, Reason: reason})
 			}
 			break
 		}
@@ -404,6 +409,17 @@ type syncRun struct {
 	given    *[]string
 	held     map[recKey]bool
 	reported map[recKey]bool
+	// keyringStep is the keyring step of this Sync (keyrings, or
+	// readerKeyrings); keyringFor the newest generation a pull took it
+	// again for (see pull).
+	keyringStep func(context.Context) error
+	keyringFor  uint64
+	// aheadOfFeed holds the records a push left behind because the hub's
+	// revision is ahead of its feed (see checkStale).
+	aheadOfFeed map[recKey]bool
+	// resealed holds the cipher hashes of the re-seals among the changes
+	// a push read (see pushPass).
+	resealed map[string]bool
 }
 
 func (s *syncRun) keyrings(ctx context.Context) error {
@@ -475,7 +491,33 @@ type base struct {
 var syncPass = 128 * syncBatch
 
 // pull applies the hub's feed from the pull cursor to its head.
+//
+// A rotation made on another device after this Sync's keyring step (it
+// commits the new generation's keyring entries on the hub first, then
+// that device's Sync pushes records sealed with it) leaves records on the
+// hub, named by their feed entries, sealed with a generation this device
+// does not hold yet. The pull then takes the keyring step again and starts
+// over; should the entries brought still not hold that generation, the
+// hub keeps records its keyring gives no key of: ErrHubTampered.
 func (s *syncRun) pull(ctx context.Context) error {
+	for {
+		err := s.pullFeed(ctx)
+		var g *generationAhead
+		if !errors.As(err, &g) || g.gen <= s.keyringFor {
+			return err
+		}
+		s.keyringFor = g.gen
+		if err := s.keyringStep(ctx); err != nil {
+			return fmt.Errorf("keyring: %w", err)
+		}
+		if err := s.loadGiven(ctx); err != nil {
+			return fmt.Errorf("keyring: %w", err)
+		}
+	}
+}
+
+// pullFeed is pull's work with the keys the device holds.
+func (s *syncRun) pullFeed(ctx context.Context) error {
 	if err := s.pullAdded(ctx); err != nil {
 		return err
 	}
@@ -486,6 +528,22 @@ func (s *syncRun) pull(ctx context.Context) error {
 		}
 	}
 }
+
+// generationAhead is the error of a pull that met a hub record exactly as
+// its feed entry names it (the same ciphertext) but sealed with a data key
+// generation newer than any this device holds (see pull).
+type generationAhead struct {
+	k   recKey
+	seq uint64 // the feed entry
+	gen uint64 // the record's generation
+}
+
+func (g *generationAhead) Error() string {
+	return fmt.Sprintf("%v: %s/%s, as its feed entry %d names it, is sealed with key generation %d, of which the hub's keyring gives this person no key",
+		ErrHubTampered, g.k.coll, g.k.id, g.seq, g.gen)
+}
+
+func (g *generationAhead) Unwrap() error { return ErrHubTampered }
 
 // feedErr makes an integrity failure of the hub's ledger an ErrHubTampered
 // (a rollback stays ErrRollback).
@@ -687,6 +745,9 @@ func (s *syncRun) checkRecords(ctx context.Context, win, rest []ledger.Entry) (m
 		e := win[last[k]]
 		sealed, found := got[storeKeys[i]]
 		x, ok, ahead := s.checkFetched(k, e, sealed, found)
+		if g := s.generationAhead(e, sealed, ok); g > 0 {
+			return nil, 0, &generationAhead{k: k, seq: e.Seq, gen: g}
+		}
 		switch {
 		case ok:
 			hubv[k] = x
@@ -765,6 +826,21 @@ func (s *syncRun) checkFetched(k recKey, e ledger.Entry, sealed []byte, found bo
 		return version{sealed: sealed, rev: rev, hash: h}, true, false
 	}
 	return version{}, false, rev > e.Revision
+}
+
+// generationAhead returns the generation of sealed, the hub's record of
+// feed entry e that did not check (ok false), when its ciphertext is the
+// one e names and that generation is newer than any this device holds (a
+// rotation made since the keyring step: see pull); else 0.
+func (s *syncRun) generationAhead(e ledger.Entry, sealed []byte, ok bool) uint64 {
+	if ok || e.Kind == ledger.RecordDelete || sealed == nil || !bytes.Equal(cipherHash(sealed), e.CipherHash) {
+		return 0
+	}
+	g, err := recordGeneration(sealed)
+	if cur, _ := s.v.keys.current(); err != nil || g <= cur {
+		return 0
+	}
+	return g
 }
 
 // recordRevision opens a sealed record (authenticating it) and returns its revision.
@@ -964,10 +1040,14 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		// for ever.
 		switch _, err := tx.Get(s.v.conflictKey(k.coll, k.id)); {
 		case errors.Is(err, stores.ErrNotFound):
+			// A local write between its record and its ledger entry is
+			// the device's change too (asked before the ledger is read:
+			// see sync_inflight.go).
+			busy := s.v.syncs.writing.has(k)
 			if err := s.ownChanges(ctx); err != nil {
 				return 0, nil, nil, err
 			}
-			if !s.own[k] {
+			if !s.own[k] && !busy {
 				b.hash, b.sum = dv.hash, nil
 				if dv.exists() {
 					b.rev, b.sum = dv.rev, contentSum(dst)
@@ -1057,7 +1137,7 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		}
 		return 1, nil, []ledger.Entry{pulledEntry()}, nil
 	}
-	if !held && onlyResealed(hst, hv.exists(), b) {
+	if !held && (onlyResealed(hst, hv.exists(), b) || b.sum == nil && s.pushedBy(k, mine, b, dv) && mine.resealOf(hv)) {
 		// The hub's side is a re-seal of what this device last synced:
 		// the device's change stands, and is pushed. A record at a
 		// revision the hub's reaches is sealed again above it first, so
@@ -1331,6 +1411,14 @@ func (s *syncRun) pushPass(ctx context.Context) ([]recKey, bool, error) {
 		}
 		if isOwnRecordEntry(e) {
 			k := recKey{e.Collection, e.ID}
+			if e.Kind == ledger.RecordPut && e.Reason == ResealedReason {
+				// Pushed as it is, the re-seal says so on the hub too
+				// (sync_own.go).
+				if s.resealed == nil {
+					s.resealed = map[string]bool{}
+				}
+				s.resealed[string(e.CipherHash)] = true
+			}
 			if _, ok := first[k]; !ok {
 				if len(keys) == syncPass {
 					full = true
@@ -1488,7 +1576,11 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 						if err := tx.Put(hkeys[i], c.dv.sealed); err != nil {
 							return err
 						}
-						entries = append(entries, ledger.Entry{Kind: ledger.RecordPut, Collection: c.k.coll, ID: c.k.id, Revision: c.dv.rev, CipherHash: c.dv.hash})
+						e := ledger.Entry{Kind: ledger.RecordPut, Collection: c.k.coll, ID: c.k.id, Revision: c.dv.rev, CipherHash: c.dv.hash}
+						if s.resealed[string(c.dv.hash)] {
+							e.Reason = ResealedReason
+						}
+						entries = append(entries, e)
 					} else {
 						if hh != nil {
 							if err := s.dropHubHandoffs(tx, c.k, hit); err != nil {
@@ -1522,7 +1614,11 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 			return nil, err
 		}
 	}
-	if err := s.checkStale(ctx, stale); err != nil {
+	bases := make(map[recKey]base, len(stale))
+	for _, c := range changes {
+		bases[c.k] = c.b
+	}
+	if err := s.checkStale(ctx, stale, bases); err != nil {
 		return nil, err
 	}
 	// The local acknowledgement: bases of what the hub now holds, and the
@@ -1575,18 +1671,22 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 }
 
 // checkStale checks the records a push left behind (stale: the hub holds
-// another state than the device's base) against the hub's feed. The hub
-// writes a record and its feed entry in one commit, and the device's base
-// is the hub's state as of the feed entries through its pull cursor (it
-// applied them, or pushed them itself), so a record the hub changed since
-// has a feed entry after the cursor, which the next round's pull applies.
-// One without such an entry was changed behind the feed (a pushed record
-// the hub lost, an older revision put back, a record injected at an id
-// this device writes): ErrHubTampered. Without this check the push would
+// another state than the device's base, bases by record) against the hub's
+// feed. A sync writes a record and its feed entry in one hub commit, and
+// the device's base is the hub's state as of the feed entries through its
+// pull cursor (it applied them, or pushed them itself), so a record the hub
+// changed since has a feed entry after the cursor, which the next round's
+// pull applies. One without such an entry is either ahead of the feed (a
+// revision newer than the base: a numbering pass on the hub stamps its
+// records before it appends their entries, and one stopped between the two
+// leaves them so until a pass runs again), left behind as a pull leaves a
+// record ahead of its entry, or it was changed behind the feed (a pushed
+// record the hub lost, an older revision put back, a record injected at an
+// id this device writes): ErrHubTampered. Without this check the push would
 // find it stale at every round of every sync, for ever, and never say why.
 // The feed is read after the hub commit that found them stale, so an entry
 // committed with a change that commit saw is there.
-func (s *syncRun) checkStale(ctx context.Context, stale []recKey) error {
+func (s *syncRun) checkStale(ctx context.Context, stale []recKey, bases map[recKey]base) error {
 	if len(stale) == 0 {
 		return nil
 	}
@@ -1599,12 +1699,37 @@ func (s *syncRun) checkStale(ctx context.Context, stale []recKey) error {
 		return err
 	}
 	for _, k := range stale {
-		if !since[k] {
+		if since[k] {
+			continue
+		}
+		ahead, err := s.hubAhead(ctx, k, bases[k])
+		if err != nil {
+			return err
+		}
+		if !ahead {
 			return fmt.Errorf("%w: the hub's %s/%s is not the state its feed names through entry %d (lost, replaced or injected behind the feed); this device's change is not pushed",
 				ErrHubTampered, k.coll, k.id, cur.seq)
 		}
+		if s.aheadOfFeed == nil {
+			s.aheadOfFeed = map[recKey]bool{}
+		}
+		s.aheadOfFeed[k] = true
 	}
 	return nil
+}
+
+// hubAhead reports whether the hub holds record k at a revision newer
+// than b, the device's base of it (see checkStale).
+func (s *syncRun) hubAhead(ctx context.Context, k recKey, b base) (bool, error) {
+	it, err := s.h.store.Get(ctx, s.h.recordKey(k.coll, k.id))
+	if errors.Is(err, stores.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	rev, err := s.h.recordRevision(k.coll, k.id, it.Value)
+	return err == nil && rev > b.rev, nil
 }
 
 // echoes returns the pull cursor moved past the feed entries this device

@@ -43,6 +43,16 @@ import (
 // both deleted that revision, and the record this device wrote afterwards
 // is a record written after both deletions.
 //
+// A rotation's re-seal of such a push (a new revision of the same
+// content: ledger.RecordPut entries whose Reason is ResealedReason, as the
+// rotating device's ledger says and its push carries to the hub's feed,
+// under the checked signature of its commit) is no change either.
+// The device no longer holds the pushed content when it changed the record
+// since, so the base it moves to has no content sum to compare the hub's
+// side with (sync_content.go): the entries say it instead, when every
+// revision of the record after the push, up to the hub's, is a re-seal
+// among the entries the pull applies (resealedTo).
+//
 // The cost: when the entries a pull applies include some by the device's
 // own person, one read of the device's ledger after its push cursor (the
 // changes the push that follows reads), once per Sync.
@@ -59,6 +69,15 @@ type ownEntry struct {
 type ownPush struct {
 	base
 	del bool // a deletion: see pushedBy
+	// resealedTo is the revision up to which every entry of the record
+	// after the push is a re-seal (see above): rev when none is.
+	resealedTo uint64
+}
+
+// resealOf reports whether the hub's side hv of the record is the push o
+// re-sealed and nothing more (see above).
+func (o *ownPush) resealOf(hv version) bool {
+	return o != nil && !o.del && hv.exists() && o.resealedTo > o.rev && hv.rev == o.resealedTo
 }
 
 // pushedBy reports whether o (nil: none), the last feed entry of record k
@@ -96,19 +115,20 @@ func (s *syncRun) ownPushes(ctx context.Context, win []ledger.Entry) (map[recKey
 	}
 	var out map[recKey]*ownPush
 	for _, e := range win {
-		if !isRecordEntry(e) || e.Actor != s.v.user {
+		if !isRecordEntry(e) {
 			continue
 		}
 		k := recKey{e.Collection, e.ID}
 		var o *ownPush
 		switch {
+		case e.Actor != s.v.user:
 		case e.Kind == ledger.RecordDelete:
 			if _, ok := s.ownDels[k]; ok {
 				o = &ownPush{base: base{rev: e.Revision}, del: true}
 			}
 		case len(e.CipherHash) > 0:
 			if at, ok := s.ownPuts[string(e.CipherHash)]; ok && at.k == k {
-				o = &ownPush{base: base{rev: e.Revision, hash: e.CipherHash}}
+				o = &ownPush{base: base{rev: e.Revision, hash: e.CipherHash}, resealedTo: e.Revision}
 			}
 		}
 		if o != nil {
@@ -116,6 +136,12 @@ func (s *syncRun) ownPushes(ctx context.Context, win []ledger.Entry) (map[recKey
 				out = map[recKey]*ownPush{}
 			}
 			out[k] = o
+			continue
+		}
+		// A re-seal, by anyone, of the revision a push of the device's own
+		// reached (or of a re-seal of it).
+		if p := out[k]; p != nil && !p.del && e.Kind == ledger.RecordPut && e.Reason == ResealedReason && e.Revision == p.resealedTo+1 {
+			p.resealedTo = e.Revision
 		}
 	}
 	return out, nil

@@ -263,6 +263,7 @@ func (v *Vault) modifyCAS(ctx context.Context, collection, id string, decide dec
 		return written{}, err
 	}
 	key := v.recordKey(collection, id)
+	defer v.syncs.writing.begin(recKey{collection, id})() // sync_inflight.go
 	var w written
 	var e ledger.Entry
 	attempts, err := cas.Do(ctx, cas.Policy{}, func(int) error {

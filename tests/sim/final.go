@@ -525,52 +525,11 @@ func (w *world) eventsOf(id string) []*Event {
 // conflict is no excuse: each device writes notes of its own, so none
 // arises on an honest schedule, and a note lost to one is a lost
 // acknowledged write.
-//
-// Outside Schedule.Known, one conflict is excused, a known defect: a
-// change made after a push of the note that the hub committed but
-// reported as failed, when a rotation on another device re-sealed the
-// pushed revision before this device synced again. The device recognises
-// its own push (vault/sync_own.go) but no longer holds its content, so it
-// cannot tell the re-seal from a change: the conflict is decided by the
-// policy, and reported in SyncReport.Conflicts (unless the Sync that
-// decided it then failed).
 func (w *world) excused(id string) string {
-	if !w.sched.Known && w.lostAfterAmbiguousPush(id) {
-		return "known defect: a change after an ambiguous push lost a reported conflict to a rotation's re-seal"
-	}
 	for _, e := range w.hist.events {
 		if (e.Op.ID == id || e.Op.ID2 == id) && e.Outcome == unknown && w.devs[e.Op.Dev].kind == "file" {
 			return "a failed write on a store without transactions: record written, no ledger entry (README caveat)"
 		}
 	}
 	return ""
-}
-
-// lostAfterAmbiguousPush reports whether note id, after a write of it,
-// had a push of its device end with an unknown outcome, then a rotation
-// (RotateKeys or Revoke) on another device, and lost a sync conflict that
-// was reported, or was decided by a Sync of its device that failed after
-// the rotation (whose report the error replaced): the known defect
-// excused above.
-func (w *world) lostAfterAmbiguousPush(id string) bool {
-	var wrote, pushed, rotated int64
-	conflict := false
-	for _, e := range w.hist.events {
-		switch {
-		case (e.Op.ID == id || e.Op.ID2 == id) && e.Outcome != none && wrote == 0:
-			wrote = e.Return
-		case wrote > 0 && pushed == 0 && e.Op.Kind == KSync && e.Outcome == unknown && e.Call > wrote && ownID(id, e.Op.Dev):
-			pushed = e.Call
-		case pushed > 0 && (e.Op.Kind == KRotate || e.Op.Kind == KRevoke) && !ownID(id, e.Op.Dev) && e.Return > pushed:
-			rotated = e.Return
-		case rotated > 0 && e.Op.Kind == KSync && e.Outcome != ok && e.Call > rotated && ownID(id, e.Op.Dev):
-			// A Sync that failed: a conflict it decided (in a commit that
-			// went through, or that a later one finished) left no report.
-			conflict = true
-		}
-		if slices.Contains(e.Conflicts, "notes/"+id) {
-			conflict = true
-		}
-	}
-	return rotated > 0 && conflict
 }

@@ -554,11 +554,6 @@ func (w *world) inject1(ctx context.Context, f Fault) string {
 		}
 		n := 0
 		for _, k := range keys {
-			if !w.sched.Known && strings.Contains(k, "\x01d\x00") {
-				// A series definition dropped: corrections then fail with
-				// ErrInvalid, not a detection error (a known defect).
-				continue
-			}
 			if err := c.adv.Drop(ctx, k); err != nil {
 				return "drop: " + err.Error()
 			}
