@@ -367,7 +367,7 @@ func (v *Vault) write(ctx context.Context, collection, id string, plain []byte, 
 			return err
 		}
 		e := e
-		prev, err := v.openStored(collection, id, it, found)
+		prev, err := v.openPrevious(nil, collection, id, it, found) // people_ledger.go
 		if err != nil {
 			return err
 		}
@@ -403,7 +403,7 @@ type sealedRecord struct {
 // writeTx is write inside the caller's transaction. first, if not nil, is
 // plain sealed as the first revision, used when the record does not exist.
 func (v *Vault) writeTx(ctx context.Context, tx stores.Tx, collection, id string, plain []byte, first *sealedRecord, e ledger.Entry) error {
-	prev, err := v.readTx(tx, collection, id, plain != nil)
+	prev, err := v.readPreviousTx(tx, collection, id, plain != nil)
 	if err != nil {
 		return err
 	}
@@ -427,6 +427,19 @@ func (v *Vault) readTx(tx stores.Tx, collection, id string, missingOK bool) (sto
 		return stored{}, err
 	}
 	return v.openStoredTx(v.keyTx(tx), collection, id, it, true)
+}
+
+// readPreviousTx is readTx for the record a Put or a Delete replaces (see
+// openPrevious).
+func (v *Vault) readPreviousTx(tx stores.Tx, collection, id string, missingOK bool) (stored, error) {
+	it, err := tx.Get(v.recordKey(collection, id))
+	if errors.Is(err, stores.ErrNotFound) && missingOK {
+		return stored{}, nil
+	}
+	if err != nil {
+		return stored{}, err
+	}
+	return v.openPrevious(v.keyTx(tx), collection, id, it, true)
 }
 
 // applyTx writes, in tx, the record after prev with the full plaintext plain
