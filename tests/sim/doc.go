@@ -43,9 +43,14 @@
 //     push but no longer holds its content, so the re-seal counts as a
 //     change and the conflict goes by the policy, reported (unless the
 //     Sync that decided it failed; excused);
-//   - a person granted again after a revocation: the device's Verify fails
-//     with "keyring signing key differs from the ledger's" (KGrant);
-//   - grants of one person from two devices before they sync: the same;
+//   - grants of one person from two devices before they sync: the
+//     device's Verify fails with "keyring signing key differs from the
+//     ledger's";
+//   - a person who wrote through the hub before their grant reached the
+//     hub's ledger (the hub took their key from the keyring), then revoked
+//     and granted again: the hub's ledger holds their first entries signed
+//     with a key it never introduced, and the keyring now names the new
+//     one, so the hub's feed fails with "bad signature" at the first;
 //   - the hub's counters, or the late device's before it joins, rolled
 //     back or dropped under a ledger that keeps their numbers: a process
 //     whose first allocation passed before gives numbers again (the
@@ -72,7 +77,10 @@
 //     re-seal then won a conflict (seeds 167 and 895 of a sweep);
 //   - a Void of a number the ledger records, on a counter the store rolled
 //     back or dropped, said ErrNotIssued instead of ErrRollback
-//     (TestVoidBehindTheLedgerIsRollback).
+//     (TestVoidBehindTheLedgerIsRollback);
+//   - a person granted again after a revocation made on another device:
+//     the device's Verify failed with "keyring signing key differs from
+//     the ledger's" (KGrant; TestDeviceVerifiesAPersonGrantedAgainElsewhere).
 //
 // # Determinism
 //
