@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 
@@ -176,23 +177,12 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 		return err
 	}
 	own := a.sources[0].st
-	kp := s.v.prefix + keyringPrefix
 	var entries []ledger.Entry
-	for it, err := range stores.ListUnder(ctx, s.v.store, kp) {
+	for k, err := range s.v.deviceEntries(ctx) {
 		if err != nil {
 			return err
 		}
-		name := it.Key[len(kp):]
-		if !isKeyringV2(it.Value) {
-			continue
-		}
-		e, err := s.v.readEntryHeader(name, it.Value, s.v.header())
-		if errors.Is(err, ErrClosed) {
-			return err
-		}
-		if err != nil {
-			continue
-		}
+		it, name, e := k.it, k.name, k.e
 		if e.revoked {
 			p, _ := own.Person(name)
 			if !slices.ContainsFunc(p.RevokedKeys, func(k []byte) bool { return bytes.Equal(k, e.signPub) }) {
@@ -277,22 +267,14 @@ func (s *syncRun) devicePeople(ctx context.Context, a *authority) error {
 		return err
 	}
 	hub := a.sources[0].st
-	kp := s.v.prefix + keyringPrefix
 	var entries []ledger.Entry
-	for it, err := range stores.ListUnder(ctx, s.v.store, kp) {
+	for k, err := range s.v.deviceEntries(ctx) {
 		if err != nil {
 			return err
 		}
-		name := it.Key[len(kp):]
+		it, name, e := k.it, k.name, k.e
 		p, named := own.Person(name)
-		if !named || p.Seq == 0 || !isKeyringV2(it.Value) {
-			continue
-		}
-		e, err := s.v.readEntryHeader(name, it.Value, s.v.header())
-		if errors.Is(err, ErrClosed) {
-			return err
-		}
-		if err != nil || e.grantedBy == e.user {
+		if !named || p.Seq == 0 || e.grantedBy == e.user {
 			continue
 		}
 		revokedOnHub := func(key []byte) bool {
@@ -330,6 +312,41 @@ func (s *syncRun) devicePeople(ctx context.Context, a *authority) error {
 	}
 	_, err = s.v.ledger.Append(ctx, entries...)
 	return closedIfWiped(err)
+}
+
+// keyringItem is a stored keyring entry of the current layout whose MAC
+// holds: its value, its person's name and the entry.
+type keyringItem struct {
+	it   stores.Item
+	name string
+	e    *keyringEntry
+}
+
+// deviceEntries yields the keyring entries of the device's store of the
+// current layout whose MAC holds (others are skipped: the people checks
+// refuse them), or the error of the listing (or ErrClosed).
+func (v *Vault) deviceEntries(ctx context.Context) iter.Seq2[keyringItem, error] {
+	return func(yield func(keyringItem, error) bool) {
+		kp := v.prefix + keyringPrefix
+		for it, err := range stores.ListUnder(ctx, v.store, kp) {
+			if err != nil {
+				yield(keyringItem{}, err)
+				return
+			}
+			name := it.Key[len(kp):]
+			if !isKeyringV2(it.Value) {
+				continue
+			}
+			e, err := v.readEntryHeader(name, it.Value, v.header())
+			if errors.Is(err, ErrClosed) {
+				yield(keyringItem{}, err)
+				return
+			}
+			if err == nil && !yield(keyringItem{it: it, name: name, e: e}, nil) {
+				return
+			}
+		}
+	}
 }
 
 // limitOf is the collections a person is limited to as a ledger replay
