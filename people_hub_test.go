@@ -56,3 +56,50 @@ func TestPeopleThroughHub(t *testing.T) {
 	verified(t, onB)
 	assert.Equal(t, []string{"secret-changed bob bob"}, peopleKinds(t, onB))
 }
+
+// TestDeviceVerifiesAPersonGrantedAgainElsewhere: a person granted on
+// device A, then revoked and granted again on device B, reaches A with
+// Sync with a new signing key. A's own ledger, which recorded only the
+// first grant, records the revocation and the new grant as the hub's
+// ledger vouches for them, so A's Verify holds the keyring's key against
+// the ledger's (it said "keyring signing key differs") and the person's
+// entries written on A with the new key verify; so do B's and the hub's.
+func TestDeviceVerifiesAPersonGrantedAgainElsewhere(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			hub, devA, devB := newStore(t), newStore(t), newStore(t)
+			a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+			mustSync(t, a)
+			b := openPerson(t, hubPerson(devB, hub, "olga", "o"))
+			mustSync(t, b)
+			guestWrites := func(id string) {
+				g := openPerson(t, hubPerson(devA, hub, "guest", "g"))
+				require.NoError(t, vault.CollectionOf[Note](g, "notes").Put(ctx, id, Note{Text: id}))
+				mustSync(t, g)
+				require.NoError(t, g.Close())
+			}
+			require.NoError(t, a.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+			mustSync(t, a)
+			guestWrites("first grant")
+			mustSync(t, b)
+			require.NoError(t, b.Revoke(ctx, "guest"))
+			mustSync(t, b)
+			require.NoError(t, b.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+			mustSync(t, b)
+			mustSync(t, a)
+			verified(t, a)
+			guestWrites("second grant")
+			mustSync(t, a)
+			mustSync(t, b)
+			for dev, v := range map[string]*vault.Vault{"A": a, "B": b, "hub": openPerson(t, personCfg(hub, "olga", "o"))} {
+				t.Run(dev, func(t *testing.T) { verified(t, v) })
+			}
+			n, err := vault.CollectionOf[Note](b, "notes").Get(ctx, "second grant")
+			require.NoError(t, err)
+			assert.Equal(t, "second grant", n.Text)
+			assert.Equal(t, []string{"person-granted olga guest", "person-revoked olga guest", "person-granted olga guest"},
+				peopleKinds(t, a), "A's ledger")
+		})
+	}
+}

@@ -136,9 +136,9 @@ type PeopleState struct {
 	// (nil: it named none, an upgrade written before upgrades named them).
 	holders  []string
 	upgraded bool // a KeyringUpgraded entry was replayed
-	// floor is the highest generation a KeysResealed entry says every
-	// record was re-sealed with (0: none).
-	floor uint64
+	// floors are the generations owners' KeysResealed entries say every
+	// record was re-sealed with, sorted, each once (one per rotation).
+	floors []uint64
 	// lastPeople is the last linked people entry replayed (0: none);
 	// partial is true once entries before next were skipped (only the
 	// linked people commits read).
@@ -170,9 +170,29 @@ func (s *PeopleState) Genesis() string { return s.genesis }
 func (s *PeopleState) Legacy() bool { return s.legacy }
 
 // Floor returns the highest generation a KeysResealed entry says every
-// record of the store was re-sealed with (0: none), by an owner or writer
-// who could write it at its position.
-func (s *PeopleState) Floor() uint64 { return s.floor }
+// record of the store was re-sealed with (0: none), by an owner not
+// revoked at its position (a writer's is ignored).
+func (s *PeopleState) Floor() uint64 {
+	if n := len(s.floors); n > 0 {
+		return s.floors[n-1]
+	}
+	return 0
+}
+
+// FloorAtMost is Floor among the generations up to gen: a KeysResealed
+// entry naming a later generation than the caller's keyring holds is not
+// one a rotation of the vault finished, and must not hide the floors that
+// are.
+func (s *PeopleState) FloorAtMost(gen uint64) uint64 {
+	i, found := slices.BinarySearch(s.floors, gen)
+	if found {
+		return gen
+	}
+	if i == 0 {
+		return 0
+	}
+	return s.floors[i-1]
+}
 
 // Holders returns the holders of layout version 1 entries that the
 // vault's first upgrade recorded, sorted; nil when it recorded none.
@@ -183,6 +203,7 @@ func (s *PeopleState) Clone() *PeopleState {
 	c := *s
 	c.lastMAC = bytes.Clone(s.lastMAC)
 	c.holders = slices.Clone(s.holders)
+	c.floors = slices.Clone(s.floors)
 	c.people = make(map[string]*PersonState, len(s.people))
 	for n, p := range s.people {
 		q := *p
@@ -626,7 +647,13 @@ func (st *PeopleState) apply(p Entry, key []byte) SignatureProblem {
 		if author == nil || author.Revoked || !bytes.Equal(author.Key, key) || (author.Role != roleOwner && author.Role != roleWriter) {
 			return NotPermitted
 		}
-		st.floor = max(st.floor, p.Number)
+		// Only an owner's sets the floor. A writer's handle finishing a
+		// rotation's re-seal wrote one once (so a writer's is not refused),
+		// but a writer with the raw store could write one with a huge
+		// generation and make every record of the store ErrTampered.
+		if i, found := slices.BinarySearch(st.floors, p.Number); author.Role == roleOwner && !found {
+			st.floors = slices.Insert(st.floors, i, p.Number)
+		}
 	case KeyringUpgraded:
 		if p.ID != p.Actor || !st.legacy || len(p.SigningKey) != signingKeySize || !bytes.Equal(p.SigningKey, key) {
 			return NotPermitted

@@ -224,10 +224,13 @@ func TestReplayPeopleLegacy(t *testing.T) {
 }
 
 // TestReplayPeopleFloor: a KeysResealed entry raises the replay's floor
-// to its generation (never lowers it) when an owner or a writer who held
-// that role at its position signed it; a reader's, or a revoked writer's,
-// is refused at its position. A replay that reads only the people entries
-// finds it (it is linked with them).
+// to its generation (never lowers it) when an owner who held that role at
+// its position signed it. A writer's is ignored: a writer holding the
+// chain key could otherwise write one with a huge generation and make
+// every record of the store ErrTampered (writers' handles wrote them once,
+// so they are not refused). A reader's, or a revoked writer's, is refused
+// at its position. A replay that reads only the people entries finds it
+// (it is linked with them).
 func TestReplayPeopleFloor(t *testing.T) {
 	ctx := context.Background()
 	resealed := func(gen uint64) ledger.Entry { return ledger.Entry{Kind: ledger.KeysResealed, Number: gen} }
@@ -243,15 +246,28 @@ func TestReplayPeopleFloor(t *testing.T) {
 		got, err = replay(t, owner, got)
 		require.NoError(t, err)
 		assert.Equal(t, uint64(3), got.Floor())
-		_, err = writer.Append(ctx, resealed(4))
+		_, err = writer.Append(ctx, resealed(1<<62))
+		require.NoError(t, err)
+		got, err = replay(t, owner, got)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(3), got.Floor(), "a writer's entry raised the floor")
+		_, err = owner.Append(ctx, resealed(4))
 		require.NoError(t, err)
 		got, err = replay(t, owner, got)
 		require.NoError(t, err)
 		assert.Equal(t, uint64(4), got.Floor())
+		_, err = owner.Append(ctx, resealed(1<<50))
+		require.NoError(t, err)
+		got, err = replay(t, owner, got)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(1<<50), got.Floor())
+		assert.Equal(t, uint64(4), got.FloorAtMost(5), "the floor below a generation the caller holds")
+		assert.Equal(t, uint64(3), got.FloorAtMost(3))
+		assert.Zero(t, got.FloorAtMost(2))
 
 		_, err = signedOn(st, "rita", rita, nil).Append(ctx, resealed(9))
 		require.NoError(t, err)
-		peopleProblem(t, owner, 9, ledger.NotPermitted)
+		peopleProblem(t, owner, 11, ledger.NotPermitted)
 	})
 	eachStore(t, func(t *testing.T, st stores.Store) {
 		owner, writer := peopleSetup(t, st)

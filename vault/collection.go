@@ -371,7 +371,7 @@ func (v *Vault) write(ctx context.Context, collection, id string, plain []byte, 
 			return err
 		}
 		e := e
-		prev, err := v.openStored(collection, id, it, found)
+		prev, err := v.openPrevious(nil, collection, id, it, found) // people_ledger.go
 		if err != nil {
 			return err
 		}
@@ -407,7 +407,7 @@ type sealedRecord struct {
 // writeTx is write inside the caller's transaction. first, if not nil, is
 // plain sealed as the first revision, used when the record does not exist.
 func (v *Vault) writeTx(ctx context.Context, tx stores.Tx, collection, id string, plain []byte, first *sealedRecord, e ledger.Entry) error {
-	prev, err := v.readTx(tx, collection, id, plain != nil)
+	prev, err := v.readPreviousTx(tx, collection, id, plain != nil)
 	if err != nil {
 		return err
 	}
@@ -423,6 +423,12 @@ func (v *Vault) writeTx(ctx context.Context, tx stores.Tx, collection, id string
 // readTx reads and opens the stored record in tx. A missing record is the
 // zero stored when missingOK, else an error wrapping ErrNotFound.
 func (v *Vault) readTx(tx stores.Tx, collection, id string, missingOK bool) (stored, error) {
+	return v.readWithTx(tx, collection, id, missingOK, v.openStoredTx)
+}
+
+// readWithTx is readTx opening the stored record with open.
+func (v *Vault) readWithTx(tx stores.Tx, collection, id string, missingOK bool,
+	open func(stores.Tx, string, string, stores.Item, bool) (stored, error)) (stored, error) {
 	it, err := tx.Get(v.recordKey(collection, id))
 	if errors.Is(err, stores.ErrNotFound) && missingOK {
 		return stored{}, nil
@@ -430,7 +436,13 @@ func (v *Vault) readTx(tx stores.Tx, collection, id string, missingOK bool) (sto
 	if err != nil {
 		return stored{}, err
 	}
-	return v.openStoredTx(v.keyTx(tx), collection, id, it, true)
+	return open(v.keyTx(tx), collection, id, it, true)
+}
+
+// readPreviousTx is readTx for the record a Put or a Delete replaces (see
+// openPrevious).
+func (v *Vault) readPreviousTx(tx stores.Tx, collection, id string, missingOK bool) (stored, error) {
+	return v.readWithTx(tx, collection, id, missingOK, v.openPrevious)
 }
 
 // applyTx writes, in tx, the record after prev with the full plaintext plain

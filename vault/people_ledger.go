@@ -674,7 +674,8 @@ func (v *Vault) checkOpener(ctx context.Context) error {
 		a = v.authorityOf(v.keyringStore0())
 	}
 	if len(a.sources) > 0 {
-		v.raiseFloor(a.sources[0].st.Floor())
+		cur, _ := v.keys.current()
+		v.raiseFloor(a.sources[0].st.FloorAtMost(cur))
 	}
 	v.me.mu.Lock()
 	e := v.me.entry
@@ -763,6 +764,11 @@ func (h *Vault) readFeed(ctx context.Context, from uint64) iter.Seq2[ledger.Entr
 // ran.
 
 // raiseFloor raises the handle's floor to gen (not on a device of a hub).
+// The floors the ledger records count up to the newest generation the
+// handle holds (ledger.PeopleState.FloorAtMost): a KeysResealed entry
+// naming a later one is not one a rotation of this vault finished (only
+// an owner's counts, and an owner finishes a re-seal only with keys the
+// keyring holds).
 func (v *Vault) raiseFloor(gen uint64) {
 	if v.isDevice() {
 		return
@@ -775,8 +781,12 @@ func (v *Vault) raiseFloor(gen uint64) {
 	}
 }
 
-// aboveFloor refuses (ErrTampered) a record of collection/id sealed below
-// the handle's floor.
+// errBelowFloor is the reason of the ErrTampered of a record sealed below
+// the generation floor (see aboveFloor and openPrevious).
+var errBelowFloor = errors.New("sealed below the generation floor")
+
+// aboveFloor refuses (ErrTampered, wrapping errBelowFloor) a record of
+// collection/id sealed below the handle's floor.
 func (v *Vault) aboveFloor(collection, id string, sealed []byte) error {
 	f := v.floor.Load()
 	if f <= 1 {
@@ -786,6 +796,25 @@ func (v *Vault) aboveFloor(collection, id string, sealed []byte) error {
 	if err != nil || gen >= f {
 		return nil // the envelope's own check reports a bad one
 	}
-	return fmt.Errorf("%s/%s is sealed by key generation %d, below %d, which every record was re-sealed with: %w",
-		collection, id, gen, f, ErrTampered)
+	return fmt.Errorf("%s/%s is sealed by key generation %d, below %d, which every record was re-sealed with (%w): %w",
+		collection, id, gen, f, errBelowFloor, ErrTampered)
+}
+
+// openPrevious is openStoredTx for the record a Put or a Delete replaces.
+// A record below the generation floor (written by someone who kept an old
+// key, never by the vault) does not stop an owner's write: the owner
+// replaces or deletes it, which is how it is cleared. Its revision is
+// taken from its envelope, authenticated under the old key (so the new
+// write's revision still rises, for sync), and nothing else of it: its
+// marks (numbers it claims) are dropped. Anyone else gets the
+// ErrTampered.
+func (v *Vault) openPrevious(tx stores.Tx, collection, id string, it stores.Item, found bool) (stored, error) {
+	prev, err := v.openStoredTx(tx, collection, id, it, found)
+	if err == nil || !errors.Is(err, errBelowFloor) || v.Role() != RoleOwner {
+		return prev, err
+	}
+	if _, rev, oerr := v.openSealedTx(tx, collection, id, it.Value); oerr == nil {
+		return stored{rev: rev}, nil
+	}
+	return stored{}, err
 }

@@ -681,7 +681,9 @@ func (v *Vault) clearRotation(ctx context.Context, gen uint64) error {
 	// (the generation floor, people_ledger.go). Not on a device of a hub:
 	// its ledger is the hub's, whose records devices that had not heard
 	// of the rotation still push sealed below gen.
-	floor := !v.isDevice()
+	// Only an owner's counts (ledger.PeopleState.Floor): a writer's handle
+	// that finishes a re-seal clears the mark and records no floor.
+	floor := !v.isDevice() && v.Role() == RoleOwner
 	cleared := false
 	err := v.ledger.UpdateKeys(ctx, []string{v.prefix + rotationKey}, func(tx stores.Tx) error {
 		cleared = false
@@ -712,7 +714,7 @@ func (v *Vault) clearRotation(ctx context.Context, gen uint64) error {
 	if errors.Is(err, ledger.ErrUnpinned) {
 		err = nil // committed; the pin is caught up by the next write
 	}
-	if err == nil && cleared {
+	if err == nil && cleared && floor {
 		v.raiseFloor(gen)
 	}
 	return closedIfWiped(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 
@@ -176,23 +177,12 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 		return err
 	}
 	own := a.sources[0].st
-	kp := s.v.prefix + keyringPrefix
 	var entries []ledger.Entry
-	for it, err := range stores.ListUnder(ctx, s.v.store, kp) {
+	for k, err := range s.v.deviceEntries(ctx) {
 		if err != nil {
 			return err
 		}
-		name := it.Key[len(kp):]
-		if !isKeyringV2(it.Value) {
-			continue
-		}
-		e, err := s.v.readEntryHeader(name, it.Value, s.v.header())
-		if errors.Is(err, ErrClosed) {
-			return err
-		}
-		if err != nil {
-			continue
-		}
+		it, name, e := k.it, k.name, k.e
 		if e.revoked {
 			p, _ := own.Person(name)
 			if !slices.ContainsFunc(p.RevokedKeys, func(k []byte) bool { return bytes.Equal(k, e.signPub) }) {
@@ -250,6 +240,122 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 	}
 	_, err = s.h.ledger.Append(ctx, entries...)
 	return closedIfWiped(err)
+}
+
+// devicePeople is hubPeople the other way: it appends to the device's own
+// ledger the changes of people the keyring copied from the hub brought
+// (made on other devices) that this ledger contradicts: a revocation of a
+// key this ledger holds as the person's current one, and the grant of a
+// person this ledger names with another key (granted again elsewhere
+// after a revocation), as revoked, or with another role or collections.
+// Without them the device's Verify would hold the keyring's new key
+// against the ledger's old one ("keyring signing key differs"), and the
+// person's entries signed here with the new key against the old one. A
+// person this ledger does not name needs nothing (Verify takes them from
+// the keyring). Only a change the hub's ledger vouches for is recorded
+// (a, the check of the hub's keyring), and only on an owner's device (only
+// owners change people; a writer's or reader's device records nothing, a
+// limit the README's threat table names). Sync calls it after it copies
+// the hub's keyring to the device; a crash before it runs leaves the next
+// sync to record the same, since it compares the keyring with the ledger.
+func (s *syncRun) devicePeople(ctx context.Context, a *authority) error {
+	if s.v.Role() != RoleOwner {
+		return nil
+	}
+	own, err := s.v.peopleState(ctx)
+	if err != nil {
+		return err
+	}
+	hub := a.sources[0].st
+	var entries []ledger.Entry
+	for k, err := range s.v.deviceEntries(ctx) {
+		if err != nil {
+			return err
+		}
+		it, name, e := k.it, k.name, k.e
+		p, named := own.Person(name)
+		if !named || p.Seq == 0 || e.grantedBy == e.user {
+			continue
+		}
+		revokedOnHub := func(key []byte) bool {
+			h, _ := hub.Person(name)
+			return slices.ContainsFunc(h.RevokedKeys, func(k []byte) bool { return bytes.Equal(k, key) })
+		}
+		current := !p.Revoked && bytes.Equal(p.Key, e.signPub)
+		if e.revoked {
+			if current && revokedOnHub(e.signPub) {
+				entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: name, CipherHash: hashOf(it.Value),
+					SigningKey: e.signPub})
+			}
+			continue
+		}
+		if current && p.Role == e.role.String() && slices.Equal(p.Collections, limitOf(e.collections)) {
+			continue
+		}
+		if err := a.check(ctx, e, 0); err != nil {
+			if !refused(err) {
+				return err
+			}
+			continue
+		}
+		if !p.Revoked && !bytes.Equal(p.Key, e.signPub) {
+			if !revokedOnHub(p.Key) {
+				continue // the hub's ledger does not end the key this one holds
+			}
+			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: name, SigningKey: p.Key})
+		}
+		entries = append(entries, ledger.Entry{Kind: ledger.PersonGranted, ID: name, Reason: e.role.String(),
+			CipherHash: hashOf(it.Value), SigningKey: e.signPub, Partition: e.collections})
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	_, err = s.v.ledger.Append(ctx, entries...)
+	return closedIfWiped(err)
+}
+
+// keyringItem is a stored keyring entry of the current layout whose MAC
+// holds: its value, its person's name and the entry.
+type keyringItem struct {
+	it   stores.Item
+	name string
+	e    *keyringEntry
+}
+
+// deviceEntries yields the keyring entries of the device's store of the
+// current layout whose MAC holds (others are skipped: the people checks
+// refuse them), or the error of the listing (or ErrClosed).
+func (v *Vault) deviceEntries(ctx context.Context) iter.Seq2[keyringItem, error] {
+	return func(yield func(keyringItem, error) bool) {
+		kp := v.prefix + keyringPrefix
+		for it, err := range stores.ListUnder(ctx, v.store, kp) {
+			if err != nil {
+				yield(keyringItem{}, err)
+				return
+			}
+			name := it.Key[len(kp):]
+			if !isKeyringV2(it.Value) {
+				continue
+			}
+			e, err := v.readEntryHeader(name, it.Value, v.header())
+			if errors.Is(err, ErrClosed) {
+				yield(keyringItem{}, err)
+				return
+			}
+			if err == nil && !yield(keyringItem{it: it, name: name, e: e}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// limitOf is the collections a person is limited to as a ledger replay
+// holds them (nil: all).
+func limitOf(cols []string) []string {
+	if len(cols) == 0 {
+		return nil
+	}
+	return cols
 }
 
 // upgradeOnHub makes the upgrade of the person's keyring entry of layout

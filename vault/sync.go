@@ -448,6 +448,9 @@ func (s *syncRun) keyrings(ctx context.Context) error {
 	if err := copyKeyringAdmit(ctx, s.h.store, s.v.store, s.v.prefix, dh.Value, merge, admit); err != nil {
 		return err
 	}
+	if err := s.devicePeople(ctx, a); err != nil { // signing.go
+		return err
+	}
 	// Learn every generation the person's entry now holds (a rotation made
 	// on another device): from now on this device seals with the latest,
 	// so a revocation holds for what it writes once it has heard of it.

@@ -37,9 +37,14 @@
 // checker reports their outcome as documented; -sim.known turns them back
 // on, and each then fails a check. When one is fixed, remove its gate:
 //
-//   - a person granted again after a revocation: the device's Verify fails
-//     with "keyring signing key differs from the ledger's" (KGrant);
-//   - grants of one person from two devices before they sync: the same;
+//   - grants of one person from two devices before they sync: the
+//     device's Verify fails with "keyring signing key differs from the
+//     ledger's";
+//   - a person who wrote through the hub before their grant reached the
+//     hub's ledger (the hub took their key from the keyring), then revoked
+//     and granted again: the hub's ledger holds their first entries signed
+//     with a key it never introduced, and the keyring now names the new
+//     one, so the hub's feed fails with "bad signature" at the first;
 //   - the hub's counters, or the late device's before it joins, rolled
 //     back or dropped under a ledger that keeps their numbers: a process
 //     whose first allocation passed before gives numbers again (the
@@ -71,6 +76,9 @@
 //   - a Void of a number the ledger records, on a counter the store rolled
 //     back or dropped, said ErrNotIssued instead of ErrRollback
 //     (TestVoidBehindTheLedgerIsRollback);
+//   - a person granted again after a revocation made on another device:
+//     the device's Verify failed with "keyring signing key differs from
+//     the ledger's" (KGrant; TestDeviceVerifiesAPersonGrantedAgainElsewhere);
 //   - a series definition dropped: a correction of one of its numbers
 //     said ErrInvalid instead of ErrRollback
 //     (TestCorrectionOfASeriesWhoseDefinitionWasDeleted);
