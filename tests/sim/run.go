@@ -396,7 +396,10 @@ func (w *world) do(ctx context.Context, d *device, h *handles, e *Event) {
 		settle(e, err)
 	case KGrant:
 		hist.people.Lock()
-		skip := hist.revoked && hist.guestAhead && !w.sched.Known
+		// Any grant again after a revocation is gated while the hub's feed
+		// can take the person's later entries for a revoked author's
+		// (doc.go); the narrower trigger below is a second defect.
+		skip := hist.revoked && !w.sched.Known
 		if !skip && op.Dev == 0 {
 			hist.grants++
 		}
