@@ -257,8 +257,11 @@ type signer struct {
 type verifier struct {
 	dir map[string]wire.LedgerPerson
 	// binds holds, by series, the collections owners bound it to.
-	binds   map[string][]string
-	known   map[string]*signer
+	binds map[string][]string
+	known map[string]*signer
+	// named holds, by person, the signing keys the ledger's people
+	// entries named for them so far (granted or revoked).
+	named   map[string][][]byte
 	signed  bool // a signed entry was seen
 	legacy  bool // entry 1 was unsigned or an upgrade: the ledger began in layout version 1
 	pending []sigJob
@@ -289,6 +292,10 @@ type sigJob struct {
 	pub   []byte
 	msg   []byte
 	sig   []byte
+	// alt, when set, is the author's key of a grant the ledger has not
+	// recorded yet (verifier.unrecorded): the signature holds with pub or
+	// with it.
+	alt []byte
 }
 
 // sigBatch is how many signatures a worker takes at a time: one batch
@@ -298,7 +305,7 @@ type sigJob struct {
 const sigBatch = 256
 
 func newVerifier(dir map[string]wire.LedgerPerson) *verifier {
-	v := &verifier{dir: dir, known: map[string]*signer{}}
+	v := &verifier{dir: dir, known: map[string]*signer{}, named: map[string][][]byte{}}
 	workers := runtime.GOMAXPROCS(0)
 	v.jobs = make(chan []sigJob, 2*workers)
 	for range workers {
@@ -320,7 +327,7 @@ func checkSigs(batch []sigJob, keys batchKeys, fail func(*SignatureError)) {
 	}
 	// Which signatures fail, as ed25519.Verify finds them.
 	for _, j := range batch {
-		if !ed25519.Verify(j.pub, j.msg, j.sig) {
+		if !ed25519.Verify(j.pub, j.msg, j.sig) && (j.alt == nil || !ed25519.Verify(j.alt, j.msg, j.sig)) {
 			fail(&SignatureError{Seq: j.seq, Actor: j.actor, Problem: BadSignature})
 		}
 	}
@@ -428,20 +435,19 @@ func (v *verifier) checkSigned(r record, prev []byte) *SignatureError {
 		return &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: p}
 	}
 	s := v.author(e)
-	if s == nil || (len(s.pub) != signingKeySize && !s.revoked) {
-		return fail(UnknownSigner)
+	// A grant of the author's that the ledger has not recorded (yet):
+	// the entry may be signed under it rather than the one the ledger
+	// holds, or when the ledger holds none.
+	alt := v.unrecorded(e.Actor, s)
+	problem := v.allowed(s, e)
+	if alt != nil && v.allowed(alt, e) != 0 {
+		alt = nil
 	}
-	if s.revoked {
-		return fail(Revoked)
+	if problem != 0 && alt != nil {
+		s, alt, problem = alt, nil, 0
 	}
-	if !permitted(s.role, e) {
-		return fail(NotPermitted)
-	}
-	if s.cols != nil && e.Collection != "" && !slices.Contains(s.cols, e.Collection) {
-		return fail(OutsideCollections)
-	}
-	if s.cols != nil && e.Series != "" && !v.bound(e.Series, s.cols) {
-		return fail(UnboundSeries)
+	if problem != 0 {
+		return fail(problem)
 	}
 	v.bind(s.role, e)
 	v.signed = true
@@ -471,14 +477,65 @@ func (v *verifier) checkSigned(r record, prev []byte) *SignatureError {
 	}
 	enc := r.enc()
 	fields := enc[:len(enc)-1-signatureSize]
-	v.pending = append(v.pending, sigJob{seq: e.Seq - covered, actor: e.Actor, pub: s.pub,
-		msg: signedMessage(nil, prev, fields, covered), sig: e.Signature})
+	job := sigJob{seq: e.Seq - covered, actor: e.Actor, pub: s.pub,
+		msg: signedMessage(nil, prev, fields, covered), sig: e.Signature}
+	if alt != nil {
+		job.alt = alt.pub
+	}
+	v.pending = append(v.pending, job)
 	if len(v.pending) == sigBatch {
 		v.jobs <- v.pending
 		v.pending = make([]sigJob, 0, sigBatch)
 	}
 	v.apply(e)
 	return nil
+}
+
+// allowed returns the problem of e by s (nil: no signer found), 0 when s
+// may write it.
+func (v *verifier) allowed(s *signer, e *Entry) SignatureProblem {
+	switch {
+	case s == nil || (len(s.pub) != signingKeySize && !s.revoked):
+		return UnknownSigner
+	case s.revoked:
+		return Revoked
+	case !permitted(s.role, e):
+		return NotPermitted
+	case s.cols != nil && e.Collection != "" && !slices.Contains(s.cols, e.Collection):
+		return OutsideCollections
+	case s.cols != nil && e.Series != "" && !v.bound(e.Series, s.cols):
+		return UnboundSeries
+	}
+	return 0
+}
+
+// unrecorded returns the author name as the keyring holds them when its
+// key is one the ledger has not named for them so far, granted by an
+// owner the replay accepts: a grant made on a device after the last one
+// this ledger records of them (granted again after a revocation), which
+// reaches the ledger with that device's next sync, after the entries the
+// person signed with it meanwhile (their handle brought the keyring entry
+// to the hub). nil when there is none, or it is s's.
+func (v *verifier) unrecorded(name string, s *signer) *signer {
+	d, ok := v.dir[name]
+	if !ok || d.Root || len(d.SigningKey) != signingKeySize || (s != nil && bytes.Equal(s.pub, d.SigningKey)) {
+		return nil
+	}
+	if slices.ContainsFunc(v.named[name], func(k []byte) bool { return bytes.Equal(k, d.SigningKey) }) {
+		return nil
+	}
+	g := v.vouched(d.GrantedBy, 1)
+	if g == nil || g.revoked || g.role != roleOwner {
+		return nil
+	}
+	return &signer{pub: d.SigningKey, role: d.Role, cols: limit(d.Collections)}
+}
+
+// name records that the ledger named key as the person's.
+func (v *verifier) name(person string, key []byte) {
+	if len(key) > 0 {
+		v.named[person] = append(v.named[person], key)
+	}
 }
 
 // bound reports whether series is bound to one of cols.
@@ -610,14 +667,18 @@ func (v *verifier) apply(e *Entry) {
 		// them, or a grant recorded before grant entries named them).
 		cols, _, _ := e.GrantCollections()
 		v.known[e.ID] = &signer{pub: e.SigningKey, role: e.Reason, at: e.Seq, cols: limit(cols)}
+		v.name(e.ID, e.SigningKey)
 	case PersonRevoked:
 		if s := v.known[e.ID]; s != nil {
 			s.revoked = true
+			v.name(e.ID, s.pub)
 		} else {
 			v.known[e.ID] = &signer{revoked: true, at: e.Seq}
 		}
+		v.name(e.ID, e.SigningKey)
 	case KeyringUpgraded:
 		v.known[e.ID] = &signer{pub: e.SigningKey, role: roleOwner, at: e.Seq}
+		v.name(e.ID, e.SigningKey)
 	}
 }
 
