@@ -53,17 +53,21 @@ func (st *PeopleState) authorsAt(actor string, seq uint64, vouch PeopleVouch) ([
 		} else if len(p.Spans) > 0 && seq >= p.Spans[0].From {
 			problem = Revoked // after a grant of theirs ended
 		}
-		if p.Revoked && p.Key == nil && p.RevokedSeq <= seq {
+		if p.Revoked && p.Key == nil && p.RevokedSeq <= seq && len(out) == 0 {
 			// A revocation that named no key, of a person the ledger
 			// gave none: it ended whatever they held.
 			return out, Revoked
 		}
 	}
-	if vouch == nil {
-		return out, problem
+	var v Vouched
+	ok := vouch != nil
+	if ok {
+		v, ok = vouch(actor)
 	}
-	v, ok := vouch(actor)
 	if !ok || len(v.Key) != signingKeySize {
+		if len(out) > 0 {
+			problem = 0
+		}
 		return out, problem
 	}
 	if p == nil {
