@@ -159,3 +159,47 @@ func TestSyncPullsTheWritesOfAPersonGrantedAgainBeforeTheHubLearnsIt(t *testing.
 		}
 	}
 }
+
+// TestSyncPullsTheWritesOfAPersonWhoWroteBeforeTheirGrantSynced: a person
+// granted on an owner's device writes through the hub (their handle's link
+// brings their keyring entry there) before that device's Sync records the
+// grant on the hub's ledger, and is then revoked and granted again: their
+// first entries are signed with a key the hub's keyring no longer names,
+// which the hub's ledger records later (their grant, then its
+// revocation). Every device pulls them and every ledger verifies.
+func TestSyncPullsTheWritesOfAPersonWhoWroteBeforeTheirGrantSynced(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			hub, devA, devB := newStore(t), newStore(t), newStore(t)
+			a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+			mustSync(t, a)
+			b := openPerson(t, hubPerson(devB, hub, "olga", "o"))
+			guestTicks := func() {
+				g := openPerson(t, hubPerson(devA, hub, "guest", "g"))
+				q, err := g.Sequence("tick", sequence.Options{})
+				require.NoError(t, err)
+				_, err = q.Next(ctx)
+				require.NoError(t, err)
+				require.NoError(t, g.Close())
+			}
+			q, err := a.Sequence("tick", sequence.Options{})
+			require.NoError(t, err)
+			_, err = q.Next(ctx) // the hub's ledger begins with the owner's entry
+			require.NoError(t, err)
+			require.NoError(t, a.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+			guestTicks()
+			mustSync(t, a)
+			mustSync(t, b)
+			require.NoError(t, a.Revoke(ctx, "guest"))
+			require.NoError(t, a.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+			mustSync(t, a)
+			guestTicks()
+			mustSync(t, b)
+			mustSync(t, a)
+			for dev, v := range map[string]*vault.Vault{"A": a, "B": b, "hub": openPerson(t, personCfg(hub, "olga", "o"))} {
+				t.Run(dev, func(t *testing.T) { verified(t, v) })
+			}
+		})
+	}
+}

@@ -261,10 +261,15 @@ type verifier struct {
 	known map[string]*signer
 	// named holds, by person, the signing keys the ledger's people
 	// entries named for them so far (granted or revoked).
-	named   map[string][][]byte
-	signed  bool // a signed entry was seen
-	legacy  bool // entry 1 was unsigned or an upgrade: the ledger began in layout version 1
-	pending []sigJob
+	named map[string][][]byte
+	// laterKeys holds, by person, the keys the ledger's people entries
+	// named for them, with their positions; retry, the signature checks
+	// finish makes again with them (see finish).
+	laterKeys map[string][]keyAt
+	retry     []sigJob
+	signed    bool // a signed entry was seen
+	legacy    bool // entry 1 was unsigned or an upgrade: the ledger began in layout version 1
+	pending   []sigJob
 	// openSeq and openActor: the first of the Covered entries since the
 	// last signed one (0: none), and their author.
 	openSeq   uint64
@@ -296,6 +301,9 @@ type sigJob struct {
 	// recorded yet (verifier.unrecorded): the signature holds with pub or
 	// with it.
 	alt []byte
+	// later: the author was taken from the keyring at this position (see
+	// verifier.finish).
+	later bool
 }
 
 // sigBatch is how many signatures a worker takes at a time: one batch
@@ -312,7 +320,7 @@ func newVerifier(dir map[string]wire.LedgerPerson) *verifier {
 		v.wg.Go(func() {
 			keys := batchKeys{}
 			for batch := range v.jobs {
-				checkSigs(batch, keys, v.fail)
+				checkSigs(batch, keys, func(err *SignatureError) { v.failIn(batch, err) })
 			}
 		})
 	}
@@ -341,7 +349,29 @@ func (v *verifier) fail(err *SignatureError) {
 	}
 }
 
+// failIn is fail for the signature of a job of batch, unless the job's
+// author was taken from the keyring (sigJob.later): that one is checked
+// again by finish, with the keys the ledger names for them later.
+func (v *verifier) failIn(batch []sigJob, err *SignatureError) {
+	for _, j := range batch {
+		if j.later && j.seq == err.Seq && j.actor == err.Actor {
+			v.mu.Lock()
+			v.retry = append(v.retry, j)
+			v.mu.Unlock()
+			return
+		}
+	}
+	v.fail(err)
+}
+
 // finish waits for the signature checks and returns the first failure.
+//
+// A commit whose author the ledger had not introduced at its position is
+// checked with their keyring entry's key; when that fails, with the keys a
+// later people entry of the ledger names for them (granted or revoked,
+// by an owner): they wrote before the ledger heard of them (their grant
+// reached the hub's ledger after their first entries there), then were
+// revoked and granted again, so that the keyring names the new key only.
 func (v *verifier) finish() *SignatureError {
 	if len(v.pending) > 0 {
 		v.jobs <- v.pending
@@ -349,7 +379,20 @@ func (v *verifier) finish() *SignatureError {
 	}
 	close(v.jobs)
 	v.wg.Wait()
+	for _, j := range v.retry {
+		if !slices.ContainsFunc(v.laterKeys[j.actor], func(k keyAt) bool {
+			return k.seq > j.seq && ed25519.Verify(k.key, j.msg, j.sig)
+		}) {
+			v.fail(&SignatureError{Seq: j.seq, Actor: j.actor, Problem: BadSignature})
+		}
+	}
 	return v.bad
+}
+
+// keyAt is a signing key a people entry at seq names.
+type keyAt struct {
+	key []byte
+	seq uint64
 }
 
 // check replays entry r, whose predecessor's MAC is prev: it checks at
@@ -482,6 +525,7 @@ func (v *verifier) checkSigned(r record, prev []byte) *SignatureError {
 	if alt != nil {
 		job.alt = alt.pub
 	}
+	job.later = s.at == 0
 	v.pending = append(v.pending, job)
 	if len(v.pending) == sigBatch {
 		v.jobs <- v.pending
@@ -531,10 +575,14 @@ func (v *verifier) unrecorded(name string, s *signer) *signer {
 	return &signer{pub: d.SigningKey, role: d.Role, cols: limit(d.Collections)}
 }
 
-// name records that the ledger named key as the person's.
-func (v *verifier) name(person string, key []byte) {
+// name records that the ledger's entry at seq named key as the person's.
+func (v *verifier) name(person string, key []byte, seq uint64) {
 	if len(key) > 0 {
 		v.named[person] = append(v.named[person], key)
+		if v.laterKeys == nil {
+			v.laterKeys = map[string][]keyAt{}
+		}
+		v.laterKeys[person] = append(v.laterKeys[person], keyAt{key: key, seq: seq})
 	}
 }
 
@@ -667,18 +715,26 @@ func (v *verifier) apply(e *Entry) {
 		// them, or a grant recorded before grant entries named them).
 		cols, _, _ := e.GrantCollections()
 		v.known[e.ID] = &signer{pub: e.SigningKey, role: e.Reason, at: e.Seq, cols: limit(cols)}
-		v.name(e.ID, e.SigningKey)
+		v.name(e.ID, e.SigningKey, e.Seq)
 	case PersonRevoked:
-		if s := v.known[e.ID]; s != nil {
-			s.revoked = true
-			v.name(e.ID, s.pub)
-		} else {
+		// The entry names the key it ends (one written before they did
+		// ends the person's current grant); a revocation of another key
+		// than the one the replay holds (taken from the keyring) ends
+		// that other grant only, as the people replay has it.
+		s := v.known[e.ID]
+		switch {
+		case s == nil:
 			v.known[e.ID] = &signer{revoked: true, at: e.Seq}
+		case len(e.SigningKey) == 0 || len(s.pub) == 0 || bytes.Equal(e.SigningKey, s.pub):
+			s.revoked = true
 		}
-		v.name(e.ID, e.SigningKey)
+		if len(e.SigningKey) == 0 && s != nil {
+			v.name(e.ID, s.pub, e.Seq)
+		}
+		v.name(e.ID, e.SigningKey, e.Seq)
 	case KeyringUpgraded:
 		v.known[e.ID] = &signer{pub: e.SigningKey, role: roleOwner, at: e.Seq}
-		v.name(e.ID, e.SigningKey)
+		v.name(e.ID, e.SigningKey, e.Seq)
 	}
 }
 
