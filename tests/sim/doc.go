@@ -47,12 +47,15 @@
 //     refuses its counters with ErrRollback);
 //   - a claim's request id used before and after a late join gets two
 //     numbers;
-//   - a handle opened before a late join and kept across it takes numbers
-//     from the device's own counters.
 //
 // Fixed since, their gates removed, each with a regression test beside the
 // sync code (the root package):
 //
+//   - a handle opened before a late join and kept across it took numbers
+//     from the device's own counters, which the hub's continue: it now
+//     takes none (vault.ErrHubJoined, a refusal; a join made by another
+//     process is learnt at the next open)
+//     (TestHandleOpenedBeforeAJoinTakesNoNumber);
 //   - a person granted again after a revocation, whose handle on the
 //     granting device wrote through the hub before that device's Sync:
 //     a device's pull failed with ErrHubTampered ("author revoked", or

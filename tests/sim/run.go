@@ -200,7 +200,7 @@ func refusal(k Kind, err error) bool {
 	var ce *sequence.CorrectionError
 	switch {
 	case errors.Is(err, sequence.ErrPeriodClosed), errors.As(err, &ce),
-		errors.Is(err, vault.ErrNotPermitted), errors.Is(err, vault.ErrNoAccess),
+		errors.Is(err, vault.ErrNotPermitted), errors.Is(err, vault.ErrNoAccess), errors.Is(err, vault.ErrHubJoined),
 		errors.Is(err, sequence.ErrAlreadyVoided), errors.Is(err, stores.ErrNotSupported):
 		return true
 	}
@@ -238,7 +238,7 @@ func (w *world) do(ctx context.Context, d *device, h *handles, e *Event) {
 		e.Return = hist.tick()
 		settle(e, err)
 		e.N = n
-		if errors.Is(err, vault.ErrNoAccess) || errors.Is(err, vault.ErrNotPermitted) {
+		if errors.Is(err, vault.ErrNoAccess) || errors.Is(err, vault.ErrNotPermitted) || errors.Is(err, vault.ErrHubJoined) {
 			d.dropGuest()
 		}
 	case KPutNumbered:
