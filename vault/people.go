@@ -455,8 +455,8 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 		}
 		*tomb = keyringEntry{
 			user: user, serial: e.serial + 1, role: e.role, revoked: true, grantedBy: e.grantedBy,
-			grantedAt: e.grantedAt, collections: e.collections, boxPub: e.boxPub, signPub: e.signPub,
-			grantSig: e.grantSig, grantBox: e.grantBox, renewSig: e.renewSig, macGen: 1,
+			grantedAt: e.grantedAt, collections: e.collections, boxPub: e.grantBoxKey(), signPub: e.signPub,
+			grantSig: e.grantSig, macGen: 1, // the grant as signed: a renewal since is dropped with the keys
 		}
 	}
 	if tomb.role == RoleOwner && cerr == nil {
