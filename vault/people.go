@@ -519,6 +519,15 @@ func (v *Vault) activeOwners(ctx context.Context) (int, error) {
 // (or ledger.KeyringUpgraded) entry; every role may change its own secret.
 // A person who opens with an identity has no secret to change
 // (ErrInvalidArgument).
+//
+// The change also gives the person a new X25519 key pair and re-wraps for
+// it everything their keyring entry holds, and their live recovery codes
+// get its private key (see renew.go): the old secret, with a copy of the
+// store from before, opens nothing made afterwards. An identity derived
+// from the old secret (DeriveIdentity) stops opening; derive it again.
+// Another handle of the person opened before the change keeps working
+// with what it holds, but a generation that a rotation makes afterwards
+// reaches it as an error matching ErrNoAccess: open it again.
 func (v *Vault) ChangeSecret(ctx context.Context, old, new []byte) error {
 	if err := v.changeSecret(ctx, old, new); err != nil {
 		return fmt.Errorf("change secret of %q: %w", v.user, err)

@@ -293,7 +293,12 @@ var deriveRecoveryKey = crypto.DeriveUserKey
 //
 // Each code opens the vault once, as this person, together with a new
 // secret that replaces the current one (Config.RecoveryCode and
-// Config.NewSecret). Codes are the person's own: only a person who opens
+// Config.NewSecret). The codes keep working across the person's secret
+// changes and recoveries, each of which makes them a new key pair (each
+// code holds a key pair of its own, for which the person's current
+// private key is wrapped: renew.go); a code issued by a version that
+// wrapped the private key with the code itself is dropped by the first
+// of them. Codes are the person's own: only a person who opens
 // with a secret issues them, for themselves (an owner cannot issue codes
 // for another person, since that would need the person's private key; an
 // owner helps a person who lost everything by revoking and granting them
