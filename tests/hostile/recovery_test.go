@@ -11,6 +11,9 @@ import (
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/codec"
+	"github.com/noydb-go/noydb/stores"
+	"github.com/noydb-go/noydb/stores/memstore"
+	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -245,5 +248,70 @@ func TestHostileRenewalNotByThePerson(t *testing.T) {
 			plant(t, p.st, e)
 			p.refusedAndSkipped(t, p.rita, "will", "r-as-w")
 		})
+	}
+}
+
+// renewedOnHub is TestHostileRevokedRecoveryCode on devices of hub: will
+// changes his secret on his device and syncs; olga's rotation, on hers,
+// reaches the hub. The code and the old secret, with the hub's entries of
+// before, open nothing the hub's entry of will holds now, nor the record
+// written after the rotation; the new secret opens on a new device.
+func renewedOnHub(t *testing.T, hub stores.Store, newDevice func(testing.TB) stores.Store) {
+	ctx := context.Background()
+	olga := open(t, onHub(newDevice(t), hub, "olga", "o"))
+	require.NoError(t, olga.Grant(ctx, "will", vault.Secret([]byte("w")), vault.RoleWriter))
+	mustSync(t, olga)
+	w := open(t, onHub(newDevice(t), hub, "will", "w"))
+	codes, err := w.RecoveryCodes(ctx, 2)
+	require.NoError(t, err)
+	mustSync(t, w)
+	keptCodes, err := hub.Get(ctx, recoveryKey("will"))
+	require.NoError(t, err)
+	keptEntry, err := hub.Get(ctx, keyringKey("will"))
+	require.NoError(t, err)
+	require.NoError(t, w.RevokeRecoveryCodes(ctx))
+	require.NoError(t, w.ChangeSecret(ctx, []byte("w"), []byte("w2")))
+	mustSync(t, w)
+	rot, err := olga.RotateKeys(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rot.Wait(ctx))
+	put(t, olga, "notes", "after", "written after the secret change")
+	mustSync(t, olga)
+
+	hdr := header(t, hub)
+	now, err := hub.Get(ctx, keyringKey("will"))
+	require.NoError(t, err)
+	old := unlock(t, hdr, "will", "w", keptEntry.Value)
+	for what, box := range map[string]*crypto.Identity{
+		"the revoked code": unlockWithCode(t, hdr, "will", codes[0], keptCodes.Value),
+		"the old secret":   old.box,
+	} {
+		gens := gensOf(t, hdr, "will", box, now.Value)
+		assert.Empty(t, gens, "%s unwraps nothing will's entry on the hub holds now", what)
+		assert.False(t, opensAny(t, hub, "notes", "after", gens, old.gens), "%s: a record written afterwards", what)
+	}
+	again := open(t, onHub(newDevice(t), hub, "will", "w2"))
+	mustSync(t, again)
+	n, err := vault.CollectionOf[Note](again, "notes").Get(ctx, "after")
+	require.NoError(t, err)
+	assert.Equal(t, "written after the secret change", n.Text)
+	_, err = vault.Open(ctx, onHub(newDevice(t), hub, "will", "w"))
+	assert.ErrorIs(t, err, vault.ErrWrongSecret)
+	verified(t, open(t, cfg(hub, "olga", "o")))
+}
+
+// TestHubRenewalOpensNothingNew runs renewedOnHub on memstore and badger
+// devices, with a memstore hub.
+func TestHubRenewalOpensNothingNew(t *testing.T) {
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) { renewedOnHub(t, memstore.New(), newStore) })
+	}
+}
+
+// TestHubRenewalOpensNothingNewPostgresHub is the same with a PostgreSQL
+// hub (run under scripts/with-postgres).
+func TestHubRenewalOpensNothingNewPostgresHub(t *testing.T) {
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) { renewedOnHub(t, pgtest.Open(t, nil), newStore) })
 	}
 }
