@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -313,5 +316,71 @@ func TestHubRenewalOpensNothingNew(t *testing.T) {
 func TestHubRenewalOpensNothingNewPostgresHub(t *testing.T) {
 	for name, newStore := range memAndBadger() {
 		t.Run(name, func(t *testing.T) { renewedOnHub(t, pgtest.Open(t, nil), newStore) })
+	}
+}
+
+// opened counts the wraps of the raw keyring entry of user (data keys,
+// collection keys, the signing key) that box unwraps.
+func opened(t testing.TB, hdr []byte, user string, box *crypto.Identity, raw []byte) int {
+	t.Helper()
+	e := decodeEntry(t, raw)
+	n := 0
+	try := func(w []byte, purpose string) {
+		if _, err := crypto.UnwrapKeyWith(box, w, wrapAD(user, hdr, purpose)); err == nil {
+			n++
+		}
+	}
+	for _, g := range e.gens {
+		try(g.key, genPurpose(g.gen))
+	}
+	for _, c := range e.colKeys {
+		try(c.key, "col/"+strconv.FormatUint(c.gen, 10)+"/"+c.name)
+	}
+	try(e.signPriv, "sign")
+	return n
+}
+
+// TestHostileRenewalForEveryRole: a reader (rita) and a writer limited to
+// one collection (lena), who write no change of people, change their own
+// secrets too, and their old secret with their keyring entry of before
+// opens none of the wraps of their entry afterwards (data keys, collection
+// keys, signing key), nor a record written after the next rotation; the
+// new secret reads it, and the ledger verifies.
+func TestHostileRenewalForEveryRole(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			p := setUp(t, newStore(t))
+			kept := map[string]stores.Item{}
+			for _, who := range []string{"rita", "lena"} {
+				it, err := p.st.Get(ctx, keyringKey(who))
+				require.NoError(t, err)
+				kept[who] = it
+				v := open(t, cfg(p.st, who, who[:1]))
+				require.NoError(t, v.ChangeSecret(ctx, []byte(who[:1]), []byte(who+"2")))
+			}
+			rot, err := p.olga.RotateKeys(ctx)
+			require.NoError(t, err)
+			require.NoError(t, rot.Wait(ctx))
+			put(t, p.olga, "public", "after", "written after the secret changes")
+
+			hdr := header(t, p.st)
+			for _, who := range []string{"rita", "lena"} {
+				old := unlock(t, hdr, who, who[:1], kept[who].Value)
+				now, err := p.st.Get(ctx, keyringKey(who))
+				require.NoError(t, err)
+				assert.Zero(t, opened(t, hdr, who, old.box, now.Value), "%s's old key opens a wrap of the entry now", who)
+				cols := map[uint64]*crypto.Key{} // lena's keys of "public", by generation
+				for i, name := range slices.Collect(maps.Keys(old.cols)) {
+					cols[uint64(i)] = old.cols[name]
+				}
+				assert.False(t, opensAny(t, p.st, "public", "after", old.gens, cols, gensOf(t, hdr, who, old.box, now.Value)), who)
+				v := open(t, cfg(p.st, who, who+"2"))
+				n, err := vault.CollectionOf[Note](v, "public").Get(ctx, "after")
+				require.NoError(t, err, who)
+				assert.Equal(t, "written after the secret changes", n.Text, who)
+			}
+			verified(t, p.olga)
+		})
 	}
 }
