@@ -142,9 +142,7 @@ func TestHostileRevokedRecoveryCode(t *testing.T) {
 			}
 
 			again := open(t, cfg(p.st, "will", "w2"))
-			n, err := vault.CollectionOf[Note](again, "notes").Get(ctx, "after")
-			require.NoError(t, err)
-			assert.Equal(t, "written after the revocation of the codes", n.Text)
+			assert.Equal(t, "written after the revocation of the codes", noteText(t, again, "notes", "after"))
 			_, err = vault.Open(ctx, cfg(p.st, "will", "w"))
 			assert.ErrorIs(t, err, vault.ErrWrongSecret)
 			verified(t, p.olga)
@@ -183,9 +181,7 @@ func TestHostileUsedRecoveryCode(t *testing.T) {
 				return open(t, c)
 			}
 			r := recoverWith(codes[0], "w3")
-			n, err := vault.CollectionOf[Note](r, "notes").Get(ctx, "first")
-			require.NoError(t, err, "a code issued before the secret change recovers")
-			assert.Equal(t, "after the secret change", n.Text)
+			assert.Equal(t, "after the secret change", noteText(t, r, "notes", "first"), "a code issued before the secret change recovers")
 			require.NoError(t, r.Close())
 
 			rot, err = p.olga.RotateKeys(ctx)
@@ -201,9 +197,7 @@ func TestHostileUsedRecoveryCode(t *testing.T) {
 			assert.False(t, opensAny(t, p.st, "notes", "second", gens))
 
 			r = recoverWith(codes[1], "w4")
-			n, err = vault.CollectionOf[Note](r, "notes").Get(ctx, "second")
-			require.NoError(t, err, "a code left after a recovery recovers")
-			assert.Equal(t, "after the recovery", n.Text)
+			assert.Equal(t, "after the recovery", noteText(t, r, "notes", "second"), "a code left after a recovery recovers")
 			verified(t, p.olga)
 		})
 	}
@@ -295,9 +289,7 @@ func renewedOnHub(t *testing.T, hub stores.Store, newDevice func(testing.TB) sto
 	}
 	again := open(t, onHub(newDevice(t), hub, "will", "w2"))
 	mustSync(t, again)
-	n, err := vault.CollectionOf[Note](again, "notes").Get(ctx, "after")
-	require.NoError(t, err)
-	assert.Equal(t, "written after the secret change", n.Text)
+	assert.Equal(t, "written after the secret change", noteText(t, again, "notes", "after"))
 	_, err = vault.Open(ctx, onHub(newDevice(t), hub, "will", "w"))
 	assert.ErrorIs(t, err, vault.ErrWrongSecret)
 	verified(t, open(t, cfg(hub, "olga", "o")))
@@ -376,11 +368,17 @@ func TestHostileRenewalForEveryRole(t *testing.T) {
 				}
 				assert.False(t, opensAny(t, p.st, "public", "after", old.gens, cols, gensOf(t, hdr, who, old.box, now.Value)), who)
 				v := open(t, cfg(p.st, who, who+"2"))
-				n, err := vault.CollectionOf[Note](v, "public").Get(ctx, "after")
-				require.NoError(t, err, who)
-				assert.Equal(t, "written after the secret changes", n.Text, who)
+				assert.Equal(t, "written after the secret changes", noteText(t, v, "public", "after"), who)
 			}
 			verified(t, p.olga)
 		})
 	}
+}
+
+// noteText reads the note id of coll through v, which must open it.
+func noteText(t testing.TB, v *vault.Vault, coll, id string) string {
+	t.Helper()
+	n, err := vault.CollectionOf[Note](v, coll).Get(context.Background(), id)
+	require.NoError(t, err, "%s/%s", coll, id)
+	return n.Text
 }
