@@ -113,8 +113,9 @@ type wrappedCol struct {
 //	uvarint count, (string collection, uvarint generation, bytes wrapped key)...
 //	bytes signing key seed, wrapped
 //	bytes granter's signature of the grant statement
-//	version 3 only: bytes the grant's box public key (X25519),
-//	    bytes the person's signature of the renewal statement (renew.go),
+//	version 3 only: bytes the grant's box public key (X25519), bytes the
+//	    person's signature of the renewal statement (renew.go), both empty
+//	    when an owner granted the renewed key since,
 //	    uvarint count, (bytes public key, bytes private key wrapped for the
 //	    box public key)...: the person's earlier box key pairs
 //	uvarint MAC generation, bytes MAC (HMAC-SHA256 of all that precedes)
@@ -182,7 +183,7 @@ func isKeyringV2(b []byte) bool { return bytes.HasPrefix(b, []byte(keyringMagic)
 // body returns the encoding of e up to, not including, its MAC.
 func (e *keyringEntry) body() []byte {
 	version := byte(keyringVersion)
-	if e.renewSig != nil {
+	if e.renewSig != nil || len(e.prev) > 0 {
 		version = keyringRenewedVersion
 	}
 	b := append([]byte(keyringMagic), version)
@@ -219,7 +220,7 @@ func (e *keyringEntry) body() []byte {
 	}
 	b = codec.AppendBytes(b, e.signPriv)
 	b = codec.AppendBytes(b, e.grantSig)
-	if e.renewSig != nil {
+	if version == keyringRenewedVersion {
 		b = codec.AppendBytes(b, e.grantBox)
 		b = codec.AppendBytes(b, e.renewSig)
 		b = codec.AppendUvarint(b, uint64(len(e.prev)))
@@ -293,12 +294,21 @@ func decodeKeyring(b []byte) (*keyringEntry, error) {
 	if version == keyringRenewedVersion {
 		e.grantBox = r.Bytes(crypto.PublicKeySize)
 		e.renewSig = r.Bytes(crypto.SignatureSize)
-		if r.Err() == nil && (len(e.grantBox) != crypto.PublicKeySize || len(e.renewSig) != crypto.SignatureSize) {
+		switch {
+		case r.Err() != nil:
+		case len(e.grantBox) == 0 && len(e.renewSig) == 0:
+			// Not renewed since the last grant (an owner's grant since
+			// names the current key), with earlier key pairs kept.
+			e.grantBox, e.renewSig = nil, nil
+		case len(e.grantBox) != crypto.PublicKeySize || len(e.renewSig) != crypto.SignatureSize:
 			r.Fail("renewal of the wrong size")
 		}
 		n = r.Count(maxKeyringList, 2)
 		for range n {
 			e.prev = append(e.prev, prevBox{pub: r.Bytes(crypto.PublicKeySize), key: r.Bytes(maxKeyringWrapped)})
+		}
+		if r.Err() == nil && e.renewSig == nil && len(e.prev) == 0 {
+			r.Fail("version 3 holding nothing of it")
 		}
 	}
 	e.macGen = r.Uvarint()
@@ -324,6 +334,8 @@ func (e *keyringEntry) check() error {
 		return bad("salt length")
 	case e.renewSig != nil && (e.lock == lockIdentity || bytes.Equal(e.grantBox, e.boxPub)):
 		return bad("a renewal of a key pair the person does not hold, or to the same key")
+	case len(e.prev) > 0 && e.lock == lockIdentity:
+		return bad("earlier key pairs of a person who holds their own")
 	case !slices.IsSorted(e.collections) || len(slices.Compact(slices.Clone(e.collections))) != len(e.collections):
 		return bad("collections not sorted and unique")
 	case !slices.IsSortedFunc(e.gens, func(a, b wrappedGen) int { return cmpU(a.gen, b.gen) }):

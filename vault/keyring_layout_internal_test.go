@@ -102,11 +102,14 @@ func TestKeyringLayoutVectors(t *testing.T) {
 	renewed := secret
 	renewed.user, renewed.grantBox, renewed.renewSig = "will", b(32, 23), b(64, 24)
 	renewed.prev = []prevBox{{pub: b(32, 23), key: b(105, 27)}, {pub: b(32, 28), key: b(105, 29)}}
+	regranted := secret // renewed, then granted again by an owner: earlier key pairs only
+	regranted.user, regranted.prev = "lena", []prevBox{{pub: b(32, 30), key: b(105, 31)}}
 	renewedRevoked := revoked
 	renewedRevoked.grantBox, renewedRevoked.renewSig = b(32, 25), b(64, 26)
 	codectest.Check(t, "testdata/keyring_layouts.json", []codectest.Case{
 		cs("renewed (version 3)", renewed),
 		cs("renewed, revoked (version 3)", renewedRevoked),
+		cs("granted again after a renewal (version 3)", regranted),
 		cs("secret owner", secret),
 		cs("identity reader", identity),
 		cs("revoked", revoked),
@@ -136,6 +139,9 @@ func TestKeyringRefusals(t *testing.T) {
 		"collection key, no limit": func(e *keyringEntry) { e.colKeys = []wrappedCol{{name: "a", gen: 2}} },
 		"renewal of an identity": func(e *keyringEntry) {
 			e.grantBox, e.renewSig = bytes.Repeat([]byte{1}, 32), make([]byte, 64)
+		},
+		"earlier key pairs of an identity": func(e *keyringEntry) {
+			e.prev = []prevBox{{pub: make([]byte, 32), key: make([]byte, 8)}}
 		},
 		"renewal to the same key": func(e *keyringEntry) {
 			e.lock, e.salt, e.grantBox, e.renewSig = lockSecret, make([]byte, 16), make([]byte, 32), make([]byte, 64)

@@ -900,7 +900,8 @@ func (v *Vault) setCollections(ctx context.Context, user string, collections []s
 	ne := *e
 	ne.serial, ne.collections, ne.grantedBy, ne.grantedAt = e.serial+1, cols, v.user, time.Now().UnixNano()
 	// The new grant names the person's current box key (a renewal of it
-	// since the last grant, checked when the entry was read, is folded in).
+	// since the last grant, checked when the entry was read, is folded
+	// in); the earlier key pairs stay (prev, see renew.go).
 	ne.grantBox, ne.renewSig = nil, nil
 	if err := ne.rewrap(v.name, v.me.header, e, held); err != nil {
 		return closedIfWiped(err)
