@@ -330,3 +330,22 @@ func TestRecoveryReplayedEntryIsCaught(t *testing.T) {
 	require.NoError(t, err)
 	openPerson(t, personCfg(st, "olga", "new"))
 }
+
+// TestRecoveryCodesAfterARenewalElsewhere: a handle opened before its
+// person's secret changed on another handle holds the key pair the change
+// replaced: it issues no codes for it (ErrNoAccess, nothing written: open
+// again), and a handle opened with the new secret does, whose codes open.
+func TestRecoveryCodesAfterARenewalElsewhere(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	stale := openPerson(t, personCfg(st, "olga", "o"))
+	other := openPerson(t, personCfg(st, "olga", "o"))
+	require.NoError(t, other.ChangeSecret(ctx, []byte("o"), []byte("o2")))
+	snap := snapshot(t, st)
+	_, err := stale.RecoveryCodes(ctx, 1)
+	require.ErrorIs(t, err, vault.ErrNoAccess)
+	assert.Equal(t, snap, snapshot(t, st), "nothing written")
+	codes, err := openPerson(t, personCfg(st, "olga", "o2")).RecoveryCodes(ctx, 1)
+	require.NoError(t, err)
+	openPerson(t, recoverCfg(st, "olga", codes[0], "o3"))
+}

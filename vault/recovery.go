@@ -332,6 +332,17 @@ func (v *Vault) recoveryCodes(ctx context.Context, n int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The codes open the key pair this handle holds: one renewed since
+	// by another handle (a secret change, a recovery) is not the entry's.
+	it, err := v.me.store.Get(ctx, v.prefix+keyringPrefix+v.user)
+	if err != nil {
+		return nil, err
+	}
+	if cur, err := v.readEntry(v.user, it.Value); err != nil {
+		return nil, err
+	} else if !bytes.Equal(cur.boxPub, e.boxPub) {
+		return nil, fmt.Errorf("the key pair was renewed (a secret change or a recovery) since this handle opened: open the vault again: %w", errRevokedSince)
+	}
 	old, prev, err := v.readRecovery(ctx)
 	if err != nil {
 		return nil, err
