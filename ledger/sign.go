@@ -717,15 +717,17 @@ func (v *verifier) apply(e *Entry) {
 		v.known[e.ID] = &signer{pub: e.SigningKey, role: e.Reason, at: e.Seq, cols: limit(cols)}
 		v.name(e.ID, e.SigningKey, e.Seq)
 	case PersonRevoked:
-		// The entry names the key it ends (one written before they did
-		// ends the person's current grant); a revocation of another key
-		// than the one the replay holds (taken from the keyring) ends
-		// that other grant only, as the people replay has it.
+		// It ends the person's grant. One the replay took from the
+		// keyring (at 0) whose key it does not name was made after the
+		// grant it ends, on a device whose Sync records it later: the
+		// revoked key is theirs, not the keyring's (see unrecorded).
 		s := v.known[e.ID]
 		switch {
 		case s == nil:
 			v.known[e.ID] = &signer{revoked: true, at: e.Seq}
-		case len(e.SigningKey) == 0 || len(s.pub) == 0 || bytes.Equal(e.SigningKey, s.pub):
+		case s.at == 0 && len(e.SigningKey) > 0 && len(s.pub) > 0 && !bytes.Equal(e.SigningKey, s.pub):
+			v.known[e.ID] = &signer{pub: e.SigningKey, revoked: true, at: e.Seq}
+		default:
 			s.revoked = true
 		}
 		if len(e.SigningKey) == 0 && s != nil {

@@ -186,7 +186,7 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 	own := a.sources[0].st
 	hub, err := s.h.peopleState(ctx)
 	if err != nil {
-		return err
+		return feedErr(err)
 	}
 	var entries []ledger.Entry
 	for k, err := range s.v.deviceEntries(ctx) {
