@@ -35,8 +35,9 @@ type Store struct {
 }
 
 var (
-	_ stores.Store      = (*Store)(nil)
-	_ stores.Transactor = (*Store)(nil)
+	_ stores.Store       = (*Store)(nil)
+	_ stores.Transactor  = (*Store)(nil)
+	_ stores.RangeLister = (*Store)(nil)
 )
 
 // New returns an empty in-memory store.
@@ -175,12 +176,24 @@ func mergeSorted(sorted, added []string) []string {
 // List yields the items under prefix in key order. It works on a snapshot
 // taken when iteration starts, so the loop body may use the store.
 func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[stores.Item, error] {
+	return s.list(ctx, prefix, "")
+}
+
+// ListAfter is List without the keys up to after (stores.RangeLister): it
+// copies only the items it yields, so a ledger's walk from a recent
+// position costs the entries after it, not the whole ledger.
+func (s *Store) ListAfter(ctx context.Context, prefix, after string) iter.Seq2[stores.Item, error] {
+	return s.list(ctx, prefix, after)
+}
+
+// list yields the items under prefix whose keys sort after after.
+func (s *Store) list(ctx context.Context, prefix, after string) iter.Seq2[stores.Item, error] {
 	return func(yield func(stores.Item, error) bool) {
 		if err := ctx.Err(); err != nil {
 			yield(stores.Item{}, err)
 			return
 		}
-		items, err := s.snapshot(prefix)
+		items, err := s.snapshot(prefix, after)
 		if err != nil {
 			yield(stores.Item{}, err)
 			return
@@ -199,7 +212,7 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[stores.Item, 
 	}
 }
 
-func (s *Store) snapshot(prefix string) ([]stores.Item, error) {
+func (s *Store) snapshot(prefix, after string) ([]stores.Item, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -220,9 +233,12 @@ func (s *Store) snapshot(prefix string) ([]stores.Item, error) {
 		clear(s.added)
 		s.added = s.added[:0]
 	}
-	start, _ := slices.BinarySearch(s.sorted, prefix)
+	start, _ := slices.BinarySearch(s.sorted, max(prefix, after))
 	var items []stores.Item
 	for _, k := range s.sorted[start:] {
+		if k == after {
+			continue
+		}
 		if !strings.HasPrefix(k, prefix) {
 			break
 		}
