@@ -212,6 +212,9 @@ func (s *Store) list(ctx context.Context, prefix, after string) iter.Seq2[stores
 	}
 }
 
+// listBuffer is the size of the buffers a listing copies values into.
+const listBuffer = 32 << 10
+
 func (s *Store) snapshot(prefix, after string) ([]stores.Item, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -243,7 +246,20 @@ func (s *Store) snapshot(prefix, after string) ([]stores.Item, error) {
 			break
 		}
 		e := s.data[k]
-		items = append(items, stores.Item{Key: k, Value: slices.Clone(e.value), Version: e.version})
+		items = append(items, stores.Item{Key: k, Value: e.value, Version: e.version})
+	}
+	// The values are copied into shared buffers of up to listBuffer bytes,
+	// each value capped at its length: a long listing makes few
+	// allocations, and a value kept from it keeps at most one buffer.
+	var buf []byte
+	for i, it := range items {
+		n := len(it.Value)
+		if cap(buf)-len(buf) < n {
+			buf = make([]byte, 0, max(n, listBuffer))
+		}
+		at := len(buf)
+		buf = append(buf, it.Value...)
+		items[i].Value = buf[at : at+n : at+n]
 	}
 	return items, nil
 }
