@@ -237,14 +237,15 @@ func (s *Store) snapshot(prefix, after string) ([]stores.Item, error) {
 		s.added = s.added[:0]
 	}
 	start, _ := slices.BinarySearch(s.sorted, max(prefix, after))
-	var items []stores.Item
-	for _, k := range s.sorted[start:] {
-		if k == after {
-			continue
-		}
-		if !strings.HasPrefix(k, prefix) {
-			break
-		}
+	if start < len(s.sorted) && s.sorted[start] == after {
+		start++
+	}
+	end := start
+	for end < len(s.sorted) && strings.HasPrefix(s.sorted[end], prefix) {
+		end++
+	}
+	items := make([]stores.Item, 0, end-start)
+	for _, k := range s.sorted[start:end] {
 		e := s.data[k]
 		items = append(items, stores.Item{Key: k, Value: e.value, Version: e.version})
 	}
