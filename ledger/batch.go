@@ -260,6 +260,7 @@ func (run *commitRun) start(ctx context.Context, b []*request) {
 
 // end drops what the run refers to, once its batch is done.
 func (run *commitRun) end() {
+	run.l.takeUnwritten() // of an attempt that failed
 	run.ctx, run.b, run.tx, run.bt, run.sealed, run.head = nil, nil, nil, batchTx{}, nil, Head{}
 }
 

@@ -2,6 +2,8 @@ package ledger_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -75,4 +77,50 @@ func TestSignedCommitSealsEachEntryOnce(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 3, signed, "one signature per commit")
+}
+
+// In a signed batch that mixes appends with Update closures that fail after
+// appending (their overlay dropped), each commit still ends on a signed
+// entry and Verify accepts the ledger: an append's last entry, kept
+// unwritten, is written when a closure appends after it, and signed when
+// it ends the commit.
+func TestSignedBatchWithDroppedUpdatesVerifies(t *testing.T) {
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		if _, ok := st.(stores.Transactor); !ok || !st.Capabilities().Transactions {
+			t.Skip("Update needs transactions")
+		}
+		l := signedOn(st, "olga", olga, nil)
+		ctx := context.Background()
+		errFail := errors.New("closure fails after appending")
+		const n = 30
+		errs := runTogether(t, l, n, nil, func(i int) error {
+			switch i % 3 {
+			case 0:
+				_, err := l.Append(ctx, fact(i+1), fact(1000+i))
+				return err
+			case 1:
+				return l.Update(ctx, writeFact(l, fmt.Sprintf("k%d", i), i+1, errFail))
+			default:
+				return l.Update(ctx, writeFact(l, fmt.Sprintf("k%d", i), i+1, nil))
+			}
+		})
+		total := uint64(0)
+		for i := range n {
+			switch i % 3 {
+			case 0:
+				require.NoError(t, errs[i])
+				total += 2
+			case 1:
+				require.ErrorIs(t, errs[i], errFail)
+			default:
+				require.NoError(t, errs[i])
+				total++
+			}
+		}
+		verifyClean(t, l, total)
+		entries := readAll(t, l, 1)
+		require.Len(t, entries, int(total))
+		last := entries[len(entries)-1]
+		assert.NotEmpty(t, last.Signature, "the ledger ends on a signed entry")
+	})
 }
