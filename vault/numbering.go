@@ -105,8 +105,9 @@ func (v *Vault) numberingSeries(series string, opts numbering.Options, apply fun
 		SeriesFormat: func(ctx context.Context, want string) (string, error) {
 			def, err := v.seriesDefinition(ctx, series)
 			if err == nil {
-				if err = beyondNumberingOf(def); err != nil {
-					err = fmt.Errorf("the series' stored definition: %w: %w", sequence.ErrDefinitionMismatch, err)
+				if err = beyondNumberingOf(def, false); err != nil {
+					// Passes number by no record's date yet.
+					err = fmt.Errorf("the series' stored definition: %w: a pass: %w", sequence.ErrDefinitionMismatch, err)
 				}
 			}
 			switch {
