@@ -592,6 +592,17 @@ func (n *Numbered[T]) markOf(marks []mark) (uint64, string, bool) {
 	return 0, "", false
 }
 
+// partitioned reports whether marks carry a number of series taken in a
+// partition or period of it.
+func partitioned(marks []mark, series string) bool {
+	for _, m := range marks {
+		if m.kind == markSequence && m.series == series && len(m.partition) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // read reads and opens the stored record id (the zero stored when there is none).
 func (n *Numbered[T]) read(ctx context.Context, id string) (stored, error) {
 	it, err := n.c.v.store.Get(ctx, n.c.v.recordKey(n.c.name, id))
@@ -921,6 +932,14 @@ func (n *Numbered[T]) get(ctx context.Context, id string) (NumberedRecord[T], er
 			}
 		}
 		return out, nil
+	}
+	if partitioned(rec.marks, n.series) {
+		// Numbered in a partition or period of the series (a Sequence's,
+		// or a dated handle's): a handle that cannot render it says why
+		// rather than show it unnumbered.
+		if err := n.prepare(ctx, false); err != nil {
+			return fail(err)
+		}
 	}
 	if err := n.checkPending(ctx, id, rec.marks); err != nil {
 		return fail(err)
