@@ -13,7 +13,6 @@ import (
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
-	"github.com/noydb-go/noydb/stores/filestore"
 	"github.com/noydb-go/noydb/vault"
 )
 
@@ -183,8 +182,7 @@ func TestNumberingOfDatedSharesThePeriodCounterWithTheSequence(t *testing.T) {
 
 // Bad input is refused with ErrInvalidArgument and writes nothing: a
 // record with a zero date, a nil date function, a period asked of
-// NumberingOf (which has no date to number by), and a store where passes
-// number (they do not number by a record's date yet).
+// NumberingOf (which has no date to number by).
 func TestNumberingOfDatedRefusesBadInputWritingNothing(t *testing.T) {
 	for name, newStore := range memAndBadger() {
 		t.Run(name, func(t *testing.T) {
@@ -216,19 +214,8 @@ func TestNumberingOfDatedRefusesBadInputWritingNothing(t *testing.T) {
 				assert.Zero(t, n, "no number taken")
 			}
 
-			_, err = h.Settle(ctx)
-			assert.ErrorIs(t, err, vault.ErrInvalidArgument, "passes do not number by date yet")
 		})
 	}
-	t.Run("filestore", func(t *testing.T) {
-		st, err := filestore.Open(t.TempDir(), nil)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = st.Close() })
-		_, v := openSession(t, st, "")
-		_, err = vault.NumberingOfDated(vault.CollectionOf[Till](v, "tills"), "tills",
-			sequence.Options{Period: sequence.PeriodMonth}, setTill, tillDate)
-		assert.ErrorIs(t, err, vault.ErrInvalidArgument, "a pass would number it")
-	})
 }
 
 // A closed period takes no number: a Put dated in it fails with

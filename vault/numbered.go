@@ -84,6 +84,9 @@ type Numbered[T any] struct {
 	stored bool                // the format is stored with the deferred series too (a write's prepare)
 	format *sequence.Formatter // nil: plain decimal
 	seq    *sequence.Sequence  // online only
+
+	pmu     sync.Mutex               // guards periods
+	periods map[string]*periodSeries // the deferred series of each period used, by label
 }
 
 // NumberedRecord is a record as Numbered's Put and Get return it.
@@ -198,9 +201,8 @@ func numberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 	if _, ok := v.store.(stores.Transactor); ok && caps.CASAtomic && caps.Transactions && v.hub == nil && !v.hubless {
 		n.online = true
 	}
-	if date != nil && !n.online {
-		return bad(errors.New("numbering by the record's date (NumberingOfDated) needs numbers taken at write time: " +
-			"a store with atomic compare-and-swap and transactions, not a device of a hub; passes do not number by a record's date yet"))
+	if date != nil && (v.hub != nil || v.hubless) {
+		return bad(errors.New("numbering by the record's date (NumberingOfDated) is not supported on a device of a hub yet"))
 	}
 	if date != nil {
 		// Validates the period, fiscal start and zone the sequence way.
@@ -219,7 +221,11 @@ func numberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 		// SyncAndSettle runs this handle's pass.
 		v.registerNumbered(series, numberedHook{set: n.setKnown, settle: n.Settle})
 	}
-	ns, hooks, err := v.numberingSeries(series, numbering.Options{Collection: c.name, Format: opts.Format}, n.apply)
+	records := stampRecords{apply: n.apply}
+	if date != nil {
+		records.render = n.render
+	}
+	ns, hooks, err := v.numberingPeriod(series, numbering.Options{Collection: c.name, Format: opts.Format}, records)
 	if err != nil {
 		return bad(err)
 	}
@@ -239,9 +245,6 @@ func askedOf(opts sequence.Options) sequence.Definition {
 	return sequence.Definition{Period: opts.Period, FiscalStart: opts.FiscalStart,
 		Meta: opts.Meta, Corrects: opts.Corrects, Zone: zoneName(opts.Location)}
 }
-
-// asked is the definition the handle asks for, but its format.
-func (n *Numbered[T]) asked() sequence.Definition { return askedOf(n.opts) }
 
 // zoneName is the name a definition gives the time zone loc: "" for UTC
 // (and nil), else its IANA name.
@@ -385,13 +388,25 @@ func (n *Numbered[T]) prepare(ctx context.Context, store bool) error {
 			return fmt.Errorf("numbering %q: stored format: %w: %w", n.series, numbering.ErrCorrupt, err)
 		}
 	}
+	o := sequence.Options{Format: format}
+	if n.date != nil {
+		o.Period, o.FiscalStart, o.Location = n.opts.Period, n.opts.FiscalStart, n.opts.Location
+	}
 	if n.online {
-		o := sequence.Options{Format: format}
-		if n.date != nil {
-			o.Period, o.FiscalStart, o.Location = n.opts.Period, n.opts.FiscalStart, n.opts.Location
-		}
 		if n.seq, err = n.c.v.Sequence(n.series, o); err != nil {
 			return err
+		}
+	} else if n.date != nil && store && def.IsZero() {
+		// Passes store no definition with the counter: a store that can
+		// (atomic compare-and-swap) gets it declared, so every handle and
+		// Sequence of the series numbers by the same period. A file
+		// store cannot (see NumberingOfDated).
+		q, err := n.c.v.Sequence(n.series, o)
+		if err == nil {
+			err = q.Declare(ctx)
+		}
+		if err != nil && !errors.Is(err, sequence.ErrOffline) {
+			return fmt.Errorf("numbering %q: declare its definition: %w", n.series, err)
 		}
 	}
 	n.ready = true
@@ -507,7 +522,7 @@ func (n *Numbered[T]) Put(ctx context.Context, id string, value T) (NumberedReco
 		var out NumberedRecord[T]
 		num, period, numbered := n.markOf(prev.marks)
 		if !numbered {
-			err := n.checkPending(ctx, id, prev.marks)
+			err := n.checkPending(ctx, id, prev)
 			if errors.Is(err, errRestart) {
 				continue
 			}
@@ -521,7 +536,7 @@ func (n *Numbered[T]) Put(ctx context.Context, id string, value T) (NumberedReco
 		case n.online:
 			out, err = n.putOnline(ctx, id, value, date)
 		default:
-			out, err = n.handoff(ctx, id, value, pendingOf(prev.marks, n.series))
+			out, err = n.handoff(ctx, id, value, pendingOf(prev.marks, n.series), date)
 		}
 		if errors.Is(err, errRestart) {
 			continue
@@ -545,12 +560,20 @@ func (n *Numbered[T]) Put(ctx context.Context, id string, value T) (NumberedReco
 // after the record was stamped, says so): the store served a revision of
 // the record from before its stamp. A record deleted and handed off again
 // since is pending under another provisional id, and passes.
-func (n *Numbered[T]) checkPending(ctx context.Context, id string, marks []mark) error {
-	p := pendingOf(marks, n.series)
+func (n *Numbered[T]) checkPending(ctx context.Context, id string, rec stored) error {
+	p := pendingOf(rec.marks, n.series)
 	if p == "" {
 		return nil
 	}
-	ip, num, text, ok, err := n.hooks.Indexed(ctx, id)
+	label, err := n.periodOfBody(rec.body)
+	if err != nil {
+		return err
+	}
+	ps, err := n.period(label)
+	if err != nil {
+		return err
+	}
+	ip, num, text, ok, err := ps.hooks.Indexed(ctx, id)
 	if err != nil || !ok || ip != p {
 		return err
 	}
@@ -584,7 +607,7 @@ func (n *Numbered[T]) markOf(marks []mark) (uint64, string, bool) {
 	}
 	if n.date != nil && n.opts.Period != sequence.PeriodNone {
 		for _, m := range marks {
-			if m.kind == markSequence && m.series == n.series && len(m.partition) == 1 {
+			if (m.kind == markSequence || m.kind == markNumbering) && m.series == n.series && len(m.partition) == 1 {
 				return m.n, m.partition[0], true
 			}
 		}
@@ -724,7 +747,20 @@ func (n *Numbered[T]) keepsText(body []byte, s sequence.Serial) error {
 // handoff writes the record id marked pending under provisional (a new one
 // when empty) after its handoff entry, or fails with errRestart when the
 // record got a number, or another provisional id, meanwhile.
-func (n *Numbered[T]) handoff(ctx context.Context, id string, value T, provisional string) (NumberedRecord[T], error) {
+func (n *Numbered[T]) handoff(ctx context.Context, id string, value T, provisional string, date time.Time) (NumberedRecord[T], error) {
+	// A handle numbering by period hands the record off to the period of
+	// its date, listed first so Settle finds it.
+	label := n.periodOf(date)
+	ps, err := n.period(label)
+	if err != nil {
+		return NumberedRecord[T]{}, err
+	}
+	if err := n.keepsPeriod(ctx, ps, provisional, id, label); err != nil {
+		return NumberedRecord[T]{}, err
+	}
+	if err := n.list(ctx, ps); err != nil {
+		return NumberedRecord[T]{}, err
+	}
 	if provisional == "" {
 		u, err := uuid.NewV7()
 		if err != nil {
@@ -736,7 +772,7 @@ func (n *Numbered[T]) handoff(ctx context.Context, id string, value T, provision
 	if err != nil {
 		return NumberedRecord[T]{}, fmt.Errorf("encode: %w", err)
 	}
-	entryKey, entry, err := n.hooks.Handoff(provisional, id)
+	entryKey, entry, err := ps.hooks.Handoff(provisional, id)
 	if err != nil {
 		return NumberedRecord[T]{}, err
 	}
@@ -850,7 +886,16 @@ func (n *Numbered[T]) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("delete numbered %s/%s: %w", c.name, id, err)
 	}
 	if p := pendingOf(prev.marks, n.series); p != "" {
-		key, _, err := n.hooks.Handoff(p, id)
+		// In the period of its date, for a handle numbering by period.
+		label, err := n.periodOfBody(prev.body)
+		var ps *periodSeries
+		if err == nil {
+			ps, err = n.period(label)
+		}
+		var key string
+		if err == nil {
+			key, _, err = ps.hooks.Handoff(p, id)
+		}
 		if err == nil {
 			err = c.v.store.Delete(ctx, key)
 		}
@@ -925,10 +970,17 @@ func (n *Numbered[T]) get(ctx context.Context, id string) (NumberedRecord[T], er
 		}
 		out.Serial = n.serialAt(num, period, date)
 		n.set(&out.Value, out.Serial)
-		if num, ok := findMark(rec.marks, markNumbering, n.series, nil); ok {
-			// Numbered by a pass: its provisional id is in the series' index.
-			if a, ok, err := n.ns.Lookup(ctx, id); err == nil && ok && a.Number == num {
-				out.Provisional = a.Provisional
+		var part []string
+		if period != "" {
+			part = []string{period}
+		}
+		if num, ok := findMark(rec.marks, markNumbering, n.series, part); ok {
+			// Numbered by a pass: its provisional id is in the index of
+			// the series (of its period).
+			if ps, err := n.period(period); err == nil {
+				if a, ok, err := ps.ns.Lookup(ctx, id); err == nil && ok && a.Number == num {
+					out.Provisional = a.Provisional
+				}
 			}
 		}
 		return out, nil
@@ -941,7 +993,7 @@ func (n *Numbered[T]) get(ctx context.Context, id string) (NumberedRecord[T], er
 			return fail(err)
 		}
 	}
-	if err := n.checkPending(ctx, id, rec.marks); err != nil {
+	if err := n.checkPending(ctx, id, rec); err != nil {
 		return fail(err)
 	}
 	if p := pendingOf(rec.marks, n.series); p != "" {
@@ -982,10 +1034,9 @@ func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) 
 	if n.onHub != nil {
 		return n.settleOnHub(ctx)
 	}
-	if n.date != nil && beyondNumberingOf(n.asked(), false) != nil {
-		// Its Put numbers every record at write time, by the record's
-		// date; a pass (of records put in line with Enqueue) would not.
-		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass: %w: passes do not number by a record's date yet", n.series, ErrInvalidArgument)
+	if n.date != nil {
+		// A pass of each period (numbered_periods.go).
+		return n.settlePeriods(ctx)
 	}
 	if n.c.v.hubless {
 		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass: %w", n.series, errHubless)
@@ -1006,6 +1057,9 @@ func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) 
 func (n *Numbered[T]) Lookup(ctx context.Context, provisional string) (numbering.Assignment, bool, error) {
 	if n.onHub != nil {
 		return n.onHub.Lookup(ctx, provisional)
+	}
+	if n.date != nil && n.opts.Period != sequence.PeriodNone {
+		return n.lookupPeriods(ctx, provisional)
 	}
 	a, ok, err := n.ns.LookupProvisional(ctx, provisional)
 	if err != nil || !ok {
