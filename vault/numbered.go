@@ -26,9 +26,11 @@ import (
 const markPending byte = 3
 
 // pendingOf returns the provisional id of the pending mark of series, or "".
+// A record handed off to a period (NumberingOfDated) has the period's
+// label as the mark's second part.
 func pendingOf(marks []mark, series string) string {
 	for _, m := range marks {
-		if m.kind == markPending && m.series == series && len(m.partition) == 1 {
+		if m.kind == markPending && m.series == series && (len(m.partition) == 1 || len(m.partition) == 2) {
 			return m.partition[0]
 		}
 	}
@@ -201,9 +203,7 @@ func numberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 	if _, ok := v.store.(stores.Transactor); ok && caps.CASAtomic && caps.Transactions && v.hub == nil && !v.hubless {
 		n.online = true
 	}
-	if date != nil && (v.hub != nil || v.hubless) {
-		return bad(errors.New("numbering by the record's date (NumberingOfDated) is not supported on a device of a hub yet"))
-	}
+
 	if date != nil {
 		// Validates the period, fiscal start and zone the sequence way.
 		if _, err := v.Sequence(series, sequence.Options{Period: opts.Period, FiscalStart: opts.FiscalStart, Location: opts.Location}); err != nil {
@@ -212,7 +212,7 @@ func numberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 	}
 	if v.hub != nil {
 		// A device numbers in passes on the hub, where the counters are.
-		hn, err := NumberingOf(&Collection[T]{v: v.hub, name: c.name}, series, opts, set)
+		hn, err := numberingOf(&Collection[T]{v: v.hub, name: c.name}, series, opts, set, date)
 		if err != nil {
 			return nil, err
 		}
@@ -327,6 +327,17 @@ func (n *Numbered[T]) setKnown(body []byte, num uint64) ([]byte, bool, error) {
 	n.mu.Unlock()
 	if !ready {
 		return body, false, nil
+	}
+	if n.date != nil {
+		// Rendered by the record's date, in the period of it.
+		label, err := n.periodOfBody(body)
+		if err != nil {
+			return body, false, err
+		}
+		s.Period = label
+		if s, err = n.render(body, s); err != nil {
+			return body, false, err
+		}
 	}
 	out, err := n.apply(body, s)
 	return out, err == nil, err
@@ -783,7 +794,11 @@ func (n *Numbered[T]) handoff(ctx context.Context, id string, value T, provision
 		if p := pendingOf(prev.marks, n.series); p != "" && p != provisional {
 			return nil, nil, errRestart
 		}
-		marks := withMark(withoutPending(prev.marks, n.series), mark{kind: markPending, series: n.series, partition: []string{provisional}})
+		part := []string{provisional}
+		if label != "" {
+			part = append(part, label) // where its handoff entry is (handoffKeyOf)
+		}
+		marks := withMark(withoutPending(prev.marks, n.series), mark{kind: markPending, series: n.series, partition: part})
 		return marks, plain, nil
 	})
 	out := NumberedRecord[T]{ID: id, Value: value, Pending: true, Provisional: provisional}

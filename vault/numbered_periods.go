@@ -182,8 +182,12 @@ func (n *Numbered[T]) lookupPeriods(ctx context.Context, provisional string) (nu
 // AuditAt is Audit of the period holding date (a handle numbering by the
 // record's date, NumberingOfDated, with a period): every number of that
 // period, on both paths, in Online, and what the period's passes recorded
-// in Deferred. For a handle without periods it is Audit.
+// in Deferred. For a handle without periods it is Audit. On a device of
+// a hub it audits the hub's ledger, where the numbers are.
 func (n *Numbered[T]) AuditAt(ctx context.Context, date time.Time) (NumberedAudit, error) {
+	if n.onHub != nil {
+		return n.onHub.AuditAt(ctx, date)
+	}
 	label := n.periodOf(date)
 	if label == "" || date.IsZero() {
 		return n.Audit(ctx)
