@@ -158,11 +158,20 @@ func NumberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 // is refused with ErrInvalidArgument. Get renders the number with the
 // record's date and the series' stored definition; it stores nothing.
 //
-// Periods are numbered at write time: on a store with atomic
-// compare-and-swap and transactions (memory, Badger, PostgreSQL), not yet
-// by passes (a file store, a device of a hub), where NumberingOfDated
-// refuses with ErrInvalidArgument, as it does a nil date, and everything
-// NumberingOf refuses but the period, fiscal start and zone.
+// Where passes number (a file store, a device of a hub), Put hands the
+// record off to its date's period, and Settle runs a pass of every period
+// that has records waiting: each period's numbers follow its head, which
+// is the period's counter too, so a receipt handed off on 31 December and
+// numbered by a pass in January takes December's next number, after any
+// taken at write time. A pass meeting records of a closed period numbers
+// none of them and leaves them pending: Settle returns an error matching
+// sequence.ErrPeriodClosed (naming the period and how many wait) after
+// numbering the other periods. A pending record's Put may not move it to
+// another period (ErrInvalidArgument). Lookup looks in every period;
+// AuditAt audits one.
+//
+// NumberingOfDated refuses with ErrInvalidArgument a nil date, and
+// everything NumberingOf refuses but the period, fiscal start and zone.
 func NumberingOfDated[T any](c *Collection[T], series string, opts sequence.Options, set func(*T, sequence.Serial), date func(*T) time.Time) (*Numbered[T], error) {
 	if date == nil {
 		return nil, fmt.Errorf("numbering %q: %w: nil date function", series, ErrInvalidArgument)
