@@ -353,7 +353,9 @@ func (n *Numbered[T]) setKnown(body []byte, num uint64) ([]byte, bool, error) {
 }
 
 // Series returns the deferred-numbering series behind the handle: its
-// passes, Lookup by record id, Last, Pending, Assignments.
+// passes, Lookup by record id, Last, Pending, Assignments. A handle with
+// periods (NumberingOfDated) has one per period besides, which its
+// Settle, Lookup and AuditAt use; this one numbers none of its records.
 func (n *Numbered[T]) Series() *numbering.Series { return n.ns }
 
 // Online reports whether Put numbers records at write time (the store has
@@ -1126,7 +1128,8 @@ func (a NumberedAudit) Clean() bool {
 // Audit reads the vault's ledger once per path and accounts for every
 // number of the series in one report (on a device of a hub, the hub's
 // ledger, where the numbers are). An error wrapping
-// numbering.ErrDuplicate comes with the full report.
+// numbering.ErrDuplicate comes with the full report. A handle with periods
+// (NumberingOfDated) audits one period at a time: AuditAt.
 func (n *Numbered[T]) Audit(ctx context.Context) (NumberedAudit, error) {
 	if n.onHub != nil {
 		return n.onHub.Audit(ctx)
