@@ -347,16 +347,18 @@ func (r stampRecords) stampItem(tx stores.Tx, cur uint64, collection, id string,
 	if len(r.partition) == 1 {
 		s.Period = r.partition[0]
 	}
+	var rendered string // the text the record's date renders (Stamp.Formatted)
 	if r.render != nil {
 		if s, err = r.render(rec.body, s); err != nil {
 			return nil, deferred.Stamp{}, err
 		}
+		rendered = s.Formatted
 	}
 	if n, marked := findMark(rec.marks, markNumbering, m.Series, r.partition); marked {
 		if n != m.N {
 			current.Carries = n
 		} else {
-			current.Formatted = s.Formatted
+			current.Formatted = rendered
 		}
 		return nil, current, nil
 	}
@@ -378,7 +380,7 @@ func (r stampRecords) stampItem(tx stores.Tx, cur uint64, collection, id string,
 	if err != nil {
 		return nil, deferred.Stamp{}, err
 	}
-	return sealed, deferred.Stamp{Stamped: true, Revision: rev, CipherHash: hash, Formatted: s.Formatted}, nil
+	return sealed, deferred.Stamp{Stamped: true, Revision: rev, CipherHash: hash, Formatted: rendered}, nil
 }
 
 // setField sets the JSON object member field of plain to want (a JSON
