@@ -61,8 +61,13 @@ func TestDerivedIdentityOpensAsThePerson(t *testing.T) {
 			_, err = withID("bob", "other", id)
 			require.ErrorIs(t, err, vault.ErrNoAccess)
 
-			// A new secret rewraps the same identity; a revocation ends it.
+			// A new secret makes a new identity (the old one opens no
+			// more: a new key pair); a revocation ends it.
 			require.NoError(t, openDB(t, st, "bob", "bob-secret").ChangeSecret(ctx, "books", []byte("bob-secret"), []byte("new")))
+			_, err = withID("bob", "books", id)
+			require.ErrorIs(t, err, vault.ErrWrongSecret, "the identity of the old secret")
+			id, err = vault.DeriveIdentity(ctx, cfg("bob", "new"))
+			require.NoError(t, err)
 			v, err = withID("bob", "books", id)
 			require.NoError(t, err)
 			require.NoError(t, v.Close())

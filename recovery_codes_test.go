@@ -290,9 +290,10 @@ func TestRecoveryThroughHub(t *testing.T) {
 }
 
 // TestRecoveryReplayedEntryIsCaught: a store that serves the recovery entry
-// as it was before a code was used does not make the code open again: the
-// ledger records the use (ErrRecoveryCodeUsed and ErrTampered), and nothing
-// is written.
+// as it was before a code was used does not make the code open again, and
+// nothing is written: its codes hold the key pair the recovery replaced
+// (ErrRecoveryCodeRefused); served with the keyring entry of then too,
+// the ledger records the use (ErrRecoveryCodeUsed and ErrTampered).
 func TestRecoveryReplayedEntryIsCaught(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
@@ -300,19 +301,51 @@ func TestRecoveryReplayedEntryIsCaught(t *testing.T) {
 	codes, err := v.RecoveryCodes(ctx, 1)
 	require.NoError(t, err)
 	require.NoError(t, v.Close())
-	const key = "v/team/_recovery/olga"
+	const key, keyring = "v/team/_recovery/olga", "v/team/_keyring/olga"
 	before, err := st.Get(ctx, key)
+	require.NoError(t, err)
+	entryBefore, err := st.Get(ctx, keyring)
 	require.NoError(t, err)
 	w, err := vault.Open(ctx, recoverCfg(st, "olga", codes[0], "new"))
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
+	entryAfter, err := st.Get(ctx, keyring)
+	require.NoError(t, err)
 
 	_, err = st.Put(ctx, key, before.Value) // the replay
 	require.NoError(t, err)
 	snap := snapshot(t, st)
 	_, err = vault.Open(ctx, recoverCfg(st, "olga", codes[0], "newer"))
+	assert.ErrorIs(t, err, vault.ErrRecoveryCodeRefused)
+	assert.Equal(t, snap, snapshot(t, st), "nothing written")
+
+	_, err = st.Put(ctx, keyring, entryBefore.Value) // both replayed
+	require.NoError(t, err)
+	snap = snapshot(t, st)
+	_, err = vault.Open(ctx, recoverCfg(st, "olga", codes[0], "newer"))
 	assert.ErrorIs(t, err, vault.ErrRecoveryCodeUsed)
 	assert.ErrorIs(t, err, vault.ErrTampered)
 	assert.Equal(t, snap, snapshot(t, st), "nothing written")
+	_, err = st.Put(ctx, keyring, entryAfter.Value)
+	require.NoError(t, err)
 	openPerson(t, personCfg(st, "olga", "new"))
+}
+
+// TestRecoveryCodesAfterARenewalElsewhere: a handle opened before its
+// person's secret changed on another handle holds the key pair the change
+// replaced: it issues no codes for it (ErrNoAccess, nothing written: open
+// again), and a handle opened with the new secret does, whose codes open.
+func TestRecoveryCodesAfterARenewalElsewhere(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	stale := openPerson(t, personCfg(st, "olga", "o"))
+	other := openPerson(t, personCfg(st, "olga", "o"))
+	require.NoError(t, other.ChangeSecret(ctx, []byte("o"), []byte("o2")))
+	snap := snapshot(t, st)
+	_, err := stale.RecoveryCodes(ctx, 1)
+	require.ErrorIs(t, err, vault.ErrNoAccess)
+	assert.Equal(t, snap, snapshot(t, st), "nothing written")
+	codes, err := openPerson(t, personCfg(st, "olga", "o2")).RecoveryCodes(ctx, 1)
+	require.NoError(t, err)
+	openPerson(t, recoverCfg(st, "olga", codes[0], "o3"))
 }

@@ -110,10 +110,13 @@ func TestRevokedHandleWritesNothing(t *testing.T) {
 }
 
 // TestStaleHonestHandleWrites: handles opened before changes that leave
-// their person in place (another person granted and revoked, the person's
-// own secret changed on another handle, a rotation, recovery codes issued)
-// keep writing every kind of entry, and the ledger verifies: the guard
-// raises no false refusal.
+// their person in place (another person granted and revoked, a rotation,
+// recovery codes issued, the person's own secret changed on another
+// handle) keep writing every kind of entry, and the ledger verifies: the
+// guard raises no false refusal. A secret change renews the person's key
+// pair: a handle opened before it loads no key made after it (a rotation's
+// next generation: ErrNoAccess, open again), while one opened with the new
+// secret writes on.
 func TestStaleHonestHandleWrites(t *testing.T) {
 	ctx := context.Background()
 	for name, newStore := range numberedStores() {
@@ -129,19 +132,39 @@ func TestStaleHonestHandleWrites(t *testing.T) {
 			if r := olga.Rotation(); r != nil {
 				require.NoError(t, r.Wait(ctx))
 			}
-			require.NoError(t, bobAgain.ChangeSecret(ctx, []byte("b"), []byte("b2")))
 			_, err := bobAgain.RecoveryCodes(ctx, 1)
 			require.NoError(t, err)
-			if st.Capabilities().Transactions {
-				r, err := olga.RotateKeys(ctx)
-				require.NoError(t, err)
-				require.NoError(t, r.Wait(ctx))
+			rotate := func() {
+				if st.Capabilities().Transactions {
+					r, err := olga.RotateKeys(ctx)
+					require.NoError(t, err)
+					require.NoError(t, r.Wait(ctx))
+				}
 			}
+			rotate()
 			for what, err := range staleWrites(ctx, t, bob, "stale") {
 				assert.NoError(t, err, "bob's stale handle: %s", what)
 			}
 			for what, err := range staleWrites(ctx, t, olga, "olga") {
 				assert.NoError(t, err, "olga: %s", what)
+			}
+			require.NoError(t, bobAgain.ChangeSecret(ctx, []byte("b"), []byte("b2")))
+			for what, err := range staleWrites(ctx, t, bob, "renewed") {
+				assert.NoError(t, err, "bob's stale handle after his secret change: %s", what)
+			}
+			rotate()
+			err = vault.CollectionOf[Note](bob, "notes").Put(ctx, "n-rotated", Note{Text: "after"})
+			if st.Capabilities().Transactions {
+				assert.ErrorIs(t, err, vault.ErrNoAccess, "a key made after the renewal")
+				assert.NotErrorIs(t, err, vault.ErrTampered)
+			} else {
+				assert.NoError(t, err)
+			}
+			for what, err := range staleWrites(ctx, t, bobAgain, "again") {
+				assert.NoError(t, err, "bob's handle that changed the secret: %s", what)
+			}
+			for what, err := range staleWrites(ctx, t, openPerson(t, personCfg(st, "bob", "b2")), "new") {
+				assert.NoError(t, err, "bob's handle opened with the new secret: %s", what)
 			}
 			verified(t, olga)
 		})

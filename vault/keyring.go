@@ -2,6 +2,7 @@ package vault
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"math"
@@ -68,8 +69,14 @@ const (
 // crypto.EnvelopeVersion (1), never with 'N'.
 const keyringMagic = "NOYK"
 
-// keyringVersion is the layout version written after the magic.
-const keyringVersion = 2
+// keyringVersion is the layout version written after the magic for an
+// entry whose box key pair is the one its grant names; keyringRenewedVersion
+// for one whose person renewed it since (see renew.go), which adds the
+// grant's box public key and the renewal's signature.
+const (
+	keyringVersion        = 2
+	keyringRenewedVersion = 3
+)
 
 // Limits of the keyring layout, checked before anything is allocated.
 const (
@@ -106,6 +113,11 @@ type wrappedCol struct {
 //	uvarint count, (string collection, uvarint generation, bytes wrapped key)...
 //	bytes signing key seed, wrapped
 //	bytes granter's signature of the grant statement
+//	version 3 only: bytes the grant's box public key (X25519), bytes the
+//	    person's signature of the renewal statement (renew.go), both empty
+//	    when an owner granted the renewed key since,
+//	    uvarint count, (bytes public key, bytes private key wrapped for the
+//	    box public key)...: the person's earlier box key pairs
 //	uvarint MAC generation, bytes MAC (HMAC-SHA256 of all that precedes)
 //
 // Data keys, collection keys and the signing seed are wrapped for the box
@@ -132,8 +144,36 @@ type keyringEntry struct {
 	colKeys     []wrappedCol
 	signPriv    []byte
 	grantSig    []byte
-	macGen      uint64
-	mac         []byte
+	// grantBox is the box public key the grant statement names when the
+	// person renewed their key pair since (boxPub is then the new one,
+	// and renewSig their signature of it); nil when not renewed.
+	grantBox []byte
+	renewSig []byte
+	// prev are the person's box key pairs before renewals, their private
+	// keys wrapped for boxPub: a wrap a rotation made for an earlier key
+	// pair, before it saw the renewal, merged into the entry by a sync
+	// (keyring_merge.go), still opens.
+	prev   []prevBox
+	macGen uint64
+	mac    []byte
+}
+
+// prevBox is one of the person's earlier box key pairs: its public key and
+// its private key wrapped for the entry's current box public key.
+type prevBox struct {
+	pub, key []byte
+}
+
+// prevPurpose is the purpose of the wrap of the earlier box private key
+// whose public key is pub.
+func prevPurpose(pub []byte) string { return "box/prev/" + hex.EncodeToString(pub) }
+
+// grantBoxKey is the box public key e's grant statement names.
+func (e *keyringEntry) grantBoxKey() []byte {
+	if e.grantBox != nil {
+		return e.grantBox
+	}
+	return e.boxPub
 }
 
 // isKeyringV2 reports whether b is a keyring entry of version 2 or later
@@ -142,7 +182,11 @@ func isKeyringV2(b []byte) bool { return bytes.HasPrefix(b, []byte(keyringMagic)
 
 // body returns the encoding of e up to, not including, its MAC.
 func (e *keyringEntry) body() []byte {
-	b := append([]byte(keyringMagic), keyringVersion)
+	version := byte(keyringVersion)
+	if e.renewSig != nil || len(e.prev) > 0 {
+		version = keyringRenewedVersion
+	}
+	b := append([]byte(keyringMagic), version)
 	b = codec.AppendString(b, e.user)
 	b = codec.AppendUvarint(b, e.serial)
 	b = append(b, byte(e.role))
@@ -176,13 +220,32 @@ func (e *keyringEntry) body() []byte {
 	}
 	b = codec.AppendBytes(b, e.signPriv)
 	b = codec.AppendBytes(b, e.grantSig)
+	if version == keyringRenewedVersion {
+		b = codec.AppendBytes(b, e.grantBox)
+		b = codec.AppendBytes(b, e.renewSig)
+		b = codec.AppendUvarint(b, uint64(len(e.prev)))
+		for _, p := range e.prev {
+			b = codec.AppendBytes(b, p.pub)
+			b = codec.AppendBytes(b, p.key)
+		}
+	}
 	return codec.AppendUvarint(b, e.macGen)
 }
 
 // encode returns the whole entry, MAC included.
 func (e *keyringEntry) encode() []byte { return codec.AppendBytes(e.body(), e.mac) }
 
-// decodeKeyring reads a version 2 entry. It checks the layout only, not the
+// keyringLayoutVersion reads the layout version of an entry (after the magic):
+// 2 or 3, anything else fails r.
+func keyringLayoutVersion(r *codec.Reader) byte {
+	v := r.Byte()
+	if r.Err() == nil && v != keyringVersion && v != keyringRenewedVersion {
+		r.Failf("unknown version %d", v)
+	}
+	return v
+}
+
+// decodeKeyring reads a version 2 or 3 entry. It checks the layout only, not the
 // MAC (see keyMAC); a bad layout is a *codec.Error (matching ErrCorrupt),
 // which callers report as tampering.
 func decodeKeyring(b []byte) (*keyringEntry, error) {
@@ -190,7 +253,7 @@ func decodeKeyring(b []byte) (*keyringEntry, error) {
 		return nil, &codec.Error{Why: "not a keyring entry of version 2"}
 	}
 	r := codec.NewReader(b[len(keyringMagic):])
-	r.Version(keyringVersion)
+	version := keyringLayoutVersion(&r)
 	e := &keyringEntry{}
 	e.user = r.String(maxKeyringName)
 	e.serial = r.Uvarint()
@@ -228,6 +291,26 @@ func decodeKeyring(b []byte) (*keyringEntry, error) {
 	}
 	e.signPriv = r.Bytes(maxKeyringWrapped)
 	e.grantSig = r.Bytes(crypto.SignatureSize)
+	if version == keyringRenewedVersion {
+		e.grantBox = r.Bytes(crypto.PublicKeySize)
+		e.renewSig = r.Bytes(crypto.SignatureSize)
+		switch {
+		case r.Err() != nil:
+		case len(e.grantBox) == 0 && len(e.renewSig) == 0:
+			// Not renewed since the last grant (an owner's grant since
+			// names the current key), with earlier key pairs kept.
+			e.grantBox, e.renewSig = nil, nil
+		case len(e.grantBox) != crypto.PublicKeySize || len(e.renewSig) != crypto.SignatureSize:
+			r.Fail("renewal of the wrong size")
+		}
+		n = r.Count(maxKeyringList, 2)
+		for range n {
+			e.prev = append(e.prev, prevBox{pub: r.Bytes(crypto.PublicKeySize), key: r.Bytes(maxKeyringWrapped)})
+		}
+		if r.Err() == nil && e.renewSig == nil && len(e.prev) == 0 {
+			r.Fail("version 3 holding nothing of it")
+		}
+	}
 	e.macGen = r.Uvarint()
 	e.mac = r.Bytes(64)
 	if err := r.End(); err != nil {
@@ -249,6 +332,10 @@ func (e *keyringEntry) check() error {
 		return bad("revoked entries, and only they, hold no lock")
 	case e.lock == lockSecret && len(e.salt) != crypto.SaltSize:
 		return bad("salt length")
+	case e.renewSig != nil && (e.lock == lockIdentity || bytes.Equal(e.grantBox, e.boxPub)):
+		return bad("a renewal of a key pair the person does not hold, or to the same key")
+	case len(e.prev) > 0 && e.lock == lockIdentity:
+		return bad("earlier key pairs of a person who holds their own")
 	case !slices.IsSorted(e.collections) || len(slices.Compact(slices.Clone(e.collections))) != len(e.collections):
 		return bad("collections not sorted and unique")
 	case !slices.IsSortedFunc(e.gens, func(a, b wrappedGen) int { return cmpU(a.gen, b.gen) }):
@@ -280,7 +367,7 @@ func keyringSerial(b []byte) uint64 {
 		return 0
 	}
 	r := codec.NewReader(b[len(keyringMagic):])
-	r.Version(keyringVersion)
+	keyringLayoutVersion(&r)
 	r.String(maxKeyringName)
 	s := r.Uvarint()
 	if r.Err() != nil {
@@ -317,7 +404,7 @@ func keyringNewer(src, dst []byte) bool {
 // keeps the grant it revokes.
 func sameGrantStatement(a, b *keyringEntry) bool {
 	return a.user == b.user && a.role == b.role && a.grantedBy == b.grantedBy && a.grantedAt == b.grantedAt &&
-		slices.Equal(a.collections, b.collections) && bytes.Equal(a.boxPub, b.boxPub) &&
+		slices.Equal(a.collections, b.collections) && bytes.Equal(a.grantBoxKey(), b.grantBoxKey()) &&
 		bytes.Equal(a.signPub, b.signPub) && bytes.Equal(a.grantSig, b.grantSig)
 }
 
@@ -343,7 +430,9 @@ func keyMAC(dk *crypto.Key, vaultName string, header []byte, body []byte) []byte
 }
 
 // grantStatement is what the granter signs: who was given which role, by
-// whom, when, with which public keys, in which vault.
+// whom, when, with which public keys, in which vault. The box public key
+// is the one of the grant (grantBoxKey): a renewal since changes boxPub,
+// not what the granter signed.
 func grantStatement(vaultName string, header []byte, e *keyringEntry) []byte {
 	b := codec.AppendString(nil, "noydb grant v1")
 	b = codec.AppendString(b, vaultName)
@@ -356,7 +445,7 @@ func grantStatement(vaultName string, header []byte, e *keyringEntry) []byte {
 	for _, c := range e.collections {
 		b = codec.AppendString(b, c)
 	}
-	b = codec.AppendBytes(b, e.boxPub)
+	b = codec.AppendBytes(b, e.grantBoxKey())
 	return codec.AppendBytes(b, e.signPub)
 }
 
@@ -372,6 +461,9 @@ func (e *keyringEntry) verify(dk *crypto.Key, vaultName, user string, header []b
 	}
 	if !crypto.EqualMAC(e.mac, keyMAC(dk, vaultName, header, e.body())) {
 		return fmt.Errorf("keyring entry of %q: %w", user, ErrTampered)
+	}
+	if e.renewSig != nil && !crypto.VerifySignature(e.signPub, renewalStatement(vaultName, header, e), e.renewSig) {
+		return fmt.Errorf("keyring entry of %q: renewal of the box key not signed by the person: %w", user, ErrTampered)
 	}
 	return nil
 }

@@ -29,6 +29,10 @@ func normalized(e *keyringEntry) keyringEntry {
 	}
 	n.boxPub, n.signPub, n.salt, n.boxPriv, n.signPriv, n.grantSig, n.mac =
 		nb(n.boxPub), nb(n.signPub), nb(n.salt), nb(n.boxPriv), nb(n.signPriv), nb(n.grantSig), nb(n.mac)
+	n.grantBox, n.renewSig = nb(n.grantBox), nb(n.renewSig)
+	if len(n.prev) == 0 {
+		n.prev = nil
+	}
 	if len(n.collections) == 0 {
 		n.collections = nil
 	}
@@ -95,7 +99,17 @@ func TestKeyringLayoutVectors(t *testing.T) {
 	extremes.kdf = crypto.KDFParams{Time: math.MaxUint32, MemoryKiB: math.MaxUint32, Threads: math.MaxUint8}
 	extremes.gens = []wrappedGen{{gen: 0, key: nil}, {gen: math.MaxUint64, key: b(maxKeyringWrapped, 22)}}
 	extremes.macGen = math.MaxUint64
+	renewed := secret
+	renewed.user, renewed.grantBox, renewed.renewSig = "will", b(32, 23), b(64, 24)
+	renewed.prev = []prevBox{{pub: b(32, 23), key: b(105, 27)}, {pub: b(32, 28), key: b(105, 29)}}
+	regranted := secret // renewed, then granted again by an owner: earlier key pairs only
+	regranted.user, regranted.prev = "lena", []prevBox{{pub: b(32, 30), key: b(105, 31)}}
+	renewedRevoked := revoked
+	renewedRevoked.grantBox, renewedRevoked.renewSig = b(32, 25), b(64, 26)
 	codectest.Check(t, "testdata/keyring_layouts.json", []codectest.Case{
+		cs("renewed (version 3)", renewed),
+		cs("renewed, revoked (version 3)", renewedRevoked),
+		cs("granted again after a renewal (version 3)", regranted),
 		cs("secret owner", secret),
 		cs("identity reader", identity),
 		cs("revoked", revoked),
@@ -123,6 +137,15 @@ func TestKeyringRefusals(t *testing.T) {
 			e.collections, e.colKeys = []string{"a"}, []wrappedCol{{name: "b", gen: 2}}
 		},
 		"collection key, no limit": func(e *keyringEntry) { e.colKeys = []wrappedCol{{name: "a", gen: 2}} },
+		"renewal of an identity": func(e *keyringEntry) {
+			e.grantBox, e.renewSig = bytes.Repeat([]byte{1}, 32), make([]byte, 64)
+		},
+		"earlier key pairs of an identity": func(e *keyringEntry) {
+			e.prev = []prevBox{{pub: make([]byte, 32), key: make([]byte, 8)}}
+		},
+		"renewal to the same key": func(e *keyringEntry) {
+			e.lock, e.salt, e.grantBox, e.renewSig = lockSecret, make([]byte, 16), make([]byte, 32), make([]byte, 64)
+		},
 	} {
 		e := good
 		mut(&e)

@@ -86,6 +86,14 @@ func mergeKeyring(dk *crypto.Key, vaultName string, header []byte, a, b []byte) 
 	default:
 		donor, other = eb, ea
 	}
+	if !donor.opens(other.boxPub) {
+		// The other's wraps are for a key pair the donor does not hold
+		// (two renewals racing): merged only when it adds none.
+		if !containsAll(genSet(donor), genSet(other)) {
+			return nil
+		}
+		other = &keyringEntry{}
+	}
 	m := *donor
 	m.serial = max(ea.serial, eb.serial) + 1
 	gd := genSet(donor)
@@ -136,12 +144,19 @@ func losesGenerations(src, dst []byte) bool {
 	return sameGrant(es, ed) && !es.revoked && !ed.revoked && !containsAll(genSet(es), genSet(ed))
 }
 
+// opens reports whether e holds the private key of the box public key
+// pub: its current one, or an earlier one (prev).
+func (e *keyringEntry) opens(pub []byte) bool {
+	return bytes.Equal(e.boxPub, pub) || slices.ContainsFunc(e.prev, func(p prevBox) bool { return bytes.Equal(p.pub, pub) })
+}
+
 // sameGrant reports whether a and b are entries of the same grant: what
 // the granter signed (grantStatement), the lock's kind and the MAC's
-// generation are the same.
+// generation are the same. Their box keys may differ: a renewal keeps
+// the grant (renew.go).
 func sameGrant(a, b *keyringEntry) bool {
 	return a.user == b.user && a.role == b.role && a.grantedBy == b.grantedBy && a.grantedAt == b.grantedAt &&
-		slices.Equal(a.collections, b.collections) && bytes.Equal(a.boxPub, b.boxPub) &&
+		slices.Equal(a.collections, b.collections) && bytes.Equal(a.grantBoxKey(), b.grantBoxKey()) &&
 		bytes.Equal(a.signPub, b.signPub) && bytes.Equal(a.grantSig, b.grantSig) &&
 		a.lock == b.lock && a.macGen == b.macGen
 }

@@ -455,8 +455,8 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 		}
 		*tomb = keyringEntry{
 			user: user, serial: e.serial + 1, role: e.role, revoked: true, grantedBy: e.grantedBy,
-			grantedAt: e.grantedAt, collections: e.collections, boxPub: e.boxPub, signPub: e.signPub,
-			grantSig: e.grantSig, macGen: 1,
+			grantedAt: e.grantedAt, collections: e.collections, boxPub: e.grantBoxKey(), signPub: e.signPub,
+			grantSig: e.grantSig, macGen: 1, // the grant as signed: a renewal since is dropped with the keys
 		}
 	}
 	if tomb.role == RoleOwner && cerr == nil {
@@ -519,6 +519,15 @@ func (v *Vault) activeOwners(ctx context.Context) (int, error) {
 // (or ledger.KeyringUpgraded) entry; every role may change its own secret.
 // A person who opens with an identity has no secret to change
 // (ErrInvalidArgument).
+//
+// The change also gives the person a new X25519 key pair and re-wraps for
+// it everything their keyring entry holds, and their live recovery codes
+// get its private key (see renew.go): the old secret, with a copy of the
+// store from before, opens nothing made afterwards. An identity derived
+// from the old secret (DeriveIdentity) stops opening; derive it again.
+// Another handle of the person opened before the change keeps working
+// with what it holds, but a generation that a rotation makes afterwards
+// reaches it as an error matching ErrNoAccess: open it again.
 func (v *Vault) ChangeSecret(ctx context.Context, old, new []byte) error {
 	if err := v.changeSecret(ctx, old, new); err != nil {
 		return fmt.Errorf("change secret of %q: %w", v.user, err)
@@ -560,7 +569,7 @@ func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) e
 	}
 	defer v.exit()
 	key := v.prefix + keyringPrefix + v.user
-	old, err := v.me.store.Get(ctx, key)
+	cur, err := v.me.store.Get(ctx, key)
 	if errors.Is(err, stores.ErrNotFound) {
 		return fmt.Errorf("user %q: %w", v.user, ErrNoAccess)
 	}
@@ -571,10 +580,10 @@ func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) e
 	if err != nil {
 		return fmt.Errorf("vault header: %w", err)
 	}
-	if !isKeyringV2(old.Value) {
-		return v.upgrade(ctx, key, old, h, oldSecret, newSecret)
+	if !isKeyringV2(cur.Value) {
+		return v.upgrade(ctx, key, cur, h, oldSecret, newSecret)
 	}
-	e, err := v.readEntry(v.user, old.Value)
+	e, err := v.readEntry(v.user, cur.Value)
 	if err != nil {
 		return err
 	}
@@ -590,13 +599,19 @@ func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) e
 	if err != nil {
 		return err
 	}
-	ad := wrapAD(v.name, v.user, v.me.header, "box")
-	box, err := crypto.UnwrapKey(kek, e.boxPriv, ad)
+	ad := func(p string) []byte { return wrapAD(v.name, v.user, v.me.header, p) }
+	box, err := crypto.UnwrapKey(kek, e.boxPriv, ad("box"))
 	kek.Wipe()
 	if err != nil {
 		return ErrWrongSecret
 	}
-	defer box.Wipe()
+	old := crypto.IdentityFromKey(box)
+	defer old.Wipe()
+	seed, err := crypto.UnwrapKeyWith(old, e.signPriv, ad("sign"))
+	if err != nil {
+		return fmt.Errorf("keyring entry of %q: signing key: %w", v.user, ErrTampered)
+	}
+	defer seed.Wipe()
 	salt := make([]byte, crypto.SaltSize)
 	if _, err := rand.Read(salt); err != nil {
 		return err
@@ -606,19 +621,35 @@ func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) e
 		return err
 	}
 	defer nkek.Wipe()
-	ne := *e
-	ne.serial, ne.salt = e.serial+1, salt
-	if ne.boxPriv, err = crypto.WrapKey(nkek, box, ad); err != nil {
+	// A new key pair, everything the person holds re-wrapped for it, and
+	// the person's live recovery codes given its private key (renew.go).
+	ren, err := e.renew(v.name, v.me.header, old, seed, nkek, salt)
+	if err != nil {
+		return closedIfWiped(err)
+	}
+	ren.entry.seal(v.dk, v.name, v.me.header)
+	val := ren.entry.encode()
+	ws := []entryWrite{{key: key, old: cur, val: val}}
+	rit, r, err := v.readRecovery(ctx)
+	if err != nil {
+		ren.box.Wipe()
 		return err
 	}
-	ne.seal(v.dk, v.name, v.me.header)
-	val := ne.encode()
-	if err := v.writePeople(ctx, key, old, val, ledger.Entry{Kind: ledger.SecretChanged, ID: v.user, CipherHash: hashOf(val)}); err != nil {
+	if r != nil && bytes.Equal(r.boxPub, e.boxPub) {
+		nr, err := r.renewed(v.name, v.me.header, ren.entry.boxPub, ren.box.Key())
+		if err != nil {
+			ren.box.Wipe()
+			return closedIfWiped(err)
+		}
+		nr.seal(v.dk, v.name, v.me.header)
+		ws = append(ws, entryWrite{key: v.recoveryKey(), old: rit, val: nr.encode()})
+	}
+	err = v.writeEntries(ctx, ws, ledger.Entry{Kind: ledger.SecretChanged, ID: v.user, CipherHash: hashOf(val)}, errPeopleChanged)
+	if err != nil {
+		ren.box.Wipe()
 		return err
 	}
-	v.me.mu.Lock()
-	v.me.entry = &ne
-	v.me.mu.Unlock()
+	v.me.renewed(ren)
 	return nil
 }
 
@@ -868,6 +899,10 @@ func (v *Vault) setCollections(ctx context.Context, user string, collections []s
 	}
 	ne := *e
 	ne.serial, ne.collections, ne.grantedBy, ne.grantedAt = e.serial+1, cols, v.user, time.Now().UnixNano()
+	// The new grant names the person's current box key (a renewal of it
+	// since the last grant, checked when the entry was read, is folded
+	// in); the earlier key pairs stay (prev, see renew.go).
+	ne.grantBox, ne.renewSig = nil, nil
 	if err := ne.rewrap(v.name, v.me.header, e, held); err != nil {
 		return closedIfWiped(err)
 	}

@@ -26,9 +26,13 @@ type member struct {
 	box    *crypto.Identity
 	ownBox bool
 
-	mu   sync.Mutex // guards what follows, changed by people calls
-	role Role
-	seed *crypto.Key // the signing key; nil for a version 1 entry
+	mu sync.Mutex // guards what follows, changed by people calls
+	// retired are the box identities this handle held before renewing its
+	// person's key pair (renew.go): an entry the store still serves from
+	// before the renewal is unwrapped with them. Wiped with the member.
+	retired []retiredBox
+	role    Role
+	seed    *crypto.Key // the signing key; nil for a version 1 entry
 	// recovery is what an open with a recovery code still writes (recovery.go).
 	recovery *pendingRecovery
 	entry    *keyringEntry // nil for a version 1 entry
@@ -60,6 +64,46 @@ func (m *member) wipeSigner() {
 	if m.box != nil && m.ownBox {
 		m.box.Wipe()
 	}
+	for _, r := range m.retired {
+		r.id.Wipe()
+	}
+}
+
+// retiredBox is a box identity of the person before a renewal, with its
+// public key.
+type retiredBox struct {
+	pub []byte
+	id  *crypto.Identity
+}
+
+// boxFor returns the box identity of the handle that unwraps what an entry
+// with box public key pub holds: the current one, or one retired by a
+// renewal of this handle. ok is false when it is neither: the person's key
+// pair was renewed elsewhere (another handle or device) since the handle
+// opened.
+func (m *member) boxFor(pub []byte) (*crypto.Identity, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.retired {
+		if bytes.Equal(r.pub, pub) {
+			return r.id, true
+		}
+	}
+	if m.entry != nil && !bytes.Equal(m.entry.boxPub, pub) {
+		return m.box, false
+	}
+	return m.box, true
+}
+
+// renewed makes r the handle's person's entry and box identity, retiring
+// the one before (the caller holds no lock).
+func (m *member) renewed(r renewal) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.box != nil && m.ownBox && m.entry != nil {
+		m.retired = append(m.retired, retiredBox{pub: m.entry.boxPub, id: m.box})
+	}
+	m.entry, m.box, m.ownBox = r.entry, r.box, true
 }
 
 // unlockEntry opens the keyring entry (layout version 2) of cfg.User with
@@ -130,7 +174,6 @@ func unlockEntry(ctx context.Context, cfg Config, prefix string, header, raw []b
 // member's to keep and wipe (a secret's or a recovery code's), else the
 // caller's (Config.Identity). On failure an own box is wiped.
 func unlockWithBox(ctx context.Context, cfg Config, prefix string, header []byte, e *keyringEntry, box *crypto.Identity, ownBox bool) (*member, error) {
-	ad := func(p string) []byte { return wrapAD(cfg.Name, cfg.User, header, p) }
 	gens := make(map[uint64]*crypto.Key, len(e.gens))
 	cols := make(map[colGen]*crypto.Key, len(e.colKeys))
 	fail := func(err error) (*member, error) {
@@ -146,14 +189,14 @@ func unlockWithBox(ctx context.Context, cfg Config, prefix string, header []byte
 		return nil, err
 	}
 	for _, g := range e.gens {
-		k, err := crypto.UnwrapKeyWith(box, g.key, ad(genPurpose(g.gen)))
+		k, err := e.unwrap(cfg.Name, header, box, g.key, genPurpose(g.gen))
 		if err != nil {
 			return fail(fmt.Errorf("keyring entry of %q: data key of generation %d: %w", cfg.User, g.gen, ErrTampered))
 		}
 		gens[g.gen] = k
 	}
 	for _, c := range e.colKeys {
-		k, err := crypto.UnwrapKeyWith(box, c.key, ad(colPurpose(c.gen, c.name)))
+		k, err := e.unwrap(cfg.Name, header, box, c.key, colPurpose(c.gen, c.name))
 		if err != nil {
 			return fail(fmt.Errorf("keyring entry of %q: key of collection %q, generation %d: %w", cfg.User, c.name, c.gen, ErrTampered))
 		}
@@ -169,7 +212,7 @@ func unlockWithBox(ctx context.Context, cfg Config, prefix string, header []byte
 		return nil, err
 	}
 	var err error
-	if m.seed, err = crypto.UnwrapKeyWith(box, e.signPriv, ad("sign")); err != nil {
+	if m.seed, err = e.unwrap(cfg.Name, header, box, e.signPriv, "sign"); err != nil {
 		m.wipe()
 		return nil, fmt.Errorf("keyring entry of %q: signing key: %w", cfg.User, ErrTampered)
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/codec"
@@ -37,42 +38,72 @@ const MaxRecoveryCodes = 16
 const (
 	recoveryPrefix  = "_recovery/"
 	recoveryMagic   = "NOYR"
-	recoveryVersion = 1
+	recoveryVersion = 2
 	recoveryIDSize  = 16
 )
 
+// How an unused code holds the person's private key.
+const (
+	// slotDirect: the code's key wraps the person's X25519 private key
+	// itself (every code of layout version 1). A renewal of the key pair
+	// cannot re-wrap it without the code, so it drops such a code.
+	slotDirect byte = 1
+	// slotKeyPair: the code's key wraps an X25519 key pair of the code's
+	// own, for whose public key the person's private key is wrapped; a
+	// renewal re-wraps the new private key for it (renew.go).
+	slotKeyPair byte = 2
+)
+
 // recoverySlot is one issued code: its id (a hash of the code), whether it
-// was used, and, while unused, the person's X25519 private key wrapped by
-// a key derived from the code (salt and cost of its own).
+// was used, and, while unused, the key derived from the code (salt and
+// cost of its own) and what it opens: the person's X25519 private key
+// (box), wrapped directly by the code's key (slotDirect) or for the
+// code's own public key pub, whose private key the code's key wraps (key).
 type recoverySlot struct {
 	id   []byte
 	used bool
 	salt []byte
 	kdf  crypto.KDFParams
+	form byte
+	key  []byte
+	pub  []byte
 	box  []byte
 }
 
 // recoveryEntry is a person's set of recovery codes, stored at
-// prefix + "_recovery/" + user (layout version 1):
+// prefix + "_recovery/" + user (layout version 2):
 //
-//	"NOYR" [1] version (1)
+//	"NOYR" [1] version (2)
 //	string user
 //	uvarint serial      (raised by every change; sync keeps the highest)
 //	bytes box public key (the keyring entry's the codes unlock)
 //	uvarint count, per code: bytes id, bool used,
-//	    unused only: bytes salt, uvarint time, memory KiB, threads, bytes wrapped box key
+//	    unused only: bytes salt, uvarint time, memory KiB, threads, [1] form,
+//	        form 1 (slotDirect): bytes box private key wrapped by the code's key
+//	        form 2 (slotKeyPair): bytes the code's private key wrapped by the
+//	            code's key, bytes its public key, bytes the box private key
+//	            wrapped for it
 //	bytes MAC (of all that precedes, by a key derived from the data key,
 //	    bound to the vault and header)
+//
+// Layout version 1 had no form byte: each unused code was of form 1. It
+// is read still, and an entry read in it is written back in it (version
+// 1); every change writes version 2.
 type recoveryEntry struct {
-	user   string
-	serial uint64
-	boxPub []byte
-	slots  []recoverySlot
-	mac    []byte
+	version byte // 0: the current layout; 1: layout version 1, as read
+	user    string
+	serial  uint64
+	boxPub  []byte
+	slots   []recoverySlot
+	mac     []byte
 }
 
 func (r *recoveryEntry) body() []byte {
-	b := append([]byte(recoveryMagic), recoveryVersion)
+	version := byte(recoveryVersion)
+	if r.version == 1 {
+		version = 1
+	}
+	b := append([]byte(recoveryMagic), version)
 	b = codec.AppendString(b, r.user)
 	b = codec.AppendUvarint(b, r.serial)
 	b = codec.AppendBytes(b, r.boxPub)
@@ -85,6 +116,13 @@ func (r *recoveryEntry) body() []byte {
 			b = codec.AppendUvarint(b, uint64(s.kdf.Time))
 			b = codec.AppendUvarint(b, uint64(s.kdf.MemoryKiB))
 			b = codec.AppendUvarint(b, uint64(s.kdf.Threads))
+			if version > 1 {
+				b = append(b, s.form)
+			}
+			if version > 1 && s.form == slotKeyPair {
+				b = codec.AppendBytes(b, s.key)
+				b = codec.AppendBytes(b, s.pub)
+			}
 			b = codec.AppendBytes(b, s.box)
 		}
 	}
@@ -98,8 +136,14 @@ func decodeRecovery(b []byte) (*recoveryEntry, error) {
 		return nil, &codec.Error{Why: "not a recovery entry"}
 	}
 	rd := codec.NewReader(b[len(recoveryMagic):])
-	rd.Version(recoveryVersion)
+	version := rd.Byte()
+	if rd.Err() == nil && version != 1 && version != recoveryVersion {
+		rd.Failf("unknown version %d", version)
+	}
 	r := &recoveryEntry{user: rd.String(maxKeyringName), serial: rd.Uvarint(), boxPub: rd.Bytes(crypto.PublicKeySize)}
+	if version == 1 {
+		r.version = 1
+	}
 	n := rd.Count(MaxRecoveryCodes*maxKeyringList, 2)
 	for range n {
 		s := recoverySlot{id: rd.Bytes(recoveryIDSize), used: rd.Bool()}
@@ -110,6 +154,18 @@ func decodeRecovery(b []byte) (*recoveryEntry, error) {
 				rd.Fail("key derivation cost out of range")
 			}
 			s.kdf = crypto.KDFParams{Time: uint32(tm), MemoryKiB: uint32(mem), Threads: uint8(th)}
+			s.form = slotDirect
+			if version > 1 {
+				s.form = rd.Byte()
+			}
+			switch s.form {
+			case slotDirect:
+			case slotKeyPair:
+				s.key = rd.Bytes(maxKeyringWrapped)
+				s.pub = rd.Bytes(crypto.PublicKeySize)
+			default:
+				rd.Failf("unknown form %d", s.form)
+			}
 			s.box = rd.Bytes(maxKeyringWrapped)
 		}
 		r.slots = append(r.slots, s)
@@ -159,6 +215,71 @@ func recoveryID(code []byte) []byte {
 
 func recoveryPurpose(id []byte) string { return "recovery/" + hex.EncodeToString(id) }
 
+// recoveryBoxPurpose is the purpose of the wrap of the person's private
+// key for the public key of the code of id (slotKeyPair).
+func recoveryBoxPurpose(id []byte) string { return "recovery-box/" + hex.EncodeToString(id) }
+
+// newSlot returns the slot of a code whose key is kek: a key pair of the
+// code's own, its private key wrapped by kek, and the person's private
+// key box wrapped for its public key.
+func newSlot(vaultName, user string, header, id, salt []byte, kdf crypto.KDFParams, kek, box *crypto.Key) (recoverySlot, error) {
+	sid, err := crypto.GenerateIdentity()
+	if err != nil {
+		return recoverySlot{}, err
+	}
+	defer sid.Wipe()
+	s := recoverySlot{id: id, salt: salt, kdf: kdf, form: slotKeyPair}
+	if s.pub, err = sid.PublicKey(); err != nil {
+		return recoverySlot{}, err
+	}
+	if s.key, err = crypto.WrapKey(kek, sid.Key(), wrapAD(vaultName, user, header, recoveryPurpose(id))); err != nil {
+		return recoverySlot{}, err
+	}
+	if s.box, err = crypto.WrapKeyTo(s.pub, box, wrapAD(vaultName, user, header, recoveryBoxPurpose(id))); err != nil {
+		return recoverySlot{}, err
+	}
+	return s, nil
+}
+
+// open returns the person's private key the slot holds, with kek, the
+// key derived from its code; an error when it does not open.
+func (s recoverySlot) open(vaultName, user string, header []byte, kek *crypto.Key) (*crypto.Key, error) {
+	ad := func(p string) []byte { return wrapAD(vaultName, user, header, p) }
+	if s.form == slotDirect {
+		return crypto.UnwrapKey(kek, s.box, ad(recoveryPurpose(s.id)))
+	}
+	sk, err := crypto.UnwrapKey(kek, s.key, ad(recoveryPurpose(s.id)))
+	if err != nil {
+		return nil, err
+	}
+	sid := crypto.IdentityFromKey(sk)
+	defer sid.Wipe()
+	return crypto.UnwrapKeyWith(sid, s.box, ad(recoveryBoxPurpose(s.id)))
+}
+
+// renewed returns r for the person's renewed key pair (renew.go): the
+// private key box (public key pub) wrapped for each unused code's own
+// public key. An unused code of form slotDirect, which only its code
+// could re-wrap, is dropped: it stops working (its holder gets
+// ErrRecoveryCodeRefused). The caller seals the result.
+func (r *recoveryEntry) renewed(vaultName string, header, pub []byte, box *crypto.Key) (*recoveryEntry, error) {
+	nr := &recoveryEntry{user: r.user, serial: r.serial + 1, boxPub: pub}
+	for _, s := range r.slots {
+		switch {
+		case s.used:
+			nr.slots = append(nr.slots, recoverySlot{id: s.id, used: true})
+		case s.form == slotKeyPair:
+			w, err := crypto.WrapKeyTo(s.pub, box, wrapAD(vaultName, r.user, header, recoveryBoxPurpose(s.id)))
+			if err != nil {
+				return nil, err
+			}
+			s.box = w
+			nr.slots = append(nr.slots, s)
+		}
+	}
+	return nr, nil
+}
+
 // deriveRecoveryKey derives the key of a code. It is a variable so that
 // a test can count derivations (a typo must run none).
 var deriveRecoveryKey = crypto.DeriveUserKey
@@ -172,7 +293,12 @@ var deriveRecoveryKey = crypto.DeriveUserKey
 //
 // Each code opens the vault once, as this person, together with a new
 // secret that replaces the current one (Config.RecoveryCode and
-// Config.NewSecret). Codes are the person's own: only a person who opens
+// Config.NewSecret). The codes keep working across the person's secret
+// changes and recoveries, each of which makes them a new key pair (each
+// code holds a key pair of its own, for which the person's current
+// private key is wrapped: renew.go); a code issued by a version that
+// wrapped the private key with the code itself is dropped by the first
+// of them. Codes are the person's own: only a person who opens
 // with a secret issues them, for themselves (an owner cannot issue codes
 // for another person, since that would need the person's private key; an
 // owner helps a person who lost everything by revoking and granting them
@@ -206,6 +332,17 @@ func (v *Vault) recoveryCodes(ctx context.Context, n int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The codes open the key pair this handle holds: one renewed since
+	// by another handle (a secret change, a recovery) is not the entry's.
+	it, err := v.me.store.Get(ctx, v.prefix+keyringPrefix+v.user)
+	if err != nil {
+		return nil, err
+	}
+	if cur, err := v.readEntry(v.user, it.Value); err != nil {
+		return nil, err
+	} else if !bytes.Equal(cur.boxPub, e.boxPub) {
+		return nil, fmt.Errorf("the key pair was renewed (a secret change or a recovery) since this handle opened: open the vault again: %w", errRevokedSince)
+	}
 	old, prev, err := v.readRecovery(ctx)
 	if err != nil {
 		return nil, err
@@ -236,16 +373,16 @@ func (v *Vault) recoveryCodes(ctx context.Context, n int) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := recoverySlot{id: recoveryID(code), salt: make([]byte, crypto.SaltSize), kdf: h.KDF}
-		if _, err := rand.Read(s.salt); err != nil {
+		id, salt := recoveryID(code), make([]byte, crypto.SaltSize)
+		if _, err := rand.Read(salt); err != nil {
 			return nil, err
 		}
-		kek, err := deriveRecoveryKey(code, s.salt, s.kdf)
+		kek, err := deriveRecoveryKey(code, salt, h.KDF)
 		clear(code)
 		if err != nil {
 			return nil, err
 		}
-		s.box, err = crypto.WrapKey(kek, box, wrapAD(v.name, v.user, v.me.header, recoveryPurpose(s.id)))
+		s, err := newSlot(v.name, v.user, v.me.header, id, salt, h.KDF, kek, box)
 		kek.Wipe()
 		if err != nil {
 			return nil, closedIfWiped(err)
@@ -446,7 +583,7 @@ func (o opener) recoverEntry(ctx context.Context, header, raw []byte) (*member, 
 	if err != nil {
 		return nil, err
 	}
-	k, err := crypto.UnwrapKey(kek, s.box, wrapAD(o.cfg.Name, o.cfg.User, header, recoveryPurpose(s.id)))
+	k, err := s.open(o.cfg.Name, o.cfg.User, header, kek)
 	kek.Wipe()
 	if err != nil {
 		return nil, fmt.Errorf("recovery entry of %q: %w", o.cfg.User, ErrTampered)
@@ -470,21 +607,31 @@ func (o opener) recoverEntry(ctx context.Context, header, raw []byte) (*member, 
 		m.wipe()
 		return nil, err
 	}
-	ne := *e
-	ne.serial, ne.salt = e.serial+1, salt
-	ne.boxPriv, err = crypto.WrapKey(nkek, k, wrapAD(o.cfg.Name, o.cfg.User, header, "box"))
+	// A new key pair, everything re-wrapped for it (renew.go): the code
+	// used, and any code or secret not live any more, opens nothing
+	// wrapped for the person from now on.
+	m.mu.Lock()
+	seed := m.seed
+	m.mu.Unlock()
+	ren, err := e.renew(o.cfg.Name, header, m.box, seed, nkek, salt)
 	nkek.Wipe()
 	if err != nil {
 		m.wipe()
 		return nil, err
 	}
+	ne := ren.entry
 	ne.seal(m.dk, o.cfg.Name, header)
-	nr := *r
-	nr.serial++
-	nr.slots = append([]recoverySlot(nil), r.slots...)
-	nr.slots[slot] = recoverySlot{id: s.id, used: true}
+	used := *r
+	used.slots = slices.Clone(r.slots)
+	used.slots[slot] = recoverySlot{id: s.id, used: true}
+	nr, err := used.renewed(o.cfg.Name, header, ne.boxPub, ren.box.Key())
+	if err != nil {
+		ren.box.Wipe()
+		m.wipe()
+		return nil, err
+	}
 	nr.seal(m.dk, o.cfg.Name, header)
-	m.entry = &ne
+	m.renewed(ren)
 	m.recovery = &pendingRecovery{
 		id: s.id,
 		writes: []entryWrite{

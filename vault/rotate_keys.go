@@ -401,7 +401,7 @@ func (m *member) genKeys(cfg Config, prefix string) *genKeys {
 	if m.entry != nil {
 		g.narrow(m.entry.collections)
 	}
-	name, user, header, st, box, dk := cfg.Name, cfg.User, m.header, cfg.Store, m.box, m.dk
+	name, user, header, st, dk := cfg.Name, cfg.User, m.header, cfg.Store, m.dk
 	entry := func(ctx context.Context, what string, tx stores.Tx) (*keyringEntry, error) {
 		var it stores.Item
 		var err error
@@ -442,6 +442,16 @@ func (m *member) genKeys(cfg Config, prefix string) *genKeys {
 		g.follow(e.collections)
 		return e, nil
 	}
+	// box is the identity that unwraps what e holds: the person's key pair
+	// renewed elsewhere since the handle opened leaves it none.
+	box := func(e *keyringEntry) (*crypto.Identity, error) {
+		id, ok := m.boxFor(e.boxPub)
+		if !ok {
+			return nil, fmt.Errorf("user %q renewed their key pair (a secret change or a recovery) since this handle opened: "+
+				"open the vault again: %w", user, errRevokedSince)
+		}
+		return id, nil
+	}
 	g.recheck = func(ctx context.Context) error {
 		_, err := entry(ctx, "collections", nil)
 		return err
@@ -451,12 +461,16 @@ func (m *member) genKeys(cfg Config, prefix string) *genKeys {
 		if err != nil {
 			return nil, err
 		}
+		box, err := box(e)
+		if err != nil {
+			return nil, err
+		}
 		out := map[string]*crypto.Key{}
 		for _, w := range e.colKeys {
 			if w.gen != gen {
 				continue
 			}
-			k, err := crypto.UnwrapKeyWith(box, w.key, wrapAD(name, user, header, colPurpose(gen, w.name)))
+			k, err := e.unwrap(name, header, box, w.key, colPurpose(gen, w.name))
 			if err != nil {
 				for _, k := range out {
 					k.Wipe()
@@ -472,9 +486,13 @@ func (m *member) genKeys(cfg Config, prefix string) *genKeys {
 		if err != nil {
 			return nil, err
 		}
+		box, err := box(e)
+		if err != nil {
+			return nil, err
+		}
 		for _, w := range e.gens {
 			if w.gen == gen {
-				k, err := crypto.UnwrapKeyWith(box, w.key, wrapAD(name, user, header, genPurpose(gen)))
+				k, err := e.unwrap(name, header, box, w.key, genPurpose(gen))
 				if err != nil {
 					return nil, fmt.Errorf("keyring entry of %q: data key of generation %d: %w", user, gen, ErrTampered)
 				}

@@ -19,8 +19,9 @@ import (
 //
 // The identity is as strong as the secret for this one vault and person
 // (another vault, or another person's entry, does not open with it). It
-// stays good after the person's secret changes (ChangeSecret rewraps the
-// same identity) and stops opening once the person is revoked. Keep it
+// stops opening once the person's secret changes or they recover with a
+// code (either makes a new key pair: derive it again with the new secret)
+// and once the person is revoked. Keep it
 // like the secret: it is a typed secret, printed as
 // "crypto.Identity(REDACTED)", and its text form (crypto.EncodeIdentity)
 // must not be logged; Wipe it when done.

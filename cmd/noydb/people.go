@@ -292,6 +292,10 @@ current secret as the new one is otherwise refused (nothing changes).`,
 			if err := v.ChangeSecret(cmd.Context(), old, s); err != nil {
 				return refused(err)
 			}
+			if a.agentID != nil {
+				// The change made a new key pair: the agent's opens no more.
+				fmt.Fprintf(a.io.err, "note: the agent still holds the key of the old secret, which opens no more: run 'noydb unlock' again (or 'noydb lock')\n")
+			}
 			return a.confirm(accessJSON{User: a.user, SecretChanged: true}, "secret of %s in vault %q changed", a.user, a.vaultName)
 		},
 	}

@@ -55,8 +55,14 @@ type entry struct {
 	colKeys     []wrappedCol
 	signPriv    []byte
 	grantSig    []byte
-	macGen      uint64
-	mac         []byte
+	// Layout version 3 (a renewed box key pair, vault/renew.go): the
+	// grant's box key, the person's signature of the renewal, and the
+	// earlier key pairs (public key, private key wrapped for boxPub).
+	grantBox []byte
+	renewSig []byte
+	prev     [][2][]byte
+	macGen   uint64
+	mac      []byte
 }
 
 const (
@@ -71,7 +77,8 @@ func decodeEntry(t testing.TB, b []byte) *entry {
 	t.Helper()
 	require.Equal(t, "NOYK", string(b[:4]))
 	r := codec.NewReader(b[4:])
-	r.Version(2)
+	version := r.Byte()
+	require.Contains(t, []byte{2, 3}, version, "layout version")
 	e := &entry{}
 	e.user = r.String(1 << 10)
 	e.serial = r.Uvarint()
@@ -98,6 +105,12 @@ func decodeEntry(t testing.TB, b []byte) *entry {
 	}
 	e.signPriv = r.Bytes(256)
 	e.grantSig = r.Bytes(64)
+	if version == 3 {
+		e.grantBox, e.renewSig = r.Bytes(64), r.Bytes(64)
+		for range r.Count(1<<12, 2) {
+			e.prev = append(e.prev, [2][]byte{r.Bytes(64), r.Bytes(256)})
+		}
+	}
 	e.macGen = r.Uvarint()
 	e.mac = r.Bytes(64)
 	require.NoError(t, r.End())
@@ -105,7 +118,11 @@ func decodeEntry(t testing.TB, b []byte) *entry {
 }
 
 func (e *entry) body() []byte {
-	b := append([]byte("NOYK"), 2)
+	version := byte(2)
+	if e.renewSig != nil {
+		version = 3
+	}
+	b := append([]byte("NOYK"), version)
 	b = codec.AppendString(b, e.user)
 	b = codec.AppendUvarint(b, e.serial)
 	b = append(b, e.role)
@@ -139,6 +156,15 @@ func (e *entry) body() []byte {
 	}
 	b = codec.AppendBytes(b, e.signPriv)
 	b = codec.AppendBytes(b, e.grantSig)
+	if version == 3 {
+		b = codec.AppendBytes(b, e.grantBox)
+		b = codec.AppendBytes(b, e.renewSig)
+		b = codec.AppendUvarint(b, uint64(len(e.prev)))
+		for _, p := range e.prev {
+			b = codec.AppendBytes(b, p[0])
+			b = codec.AppendBytes(b, p[1])
+		}
+	}
 	return codec.AppendUvarint(b, e.macGen)
 }
 
@@ -157,7 +183,11 @@ func (e *entry) grantStatement(header []byte) []byte {
 	for _, c := range e.collections {
 		b = codec.AppendString(b, c)
 	}
-	b = codec.AppendBytes(b, e.boxPub)
+	if e.grantBox != nil {
+		b = codec.AppendBytes(b, e.grantBox)
+	} else {
+		b = codec.AppendBytes(b, e.boxPub)
+	}
 	return codec.AppendBytes(b, e.signPub)
 }
 
