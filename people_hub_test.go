@@ -2,11 +2,13 @@ package noydb_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/vault"
@@ -100,6 +102,104 @@ func TestDeviceVerifiesAPersonGrantedAgainElsewhere(t *testing.T) {
 			assert.Equal(t, "second grant", n.Text)
 			assert.Equal(t, []string{"person-granted olga guest", "person-revoked olga guest", "person-granted olga guest"},
 				peopleKinds(t, a), "A's ledger")
+		})
+	}
+}
+
+// TestSyncPullsTheWritesOfAPersonGrantedAgainBeforeTheHubLearnsIt: an
+// owner's device revokes a person and grants them again, and the person
+// writes through the hub (their handle's link copies the new keyring
+// entry there) before the owner's next Sync records the new grant on the
+// hub's ledger. The person's entries, signed with a key the hub's ledger
+// has not named yet, are those of a grant it has not recorded, as for a
+// person it never named: every device pulls them and every ledger
+// verifies, whether the revocation reached the hub at once (with its
+// rotation) or travels with that Sync (RevokeWithoutRotation), also when
+// another device syncs in between.
+func TestSyncPullsTheWritesOfAPersonGrantedAgainBeforeTheHubLearnsIt(t *testing.T) {
+	ctx := context.Background()
+	for _, rotate := range []bool{true, false} {
+		for name, newStore := range memAndBadger() {
+			t.Run(fmt.Sprintf("%s/rotation=%v", name, rotate), func(t *testing.T) {
+				hub, devA, devB := newStore(t), newStore(t), newStore(t)
+				a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+				mustSync(t, a)
+				b := openPerson(t, hubPerson(devB, hub, "olga", "o"))
+				require.NoError(t, a.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+				mustSync(t, a)
+				guestTicks := func() {
+					g := openPerson(t, hubPerson(devA, hub, "guest", "g"))
+					q, err := g.Sequence("tick", sequence.Options{})
+					require.NoError(t, err)
+					_, err = q.Next(ctx)
+					require.NoError(t, err)
+					require.NoError(t, g.Close())
+				}
+				guestTicks()
+				var opts []vault.RevokeOption
+				if !rotate {
+					opts = append(opts, vault.RevokeWithoutRotation())
+				}
+				require.NoError(t, a.Revoke(ctx, "guest", opts...))
+				mustSync(t, b)
+				require.NoError(t, a.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+				guestTicks()
+				// B holds the entry the hub's ledger agrees with (the first
+				// grant, or its revocation): its copy must not put it back
+				// over the newer one the guest's handle brought.
+				mustSync(t, b)
+				mustSync(t, a)
+				guestTicks()
+				mustSync(t, a)
+				mustSync(t, b)
+				for dev, v := range map[string]*vault.Vault{"A": a, "B": b, "hub": openPerson(t, personCfg(hub, "olga", "o"))} {
+					t.Run(dev, func(t *testing.T) { verified(t, v) })
+				}
+			})
+		}
+	}
+}
+
+// TestSyncPullsTheWritesOfAPersonWhoWroteBeforeTheirGrantSynced: a person
+// granted on an owner's device writes through the hub (their handle's link
+// brings their keyring entry there) before that device's Sync records the
+// grant on the hub's ledger, and is then revoked and granted again: their
+// first entries are signed with a key the hub's keyring no longer names,
+// which the hub's ledger records later (their grant, then its
+// revocation). Every device pulls them and every ledger verifies.
+func TestSyncPullsTheWritesOfAPersonWhoWroteBeforeTheirGrantSynced(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			hub, devA, devB := newStore(t), newStore(t), newStore(t)
+			a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+			mustSync(t, a)
+			b := openPerson(t, hubPerson(devB, hub, "olga", "o"))
+			guestTicks := func() {
+				g := openPerson(t, hubPerson(devA, hub, "guest", "g"))
+				q, err := g.Sequence("tick", sequence.Options{})
+				require.NoError(t, err)
+				_, err = q.Next(ctx)
+				require.NoError(t, err)
+				require.NoError(t, g.Close())
+			}
+			q, err := a.Sequence("tick", sequence.Options{})
+			require.NoError(t, err)
+			_, err = q.Next(ctx) // the hub's ledger begins with the owner's entry
+			require.NoError(t, err)
+			require.NoError(t, a.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+			guestTicks()
+			mustSync(t, a)
+			mustSync(t, b)
+			require.NoError(t, a.Revoke(ctx, "guest"))
+			require.NoError(t, a.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+			mustSync(t, a)
+			guestTicks()
+			mustSync(t, b)
+			mustSync(t, a)
+			for dev, v := range map[string]*vault.Vault{"A": a, "B": b, "hub": openPerson(t, personCfg(hub, "olga", "o"))} {
+				t.Run(dev, func(t *testing.T) { verified(t, v) })
+			}
 		})
 	}
 }

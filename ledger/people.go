@@ -63,8 +63,10 @@ type PersonState struct {
 	// order (a person granted again after a revocation holds a new one).
 	Held []HeldKey
 	// RevokedKeys lists the signing keys a PersonRevoked entry ended: a
-	// grant with one of them never holds again.
+	// grant with one of them never holds again. RevokedAt holds, at the
+	// same index, the position of the entry that ended each.
 	RevokedKeys [][]byte
+	RevokedAt   []uint64
 	// Spans are the person's grants in ledger order, each with where it
 	// held: who may sign what at a position (ReadVerified).
 	Spans []GrantSpan
@@ -114,6 +116,11 @@ type Vouched struct {
 	// Root is true for a person who granted themselves: accepted once, as
 	// the ledger's genesis owner.
 	Root bool
+	// Earlier, when set, is a key the person held before Key (an older
+	// entry of theirs, on another keyring the caller trusts): a read that
+	// checks authors by position (ReadVerified) takes it where the
+	// ledger has not named it.
+	Earlier []byte
 }
 
 // PeopleVouch returns what the caller knows of name, the author of a
@@ -210,6 +217,7 @@ func (s *PeopleState) Clone() *PeopleState {
 		q.Collections = slices.Clone(p.Collections)
 		q.Held = slices.Clone(p.Held)
 		q.RevokedKeys = slices.Clone(p.RevokedKeys)
+		q.RevokedAt = slices.Clone(p.RevokedAt)
 		q.Spans = slices.Clone(p.Spans)
 		c.people[n] = &q
 	}
@@ -619,6 +627,7 @@ func (st *PeopleState) apply(p Entry, key []byte) SignatureProblem {
 			}
 			if key != nil {
 				s.RevokedKeys = append(s.RevokedKeys, key)
+				s.RevokedAt = append(s.RevokedAt, p.Seq)
 			}
 			if key == nil || s.Key == nil || bytes.Equal(key, s.Key) {
 				s.Revoked, s.RevokedSeq, s.Key = true, p.Seq, key
@@ -642,7 +651,7 @@ func (st *PeopleState) apply(p Entry, key []byte) SignatureProblem {
 		s.end(p.Seq)
 		spans := append(s.Spans, GrantSpan{Key: p.SigningKey, Role: p.Reason, Collections: limit(cols), From: p.Seq + 1})
 		*s = PersonState{Key: p.SigningKey, Role: p.Reason, Collections: limit(cols), GrantedBy: p.Actor,
-			GranterKey: key, Seq: p.Seq, Held: held, RevokedKeys: s.RevokedKeys, Spans: spans}
+			GranterKey: key, Seq: p.Seq, Held: held, RevokedKeys: s.RevokedKeys, RevokedAt: s.RevokedAt, Spans: spans}
 	case KeysResealed:
 		if author == nil || author.Revoked || !bytes.Equal(author.Key, key) || (author.Role != roleOwner && author.Role != roleWriter) {
 			return NotPermitted

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 )
@@ -508,4 +510,70 @@ func TestReadVerified(t *testing.T) {
 			assert.Contains(t, got, uint64(5))
 		})
 	})
+}
+
+// TestAGrantAgainRecordedLater: a person the ledger revoked, or holds with
+// another key, writes with a new key that their keyring entry holds,
+// granted by an owner, before the ledger records the new grant (granted
+// again on a device that has not synced yet): the verified read and Verify
+// take it as a grant the ledger records later, as for a person it never
+// named, before and after the ledger records it. A key the ledger revoked
+// never holds again, and a new key nobody vouches for is no one's.
+func TestAGrantAgainRecordedLater(t *testing.T) {
+	ctx := context.Background()
+	keyring := map[string]wire.LedgerPerson{
+		"olga": {SigningKey: olga.Public(), Role: "owner", Root: true, GrantedBy: "olga"},
+		"will": {SigningKey: mal.Public(), Role: "writer", GrantedBy: "olga"},
+	}
+	vouch := func(name string) (ledger.Vouched, bool) {
+		if name == "will" {
+			return ledger.Vouched{Key: mal.Public(), Role: "writer"}, true
+		}
+		return rootVouch(name)
+	}
+	for _, revoked := range []bool{true, false} {
+		t.Run(fmt.Sprintf("revocation recorded=%v", revoked), func(t *testing.T) {
+			eachStore(t, func(t *testing.T, st stores.Store) {
+				setup, _ := peopleSetup(t, st)
+				owner := signedOn(st, "olga", olga, keyring)
+				if revoked {
+					_, err := setup.Append(ctx, ledger.Entry{Kind: ledger.PersonRevoked, ID: "will", SigningKey: will.Public()})
+					require.NoError(t, err)
+				}
+				_, err := signedOn(st, "will", mal, nil).Append(ctx, fact(9))
+				require.NoError(t, err)
+				head, err := owner.Head(ctx)
+				require.NoError(t, err)
+				got, err := readVerified(t, owner, 1, vouch)
+				require.NoError(t, err)
+				assert.Contains(t, got, head.Seq)
+				if revoked {
+					verifyClean(t, owner, head.Seq)
+				}
+				// Nobody vouches for the new key: it is no one's.
+				_, err = readVerified(t, owner, 1, rootVouch)
+				var se *ledger.SignatureError
+				require.ErrorAs(t, err, &se)
+				assert.Equal(t, head.Seq, se.Seq)
+
+				_, err = owner.Append(ctx,
+					ledger.Entry{Kind: ledger.PersonRevoked, ID: "will", SigningKey: will.Public()},
+					ledger.Entry{Kind: ledger.PersonGranted, ID: "will", Reason: "writer", SigningKey: mal.Public()})
+				require.NoError(t, err)
+				_, err = signedOn(st, "will", mal, nil).Append(ctx, fact(10))
+				require.NoError(t, err)
+				_, err = readVerified(t, owner, 1, vouch)
+				require.NoError(t, err)
+				verifyClean(t, owner, head.Seq+3)
+
+				// The revoked key after its revocation.
+				_, err = signedOn(st, "will", will, nil).Append(ctx, fact(11))
+				require.NoError(t, err)
+				_, err = readVerified(t, owner, 1, vouch)
+				require.ErrorAs(t, err, &se)
+				assert.Equal(t, head.Seq+4, se.Seq)
+				sigProblem(t, owner, head.Seq+4, ledger.BadSignature)
+			})
+		})
+	}
 }

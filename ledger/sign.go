@@ -257,11 +257,19 @@ type signer struct {
 type verifier struct {
 	dir map[string]wire.LedgerPerson
 	// binds holds, by series, the collections owners bound it to.
-	binds   map[string][]string
-	known   map[string]*signer
-	signed  bool // a signed entry was seen
-	legacy  bool // entry 1 was unsigned or an upgrade: the ledger began in layout version 1
-	pending []sigJob
+	binds map[string][]string
+	known map[string]*signer
+	// named holds, by person, the signing keys the ledger's people
+	// entries named for them so far (granted or revoked).
+	named map[string][][]byte
+	// laterKeys holds, by person, the keys the ledger's people entries
+	// named for them, with their positions; retry, the signature checks
+	// finish makes again with them (see finish).
+	laterKeys map[string][]keyAt
+	retry     []sigJob
+	signed    bool // a signed entry was seen
+	legacy    bool // entry 1 was unsigned or an upgrade: the ledger began in layout version 1
+	pending   []sigJob
 	// openSeq and openActor: the first of the Covered entries since the
 	// last signed one (0: none), and their author.
 	openSeq   uint64
@@ -289,6 +297,13 @@ type sigJob struct {
 	pub   []byte
 	msg   []byte
 	sig   []byte
+	// alt, when set, is the author's key of a grant the ledger has not
+	// recorded yet (verifier.unrecorded): the signature holds with pub or
+	// with it.
+	alt []byte
+	// later: the author was taken from the keyring at this position (see
+	// verifier.finish).
+	later bool
 }
 
 // sigBatch is how many signatures a worker takes at a time: one batch
@@ -298,14 +313,14 @@ type sigJob struct {
 const sigBatch = 256
 
 func newVerifier(dir map[string]wire.LedgerPerson) *verifier {
-	v := &verifier{dir: dir, known: map[string]*signer{}}
+	v := &verifier{dir: dir, known: map[string]*signer{}, named: map[string][][]byte{}}
 	workers := runtime.GOMAXPROCS(0)
 	v.jobs = make(chan []sigJob, 2*workers)
 	for range workers {
 		v.wg.Go(func() {
 			keys := batchKeys{}
 			for batch := range v.jobs {
-				checkSigs(batch, keys, v.fail)
+				checkSigs(batch, keys, func(err *SignatureError) { v.failIn(batch, err) })
 			}
 		})
 	}
@@ -320,7 +335,7 @@ func checkSigs(batch []sigJob, keys batchKeys, fail func(*SignatureError)) {
 	}
 	// Which signatures fail, as ed25519.Verify finds them.
 	for _, j := range batch {
-		if !ed25519.Verify(j.pub, j.msg, j.sig) {
+		if !ed25519.Verify(j.pub, j.msg, j.sig) && (j.alt == nil || !ed25519.Verify(j.alt, j.msg, j.sig)) {
 			fail(&SignatureError{Seq: j.seq, Actor: j.actor, Problem: BadSignature})
 		}
 	}
@@ -334,7 +349,29 @@ func (v *verifier) fail(err *SignatureError) {
 	}
 }
 
+// failIn is fail for the signature of a job of batch, unless the job's
+// author was taken from the keyring (sigJob.later): that one is checked
+// again by finish, with the keys the ledger names for them later.
+func (v *verifier) failIn(batch []sigJob, err *SignatureError) {
+	for _, j := range batch {
+		if j.later && j.seq == err.Seq && j.actor == err.Actor {
+			v.mu.Lock()
+			v.retry = append(v.retry, j)
+			v.mu.Unlock()
+			return
+		}
+	}
+	v.fail(err)
+}
+
 // finish waits for the signature checks and returns the first failure.
+//
+// A commit whose author the ledger had not introduced at its position is
+// checked with their keyring entry's key; when that fails, with the keys a
+// later people entry of the ledger names for them (granted or revoked,
+// by an owner): they wrote before the ledger heard of them (their grant
+// reached the hub's ledger after their first entries there), then were
+// revoked and granted again, so that the keyring names the new key only.
 func (v *verifier) finish() *SignatureError {
 	if len(v.pending) > 0 {
 		v.jobs <- v.pending
@@ -342,7 +379,20 @@ func (v *verifier) finish() *SignatureError {
 	}
 	close(v.jobs)
 	v.wg.Wait()
+	for _, j := range v.retry {
+		if !slices.ContainsFunc(v.laterKeys[j.actor], func(k keyAt) bool {
+			return k.seq > j.seq && ed25519.Verify(k.key, j.msg, j.sig)
+		}) {
+			v.fail(&SignatureError{Seq: j.seq, Actor: j.actor, Problem: BadSignature})
+		}
+	}
 	return v.bad
+}
+
+// keyAt is a signing key a people entry at seq names.
+type keyAt struct {
+	key []byte
+	seq uint64
 }
 
 // check replays entry r, whose predecessor's MAC is prev: it checks at
@@ -428,20 +478,19 @@ func (v *verifier) checkSigned(r record, prev []byte) *SignatureError {
 		return &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: p}
 	}
 	s := v.author(e)
-	if s == nil || (len(s.pub) != signingKeySize && !s.revoked) {
-		return fail(UnknownSigner)
+	// A grant of the author's that the ledger has not recorded (yet):
+	// the entry may be signed under it rather than the one the ledger
+	// holds, or when the ledger holds none.
+	alt := v.unrecorded(e.Actor, s)
+	problem := v.allowed(s, e)
+	if alt != nil && v.allowed(alt, e) != 0 {
+		alt = nil
 	}
-	if s.revoked {
-		return fail(Revoked)
+	if problem != 0 && alt != nil {
+		s, alt, problem = alt, nil, 0
 	}
-	if !permitted(s.role, e) {
-		return fail(NotPermitted)
-	}
-	if s.cols != nil && e.Collection != "" && !slices.Contains(s.cols, e.Collection) {
-		return fail(OutsideCollections)
-	}
-	if s.cols != nil && e.Series != "" && !v.bound(e.Series, s.cols) {
-		return fail(UnboundSeries)
+	if problem != 0 {
+		return fail(problem)
 	}
 	v.bind(s.role, e)
 	v.signed = true
@@ -471,14 +520,70 @@ func (v *verifier) checkSigned(r record, prev []byte) *SignatureError {
 	}
 	enc := r.enc()
 	fields := enc[:len(enc)-1-signatureSize]
-	v.pending = append(v.pending, sigJob{seq: e.Seq - covered, actor: e.Actor, pub: s.pub,
-		msg: signedMessage(nil, prev, fields, covered), sig: e.Signature})
+	job := sigJob{seq: e.Seq - covered, actor: e.Actor, pub: s.pub,
+		msg: signedMessage(nil, prev, fields, covered), sig: e.Signature}
+	if alt != nil {
+		job.alt = alt.pub
+	}
+	job.later = s.at == 0
+	v.pending = append(v.pending, job)
 	if len(v.pending) == sigBatch {
 		v.jobs <- v.pending
 		v.pending = make([]sigJob, 0, sigBatch)
 	}
 	v.apply(e)
 	return nil
+}
+
+// allowed returns the problem of e by s (nil: no signer found), 0 when s
+// may write it.
+func (v *verifier) allowed(s *signer, e *Entry) SignatureProblem {
+	switch {
+	case s == nil || (len(s.pub) != signingKeySize && !s.revoked):
+		return UnknownSigner
+	case s.revoked:
+		return Revoked
+	case !permitted(s.role, e):
+		return NotPermitted
+	case s.cols != nil && e.Collection != "" && !slices.Contains(s.cols, e.Collection):
+		return OutsideCollections
+	case s.cols != nil && e.Series != "" && !v.bound(e.Series, s.cols):
+		return UnboundSeries
+	}
+	return 0
+}
+
+// unrecorded returns the author name as the keyring holds them when its
+// key is one the ledger has not named for them so far, granted by an
+// owner the replay accepts: a grant made on a device after the last one
+// this ledger records of them (granted again after a revocation), which
+// reaches the ledger with that device's next sync, after the entries the
+// person signed with it meanwhile (their handle brought the keyring entry
+// to the hub). nil when there is none, or it is s's.
+func (v *verifier) unrecorded(name string, s *signer) *signer {
+	d, ok := v.dir[name]
+	if !ok || d.Root || len(d.SigningKey) != signingKeySize || (s != nil && bytes.Equal(s.pub, d.SigningKey)) {
+		return nil
+	}
+	if slices.ContainsFunc(v.named[name], func(k []byte) bool { return bytes.Equal(k, d.SigningKey) }) {
+		return nil
+	}
+	g := v.vouched(d.GrantedBy, 1)
+	if g == nil || g.revoked || g.role != roleOwner {
+		return nil
+	}
+	return &signer{pub: d.SigningKey, role: d.Role, cols: limit(d.Collections)}
+}
+
+// name records that the ledger's entry at seq named key as the person's.
+func (v *verifier) name(person string, key []byte, seq uint64) {
+	if len(key) > 0 {
+		v.named[person] = append(v.named[person], key)
+		if v.laterKeys == nil {
+			v.laterKeys = map[string][]keyAt{}
+		}
+		v.laterKeys[person] = append(v.laterKeys[person], keyAt{key: key, seq: seq})
+	}
 }
 
 // bound reports whether series is bound to one of cols.
@@ -610,14 +715,28 @@ func (v *verifier) apply(e *Entry) {
 		// them, or a grant recorded before grant entries named them).
 		cols, _, _ := e.GrantCollections()
 		v.known[e.ID] = &signer{pub: e.SigningKey, role: e.Reason, at: e.Seq, cols: limit(cols)}
+		v.name(e.ID, e.SigningKey, e.Seq)
 	case PersonRevoked:
-		if s := v.known[e.ID]; s != nil {
-			s.revoked = true
-		} else {
+		// It ends the person's grant. One the replay took from the
+		// keyring (at 0) whose key it does not name was made after the
+		// grant it ends, on a device whose Sync records it later: the
+		// revoked key is theirs, not the keyring's (see unrecorded).
+		s := v.known[e.ID]
+		switch {
+		case s == nil:
 			v.known[e.ID] = &signer{revoked: true, at: e.Seq}
+		case s.at == 0 && len(e.SigningKey) > 0 && len(s.pub) > 0 && !bytes.Equal(e.SigningKey, s.pub):
+			v.known[e.ID] = &signer{pub: e.SigningKey, revoked: true, at: e.Seq}
+		default:
+			s.revoked = true
 		}
+		if len(e.SigningKey) == 0 && s != nil {
+			v.name(e.ID, s.pub, e.Seq)
+		}
+		v.name(e.ID, e.SigningKey, e.Seq)
 	case KeyringUpgraded:
 		v.known[e.ID] = &signer{pub: e.SigningKey, role: roleOwner, at: e.Seq}
+		v.name(e.ID, e.SigningKey, e.Seq)
 	}
 }
 

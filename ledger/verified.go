@@ -27,34 +27,96 @@ type VerifiedReader interface {
 	ReadVerified(ctx context.Context, from uint64, st *PeopleState, vouch PeopleVouch) iter.Seq2[Entry, error]
 }
 
-// authorAt returns the grant under which actor wrote at position seq, a
-// problem when there is none.
-func (st *PeopleState) authorAt(actor string, seq uint64, vouch PeopleVouch) (GrantSpan, SignatureProblem) {
+// authorsAt returns the grants under which actor may have written at
+// position seq, the likeliest first (the signature decides among them), a
+// problem when there is none:
+//
+//   - the grant of theirs the ledger holds there;
+//   - the key the caller vouches for (their keyring entry), when the
+//     ledger had not named it for them by seq: a person the ledger has
+//     not introduced yet, or one granted again (on a device that has not
+//     synced since) after a grant or a revocation it holds, whose new
+//     grant it records later or not yet; a key the ledger revoked, or
+//     whose grant ended, by seq never holds;
+//   - with the vouched role, a key a later revocation of the ledger names
+//     as theirs (an owner's signed word that it was) and that no grant
+//     of the ledger introduced by seq: they wrote before the ledger heard
+//     of them, and were revoked and granted again since, so that their
+//     keyring entry names the new key only.
+func (st *PeopleState) authorsAt(actor string, seq uint64, vouch PeopleVouch) ([]GrantSpan, SignatureProblem) {
+	var out []GrantSpan
+	problem := UnknownSigner
 	p := st.people[actor]
 	if p != nil {
 		if g, ok := p.grantAt(seq); ok {
-			return g, 0
+			out = append(out, g)
+		} else if len(p.Spans) > 0 && seq >= p.Spans[0].From {
+			problem = Revoked // after a grant of theirs ended
 		}
-		if len(p.Spans) > 0 && seq >= p.Spans[0].From {
-			return GrantSpan{}, Revoked // after a grant of theirs ended
+		if p.Revoked && p.Key == nil && p.RevokedSeq <= seq && len(out) == 0 {
+			// A revocation that named no key, of a person the ledger
+			// gave none: it ended whatever they held.
+			return out, Revoked
 		}
 	}
-	// Before the ledger introduced them (a person granted before this
-	// ledger recorded people): as the caller vouches, until a revocation.
-	if vouch == nil {
-		return GrantSpan{}, UnknownSigner
+	var v Vouched
+	ok := vouch != nil
+	if ok {
+		v, ok = vouch(actor)
 	}
-	v, ok := vouch(actor)
 	if !ok || len(v.Key) != signingKeySize {
-		return GrantSpan{}, UnknownSigner
+		if len(out) > 0 {
+			problem = 0
+		}
+		return out, problem
 	}
-	if p != nil && p.Revoked && p.RevokedSeq <= seq {
-		return GrantSpan{}, Revoked
+	if p == nil {
+		out = append(out, GrantSpan{Key: v.Key, Role: v.Role})
+		if len(v.Earlier) == signingKeySize {
+			out = append(out, GrantSpan{Key: v.Earlier, Role: v.Role})
+		}
+		return out, 0
 	}
-	if p != nil && slices.ContainsFunc(p.RevokedKeys, func(k []byte) bool { return bytes.Equal(k, v.Key) }) && p.RevokedSeq <= seq {
-		return GrantSpan{}, Revoked
+	for _, k := range [][]byte{v.Key, v.Earlier} {
+		if len(k) != signingKeySize {
+			continue
+		}
+		if p.namedBy(k, seq) {
+			if len(out) == 0 {
+				problem = Revoked
+			}
+			continue
+		}
+		if !slices.ContainsFunc(out, func(g GrantSpan) bool { return bytes.Equal(g.Key, k) }) {
+			out = append(out, GrantSpan{Key: k, Role: v.Role})
+		}
 	}
-	return GrantSpan{Key: v.Key, Role: v.Role}, 0
+	for i, k := range p.RevokedKeys {
+		if p.RevokedAt[i] > seq && !p.namedBy(k, seq) &&
+			!slices.ContainsFunc(out, func(g GrantSpan) bool { return bytes.Equal(g.Key, k) }) {
+			out = append(out, GrantSpan{Key: k, Role: v.Role})
+		}
+	}
+	if len(out) > 0 {
+		problem = 0
+	}
+	return out, problem
+}
+
+// namedBy reports whether the ledger named key as p's by position seq:
+// granted it before seq, or revoked it at or before seq.
+func (p *PersonState) namedBy(key []byte, seq uint64) bool {
+	for _, g := range p.Spans {
+		if bytes.Equal(g.Key, key) && (g.From == 0 || g.From-1 < seq) {
+			return true
+		}
+	}
+	for i, k := range p.RevokedKeys {
+		if bytes.Equal(k, key) && p.RevokedAt[i] <= seq {
+			return true
+		}
+	}
+	return false
 }
 
 // unsignedAt reports whether an unsigned entry at seq is one of a ledger
@@ -143,15 +205,15 @@ func (l *ledger) ReadVerified(ctx context.Context, from uint64, st *PeopleState,
 				run = append(run, e)
 				return true
 			}
-			g, problem := st.authorAt(e.Actor, e.Seq, vouch)
+			grants, problem := st.authorsAt(e.Actor, e.Seq, vouch)
 			if problem == 0 {
 				for _, p := range run {
 					if p.Kind == KeyringUpgraded && p.ID == e.Actor {
-						g, problem = GrantSpan{Key: p.SigningKey, Role: roleOwner}, 0
+						grants, problem = []GrantSpan{{Key: p.SigningKey, Role: roleOwner}}, 0
 					}
 				}
 				if e.Kind == KeyringUpgraded && e.ID == e.Actor && len(e.SigningKey) == signingKeySize {
-					g = GrantSpan{Key: e.SigningKey, Role: roleOwner}
+					grants = []GrantSpan{{Key: e.SigningKey, Role: roleOwner}}
 				}
 			}
 			if problem != 0 {
@@ -163,9 +225,11 @@ func (l *ledger) ReadVerified(ctx context.Context, from uint64, st *PeopleState,
 			}
 			enc := r.enc()
 			msg := signedMessage(nil, prev, enc[:len(enc)-1-signatureSize], uint64(len(run)))
-			if !ed25519.Verify(g.Key, msg, e.Signature) {
+			i := slices.IndexFunc(grants, func(g GrantSpan) bool { return ed25519.Verify(g.Key, msg, e.Signature) })
+			if i < 0 {
 				return fail(e.Seq, e.Actor, BadSignature)
 			}
+			g := grants[i]
 			commit := append(run, e)
 			for i := range commit {
 				c := &commit[i]

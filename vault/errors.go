@@ -3,10 +3,10 @@ package vault
 import (
 	"errors"
 	"fmt"
-	"github.com/noydb-go/noydb/sequence"
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/pins"
+	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -140,3 +140,13 @@ func (e *ConflictError) Is(target error) bool {
 
 // Unwrap returns the cause of an exhausted retry budget.
 func (e *ConflictError) Unwrap() error { return e.Err }
+
+// ErrHubJoined: the vault joined a hub (a handle opened it with
+// Config.Hub) after this handle opened it without one. Its numbers are on
+// the hub from the join on, so this handle takes none: numbers taken from
+// the device's own counters would collide with the hub's, which continue
+// them. Open the vault again, with Config.Hub. It matches
+// sequence.ErrOffline too, as the refusal of a device opened without its
+// hub does (the numbers are out of this handle's reach); nothing was
+// taken.
+var ErrHubJoined = fmt.Errorf("the vault joined a hub after this handle opened (open it again with Config.Hub): %w", sequence.ErrOffline)

@@ -251,9 +251,14 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 			}
 			v.hub.signAs = m
 			v.hub.keys = v.keys
+			if f := joinFlag(cfg); f != nil {
+				f.Store(true) // hub_joined.go
+			}
 		} else if v.hubless, err = isDevice(ctx, cfg, prefix); err != nil {
 			_ = v.Close()
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
+		} else if !v.hubless {
+			v.joined = joinFlag(cfg)
 		}
 		if err := v.checkOpener(ctx); err != nil { // people_ledger.go
 			_ = v.Close()

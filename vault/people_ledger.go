@@ -543,6 +543,12 @@ func (a *authority) legacy(ctx context.Context, name string) error {
 // A failure to read the keyring (the store's, not a check's) is kept in
 // a.failed: the caller reports it rather than the unknown signer the
 // replay sees (see failure).
+//
+// A hub-side vault reads the device's entry first (a.first); when the
+// hub's is newer (the person was revoked and granted again on another
+// device, whose handles brought the new entry to the hub before this
+// device's Sync brings it here), the hub's vouches, with the device's key
+// as the one they held before: the ledger tells them apart by position.
 func (a *authority) vouch(ctx context.Context) ledger.PeopleVouch {
 	return func(name string) (ledger.Vouched, bool) {
 		raw, err := a.read(ctx, name)
@@ -555,34 +561,51 @@ func (a *authority) vouch(ctx context.Context) ledger.PeopleVouch {
 		if raw == nil || !isKeyringV2(raw) {
 			return ledger.Vouched{}, false
 		}
-		e, err := a.v.readEntryHeader(name, raw, a.v.header())
-		if errors.Is(err, ErrClosed) && a.failed == nil {
+		v, ok := a.vouchFor(ctx, name, raw)
+		if a.first != nil {
+			it, err := a.st.Get(ctx, a.v.prefix+keyringPrefix+name)
+			if err == nil && keyringNewer(it.Value, raw) {
+				if h, hok := a.vouchFor(ctx, name, it.Value); hok {
+					if ok && !bytes.Equal(v.Key, h.Key) {
+						h.Earlier = v.Key
+					}
+					return h, true
+				}
+			}
+		}
+		return v, ok
+	}
+}
+
+// vouchFor is vouch for the stored entry raw of name.
+func (a *authority) vouchFor(ctx context.Context, name string, raw []byte) (ledger.Vouched, bool) {
+	e, err := a.v.readEntryHeader(name, raw, a.v.header())
+	if errors.Is(err, ErrClosed) && a.failed == nil {
+		a.failed = err
+	}
+	if err != nil {
+		return ledger.Vouched{}, false
+	}
+	// A revoked entry keeps the key its person's past commits were
+	// signed with: the ledger's PersonRevoked entry ends it at its
+	// position (the keyring's revocation has none in this ledger,
+	// as for Verify).
+	stmt := grantStatement(a.v.name, a.v.header(), e)
+	if e.grantedBy == e.user {
+		if e.role != RoleOwner || !crypto.VerifySignature(e.signPub, stmt, e.grantSig) {
+			return ledger.Vouched{}, false
+		}
+		return ledger.Vouched{Key: e.signPub, Role: RoleOwner.String(), Root: true}, true
+	}
+	if err := a.chain(ctx, e, 0, false); err != nil {
+		// The grant chain of an author (revoked or not) whose
+		// granters may be revoked since: their grants before stand.
+		if !errors.Is(err, ErrTampered) && a.failed == nil {
 			a.failed = err
 		}
-		if err != nil {
-			return ledger.Vouched{}, false
-		}
-		// A revoked entry keeps the key its person's past commits were
-		// signed with: the ledger's PersonRevoked entry ends it at its
-		// position (the keyring's revocation has none in this ledger,
-		// as for Verify).
-		stmt := grantStatement(a.v.name, a.v.header(), e)
-		if e.grantedBy == e.user {
-			if e.role != RoleOwner || !crypto.VerifySignature(e.signPub, stmt, e.grantSig) {
-				return ledger.Vouched{}, false
-			}
-			return ledger.Vouched{Key: e.signPub, Role: RoleOwner.String(), Root: true}, true
-		}
-		if err := a.chain(ctx, e, 0, false); err != nil {
-			// The grant chain of an author (revoked or not) whose
-			// granters may be revoked since: their grants before stand.
-			if !errors.Is(err, ErrTampered) && a.failed == nil {
-				a.failed = err
-			}
-			return ledger.Vouched{}, false
-		}
-		return ledger.Vouched{Key: e.signPub, Role: e.role.String()}, true
+		return ledger.Vouched{}, false
 	}
+	return ledger.Vouched{Key: e.signPub, Role: e.role.String()}, true
 }
 
 // failure is err, or, when vouch met a failure of the store meanwhile,
@@ -646,15 +669,38 @@ func preferLedger(ctx context.Context, a *authority, merge func(src, dst []byte)
 			if serr == nil && derr == nil && es.user == ed.user {
 				as, ad := a.agrees(ctx, es.user, src), a.agrees(ctx, ed.user, dst)
 				switch {
-				case as && !ad:
+				case as && !ad && !(keyringNewer(dst, src) && a.unrecorded(ctx, ed)):
 					return src
-				case ad && !as:
+				case ad && !as && !(keyringNewer(src, dst) && a.unrecorded(ctx, es)):
 					return dst
 				}
 			}
 		}
 		return mergeOrNil(merge, src, dst)
 	}
+}
+
+// unrecorded reports whether e, an entry not revoked, holds a grant no
+// ledger of a has heard of (its key is neither granted nor revoked there)
+// and its chain of grants holds: the person was revoked and granted again
+// on a device that has not synced since, and the new entry reached the hub
+// before that device's Sync recorded it on the hub's ledger (a handle
+// opened there brought it). preferLedger lets it win as the newer entry
+// rather than put back the older one the ledgers agree with, which would
+// take the person's new key away from the hub while their entries
+// signed with it are in its ledger.
+func (a *authority) unrecorded(ctx context.Context, e *keyringEntry) bool {
+	if e.revoked {
+		return false
+	}
+	held := func(k []byte) bool { return bytes.Equal(k, e.signPub) }
+	for _, src := range a.sources {
+		if p, named := src.st.Person(e.user); named &&
+			(slices.ContainsFunc(p.RevokedKeys, held) || slices.ContainsFunc(p.Held, func(h ledger.HeldKey) bool { return held(h.Key) })) {
+			return false
+		}
+	}
+	return a.chain(ctx, e, 0, true) == nil
 }
 
 // checkOpener checks the authority of the keyring entry the vault was

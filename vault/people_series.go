@@ -55,6 +55,9 @@ type seriesLedger struct {
 // An owner's entries of numbered records (a pass's) that bind their series
 // commit with the bindings, in one transaction where the store has them.
 func (l seriesLedger) Append(ctx context.Context, entries ...ledger.Entry) (ledger.Head, error) {
+	if err := l.v.numbersHere(entries); err != nil {
+		return ledger.Head{}, err
+	}
 	if err := l.v.numbersPermitted(ctx, func(key string) (stores.Item, error) { return l.v.store.Get(ctx, key) }, false, entries); err != nil {
 		return ledger.Head{}, err
 	}
@@ -76,6 +79,9 @@ func (l seriesLedger) Append(ctx context.Context, entries ...ledger.Entry) (ledg
 // AppendTx implements the ledger's AppendTx, checking what entries number
 // in tx, and binding in tx the series of an owner's numbered records.
 func (l seriesLedger) AppendTx(ctx context.Context, tx stores.Tx, entries ...ledger.Entry) (ledger.Head, error) {
+	if err := l.v.numbersHere(entries); err != nil {
+		return ledger.Head{}, err
+	}
 	// An owner's appends are not checked: no reader is made for them (a
 	// method value that escapes costs an allocation per commit).
 	if people, owner := l.v.signsAsOwner(); people && !owner {

@@ -146,24 +146,31 @@ func (v *Vault) ledgerPeople(ctx context.Context) (map[string]wire.LedgerPerson,
 
 // hubPeople appends to the hub's ledger (the sync feed, whose entries
 // each device's person signs) the changes of people this device's keyring
-// holds and the hub's does not yet: a PersonGranted entry (role and
-// signing key) for a person granted here whom the hub lacks, or granted
-// again after a revocation the hub holds; a PersonRevoked entry for a
-// person revoked here but not on the hub; both, in that order, for a
-// person revoked and granted again here since the last sync (the hub
-// holds the first grant, not revoked). Each key then has a position in
-// the hub's ledger: Verify checks a person's entries with the key they
-// held then (after a re-grant the keyring holds only the new one), and
-// refuses their entries after a revocation, such as the pushes of a handle
-// opened before it. The hub's ledger has no other way to learn them: the
-// keyring entry travels by itself, and the people entries of the device's
-// own ledger stay there. (A person the hub's ledger does not introduce,
-// granted before this was recorded, is taken from the keyring.) Only an
-// owner's device records them (only owners change people), and not the
-// self-granted root of the keyring. Sync calls it before it copies the
-// keyring to the hub, so the person's first push comes after their grant;
-// a crash between the two leaves the change recorded, and the next sync
-// records it once more, which changes nothing.
+// holds and the hub's ledger does not record yet: a PersonGranted entry
+// (role, signing key and collections) for a person granted here whose
+// grant the hub's ledger lacks (it names them not at all, as revoked, or
+// with another key, role or collections); a PersonRevoked entry for a
+// person revoked here whose key the hub's ledger has not revoked; both, in
+// that order, for a person revoked and granted again here since the last
+// sync (the hub's ledger holds the first grant, not revoked). Each key
+// then has a position in the hub's ledger: Verify checks a person's
+// entries with the key they held then (after a re-grant the keyring holds
+// only the new one), and refuses their entries after a revocation, such
+// as the pushes of a handle opened before it. The hub's ledger has no
+// other way to learn them: the keyring entry travels by itself (with this
+// Sync, or before it with the link of any handle opened on this device
+// with the hub, the person's own included), and the people entries of the
+// device's own ledger stay there. What decides is the hub's ledger, not
+// the hub's keyring: an entry the link copied there already is recorded
+// all the same. (A person the hub's ledger does not introduce, granted
+// before this was recorded, is taken from the keyring; so is a grant the
+// hub's ledger records later than the person's first entries there.) Only
+// an owner's device records them (only owners change people), and not the
+// self-granted root of the keyring, nor an entry the hub's keyring holds
+// newer or as new but other (changed on another device since: its Sync
+// records that). Sync calls
+// it before it copies the keyring to the hub; a crash between the two
+// leaves the change recorded, and the next sync finds it recorded.
 func (s *syncRun) hubPeople(ctx context.Context) error {
 	if s.v.Role() != RoleOwner {
 		return nil
@@ -177,6 +184,10 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 		return err
 	}
 	own := a.sources[0].st
+	hub, err := s.h.peopleState(ctx)
+	if err != nil {
+		return feedErr(err)
+	}
 	var entries []ledger.Entry
 	for k, err := range s.v.deviceEntries(ctx) {
 		if err != nil {
@@ -194,46 +205,42 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 			}
 			continue
 		}
-		hubRevoked, onHub, recollected, regranted := false, true, false, false
-		var hubKey []byte
-		cur, err := s.h.store.Get(ctx, it.Key)
-		switch {
+		switch cur, err := s.h.store.Get(ctx, it.Key); {
 		case errors.Is(err, stores.ErrNotFound):
-			onHub = false
 		case err != nil:
 			return err
-		case !keyringNewer(it.Value, cur.Value):
-			continue
-		default:
-			h, err := decodeKeyring(cur.Value)
-			hubRevoked = err == nil && h.revoked
-			if err == nil {
-				hubKey = h.signPub
-			}
-			// A change of the person's collections is a grant again.
-			recollected = err == nil && !slices.Equal(h.collections, e.collections)
-			// A new signing key on two entries not revoked: the person
-			// was revoked and granted again here since the last sync
-			// (a grant makes a key of its own, and a person not revoked
-			// is not granted again). The hub learns both, in order: the
-			// revocation ends the first key at its position, so the
-			// pushes of a handle holding it fail Verify, and the copy
-			// keeps the entry the ledger's latest grant names.
-			regranted = err == nil && !h.revoked && !e.revoked && !bytes.Equal(h.signPub, e.signPub)
+		case !bytes.Equal(cur.Value, it.Value) && !keyringNewer(it.Value, cur.Value):
+			continue // changed on another device since (its Sync records it), or granted there too
 		}
-		if regranted {
-			// The revoked entry was replaced here before this sync: it
-			// has no bytes left to hash.
-			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, SigningKey: hubKey})
+		h, named := hub.Person(name)
+		endedOnHub := named && slices.ContainsFunc(h.RevokedKeys, func(k []byte) bool { return bytes.Equal(k, e.signPub) })
+		if e.revoked {
+			if !endedOnHub {
+				entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, CipherHash: hashOf(it.Value),
+					SigningKey: e.signPub})
+			}
+			continue
 		}
 		switch {
-		case e.revoked && !hubRevoked:
-			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, CipherHash: hashOf(it.Value),
-				SigningKey: e.signPub})
-		case !e.revoked && (hubRevoked || recollected || regranted || !onHub && e.grantedBy != e.user):
-			entries = append(entries, ledger.Entry{Kind: ledger.PersonGranted, ID: e.user, Reason: e.role.String(),
-				CipherHash: hashOf(it.Value), SigningKey: e.signPub, Partition: e.collections})
+		case endedOnHub:
+			continue // an entry from before a revocation the hub's ledger holds
+		case !named && e.grantedBy == e.user:
+			continue // the keyring's root
+		case named && !h.Revoked && bytes.Equal(h.Key, e.signPub) && h.Role == e.role.String() &&
+			slices.Equal(h.Collections, limitOf(e.collections)):
+			continue // recorded
 		}
+		if named && !h.Revoked && len(h.Key) > 0 && !bytes.Equal(h.Key, e.signPub) {
+			// Revoked and granted again here since the last sync (a grant
+			// makes a key of its own, and a person not revoked is not
+			// granted again): the revocation ends the first key at its
+			// position, so the pushes of a handle holding it fail Verify.
+			// The revoked entry was replaced here: it has no bytes left to
+			// hash.
+			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, SigningKey: h.Key})
+		}
+		entries = append(entries, ledger.Entry{Kind: ledger.PersonGranted, ID: e.user, Reason: e.role.String(),
+			CipherHash: hashOf(it.Value), SigningKey: e.signPub, Partition: e.collections})
 	}
 	if len(entries) == 0 {
 		return nil

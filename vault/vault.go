@@ -43,7 +43,10 @@ type Vault struct {
 	// hubless marks a device of a hub opened without Config.Hub: its
 	// numbers are on the hub, so it takes none here (see markDevice).
 	hubless bool
-	syncs   syncSettings // sync.go
+	// joined, for a vault opened without a hub, is set once a handle of
+	// this process opens it with one (hub_joined.go).
+	joined *atomic.Bool
+	syncs  syncSettings // sync.go
 	// me is the vault's person: role, keyring entry, signing key (people.go).
 	me *member
 	// signAs is the person whose signing key signs the ledger's entries

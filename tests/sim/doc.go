@@ -40,18 +40,6 @@
 //   - grants of one person from two devices before they sync: the
 //     device's Verify fails with "keyring signing key differs from the
 //     ledger's";
-//   - a person granted again after a revocation: a device's pull then
-//     fails with ErrHubTampered, "author revoked", at the person's later
-//     entries on an honest hub (seeds 113, 175, 277, 477, 579 and 651 of a
-//     200-operation sweep once the gate below was narrowed); the narrower
-//     case the device's Verify met (KGrant) is fixed, see below. The
-//     same alarm still comes, rarely, with this gate on (seed 492 of a
-//     200-operation sweep): not gated, not yet understood;
-//   - a person who wrote through the hub before their grant reached the
-//     hub's ledger (the hub took their key from the keyring), then revoked
-//     and granted again: the hub's ledger holds their first entries signed
-//     with a key it never introduced, and the keyring now names the new
-//     one, so the hub's feed fails with "bad signature" at the first;
 //   - the hub's counters, or the late device's before it joins, rolled
 //     back or dropped under a ledger that keeps their numbers: a process
 //     whose first allocation passed before gives numbers again (the
@@ -59,12 +47,33 @@
 //     refuses its counters with ErrRollback);
 //   - a claim's request id used before and after a late join gets two
 //     numbers;
-//   - a handle opened before a late join and kept across it takes numbers
-//     from the device's own counters.
 //
 // Fixed since, their gates removed, each with a regression test beside the
 // sync code (the root package):
 //
+//   - a handle opened before a late join and kept across it took numbers
+//     from the device's own counters, which the hub's continue: it now
+//     takes none (vault.ErrHubJoined, a refusal; a join made by another
+//     process is learnt at the next open)
+//     (TestHandleOpenedBeforeAJoinTakesNoNumber);
+//   - a person granted again after a revocation, whose handle on the
+//     granting device wrote through the hub before that device's Sync:
+//     a device's pull failed with ErrHubTampered ("author revoked", or
+//     "bad signature") at the person's later entries on an honest hub
+//     (seeds 113, 175, 277, 477, 579, 651 of a 200-operation sweep with
+//     -sim.known; 492 and 2097 with the gate on). The hub's ledger never
+//     recorded the new grant (the owner's Sync compared with the hub's
+//     keyring, which the person's handle had brought up to date), the
+//     feed check and Verify refused a key the ledger had not named yet,
+//     and another device's Sync put the older entry back on the hub
+//     (TestSyncPullsTheWritesOfAPersonGrantedAgainBeforeTheHubLearnsIt;
+//     ledger: TestAGrantAgainRecordedLater);
+//   - a person who wrote through the hub before their grant reached the
+//     hub's ledger (the hub took their key from the keyring), then revoked
+//     and granted again: the keyring named the new key only, so their
+//     first entries failed with "bad signature" (seed 163); the feed check
+//     and Verify now also try the keys the ledger names for them later
+//     (TestSyncPullsTheWritesOfAPersonWhoWroteBeforeTheirGrantSynced);
 //   - a keyring copy that lost a race on the device skipped the new
 //     generation, and a pull then failed with ErrHubTampered on an honest
 //     hub (TestSyncBringsARotationPastAKeyringRace);

@@ -52,17 +52,6 @@ type history struct {
 	closedAt map[string]int64    // counter key -> return time of a successful ClosePeriod
 	closing  map[string]bool     // counter key -> a ClosePeriod was tried
 	joinAt   int64               // logical time of the late join (0: none)
-
-	// The trigger of a known defect (doc.go): the guest wrote through the
-	// hub while a grant of theirs had not reached it (no successful Sync
-	// of the granting device since), and is later revoked and granted
-	// again.
-	people     sync.Mutex
-	grants     int  // grants tried on device 0, the one granter
-	returned   int  // of those, the ones returned
-	synced     int  // of those, the ones a Sync of device 0 begun after they returned passed
-	guestAhead bool // the guest took a number on a hub's device meanwhile
-	revoked    bool // a revocation of the guest was tried
 }
 
 func newHistory() *history {
@@ -211,7 +200,7 @@ func refusal(k Kind, err error) bool {
 	var ce *sequence.CorrectionError
 	switch {
 	case errors.Is(err, sequence.ErrPeriodClosed), errors.As(err, &ce),
-		errors.Is(err, vault.ErrNotPermitted), errors.Is(err, vault.ErrNoAccess),
+		errors.Is(err, vault.ErrNotPermitted), errors.Is(err, vault.ErrNoAccess), errors.Is(err, vault.ErrHubJoined),
 		errors.Is(err, sequence.ErrAlreadyVoided), errors.Is(err, stores.ErrNotSupported):
 		return true
 	}
@@ -237,11 +226,6 @@ func (w *world) do(ctx context.Context, d *device, h *handles, e *Event) {
 		settle(e, err)
 		e.N = n
 	case KGuestNext:
-		if d.onHub {
-			hist.people.Lock()
-			hist.guestAhead = hist.guestAhead || hist.grants > hist.synced
-			hist.people.Unlock()
-		}
 		g, err := w.openGuest(ctx, d)
 		if err != nil {
 			e.Call, e.Return = hist.tick(), hist.tick()
@@ -254,7 +238,7 @@ func (w *world) do(ctx context.Context, d *device, h *handles, e *Event) {
 		e.Return = hist.tick()
 		settle(e, err)
 		e.N = n
-		if errors.Is(err, vault.ErrNoAccess) || errors.Is(err, vault.ErrNotPermitted) {
+		if errors.Is(err, vault.ErrNoAccess) || errors.Is(err, vault.ErrNotPermitted) || errors.Is(err, vault.ErrHubJoined) {
 			d.dropGuest()
 		}
 	case KPutNumbered:
@@ -372,20 +356,11 @@ func (w *world) do(ctx context.Context, d *device, h *handles, e *Event) {
 			e.Call, e.Return, e.Outcome, e.Skip = hist.tick(), hist.tick(), none, "no hub"
 			return
 		}
-		hist.people.Lock()
-		grants := hist.returned
-		hist.people.Unlock()
 		e.Call = hist.tick()
 		rep, err := h.v.Sync(ctx)
 		e.Return = hist.tick()
 		settle(e, err)
 		e.Conflicts = lost(rep)
-		if err == nil && op.Dev == 0 {
-			// Only a grant tried before this Sync began is synced by it.
-			hist.people.Lock()
-			hist.synced = max(hist.synced, grants)
-			hist.people.Unlock()
-		}
 	case KRotate:
 		e.Call = hist.tick()
 		r, err := h.v.RotateKeys(ctx)
@@ -395,30 +370,9 @@ func (w *world) do(ctx context.Context, d *device, h *handles, e *Event) {
 		e.Return = hist.tick()
 		settle(e, err)
 	case KGrant:
-		hist.people.Lock()
-		// Any grant again after a revocation is gated while the hub's feed
-		// can take the person's later entries for a revoked author's
-		// (doc.go); the narrower trigger below is a second defect.
-		skip := hist.revoked && !w.sched.Known
-		if !skip && op.Dev == 0 {
-			hist.grants++
-		}
-		hist.people.Unlock()
-		if skip {
-			// A known defect (doc.go): the hub's ledger would hold the
-			// guest's entries signed with a key it never introduced,
-			// which a grant again replaces in the keyring.
-			e.Call, e.Return, e.Outcome, e.Skip = hist.tick(), hist.tick(), none, "no grant again after the guest wrote ahead of their grant (known defect)"
-			return
-		}
 		e.Call = hist.tick()
 		err := h.v.Grant(ctx, guest, vault.Secret(guestSecret), vault.RoleWriter)
 		e.Return = hist.tick()
-		if op.Dev == 0 {
-			hist.people.Lock()
-			hist.returned++
-			hist.people.Unlock()
-		}
 		settle(e, err)
 		if errors.Is(err, vault.ErrPersonExists) {
 			e.Outcome = none
@@ -429,9 +383,6 @@ func (w *world) do(ctx context.Context, d *device, h *handles, e *Event) {
 		if op.K == 1 {
 			opts = append(opts, vault.RevokeWithoutRotation())
 		}
-		hist.people.Lock()
-		hist.revoked = true // before the call: its outcome may be unknown
-		hist.people.Unlock()
 		err := h.v.Revoke(ctx, guest, opts...)
 		e.Return = hist.tick()
 		settle(e, err)

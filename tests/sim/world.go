@@ -510,21 +510,12 @@ func (w *world) inject1(ctx context.Context, f Fault) string {
 		w.hist.joinAt = w.hist.tick()
 		d := w.devs[0]
 		d.mu.Lock()
-		h, g := d.h, d.guest
+		h := d.h
 		d.h = nil
-		if !w.sched.Known {
-			// A handle opened before the join and kept across it takes
-			// numbers from the device's own counters, which the hub's
-			// now continue: a known defect, reported.
-			d.guest = nil
-		} else {
-			g = nil
-		}
+		// The guest's handle, opened before the join, is kept across it:
+		// it takes no number afterwards (vault.ErrHubJoined).
 		d.onHub = true
 		d.mu.Unlock()
-		if g != nil {
-			_ = g.v.Close()
-		}
 		if h != nil {
 			_ = h.v.Close()
 		}
