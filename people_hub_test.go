@@ -203,3 +203,29 @@ func TestSyncPullsTheWritesOfAPersonWhoWroteBeforeTheirGrantSynced(t *testing.T)
 		})
 	}
 }
+
+// TestTwoOwnerDevicesVerifyAGrantAgain: a person revoked and granted again
+// on one of an owner's devices writes there; after syncs in both orders,
+// both of the owner's devices verify (the simulation's "author revoked"
+// false alarm, seen from a second device of the granter).
+func TestTwoOwnerDevicesVerifyAGrantAgain(t *testing.T) {
+	ctx := context.Background()
+	hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+	a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	b := openPerson(t, hubPerson(devB, hub, "olga", "o"))
+	require.NoError(t, a.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+	require.NoError(t, a.Close())
+	a = openPerson(t, hubPerson(devA, hub, "olga", "o"))
+	require.NoError(t, a.Revoke(ctx, "guest"))
+	require.NoError(t, a.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+	g := openPerson(t, hubPerson(devA, hub, "guest", "g"))
+	q, err := g.Sequence("tick", sequence.Options{})
+	require.NoError(t, err)
+	_, err = q.Next(ctx)
+	require.NoError(t, err)
+	mustSync(t, b)
+	mustSync(t, a)
+	mustSync(t, b)
+	verified(t, a)
+	verified(t, b)
+}
