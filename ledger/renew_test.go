@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
@@ -154,5 +155,46 @@ func TestForgedKeysRenewed(t *testing.T) {
 		require.True(t, errors.As(err, &se), "%v", err)
 		assert.Equal(t, uint64(7), se.Seq)
 		assert.Equal(t, ledger.BadSignature, se.Problem)
+	})
+}
+
+// TestKeysRenewedReplayedByLinks: a renewal is a change of people the
+// head links: a replay that continues from before it, by the links, gives
+// what a whole replay gives; and a keyring that still holds the key of
+// before the renewal (an entry put back) differs from the ledger's at the
+// renewal.
+func TestKeysRenewedReplayedByLinks(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, st stores.Store) {
+		owner, _ := peopleSetup(t, st)
+		before, err := replay(t, owner, nil)
+		require.NoError(t, err)
+		_, err = signedOn(st, "rita", rita, nil).Append(ctx,
+			ledger.Entry{Kind: ledger.KeysRenewed, ID: "rita", SigningKey: ritaNew.Public()})
+		require.NoError(t, err)
+		appendN(t, owner, 3)
+		cont, err := replay(t, owner, before)
+		require.NoError(t, err)
+		whole := &ledger.PeopleState{}
+		require.NoError(t, owner.ReplayAllPeople(ctx, whole, rootVouch))
+		r, _ := cont.Person("rita")
+		assert.Equal(t, ritaNew.Public(), r.Key)
+		w, _ := whole.Person("rita")
+		assert.Equal(t, w, r)
+		es := readAll(t, owner, 5)
+		assert.Equal(t, uint64(3), es[0].From, "linked to the grant of rita")
+
+		// Verify with the keyring: its key for rita must be the renewed one.
+		dir := map[string]wire.LedgerPerson{
+			"olga": {SigningKey: olga.Public(), Role: "owner", Root: true},
+			"will": {SigningKey: will.Public(), Role: "writer", GrantedBy: "olga"},
+			"rita": {SigningKey: ritaNew.Public(), Role: "reader", GrantedBy: "olga"},
+		}
+		verifyClean(t, signedOn(st, "olga", olga, dir), 8)
+		dir["rita"] = wire.LedgerPerson{SigningKey: rita.Public(), Role: "reader", GrantedBy: "olga"}
+		_, err = signedOn(st, "olga", olga, dir).Verify(ctx)
+		var se *ledger.SignatureError
+		require.True(t, errors.As(err, &se), "%v", err)
+		assert.Equal(t, ledger.SignatureError{Seq: 5, Actor: "rita", Problem: ledger.KeyMismatch}, *se)
 	})
 }
