@@ -260,6 +260,7 @@ func (run *commitRun) start(ctx context.Context, b []*request) {
 
 // end drops what the run refers to, once its batch is done.
 func (run *commitRun) end() {
+	run.l.takeUnwritten() // of an attempt that failed
 	run.ctx, run.b, run.tx, run.bt, run.sealed, run.head = nil, nil, nil, batchTx{}, nil, Head{}
 }
 
@@ -327,6 +328,7 @@ func (l *ledger) fill(run *commitRun, tx stores.Tx) (head Head, sealed []byte, w
 	if err := l.checkPinEntry(tx.Get, hs, pin); err != nil {
 		return Head{}, nil, true, err
 	}
+	l.takeUnwritten()       // of an attempt that failed
 	l.collectStart(hs.Head) // for the summary of facts (summary.go)
 	// A head left with pending entries by a compare-and-swap writer has
 	// them written out too.
@@ -352,7 +354,7 @@ func (l *ledger) fill(run *commitRun, tx stores.Tx) (head Head, sealed []byte, w
 				continue
 			}
 		}
-		if bt.head, err = l.putEntries(tx, bt.head, entries); err != nil {
+		if bt.head, err = l.putEntries(tx, bt.head, entries, true); err != nil {
 			return Head{}, nil, false, err
 		}
 		r.head, r.moved = bt.head, len(entries) > 0
@@ -374,7 +376,11 @@ func (l *ledger) fill(run *commitRun, tx stores.Tx) (head Head, sealed []byte, w
 	if err := l.check(run.getFn); err != nil {
 		return Head{}, nil, true, err
 	}
-	if l.signer != nil && bt.head.cover != 0 {
+	if l.signer == nil || bt.head.cover == 0 {
+		if err := l.writeUnwritten(); err != nil {
+			return Head{}, nil, false, err
+		}
+	} else {
 		// One signature for the commit, on its last entry (none when
 		// every entry is Chained).
 		unsigned := bt.head
@@ -482,23 +488,40 @@ func (l *ledger) readHeadTx(tx stores.Tx) (headState, error) {
 // putEntries builds entries to follow head and writes them in tx, and
 // returns the head after them (head itself when entries is empty). With a
 // signer, the entries are Covered: fill signs the commit's last entry.
-func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry) (Head, error) {
+//
+// top says that tx is the batch's own transaction (or its batchTx), where
+// nothing written is dropped before the commit: there the last Covered
+// entry is kept unwritten (see ledger.unwritten), since it is likely the
+// commit's last, which signCommit signs and writes once, instead of
+// sealing and writing it twice. Any later putEntries, and signCommit for
+// another entry, write it first. In a closure's overlay (an Update among
+// others, whose writes may be dropped) every entry is written at once.
+func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry, top bool) (Head, error) {
 	if len(entries) == 0 {
 		return head, nil
+	}
+	if err := l.writeUnwritten(); err != nil {
+		return Head{}, err
 	}
 	// One entry at a time: none is kept but the last.
 	c := l.chainAfter(head)
 	var last record
-	for _, e := range entries {
+	for i, e := range entries {
 		var err error
 		if last, err = c.next(e); err != nil {
 			return Head{}, err
 		}
-		if err := l.putEntry(tx, last); err != nil {
-			return Head{}, err
+		keep := top && l.signer != nil && i == len(entries)-1 && last.entry.Covered
+		if !keep {
+			if err := l.putEntry(tx, last); err != nil {
+				return Head{}, err
+			}
 		}
 		l.mu.Lock()
 		l.collectEntry(&last.entry)
+		if keep {
+			l.unwritten, l.hasUnwritten = last, true
+		}
 		l.mu.Unlock()
 	}
 	l.mu.Lock()
@@ -507,6 +530,32 @@ func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry) (Head, err
 	}
 	l.mu.Unlock()
 	return c.head(), nil
+}
+
+// writeUnwritten writes the entry putEntries kept unwritten, if any, Covered,
+// in the batch's transaction.
+func (l *ledger) writeUnwritten() error {
+	rec, ok := l.takeUnwritten()
+	if !ok {
+		return nil
+	}
+	return l.putEntry(l.run.tx, rec)
+}
+
+// takeUnwritten returns and forgets the entry putEntries kept unwritten.
+func (l *ledger) takeUnwritten() (record, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec, ok := l.unwritten, l.hasUnwritten
+	l.unwritten, l.hasUnwritten = record{}, false
+	return rec, ok
+}
+
+// topTx reports whether tx, given to AppendTx, is the batch's batchTx
+// itself (an Update alone in its batch), not an overlay of it.
+func (l *ledger) topTx(tx stores.Tx) bool {
+	bt, ok := tx.(*batchTx)
+	return ok && bt == &l.run.bt
 }
 
 // putEntry seals rec and writes it at its position in tx.

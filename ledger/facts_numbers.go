@@ -80,12 +80,12 @@ func (f *NumberFacts) Fold(e *Entry) {
 	case SeriesDefined:
 		f.seriesOf(e.Series).Defined = true
 	case NumberAssigned:
-		s := f.seriesOf(e.Series)
+		s := f.passesOf(e.Series, e.Partition)
 		s.Assigned = max(s.Assigned, e.Number)
 	case NumberVoided:
 		if e.Collection != "" {
 			// A pass's void names the record: a number of the pass.
-			s := f.seriesOf(e.Series)
+			s := f.passesOf(e.Series, e.Partition)
 			s.Assigned = max(s.Assigned, e.Number)
 			return
 		}
@@ -119,6 +119,29 @@ func (f *NumberFacts) raise(e *Entry) *CounterFacts {
 	}
 	c.Highest = max(c.Highest, e.Number)
 	return c
+}
+
+// Passes returns the facts of the passes of series that number the
+// period (or partition) partition: Series(series) for nil. Only Assigned
+// is set for a partition.
+func (f *NumberFacts) Passes(series string, partition []string) SeriesFacts {
+	if len(partition) == 0 {
+		return f.Series(series)
+	}
+	if s := f.series[string(f.counterKey(series, partition))]; s != nil {
+		return *s
+	}
+	return SeriesFacts{}
+}
+
+// passesOf returns the facts of the passes of series numbering partition,
+// made when missing: a partition's are kept under its counter's key, which
+// no series name is (it holds a NUL).
+func (f *NumberFacts) passesOf(series string, partition []string) *SeriesFacts {
+	if len(partition) == 0 {
+		return f.seriesOf(series)
+	}
+	return f.seriesOf(string(f.counterKey(series, partition)))
 }
 
 // seriesOf returns the facts of series, made when missing.

@@ -89,7 +89,14 @@ type ledger struct {
 	mu         sync.Mutex
 	lastSealed []byte    // the head bytes this ledger last wrote in a transaction
 	lastHead   headState // what lastSealed decodes to
-	built      record    // the last entry putEntries wrote (signCommit)
+	built      record    // the last entry putEntries built (signCommit)
+	// unwritten is the last entry putEntries built in the batch's own
+	// transaction, Covered, when it has not written it yet (hasUnwritten):
+	// signCommit writes it signed if it is the commit's last, else the
+	// next putEntries or signCommit writes it as it is. Owned by the
+	// batch's leader.
+	unwritten    record
+	hasUnwritten bool
 
 	// sum is the summary of the ledger's facts (summary.go); bg is the
 	// context of its background catch-ups, cancelled by Close.
@@ -293,7 +300,7 @@ func (l *ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 	if err == nil {
 		if h, ok := l.fromToken(it.Value); ok {
 			// In a batch of Update: append after the batch's head.
-			nh, err := l.putEntries(tx, h, entries)
+			nh, err := l.putEntries(tx, h, entries, l.topTx(tx))
 			if err != nil {
 				return Head{}, fmt.Errorf("ledger append: %w", err)
 			}

@@ -816,15 +816,22 @@ func (l *ledger) resign(r record, covered uint64) (record, error) {
 }
 
 // signCommit signs the last entry of a commit in tx, which moved the head
-// from start to end, rewrites it and returns the head after it. The entry
-// is the one putEntries wrote last when its MAC is end's (an Update
-// closure whose writes were dropped may have written another since), else
-// it is read back from tx.
+// from start to end, writes it and returns the head after it. The entry is
+// the one putEntries kept unwritten or built last when its MAC is end's (an
+// Update closure whose writes were dropped may have built another since),
+// else it is read back from tx.
 func (l *ledger) signCommit(tx stores.Tx, start, end Head) (Head, error) {
 	l.mu.Lock()
 	last := l.built
 	l.built = record{}
 	l.mu.Unlock()
+	if pend, ok := l.takeUnwritten(); ok {
+		if pend.entry.Seq == end.Seq && bytes.Equal(pend.mac(), end.MAC) {
+			last = pend // written once, below, signed
+		} else if err := l.putEntry(l.run.tx, pend); err != nil {
+			return Head{}, err
+		}
+	}
 	if last.entry.Seq != end.Seq || !bytes.Equal(last.mac(), end.MAC) || last.plain == nil {
 		var err error
 		if last, err = l.readBack(tx, end.Seq); err != nil {

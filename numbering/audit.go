@@ -87,7 +87,7 @@ func (s *Series) Audit(ctx context.Context) (AuditReport, error) {
 			}
 			continue
 		}
-		if e.Series != s.name || e.Collection == "" || len(e.Partition) != 0 ||
+		if e.Series != s.name || e.Collection == "" || !slices.Equal(e.Partition, s.b.Partition) ||
 			(e.Kind != ledger.NumberAssigned && e.Kind != ledger.NumberVoided) {
 			continue // another series, or a sequence's void (no record)
 		}

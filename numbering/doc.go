@@ -183,5 +183,10 @@
 //     (for the deprecated vault.Vault.Numbering: one that is not a JSON
 //     object), or (when resuming) a ledger that does not verify.
 //   - Partitions are not supported on this path yet (vault.NumberingOf
-//     refuses them).
+//     refuses them). Periods are: vault.NumberingOfDated hands each record
+//     off to the series of its date's period (deferred.Backend.Partition,
+//     see periods.go), each with its own head, shared with the period's
+//     counter, and Settle runs a pass of each. A pass of a closed period
+//     numbers nothing and fails with an error matching
+//     sequence.ErrPeriodClosed; its records stay pending.
 package numbering

@@ -19,7 +19,7 @@ func init() {
 // given, 0 when it has no head (see wire.NumberingGiven). It checks no
 // rollback pin: the counter it raises is checked against the ledger.
 func given(b deferred.Backend, name string, get func(key string) (stores.Item, error)) (uint64, error) {
-	s := &Series{b: b, name: name, dir: b.Prefix + dirName + name + "/"}
+	s := &Series{b: b, name: name, dir: seriesDir(b, name)}
 	key := s.headKey()
 	it, err := get(key)
 	switch {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -84,6 +85,8 @@ type Series struct {
 	afterLock  func()
 	afterClear func()
 
+	closed atomic.Bool // the ledger recorded the period closed (checkedHeads)
+
 	cfgMu     sync.Mutex
 	cfg       seriesConfig // the stored config, once cfgLoaded
 	cfgLoaded bool
@@ -95,7 +98,8 @@ func init() {
 		if err != nil {
 			return nil, deferred.Hooks{}, err
 		}
-		return s, deferred.Hooks{Handoff: s.handoff, Format: s.formatFor, StoredFormat: s.peekFormat, Indexed: s.indexed}, nil
+		return s, deferred.Hooks{Handoff: s.handoff, Format: s.formatFor, StoredFormat: s.peekFormat, Indexed: s.indexed,
+			Period: s.periodEntry, Periods: s.periods}, nil
 	}
 }
 
@@ -122,8 +126,11 @@ func newSeries(b deferred.Backend, name string, opts Options) (*Series, error) {
 	case opts.Workers < 0:
 		return bad("options", fmt.Errorf("negative workers %d", opts.Workers))
 	}
+	if err := checkPartition(b.Partition); err != nil {
+		return bad("period", err)
+	}
 	s := &Series{
-		b: b, name: name, opts: opts, dir: b.Prefix + dirName + name + "/", workers: opts.Workers,
+		b: b, name: name, opts: opts, dir: seriesDir(b, name), workers: opts.Workers,
 		stepSize: defaultStep, chunkItems: defaultChunkItems,
 	}
 	if opts.Format != "" {
@@ -460,6 +467,7 @@ func (s *Series) checkedHeads(ctx context.Context) (h head, ver, counter uint64,
 	if h.last < rec.Passes {
 		return head{}, 0, 0, headBehind(h.last, rec.Passes)
 	}
+	s.closed.Store(rec.Closed)
 	if counter, err = s.b.CounterHead(ctx); err != nil {
 		return head{}, 0, 0, fmt.Errorf("read the counter %q: %w", s.name, err)
 	}

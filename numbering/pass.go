@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -132,6 +133,11 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 	}
 	if h.collection != "" && h.collection != s.opts.Collection {
 		return &MismatchError{Collection: true, Stored: h.collection, Asked: s.opts.Collection}
+	}
+	if s.closed.Load() {
+		// The period was closed (the ledger says so): its records waiting
+		// are left in line, for someone to decide what becomes of them.
+		return s.closedPeriod(ctx)
 	}
 	// The series' one definition: a handle asking for no format numbers
 	// with the one stored with the series' counter, if any.
@@ -812,7 +818,7 @@ func (s *Series) recorded(ctx context.Context, b *batch) (map[uint64]bool, error
 			return nil, fmt.Errorf("read ledger after %d: %w", b.mark, err)
 		}
 		if (e.Kind == ledger.NumberAssigned || e.Kind == ledger.NumberVoided) && e.Series == s.name &&
-			e.Collection == b.collection && e.Number > b.done && e.Number <= b.last {
+			slices.Equal(e.Partition, s.b.Partition) && e.Collection == b.collection && e.Number > b.done && e.Number <= b.last {
 			m[e.Number] = true
 		}
 	}
@@ -843,6 +849,11 @@ func (s *Series) step(ctx context.Context, b *batch, ver uint64, f *sequence.For
 	if err != nil {
 		return err
 	}
+	for i := range stamps {
+		if stamps[i].Formatted != "" {
+			texts[i] = stamps[i].Formatted // rendered by the record's date
+		}
+	}
 	entries := make([]ledger.Entry, 0, len(seg))
 	for i, it := range seg {
 		n := first + uint64(i)
@@ -854,7 +865,7 @@ func (s *Series) step(ctx context.Context, b *batch, ver uint64, f *sequence.For
 		if recorded[n] {
 			continue
 		}
-		e := ledger.Entry{Kind: ledger.NumberAssigned, Collection: b.collection, ID: it.id, Series: s.name, Number: n}
+		e := ledger.Entry{Kind: ledger.NumberAssigned, Collection: b.collection, ID: it.id, Series: s.name, Partition: s.b.Partition, Number: n}
 		switch {
 		case gone[i]:
 			e.Kind, e.Reason = ledger.NumberVoided, voidReason

@@ -167,3 +167,13 @@ func periodLabel(p Period, start MonthDay, t time.Time) string {
 	}
 	return string(b)
 }
+
+// Label names the period of kind p that holds the day of date, read in
+// date's location (call date.In(zone) first for a series' zone), as
+// Serial.Period and ClosePeriod name it: 2026-03-15 (day), 2026-03
+// (month), 2026 (year), FY2026-27 or FY2026 (fiscal year, starting on
+// fiscalStart; the zero MonthDay is 1 January). PeriodNone, and a period
+// kind that is not declared, have no label ("").
+func (p Period) Label(date time.Time, fiscalStart MonthDay) string {
+	return periodLabel(p, fiscalStart, date)
+}

@@ -282,6 +282,7 @@ func init() {
 		return st.value, err
 	}
 	wire.SequenceRaise = raise
+	wire.SequenceCounterKey = counterKey
 }
 
 // raise returns the counter value plain (nil: none yet) raised to to, or

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/noydb-go/noydb/internal/cas"
+	"github.com/noydb-go/noydb/internal/deferred"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/sequence"
@@ -185,11 +186,11 @@ func (n *Numbered[T]) settleOnHub(ctx context.Context) (numbering.PassReport, er
 		return rep, err
 	}
 	for _, h := range copied {
-		a, ok, err := n.onHub.ns.LookupProvisional(ctx, h.provisional)
+		_, ok, err := n.onHub.Lookup(ctx, h.provisional) // of its period, for a handle with periods
 		if err != nil {
 			return rep, fmt.Errorf("numbering %q: after the pass on the hub: %w", n.series, err)
 		}
-		if !ok || a.Provisional != h.provisional {
+		if !ok {
 			continue
 		}
 		if err := n.c.v.store.Delete(ctx, h.key); err != nil {
@@ -205,14 +206,49 @@ func (n *Numbered[T]) settleOnHub(ctx context.Context) (numbering.PassReport, er
 // (numbered there, maybe). Entries whose record has not reached the hub
 // stay on the device: the hub's pass would only wait for them.
 func (n *Numbered[T]) handOffToHub(ctx context.Context) ([]hubHandoff, error) {
+	if n.date == nil || n.opts.Period == sequence.PeriodNone {
+		return n.handOffQueue(ctx, n.hooks, nil)
+	}
+	// A handle numbering by period: each period's queue, the period
+	// listed on the hub first (numbered_periods.go).
+	labels, err := n.hooks.Periods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []hubHandoff
+	for _, label := range labels {
+		ps, err := n.period(label)
+		if err != nil {
+			return nil, err
+		}
+		key, value, err := ps.hooks.Period()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := n.c.v.hub.store.Get(ctx, key); errors.Is(err, stores.ErrNotFound) {
+			if _, err := n.c.v.hub.store.Put(ctx, key, value); err != nil {
+				return nil, err
+			}
+		} else if err != nil {
+			return nil, err
+		}
+		if out, err = n.handOffQueue(ctx, ps.hooks, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// handOffQueue is handOffToHub for the queue of the deferred series whose
+// hooks are hooks, appending to out.
+func (n *Numbered[T]) handOffQueue(ctx context.Context, hooks deferred.Hooks, out []hubHandoff) ([]hubHandoff, error) {
 	v, h := n.c.v, n.c.v.hub
 	const probe = "01890a5d-ac96-774b-bcce-b302099a8057/i" // a UUIDv7 and an id
-	probeKey, _, err := n.hooks.Handoff(probe[:36], probe[37:])
+	probeKey, _, err := hooks.Handoff(probe[:36], probe[37:])
 	if err != nil {
 		return nil, err
 	}
 	prefix := strings.TrimSuffix(probeKey, probe) // the series' pending folder
-	var out []hubHandoff
 	for it, err := range v.store.List(ctx, prefix) {
 		if err != nil {
 			return nil, err

@@ -26,9 +26,11 @@ import (
 const markPending byte = 3
 
 // pendingOf returns the provisional id of the pending mark of series, or "".
+// A record handed off to a period (NumberingOfDated) has the period's
+// label as the mark's second part.
 func pendingOf(marks []mark, series string) string {
 	for _, m := range marks {
-		if m.kind == markPending && m.series == series && len(m.partition) == 1 {
+		if m.kind == markPending && m.series == series && (len(m.partition) == 1 || len(m.partition) == 2) {
 			return m.partition[0]
 		}
 	}
@@ -73,6 +75,7 @@ type Numbered[T any] struct {
 	series string
 	opts   sequence.Options
 	set    func(*T, sequence.Serial)
+	date   func(*T) time.Time // the record's document date (NumberingOfDated), or nil
 	online bool
 	ns     *numbering.Series
 	hooks  deferred.Hooks
@@ -83,6 +86,9 @@ type Numbered[T any] struct {
 	stored bool                // the format is stored with the deferred series too (a write's prepare)
 	format *sequence.Formatter // nil: plain decimal
 	seq    *sequence.Sequence  // online only
+
+	pmu     sync.Mutex               // guards periods
+	periods map[string]*periodSeries // the deferred series of each period used, by label
 }
 
 // NumberedRecord is a record as Numbered's Put and Get return it.
@@ -116,17 +122,66 @@ type NumberedRecord[T any] struct {
 // Get and every other read render with the stored format and store
 // nothing, so no read changes the text a record was numbered with.
 //
-// The rest of a definition is refused with ErrInvalidArgument rather than
-// dropped: Corrects (a credit note names the number it corrects: number
-// it with Sequence.Correcting), and, not yet supported, a Partition,
-// Period, FiscalStart, Location (other than UTC) or Meta. A series whose
-// stored definition has any of them (stored by a Sequence) makes Put, Get
-// and Settle fail with sequence.ErrDefinitionMismatch.
+// A Period, FiscalStart or Location (other than UTC) numbers and renders
+// by the date of the document, which only the record knows: give it with
+// NumberingOfDated. The rest of a definition is refused with
+// ErrInvalidArgument rather than dropped: Corrects (a credit note names the
+// number it corrects: number it with Sequence.Correcting), and, not yet
+// supported, a Partition or Meta. A series whose stored definition has any
+// of them (stored by a Sequence) makes Put, Get and Settle fail with
+// sequence.ErrDefinitionMismatch.
 //
 // NumberingOf does no I/O. A nil c or set, an invalid collection or series
 // name, a definition it does not take or a bad format give an error
 // wrapping ErrInvalidArgument.
 func NumberingOf[T any](c *Collection[T], series string, opts sequence.Options, set func(*T, sequence.Serial)) (*Numbered[T], error) {
+	return numberingOf(c, series, opts, set, nil)
+}
+
+// NumberingOfDated is NumberingOf for a series numbered by the date of the
+// document each record is (an invoice's or a receipt's date), which date
+// returns, like set, from the record itself: with opts.Period the number
+// is the next of the period holding that date, read in opts.Location with
+// the fiscal year starting on opts.FiscalStart, not of the period of the
+// clock; the date tokens of the format ({YYYY}, {MM}, {FY}, …) render it;
+// and Serial.Period names the period. A receipt dated 31 December numbered
+// on 2 January takes December's next number. The period's counter is the
+// one Sequence.At(date) and Collection.PutNumbered take from: one head per
+// period for every path. A period closed with Sequence.ClosePeriod takes
+// no number: Put fails with an error matching sequence.ErrPeriodClosed
+// (a *sequence.PeriodClosedError) and writes nothing.
+//
+// The date must be set on every record Put writes: a record whose date is
+// the zero time.Time is refused with ErrInvalidArgument, nothing written.
+// A record keeps the number, and the period, it was given: a Put of it
+// whose date falls in another period, or renders its number differently,
+// is refused with ErrInvalidArgument. Get renders the number with the
+// record's date and the series' stored definition; it stores nothing.
+//
+// Where passes number (a file store, a device of a hub), Put hands the
+// record off to its date's period, and Settle runs a pass of every period
+// that has records waiting: each period's numbers follow its head, which
+// is the period's counter too, so a receipt handed off on 31 December and
+// numbered by a pass in January takes December's next number, after any
+// taken at write time. A pass meeting records of a closed period numbers
+// none of them and leaves them pending: Settle returns an error matching
+// sequence.ErrPeriodClosed (naming the period and how many wait) after
+// numbering the other periods. A pending record's Put may not move it to
+// another period (ErrInvalidArgument). Lookup looks in every period;
+// AuditAt audits one.
+//
+// NumberingOfDated refuses with ErrInvalidArgument a nil date, and
+// everything NumberingOf refuses but the period, fiscal start and zone.
+func NumberingOfDated[T any](c *Collection[T], series string, opts sequence.Options, set func(*T, sequence.Serial), date func(*T) time.Time) (*Numbered[T], error) {
+	if date == nil {
+		return nil, fmt.Errorf("numbering %q: %w: nil date function", series, ErrInvalidArgument)
+	}
+	return numberingOf(c, series, opts, set, date)
+}
+
+// numberingOf is NumberingOf, numbering by the record's date when date is
+// set (NumberingOfDated).
+func numberingOf[T any](c *Collection[T], series string, opts sequence.Options, set func(*T, sequence.Serial), date func(*T) time.Time) (*Numbered[T], error) {
 	bad := func(err error) (*Numbered[T], error) {
 		return nil, fmt.Errorf("numbering %q: %w: %w", series, ErrInvalidArgument, err)
 	}
@@ -140,30 +195,33 @@ func NumberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 		// handle has seen it given (see CollectionOf).
 		return bad(c.err)
 	}
-	if err := beyondNumberingOf(sequence.Definition{Period: opts.Period, FiscalStart: opts.FiscalStart,
-		Meta: opts.Meta, Corrects: opts.Corrects}); err != nil {
+	if err := beyondNumberingOf(askedOf(opts), date != nil); err != nil {
 		return bad(err)
 	}
-	switch {
-	case len(opts.Partition) != 0:
+	if len(opts.Partition) != 0 {
 		return bad(errors.New("partitions are not supported by NumberingOf yet"))
-	case opts.Location != nil && opts.Location != time.UTC:
-		return bad(errors.New("a time zone (Location) is not supported by NumberingOf yet"))
 	}
 	if opts.Format != "" {
-		if _, err := sequence.ParseFormat(opts.Format); err != nil {
+		if _, err := sequence.ParseFormatWith(opts.Format, sequence.FormatOptions{FiscalStart: opts.FiscalStart, Location: opts.Location}); err != nil {
 			return bad(err)
 		}
 	}
 	v := c.v
-	n := &Numbered[T]{c: c, series: series, opts: opts, set: set}
+	n := &Numbered[T]{c: c, series: series, opts: opts, set: set, date: date}
 	caps := v.store.Capabilities()
 	if _, ok := v.store.(stores.Transactor); ok && caps.CASAtomic && caps.Transactions && v.hub == nil && !v.hubless {
 		n.online = true
 	}
+
+	if date != nil {
+		// Validates the period, fiscal start and zone the sequence way.
+		if _, err := v.Sequence(series, sequence.Options{Period: opts.Period, FiscalStart: opts.FiscalStart, Location: opts.Location}); err != nil {
+			return bad(err)
+		}
+	}
 	if v.hub != nil {
 		// A device numbers in passes on the hub, where the counters are.
-		hn, err := NumberingOf(&Collection[T]{v: v.hub, name: c.name}, series, opts, set)
+		hn, err := numberingOf(&Collection[T]{v: v.hub, name: c.name}, series, opts, set, date)
 		if err != nil {
 			return nil, err
 		}
@@ -172,7 +230,11 @@ func NumberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 		// SyncAndSettle runs this handle's pass.
 		v.registerNumbered(series, numberedHook{set: n.setKnown, settle: n.Settle})
 	}
-	ns, hooks, err := v.numberingSeries(series, numbering.Options{Collection: c.name, Format: opts.Format}, n.apply)
+	records := stampRecords{apply: n.apply}
+	if date != nil {
+		records.render = n.render
+	}
+	ns, hooks, err := v.numberingPeriod(series, numbering.Options{Collection: c.name, Format: opts.Format}, records)
 	if err != nil {
 		return bad(err)
 	}
@@ -187,23 +249,63 @@ func NumberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 	return n, nil
 }
 
+// askedOf is the definition opts asks for, but its format and partition.
+func askedOf(opts sequence.Options) sequence.Definition {
+	return sequence.Definition{Period: opts.Period, FiscalStart: opts.FiscalStart,
+		Meta: opts.Meta, Corrects: opts.Corrects, Zone: zoneName(opts.Location)}
+}
+
+// zoneName is the name a definition gives the time zone loc: "" for UTC
+// (and nil), else its IANA name.
+func zoneName(loc *time.Location) string {
+	if loc == nil || loc == time.UTC || loc.String() == "UTC" {
+		return ""
+	}
+	return loc.String()
+}
+
 // beyondNumberingOf says which part of the definition d NumberingOf cannot
 // honour on both of its paths (nil: none): a correcting series (credit
 // notes number through Sequence.Correcting, naming the number corrected),
-// and, not yet, periods, fiscal years, time zones and metadata (a pass
-// would number and render them by its own date, not the record's).
-func beyondNumberingOf(d sequence.Definition) error {
+// metadata (not yet), and, for a handle without the record's date
+// (dated false), periods, fiscal years and time zones, which number and
+// render by the document's date.
+func beyondNumberingOf(d sequence.Definition, dated bool) error {
 	switch {
 	case d.Corrects != "":
 		return fmt.Errorf("a correcting series (Corrects %q) takes numbers through Sequence.Correcting only", d.Corrects)
-	case d.Period != sequence.PeriodNone:
-		return errors.New("periods are not supported by NumberingOf yet")
-	case d.FiscalStart != (sequence.MonthDay{}):
-		return errors.New("a fiscal start is not supported by NumberingOf yet")
-	case d.Zone != "" && d.Zone != "UTC":
-		return errors.New("a time zone is not supported by NumberingOf yet")
 	case len(d.Meta) != 0:
 		return errors.New("metadata (Meta) is not supported by NumberingOf yet")
+	case dated:
+		return nil
+	case d.Period != sequence.PeriodNone:
+		return fmt.Errorf("a period (%s) numbers by the record's date: give it with NumberingOfDated", d.Period)
+	case d.FiscalStart != (sequence.MonthDay{}) && d.FiscalStart != (sequence.MonthDay{Month: time.January, Day: 1}):
+		return errors.New("a fiscal start numbers by the record's date: give it with NumberingOfDated")
+	case d.Zone != "" && d.Zone != "UTC":
+		return errors.New("a time zone (Location) reads the record's date: give it with NumberingOfDated")
+	}
+	return nil
+}
+
+// checkStored checks the series' stored definition def against the
+// handle's: what NumberingOf cannot honour, and, for a handle numbering by
+// the record's date, a period, fiscal start or zone other than its own. A
+// series with none stored takes the handle's (its first number stores it).
+func (n *Numbered[T]) checkStored(def sequence.Definition) error {
+	if err := beyondNumberingOf(def, n.date != nil); err != nil {
+		return err
+	}
+	if n.date == nil || def.IsZero() {
+		return nil
+	}
+	fs := n.opts.FiscalStart
+	if fs == (sequence.MonthDay{Month: time.January, Day: 1}) {
+		fs = sequence.MonthDay{}
+	}
+	if def.Period != n.opts.Period || def.FiscalStart != fs || def.Zone != zoneName(n.opts.Location) {
+		return fmt.Errorf("stored with period %s, fiscal start %s, zone %q; the handle asks for period %s, fiscal start %s, zone %q",
+			def.Period, def.FiscalStart, def.Zone, n.opts.Period, fs, zoneName(n.opts.Location))
 	}
 	return nil
 }
@@ -235,12 +337,25 @@ func (n *Numbered[T]) setKnown(body []byte, num uint64) ([]byte, bool, error) {
 	if !ready {
 		return body, false, nil
 	}
+	if n.date != nil {
+		// Rendered by the record's date, in the period of it.
+		label, err := n.periodOfBody(body)
+		if err != nil {
+			return body, false, err
+		}
+		s.Period = label
+		if s, err = n.render(body, s); err != nil {
+			return body, false, err
+		}
+	}
 	out, err := n.apply(body, s)
 	return out, err == nil, err
 }
 
 // Series returns the deferred-numbering series behind the handle: its
-// passes, Lookup by record id, Last, Pending, Assignments.
+// passes, Lookup by record id, Last, Pending, Assignments. A handle with
+// periods (NumberingOfDated) has one per period besides, which its
+// Settle, Lookup and AuditAt use; this one numbers none of its records.
 func (n *Numbered[T]) Series() *numbering.Series { return n.ns }
 
 // Online reports whether Put numbers records at write time (the store has
@@ -266,7 +381,7 @@ func (n *Numbered[T]) prepare(ctx context.Context, store bool) error {
 	if err != nil {
 		return err
 	}
-	if err := beyondNumberingOf(def); err != nil {
+	if err := n.checkStored(def); err != nil {
 		// Stored by a Sequence: numbering it here would not follow it.
 		return fmt.Errorf("numbering %q: the series' stored definition: %w: %w", n.series, sequence.ErrDefinitionMismatch, err)
 	}
@@ -290,13 +405,30 @@ func (n *Numbered[T]) prepare(ctx context.Context, store bool) error {
 		return nil
 	}
 	if format != "" {
-		if n.format, err = sequence.ParseFormat(format); err != nil {
+		fo := sequence.FormatOptions{FiscalStart: n.opts.FiscalStart, Location: n.opts.Location}
+		if n.format, err = sequence.ParseFormatWith(format, fo); err != nil {
 			return fmt.Errorf("numbering %q: stored format: %w: %w", n.series, numbering.ErrCorrupt, err)
 		}
 	}
+	o := sequence.Options{Format: format}
+	if n.date != nil {
+		o.Period, o.FiscalStart, o.Location = n.opts.Period, n.opts.FiscalStart, n.opts.Location
+	}
 	if n.online {
-		if n.seq, err = n.c.v.Sequence(n.series, sequence.Options{Format: format}); err != nil {
+		if n.seq, err = n.c.v.Sequence(n.series, o); err != nil {
 			return err
+		}
+	} else if n.date != nil && store && def.IsZero() {
+		// Passes store no definition with the counter: a store that can
+		// (atomic compare-and-swap) gets it declared, so every handle and
+		// Sequence of the series numbers by the same period. A file
+		// store cannot (see NumberingOfDated).
+		q, err := n.c.v.Sequence(n.series, o)
+		if err == nil {
+			err = q.Declare(ctx)
+		}
+		if err != nil && !errors.Is(err, sequence.ErrOffline) {
+			return fmt.Errorf("numbering %q: declare its definition: %w", n.series, err)
 		}
 	}
 	n.ready = true
@@ -316,6 +448,45 @@ func (n *Numbered[T]) serial(num uint64) sequence.Serial {
 		return sequence.Serial{N: num, Formatted: strconv.FormatUint(num, 10)}
 	}
 	return sequence.Serial{N: num, Formatted: n.format.Format(num)}
+}
+
+// serialAt is number num of period (a series with periods; else "") with
+// its text in the series' stored format, for a document dated date: the
+// record's date, for a handle numbering by it (NumberingOfDated).
+func (n *Numbered[T]) serialAt(num uint64, period string, date time.Time) sequence.Serial {
+	if n.date == nil || n.format == nil {
+		s := n.serial(num)
+		s.Period = period
+		return s
+	}
+	return sequence.Serial{N: num, Formatted: n.format.FormatAt(num, date), Period: period}
+}
+
+// dateOf returns the document date of value (NumberingOfDated), the zero
+// time for a handle without one. A handle with a date refuses a zero one:
+// the period and the date tokens are chosen by it.
+func (n *Numbered[T]) dateOf(value *T) (time.Time, error) {
+	if n.date == nil {
+		return time.Time{}, nil
+	}
+	d := n.date(value)
+	if d.IsZero() {
+		return d, fmt.Errorf("%w: the record's date is the zero time.Time: its period and the date of its number are chosen by it", ErrInvalidArgument)
+	}
+	return d, nil
+}
+
+// periodOf is the label of the period holding date in the handle's zone
+// ("" for a series without periods).
+func (n *Numbered[T]) periodOf(date time.Time) string {
+	if n.date == nil || n.opts.Period == sequence.PeriodNone {
+		return ""
+	}
+	loc := n.opts.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	return n.opts.Period.Label(date.In(loc), n.opts.FiscalStart)
 }
 
 // errRestart: the record changed under a Put in a way that changes what it
@@ -356,6 +527,12 @@ func (n *Numbered[T]) Put(ctx context.Context, id string, value T) (NumberedReco
 	fail := func(err error) (NumberedRecord[T], error) {
 		return NumberedRecord[T]{}, fmt.Errorf("put numbered %s/%s: %w", c.name, id, err)
 	}
+	// The record's date (NumberingOfDated) is checked before anything is
+	// written.
+	date, err := n.dateOf(&value)
+	if err != nil {
+		return fail(err)
+	}
 	if err := n.prepare(ctx, true); err != nil {
 		return fail(err)
 	}
@@ -365,9 +542,9 @@ func (n *Numbered[T]) Put(ctx context.Context, id string, value T) (NumberedReco
 			return fail(err)
 		}
 		var out NumberedRecord[T]
-		num, numbered := n.numberOf(prev.marks)
+		num, period, numbered := n.markOf(prev.marks)
 		if !numbered {
-			err := n.checkPending(ctx, id, prev.marks)
+			err := n.checkPending(ctx, id, prev)
 			if errors.Is(err, errRestart) {
 				continue
 			}
@@ -377,11 +554,11 @@ func (n *Numbered[T]) Put(ctx context.Context, id string, value T) (NumberedReco
 		}
 		switch {
 		case numbered:
-			out, err = n.rewrite(ctx, id, value, num)
+			out, err = n.rewrite(ctx, id, value, num, period, date)
 		case n.online:
-			out, err = n.putOnline(ctx, id, value)
+			out, err = n.putOnline(ctx, id, value, date)
 		default:
-			out, err = n.handoff(ctx, id, value, pendingOf(prev.marks, n.series))
+			out, err = n.handoff(ctx, id, value, pendingOf(prev.marks, n.series), date)
 		}
 		if errors.Is(err, errRestart) {
 			continue
@@ -405,12 +582,20 @@ func (n *Numbered[T]) Put(ctx context.Context, id string, value T) (NumberedReco
 // after the record was stamped, says so): the store served a revision of
 // the record from before its stamp. A record deleted and handed off again
 // since is pending under another provisional id, and passes.
-func (n *Numbered[T]) checkPending(ctx context.Context, id string, marks []mark) error {
-	p := pendingOf(marks, n.series)
+func (n *Numbered[T]) checkPending(ctx context.Context, id string, rec stored) error {
+	p := pendingOf(rec.marks, n.series)
 	if p == "" {
 		return nil
 	}
-	ip, num, text, ok, err := n.hooks.Indexed(ctx, id)
+	label, err := n.periodOfBody(rec.body)
+	if err != nil {
+		return err
+	}
+	ps, err := n.period(label)
+	if err != nil {
+		return err
+	}
+	ip, num, text, ok, err := ps.hooks.Indexed(ctx, id)
 	if err != nil || !ok || ip != p {
 		return err
 	}
@@ -428,10 +613,39 @@ func (n *Numbered[T]) checkPending(ctx context.Context, id string, marks []mark)
 
 // numberOf returns the number of the series that marks carry, from either path.
 func (n *Numbered[T]) numberOf(marks []mark) (uint64, bool) {
+	num, _, ok := n.markOf(marks)
+	return num, ok
+}
+
+// markOf returns the number of the series that marks carry, from either
+// path, and for a handle numbering by period the label of its period (the
+// partition of its mark, as Collection.PutNumbered writes it).
+func (n *Numbered[T]) markOf(marks []mark) (uint64, string, bool) {
 	if num, ok := findMark(marks, markSequence, n.series, nil); ok {
-		return num, true
+		return num, "", true
 	}
-	return findMark(marks, markNumbering, n.series, nil)
+	if num, ok := findMark(marks, markNumbering, n.series, nil); ok {
+		return num, "", true
+	}
+	if n.date != nil && n.opts.Period != sequence.PeriodNone {
+		for _, m := range marks {
+			if (m.kind == markSequence || m.kind == markNumbering) && m.series == n.series && len(m.partition) == 1 {
+				return m.n, m.partition[0], true
+			}
+		}
+	}
+	return 0, "", false
+}
+
+// partitioned reports whether marks carry a number of series taken in a
+// partition or period of it.
+func partitioned(marks []mark, series string) bool {
+	for _, m := range marks {
+		if m.kind == markSequence && m.series == series && len(m.partition) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // read reads and opens the stored record id (the zero stored when there is none).
@@ -448,15 +662,20 @@ func (n *Numbered[T]) read(ctx context.Context, id string) (stored, error) {
 
 // putOnline takes the next number of the series in the commit that writes
 // the record (Collection.PutNumbered), or fails with errRestart when the
-// record got a number meanwhile.
-func (n *Numbered[T]) putOnline(ctx context.Context, id string, value T) (NumberedRecord[T], error) {
+// record got a number meanwhile. A handle numbering by the record's date
+// takes it from the period of date (Sequence.At).
+func (n *Numbered[T]) putOnline(ctx context.Context, id string, value T, date time.Time) (NumberedRecord[T], error) {
 	c, v := n.c, n.c.v
 	out := NumberedRecord[T]{ID: id}
+	q := n.seq
+	if n.date != nil {
+		q = q.At(date)
+	}
 	// The record's keys include currentGenKey, which applyTx reads: named
 	// here, it is locked with the others in key order (see recordKeys).
 	// So is the collection's definition when the record may bind the
 	// series (an owner's first numbered record here, withBindKey).
-	_, err := n.seq.BindKeys(ctx, v.withBindKey(v.recordKeys(c.name, id), c.name, n.series), func(tx stores.Tx, s sequence.Serial) error {
+	_, err := q.BindKeys(ctx, v.withBindKey(v.recordKeys(c.name, id), c.name, n.series), func(tx stores.Tx, s sequence.Serial) error {
 		prev, err := v.readTx(tx, c.name, id, true)
 		if err != nil {
 			return err
@@ -470,8 +689,14 @@ func (n *Numbered[T]) putOnline(ctx context.Context, id string, value T) (Number
 		if err != nil {
 			return fmt.Errorf("encode: %w", err)
 		}
-		marks := withMark(withoutPending(prev.marks, n.series), mark{kind: markSequence, series: n.series, n: s.N})
-		e := ledger.Entry{Kind: ledger.RecordPut, Series: n.series, Number: s.N}
+		// A series with periods counts each under its label (as
+		// Collection.PutNumbered marks and records it).
+		var partition []string
+		if s.Period != "" {
+			partition = []string{s.Period}
+		}
+		marks := withMark(withoutPending(prev.marks, n.series), mark{kind: markSequence, series: n.series, partition: partition, n: s.N})
+		e := ledger.Entry{Kind: ledger.RecordPut, Series: n.series, Partition: partition, Number: s.N}
 		if err := v.applyTx(ctx, tx, c.name, id, prev, joinRecord(marks, plain), e); err != nil {
 			return err
 		}
@@ -485,10 +710,17 @@ func (n *Numbered[T]) putOnline(ctx context.Context, id string, value T) (Number
 }
 
 // rewrite writes value over the record id, which carries number num of the
-// series, with num set again, or fails with errRestart when the record no
-// longer carries it (deleted meanwhile).
-func (n *Numbered[T]) rewrite(ctx context.Context, id string, value T, num uint64) (NumberedRecord[T], error) {
-	s := n.serial(num)
+// series (of period, for a series with periods), with num set again, or
+// fails with errRestart when the record no longer carries it (deleted
+// meanwhile). For a handle numbering by the record's date, value's date
+// must keep the number in its period and its text as the stored record
+// renders it (else ErrInvalidArgument, nothing written).
+func (n *Numbered[T]) rewrite(ctx context.Context, id string, value T, num uint64, period string, date time.Time) (NumberedRecord[T], error) {
+	if got := n.periodOf(date); got != period {
+		return NumberedRecord[T]{}, fmt.Errorf("%w: the record carries number %d of period %s; its date %s is in period %s",
+			ErrInvalidArgument, num, period, date.Format(time.RFC3339), got)
+	}
+	s := n.serialAt(num, period, date)
 	val := value
 	n.set(&val, s)
 	plain, err := json.Marshal(val)
@@ -496,8 +728,11 @@ func (n *Numbered[T]) rewrite(ctx context.Context, id string, value T, num uint6
 		return NumberedRecord[T]{}, fmt.Errorf("encode: %w", err)
 	}
 	err = n.write(ctx, id, nil, func(prev stored) ([]mark, []byte, error) {
-		if got, ok := n.numberOf(prev.marks); !ok || got != num {
+		if got, p, ok := n.markOf(prev.marks); !ok || got != num || p != period {
 			return nil, nil, errRestart
+		}
+		if err := n.keepsText(prev.body, s); err != nil {
+			return nil, nil, err
 		}
 		return prev.marks, plain, nil
 	})
@@ -508,10 +743,46 @@ func (n *Numbered[T]) rewrite(ctx context.Context, id string, value T, num uint6
 	return out, err
 }
 
+// keepsText refuses, with ErrInvalidArgument, a new revision whose date
+// would render its number s otherwise than the stored record's date body
+// does (a handle numbering by the record's date, with a format of date
+// tokens): the issued text is kept. A stored record without a date (written
+// around the handle) is not held against.
+func (n *Numbered[T]) keepsText(body []byte, s sequence.Serial) error {
+	if n.date == nil || n.format == nil || !n.format.Dated() {
+		return nil
+	}
+	var old T
+	if err := json.Unmarshal(body, &old); err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	d := n.date(&old)
+	if d.IsZero() {
+		return nil
+	}
+	if was := n.format.FormatAt(s.N, d); was != s.Formatted {
+		return fmt.Errorf("%w: the record's number reads %q; its new date would make it %q", ErrInvalidArgument, was, s.Formatted)
+	}
+	return nil
+}
+
 // handoff writes the record id marked pending under provisional (a new one
 // when empty) after its handoff entry, or fails with errRestart when the
 // record got a number, or another provisional id, meanwhile.
-func (n *Numbered[T]) handoff(ctx context.Context, id string, value T, provisional string) (NumberedRecord[T], error) {
+func (n *Numbered[T]) handoff(ctx context.Context, id string, value T, provisional string, date time.Time) (NumberedRecord[T], error) {
+	// A handle numbering by period hands the record off to the period of
+	// its date, listed first so Settle finds it.
+	label := n.periodOf(date)
+	ps, err := n.period(label)
+	if err != nil {
+		return NumberedRecord[T]{}, err
+	}
+	if err := n.keepsPeriod(ctx, ps, provisional, id, label); err != nil {
+		return NumberedRecord[T]{}, err
+	}
+	if err := n.list(ctx, ps); err != nil {
+		return NumberedRecord[T]{}, err
+	}
 	if provisional == "" {
 		u, err := uuid.NewV7()
 		if err != nil {
@@ -523,7 +794,7 @@ func (n *Numbered[T]) handoff(ctx context.Context, id string, value T, provision
 	if err != nil {
 		return NumberedRecord[T]{}, fmt.Errorf("encode: %w", err)
 	}
-	entryKey, entry, err := n.hooks.Handoff(provisional, id)
+	entryKey, entry, err := ps.hooks.Handoff(provisional, id)
 	if err != nil {
 		return NumberedRecord[T]{}, err
 	}
@@ -534,7 +805,11 @@ func (n *Numbered[T]) handoff(ctx context.Context, id string, value T, provision
 		if p := pendingOf(prev.marks, n.series); p != "" && p != provisional {
 			return nil, nil, errRestart
 		}
-		marks := withMark(withoutPending(prev.marks, n.series), mark{kind: markPending, series: n.series, partition: []string{provisional}})
+		part := []string{provisional}
+		if label != "" {
+			part = append(part, label) // where its handoff entry is (handoffKeyOf)
+		}
+		marks := withMark(withoutPending(prev.marks, n.series), mark{kind: markPending, series: n.series, partition: part})
 		return marks, plain, nil
 	})
 	out := NumberedRecord[T]{ID: id, Value: value, Pending: true, Provisional: provisional}
@@ -637,7 +912,16 @@ func (n *Numbered[T]) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("delete numbered %s/%s: %w", c.name, id, err)
 	}
 	if p := pendingOf(prev.marks, n.series); p != "" {
-		key, _, err := n.hooks.Handoff(p, id)
+		// In the period of its date, for a handle numbering by period.
+		label, err := n.periodOfBody(prev.body)
+		var ps *periodSeries
+		if err == nil {
+			ps, err = n.period(label)
+		}
+		var key string
+		if err == nil {
+			key, _, err = ps.hooks.Handoff(p, id)
+		}
 		if err == nil {
 			err = c.v.store.Delete(ctx, key)
 		}
@@ -699,23 +983,43 @@ func (n *Numbered[T]) get(ctx context.Context, id string) (NumberedRecord[T], er
 	if err := json.Unmarshal(rec.body, &out.Value); err != nil {
 		return fail(fmt.Errorf("decode: %w", err))
 	}
-	if num, ok := n.numberOf(rec.marks); ok {
-		// Numbered: rendered with the series' stored definition. A read
-		// stores nothing.
+	if num, period, ok := n.markOf(rec.marks); ok {
+		// Numbered: rendered with the series' stored definition (and the
+		// record's date, for a handle numbering by it). A read stores
+		// nothing.
 		if err := n.prepare(ctx, false); err != nil {
 			return fail(err)
 		}
-		out.Serial = n.serial(num)
+		var date time.Time
+		if n.date != nil {
+			date = n.date(&out.Value)
+		}
+		out.Serial = n.serialAt(num, period, date)
 		n.set(&out.Value, out.Serial)
-		if num, ok := findMark(rec.marks, markNumbering, n.series, nil); ok {
-			// Numbered by a pass: its provisional id is in the series' index.
-			if a, ok, err := n.ns.Lookup(ctx, id); err == nil && ok && a.Number == num {
-				out.Provisional = a.Provisional
+		var part []string
+		if period != "" {
+			part = []string{period}
+		}
+		if num, ok := findMark(rec.marks, markNumbering, n.series, part); ok {
+			// Numbered by a pass: its provisional id is in the index of
+			// the series (of its period).
+			if ps, err := n.period(period); err == nil {
+				if a, ok, err := ps.ns.Lookup(ctx, id); err == nil && ok && a.Number == num {
+					out.Provisional = a.Provisional
+				}
 			}
 		}
 		return out, nil
 	}
-	if err := n.checkPending(ctx, id, rec.marks); err != nil {
+	if partitioned(rec.marks, n.series) {
+		// Numbered in a partition or period of the series (a Sequence's,
+		// or a dated handle's): a handle that cannot render it says why
+		// rather than show it unnumbered.
+		if err := n.prepare(ctx, false); err != nil {
+			return fail(err)
+		}
+	}
+	if err := n.checkPending(ctx, id, rec); err != nil {
 		return fail(err)
 	}
 	if p := pendingOf(rec.marks, n.series); p != "" {
@@ -756,6 +1060,10 @@ func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) 
 	if n.onHub != nil {
 		return n.settleOnHub(ctx)
 	}
+	if n.date != nil {
+		// A pass of each period (numbered_periods.go).
+		return n.settlePeriods(ctx)
+	}
 	if n.c.v.hubless {
 		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass: %w", n.series, errHubless)
 	}
@@ -775,6 +1083,9 @@ func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) 
 func (n *Numbered[T]) Lookup(ctx context.Context, provisional string) (numbering.Assignment, bool, error) {
 	if n.onHub != nil {
 		return n.onHub.Lookup(ctx, provisional)
+	}
+	if n.date != nil && n.opts.Period != sequence.PeriodNone {
+		return n.lookupPeriods(ctx, provisional)
 	}
 	a, ok, err := n.ns.LookupProvisional(ctx, provisional)
 	if err != nil || !ok {
@@ -817,7 +1128,8 @@ func (a NumberedAudit) Clean() bool {
 // Audit reads the vault's ledger once per path and accounts for every
 // number of the series in one report (on a device of a hub, the hub's
 // ledger, where the numbers are). An error wrapping
-// numbering.ErrDuplicate comes with the full report.
+// numbering.ErrDuplicate comes with the full report. A handle with periods
+// (NumberingOfDated) audits one period at a time: AuditAt.
 func (n *Numbered[T]) Audit(ctx context.Context) (NumberedAudit, error) {
 	if n.onHub != nil {
 		return n.onHub.Audit(ctx)

@@ -64,17 +64,27 @@ func jsonNumber(s sequence.Serial) []byte {
 // numberingSeries opens the deferred-numbering series of the vault whose
 // pass stamps a record's body with apply.
 func (v *Vault) numberingSeries(series string, opts numbering.Options, apply func(body []byte, s sequence.Serial) ([]byte, error)) (*numbering.Series, deferred.Hooks, error) {
-	var records deferred.Records = stampRecords{v: v, apply: apply}
+	return v.numberingPeriod(series, opts, stampRecords{v: v, apply: apply})
+}
+
+// numberingPeriod opens the deferred-numbering series of the vault that
+// stamps records with r: of the period r.partition names (its one label),
+// or the series' own when it names none.
+func (v *Vault) numberingPeriod(series string, opts numbering.Options, r stampRecords) (*numbering.Series, deferred.Hooks, error) {
+	r.v = v
+	partition := r.partition
+	var records deferred.Records = r
 	if tr, ok := v.store.(stores.Transactor); ok {
-		records = stampTxRecords{stampRecords{v: v, apply: apply}, tr}
+		records = stampTxRecords{r, tr}
 	}
 	newSeries := wire.NewNumbering.(func(deferred.Backend, string, numbering.Options) (*numbering.Series, deferred.Hooks, error))
 	return newSeries(deferred.Backend{
-		Store:   v.store,
-		Sealer:  v.seal,
-		Prefix:  v.prefix,
-		Ledger:  v.ledger,
-		Records: records,
+		Store:     v.store,
+		Sealer:    v.seal,
+		Prefix:    v.prefix,
+		Partition: partition,
+		Ledger:    v.ledger,
+		Records:   records,
 		Enter: func(ctx context.Context) (func(), error) {
 			exit, err := v.enterSeries(ctx)
 			if err != nil {
@@ -95,18 +105,21 @@ func (v *Vault) numberingSeries(series string, opts numbering.Options, apply fun
 		// One head for both paths: a pass numbers above the counter and
 		// raises it (onehead.go).
 		Counter: func(get func(key string) (stores.Item, error)) (uint64, error) {
-			return v.counterHead(series, get)
+			return v.counterHead(series, partition, get)
 		},
 		Raise: func(ctx context.Context, tx stores.Tx, from, to uint64) error {
-			return v.raiseCounter(ctx, tx, series, from, to)
+			return v.raiseCounter(ctx, tx, series, partition, from, to)
 		},
 		// One definition per series: a format stored with its counter is
 		// its passes' too.
 		SeriesFormat: func(ctx context.Context, want string) (string, error) {
 			def, err := v.seriesDefinition(ctx, series)
 			if err == nil {
-				if err = beyondNumberingOf(def); err != nil {
-					err = fmt.Errorf("the series' stored definition: %w: %w", sequence.ErrDefinitionMismatch, err)
+				// A period's passes number by the record's date (its
+				// period, and the date tokens the vault renders).
+				if err = beyondNumberingOf(def, len(partition) > 0 || r.render != nil); err != nil {
+					// Passes number by no record's date yet.
+					err = fmt.Errorf("the series' stored definition: %w: a pass: %w", sequence.ErrDefinitionMismatch, err)
 				}
 			}
 			switch {
@@ -121,7 +134,7 @@ func (v *Vault) numberingSeries(series string, opts numbering.Options, apply fun
 		},
 		// Its heads are checked against the ledger's facts (ledger/summary.go).
 		Recorded: func(ctx context.Context) (deferred.Recorded, error) {
-			return v.passRecorded(ctx, series)
+			return v.passRecorded(ctx, series, partition)
 		},
 	}, series, opts)
 }
@@ -140,11 +153,12 @@ func (v *Vault) seriesDefinition(ctx context.Context, series string) (sequence.D
 // passRecorded returns what the ledger records of the numbers of series,
 // from the ledger's summary: the highest number given or voided by a pass,
 // and the highest of its unpartitioned counter.
-func (v *Vault) passRecorded(ctx context.Context, series string) (deferred.Recorded, error) {
+func (v *Vault) passRecorded(ctx context.Context, series string, partition []string) (deferred.Recorded, error) {
 	var r deferred.Recorded
 	_, err := v.ledger.Facts(ctx, ledger.NumberFactsKind, func(f any) error {
 		nf := f.(*ledger.NumberFacts)
-		r = deferred.Recorded{Passes: nf.Series(series).Assigned, Counter: nf.Counter(series, nil).Highest}
+		c := nf.Counter(series, partition)
+		r = deferred.Recorded{Passes: nf.Passes(series, partition).Assigned, Counter: c.Highest, Closed: c.Closed}
 		return nil
 	})
 	return r, err
@@ -158,6 +172,12 @@ func (v *Vault) passRecorded(ctx context.Context, series string) (deferred.Recor
 type stampRecords struct {
 	v     *Vault
 	apply func(body []byte, s sequence.Serial) ([]byte, error)
+	// partition is the period label of a period's series (its marks and
+	// ledger entries carry it), nil for a series without periods.
+	partition []string
+	// render, if set, gives the number the text the record's own date
+	// renders (a handle numbering by it), before apply.
+	render func(body []byte, s sequence.Serial) (sequence.Serial, error)
 }
 
 // Number reports whether the record is stored, which number of the
@@ -181,11 +201,11 @@ func (r stampRecords) Number(ctx context.Context, collection, id, series string)
 	if err != nil {
 		return 0, "", false, fmt.Errorf("record %s/%s: %w", collection, id, err)
 	}
-	n, ok := findMark(rec.marks, markNumbering, series, nil)
+	n, ok := findMark(rec.marks, markNumbering, series, r.partition)
 	if !ok {
 		// Numbered at write time by the series' sequence (NumberingOf on a
 		// store with atomic compare-and-swap): numbered all the same.
-		n, _ = findMark(rec.marks, markSequence, series, nil)
+		n, _ = findMark(rec.marks, markSequence, series, r.partition)
 	}
 	return n, pendingOf(rec.marks, series), true, nil
 }
@@ -323,22 +343,35 @@ func (r stampRecords) stampItem(tx stores.Tx, cur uint64, collection, id string,
 		return nil, deferred.Stamp{}, err
 	}
 	current := deferred.Stamp{Revision: rec.rev, CipherHash: cipherHash(it.Value)}
-	if n, marked := findMark(rec.marks, markNumbering, m.Series, nil); marked {
+	s := sequence.Serial{N: m.N, Formatted: m.Formatted}
+	if len(r.partition) == 1 {
+		s.Period = r.partition[0]
+	}
+	var rendered string // the text the record's date renders (Stamp.Formatted)
+	if r.render != nil {
+		if s, err = r.render(rec.body, s); err != nil {
+			return nil, deferred.Stamp{}, err
+		}
+		rendered = s.Formatted
+	}
+	if n, marked := findMark(rec.marks, markNumbering, m.Series, r.partition); marked {
 		if n != m.N {
 			current.Carries = n
+		} else {
+			current.Formatted = rendered
 		}
 		return nil, current, nil
 	}
-	if n, marked := findMark(rec.marks, markSequence, m.Series, nil); marked {
+	if n, marked := findMark(rec.marks, markSequence, m.Series, r.partition); marked {
 		// Numbered at write time by the series' sequence: m.N is not its.
 		current.Carries = n
 		return nil, current, nil
 	}
-	next, err := r.apply(rec.body, sequence.Serial{N: m.N, Formatted: m.Formatted})
+	next, err := r.apply(rec.body, s)
 	if err != nil {
 		return nil, deferred.Stamp{}, err
 	}
-	marks := withMark(withoutPending(rec.marks, m.Series), mark{kind: markNumbering, series: m.Series, n: m.N})
+	marks := withMark(withoutPending(rec.marks, m.Series), mark{kind: markNumbering, series: m.Series, partition: r.partition, n: m.N})
 	sealed, rev, err := v.sealNextTx(tx, collection, id, joinRecord(marks, next), rec.rev)
 	if err != nil {
 		return nil, deferred.Stamp{}, err
@@ -347,7 +380,7 @@ func (r stampRecords) stampItem(tx stores.Tx, cur uint64, collection, id string,
 	if err != nil {
 		return nil, deferred.Stamp{}, err
 	}
-	return sealed, deferred.Stamp{Stamped: true, Revision: rev, CipherHash: hash}, nil
+	return sealed, deferred.Stamp{Stamped: true, Revision: rev, CipherHash: hash, Formatted: rendered}, nil
 }
 
 // setField sets the JSON object member field of plain to want (a JSON

@@ -29,15 +29,28 @@ type (
 	sequenceHeadFunc   = func(plain []byte) (uint64, error)
 	sequenceRaiseFunc  = func(plain []byte, to uint64) ([]byte, error)
 	numberingGivenFunc = func(b deferred.Backend, series string, get func(key string) (stores.Item, error)) (uint64, error)
+	sequenceKeyFunc    = func(prefix, series string, partition []string) (string, error)
 )
 
 // counterKey is the key of the unpartitioned counter of series.
 func (v *Vault) counterKey(series string) string { return v.prefix + "_sequences/" + series }
 
-// counterHead returns the head of the unpartitioned counter of series (0
+// counterKeyOf is the key of the counter of series and partition (a
+// period's label, for the passes of a period).
+func (v *Vault) counterKeyOf(series string, partition []string) (string, error) {
+	if len(partition) == 0 {
+		return v.counterKey(series), nil
+	}
+	return wire.Hook[sequenceKeyFunc]("SequenceCounterKey", wire.SequenceCounterKey)(v.prefix, series, partition)
+}
+
+// counterHead returns the head of the counter of series and partition (0
 // when it has none), read with get.
-func (v *Vault) counterHead(series string, get func(key string) (stores.Item, error)) (uint64, error) {
-	key := v.counterKey(series)
+func (v *Vault) counterHead(series string, partition []string, get func(key string) (stores.Item, error)) (uint64, error) {
+	key, err := v.counterKeyOf(series, partition)
+	if err != nil {
+		return 0, err
+	}
 	it, err := get(key)
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
@@ -73,17 +86,20 @@ func (v *Vault) passHead(ctx context.Context, series string) (uint64, error) {
 // (deferred.Backend.Raise): in tx, from from (a counter at another value
 // is deferred.ErrCounterMoved, and nothing is written); with tx nil, from
 // whatever it is at, by compare-and-swap, unless it is at or above to.
-func (v *Vault) raiseCounter(ctx context.Context, tx stores.Tx, series string, from, to uint64) error {
-	if tx != nil {
-		return v.raiseCounterOnce(tx.Get, tx.Put, nil, series, &from, to)
+func (v *Vault) raiseCounter(ctx context.Context, tx stores.Tx, series string, partition []string, from, to uint64) error {
+	key, err := v.counterKeyOf(series, partition)
+	if err != nil {
+		return err
 	}
-	var err error
+	if tx != nil {
+		return v.raiseCounterOnce(tx.Get, tx.Put, nil, key, series, &from, to)
+	}
 	for range raiseAttempts {
 		err = v.raiseCounterOnce(func(key string) (stores.Item, error) { return v.store.Get(ctx, key) }, nil,
 			func(key string, ver uint64, value []byte) error {
 				_, err := v.store.CompareAndSwap(ctx, key, ver, value)
 				return err
-			}, series, nil, to)
+			}, key, series, nil, to)
 		if !errors.Is(err, stores.ErrConflict) {
 			return err
 		}
@@ -100,8 +116,7 @@ const raiseAttempts = 16
 // from it (else deferred.ErrCounterMoved); otherwise unless it is at or
 // above to.
 func (v *Vault) raiseCounterOnce(get func(string) (stores.Item, error), put func(string, []byte) error,
-	cas func(string, uint64, []byte) error, series string, from *uint64, to uint64) error {
-	key := v.counterKey(series)
+	cas func(string, uint64, []byte) error, key, series string, from *uint64, to uint64) error {
 	it, err := get(key)
 	var plain []byte
 	switch {

@@ -74,6 +74,21 @@ func (v *Vault) handoffKey(series, provisional, id string) string {
 	return v.prefix + numberingDir + series + "/" + numberingQueue + provisional + "/" + id
 }
 
+// handoffKeyOf is the key of the handoff entry of record id that the
+// pending mark m (pendingOf) names: in the folder of its period when m
+// names one (package numbering's "period/<label>/", NumberingOfDated).
+func (v *Vault) handoffKeyOf(m mark, id string) string {
+	if len(m.partition) == 2 {
+		return v.prefix + numberingDir + m.series + "/period/" + m.partition[1] + "/" + numberingQueue + m.partition[0] + "/" + id
+	}
+	return v.handoffKey(m.series, m.partition[0], id)
+}
+
+// isPending reports a pending mark (pendingOf's).
+func isPending(m mark) bool {
+	return m.kind == markPending && (len(m.partition) == 1 || len(m.partition) == 2)
+}
+
 // isNumberMark reports a mark that carries a number (either path).
 func isNumberMark(m mark) bool { return m.kind == markSequence || m.kind == markNumbering }
 
@@ -215,8 +230,8 @@ func (s *syncRun) dropHubHandoffs(tx stores.Tx, k recKey, it stores.Item) error 
 		return fmt.Errorf("hub's record %s/%s: %w", k.coll, k.id, err)
 	}
 	for _, m := range rec.marks {
-		if m.kind == markPending && len(m.partition) == 1 {
-			if err := tx.Delete(s.h.handoffKey(m.series, m.partition[0], k.id)); err != nil && !errors.Is(err, stores.ErrNotFound) {
+		if isPending(m) {
+			if err := tx.Delete(s.h.handoffKeyOf(m, k.id)); err != nil && !errors.Is(err, stores.ErrNotFound) {
 				return err
 			}
 		}
@@ -230,13 +245,13 @@ func (s *syncRun) dropHubHandoffs(tx stores.Tx, k recKey, it stores.Item) error 
 // carries under the same provisional id.
 func (v *Vault) dropLocalHandoffs(tx stores.Tx, id string, before []mark, after []mark) error {
 	for _, m := range before {
-		if m.kind != markPending || len(m.partition) != 1 {
+		if !isPending(m) {
 			continue
 		}
 		if pendingOf(after, m.series) == m.partition[0] {
 			continue
 		}
-		if err := tx.Delete(v.handoffKey(m.series, m.partition[0], id)); err != nil && !errors.Is(err, stores.ErrNotFound) {
+		if err := tx.Delete(v.handoffKeyOf(m, id)); err != nil && !errors.Is(err, stores.ErrNotFound) {
 			return err
 		}
 	}
@@ -248,8 +263,8 @@ func (v *Vault) dropLocalHandoffs(tx stores.Tx, id string, before []mark, after 
 func (v *Vault) handoffKeys(id string, marks []mark) []string {
 	var out []string
 	for _, m := range marks {
-		if m.kind == markPending && len(m.partition) == 1 {
-			out = append(out, v.handoffKey(m.series, m.partition[0], id))
+		if isPending(m) {
+			out = append(out, v.handoffKeyOf(m, id))
 		}
 	}
 	return out

@@ -382,10 +382,9 @@ func (h history) CounterFacts(ctx context.Context, series string, partition []st
 	_, err := h.l.Facts(ctx, ledger.NumberFactsKind, func(f any) error {
 		nf := f.(*ledger.NumberFacts)
 		c, sf := nf.Counter(series, partition), nf.Series(series)
-		out = wire.CounterFacts{Highest: c.Highest, Closed: c.Closed, Defined: sf.Defined}
-		if len(partition) == 0 {
-			out.Passes = sf.Assigned
-		}
+		// A period's passes give numbers of its counter too.
+		out = wire.CounterFacts{Highest: c.Highest, Closed: c.Closed, Defined: sf.Defined,
+			Passes: nf.Passes(series, partition).Assigned}
 		return nil
 	})
 	return out, err

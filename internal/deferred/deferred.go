@@ -31,6 +31,14 @@ type Backend struct {
 	// Prefix is the vault's key prefix; series values live under
 	// Prefix+"_numbering/".
 	Prefix string
+	// Partition, if set, is the one period label (2026-12, FY2026-27…)
+	// whose numbers the series gives: a series with periods counts each
+	// with a deferred series of its own, which keeps its handoff entries,
+	// head, batches and index under the period's folder, records its
+	// numbers in the ledger under the label (Entry.Partition), and shares
+	// the head of the period's counter (Counter, Raise, Recorded are the
+	// period's). Nil for a series without periods.
+	Partition []string
 	// Ledger receives the NumberAssigned and NumberVoided entries.
 	Ledger Ledger
 	// Records reads and stamps the numbered records.
@@ -85,6 +93,9 @@ type Recorded struct {
 	// Counter is the highest number of the counter of the same name
 	// (taken, bound, voided, seeded to): the one head is at or above it.
 	Counter uint64
+	// Closed is true once the counter's period was closed: a pass gives
+	// it no number.
+	Closed bool
 }
 
 // ErrCounterMoved: the counter of a series was not at the value a pass
@@ -174,6 +185,10 @@ type Stamp struct {
 	// Carries is, when not 0, the other number of the series that the
 	// record already carries: the call wrote nothing.
 	Carries uint64
+	// Formatted, if set, is the text of the number the record carries,
+	// when the vault rendered it otherwise than Mark.Formatted (by the
+	// record's own date): the series' index keeps it.
+	Formatted string
 }
 
 // Hooks are the calls of a series that only the vault makes.
@@ -197,4 +212,12 @@ type Hooks struct {
 	// holds for record id; ok is false when it holds none, or a voided
 	// number (the record was gone when its batch was stamped).
 	Indexed func(ctx context.Context, id string) (provisional string, n uint64, formatted string, ok bool, err error)
+	// Period returns, for the series of a period (Backend.Partition), the
+	// key and sealed value of the entry that lists the period among its
+	// series': the vault writes it before the period's first handoff
+	// entry. Writing it again is harmless.
+	Period func() (key string, value []byte, err error)
+	// Periods returns the labels of the periods of the series (of any
+	// handle on it) that had records handed off, in order.
+	Periods func(ctx context.Context) ([]string, error)
 }

@@ -170,3 +170,12 @@ var SequenceDefinitionOf any
 // number taken), for the vault's check that a series is numbered on one
 // path only.
 var SequenceHead any
+
+// SequenceCounterKey is set by package sequence to a function of type
+//
+//	func(prefix, series string, partition []string) (string, error)
+//
+// which returns the store key of the counter of series and partition (a
+// period's label last) in the vault of prefix, for the passes of a period,
+// which raise that counter.
+var SequenceCounterKey any

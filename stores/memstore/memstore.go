@@ -35,8 +35,9 @@ type Store struct {
 }
 
 var (
-	_ stores.Store      = (*Store)(nil)
-	_ stores.Transactor = (*Store)(nil)
+	_ stores.Store       = (*Store)(nil)
+	_ stores.Transactor  = (*Store)(nil)
+	_ stores.RangeLister = (*Store)(nil)
 )
 
 // New returns an empty in-memory store.
@@ -175,12 +176,24 @@ func mergeSorted(sorted, added []string) []string {
 // List yields the items under prefix in key order. It works on a snapshot
 // taken when iteration starts, so the loop body may use the store.
 func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[stores.Item, error] {
+	return s.list(ctx, prefix, "")
+}
+
+// ListAfter is List without the keys up to after (stores.RangeLister): it
+// copies only the items it yields, so a ledger's walk from a recent
+// position costs the entries after it, not the whole ledger.
+func (s *Store) ListAfter(ctx context.Context, prefix, after string) iter.Seq2[stores.Item, error] {
+	return s.list(ctx, prefix, after)
+}
+
+// list yields the items under prefix whose keys sort after after.
+func (s *Store) list(ctx context.Context, prefix, after string) iter.Seq2[stores.Item, error] {
 	return func(yield func(stores.Item, error) bool) {
 		if err := ctx.Err(); err != nil {
 			yield(stores.Item{}, err)
 			return
 		}
-		items, err := s.snapshot(prefix)
+		items, err := s.snapshot(prefix, after)
 		if err != nil {
 			yield(stores.Item{}, err)
 			return
@@ -199,7 +212,10 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[stores.Item, 
 	}
 }
 
-func (s *Store) snapshot(prefix string) ([]stores.Item, error) {
+// listBuffer is the size of the buffers a listing copies values into.
+const listBuffer = 32 << 10
+
+func (s *Store) snapshot(prefix, after string) ([]stores.Item, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -220,14 +236,31 @@ func (s *Store) snapshot(prefix string) ([]stores.Item, error) {
 		clear(s.added)
 		s.added = s.added[:0]
 	}
-	start, _ := slices.BinarySearch(s.sorted, prefix)
-	var items []stores.Item
-	for _, k := range s.sorted[start:] {
-		if !strings.HasPrefix(k, prefix) {
-			break
-		}
+	start, _ := slices.BinarySearch(s.sorted, max(prefix, after))
+	if start < len(s.sorted) && s.sorted[start] == after {
+		start++
+	}
+	end := start
+	for end < len(s.sorted) && strings.HasPrefix(s.sorted[end], prefix) {
+		end++
+	}
+	items := make([]stores.Item, 0, end-start)
+	for _, k := range s.sorted[start:end] {
 		e := s.data[k]
-		items = append(items, stores.Item{Key: k, Value: slices.Clone(e.value), Version: e.version})
+		items = append(items, stores.Item{Key: k, Value: e.value, Version: e.version})
+	}
+	// The values are copied into shared buffers of up to listBuffer bytes,
+	// each value capped at its length: a long listing makes few
+	// allocations, and a value kept from it keeps at most one buffer.
+	var buf []byte
+	for i, it := range items {
+		n := len(it.Value)
+		if cap(buf)-len(buf) < n {
+			buf = make([]byte, 0, max(n, listBuffer))
+		}
+		at := len(buf)
+		buf = append(buf, it.Value...)
+		items[i].Value = buf[at : at+n : at+n]
 	}
 	return items, nil
 }
