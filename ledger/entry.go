@@ -108,6 +108,14 @@ const (
 	// floor). Linked with the people entries (From), so a replay of the
 	// ledger's people finds it without reading the rest.
 	KeysResealed Kind = 22
+	// KeysRenewed: a person renewed their keys (a secret change, an open
+	// with a recovery code): ID the person, who is the author (any role
+	// records their own), SigningKey their new signing key, CipherHash the
+	// SHA-256 of their new keyring entry. The entry ends its commit and is
+	// signed by the person's signing key before it; from the next entry
+	// on, only the new key signs for them. Linked with the people entries
+	// (From), and replayed with them.
+	KeysRenewed Kind = 23
 )
 
 var kindNames = [...]string{
@@ -133,10 +141,11 @@ var kindNames = [...]string{
 	KeysRotated:          "keys-rotated",
 	SeriesBound:          "series-bound",
 	KeysResealed:         "keys-resealed",
+	KeysRenewed:          "keys-renewed",
 }
 
 // Valid reports whether k is one of the defined kinds.
-func (k Kind) Valid() bool { return k >= RecordPut && k <= KeysResealed }
+func (k Kind) Valid() bool { return k >= RecordPut && k <= KeysRenewed }
 
 // String returns the kind's name, e.g. "record-put".
 func (k Kind) String() string {

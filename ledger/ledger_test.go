@@ -128,7 +128,7 @@ func TestAppendRejectsInvalidEntries(t *testing.T) {
 
 		_, err := l.Append(ctx, fact(2), ledger.Entry{Kind: 0})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
-		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.KeysResealed + 1})
+		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.KeysRenewed + 1})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
 		_, err = l.Append(ctx, ledger.Entry{Kind: ledger.RecordPut, Reason: strings.Repeat("x", 65<<10)})
 		require.ErrorIs(t, err, ledger.ErrInvalidEntry)
@@ -416,7 +416,9 @@ func TestKindString(t *testing.T) {
 	assert.True(t, ledger.SeriesBound.Valid())
 	assert.Equal(t, "keys-resealed", ledger.KeysResealed.String())
 	assert.True(t, ledger.KeysResealed.Valid())
-	assert.False(t, ledger.Kind(23).Valid())
+	assert.Equal(t, "keys-renewed", ledger.KeysRenewed.String())
+	assert.True(t, ledger.KeysRenewed.Valid())
+	assert.False(t, ledger.Kind(24).Valid())
 }
 
 // TestVerifyProgressCounts: VerifyProgress reports 1, 2 … n, in order,

@@ -13,7 +13,8 @@ import (
 //
 // Who may do what in a vault is what its ledger's people entries say,
 // replayed in order from the first: a PersonGranted entry gives a person
-// a role and a signing key, a PersonRevoked entry ends them, a
+// a role and a signing key, a KeysRenewed entry of theirs (signed by that
+// key) replaces the key, a PersonRevoked entry ends them, a
 // KeyringUpgraded entry introduces a person of a vault of layout version 1
 // as an owner with their new key. Each such entry counts only when the
 // commit it belongs to is signed by its author (its own signature, or the
@@ -59,6 +60,9 @@ type PersonState struct {
 	RevokedSeq uint64
 	// Legacy is true for a person introduced by a KeyringUpgraded entry.
 	Legacy bool
+	// RenewedSeq is the position of the person's last KeysRenewed entry
+	// since their current grant (0: none): Key is the one it names.
+	RenewedSeq uint64
 	// Held lists every signing key the person held, with its role, in
 	// order (a person granted again after a revocation holds a new one).
 	Held []HeldKey
@@ -243,7 +247,7 @@ type PeopleReplayer interface {
 // what (and so is linked, and replayed): a change of people, or the end
 // of a rotation's re-sealing (the generation floor).
 func isPeopleKind(k Kind) bool {
-	return k == PersonGranted || k == PersonRevoked || k == KeyringUpgraded || k == KeysResealed
+	return k == PersonGranted || k == PersonRevoked || k == KeyringUpgraded || k == KeysResealed || k == KeysRenewed
 }
 
 // peopleRun is the commit a replay is inside: the Covered entries since
@@ -663,6 +667,18 @@ func (st *PeopleState) apply(p Entry, key []byte) SignatureProblem {
 		if i, found := slices.BinarySearch(st.floors, p.Number); author.Role == roleOwner && !found {
 			st.floors = slices.Insert(st.floors, i, p.Number)
 		}
+	case KeysRenewed:
+		// A person's own renewal, signed by their current key, at the end
+		// of its commit: the key it names holds from the next entry on.
+		if author == nil || author.Revoked || p.ID != p.Actor || p.Covered || !bytes.Equal(author.Key, key) ||
+			len(p.SigningKey) != signingKeySize {
+			return NotPermitted
+		}
+		author.end(p.Seq + 1)
+		author.Spans = append(author.Spans, GrantSpan{Key: p.SigningKey, Role: author.Role,
+			Collections: author.Collections, From: p.Seq + 1})
+		author.Held = append(author.Held, HeldKey{Key: p.SigningKey, Role: author.Role})
+		author.Key, author.RenewedSeq = p.SigningKey, p.Seq
 	case KeyringUpgraded:
 		if p.ID != p.Actor || !st.legacy || len(p.SigningKey) != signingKeySize || !bytes.Equal(p.SigningKey, key) {
 			return NotPermitted

@@ -48,7 +48,10 @@ import (
 //   - PersonGranted (by an owner) gives the person named in ID the role in
 //     Reason and the key in SigningKey from the next entry on; PersonRevoked
 //     (by an owner) ends the person's right to sign: any later entry of
-//     theirs fails. KeyringUpgraded introduces its author's own new key as
+//     theirs fails. KeysRenewed (by anyone, about themselves, ending its
+//     commit, signed by their current key) replaces the author's key by
+//     its SigningKey from the next entry on: the old key signs nothing
+//     valid after it. KeyringUpgraded introduces its author's own new key as
 //     an owner: accepted only in a ledger that began unsigned or with
 //     such an entry (a vault of layout version 1) and for a key the
 //     keyring holds, self-granted.
@@ -626,7 +629,8 @@ func (v *verifier) author(e *Entry) *signer {
 	}
 	// The key a PersonGranted or PersonRevoked entry names is its
 	// person's, not its author's (unless they are one).
-	self := len(e.SigningKey) > 0 && (e.Kind != PersonGranted && e.Kind != PersonRevoked || e.ID == e.Actor)
+	// A KeysRenewed entry's is the key that replaces its author's.
+	self := len(e.SigningKey) > 0 && e.Kind != KeysRenewed && (e.Kind != PersonGranted && e.Kind != PersonRevoked || e.ID == e.Actor)
 	d, inDir := v.dir[e.Actor]
 	if !v.signed {
 		// The genesis: its author is trusted, and so is the root of the
@@ -737,6 +741,14 @@ func (v *verifier) apply(e *Entry) {
 	case KeyringUpgraded:
 		v.known[e.ID] = &signer{pub: e.SigningKey, role: roleOwner, at: e.Seq}
 		v.name(e.ID, e.SigningKey, e.Seq)
+	case KeysRenewed:
+		// permitted checked the author is the person: from the next
+		// entry on, only the new key signs for them (a new signer: the
+		// queued check of this entry keeps the old key).
+		if s := v.known[e.ID]; s != nil && !s.revoked {
+			v.known[e.ID] = &signer{pub: e.SigningKey, role: s.role, at: e.Seq, cols: s.cols}
+		}
+		v.name(e.ID, e.SigningKey, e.Seq)
 	}
 }
 
@@ -771,6 +783,10 @@ func permitted(role string, e *Entry) bool {
 		return role == roleOwner && e.ID == e.Actor
 	case SecretChanged:
 		return e.ID == e.Actor
+	case KeysRenewed:
+		// Anyone's own renewal, ending its commit (signed by the key it
+		// replaces), naming a key.
+		return e.ID == e.Actor && !e.Covered && len(e.SigningKey) == signingKeySize
 	case RecoveryCodesIssued, RecoveryCodeUsed, RecoveryCodesRevoked:
 		// A person's own recovery codes, or an owner's doing (revoking a
 		// person revokes their codes).

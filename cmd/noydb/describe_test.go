@@ -39,6 +39,7 @@ func TestDescribeEveryKind(t *testing.T) {
 		ledger.RecoveryCodesRevoked: {ledger.Entry{ID: "olga"}, "unused recovery codes of olga revoked"},
 		ledger.KeysRotated:          {ledger.Entry{Number: 3, Reason: "revoke rita"}, "new data keys, generation 3 (after removing rita)"},
 		ledger.KeysResealed:         {ledger.Entry{Number: 3}, "every record re-sealed with data keys of generation 3 or later"},
+		ledger.KeysRenewed:          {ledger.Entry{ID: "olga"}, "keys of olga renewed (new signing key)"},
 	}
 	for k := ledger.RecordPut; k.Valid(); k++ {
 		w, ok := want[k]

@@ -286,6 +286,8 @@ func describe(e ledger.Entry) string {
 		return fmt.Sprintf("%s opened with recovery code %s and set a new secret", e.ID, e.RequestID)
 	case ledger.RecoveryCodesRevoked:
 		return fmt.Sprintf("unused recovery codes of %s revoked", e.ID)
+	case ledger.KeysRenewed:
+		return fmt.Sprintf("keys of %s renewed (new signing key)", e.ID)
 	case ledger.KeysResealed:
 		return fmt.Sprintf("every record re-sealed with data keys of generation %d or later", e.Number)
 	case ledger.KeysRotated:
