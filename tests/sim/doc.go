@@ -47,6 +47,12 @@
 //     refuses its counters with ErrRollback);
 //   - a claim's request id used before and after a late join gets two
 //     numbers;
+//   - not gated, not understood yet: the "author revoked" alarm of a
+//     person granted again (fixed below) still comes, rarely, on an honest
+//     hub: every device's pull fails with ErrHubTampered, "entry N by
+//     "bob": author revoked" (seeds 207 and 751 of a 200-operation sweep
+//     on main 2a74018, 2 failures in 946 schedules; replay with
+//     -sim.seed=207 -sim.ops=200);
 //
 // Fixed since, their gates removed, each with a regression test beside the
 // sync code (the root package):
