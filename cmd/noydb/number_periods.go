@@ -188,3 +188,14 @@ func (a *app) printPeriodPasses(series string, rep numbering.PassReport) error {
 	}
 	return left
 }
+
+// datedFormat reports whether format has date tokens: a record handed off
+// through vault.NumberingOf cannot carry it (the handle has no document
+// date to render), so 'put --seq' numbers it at write time.
+func datedFormat(format string) bool {
+	if format == "" {
+		return false
+	}
+	f, err := sequence.ParseFormatWith(format, sequence.FormatOptions{})
+	return err == nil && f.Dated()
+}

@@ -1,0 +1,61 @@
+package noydb_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/noydb-go/noydb/sequence"
+	"github.com/noydb-go/noydb/vault"
+)
+
+// The first handoff of a series numbered by the record's date stores its
+// definition (period, zone, format) on every store where passes number, a
+// file store included: a later handle asking for another period is
+// refused (ErrDefinitionMismatch, nothing written), one asking for none
+// reads it, and the series lists it. (Before, a file store kept no
+// definition: a handle opened with a year numbered the same series by
+// year beside the months.)
+func TestNumberingOfDatedStoresItsDefinitionWherePassesNumber(t *testing.T) {
+	for name, newStore := range passStores() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st := newStore(t)
+			_, v := openSession(t, st, "")
+			loc := rome(t)
+			dec := time.Date(2026, time.December, 31, 12, 0, 0, 0, loc)
+			_, err := monthly(t, v, loc).Put(ctx, "a", Till{Date: dec})
+			require.NoError(t, err)
+
+			_, v2 := openSession(t, st, "")
+			infos, err := v2.SeriesNamed(ctx, "tills")
+			require.NoError(t, err)
+			var def sequence.Definition
+			for _, s := range infos {
+				if !s.Definition.IsZero() {
+					def = s.Definition
+				}
+			}
+			assert.Equal(t, sequence.PeriodMonth, def.Period, "%+v", infos)
+			assert.Equal(t, "Europe/Rome", def.Zone)
+			assert.Equal(t, "T{YYYY}{MM}-{seq:03}", def.Format)
+
+			yearly, err := vault.NumberingOfDated(vault.CollectionOf[Till](v2, "tills"), "tills",
+				sequence.Options{Period: sequence.PeriodYear, Location: loc}, setTill, tillDate)
+			require.NoError(t, err)
+			_, err = yearly.Put(ctx, "b", Till{Date: dec})
+			assert.ErrorIs(t, err, sequence.ErrDefinitionMismatch)
+			_, err = vault.CollectionOf[Till](v2, "tills").Get(ctx, "b")
+			assert.ErrorIs(t, err, vault.ErrNotFound, "nothing written")
+
+			q, err := v2.Sequence("tills", sequence.Options{})
+			require.NoError(t, err)
+			got, err := q.Definition(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, sequence.PeriodMonth, got.Period)
+		})
+	}
+}
