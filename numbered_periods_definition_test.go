@@ -2,6 +2,7 @@ package noydb_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -56,6 +57,48 @@ func TestNumberingOfDatedStoresItsDefinitionWherePassesNumber(t *testing.T) {
 			got, err := q.Definition(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, sequence.PeriodMonth, got.Period)
+		})
+	}
+}
+
+// The listing of a series numbered by the record's date has one head per
+// period, for both paths: its counter's and its passes', one entry with
+// Passes set; the series' own deferred series, which numbers nothing, is
+// not listed. (Before, the periods showed as counters only and the series
+// once more as a pass series at 0.)
+func TestSeriesListsOneHeadPerPeriodOfADatedSeries(t *testing.T) {
+	for name, newStore := range passStores() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			_, v := openSession(t, newStore(t), "")
+			loc := rome(t)
+			h := monthly(t, v, loc)
+			dec := time.Date(2026, time.December, 31, 12, 0, 0, 0, loc)
+			for i, d := range []time.Time{dec, dec, dec.AddDate(0, 0, 2)} {
+				_, err := h.Put(ctx, fmt.Sprint("r", i), Till{Date: d})
+				require.NoError(t, err)
+			}
+			_, err := h.Settle(ctx)
+			require.NoError(t, err)
+			_, err = h.Put(ctx, "late", Till{Date: time.Date(2026, time.November, 30, 12, 0, 0, 0, loc)}) // waiting
+			require.NoError(t, err)
+
+			for _, list := range []func() ([]vault.SeriesInfo, error){
+				func() ([]vault.SeriesInfo, error) { return v.Series(ctx) },
+				func() ([]vault.SeriesInfo, error) { return v.SeriesNamed(ctx, "tills") },
+			} {
+				infos, err := list()
+				require.NoError(t, err)
+				var got []string
+				for _, s := range infos {
+					got = append(got, fmt.Sprintf("%s %q %d passes=%v %s", s.Name, s.Period, s.Head, s.Passes, s.Collection))
+				}
+				assert.ElementsMatch(t, []string{
+					`tills "2026-11" 0 passes=true tills`,
+					`tills "2026-12" 2 passes=true tills`,
+					`tills "2027-01" 1 passes=true tills`,
+				}, got)
+			}
 		})
 	}
 }

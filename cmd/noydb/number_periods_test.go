@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,6 +105,15 @@ series "tills" period 2027-01: batch 1 gave numbers 1 to 1 (1 stamped, 0 voided,
 	assert.Equal(t, 1, out.Periods[0].Closed)
 	assert.Contains(t, out.Periods[0].Error, "closed")
 	assert.Zero(t, out.Periods[1].Assigned, "numbered by the pass before")
+
+	// One head per period, each numbered by passes.
+	code, stdout, stderr = runWith(t, env, "seq", "list")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, []string{
+		"tills period 2026-11\t0\tclosed\tformat=\"T{YYYY}{MM}-{seq:03}\" period=month\tnumbered by passes (collection tills)",
+		"tills period 2026-12\t2\tformat=\"T{YYYY}{MM}-{seq:03}\" period=month\tnumbered by passes (collection tills)",
+		"tills period 2027-01\t1\tformat=\"T{YYYY}{MM}-{seq:03}\" period=month\tnumbered by passes (collection tills)",
+	}, strings.Split(strings.TrimSpace(stdout), "\n"))
 
 	fs2, err := filestore.Open(data, nil)
 	require.NoError(t, err)
