@@ -78,3 +78,53 @@ func TestSequenceWithoutDefinitionTakesNoNumberOutsideAPeriodDefinedElsewhere(t 
 		})
 	}
 }
+
+// The same for a handle whose counter of no period took numbers before
+// the series was defined with a period elsewhere: the definition touches
+// that counter, so the handle's next number checks it again, refuses
+// (nothing taken) and then numbers in the period. (Before, it went on
+// taking 2, 3 … outside every period.)
+func TestSequenceThatNumberedBeforeAPeriodDefinedElsewhereTakesNoMoreOutsideIt(t *testing.T) {
+	for name, newStore := range map[string]func() stores.Store{
+		"memstore":     func() stores.Store { return memstore.New() },
+		"memstore-cas": func() stores.Store { return faultstore.New(memstore.New(), faultstore.Options{HideTransactor: true}) },
+	} {
+		for _, how := range []string{"declare", "first number"} {
+			t.Run(name+"/"+how, func(t *testing.T) {
+				ctx := context.Background()
+				st := newStore()
+				_, v1 := openSession(t, st, "")
+				q1, err := v1.Sequence("tills", sequence.Options{})
+				require.NoError(t, err)
+				s, err := q1.NextSerial(ctx)
+				require.NoError(t, err)
+				require.Equal(t, "", s.Period, "no definition yet")
+
+				_, v2 := openSession(t, st, "")
+				q2, err := v2.Sequence("tills", sequence.Options{Period: sequence.PeriodMonth})
+				require.NoError(t, err)
+				if how == "declare" {
+					require.NoError(t, q2.Declare(ctx))
+				} else {
+					_, err := q2.Next(ctx)
+					require.NoError(t, err)
+				}
+				label, err := q2.PeriodLabel(ctx)
+				require.NoError(t, err)
+
+				_, err = q1.NextSerial(ctx)
+				require.ErrorIs(t, err, sequence.ErrDefinitionMismatch)
+				s, err = q1.NextSerial(ctx)
+				require.NoError(t, err)
+				assert.Equal(t, label, s.Period)
+				infos, err := v2.SeriesNamed(ctx, "tills")
+				require.NoError(t, err)
+				for _, info := range infos {
+					if info.Period == "" {
+						assert.Equal(t, uint64(1), info.Head, "only the number taken before the definition")
+					}
+				}
+			})
+		}
+	}
+}

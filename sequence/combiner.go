@@ -526,6 +526,11 @@ func (c *counter) update() error {
 	}
 	if defining {
 		keys = append(keys, c.definitionKey())
+		if len(c.partition) > 0 {
+			if base, err := c.svc.baseOf(c.series, c.partition); err == nil {
+				keys = append(keys, base) // touched with a definition of periods
+			}
+		}
 	}
 	c.w.keys = keys
 	return c.svc.update(c.w.ctx, keys, c.txFn)
@@ -575,6 +580,13 @@ func (c *counter) defineTx(tx stores.Tx) (*event, error) {
 		if errors.As(err, &de) {
 			o.err = err
 			continue
+		}
+		if err == nil && e != nil && o.define.def.Period != PeriodNone && len(c.partition) > 0 {
+			// Stored with a period: the counter of no period is touched.
+			var base string
+			if base, err = c.svc.baseOf(c.series, c.partition); err == nil {
+				err = c.svc.touchTx(tx, base)
+			}
 		}
 		if err != nil {
 			return nil, err

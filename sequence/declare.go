@@ -81,16 +81,32 @@ func (q *Sequence) declare(ctx context.Context) error {
 	defer sd.mu.Unlock()
 	eff := &effective{def: q.def, defined: true, loc: q.loc}
 	var err error
+	periods := q.def.Period != PeriodNone // the counter of no period is touched (touchTx)
 	if s.txr != nil {
-		err = s.update(ctx, []string{sd.key}, func(tx stores.Tx) error {
+		keys := []string{sd.key}
+		if periods {
+			keys = append(keys, q.c.key)
+		}
+		err = s.update(ctx, keys, func(tx stores.Tx) error {
 			ev, err := s.defineTx(tx, q.series, sd.key, eff)
-			if err != nil || ev == nil || s.journal == nil {
+			if err != nil || ev == nil {
 				return err
+			}
+			if periods {
+				if err := s.touchTx(tx, q.c.key); err != nil {
+					return err
+				}
+			}
+			if s.journal == nil {
+				return nil
 			}
 			return s.journal.Record(ctx, tx, []event{*ev})
 		})
 	} else {
 		err = s.defineCAS(ctx, q.series, sd.key, eff)
+		if err == nil && periods {
+			err = s.touchCAS(ctx, q.c.key)
+		}
 	}
 	if err != nil {
 		return q.errorf("declare", err)
