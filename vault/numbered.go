@@ -457,7 +457,10 @@ func (n *Numbered[T]) prepare(ctx context.Context, store bool) error {
 		if err == nil {
 			err = declare(ctx, q)
 		}
-		if err != nil && !(n.onHub != nil && errors.Is(err, sequence.ErrOffline)) {
+		// A device's declare is its best: offline, or refused to a limited
+		// person (who defines no series), the handoff takes no number all
+		// the same, and the hub's pass declares it there.
+		if err != nil && !(n.onHub != nil && (errors.Is(err, sequence.ErrOffline) || errors.Is(err, ErrNotPermitted))) {
 			return fmt.Errorf("numbering %q: declare its definition: %w", n.series, err)
 		}
 	}
