@@ -83,14 +83,16 @@ func TestLimitedPersonNumbersAndClosesPeriodsOnlyOfBoundSeries(t *testing.T) {
 			check(t, olga, openPerson(t, personCfg(st, "wanda", "w")), func() {})
 		})
 	}
-	t.Run("device of a hub", func(t *testing.T) {
-		hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
-		olga := openPerson(t, hubPerson(devA, hub, "olga", "o"))
-		require.NoError(t, vault.CollectionOf[Dated](olga, "customers").Put(context.Background(), "c-0", Dated{Date: jan}))
-		require.NoError(t, olga.Grant(context.Background(), "wanda", vault.Secret([]byte("w")), vault.RoleWriter, "customers"))
-		mustSync(t, olga)
-		wanda := openPerson(t, hubPerson(devB, hub, "wanda", "w"))
-		mustSync(t, wanda)
-		check(t, olga, wanda, func() { mustSync(t, wanda); mustSync(t, olga) })
-	})
+	for name, newHub := range txStores() {
+		t.Run("device of a hub on "+name, func(t *testing.T) {
+			hub, devA, devB := newHub(t), memstore.New(), memstore.New()
+			olga := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+			require.NoError(t, vault.CollectionOf[Dated](olga, "customers").Put(context.Background(), "c-0", Dated{Date: jan}))
+			require.NoError(t, olga.Grant(context.Background(), "wanda", vault.Secret([]byte("w")), vault.RoleWriter, "customers"))
+			mustSync(t, olga)
+			wanda := openPerson(t, hubPerson(devB, hub, "wanda", "w"))
+			mustSync(t, wanda)
+			check(t, olga, wanda, func() { mustSync(t, wanda); mustSync(t, olga) })
+		})
+	}
 }
