@@ -167,7 +167,9 @@ func NumberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 //
 // Where passes number (a file store, a device of a hub), Put hands the
 // record off to its date's period, and Settle runs a pass of every period
-// that has records waiting: each period's numbers follow its head, which
+// that has records waiting (its report lists each, PassReport.Periods, and
+// counts a closed period's waiting records in Closed): each period's
+// numbers follow its head, which
 // is the period's counter too, so a receipt handed off on 31 December and
 // numbered by a pass in January takes December's next number, after any
 // taken at write time. A pass meeting records of a closed period numbers
