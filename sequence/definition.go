@@ -614,15 +614,21 @@ func (s *service) touchTx(tx stores.Tx, key string) error {
 	if err != nil {
 		return err
 	}
-	st, err := s.openState(key, item.Value)
-	if err != nil {
-		return err
-	}
-	sealed, err := s.sealer.Seal(key, st.appendTo(nil))
+	sealed, err := s.resealed(key, item.Value)
 	if err != nil {
 		return err
 	}
 	return tx.Put(key, sealed)
+}
+
+// resealed is the counter at key whose stored value is sealed, sealed
+// again with its state unchanged (touchTx).
+func (s *service) resealed(key string, sealed []byte) ([]byte, error) {
+	st, err := s.openState(key, sealed)
+	if err != nil {
+		return nil, err
+	}
+	return s.sealer.Seal(key, st.appendTo(nil))
 }
 
 // touchCAS is touchTx on a store without transactions, by
@@ -637,11 +643,7 @@ func (s *service) touchCAS(ctx context.Context, key string) error {
 		if err != nil {
 			return err
 		}
-		st, err := s.openState(key, item.Value)
-		if err != nil {
-			return err
-		}
-		sealed, err := s.sealer.Seal(key, st.appendTo(nil))
+		sealed, err := s.resealed(key, item.Value)
 		if err != nil {
 			return err
 		}

@@ -267,16 +267,9 @@ and exits with status 1 after numbering the other periods.`,
 			}
 			if a.json {
 				return a.printJSON(struct {
-					Series   string `json:"series"`
-					Batch    uint64 `json:"batch"`
-					First    uint64 `json:"first"`
-					Last     uint64 `json:"last"`
-					Assigned int    `json:"assigned"`
-					Voided   int    `json:"voided"`
-					Resumed  int    `json:"resumed"`
-					Skipped  int    `json:"skipped"`
-					Waiting  int    `json:"waiting"`
-				}{args[0], rep.Batch, rep.First, rep.Last, rep.Assigned, rep.Voided, rep.Resumed, rep.Skipped, rep.Waiting})
+					Series string `json:"series"`
+					passJSON
+				}{args[0], passJSONOf(rep)})
 			}
 			a.printPass(fmt.Sprintf("series %q", args[0]), rep)
 			return nil

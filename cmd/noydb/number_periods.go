@@ -105,9 +105,8 @@ func jsonDate(field string, loc *time.Location) func(*json.RawMessage) time.Time
 	}
 }
 
-// periodPassJSON is the pass of one period as 'number pass --json' prints it.
-type periodPassJSON struct {
-	Period   string `json:"period"`
+// passJSON is what a pass did, as 'number pass --json' prints it.
+type passJSON struct {
 	Batch    uint64 `json:"batch"`
 	First    uint64 `json:"first"`
 	Last     uint64 `json:"last"`
@@ -116,8 +115,18 @@ type periodPassJSON struct {
 	Resumed  int    `json:"resumed"`
 	Skipped  int    `json:"skipped"`
 	Waiting  int    `json:"waiting"`
-	Closed   int    `json:"closed,omitempty"`
-	Error    string `json:"error,omitempty"`
+}
+
+func passJSONOf(r numbering.PassReport) passJSON {
+	return passJSON{r.Batch, r.First, r.Last, r.Assigned, r.Voided, r.Resumed, r.Skipped, r.Waiting}
+}
+
+// periodPassJSON is the pass of one period as 'number pass --json' prints it.
+type periodPassJSON struct {
+	Period string `json:"period"`
+	passJSON
+	Closed int    `json:"closed,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // closedLeft is the error of a pass that left records of closed periods
@@ -159,9 +168,7 @@ func (a *app) printPeriodPasses(series string, rep numbering.PassReport) error {
 	if a.json {
 		out := make([]periodPassJSON, 0, len(rep.Periods))
 		for _, p := range rep.Periods {
-			r := p.Report
-			j := periodPassJSON{Period: p.Period, Batch: r.Batch, First: r.First, Last: r.Last, Assigned: r.Assigned,
-				Voided: r.Voided, Resumed: r.Resumed, Skipped: r.Skipped, Waiting: r.Waiting, Closed: r.Closed}
+			j := periodPassJSON{Period: p.Period, passJSON: passJSONOf(p.Report), Closed: p.Report.Closed}
 			if p.Err != nil {
 				j.Error = p.Err.Error()
 			}
