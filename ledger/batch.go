@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/noydb-go/noydb/internal/batch"
@@ -78,6 +79,21 @@ type request struct {
 	failed   bool  // its own function failed (err) or panicked; final for the attempt
 	panicked any   // what its function panicked with
 	err      error // the result
+}
+
+// requests recycles the requests of Update calls, the commit path's: a
+// request is free again once its Do has returned (batch.Slot).
+var requests = sync.Pool{New: func() any { return new(request) }}
+
+// recycle returns r, whose Do has returned, to requests, keeping only its
+// Slot (whose channel serves its next Do), unless the call panicked (then
+// submit panics on and r is left to the collector).
+func (r *request) recycle() {
+	if r.panicked != nil {
+		return
+	}
+	*r = request{Slot: r.Slot}
+	requests.Put(r)
 }
 
 // reset clears the outcome of an earlier attempt.
@@ -249,8 +265,9 @@ func (run *commitRun) body(tx stores.Tx) error {
 	return err
 }
 
-// get reads through the attempt's transaction (for the guard).
-func (run *commitRun) get(key string) (stores.Item, error) { return run.tx.Get(key) }
+// get reads through the attempt's transaction (for the guard, which
+// modifies nothing it reads: see wire.LedgerOptions.Guard).
+func (run *commitRun) get(key string) (stores.Item, error) { return stores.GetShared(run.tx, key) }
 
 // start readies the run for batch b.
 func (run *commitRun) start(ctx context.Context, b []*request) {
@@ -397,7 +414,8 @@ func (l *ledger) fill(run *commitRun, tx stores.Tx) (head Head, sealed []byte, w
 	if sealed, err = l.sealHead(bt.head, nil); err != nil {
 		return Head{}, nil, false, err
 	}
-	if err := tx.Put(l.headKey, sealed); err != nil {
+	// sealed is kept (lastSealed) and never modified: the store may keep it.
+	if err := stores.PutShared(tx, l.headKey, sealed); err != nil {
 		return Head{}, nil, false, err
 	}
 	return bt.head, sealed, false, nil
@@ -468,7 +486,7 @@ func (r *request) derived(head Head) (entries []Entry, err error) {
 // the ones this ledger wrote last (they carry a random nonce, so equal bytes
 // are that head).
 func (l *ledger) readHeadTx(tx stores.Tx) (headState, error) {
-	it, err := tx.Get(l.headKey)
+	it, err := stores.GetShared(tx, l.headKey) // compared and opened, never modified
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
 		return headState{}, nil
@@ -565,7 +583,7 @@ func (l *ledger) putEntry(tx stores.Tx, rec record) error {
 	if err != nil {
 		return fmt.Errorf("seal entry: %w", err)
 	}
-	return tx.Put(key, sealed)
+	return stores.PutShared(tx, key, sealed) // fresh bytes, not kept here
 }
 
 // batchTx is a batch's transaction as its Update closures see it: the
@@ -596,6 +614,22 @@ func (b *batchTx) Put(key string, value []byte) error {
 		return nil
 	}
 	return b.tx.Put(key, value)
+}
+
+// GetShared implements stores.TxSharer for the keys other than the head's.
+func (b *batchTx) GetShared(key string) (stores.Item, error) {
+	if key == b.l.headKey {
+		return b.Get(key)
+	}
+	return stores.GetShared(b.tx, key)
+}
+
+// PutShared implements stores.TxSharer for the keys other than the head's.
+func (b *batchTx) PutShared(key string, value []byte) error {
+	if key == b.l.headKey {
+		return b.Put(key, value)
+	}
+	return stores.PutShared(b.tx, key, value)
 }
 
 func (b *batchTx) Delete(key string) error {

@@ -296,6 +296,16 @@ func (l *ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 			return Head{}, fmt.Errorf("ledger append: %w", err)
 		}
 	}
+	if bt, ok := tx.(*batchTx); ok && l.topTx(tx) {
+		// An Update alone in its batch: append after the batch's head,
+		// held by its transaction itself, without a token's round trip.
+		nh, err := l.putEntries(tx, bt.head, entries, true)
+		if err != nil {
+			return Head{}, fmt.Errorf("ledger append: %w", err)
+		}
+		bt.head = nh
+		return nh, nil
+	}
 	it, err := tx.Get(l.headKey)
 	if err == nil {
 		if h, ok := l.fromToken(it.Value); ok {
@@ -356,7 +366,10 @@ func (l *ledger) UpdateKeys(ctx context.Context, keys []string, fn func(tx store
 		return fmt.Errorf("ledger update: %w", err)
 	}
 	defer l.gate.Exit()
-	_, err := l.submit(ctx, &request{update: fn, keys: keys})
+	req := requests.Get().(*request)
+	req.update, req.keys = fn, keys
+	_, err := l.submit(ctx, req)
+	req.recycle()
 	return err
 }
 

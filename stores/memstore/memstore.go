@@ -38,6 +38,7 @@ var (
 	_ stores.Store       = (*Store)(nil)
 	_ stores.Transactor  = (*Store)(nil)
 	_ stores.RangeLister = (*Store)(nil)
+	_ stores.TxSharer    = (*txn)(nil)
 )
 
 // New returns an empty in-memory store.
@@ -276,8 +277,9 @@ func (s *Store) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 	if s.closed {
 		return stores.ErrClosed
 	}
-	tx := &txn{s: s}
-	tx.writes = tx.first[:0]
+	tx := txns.Get().(*txn)
+	tx.s = s
+	defer tx.recycle()
 	if err := fn(tx); err != nil {
 		return err
 	}
@@ -292,6 +294,21 @@ func (s *Store) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 		}
 	}
 	return nil
+}
+
+// txns recycles transactions: fn may not keep its tx (stores.Transactor),
+// so one is free again when Update returns.
+var txns = sync.Pool{New: func() any { t := &txn{}; t.writes = t.first[:0]; return t }}
+
+// recycle forgets the transaction's writes and returns it to txns. A
+// transaction that grew past its first writes is dropped, not kept large.
+func (t *txn) recycle() {
+	if cap(t.writes) > len(t.first) {
+		return
+	}
+	*t = txn{} // drops the values and keys it held
+	t.writes = t.first[:0]
+	txns.Put(t)
 }
 
 // Close drops the data. Later calls return stores.ErrClosed.
@@ -358,6 +375,39 @@ func (t *txn) Get(key string) (stores.Item, error) {
 		return stores.Item{Key: key, Value: slices.Clone(w.value), Version: t.s.data[key].version}, nil
 	}
 	return t.s.getLocked(key)
+}
+
+// GetShared implements stores.TxSharer: Get without copying the value.
+func (t *txn) GetShared(key string) (stores.Item, error) {
+	if err := stores.CheckKey(key); err != nil {
+		return stores.Item{}, err
+	}
+	if w := t.find(key); w != nil {
+		if w.deleted {
+			return stores.Item{}, stores.ErrNotFound
+		}
+		return stores.Item{Key: key, Value: w.value, Version: t.s.data[key].version}, nil
+	}
+	e, ok := t.s.data[key]
+	if !ok {
+		return stores.Item{}, stores.ErrNotFound
+	}
+	return stores.Item{Key: key, Value: e.value, Version: e.version}, nil
+}
+
+// PutShared implements stores.TxSharer: Put that keeps value as given.
+func (t *txn) PutShared(key string, value []byte) error {
+	if err := stores.CheckKey(key); err != nil {
+		return err
+	}
+	if err := stores.CheckValue(value); err != nil {
+		return err
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	t.set(write{key: key, value: value})
+	return nil
 }
 
 func (t *txn) Put(key string, value []byte) error {
