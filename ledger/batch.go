@@ -523,6 +523,7 @@ func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry, top bool) 
 	}
 	// One entry at a time: none is kept but the last.
 	c := l.chainAfter(head)
+	c.chunk = chunkFor(len(entries))
 	var last record
 	for i, e := range entries {
 		var err error

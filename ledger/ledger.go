@@ -687,6 +687,7 @@ func (l *ledger) materialize(ctx context.Context, recs []record) error {
 func (l *ledger) build(head Head, entries []Entry) ([]record, Head, error) {
 	recs := make([]record, len(entries))
 	b := l.chainAfter(head)
+	b.chunk = chunkFor(len(entries))
 	for i, e := range entries {
 		var err error
 		if recs[i], err = b.next(e); err != nil {
@@ -747,7 +748,39 @@ type chainer struct {
 	cover       uint64
 	coverPeople bool
 	chained     bool
+	// chunk, when not zero, is the size of the buffers the records'
+	// plaintexts are carved from (see room), for a run of entries.
+	chunk int
+	arena []byte
 }
+
+// chunkFor returns the chunk size for a run of n entries: the plaintexts
+// of a run share buffers instead of taking one allocation each.
+func chunkFor(n int) int {
+	if n < 2 {
+		return 0
+	}
+	return min(n*160, 16<<10)
+}
+
+// room returns k bytes for a record's plaintext: carved from the run's
+// buffers (capped, so that an append to one never reaches the next), or
+// allocated alone.
+func (c *chainer) room(k int) []byte {
+	if c.chunk == 0 {
+		return make([]byte, k)
+	}
+	if cap(c.arena)-len(c.arena) < k {
+		c.arena = make([]byte, 0, max(k, c.chunk))
+	}
+	at := len(c.arena)
+	c.arena = c.arena[:at+k]
+	return c.arena[at : at+k : at+k]
+}
+
+// encodings holds scratch buffers an entry is encoded and chained in
+// before it is copied to its record at its exact size.
+var encodings = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // chainAfter returns a chainer of entries after head.
 func (l *ledger) chainAfter(head Head) chainer {
@@ -790,9 +823,15 @@ func (c *chainer) next(e Entry) (record, error) {
 		// A change of people is signed (it and the rest of the commit).
 		c.chained = false
 	}
+	bp := encodings.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 64<<10 {
+			encodings.Put(bp)
+		}
+	}()
 	var (
-		plain []byte
-		err   error
+		enc []byte
+		err error
 	)
 	switch {
 	case c.chained:
@@ -800,15 +839,16 @@ func (c *chainer) next(e Entry) (record, error) {
 		if seq == 1 && e.SigningKey == nil {
 			e.SigningKey = c.pub // the genesis: its author's key
 		}
-		plain, err = e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
+		enc, err = e.AppendBinary((*bp)[:0])
 	case c.pub != nil:
-		plain, err = l.coverEntry(&e, c.pub)
+		enc, err = l.coverEntry(&e, c.pub, (*bp)[:0])
 		if c.cover == 0 {
 			c.cover, c.coverPeople = seq, isPeopleKind(e.Kind)
 		}
 	default:
-		plain, err = e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
+		enc, err = e.AppendBinary((*bp)[:0])
 	}
+	*bp = enc[:0]
 	if err != nil {
 		return record{}, err
 	}
@@ -818,8 +858,11 @@ func (c *chainer) next(e Entry) (record, error) {
 	if closesWindow(&e, c.alone) {
 		c.alone, c.chained = "", false
 	}
-	n := len(plain)
-	plain = l.appendChainMAC(plain, c.prev, seq, plain)
+	n := len(enc)
+	enc = l.appendChainMAC(enc, c.prev, seq, enc)
+	*bp = enc[:0]
+	plain := c.room(len(enc))
+	copy(plain, enc)
 	mac := plain[n:]
 	if len(mac) == 0 || len(mac) > maxMAC {
 		return record{}, fmt.Errorf("ledger: MACer returned %d bytes (want 1 to %d)", len(mac), maxMAC)
