@@ -19,6 +19,7 @@ import (
 )
 
 type entry struct {
+	key     string
 	value   []byte
 	version uint64
 }
@@ -26,7 +27,7 @@ type entry struct {
 // Store is an in-memory stores.Store and stores.Transactor. Create it with New.
 type Store struct {
 	mu      sync.RWMutex
-	data    map[string]entry
+	data    table
 	sorted  []string // keys in order, but for added; rebuilt lazily when stale
 	added   []string // keys new since sorted was last brought up to date
 	stale   bool     // a key was deleted: sorted is rebuilt
@@ -43,7 +44,7 @@ var (
 
 // New returns an empty in-memory store.
 func New() *Store {
-	return &Store{data: make(map[string]entry)}
+	return &Store{data: newTable()}
 }
 
 // Capabilities reports CASAtomic and Transactions.
@@ -72,7 +73,7 @@ func (s *Store) Get(ctx context.Context, key string) (stores.Item, error) {
 }
 
 func (s *Store) getLocked(key string) (stores.Item, error) {
-	e, ok := s.data[key]
+	e, ok := s.data.get(key)
 	if !ok {
 		return stores.Item{}, stores.ErrNotFound
 	}
@@ -102,9 +103,7 @@ func (s *Store) putLocked(key string, value []byte) uint64 {
 // adoptLocked stores value, which the store now owns, at key.
 func (s *Store) adoptLocked(key string, value []byte) uint64 {
 	s.version++
-	n := len(s.data)
-	s.data[key] = entry{value: value, version: s.version}
-	if len(s.data) != n && !s.stale { // a new key: one map operation tells
+	if s.data.set(entry{key: key, value: value, version: s.version}) && !s.stale {
 		s.added = append(s.added, key)
 	}
 	return s.version
@@ -123,7 +122,7 @@ func (s *Store) CompareAndSwap(ctx context.Context, key string, expected uint64,
 	if s.closed {
 		return 0, stores.ErrClosed
 	}
-	if s.data[key].version != expected {
+	if e, _ := s.data.get(key); e.version != expected {
 		return 0, stores.ErrConflict
 	}
 	return s.putLocked(key, value), nil
@@ -144,8 +143,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 }
 
 func (s *Store) deleteLocked(key string) {
-	if _, ok := s.data[key]; ok {
-		delete(s.data, key)
+	if s.data.del(key) {
 		s.stale = true
 		clear(s.added)
 		s.added = s.added[:0]
@@ -224,10 +222,7 @@ func (s *Store) snapshot(prefix, after string) ([]stores.Item, error) {
 	}
 	switch {
 	case s.stale:
-		s.sorted = s.sorted[:0]
-		for k := range s.data {
-			s.sorted = append(s.sorted, k)
-		}
+		s.sorted = s.data.keys(s.sorted[:0])
 		slices.Sort(s.sorted)
 		s.stale, s.added = false, s.added[:0]
 	case len(s.added) > 0:
@@ -247,7 +242,7 @@ func (s *Store) snapshot(prefix, after string) ([]stores.Item, error) {
 	}
 	items := make([]stores.Item, 0, end-start)
 	for _, k := range s.sorted[start:end] {
-		e := s.data[k]
+		e, _ := s.data.get(k)
 		items = append(items, stores.Item{Key: k, Value: e.value, Version: e.version})
 	}
 	// The values are copied into shared buffers of up to listBuffer bytes,
@@ -316,7 +311,7 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.data = nil
+	s.data = newTable()
 	s.sorted, s.added = nil, nil
 	return nil
 }
@@ -372,7 +367,8 @@ func (t *txn) Get(key string) (stores.Item, error) {
 			return stores.Item{}, stores.ErrNotFound
 		}
 		// Uncommitted writes have no version yet; report the committed one.
-		return stores.Item{Key: key, Value: slices.Clone(w.value), Version: t.s.data[key].version}, nil
+		e, _ := t.s.data.get(key)
+		return stores.Item{Key: key, Value: slices.Clone(w.value), Version: e.version}, nil
 	}
 	return t.s.getLocked(key)
 }
@@ -386,9 +382,10 @@ func (t *txn) GetShared(key string) (stores.Item, error) {
 		if w.deleted {
 			return stores.Item{}, stores.ErrNotFound
 		}
-		return stores.Item{Key: key, Value: w.value, Version: t.s.data[key].version}, nil
+		e, _ := t.s.data.get(key)
+		return stores.Item{Key: key, Value: w.value, Version: e.version}, nil
 	}
-	e, ok := t.s.data[key]
+	e, ok := t.s.data.get(key)
 	if !ok {
 		return stores.Item{}, stores.ErrNotFound
 	}
