@@ -2,10 +2,12 @@ package ledger
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -521,9 +523,12 @@ func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry, top bool) 
 	if err := l.writeUnwritten(); err != nil {
 		return Head{}, err
 	}
-	// One entry at a time: none is kept but the last.
 	c := l.chainAfter(head)
 	c.chunk = chunkFor(len(entries))
+	if len(entries) >= parallelSeal && runtime.GOMAXPROCS(0) > 1 {
+		return l.putRun(tx, &c, entries, top)
+	}
+	// One entry at a time: none is kept but the last.
 	var last record
 	for i, e := range entries {
 		var err error
@@ -549,6 +554,72 @@ func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry, top bool) 
 	}
 	l.mu.Unlock()
 	return c.head(), nil
+}
+
+// parallelSeal is the least number of entries putEntries seals on two
+// goroutines: below, the hand-over costs more than half the sealing.
+const parallelSeal = 32
+
+// putRun is putEntries for a run of entries (a batch of numbers): the
+// chain is built first, one entry after the other (each MAC covers the
+// one before); the entries are then sealed on two goroutines, each at its
+// own key, which shares a batch's largest cost with a second core, and
+// written in order.
+func (l *ledger) putRun(tx stores.Tx, c *chainer, entries []Entry, top bool) (Head, error) {
+	recs := make([]record, len(entries))
+	for i, e := range entries {
+		var err error
+		if recs[i], err = c.next(e); err != nil {
+			return Head{}, err
+		}
+	}
+	last := recs[len(recs)-1]
+	keep := top && l.signer != nil && last.entry.Covered
+	toSeal := recs
+	if keep {
+		toSeal = recs[:len(recs)-1]
+	}
+	keys, sealed := make([]string, len(toSeal)), make([][]byte, len(toSeal))
+	half := len(toSeal) / 2
+	var (
+		wg    sync.WaitGroup
+		other error
+	)
+	wg.Go(func() { other = l.sealRun(toSeal[half:], keys[half:], sealed[half:]) })
+	err := l.sealRun(toSeal[:half], keys[:half], sealed[:half])
+	wg.Wait()
+	if err = cmp.Or(err, other); err != nil {
+		return Head{}, err
+	}
+	for i := range toSeal {
+		if err := stores.PutShared(tx, keys[i], sealed[i]); err != nil { // fresh bytes, not kept here
+			return Head{}, err
+		}
+	}
+	l.mu.Lock()
+	for i := range recs {
+		l.collectEntry(&recs[i].entry)
+	}
+	if keep {
+		l.unwritten, l.hasUnwritten = last, true
+	}
+	if l.signer != nil {
+		l.built = last
+	}
+	l.mu.Unlock()
+	return c.head(), nil
+}
+
+// sealRun seals recs, each at its key, into keys and sealed.
+func (l *ledger) sealRun(recs []record, keys []string, sealed [][]byte) error {
+	for i, rec := range recs {
+		keys[i] = l.entryKey(rec.entry.Seq)
+		var err error
+		if sealed[i], err = l.sealer.Seal(keys[i], rec.plain); err != nil {
+			return fmt.Errorf("seal entry: %w", err)
+		}
+	}
+	return nil
 }
 
 // writeUnwritten writes the entry putEntries kept unwritten, if any, Covered,
