@@ -875,6 +875,14 @@ func (c *chainer) next(e Entry) (record, error) {
 // head returns the head after the last entry built (the head the chainer
 // started from when it built none), with the commit's state.
 func (c *chainer) head() Head {
-	return Head{Seq: c.seq, MAC: slices.Clone(c.prev), people: c.people, linkFrom: c.linkFrom,
+	mac := c.prev
+	if c.chunk != 0 {
+		// Not to keep the run's shared buffer alive for as long as the
+		// head is kept.
+		mac = slices.Clone(mac)
+	}
+	// Otherwise the MAC is the end of the last record's plaintext, which
+	// is its own allocation and never modified.
+	return Head{Seq: c.seq, MAC: mac, people: c.people, linkFrom: c.linkFrom,
 		alone: c.alone, cover: c.cover, coverPeople: c.coverPeople}
 }
