@@ -359,18 +359,11 @@ func (t *txn) find(key string) *write {
 }
 
 func (t *txn) Get(key string) (stores.Item, error) {
-	if err := stores.CheckKey(key); err != nil {
-		return stores.Item{}, err
+	it, err := t.GetShared(key)
+	if err == nil {
+		it.Value = slices.Clone(it.Value)
 	}
-	if w := t.find(key); w != nil {
-		if w.deleted {
-			return stores.Item{}, stores.ErrNotFound
-		}
-		// Uncommitted writes have no version yet; report the committed one.
-		e, _ := t.s.data.get(key)
-		return stores.Item{Key: key, Value: slices.Clone(w.value), Version: e.version}, nil
-	}
-	return t.s.getLocked(key)
+	return it, err
 }
 
 // GetShared implements stores.TxSharer: Get without copying the value.
@@ -382,6 +375,7 @@ func (t *txn) GetShared(key string) (stores.Item, error) {
 		if w.deleted {
 			return stores.Item{}, stores.ErrNotFound
 		}
+		// Uncommitted writes have no version yet; report the committed one.
 		e, _ := t.s.data.get(key)
 		return stores.Item{Key: key, Value: w.value, Version: e.version}, nil
 	}
