@@ -2,7 +2,6 @@ package crypto
 
 import (
 	"crypto/cipher"
-	"crypto/rand"
 	"encoding/binary"
 	"fmt"
 
@@ -100,7 +99,7 @@ func CollectionKey(dk *Key, collection string) *Key {
 func Seal(k *Key, plaintext, ad []byte) ([]byte, error) {
 	out := make([]byte, 1+NonceSize, EnvelopeOverhead+len(plaintext))
 	out[0] = EnvelopeVersion
-	if _, err := rand.Read(out[1:]); err != nil {
+	if err := readNonce(out[1:]); err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
 	return sealAfter(k, out, plaintext, ad)
@@ -231,7 +230,7 @@ func sealRecordWithNonce(k *Key, nonce, plaintext []byte, ref RecordRef) ([]byte
 	at := len(out)
 	if nonce == nil {
 		out = out[:at+NonceSize]
-		if _, err := rand.Read(out[at:]); err != nil {
+		if err := readNonce(out[at:]); err != nil {
 			return nil, fmt.Errorf("seal record: %w", err)
 		}
 	} else {

@@ -1,7 +1,6 @@
 package crypto
 
 import (
-	"crypto/rand"
 	"fmt"
 	"sync"
 )
@@ -16,7 +15,7 @@ var adBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b
 func SealAt(k *Key, plaintext []byte, vault, key string) ([]byte, error) {
 	out := make([]byte, 1+NonceSize, EnvelopeOverhead+len(plaintext))
 	out[0] = EnvelopeVersion
-	if _, err := rand.Read(out[1:]); err != nil {
+	if err := readNonce(out[1:]); err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
 	bp := adBuffers.Get().(*[]byte)
