@@ -2,6 +2,7 @@ package crypto
 
 import (
 	"crypto/cipher"
+	"crypto/rand"
 	"encoding/binary"
 	"fmt"
 
@@ -99,7 +100,7 @@ func CollectionKey(dk *Key, collection string) *Key {
 func Seal(k *Key, plaintext, ad []byte) ([]byte, error) {
 	out := make([]byte, 1+NonceSize, EnvelopeOverhead+len(plaintext))
 	out[0] = EnvelopeVersion
-	if err := readNonce(out[1:]); err != nil {
+	if _, err := rand.Read(out[1:]); err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
 	return sealAfter(k, out, plaintext, ad)
@@ -230,7 +231,7 @@ func sealRecordWithNonce(k *Key, nonce, plaintext []byte, ref RecordRef) ([]byte
 	at := len(out)
 	if nonce == nil {
 		out = out[:at+NonceSize]
-		if err := readNonce(out[at:]); err != nil {
+		if _, err := rand.Read(out[at:]); err != nil {
 			return nil, fmt.Errorf("seal record: %w", err)
 		}
 	} else {

@@ -1,6 +1,7 @@
 package crypto
 
 import (
+	"crypto/rand"
 	"fmt"
 	"sync"
 )
@@ -15,7 +16,7 @@ var adBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b
 func SealAt(k *Key, plaintext []byte, vault, key string) ([]byte, error) {
 	out := make([]byte, 1+NonceSize, EnvelopeOverhead+len(plaintext))
 	out[0] = EnvelopeVersion
-	if err := readNonce(out[1:]); err != nil {
+	if _, err := rand.Read(out[1:]); err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
 	bp := adBuffers.Get().(*[]byte)
