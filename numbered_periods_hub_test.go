@@ -28,7 +28,7 @@ func tillDevice(t *testing.T, dev, hub stores.Store, loc *time.Location) (*vault
 // the hub (Sequence.At) share the period's head, and the devices pull the
 // same numbers and texts. Each period's numbers are exactly 1..N.
 func TestNumberingOfDatedOnDevicesNumbersByPeriodOnTheHub(t *testing.T) {
-	for name, newStore := range memAndBadger() {
+	for name, newStore := range txStores() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			loc := rome(t)

@@ -13,6 +13,18 @@ import (
 func init() {
 	wire.NumberingInfo = info
 	wire.NumberingGiven = given
+	wire.NumberingPeriods = periodsOf
+}
+
+// periodsOf returns the labels of the periods of the series name that had
+// records handed off (see wire.NumberingPeriods), in order.
+func periodsOf(ctx context.Context, b deferred.Backend, name string) ([]string, error) {
+	if err := checkSeries(name); err != nil {
+		return nil, fmt.Errorf("%w: a key names series %q: %w", stores.ErrMisbehaving, name, err)
+	}
+	b.Partition = nil
+	s := &Series{b: b, name: name, dir: seriesDir(b, name)}
+	return s.periods(ctx)
 }
 
 // given reads with get the last number the passes of the series name have
@@ -42,12 +54,16 @@ func given(b deferred.Backend, name string, get func(key string) (stores.Item, e
 // info reads what a listing of a vault's series shows of the series name:
 // the collection it numbers and its stored format ("" when it has none
 // yet), and its last number. It takes no lock and writes nothing; the head
-// is checked against the rollback pins as every read of it is.
+// is checked against the rollback pins as every read of it is. With
+// b.Partition, it reads the series of that period.
 func info(ctx context.Context, b deferred.Backend, name string) (collection, format string, last uint64, err error) {
 	if err := checkSeries(name); err != nil {
 		return "", "", 0, fmt.Errorf("%w: a key names series %q: %w", stores.ErrMisbehaving, name, err)
 	}
-	s := &Series{b: b, name: name, dir: b.Prefix + dirName + name + "/"}
+	if err := checkPartition(b.Partition); err != nil {
+		return "", "", 0, fmt.Errorf("%w: series %q: %w", stores.ErrMisbehaving, name, err)
+	}
+	s := &Series{b: b, name: name, dir: seriesDir(b, name)}
 	h, _, err := s.loadHead(ctx)
 	if err != nil {
 		return "", "", 0, s.errorf("info", err)

@@ -72,6 +72,27 @@ type PassReport struct {
 	// two writes, one killed between them, or a record still on its way
 	// through a synced folder. They take no number until the record is there.
 	Waiting int
+	// Closed is how many records wait in line in a period closed since
+	// they were handed off (the pass returned an error matching
+	// sequence.ErrPeriodClosed): they take no number there.
+	Closed int
+	// Periods is, for the pass of a series numbered by the record's date
+	// (vault.NumberingOfDated), the report of each period's pass, in
+	// label order; the fields above sum them. Nil for other series.
+	Periods []PeriodPass
+}
+
+// PeriodPass is the pass of one period of a series numbered by the
+// record's date (PassReport.Periods).
+type PeriodPass struct {
+	// Period is the period's label (2026-12, FY2026-27…).
+	Period string
+	// Report is the period's pass (its Periods is nil).
+	Report PassReport
+	// Err is the error of the period's pass: one matching
+	// sequence.ErrPeriodClosed for a closed period with records waiting
+	// (Report.Closed says how many), nil when it numbered them all.
+	Err error
 }
 
 // RunPass numbers every pending record of the series. Run it on one
@@ -137,7 +158,9 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 	if s.closed.Load() {
 		// The period was closed (the ledger says so): its records waiting
 		// are left in line, for someone to decide what becomes of them.
-		return s.closedPeriod(ctx)
+		n, err := s.closedPeriod(ctx)
+		rep.Closed = n
+		return err
 	}
 	// The series' one definition: a handle asking for no format numbers
 	// with the one stored with the series' counter, if any.

@@ -108,21 +108,22 @@ func (s *Series) periods(ctx context.Context) ([]string, error) {
 // closedPeriod is the error of a pass of a closed period: nil when no
 // record waits for a number there, else an error matching
 // sequence.ErrPeriodClosed (a *sequence.PeriodClosedError) that says how
-// many wait. Nothing is numbered, and the records stay in line.
-func (s *Series) closedPeriod(ctx context.Context) error {
+// many wait, and how many. Nothing is numbered, and the records stay in
+// line.
+func (s *Series) closedPeriod(ctx context.Context) (int, error) {
 	n := 0
 	for _, err := range stores.ListUnder(ctx, s.b.Store, s.dir+pendingDir) {
 		if err != nil {
-			return fmt.Errorf("list pending: %w", err)
+			return 0, fmt.Errorf("list pending: %w", err)
 		}
 		n++
 	}
 	if n == 0 {
-		return nil
+		return 0, nil
 	}
 	label := ""
 	if len(s.b.Partition) == 1 {
 		label = s.b.Partition[0]
 	}
-	return fmt.Errorf("%d records wait for a number: %w", n, &sequence.PeriodClosedError{Series: s.name, Period: label})
+	return n, fmt.Errorf("%d records wait for a number: %w", n, &sequence.PeriodClosedError{Series: s.name, Period: label})
 }

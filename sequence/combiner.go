@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/noydb-go/noydb/internal/batch"
@@ -100,7 +101,9 @@ type counter struct {
 	partition []string
 	name      string // series and partition, for messages
 	defKey    string // the key of the series' definition
-	eventBase int    // bound of an event's encoded size without its request id (see cutBatch)
+	// periodic: the counter is a period's (service.periodTarget).
+	periodic  atomic.Bool
+	eventBase int // bound of an event's encoded size without its request id (see cutBatch)
 
 	q batch.Queue[*op] // the combining queue
 
@@ -401,9 +404,26 @@ func (c *counter) checkHistory(ctx context.Context) error {
 		if err := c.svc.checkDefinition(ctx, c.series); err != nil {
 			return err
 		}
+		if err := c.outsidePeriods(); err != nil {
+			return err
+		}
 	}
 	c.checked = true
 	return nil
+}
+
+// outsidePeriods refuses the batch of a counter that is not a period's
+// when the series' definition, as just read, counts per period: its ops
+// were resolved by handles that did not know it yet (opened without a
+// definition, before another process stored one), and a number here would
+// be outside every period. Their next call resolves to the period.
+func (c *counter) outsidePeriods() error {
+	eff := c.svc.seriesOf(c.series).cur.Load()
+	if eff == nil || !eff.defined || eff.def.Period == PeriodNone || c.periodic.Load() {
+		return nil
+	}
+	return fmt.Errorf("%w: the series counts per %s (a definition stored elsewhere since this handle first read it): nothing taken; "+
+		"a call again numbers in its period", ErrDefinitionMismatch, eff.def.Period)
 }
 
 // recorded returns what the History records of the counter: the highest
@@ -507,6 +527,11 @@ func (c *counter) update() error {
 	}
 	if defining {
 		keys = append(keys, c.definitionKey())
+		if len(c.partition) > 0 {
+			if base, err := c.svc.baseOf(c.series, c.partition); err == nil {
+				keys = append(keys, base) // touched with a definition of periods
+			}
+		}
 	}
 	c.w.keys = keys
 	return c.svc.update(c.w.ctx, keys, c.txFn)
@@ -556,6 +581,13 @@ func (c *counter) defineTx(tx stores.Tx) (*event, error) {
 		if errors.As(err, &de) {
 			o.err = err
 			continue
+		}
+		if err == nil && e != nil && o.define.def.Period != PeriodNone && len(c.partition) > 0 {
+			// Stored with a period: the counter of no period is touched.
+			var base string
+			if base, err = c.svc.baseOf(c.series, c.partition); err == nil {
+				err = c.svc.touchTx(tx, base)
+			}
 		}
 		if err != nil {
 			return nil, err

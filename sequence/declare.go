@@ -15,7 +15,10 @@ import (
 // Options.MustExist refuses a series that does not exist, so that a
 // misspelt name fails instead of starting a new count at 1.
 
-func init() { wire.SequenceDefinitionOf = definitionSeriesOf }
+func init() {
+	wire.SequenceDefinitionOf = definitionSeriesOf
+	wire.SequenceDeclareForPasses = declareForPasses
+}
 
 // definitionSeriesOf tells whether key (relative to a prefix) is the key
 // of a series' definition, and of which series.
@@ -44,11 +47,30 @@ func definitionSeriesOf(key string) (string, bool) {
 // an allocation does. It takes no number and no partition: every partition
 // and period of a declared series counts from 1 when first used.
 func (q *Sequence) Declare(ctx context.Context) error {
-	if q.target {
-		q = q.base
-	}
 	if err := q.allocating(ctx, "declare"); err != nil {
 		return err
+	}
+	return q.declare(ctx)
+}
+
+// declareForPasses is Declare on any store (see
+// wire.SequenceDeclareForPasses): on one without atomic compare-and-swap
+// the definition is created if absent by the store's compare-and-swap,
+// which holds among the processes of one machine.
+func declareForPasses(ctx context.Context, q *Sequence) error {
+	if q.svc.gate.Closed() {
+		return q.errorf("declare", stores.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return q.errorf("declare", err)
+	}
+	return q.declare(ctx)
+}
+
+// declare is Declare once the store was found fit.
+func (q *Sequence) declare(ctx context.Context) error {
+	if q.target {
+		q = q.base
 	}
 	if !q.svc.gate.Enter() {
 		return q.errorf("declare", stores.ErrClosed)
@@ -59,16 +81,32 @@ func (q *Sequence) Declare(ctx context.Context) error {
 	defer sd.mu.Unlock()
 	eff := &effective{def: q.def, defined: true, loc: q.loc}
 	var err error
+	periods := q.def.Period != PeriodNone // the counter of no period is touched (touchTx)
 	if s.txr != nil {
-		err = s.update(ctx, []string{sd.key}, func(tx stores.Tx) error {
+		keys := []string{sd.key}
+		if periods {
+			keys = append(keys, q.c.key)
+		}
+		err = s.update(ctx, keys, func(tx stores.Tx) error {
 			ev, err := s.defineTx(tx, q.series, sd.key, eff)
-			if err != nil || ev == nil || s.journal == nil {
+			if err != nil || ev == nil {
 				return err
+			}
+			if periods {
+				if err := s.touchTx(tx, q.c.key); err != nil {
+					return err
+				}
+			}
+			if s.journal == nil {
+				return nil
 			}
 			return s.journal.Record(ctx, tx, []event{*ev})
 		})
 	} else {
 		err = s.defineCAS(ctx, q.series, sd.key, eff)
+		if err == nil && periods {
+			err = s.touchCAS(ctx, q.c.key)
+		}
 	}
 	if err != nil {
 		return q.errorf("declare", err)

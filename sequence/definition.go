@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/internal/codec"
 	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/stores"
@@ -597,6 +598,65 @@ func (s *service) defineTx(tx stores.Tx, series, key string, eff *effective) (*e
 		return nil, err
 	}
 	return &event{Kind: wire.EventDefined, Series: series, Reason: eff.def.String()}, nil
+}
+
+// touchTx re-seals in tx the counter at key, its state unchanged, when the
+// store holds one: after a definition with a period is stored, a process
+// that took numbers there without knowing one (a handle opened without a
+// definition) finds its counter written elsewhere at its next number,
+// checks it against the ledger again, adopts the definition and takes no
+// number outside the periods (counter.outsidePeriods).
+func (s *service) touchTx(tx stores.Tx, key string) error {
+	item, err := tx.Get(key)
+	if errors.Is(err, stores.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sealed, err := s.resealed(key, item.Value)
+	if err != nil {
+		return err
+	}
+	return tx.Put(key, sealed)
+}
+
+// resealed is the counter at key whose stored value is sealed, sealed
+// again with its state unchanged (touchTx).
+func (s *service) resealed(key string, sealed []byte) ([]byte, error) {
+	st, err := s.openState(key, sealed)
+	if err != nil {
+		return nil, err
+	}
+	return s.sealer.Seal(key, st.appendTo(nil))
+}
+
+// touchCAS is touchTx on a store without transactions, by
+// compare-and-swap (retried while another writer moves the counter: its
+// write is enough, but is not known to be).
+func (s *service) touchCAS(ctx context.Context, key string) error {
+	_, err := cas.Do(ctx, s.policy, func(int) error {
+		item, err := s.store.Get(ctx, key)
+		if errors.Is(err, stores.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		sealed, err := s.resealed(key, item.Value)
+		if err != nil {
+			return err
+		}
+		_, err = s.store.CompareAndSwap(ctx, key, item.Version, sealed)
+		return err
+	})
+	return err
+}
+
+// baseOf is the key of the counter of no period of the period counter
+// whose partition (its label last) is partition.
+func (s *service) baseOf(series string, partition []string) (string, error) {
+	return counterKey(s.prefix, series, partition[:len(partition)-1])
 }
 
 // defineCAS stores eff's definition on a store without transactions,

@@ -127,6 +127,9 @@ func checkInTx(ctx context.Context, q *Sequence) error {
 		if err := c.svc.checkDefinition(ctx, c.series); err != nil {
 			return q.errorf("next", err)
 		}
+		if err := c.outsidePeriods(); err != nil {
+			return q.errorf("next", err)
+		}
 	}
 	for {
 		old := c.tx.floor.Load()

@@ -171,6 +171,7 @@ func (s *service) periodTarget(q *Sequence, hs *handleSpec, label string) (*Sequ
 		c = newCounter(s, key, q.series, partition)
 		s.counters[key] = c
 	}
+	c.periodic.Store(true)
 	t := &Sequence{
 		svc: s, c: c, sd: q.sd, series: q.series, partition: q.partition,
 		def: q.def, defined: q.defined, loc: q.loc, tmpl: q.tmpl,

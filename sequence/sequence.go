@@ -401,7 +401,18 @@ func (q *Sequence) definePending(ctx context.Context, hs *handleSpec) error {
 		return stores.ErrClosed
 	}
 	defer q.svc.gate.Exit()
-	return q.svc.defineCAS(ctx, q.series, q.sd.key, eff)
+	if err := q.svc.defineCAS(ctx, q.series, q.sd.key, eff); err != nil {
+		return err
+	}
+	if eff.def.Period == PeriodNone || len(q.c.partition) == 0 {
+		return nil
+	}
+	// Stored with a period: the counter of no period is touched (touchTx).
+	base, err := q.svc.baseOf(q.series, q.c.partition)
+	if err != nil {
+		return err
+	}
+	return q.svc.touchCAS(ctx, base)
 }
 
 func (q *Sequence) errorf(op string, err error) error {

@@ -182,9 +182,12 @@ func (n *Numbered[T]) settleOnHub(ctx context.Context) (numbering.PassReport, er
 		return fail(err)
 	}
 	rep, err := n.onHub.Settle(ctx)
-	if err != nil {
+	if err != nil && !errors.Is(err, sequence.ErrPeriodClosed) {
 		return rep, err
 	}
+	// A closed period's records stay in line on the hub; the other
+	// periods' were numbered: their entries here are dropped all the same.
+	passErr := err
 	for _, h := range copied {
 		_, ok, err := n.onHub.Lookup(ctx, h.provisional) // of its period, for a handle with periods
 		if err != nil {
@@ -197,7 +200,7 @@ func (n *Numbered[T]) settleOnHub(ctx context.Context) (numbering.PassReport, er
 			return rep, fmt.Errorf("numbering %q: after the pass on the hub: %w", n.series, err)
 		}
 	}
-	return rep, nil
+	return rep, passErr
 }
 
 // handOffToHub copies to the hub each handoff entry of the device whose

@@ -13,6 +13,7 @@ import (
 
 	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/internal/deferred"
+	"github.com/noydb-go/noydb/internal/wire"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/sequence"
@@ -131,6 +132,12 @@ type NumberedRecord[T any] struct {
 // of them (stored by a Sequence) makes Put, Get and Settle fail with
 // sequence.ErrDefinitionMismatch.
 //
+// A format with date tokens ({YYYY}, {MM}, {FY}, …) renders the date of
+// the document too, so it is NumberingOfDated's: NumberingOf refuses it
+// (ErrInvalidArgument), and a series whose stored format has them makes
+// Put, Get and Settle fail with sequence.ErrDefinitionMismatch, never
+// rendering a number with the date of the read.
+//
 // NumberingOf does no I/O. A nil c or set, an invalid collection or series
 // name, a definition it does not take or a bad format give an error
 // wrapping ErrInvalidArgument.
@@ -160,7 +167,9 @@ func NumberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 //
 // Where passes number (a file store, a device of a hub), Put hands the
 // record off to its date's period, and Settle runs a pass of every period
-// that has records waiting: each period's numbers follow its head, which
+// that has records waiting (its report lists each, PassReport.Periods, and
+// counts a closed period's waiting records in Closed): each period's
+// numbers follow its head, which
 // is the period's counter too, so a receipt handed off on 31 December and
 // numbered by a pass in January takes December's next number, after any
 // taken at write time. A pass meeting records of a closed period numbers
@@ -202,8 +211,12 @@ func numberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 		return bad(errors.New("partitions are not supported by NumberingOf yet"))
 	}
 	if opts.Format != "" {
-		if _, err := sequence.ParseFormatWith(opts.Format, sequence.FormatOptions{FiscalStart: opts.FiscalStart, Location: opts.Location}); err != nil {
+		f, err := sequence.ParseFormatWith(opts.Format, sequence.FormatOptions{FiscalStart: opts.FiscalStart, Location: opts.Location})
+		if err != nil {
 			return bad(err)
+		}
+		if date == nil && f.Dated() {
+			return bad(errDatedFormat(opts.Format))
 		}
 	}
 	v := c.v
@@ -247,6 +260,13 @@ func numberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 	}
 	n.ns, n.hooks = ns, hooks
 	return n, nil
+}
+
+// errDatedFormat is why a handle without the record's date (NumberingOf)
+// cannot number with format: its date tokens would render the date of
+// the call, and a Get rendering it again later would read otherwise.
+func errDatedFormat(format string) error {
+	return fmt.Errorf("the date tokens of format %q render the document's date: give it with NumberingOfDated", format)
 }
 
 // askedOf is the definition opts asks for, but its format and partition.
@@ -406,9 +426,16 @@ func (n *Numbered[T]) prepare(ctx context.Context, store bool) error {
 	}
 	if format != "" {
 		fo := sequence.FormatOptions{FiscalStart: n.opts.FiscalStart, Location: n.opts.Location}
-		if n.format, err = sequence.ParseFormatWith(format, fo); err != nil {
+		f, err := sequence.ParseFormatWith(format, fo)
+		if err != nil {
 			return fmt.Errorf("numbering %q: stored format: %w: %w", n.series, numbering.ErrCorrupt, err)
 		}
+		if n.date == nil && f.Dated() {
+			// Stored by a Sequence or a dated handle: rendered here, its
+			// date tokens would read today's date on every Get.
+			return fmt.Errorf("numbering %q: the series' stored definition: %w: %w", n.series, sequence.ErrDefinitionMismatch, errDatedFormat(format))
+		}
+		n.format = f
 	}
 	o := sequence.Options{Format: format}
 	if n.date != nil {
@@ -419,15 +446,23 @@ func (n *Numbered[T]) prepare(ctx context.Context, store bool) error {
 			return err
 		}
 	} else if n.date != nil && store && def.IsZero() {
-		// Passes store no definition with the counter: a store that can
-		// (atomic compare-and-swap) gets it declared, so every handle and
-		// Sequence of the series numbers by the same period. A file
-		// store cannot (see NumberingOfDated).
+		// Passes store no definition with the counter: it is declared,
+		// so every handle and Sequence of the series numbers by the same
+		// period, on a file store too (by its compare-and-swap, see
+		// wire.SequenceDeclareForPasses). A device declares it where it
+		// can (its handle on the hub does there).
+		declare := func(ctx context.Context, q *sequence.Sequence) error { return q.Declare(ctx) }
+		if n.onHub == nil {
+			declare = wire.Hook[func(context.Context, *sequence.Sequence) error]("SequenceDeclareForPasses", wire.SequenceDeclareForPasses)
+		}
 		q, err := n.c.v.Sequence(n.series, o)
 		if err == nil {
-			err = q.Declare(ctx)
+			err = declare(ctx, q)
 		}
-		if err != nil && !errors.Is(err, sequence.ErrOffline) {
+		// A device's declare is its best: offline, or refused to a limited
+		// person (who defines no series), the handoff takes no number all
+		// the same, and the hub's pass declares it there.
+		if err != nil && !(n.onHub != nil && (errors.Is(err, sequence.ErrOffline) || errors.Is(err, ErrNotPermitted))) {
 			return fmt.Errorf("numbering %q: declare its definition: %w", n.series, err)
 		}
 	}
@@ -1069,7 +1104,11 @@ func (n *Numbered[T]) Settle(ctx context.Context) (numbering.PassReport, error) 
 	}
 	// The pass checks the handle's format against the stored one itself
 	// (the one stored with the series' counter, deferred.Backend.SeriesFormat),
-	// and stores it only when it has something to number.
+	// and stores it only when it has something to number. A stored
+	// definition this handle cannot render (date tokens) refuses first.
+	if err := n.prepare(ctx, false); err != nil {
+		return numbering.PassReport{}, fmt.Errorf("numbering %q: pass: %w", n.series, err)
+	}
 	return n.ns.RunPass(ctx)
 }
 

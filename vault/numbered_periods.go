@@ -93,7 +93,9 @@ func (n *Numbered[T]) periodOfBody(body []byte) (string, error) {
 }
 
 // render gives the number s the text the date of the record whose JSON is
-// body renders (stampRecords.render), in the format Get renders it with.
+// body renders (stampRecords.render), in the format Get renders it with. A
+// format with date tokens refuses a record without a date
+// (ErrInvalidArgument): a pass stops there rather than render today's.
 func (n *Numbered[T]) render(body []byte, s sequence.Serial) (sequence.Serial, error) {
 	var val T
 	if err := json.Unmarshal(body, &val); err != nil {
@@ -103,8 +105,13 @@ func (n *Numbered[T]) render(body []byte, s sequence.Serial) (sequence.Serial, e
 	n.mu.Lock()
 	f := n.format
 	n.mu.Unlock()
-	if d.IsZero() || f == nil {
+	switch {
+	case f == nil || !f.Dated():
 		return s, nil
+	case d.IsZero():
+		// Rendered with today's date, the number would read otherwise
+		// than the record's own date will (Get) and the ledger keeps.
+		return s, fmt.Errorf("%w: the record has no date (the zero time.Time) to render number %d with", ErrInvalidArgument, s.N)
 	}
 	s.Formatted = f.FormatAt(s.N, d)
 	return s, nil
@@ -115,8 +122,9 @@ func (n *Numbered[T]) render(body []byte, s sequence.Serial) (sequence.Serial, e
 // record's date). A closed period numbers nothing and leaves its records
 // in line: its error (matching sequence.ErrPeriodClosed) is returned,
 // joined with the others', after the other periods' passes ran. Any other
-// error ends it. The report sums the passes'; its Batch, First and Last
-// are those of the last period that recorded a batch.
+// error ends it. The report sums the passes' and lists each in Periods;
+// its Batch, First and Last are those of the last period that recorded a
+// batch.
 func (n *Numbered[T]) settlePeriods(ctx context.Context) (numbering.PassReport, error) {
 	var rep numbering.PassReport
 	// The render of the passes' stamps needs the stored format.
@@ -142,15 +150,20 @@ func (n *Numbered[T]) settlePeriods(ctx context.Context) (numbering.PassReport, 
 		rep.Resumed += r.Resumed
 		rep.Skipped += r.Skipped
 		rep.Waiting += r.Waiting
+		rep.Closed += r.Closed
 		if r.Batch != 0 {
 			rep.Batch, rep.First, rep.Last = r.Batch, r.First, r.Last
 		}
+		if err != nil {
+			err = fmt.Errorf("period %s: %w", label, err)
+		}
+		rep.Periods = append(rep.Periods, numbering.PeriodPass{Period: label, Report: r, Err: err})
 		if errors.Is(err, sequence.ErrPeriodClosed) {
-			closed = append(closed, fmt.Errorf("period %s: %w", label, err))
+			closed = append(closed, err)
 			continue
 		}
 		if err != nil {
-			return rep, fmt.Errorf("period %s: %w", label, err)
+			return rep, err
 		}
 	}
 	return rep, errors.Join(closed...)

@@ -51,6 +51,7 @@ type (
 	definitionOfFunc = func(key string) (series string, ok bool)
 	counterInfoFunc  = func(ctx context.Context, q *sequence.Sequence) (head uint64, period string, closed bool, def sequence.Definition, err error)
 	passInfoFunc     = func(ctx context.Context, b deferred.Backend, series string) (collection, format string, last uint64, err error)
+	passPeriodsFunc  = func(ctx context.Context, b deferred.Backend, series string) ([]string, error)
 )
 
 // Series lists the numbered series of the vault: every counter (one per
@@ -58,7 +59,10 @@ type (
 // passes, with its last number, collection and format. A series whose
 // passes gave numbers and that has a counter (one head for both paths, see
 // NumberingOf) is one entry, in its counter's place, with Passes set; a
-// name may appear as both when its passes have given none yet.
+// name may appear as both when its passes have given none yet. A series
+// numbered by the record's date (NumberingOfDated) is listed once per
+// period, each with the head of its counter and its passes (one head per
+// period), Passes set for every period its records were handed off to.
 // Heads are read as Peek and a pass series' Last read them, checked against
 // the rollback pins. It lists the store's keys under the vault's counters
 // and deferred series, so its time grows with the records a deferred series
@@ -242,11 +246,27 @@ func (v *Vault) listPasses(ctx context.Context, name string, one bool, out []Ser
 		slices.Sort(names)
 		names = slices.Compact(names)
 	}
+	passPeriods := wire.Hook[passPeriodsFunc]("NumberingPeriods", wire.NumberingPeriods)
 	b := deferred.Backend{Store: v.store, Sealer: v.seal, Prefix: v.prefix, Ledger: v.ledger, Pins: v.pins}
 	for _, name := range names {
 		coll, format, last, err := passInfo(ctx, b, name)
 		if err != nil {
 			return nil, fmt.Errorf("series: %w", err)
+		}
+		labels, err := passPeriods(ctx, b, name)
+		if err != nil {
+			return nil, fmt.Errorf("series: %w", err)
+		}
+		if len(labels) > 0 {
+			// A series numbered by the record's date: one head per
+			// period, its counter's and its passes' (its own series
+			// numbers nothing).
+			if out, err = v.listPeriodPasses(ctx, b, name, coll, format, labels, out); err != nil {
+				return nil, err
+			}
+			if last == 0 {
+				continue
+			}
 		}
 		// One head per series: the series' unpartitioned counter, which
 		// its passes raise, and passes that gave numbers are one entry.
@@ -261,6 +281,45 @@ func (v *Vault) listPasses(ctx context.Context, name string, one bool, out []Ser
 		si.Head, si.Passes, si.Collection = max(si.Head, last), true, coll
 		if format != "" {
 			si.Format = format
+		}
+	}
+	return out, nil
+}
+
+// listPeriodPasses merges into out the pass heads of the periods labels
+// of the series name numbered by passes: each into its period's counter,
+// as one entry with Passes set and the higher head, or as an entry of its
+// own when the period has no counter. A period whose passes stored neither yet
+// shows the series' collection and format (coll, format).
+func (v *Vault) listPeriodPasses(ctx context.Context, b deferred.Backend, name, coll, format string, labels []string, out []SeriesInfo) ([]SeriesInfo, error) {
+	passInfo := wire.Hook[passInfoFunc]("NumberingInfo", wire.NumberingInfo)
+	for _, label := range labels {
+		pb := b
+		pb.Partition = []string{label}
+		pc, pf, last, err := passInfo(ctx, pb, name)
+		if err != nil {
+			return nil, fmt.Errorf("series: period %s: %w", label, err)
+		}
+		if pc == "" {
+			pc = coll
+		}
+		if pf == "" {
+			pf = format
+		}
+		i := slices.IndexFunc(out, func(si SeriesInfo) bool {
+			return si.Name == name && len(si.Partition) == 0 && si.Period == label
+		})
+		if i < 0 {
+			out = append(out, SeriesInfo{Name: name, Period: label, Head: last, Passes: true, Collection: pc, Format: pf})
+			continue
+		}
+		si := &out[i]
+		si.Head, si.Passes = max(si.Head, last), true
+		if pc != "" {
+			si.Collection = pc
+		}
+		if si.Format == "" {
+			si.Format = pf
 		}
 	}
 	return out, nil

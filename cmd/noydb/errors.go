@@ -137,6 +137,8 @@ func (a *app) explain(err error) string {
 			"hands records to `noydb number pass`", a.spec)
 	case errors.Is(err, sequence.ErrOffline):
 		return fmt.Sprintf("store %s has no atomic compare-and-swap: write numbered records with `noydb put --seq`, numbered by `noydb number pass`", a.spec)
+	case errors.Is(err, errClosedLeft):
+		return fmt.Sprintf("%v: a closed period takes no more numbers, and its records stay pending; delete them, or put them again dated into an open period", err)
 	case errors.Is(err, sequence.ErrPeriodClosed):
 		return fmt.Sprintf("%v: it takes no more numbers; date the document into an open period (--date), or see `noydb seq list`", err)
 	case errors.Is(err, sequence.ErrDefinitionMismatch):

@@ -21,6 +21,7 @@ type numberFlags struct {
 	collection string
 	field      string
 	format     string
+	dateField  string // a pass of a series with periods: the records' date member
 }
 
 // add adds --collection, and with stamping (for a pass) --field and --format.
@@ -30,6 +31,7 @@ func (f *numberFlags) add(cmd *cobra.Command, stamping bool) {
 	if stamping {
 		cmd.Flags().StringVar(&f.field, "field", "number", "JSON field of each record that receives its number")
 		cmd.Flags().StringVar(&f.format, "format", "", "render numbers with a format, e.g. 'R-{seq:05}', stored with a new series (default: the series' stored format; a bare JSON number for a new series)")
+		cmd.Flags().StringVar(&f.dateField, "date-field", "", "a series with periods whose format renders dates: JSON field of each record holding its date (RFC 3339 or YYYY-MM-DD)")
 	}
 }
 
@@ -37,17 +39,48 @@ func (f *numberFlags) add(cmd *cobra.Command, stamping bool) {
 // collection: --collection, else the collection the series is stored with
 // (its first record's), else the series name.
 func (f *numberFlags) handle(ctx context.Context, v *vault.Vault, name string) (*vault.Numbered[json.RawMessage], error) {
+	coll, err := f.collectionOf(ctx, v, name)
+	if err != nil {
+		return nil, err
+	}
+	return cliNumbering(v, coll, name, f.format, f.field)
+}
+
+// collectionOf is the collection the series name numbers: --collection,
+// else the collection the series is stored with (its first record's),
+// else the series name.
+func (f *numberFlags) collectionOf(ctx context.Context, v *vault.Vault, name string) (string, error) {
 	coll := f.collection
 	if coll == "" {
 		var err error
 		if coll, err = storedCollection(ctx, v, name); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
 	if coll == "" {
 		coll = name
 	}
-	return cliNumbering(v, coll, name, f.format, f.field)
+	return coll, nil
+}
+
+// passHandle is the handle a pass of series name runs with: for a series
+// that counts per period, one numbering each period's records by their
+// date (datedHandle), else handle's.
+func (f *numberFlags) passHandle(ctx context.Context, v *vault.Vault, name string) (*vault.Numbered[json.RawMessage], bool, error) {
+	def, err := periodsOfSeries(ctx, v, name)
+	if err != nil {
+		return nil, false, err
+	}
+	if def.Period == sequence.PeriodNone {
+		h, err := f.handle(ctx, v, name)
+		return h, false, err
+	}
+	coll, err := f.collectionOf(ctx, v, name)
+	if err != nil {
+		return nil, false, err
+	}
+	h, err := f.datedHandle(v, coll, name, def)
+	return h, true, err
 }
 
 // storedCollection is the collection a series numbered by passes is stored
@@ -204,7 +237,14 @@ or enqueued: record the batch, stamp each record's --field with its number
 (rendered in the series' stored format, or --format for a new series), and
 record each number in the ledger. Run it on one machine: a
 second pass of the same series fails at once while one runs. On a terminal a
-progress bar follows long passes.`,
+progress bar follows long passes.
+
+A series that counts per period (a NumberingOfDated series) is numbered
+period by period, each record in the period of its date, with one line per
+period. Its numbers render each record's own date when its format has date
+tokens: --date-field names the JSON field that holds it. A closed period
+numbers none of its records: they stay pending, the pass says how many,
+and exits with status 1 after numbering the other periods.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -212,41 +252,26 @@ progress bar follows long passes.`,
 			if err != nil {
 				return err
 			}
-			h, err := pf.handle(ctx, v, args[0])
+			h, dated, err := pf.passHandle(ctx, v, args[0])
 			if err != nil {
 				return err
 			}
 			stop := a.passProgress(ctx, h.Series())
 			rep, err := h.Settle(ctx)
 			stop()
+			if dated && (err == nil || errors.Is(err, sequence.ErrPeriodClosed)) {
+				return a.printPeriodPasses(args[0], rep)
+			}
 			if err != nil {
 				return err
 			}
 			if a.json {
 				return a.printJSON(struct {
-					Series   string `json:"series"`
-					Batch    uint64 `json:"batch"`
-					First    uint64 `json:"first"`
-					Last     uint64 `json:"last"`
-					Assigned int    `json:"assigned"`
-					Voided   int    `json:"voided"`
-					Resumed  int    `json:"resumed"`
-					Skipped  int    `json:"skipped"`
-					Waiting  int    `json:"waiting"`
-				}{args[0], rep.Batch, rep.First, rep.Last, rep.Assigned, rep.Voided, rep.Resumed, rep.Skipped, rep.Waiting})
+					Series string `json:"series"`
+					passJSON
+				}{args[0], passJSONOf(rep)})
 			}
-			switch {
-			case rep.Batch == 0 && rep.Resumed == 0:
-				fmt.Fprintf(a.io.out, "series %q: nothing to number", args[0])
-			case rep.Batch == 0:
-				fmt.Fprintf(a.io.out, "series %q: finished an interrupted batch", args[0])
-			default:
-				fmt.Fprintf(a.io.out, "series %q: batch %d gave numbers %d to %d", args[0], rep.Batch, rep.First, rep.Last)
-			}
-			fmt.Fprintf(a.io.out, " (%d stamped, %d voided, %d resumed, %d skipped)\n", rep.Assigned, rep.Voided, rep.Resumed, rep.Skipped)
-			if rep.Waiting > 0 {
-				fmt.Fprintf(a.io.out, "%d handed-off records are not in the store (yet): they wait for a later pass\n", rep.Waiting)
-			}
+			a.printPass(fmt.Sprintf("series %q", args[0]), rep)
 			return nil
 		},
 	}

@@ -110,10 +110,11 @@ Without --seq it prints "put COLLECTION/ID (revision N)", or with --json
 			if err := a.requireSeries(cmd.Context(), v, series, numbered.mayCreate(), true); err != nil {
 				return err
 			}
-			if numbered.partition == "" && !numbered.defines() {
+			if numbered.partition == "" && !numbered.defines() && !datedFormat(numbered.format) {
 				return a.putHandedOff(cmd, v, args[0], args[1], series, numbered.format, field, value)
 			}
-			// A partitioned, dated or defined series: numbered at write time only.
+			// A partitioned, dated or defined series (or a format that
+			// renders the date): numbered at write time only.
 			a.writeTime = true
 			s, err := a.seriesHandle(cmd.Context(), &numbered, v, series)
 			if err != nil {

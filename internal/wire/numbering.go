@@ -13,8 +13,18 @@ var NewNumbering any
 //	func(ctx context.Context, b deferred.Backend, series string) (collection, format string, last uint64, err error)
 //
 // which reads the collection, stored format and last number of a
-// deferred-numbering series, for the vault's listing of its series.
+// deferred-numbering series, for the vault's listing of its series; with
+// b.Partition, of that period's series.
 var NumberingInfo any
+
+// NumberingPeriods is set by package numbering to a function of type
+//
+//	func(ctx context.Context, b deferred.Backend, series string) ([]string, error)
+//
+// which lists the labels of the periods of a deferred-numbering series
+// that had records handed off (a series numbered by the record's date),
+// for the vault's listing of its series.
+var NumberingPeriods any
 
 // NumberingGiven is set by package numbering to a function of type
 //

@@ -162,6 +162,15 @@ var SequenceRaise any
 // series declared before its first number.
 var SequenceDefinitionOf any
 
+// SequenceDeclareForPasses is set by package sequence to a function of type
+//
+//	func(ctx context.Context, q *sequence.Sequence) error
+//
+// which is q.Declare on any store, one without atomic compare-and-swap
+// too (a file store): there a series numbered by passes by the record's
+// date stores its period with its definition, as elsewhere.
+var SequenceDeclareForPasses any
+
 // SequenceHead is set by package sequence to a function of type
 //
 //	func(plain []byte) (head uint64, err error)
