@@ -3,11 +3,14 @@ package noydb_test
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -228,4 +231,73 @@ func TestTwoOwnerDevicesVerifyAGrantAgain(t *testing.T) {
 	mustSync(t, b)
 	verified(t, a)
 	verified(t, b)
+}
+
+// TestSyncKeepsARevocationCommittedDuringItsKeyringStep: an owner's device
+// revokes a person on the hub (the revocation's rotation commits the
+// revoked entry and its ledger entry there) while another owner device's
+// Sync is under way, at each of that Sync's calls to the hub in turn. The
+// Sync never copies the person's older entry back over the revoked one:
+// the person, opening afterwards on that device, takes no number through
+// the hub (ErrNoAccess), and every device then syncs and verifies. Before,
+// the Sync decided the copy by the hub's ledger as read at its start, and
+// an entry revoked after that read lost to the older one: the person's
+// next number, written after the revocation on the hub's ledger, made
+// every device's pull fail with "author revoked" on an honest hub.
+func TestSyncKeepsARevocationCommittedDuringItsKeyringStep(t *testing.T) {
+	ctx := context.Background()
+	for at := int64(1); ; at++ {
+		hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+		a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+		require.NoError(t, a.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+		mustSync(t, a)
+		var (
+			armed    atomic.Bool
+			calls    atomic.Int64
+			fired    atomic.Bool
+			revokeMu sync.Mutex
+			revoked  error
+		)
+		// B reaches the hub through this: the at-th call of its Sync
+		// waits for A's revocation first.
+		viaB := faultstore.New(hub, faultstore.Options{Before: func(faultstore.Op, string) error {
+			if armed.Load() && calls.Add(1) == at && fired.CompareAndSwap(false, true) {
+				err := a.Revoke(ctx, "guest")
+				revokeMu.Lock()
+				revoked = err
+				revokeMu.Unlock()
+			}
+			return nil
+		}})
+		b := openPerson(t, hubPerson(devB, viaB, "olga", "o"))
+		mustSync(t, b) // B holds the guest's entry
+		armed.Store(true)
+		_, err := b.Sync(ctx)
+		armed.Store(false)
+		if !fired.Load() {
+			break // B's Sync made fewer calls than at
+		}
+		require.NoError(t, err, "revoked at B's hub call %d", at)
+		revokeMu.Lock()
+		require.NoError(t, revoked, "revoked at B's hub call %d", at)
+		revokeMu.Unlock()
+		g, err := vault.Open(ctx, hubPerson(devB, hub, "guest", "g"))
+		if err == nil {
+			var q *sequence.Sequence
+			if q, err = g.Sequence("tick", sequence.Options{}); err == nil {
+				_, err = q.Next(ctx)
+			}
+			_ = g.Close()
+		}
+		require.ErrorIs(t, err, vault.ErrNoAccess, "revoked at B's hub call %d", at)
+		mustSync(t, a)
+		mustSync(t, b)
+		for dev, v := range map[string]*vault.Vault{"A": a, "B": b} {
+			rep, err := v.Audit().Verify(ctx)
+			require.NoError(t, err, "%s, revoked at B's hub call %d", dev, at)
+			require.NoError(t, rep.Problem, "%s, revoked at B's hub call %d", dev, at)
+		}
+		require.NoError(t, a.Close())
+		require.NoError(t, b.Close())
+	}
 }

@@ -199,6 +199,25 @@ type authority struct {
 	first stores.Store
 	// failed is the first failure of the store vouch met (see failure).
 	failed error
+	// reload, when set, reads sources again (see fresher).
+	reload func(ctx context.Context) ([]peopleSource, error)
+}
+
+// fresher reads a's sources again, as of now, and forgets the keyring
+// entries read so far; false when a cannot (no reload) or the read fails.
+// A decision against a stored entry read after a's sources were (a
+// revocation committed on the hub since, with its entry) is made again
+// with sources that hold whatever was committed with that entry.
+func (a *authority) fresher(ctx context.Context) bool {
+	if a.reload == nil {
+		return false
+	}
+	src, err := a.reload(ctx)
+	if err != nil {
+		return false
+	}
+	a.sources, a.raw, a.gen = src, map[string][]byte{}, nil
+	return true
 }
 
 // authorityOf returns the check of the keyring in st by sources.
@@ -226,15 +245,24 @@ func (v *Vault) authority(ctx context.Context, all ...bool) (*authority, error) 
 // and by the device's own, for those it made and has not synced yet (all:
 // both read whole).
 func (v *Vault) hubAuthority(ctx context.Context, all ...bool) (*authority, error) {
-	hs, err := v.hub.peopleState(ctx, all...)
+	sources := func(ctx context.Context) ([]peopleSource, error) {
+		hs, err := v.hub.peopleState(ctx, all...)
+		if err != nil {
+			return nil, err
+		}
+		own, err := v.peopleState(ctx, all...)
+		if err != nil {
+			return nil, err
+		}
+		return []peopleSource{{st: hs, sure: true}, {st: own}}, nil
+	}
+	src, err := sources(ctx)
 	if err != nil {
 		return nil, err
 	}
-	own, err := v.peopleState(ctx, all...)
-	if err != nil {
-		return nil, err
-	}
-	return v.authorityOf(v.hub.store, peopleSource{st: hs, sure: true}, peopleSource{st: own}), nil
+	a := v.authorityOf(v.hub.store, src...)
+	a.reload = sources
+	return a, nil
 }
 
 // errEntry is the ErrTampered of the entry of user failing the check.
@@ -661,23 +689,45 @@ func (a *authority) agrees(ctx context.Context, name string, raw []byte) bool {
 // serial alone would let secret changes made on the person's device while
 // an owner narrowed their collections undo the narrowing: they raise the
 // entry of the wider grant past the narrowing's. Otherwise merge decides.
+//
+// The ledgers were read before dst: when they would have an older src
+// replace dst, they are read again first (authority.fresher), so that a
+// change of people committed meanwhile with dst (a revocation on the hub)
+// counts: else the copy would put back the entry it revoked.
 func preferLedger(ctx context.Context, a *authority, merge func(src, dst []byte) []byte) func(src, dst []byte) []byte {
 	return func(src, dst []byte) []byte {
 		if isKeyringV2(src) && isKeyringV2(dst) {
 			es, serr := decodeKeyring(src)
 			ed, derr := decodeKeyring(dst)
 			if serr == nil && derr == nil && es.user == ed.user {
-				as, ad := a.agrees(ctx, es.user, src), a.agrees(ctx, ed.user, dst)
-				switch {
-				case as && !ad && !(keyringNewer(dst, src) && a.unrecorded(ctx, ed)):
-					return src
-				case ad && !as && !(keyringNewer(src, dst) && a.unrecorded(ctx, es)):
-					return dst
+				pick := a.prefer(ctx, es, ed, src, dst)
+				if pick != nil && bytes.Equal(pick, src) && keyringNewer(dst, src) {
+					if !a.fresher(ctx) {
+						return dst
+					}
+					pick = a.prefer(ctx, es, ed, src, dst)
+				}
+				if pick != nil {
+					return pick
 				}
 			}
 		}
 		return mergeOrNil(merge, src, dst)
 	}
+}
+
+// prefer is preferLedger's choice between src and dst, the stored entries
+// es and ed of one person: the one agreeing with a's ledgers, nil for
+// neither.
+func (a *authority) prefer(ctx context.Context, es, ed *keyringEntry, src, dst []byte) []byte {
+	as, ad := a.agrees(ctx, es.user, src), a.agrees(ctx, ed.user, dst)
+	switch {
+	case as && !ad && !(keyringNewer(dst, src) && a.unrecorded(ctx, ed)):
+		return src
+	case ad && !as && !(keyringNewer(src, dst) && a.unrecorded(ctx, es)):
+		return dst
+	}
+	return nil
 }
 
 // unrecorded reports whether e, an entry not revoked, holds a grant no
