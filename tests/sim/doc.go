@@ -46,17 +46,19 @@
 //     generator restarts every device after it; the late device's join
 //     refuses its counters with ErrRollback);
 //   - a claim's request id used before and after a late join gets two
-//     numbers;
-//   - not gated, not understood yet: the "author revoked" alarm of a
-//     person granted again (fixed below) still comes, rarely, on an honest
-//     hub: every device's pull fails with ErrHubTampered, "entry N by
-//     "bob": author revoked" (seeds 207 and 751 of a 200-operation sweep
-//     on main 2a74018, 2 failures in 946 schedules; replay with
-//     -sim.seed=207 -sim.ops=200);
+//     numbers.
 //
 // Fixed since, their gates removed, each with a regression test beside the
 // sync code (the root package):
 //
+//   - a revocation committed on the hub (with its rotation) while another
+//     device's Sync was copying keyrings: the Sync had read the hub's
+//     ledger before, took the revoked entry for one the ledgers disagree
+//     with, and copied the person's older entry back over it; their handle
+//     then took numbers on the hub after the revocation, and every
+//     device's pull failed with ErrHubTampered, "entry N by "bob": author
+//     revoked" (seeds 207 and 751 of a 200-operation sweep)
+//     (TestSyncKeepsARevocationCommittedDuringItsKeyringStep);
 //   - a handle opened before a late join and kept across it took numbers
 //     from the device's own counters, which the hub's continue: it now
 //     takes none (vault.ErrHubJoined, a refusal; a join made by another
