@@ -206,8 +206,7 @@ type Params struct {
 	Hostile bool // include hostile faults
 	// Known includes the triggers of the defects found and reported but
 	// not fixed yet (see the package documentation): grants of one person
-	// from several devices, and a claim's request id used before and after
-	// a late join.
+	// from several devices.
 	Known bool
 }
 
@@ -431,11 +430,7 @@ func (g *gen) op(d, w int, joined bool) Op {
 	case x < 96:
 		return Op{Kind: KGuestNext, Dev: d, Series: "tick"}
 	default:
-		id := fmt.Sprintf("c%d", r.IntN(6))
-		if !joined && !g.known {
-			id = "pre-" + id // a request id claimed before a late join and after it is a known defect
-		}
-		return Op{Kind: KClaim, Dev: d, Series: "clm", ID: id}
+		return Op{Kind: KClaim, Dev: d, Series: "clm", ID: fmt.Sprintf("c%d", r.IntN(6))}
 	}
 }
 
