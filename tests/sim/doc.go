@@ -37,20 +37,29 @@
 // checker reports their outcome as documented; -sim.known turns them back
 // on, and each then fails a check. When one is fixed, remove its gate:
 //
-//   - grants of one person from two devices before they sync: the
-//     device's Verify fails with "keyring signing key differs from the
-//     ledger's";
 //   - the hub's counters, or the late device's before it joins, rolled
 //     back or dropped under a ledger that keeps their numbers: a process
 //     whose first allocation passed before gives numbers again (the
 //     generator restarts every device after it; the late device's join
-//     refuses its counters with ErrRollback);
-//   - a claim's request id used before and after a late join gets two
-//     numbers.
+//     refuses its counters with ErrRollback).
 //
 // Fixed since, their gates removed, each with a regression test beside the
 // sync code (the root package):
 //
+//   - grants of one person from two devices before they sync (each with a
+//     key of its own): the device's Verify failed with "keyring signing
+//     key differs from the ledger's", a pull with "bad signature" when the
+//     person wrote through the hub with one of them. The grant the hub's
+//     ledger records, or else the hub holds, wins on every device; the
+//     other device records its own as revoked, and a handle holding it
+//     gets ErrNoAccess (TestTwoDevicesGrantOnePersonBeforeTheySync,
+//     TestTwoDevicesGrantAPersonAgainBeforeTheySync,
+//     TestDeviceVerifiesAPersonRevokedGrantedAndRevokedElsewhere; seeds 173
+//     and 251 of a 200-operation sweep once ungated);
+//   - a claim's request id used before and after a late join got two
+//     numbers: the join now brings the ids of the device's claims
+//     (TestHubJoinKeepsTheNumbersOfClaims,
+//     TestHubJoinRefusesACopyWhoseClaimTheHubAnswered);
 //   - a revocation committed on the hub (with its rotation) while another
 //     device's Sync was copying keyrings: the Sync had read the hub's
 //     ledger before, took the revoked entry for one the ledgers disagree
