@@ -341,19 +341,7 @@ func TestTwoDevicesGrantOnePersonBeforeTheySync(t *testing.T) {
 				for dev, v := range map[string]*vault.Vault{"A": a, "B": b, "hub": openPerson(t, personCfg(hub, "olga", "o"))} {
 					t.Run(dev, func(t *testing.T) { verified(t, v) })
 				}
-				var keys [][]byte
-				for _, v := range []*vault.Vault{a, b} {
-					ps, err := v.People(ctx)
-					require.NoError(t, err)
-					for _, p := range ps {
-						if p.Name == "guest" {
-							assert.Equal(t, revoke, p.Revoked)
-							keys = append(keys, p.SigningKey)
-						}
-					}
-				}
-				require.Len(t, keys, 2)
-				assert.Equal(t, keys[0], keys[1], "one key for the guest on both devices")
+				oneGuestKey(t, revoke, a, b)
 				g, err := vault.Open(ctx, hubPerson(devB, hub, "guest", "g"))
 				if revoke {
 					require.ErrorIs(t, err, vault.ErrNoAccess)
@@ -408,19 +396,7 @@ func TestTwoDevicesGrantAPersonAgainBeforeTheySync(t *testing.T) {
 			for dev, v := range map[string]*vault.Vault{"A": a, "B": b, "hub": openPerson(t, personCfg(hub, "olga", "o"))} {
 				t.Run(dev, func(t *testing.T) { verified(t, v) })
 			}
-			var keys [][]byte
-			for _, v := range []*vault.Vault{a, b} {
-				ps, err := v.People(ctx)
-				require.NoError(t, err)
-				for _, p := range ps {
-					if p.Name == "guest" {
-						assert.False(t, p.Revoked)
-						keys = append(keys, p.SigningKey)
-					}
-				}
-			}
-			require.Len(t, keys, 2)
-			assert.Equal(t, keys[0], keys[1], "one key for the guest on both devices")
+			oneGuestKey(t, false, a, b)
 		})
 	}
 }
@@ -454,5 +430,26 @@ func TestDeviceVerifiesAPersonRevokedGrantedAndRevokedElsewhere(t *testing.T) {
 			_, err := vault.Open(ctx, hubPerson(devA, hub, "guest", "g"))
 			require.ErrorIs(t, err, vault.ErrNoAccess)
 		})
+	}
+}
+
+// oneGuestKey asserts that every device lists the guest with one signing
+// key, revoked or not as said.
+func oneGuestKey(t *testing.T, revoked bool, devices ...*vault.Vault) {
+	t.Helper()
+	var keys [][]byte
+	for _, v := range devices {
+		ps, err := v.People(context.Background())
+		require.NoError(t, err)
+		for _, p := range ps {
+			if p.Name == "guest" {
+				assert.Equal(t, revoked, p.Revoked)
+				keys = append(keys, p.SigningKey)
+			}
+		}
+	}
+	require.Len(t, keys, len(devices))
+	for _, k := range keys[1:] {
+		assert.Equal(t, keys[0], k, "one key for the guest on every device")
 	}
 }
