@@ -51,11 +51,18 @@
 //     (TestCounterRolledBackAfterAnotherWriterIsRollback,
 //     TestCounterDroppedAfterAnotherWriterIsRollback).
 //
+//   - grants of one person from two devices before they sync: the cases
+//     below are fixed, but a 5-minute run with the gate off still found two
+//     rarer ones on the merged branch (seed 19: a pull fails with "entry 7
+//     by "bob": bad signature"; seed 327: a device's Verify fails with
+//     "keyring signing key differs from the ledger's"), so grants stay on
+//     device 0 unless -sim.known.
+//
 // Fixed since, their gates removed, each with a regression test beside the
 // sync code (the root package):
 //
 //   - grants of one person from two devices before they sync (each with a
-//     key of its own): the device's Verify failed with "keyring signing
+//     key of its own; gate kept for the rarer cases above): the device's Verify failed with "keyring signing
 //     key differs from the ledger's", a pull with "bad signature" when the
 //     person wrote through the hub with one of them. The grant the hub's
 //     ledger records, or else the hub holds, wins on every device; the
