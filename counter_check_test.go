@@ -164,3 +164,29 @@ func TestFirstNextReadsOnlySinceTheCheckpoint(t *testing.T) {
 		})
 	}
 }
+
+// Two processes take numbers of one series; then the store deletes the
+// counter, keeping the ledger. The first process's next allocation finds
+// no counter where it last read or wrote one, so it asks the ledger
+// again: ErrRollback, no number (its rollback pin holds the counter it
+// last saw), never 1 again.
+func TestCounterDroppedAfterAnotherWriterIsRollback(t *testing.T) {
+	const key = "v/books/_sequences/invoice"
+	for name, newAdv := range adversaries() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			adv := newAdv(t)
+			_, v1 := openSession(t, adv.Store(), "")
+			q1 := mustSeq(t, v1, "invoice")
+			nextN(t, q1, 2) // 1, 2: q1 checked its counter at 0
+			_, v2 := openSession(t, adv.Store(), "")
+			q2 := mustSeq(t, v2, "invoice")
+			nextN(t, q2, 3) // 3, 4, 5
+			require.NoError(t, adv.Drop(ctx, key))
+
+			n, err := q1.Next(ctx)
+			assert.ErrorIs(t, err, noydb.ErrRollback)
+			assert.Zero(t, n, "1 was given already")
+		})
+	}
+}

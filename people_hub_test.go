@@ -3,11 +3,14 @@ package noydb_test
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -228,4 +231,225 @@ func TestTwoOwnerDevicesVerifyAGrantAgain(t *testing.T) {
 	mustSync(t, b)
 	verified(t, a)
 	verified(t, b)
+}
+
+// TestSyncKeepsARevocationCommittedDuringItsKeyringStep: an owner's device
+// revokes a person on the hub (the revocation's rotation commits the
+// revoked entry and its ledger entry there) while another owner device's
+// Sync is under way, at each of that Sync's calls to the hub in turn. The
+// Sync never copies the person's older entry back over the revoked one:
+// the person, opening afterwards on that device, takes no number through
+// the hub (ErrNoAccess), and every device then syncs and verifies. Before,
+// the Sync decided the copy by the hub's ledger as read at its start, and
+// an entry revoked after that read lost to the older one: the person's
+// next number, written after the revocation on the hub's ledger, made
+// every device's pull fail with "author revoked" on an honest hub.
+func TestSyncKeepsARevocationCommittedDuringItsKeyringStep(t *testing.T) {
+	ctx := context.Background()
+	for at := int64(1); ; at++ {
+		hub, devA, devB := memstore.New(), memstore.New(), memstore.New()
+		a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+		require.NoError(t, a.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+		mustSync(t, a)
+		var (
+			armed    atomic.Bool
+			calls    atomic.Int64
+			fired    atomic.Bool
+			revokeMu sync.Mutex
+			revoked  error
+		)
+		// B reaches the hub through this: the at-th call of its Sync
+		// waits for A's revocation first.
+		viaB := faultstore.New(hub, faultstore.Options{Before: func(faultstore.Op, string) error {
+			if armed.Load() && calls.Add(1) == at && fired.CompareAndSwap(false, true) {
+				err := a.Revoke(ctx, "guest")
+				revokeMu.Lock()
+				revoked = err
+				revokeMu.Unlock()
+			}
+			return nil
+		}})
+		b := openPerson(t, hubPerson(devB, viaB, "olga", "o"))
+		mustSync(t, b) // B holds the guest's entry
+		armed.Store(true)
+		_, err := b.Sync(ctx)
+		armed.Store(false)
+		if !fired.Load() {
+			break // B's Sync made fewer calls than at
+		}
+		require.NoError(t, err, "revoked at B's hub call %d", at)
+		revokeMu.Lock()
+		require.NoError(t, revoked, "revoked at B's hub call %d", at)
+		revokeMu.Unlock()
+		g, err := vault.Open(ctx, hubPerson(devB, hub, "guest", "g"))
+		if err == nil {
+			var q *sequence.Sequence
+			if q, err = g.Sequence("tick", sequence.Options{}); err == nil {
+				_, err = q.Next(ctx)
+			}
+			_ = g.Close()
+		}
+		require.ErrorIs(t, err, vault.ErrNoAccess, "revoked at B's hub call %d", at)
+		mustSync(t, a)
+		mustSync(t, b)
+		for dev, v := range map[string]*vault.Vault{"A": a, "B": b} {
+			rep, err := v.Audit().Verify(ctx)
+			require.NoError(t, err, "%s, revoked at B's hub call %d", dev, at)
+			require.NoError(t, rep.Problem, "%s, revoked at B's hub call %d", dev, at)
+		}
+		require.NoError(t, a.Close())
+		require.NoError(t, b.Close())
+	}
+}
+
+// TestTwoDevicesGrantOnePersonBeforeTheySync: two owner devices each grant
+// the same person (each grant makes a signing key of its own) before
+// either syncs. The grant the hub's ledger records first wins: the other
+// device, once its Sync brings the winner, records in its own ledger its
+// grant as revoked and the winner's as granted, so its Verify holds the
+// keyring's key against the ledger's (it said "keyring signing key
+// differs from the ledger's"). The person ends with one key on every
+// device: what they wrote with the losing key on its device stays valid
+// there, and a handle holding it takes nothing more (ErrNoAccess, a
+// refusal, never an alarm). The same when the winner was revoked before
+// the losing device synced: the person is revoked everywhere.
+func TestTwoDevicesGrantOnePersonBeforeTheySync(t *testing.T) {
+	ctx := context.Background()
+	for _, revoke := range []bool{false, true} {
+		for name, newStore := range memAndBadger() {
+			t.Run(fmt.Sprintf("%s/revoked=%v", name, revoke), func(t *testing.T) {
+				hub, devA, devB := newStore(t), newStore(t), newStore(t)
+				a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+				mustSync(t, a)
+				b := openPerson(t, hubPerson(devB, hub, "olga", "o"))
+				mustSync(t, b)
+				require.NoError(t, a.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+				require.NoError(t, b.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+				mustSync(t, a) // A's grant reaches the hub first
+				// The guest writes on B with B's grant.
+				onB := openPerson(t, hubPerson(devB, hub, "guest", "g"))
+				require.NoError(t, vault.CollectionOf[Note](onB, "notes").Put(ctx, "on B", Note{Text: "on B"}))
+				if revoke {
+					require.NoError(t, a.Revoke(ctx, "guest"))
+				}
+				mustSync(t, b)
+				mustSync(t, a)
+				mustSync(t, b)
+				err := vault.CollectionOf[Note](onB, "notes").Put(ctx, "on B again", Note{Text: "again"})
+				require.ErrorIs(t, err, vault.ErrNoAccess, "a handle holding the losing key")
+				assert.NotErrorIs(t, err, vault.ErrTampered)
+				for dev, v := range map[string]*vault.Vault{"A": a, "B": b, "hub": openPerson(t, personCfg(hub, "olga", "o"))} {
+					t.Run(dev, func(t *testing.T) { verified(t, v) })
+				}
+				oneGuestKey(t, revoke, a, b)
+				g, err := vault.Open(ctx, hubPerson(devB, hub, "guest", "g"))
+				if revoke {
+					require.ErrorIs(t, err, vault.ErrNoAccess)
+					return
+				}
+				require.NoError(t, err)
+				defer g.Close()
+				q, err := g.Sequence("tick", sequence.Options{})
+				require.NoError(t, err)
+				_, err = q.Next(ctx)
+				require.NoError(t, err)
+				mustSync(t, a)
+				mustSync(t, b)
+				verified(t, a)
+				verified(t, b)
+			})
+		}
+	}
+}
+
+// TestTwoDevicesGrantAPersonAgainBeforeTheySync: a person revoked on the
+// hub is granted again on two owner devices before either syncs, and
+// writes through the hub with the grant of one of them (B's) before any
+// Sync records it. The grant the hub holds first wins on every device,
+// whichever device syncs first: A's Sync does not put its own grant over
+// it (the person's number on the hub, signed with B's key, failed A's pull
+// with "bad signature" on an honest hub), and A's ledger records its own
+// grant as revoked. Every device verifies and the person holds one key.
+func TestTwoDevicesGrantAPersonAgainBeforeTheySync(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			hub, devA, devB := newStore(t), newStore(t), newStore(t)
+			a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+			mustSync(t, a)
+			b := openPerson(t, hubPerson(devB, hub, "olga", "o"))
+			require.NoError(t, a.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+			mustSync(t, a)
+			require.NoError(t, a.Revoke(ctx, "guest"))
+			mustSync(t, b)
+			require.NoError(t, b.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+			g := openPerson(t, hubPerson(devB, hub, "guest", "g"))
+			q, err := g.Sequence("tick", sequence.Options{})
+			require.NoError(t, err)
+			_, err = q.Next(ctx)
+			require.NoError(t, err)
+			require.NoError(t, g.Close())
+			require.NoError(t, a.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+			mustSync(t, a)
+			mustSync(t, b)
+			mustSync(t, a)
+			for dev, v := range map[string]*vault.Vault{"A": a, "B": b, "hub": openPerson(t, personCfg(hub, "olga", "o"))} {
+				t.Run(dev, func(t *testing.T) { verified(t, v) })
+			}
+			oneGuestKey(t, false, a, b)
+		})
+	}
+}
+
+// TestDeviceVerifiesAPersonRevokedGrantedAndRevokedElsewhere: a person
+// granted on device A is revoked, granted again and revoked again on
+// device B while A does not sync. A's Sync brings the last revocation,
+// of a key A's ledger never named: A's ledger records the revocation of
+// the grant it holds, and its Verify passes (it said "keyring signing key
+// differs from the ledger's").
+func TestDeviceVerifiesAPersonRevokedGrantedAndRevokedElsewhere(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			hub, devA, devB := newStore(t), newStore(t), newStore(t)
+			a := openPerson(t, hubPerson(devA, hub, "olga", "o"))
+			require.NoError(t, a.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+			mustSync(t, a)
+			b := openPerson(t, hubPerson(devB, hub, "olga", "o"))
+			mustSync(t, b)
+			require.NoError(t, b.Revoke(ctx, "guest"))
+			mustSync(t, b)
+			require.NoError(t, b.Grant(ctx, "guest", vault.Secret([]byte("g")), vault.RoleWriter))
+			mustSync(t, b)
+			require.NoError(t, b.Revoke(ctx, "guest"))
+			mustSync(t, b)
+			mustSync(t, a)
+			for dev, v := range map[string]*vault.Vault{"A": a, "B": b, "hub": openPerson(t, personCfg(hub, "olga", "o"))} {
+				t.Run(dev, func(t *testing.T) { verified(t, v) })
+			}
+			_, err := vault.Open(ctx, hubPerson(devA, hub, "guest", "g"))
+			require.ErrorIs(t, err, vault.ErrNoAccess)
+		})
+	}
+}
+
+// oneGuestKey asserts that every device lists the guest with one signing
+// key, revoked or not as said.
+func oneGuestKey(t *testing.T, revoked bool, devices ...*vault.Vault) {
+	t.Helper()
+	var keys [][]byte
+	for _, v := range devices {
+		ps, err := v.People(context.Background())
+		require.NoError(t, err)
+		for _, p := range ps {
+			if p.Name == "guest" {
+				assert.Equal(t, revoked, p.Revoked)
+				keys = append(keys, p.SigningKey)
+			}
+		}
+	}
+	require.Len(t, keys, len(devices))
+	for _, k := range keys[1:] {
+		assert.Equal(t, keys[0], k, "one key for the guest on every device")
+	}
 }

@@ -528,6 +528,13 @@ func (c *counter) catchUp(ctx context.Context, wantClaims bool) error {
 			if f.Seq > old && f.Number > f.From {
 				brought = addSeed(brought, f.From, f.Number)
 			}
+			if claims != nil && f.RequestID != "" {
+				// A number a device gave to a Claim before it joined.
+				k := c.svc.indexKey(f.RequestID)
+				if _, ok := claims[k]; !ok {
+					claims[k] = f.Number
+				}
+			}
 			return nil // not held against the counter
 		case wire.FactAllocated:
 			if claims != nil && f.RequestID != "" {

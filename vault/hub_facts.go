@@ -27,7 +27,12 @@ import (
 // position in the device's ledger of the allocation of the run's last
 // number, and CipherHash the device ledger's chain MAC there. For the
 // hub's sequences these numbers are issued, not skipped (wire.FactBrought):
-// they may be voided and corrected there.
+// they may be voided and corrected there. A number the device gave to a
+// Claim is brought by an entry of its own, of that number alone, whose
+// RequestID is the claim's: the hub's sequences answer a later Claim of
+// that id with it (from the ledger, should the hub lose its claim
+// records), and a join whose claim the hub answered with another number
+// is refused with the HubDivergedError of that number.
 //
 // Before it brings anything a device proves that none of its numbers was
 // given on the hub too. The chain MAC at a position names a ledger up to
@@ -120,18 +125,32 @@ type hubFacts struct {
 	through uint64
 	brought map[counterKey][]broughtRun
 	rooms   map[counterKey][]NumberRange
+	// claims holds, by counter, the number of each request id the hub's
+	// ledger records a claim of (the first one).
+	claims map[counterKey]map[string]uint64
 }
 
 // read reads l from where the last read stopped.
 func (f *hubFacts) read(ctx context.Context, l writableLedger) error {
 	if f.brought == nil {
 		f.brought, f.rooms = map[counterKey][]broughtRun{}, map[counterKey][]NumberRange{}
+		f.claims = map[counterKey]map[string]uint64{}
 	}
 	for e, err := range l.Read(ctx, f.through+1) {
 		if err != nil {
 			return feedErr(err)
 		}
 		f.through = e.Seq
+		if e.RequestID != "" && e.Series != "" && e.Number > 0 &&
+			(e.Kind == ledger.NumberAllocated || e.Kind == ledger.SeriesSeeded && e.Reason == wire.SeedBroughtReason) {
+			k := keyOf(e.Series, e.Partition)
+			if f.claims[k] == nil {
+				f.claims[k] = map[string]uint64{}
+			}
+			if _, ok := f.claims[k][e.RequestID]; !ok {
+				f.claims[k][e.RequestID] = e.Number
+			}
+		}
 		if e.Kind != ledger.SeriesSeeded || e.Number <= e.From {
 			continue
 		}
@@ -158,17 +177,28 @@ type deviceVoid struct {
 	reason string
 }
 
+// deviceClaim is a number the device gave to a Claim of request id, at
+// position pos of its ledger.
+type deviceClaim struct {
+	n   uint64
+	id  string
+	pos uint64
+}
+
 // deviceFacts is what a device's ledger records of its counters' numbers
-// after a position: the runs it allocated and the numbers it voided.
+// after a position: the runs it allocated, those of the runs' numbers it
+// gave to claims, and the numbers it voided.
 type deviceFacts struct {
-	runs  map[counterKey][]deviceRun
-	voids map[counterKey][]deviceVoid
+	runs   map[counterKey][]deviceRun
+	claims map[counterKey][]deviceClaim
+	voids  map[counterKey][]deviceVoid
 }
 
 // readDeviceFacts reads the numbers dev allocated and voided after
 // position after (its own work since then).
 func readDeviceFacts(ctx context.Context, dev *Vault, after uint64) (deviceFacts, error) {
-	f := deviceFacts{runs: map[counterKey][]deviceRun{}, voids: map[counterKey][]deviceVoid{}}
+	f := deviceFacts{runs: map[counterKey][]deviceRun{}, claims: map[counterKey][]deviceClaim{},
+		voids: map[counterKey][]deviceVoid{}}
 	for e, err := range dev.ledger.Read(ctx, after+1) {
 		if err != nil {
 			return deviceFacts{}, fmt.Errorf("the device's ledger: %w", err)
@@ -183,6 +213,9 @@ func readDeviceFacts(ctx context.Context, dev *Vault, after uint64) (deviceFacts
 				rs = append(rs, deviceRun{NumberRange: NumberRange{e.Number, e.Number}, pos: e.Seq})
 			}
 			f.runs[k] = rs
+			if e.RequestID != "" {
+				f.claims[k] = append(f.claims[k], deviceClaim{n: e.Number, id: e.RequestID, pos: e.Seq})
+			}
 		case e.Kind == ledger.NumberVoided && e.Series != "" && e.Collection == "":
 			// (A void naming a record is a numbering pass's.)
 			k := keyOf(e.Series, e.Partition)
@@ -410,11 +443,20 @@ func (v *Vault) planJoin(ctx context.Context, dev *Vault, local []SeriesInfo, f 
 			return nil, fmt.Errorf("series %s on the hub: %w", c.Name, err)
 		}
 		p.heads[k] = head
-		if bad := clashes(runs, f.brought[k], f.rooms[k], head); len(bad) > 0 {
+		bad := clashes(runs, f.brought[k], f.rooms[k], head)
+		// A request id the device claimed that the hub answered with
+		// another number.
+		for _, cl := range p.dev.claims[k] {
+			if n, ok := f.claims[k][cl.id]; ok && n != cl.n {
+				bad = mergeRanges(append(bad, NumberRange{cl.n, cl.n}))
+			}
+		}
+		if len(bad) > 0 {
 			diverged = append(diverged, DivergedSeries{Series: c.Name, Partition: c.Partition, Period: c.Period, Numbers: bad})
 			continue
 		}
 		full := fullPartition(c)
+		brought := func(n uint64) bool { return fresh || n <= head }
 		for _, r := range runs {
 			if !fresh {
 				if r.From > head {
@@ -428,6 +470,17 @@ func (v *Vault) planJoin(ctx context.Context, dev *Vault, local []SeriesInfo, f 
 			}
 			p.entries = append(p.entries, ledger.Entry{Kind: ledger.SeriesSeeded, Series: c.Name, Partition: full,
 				From: r.From - 1, Number: r.To, Reason: wire.SeedBroughtReason, Revision: r.pos, CipherHash: mac})
+		}
+		for _, cl := range p.dev.claims[k] {
+			if _, ok := f.claims[k][cl.id]; ok || !brought(cl.n) {
+				continue // brought already (the hub holds the same number), or not brought
+			}
+			mac, err := dev.ledger.MACAt(ctx, cl.pos)
+			if err != nil {
+				return nil, fmt.Errorf("the device's ledger: %w", err)
+			}
+			p.entries = append(p.entries, ledger.Entry{Kind: ledger.SeriesSeeded, Series: c.Name, Partition: full,
+				From: cl.n - 1, Number: cl.n, Reason: wire.SeedBroughtReason, RequestID: cl.id, Revision: cl.pos, CipherHash: mac})
 		}
 	}
 	if len(diverged) > 0 {
@@ -662,7 +715,9 @@ func recordJoined(ctx context.Context, dev *Vault, local []SeriesInfo) error {
 // ErrHubDiverged: numbers this device gave on its own, before its vault
 // was on the hub (a copy of the vault that went on numbering by itself),
 // were given on the hub too: by the hub, or by another device whose join
-// brought them. Joining would carry each of them twice. Nothing was
+// brought them; or a request id this device claimed, the hub answered with
+// another number (the error names the device's). Joining would carry each
+// of them twice. Nothing was
 // written on the hub or on the device; the error is a *HubDivergedError
 // naming the series and the numbers. There is no seed that mends it: the
 // records that carry those numbers on this device must get other numbers

@@ -199,6 +199,25 @@ type authority struct {
 	first stores.Store
 	// failed is the first failure of the store vouch met (see failure).
 	failed error
+	// reload, when set, reads sources again (see fresher).
+	reload func(ctx context.Context) ([]peopleSource, error)
+}
+
+// fresher reads a's sources again, as of now, and forgets the keyring
+// entries read so far; false when a cannot (no reload) or the read fails.
+// A decision against a stored entry read after a's sources were (a
+// revocation committed on the hub since, with its entry) is made again
+// with sources that hold whatever was committed with that entry.
+func (a *authority) fresher(ctx context.Context) bool {
+	if a.reload == nil {
+		return false
+	}
+	src, err := a.reload(ctx)
+	if err != nil {
+		return false
+	}
+	a.sources, a.raw, a.gen = src, map[string][]byte{}, nil
+	return true
 }
 
 // authorityOf returns the check of the keyring in st by sources.
@@ -226,15 +245,24 @@ func (v *Vault) authority(ctx context.Context, all ...bool) (*authority, error) 
 // and by the device's own, for those it made and has not synced yet (all:
 // both read whole).
 func (v *Vault) hubAuthority(ctx context.Context, all ...bool) (*authority, error) {
-	hs, err := v.hub.peopleState(ctx, all...)
+	sources := func(ctx context.Context) ([]peopleSource, error) {
+		hs, err := v.hub.peopleState(ctx, all...)
+		if err != nil {
+			return nil, err
+		}
+		own, err := v.peopleState(ctx, all...)
+		if err != nil {
+			return nil, err
+		}
+		return []peopleSource{{st: hs, sure: true}, {st: own}}, nil
+	}
+	src, err := sources(ctx)
 	if err != nil {
 		return nil, err
 	}
-	own, err := v.peopleState(ctx, all...)
-	if err != nil {
-		return nil, err
-	}
-	return v.authorityOf(v.hub.store, peopleSource{st: hs, sure: true}, peopleSource{st: own}), nil
+	a := v.authorityOf(v.hub.store, src...)
+	a.reload = sources
+	return a, nil
 }
 
 // errEntry is the ErrTampered of the entry of user failing the check.
@@ -321,7 +349,10 @@ func (a *authority) check(ctx context.Context, e *keyringEntry, depth int) error
 			continue // vouched for by the keyring, not recorded: as unnamed
 		}
 		if !bytes.Equal(p.Key, e.signPub) || p.Revoked {
-			known = known || src.sure
+			// On a device of a hub, a key a ledger that revoked the
+			// person never named is a grant made after it on another
+			// device, not recorded yet: the chain of grants decides.
+			known = known || src.sure && !(p.Revoked && a.v.isDevice() && !namesKey(p, e.signPub))
 			continue
 		}
 		switch {
@@ -661,23 +692,103 @@ func (a *authority) agrees(ctx context.Context, name string, raw []byte) bool {
 // serial alone would let secret changes made on the person's device while
 // an owner narrowed their collections undo the narrowing: they raise the
 // entry of the wider grant past the narrowing's. Otherwise merge decides.
+//
+// Two grants of one person made on two devices before either heard of the
+// other (each with a key of its own, neither entry newer) both agree with
+// the ledgers, each device's own vouching for its grant: the one a sure
+// source (the hub's ledger) records wins over one whose key it never
+// named; when it names neither, the one the hub holds (the first to reach
+// it: the person may have written through the hub with it). So every
+// device ends with the same grant (devicePeople records on the other
+// device's ledger its own as revoked).
+//
+// The ledgers were read before dst: when they would have src replace dst,
+// they are read again first (authority.fresher), so that a change of
+// people committed meanwhile with dst (a revocation on the hub) counts:
+// else the copy would put back the entry it revoked.
 func preferLedger(ctx context.Context, a *authority, merge func(src, dst []byte) []byte) func(src, dst []byte) []byte {
 	return func(src, dst []byte) []byte {
 		if isKeyringV2(src) && isKeyringV2(dst) {
 			es, serr := decodeKeyring(src)
 			ed, derr := decodeKeyring(dst)
 			if serr == nil && derr == nil && es.user == ed.user {
-				as, ad := a.agrees(ctx, es.user, src), a.agrees(ctx, ed.user, dst)
-				switch {
-				case as && !ad && !(keyringNewer(dst, src) && a.unrecorded(ctx, ed)):
-					return src
-				case ad && !as && !(keyringNewer(src, dst) && a.unrecorded(ctx, es)):
-					return dst
+				pick := a.prefer(ctx, es, ed, src, dst)
+				if pick != nil && bytes.Equal(pick, src) {
+					if !a.fresher(ctx) {
+						return dst
+					}
+					pick = a.prefer(ctx, es, ed, src, dst)
+				}
+				if pick != nil {
+					return pick
 				}
 			}
 		}
 		return mergeOrNil(merge, src, dst)
 	}
+}
+
+// prefer is preferLedger's choice between src and dst, the stored entries
+// es and ed of one person: the one agreeing with a's ledgers, nil for
+// neither.
+func (a *authority) prefer(ctx context.Context, es, ed *keyringEntry, src, dst []byte) []byte {
+	as, ad := a.agrees(ctx, es.user, src), a.agrees(ctx, ed.user, dst)
+	switch {
+	case as && ad && !es.revoked && !ed.revoked && !keyringNewer(src, dst) && !keyringNewer(dst, src) &&
+		!bytes.Equal(es.signPub, ed.signPub):
+		// Two grants made apart.
+		ns, nd := a.names(es.user, es.signPub), a.names(ed.user, ed.signPub)
+		switch {
+		case a.recorded(es) && !nd:
+			return src
+		case a.recorded(ed) && !ns:
+			return dst
+		case !ns && !nd:
+			it, err := a.st.Get(ctx, a.v.prefix+keyringPrefix+es.user)
+			switch {
+			case err != nil:
+			case bytes.Equal(it.Value, src):
+				return src
+			case bytes.Equal(it.Value, dst):
+				return dst
+			}
+		}
+	case as && !ad && !(keyringNewer(dst, src) && a.unrecorded(ctx, ed)):
+		return src
+	case ad && !as && !(keyringNewer(src, dst) && a.unrecorded(ctx, es)):
+		return dst
+	}
+	return nil
+}
+
+// recorded reports whether a sure source of a records e's key as its
+// person's current grant, not revoked.
+func (a *authority) recorded(e *keyringEntry) bool {
+	for _, src := range a.sources {
+		if p, named := src.st.Person(e.user); src.sure && named && p.Seq > 0 && !p.Revoked && bytes.Equal(p.Key, e.signPub) {
+			return true
+		}
+	}
+	return false
+}
+
+// names reports whether a sure source of a names key as person's, in a
+// grant or a revocation, current or past.
+func (a *authority) names(person string, key []byte) bool {
+	for _, src := range a.sources {
+		if p, named := src.st.Person(person); src.sure && named && namesKey(p, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// namesKey reports whether the ledger's state p of a person names key:
+// their current key, one they held, or one a revocation ended.
+func namesKey(p ledger.PersonState, key []byte) bool {
+	eq := func(k []byte) bool { return bytes.Equal(k, key) }
+	return eq(p.Key) || slices.ContainsFunc(p.RevokedKeys, eq) ||
+		slices.ContainsFunc(p.Held, func(h ledger.HeldKey) bool { return eq(h.Key) })
 }
 
 // unrecorded reports whether e, an entry not revoked, holds a grant no

@@ -259,7 +259,12 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 // against the ledger's old one ("keyring signing key differs"), and the
 // person's entries signed here with the new key against the old one. A
 // person this ledger does not name needs nothing (Verify takes them from
-// the keyring). Only a change the hub's ledger vouches for is recorded
+// the keyring). A grant made here that lost to another device's grant of
+// the same person, made before either heard of the other (the keyring
+// copied from the hub holds the other, and the hub's ledger never named
+// this one's key: see preferLedger), is recorded as revoked, before the
+// winner's grant; so is a grant the hub's ledger revoked, when the
+// keyring holds a later grant's revocation. Only a change the hub's ledger vouches for is recorded
 // (a, the check of the hub's keyring), and only on an owner's device (only
 // owners change people; a writer's or reader's device records nothing, a
 // limit the README's threat table names). Sync calls it after it copies
@@ -288,11 +293,18 @@ func (s *syncRun) devicePeople(ctx context.Context, a *authority) error {
 			h, _ := hub.Person(name)
 			return slices.ContainsFunc(h.RevokedKeys, func(k []byte) bool { return bytes.Equal(k, key) })
 		}
+		// The grant this ledger holds never reached the hub's ledger: once
+		// the keyring holds another, it lost to that one.
+		h, _ := hub.Person(name)
+		lost := !p.Revoked && !namesKey(h, p.Key)
 		current := !p.Revoked && bytes.Equal(p.Key, e.signPub)
 		if e.revoked {
-			if current && revokedOnHub(e.signPub) {
+			switch {
+			case current && revokedOnHub(e.signPub):
 				entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: name, CipherHash: hashOf(it.Value),
 					SigningKey: e.signPub})
+			case !current && !p.Revoked && (revokedOnHub(p.Key) || lost && revokedOnHub(e.signPub)):
+				entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: name, SigningKey: p.Key})
 			}
 			continue
 		}
@@ -306,7 +318,7 @@ func (s *syncRun) devicePeople(ctx context.Context, a *authority) error {
 			continue
 		}
 		if !p.Revoked && !bytes.Equal(p.Key, e.signPub) {
-			if !revokedOnHub(p.Key) {
+			if !revokedOnHub(p.Key) && !lost {
 				continue // the hub's ledger does not end the key this one holds
 			}
 			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: name, SigningKey: p.Key})

@@ -449,7 +449,7 @@ func (h history) Facts(ctx context.Context, series string, partition []string, a
 		case ledger.SeriesSeeded:
 			f.Kind, f.From = wire.FactSeeded, e.From
 			if e.Reason == wire.SeedBroughtReason {
-				f.Kind = wire.FactBrought
+				f.Kind, f.RequestID = wire.FactBrought, e.RequestID
 			}
 		case ledger.PeriodClosed:
 			f.Kind = wire.FactClosed

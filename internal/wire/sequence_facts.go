@@ -90,7 +90,8 @@ const (
 	// (a SeriesSeeded entry whose Reason is SeedBroughtReason). They are
 	// issued numbers, not skipped ones: they may be voided and corrected.
 	// The counter was (or is about to be) seeded over them; the fact
-	// moves nothing and is not held against the counter.
+	// moves nothing and is not held against the counter. One with a
+	// RequestID brings a single number the device gave to a Claim of it.
 	FactBrought
 )
 
@@ -115,7 +116,8 @@ type SequenceFact struct {
 	Collection, ID string
 	// Reason is the reason of a FactVoided.
 	Reason string
-	// RequestID is the request id of a FactAllocated by Claim.
+	// RequestID is the request id of a FactAllocated by Claim, or of a
+	// FactBrought of a number a device gave to a Claim.
 	RequestID string
 	// Corrector is, for FactCorrected, the correcting number.
 	Corrector CorrectionRef

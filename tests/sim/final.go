@@ -297,6 +297,23 @@ func (w *world) checkAudits(ctx context.Context, res *Result) {
 		for na := range rep.Numbers() {
 			state[na.N] = na
 		}
+		// The numbers of the claims made on the device before it joined,
+		// by request id: a claim of one of them after the join gets it
+		// again, from what the join brought.
+		// (0: the outcome of such a claim was unknown: whatever number
+		// it took, if any, the join brought.)
+		before := map[string]uint64{}
+		for _, e := range w.hist.events {
+			if e.Key == key && e.Op.Kind == KClaim && e.Return < w.hist.joinAt && (e.Outcome == ok || e.Outcome == unknown) {
+				if n, seen := before[e.Op.ID]; !seen || n != 0 {
+					before[e.Op.ID] = e.N
+				}
+			}
+		}
+		broughtClaim := func(e *Event) bool {
+			n, seen := before[e.Op.ID]
+			return e.Op.Kind == KClaim && seen && (n == e.N || n == 0)
+		}
 		for _, e := range w.hist.events {
 			if e.Key != key {
 				continue
@@ -320,7 +337,7 @@ func (w *world) checkAudits(ctx context.Context, res *Result) {
 			case e.Outcome == ok && e.N > 0 && e.Op.Kind != KClose && e.Op.Kind != kPeek:
 				for i := range max(e.K, 1) {
 					st := state[e.N+uint64(i)].State
-					if st == sequence.StateSeeded && e.Return < w.hist.joinAt {
+					if st == sequence.StateSeeded && (e.Return < w.hist.joinAt || broughtClaim(e)) {
 						continue // taken on the device before it joined: the join seeded the hub past it
 					}
 					if st != sequence.StateUnbound && st != sequence.StateBound && st != sequence.StateVoided {
