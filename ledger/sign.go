@@ -97,7 +97,8 @@ import (
 //     author's key (SigningKey): the author is the window's owner, the
 //     ledger's genesis author as for a signed first entry.
 //   - An entry by anyone else, a grant to anyone else (PersonGranted with
-//     another ID) or a KeyringUpgraded entry closes it; so does a signed
+//     another ID), a KeyringUpgraded entry or a renewal of the owner's
+//     keys (KeysRenewed: an old secret held the chain key too) closes it; so does a signed
 //     commit whose signed entries do not begin with a change of people:
 //     a writer that learns of a second person (granted on another
 //     device, known to this one by its keyring) signs its next commit,
@@ -383,8 +384,11 @@ func (v *verifier) finish() *SignatureError {
 	close(v.jobs)
 	v.wg.Wait()
 	for _, j := range v.retry {
+		d := v.dir[j.actor]
 		if !slices.ContainsFunc(v.laterKeys[j.actor], func(k keyAt) bool {
 			return k.seq > j.seq && ed25519.Verify(k.key, j.msg, j.sig)
+		}) && !slices.ContainsFunc(append(slices.Clone(d.Renewed), d.SigningKey), func(k []byte) bool {
+			return len(k) == signingKeySize && ed25519.Verify(k, j.msg, j.sig)
 		}) {
 			v.fail(&SignatureError{Seq: j.seq, Actor: j.actor, Problem: BadSignature})
 		}
@@ -638,7 +642,7 @@ func (v *verifier) author(e *Entry) *signer {
 		// creator, on a hub's ledger whose first author is someone else).
 		if self {
 			role, cols := roleOwner, []string(nil)
-			if inDir && bytes.Equal(d.SigningKey, e.SigningKey) {
+			if inDir && (bytes.Equal(d.SigningKey, e.SigningKey) || bytes.Equal(firstKey(d), e.SigningKey)) {
 				role, cols = d.Role, d.Collections
 			}
 			s := v.introduce(e.Actor, e.SigningKey, role, e.Seq)
@@ -669,7 +673,7 @@ func (v *verifier) anchor(name string) {
 			return
 		}
 		if d.Root {
-			v.introduce(name, d.SigningKey, roleOwner, 0)
+			v.introduce(name, firstKey(d), roleOwner, 0)
 			return
 		}
 		name = d.GrantedBy
@@ -692,7 +696,7 @@ func (v *verifier) vouched(name string, depth int) *signer {
 	}
 	// The keyring's revocation has no position in this ledger: the person
 	// keeps signing here until a PersonRevoked entry of this ledger.
-	s := v.introduce(name, d.SigningKey, d.Role, 0)
+	s := v.introduce(name, firstKey(d), d.Role, 0)
 	s.cols = limit(d.Collections)
 	return s
 }
@@ -703,6 +707,18 @@ func limit(cols []string) []string {
 		return nil
 	}
 	return slices.Clone(cols)
+}
+
+// firstKey is the first signing key d's person held since their grant:
+// a ledger that records their renewals (KeysRenewed) leads from it to
+// SigningKey. One that does not (it began after a renewal) has their
+// commits signed by a later key: finish checks those again with every key
+// of d.
+func firstKey(d wire.LedgerPerson) []byte {
+	if len(d.Renewed) > 0 {
+		return d.Renewed[0]
+	}
+	return d.SigningKey
 }
 
 func (v *verifier) introduce(name string, pub []byte, role string, at uint64) *signer {

@@ -621,8 +621,9 @@ func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) e
 		return err
 	}
 	defer nkek.Wipe()
-	// A new key pair, everything the person holds re-wrapped for it, and
-	// the person's live recovery codes given its private key (renew.go).
+	// A new key pair and signing key, everything the person holds
+	// re-wrapped for it, and the person's live recovery codes given its
+	// private key (renew.go).
 	ren, err := e.renew(v.name, v.me.header, old, seed, nkek, salt)
 	if err != nil {
 		return closedIfWiped(err)
@@ -632,24 +633,26 @@ func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) e
 	ws := []entryWrite{{key: key, old: cur, val: val}}
 	rit, r, err := v.readRecovery(ctx)
 	if err != nil {
-		ren.box.Wipe()
+		ren.wipe()
 		return err
 	}
 	if r != nil && bytes.Equal(r.boxPub, e.boxPub) {
 		nr, err := r.renewed(v.name, v.me.header, ren.entry.boxPub, ren.box.Key())
 		if err != nil {
-			ren.box.Wipe()
+			ren.wipe()
 			return closedIfWiped(err)
 		}
 		nr.seal(v.dk, v.name, v.me.header)
 		ws = append(ws, entryWrite{key: v.recoveryKey(), old: rit, val: nr.encode()})
 	}
-	err = v.writeEntries(ctx, ws, ledger.Entry{Kind: ledger.SecretChanged, ID: v.user, CipherHash: hashOf(val)}, errPeopleChanged)
+	err = v.writeRenewal(ctx, ws, []ledger.Entry{
+		{Kind: ledger.SecretChanged, ID: v.user, CipherHash: hashOf(val)},
+		{Kind: ledger.KeysRenewed, ID: v.user, CipherHash: hashOf(val), SigningKey: ren.entry.signPub},
+	}, errPeopleChanged, ren, seed, func() { v.me.renewed(ren) })
 	if err != nil {
-		ren.box.Wipe()
+		ren.wipe()
 		return err
 	}
-	v.me.renewed(ren)
 	return nil
 }
 

@@ -357,7 +357,7 @@ func (a *authority) grantHolds(s *ledger.PeopleState, e *keyringEntry, p ledger.
 		if p.GrantedBy != e.user || (!p.Legacy && s.Genesis() != e.user) {
 			return false
 		}
-		return crypto.VerifySignature(e.signPub, stmt, e.grantSig)
+		return crypto.VerifySignature(e.grantSignKey(), stmt, e.grantSig)
 	}
 	if e.grantedBy == p.GrantedBy && crypto.VerifySignature(p.GranterKey, stmt, e.grantSig) {
 		return true
@@ -407,7 +407,7 @@ func (a *authority) chain(ctx context.Context, e *keyringEntry, depth int, withS
 		if err != nil {
 			return err
 		}
-		if g == e.user && crypto.VerifySignature(e.signPub, stmt, e.grantSig) {
+		if g == e.user && crypto.VerifySignature(e.grantSignKey(), stmt, e.grantSig) {
 			return nil
 		}
 		return errEntry(e.user, "granted by themselves, and not the vault's first owner")
@@ -592,10 +592,10 @@ func (a *authority) vouchFor(ctx context.Context, name string, raw []byte) (ledg
 	// as for Verify).
 	stmt := grantStatement(a.v.name, a.v.header(), e)
 	if e.grantedBy == e.user {
-		if e.role != RoleOwner || !crypto.VerifySignature(e.signPub, stmt, e.grantSig) {
+		if e.role != RoleOwner || !crypto.VerifySignature(e.grantSignKey(), stmt, e.grantSig) {
 			return ledger.Vouched{}, false
 		}
-		return ledger.Vouched{Key: e.signPub, Role: RoleOwner.String(), Root: true}, true
+		return ledger.Vouched{Key: e.signPub, Renewed: e.renewedSignKeys(), Role: RoleOwner.String(), Root: true}, true
 	}
 	if err := a.chain(ctx, e, 0, false); err != nil {
 		// The grant chain of an author (revoked or not) whose
@@ -605,7 +605,7 @@ func (a *authority) vouchFor(ctx context.Context, name string, raw []byte) (ledg
 		}
 		return ledger.Vouched{}, false
 	}
-	return ledger.Vouched{Key: e.signPub, Role: e.role.String()}, true
+	return ledger.Vouched{Key: e.signPub, Renewed: e.renewedSignKeys(), Role: e.role.String()}, true
 }
 
 // failure is err, or, when vouch met a failure of the store meanwhile,

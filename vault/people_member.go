@@ -31,8 +31,19 @@ type member struct {
 	// person's key pair (renew.go): an entry the store still serves from
 	// before the renewal is unwrapped with them. Wiped with the member.
 	retired []retiredBox
-	role    Role
-	seed    *crypto.Key // the signing key; nil for a version 1 entry
+	// retiredSeeds are the signing keys this handle held before renewing
+	// them: a commit that read one just before the renewal may still sign
+	// with it (and fail: its head moved), so they are wiped with the
+	// member, not at the renewal.
+	retiredSeeds []*crypto.Key
+	// renewing is true while this handle writes a renewal of its person's
+	// signing key (renewalLedger): the guard holds back every other commit
+	// of the handle's ledgers meanwhile (errRenewing, a conflict they
+	// retry), so that none is signed by the key the renewal replaces after
+	// the renewal's ledger entry.
+	renewing bool
+	role     Role
+	seed     *crypto.Key // the signing key; nil for a version 1 entry
 	// recovery is what an open with a recovery code still writes (recovery.go).
 	recovery *pendingRecovery
 	entry    *keyringEntry // nil for a version 1 entry
@@ -67,6 +78,9 @@ func (m *member) wipeSigner() {
 	for _, r := range m.retired {
 		r.id.Wipe()
 	}
+	for _, k := range m.retiredSeeds {
+		k.Wipe()
+	}
 }
 
 // retiredBox is a box identity of the person before a renewal, with its
@@ -95,15 +109,25 @@ func (m *member) boxFor(pub []byte) (*crypto.Identity, bool) {
 	return m.box, true
 }
 
-// renewed makes r the handle's person's entry and box identity, retiring
-// the one before (the caller holds no lock).
+// renewed makes r the handle's person's entry, box identity and signing
+// key, retiring the ones before (the caller holds no lock).
 func (m *member) renewed(r renewal) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.box != nil && m.ownBox && m.entry != nil {
 		m.retired = append(m.retired, retiredBox{pub: m.entry.boxPub, id: m.box})
 	}
-	m.entry, m.box, m.ownBox = r.entry, r.box, true
+	if m.seed != nil {
+		m.retiredSeeds = append(m.retiredSeeds, m.seed)
+	}
+	m.entry, m.box, m.ownBox, m.seed = r.entry, r.box, true, r.seed
+}
+
+// setRenewing sets or clears m.renewing.
+func (m *member) setRenewing(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.renewing = on
 }
 
 // unlockEntry opens the keyring entry (layout version 2) of cfg.User with
