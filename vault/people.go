@@ -568,6 +568,15 @@ func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) e
 		return err
 	}
 	defer v.exit()
+	if v.hub != nil && v.Role() != RoleReader {
+		// The renewal is made on the hub first (writeRenewal), from the
+		// entry the hub holds: bring the two keyrings into agreement, as
+		// a rotation does. (A reader's device takes the hub's entries at
+		// its Sync; a renewal from another one is refused as changed.)
+		if err := (&syncRun{v: v, h: v.hub}).keyrings(ctx); err != nil {
+			return fmt.Errorf("keys are renewed on the hub: %w", err)
+		}
+	}
 	key := v.prefix + keyringPrefix + v.user
 	cur, err := v.me.store.Get(ctx, key)
 	if errors.Is(err, stores.ErrNotFound) {

@@ -772,14 +772,14 @@ func (v *Vault) writeEntries(ctx context.Context, ws []entryWrite, e ledger.Entr
 			return err
 		}
 	}
-	return v.commitEntries(ctx, l, ws, []ledger.Entry{e}, changed)
+	return commitEntries(ctx, v.me.store, l, ws, []ledger.Entry{e}, changed)
 }
 
-// commitEntries writes ws and appends es to l: in one transaction on a
-// store with transactions; else by compare-and-swap of each entry in
-// order, then the ledger entries (see writeEntries).
-func (v *Vault) commitEntries(ctx context.Context, l writableLedger, ws []entryWrite, es []ledger.Entry, changed error) error {
-	if transactional(v.me.store) {
+// commitEntries writes ws in st and appends es to l, st's ledger: in one
+// transaction on a store with transactions; else by compare-and-swap of
+// each entry in order, then the ledger entries (see writeEntries).
+func commitEntries(ctx context.Context, st stores.Store, l writableLedger, ws []entryWrite, es []ledger.Entry, changed error) error {
+	if transactional(st) {
 		keys := make([]string, len(ws))
 		for i, w := range ws {
 			keys[i] = w.key
@@ -810,7 +810,7 @@ func (v *Vault) commitEntries(ctx context.Context, l writableLedger, ws []entryW
 		return closedIfWiped(err)
 	}
 	for _, w := range ws {
-		if _, err := v.me.store.CompareAndSwap(ctx, w.key, w.old.Version, w.val); err != nil {
+		if _, err := st.CompareAndSwap(ctx, w.key, w.old.Version, w.val); err != nil {
 			if errors.Is(err, stores.ErrConflict) {
 				return changed
 			}
@@ -822,7 +822,7 @@ func (v *Vault) commitEntries(ctx context.Context, l writableLedger, ws []entryW
 }
 
 // writeRenewal writes the renewal r of the handle's person's keys: ws (their
-// keyring entry renewed, and their recovery entry) and the ledger entries
+// keyring entry renewed, then their recovery entry) and the ledger entries
 // es, the last a ledger.KeysRenewed naming r's new signing key, signed by
 // oldSeed, the key it replaces (renew.go). It writes through a ledger of
 // its own that signs with oldSeed and asks no guard (the keyring entry,
@@ -831,16 +831,39 @@ func (v *Vault) commitEntries(ctx context.Context, l writableLedger, ws []entryW
 // renewal is written, makes the handle sign with the new key before they
 // go on. An entry changed meanwhile gives changed, writing nothing (on a
 // store with transactions).
+//
+// On a device of a hub the renewal is made on the hub first, as other
+// changes of people are: the keyring entry (the hub's must be the one it
+// replaces) and the same ledger entries on the hub's ledger, so that the
+// hub's ledger gives the person the new key before any entry it signs
+// reaches the hub, and other devices' syncs take the renewed entry. Out of
+// reach of the hub nothing is written; a device of a hub opened without it
+// renews nothing (errHubless). The recovery entry reaches the hub with the
+// next Sync. A failure of the device's write after the hub's leaves the
+// renewal on the hub: the person opens again with the new secret.
 func (v *Vault) writeRenewal(ctx context.Context, ws []entryWrite, es []ledger.Entry, changed error, r renewal, oldSeed *crypto.Key, done func()) error {
-	opts := v.ledgerOptions()
-	opts.Signer = seedSigner{seed: oldSeed, pub: r.oldSign}
-	opts.Guard, opts.GuardKeys = nil, nil
-	l := newLedger()(v.me.store, v.seal, v.macer, v.prefix, opts)
-	defer func() { _ = l.Close() }()
+	if v.hubless {
+		return fmt.Errorf("keys are renewed on the hub: %w", errHubless)
+	}
 	m := v.me
 	m.setRenewing(true)
 	defer m.setRenewing(false)
-	err := v.commitEntries(ctx, l, ws, es, changed)
+	signer := seedSigner{seed: oldSeed, pub: r.oldSign}
+	if h := v.hub; h != nil {
+		opts := h.ledgerOptions()
+		opts.Signer, opts.Guard, opts.GuardKeys = signer, nil, nil
+		hl := newLedger()(h.store, h.seal, h.macer, h.prefix, opts)
+		err := commitEntries(ctx, h.store, hl, ws[:1], es, changed)
+		_ = hl.Close()
+		if err != nil {
+			return fmt.Errorf("on the hub: %w", feedErr(err))
+		}
+	}
+	opts := v.ledgerOptions()
+	opts.Signer, opts.Guard, opts.GuardKeys = signer, nil, nil
+	l := newLedger()(v.me.store, v.seal, v.macer, v.prefix, opts)
+	defer func() { _ = l.Close() }()
+	err := commitEntries(ctx, v.me.store, l, ws, es, changed)
 	if err == nil && done != nil {
 		done()
 	}
