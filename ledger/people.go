@@ -568,12 +568,15 @@ func (st *PeopleState) step(r record, prev []byte, run *peopleRun, vouch PeopleV
 	enc := r.enc()
 	msg := signedMessage(nil, prev, enc[:len(enc)-1-signatureSize], covered)
 	if !ed25519.Verify(key, msg, e.Signature) {
-		i := slices.IndexFunc(alts, func(k []byte) bool { return ed25519.Verify(k, msg, e.Signature) })
-		if i < 0 {
+		if i := slices.IndexFunc(alts, func(k []byte) bool { return ed25519.Verify(k, msg, e.Signature) }); i >= 0 {
+			key = alts[i]
+			st.people[e.Actor].rekey(key)
+		} else if k := st.renewedElsewhere(e.Actor, vouch); k != nil && ed25519.Verify(k, msg, e.Signature) {
+			key = k
+			st.people[e.Actor].renew(k, e.Seq-covered)
+		} else {
 			return nil, &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: BadSignature}
 		}
-		key = alts[i]
-		st.people[e.Actor].rekey(key)
 	}
 	for _, p := range entries {
 		if problem := st.apply(p, key); problem != 0 {
@@ -626,6 +629,34 @@ func (st *PeopleState) signerKey(actor string, entries []Entry, vouch PeopleVouc
 		st.people[actor].GrantedBy = ""
 	}
 	return key, alts, 0
+}
+
+// renewedElsewhere returns the current key the caller vouches for of
+// actor, known to the replay and not revoked, when the caller's keyring
+// says they renewed the key the replay gives them (Vouched.Renewed holds
+// it): a renewal made on another device, which this ledger does not
+// record (the hub's does), vouched for by the keyring's chain of
+// renewals, each signed by the key it replaced. nil otherwise.
+func (st *PeopleState) renewedElsewhere(actor string, vouch PeopleVouch) []byte {
+	p := st.people[actor]
+	if p == nil || p.Revoked || vouch == nil {
+		return nil
+	}
+	v, ok := vouch(actor)
+	if !ok || len(v.Key) != signingKeySize || bytes.Equal(v.Key, p.Key) ||
+		!slices.ContainsFunc(v.Renewed, func(k []byte) bool { return bytes.Equal(k, p.Key) }) {
+		return nil
+	}
+	return v.Key
+}
+
+// renew gives p key from position from on (a renewal, see
+// renewedElsewhere).
+func (p *PersonState) renew(key []byte, from uint64) {
+	p.end(from)
+	p.Spans = append(p.Spans, GrantSpan{Key: key, Role: p.Role, Collections: p.Collections, From: from})
+	p.Held = append(p.Held, HeldKey{Key: key, Role: p.Role})
+	p.Key = key
 }
 
 // rekey makes key the one p, just vouched for, holds (another of the keys

@@ -489,6 +489,15 @@ func (v *verifier) checkSigned(r record, prev []byte) *SignatureError {
 	// the entry may be signed under it rather than the one the ledger
 	// holds, or when the ledger holds none.
 	alt := v.unrecorded(e.Actor, s)
+	if alt == nil && s != nil && !s.revoked {
+		// A renewal of the author's keys this ledger does not record
+		// (made on another device: the hub's ledger records it), which
+		// the keyring's chain of renewals vouches for (each signed by the
+		// key it replaced): its new key signs too.
+		if d, ok := v.dir[e.Actor]; ok && len(d.SigningKey) == signingKeySize && heldBefore(d, s.pub) {
+			alt = &signer{pub: d.SigningKey, role: s.role, cols: s.cols}
+		}
+	}
 	problem := v.allowed(s, e)
 	if alt != nil && v.allowed(alt, e) != 0 {
 		alt = nil
@@ -721,6 +730,12 @@ func firstKey(d wire.LedgerPerson) []byte {
 	return d.SigningKey
 }
 
+// heldBefore reports whether key is one the keyring says d's person held
+// before a renewal (d.Renewed).
+func heldBefore(d wire.LedgerPerson, key []byte) bool {
+	return slices.ContainsFunc(d.Renewed, func(k []byte) bool { return bytes.Equal(k, key) })
+}
+
 func (v *verifier) introduce(name string, pub []byte, role string, at uint64) *signer {
 	s := &signer{pub: pub, role: role, at: at}
 	v.known[name] = s
@@ -773,8 +788,8 @@ func (v *verifier) keyring() *SignatureError {
 	var first *SignatureError
 	for name, s := range v.known {
 		d, ok := v.dir[name]
-		if !ok || s.at == 0 || s.pub == nil || s.revoked || bytes.Equal(d.SigningKey, s.pub) {
-			continue
+		if !ok || s.at == 0 || s.pub == nil || s.revoked || bytes.Equal(d.SigningKey, s.pub) || heldBefore(d, s.pub) {
+			continue // a renewal this ledger does not record: see check
 		}
 		if first == nil || s.at < first.Seq {
 			first = &SignatureError{Seq: s.at, Actor: name, Problem: KeyMismatch}

@@ -209,6 +209,12 @@ func (e *keyringEntry) renewedSignKeys() [][]byte {
 	return keys[:len(keys)-1]
 }
 
+// renewedFrom reports whether key is one of the signing keys e's person
+// held before a renewal since its grant.
+func (e *keyringEntry) renewedFrom(key []byte) bool {
+	return slices.ContainsFunc(e.renewedSignKeys(), func(k []byte) bool { return bytes.Equal(k, key) })
+}
+
 // heldSignKey reports whether key is one of the signing keys e's person
 // held since its grant.
 func (e *keyringEntry) heldSignKey(key []byte) bool {

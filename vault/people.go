@@ -602,6 +602,12 @@ func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) e
 	case e.lock != lockSecret:
 		return fmt.Errorf("%w: %q opens with an identity, not a secret", ErrInvalidArgument, v.user)
 	}
+	if m := v.signAs; m != nil && !m.holds(e.signPub) {
+		// The renewal is written without the ledger's guard (it signs
+		// with the key it replaces): this is the guard's check.
+		return fmt.Errorf("user %q renewed their keys elsewhere, or was revoked and granted again, since this handle "+
+			"opened: open the vault again: %w", v.user, ErrNoAccess)
+	}
 	// The entry's cost was checked against this opener's ceiling by Open,
 	// and the MAC just checked shows it unchanged since.
 	kek, err := crypto.DeriveUserKey(oldSecret, e.salt, e.kdf)

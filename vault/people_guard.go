@@ -55,10 +55,7 @@ func (g *personGuard) check(get func(key string) (stores.Item, error)) error {
 	if m == nil {
 		return nil // a vault without people (tests, internal stores)
 	}
-	m.mu.Lock()
-	renewing := m.renewing
-	m.mu.Unlock()
-	if renewing {
+	if m.renewing.Load() {
 		return errRenewing
 	}
 	if err := g.checkUnsigned(m, get); err != nil {

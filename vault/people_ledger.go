@@ -320,7 +320,11 @@ func (a *authority) check(ctx context.Context, e *keyringEntry, depth int) error
 		if p.Seq == 0 && p.GrantedBy == "" {
 			continue // vouched for by the keyring, not recorded: as unnamed
 		}
-		if !bytes.Equal(p.Key, e.signPub) || p.Revoked {
+		// The ledger's key, or one the entry renewed (each renewal signed
+		// by the key it replaced) that this ledger has not heard of: a
+		// renewal made on a device opened without its hub, or a device's
+		// own ledger, which records its own changes only.
+		if !(bytes.Equal(p.Key, e.signPub) || e.renewedFrom(p.Key)) || p.Revoked {
 			known = known || src.sure
 			continue
 		}

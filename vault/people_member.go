@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/noydb-go/noydb/crypto"
 )
@@ -26,6 +27,13 @@ type member struct {
 	box    *crypto.Identity
 	ownBox bool
 
+	// renewing is true while this handle writes a renewal of its person's
+	// signing key (writeRenewal): the guard holds back every other commit
+	// of the handle's ledgers meanwhile (errRenewing, a conflict they
+	// retry), so that none is signed by the key the renewal replaces after
+	// the renewal's ledger entry.
+	renewing atomic.Bool
+
 	mu sync.Mutex // guards what follows, changed by people calls
 	// retired are the box identities this handle held before renewing its
 	// person's key pair (renew.go): an entry the store still serves from
@@ -36,14 +44,8 @@ type member struct {
 	// with it (and fail: its head moved), so they are wiped with the
 	// member, not at the renewal.
 	retiredSeeds []*crypto.Key
-	// renewing is true while this handle writes a renewal of its person's
-	// signing key (renewalLedger): the guard holds back every other commit
-	// of the handle's ledgers meanwhile (errRenewing, a conflict they
-	// retry), so that none is signed by the key the renewal replaces after
-	// the renewal's ledger entry.
-	renewing bool
-	role     Role
-	seed     *crypto.Key // the signing key; nil for a version 1 entry
+	role         Role
+	seed         *crypto.Key // the signing key; nil for a version 1 entry
 	// recovery is what an open with a recovery code still writes (recovery.go).
 	recovery *pendingRecovery
 	entry    *keyringEntry // nil for a version 1 entry
@@ -121,13 +123,6 @@ func (m *member) renewed(r renewal) {
 		m.retiredSeeds = append(m.retiredSeeds, m.seed)
 	}
 	m.entry, m.box, m.ownBox, m.seed = r.entry, r.box, true, r.seed
-}
-
-// setRenewing sets or clears m.renewing.
-func (m *member) setRenewing(on bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.renewing = on
 }
 
 // unlockEntry opens the keyring entry (layout version 2) of cfg.User with

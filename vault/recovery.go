@@ -837,23 +837,28 @@ func commitEntries(ctx context.Context, st stores.Store, l writableLedger, ws []
 // replaces) and the same ledger entries on the hub's ledger, so that the
 // hub's ledger gives the person the new key before any entry it signs
 // reaches the hub, and other devices' syncs take the renewed entry. Out of
-// reach of the hub nothing is written; a device of a hub opened without it
-// renews nothing (errHubless). The recovery entry reaches the hub with the
-// next Sync. A failure of the device's write after the hub's leaves the
-// renewal on the hub: the person opens again with the new secret.
+// reach of the hub nothing is written. A device of a hub opened without it
+// (offline) renews on its own, as an open with a recovery code does: the
+// entry reaches the hub with its next Sync, and the hub's ledger, which
+// does not record that renewal, holds the person to the chain of renewals
+// the entry carries (each signed by the key it replaced: see
+// authority.check), a limit the README's threat table names. The
+// recovery entry reaches the hub with the next Sync. A failure of the
+// device's write after the hub's leaves the renewal on the hub: the
+// person opens again with the new secret.
 func (v *Vault) writeRenewal(ctx context.Context, ws []entryWrite, es []ledger.Entry, changed error, r renewal, oldSeed *crypto.Key, done func()) error {
-	if v.hubless {
-		return fmt.Errorf("keys are renewed on the hub: %w", errHubless)
-	}
 	m := v.me
-	m.setRenewing(true)
-	defer m.setRenewing(false)
+	m.renewing.Store(true)
+	defer m.renewing.Store(false)
 	signer := seedSigner{seed: oldSeed, pub: r.oldSign}
 	if h := v.hub; h != nil {
 		opts := h.ledgerOptions()
 		opts.Signer, opts.Guard, opts.GuardKeys = signer, nil, nil
-		hl := newLedger()(h.store, h.seal, h.macer, h.prefix, opts)
-		err := commitEntries(ctx, h.store, hl, ws[:1], es, changed)
+		// A reader's hub-side vault writes nothing but the person's own
+		// changes (as its Sync copies their keyring entry).
+		hst := writable(h.store)
+		hl := newLedger()(hst, h.seal, h.macer, h.prefix, opts)
+		err := commitEntries(ctx, hst, hl, ws[:1], es, changed)
 		_ = hl.Close()
 		if err != nil {
 			return fmt.Errorf("on the hub: %w", feedErr(err))
