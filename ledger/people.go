@@ -571,9 +571,9 @@ func (st *PeopleState) step(r record, prev []byte, run *peopleRun, vouch PeopleV
 		if i := slices.IndexFunc(alts, func(k []byte) bool { return ed25519.Verify(k, msg, e.Signature) }); i >= 0 {
 			key = alts[i]
 			st.people[e.Actor].rekey(key)
-		} else if k := st.renewedElsewhere(e.Actor, vouch); k != nil && ed25519.Verify(k, msg, e.Signature) {
-			key = k
-			st.people[e.Actor].renew(k, e.Seq-covered)
+		} else if ks := st.renewedElsewhere(e.Actor, vouch); slices.ContainsFunc(ks, func(k []byte) bool { return ed25519.Verify(k, msg, e.Signature) }) {
+			key = ks[slices.IndexFunc(ks, func(k []byte) bool { return ed25519.Verify(k, msg, e.Signature) })]
+			st.people[e.Actor].renew(key, e.Seq-covered)
 		} else {
 			return nil, &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: BadSignature}
 		}
@@ -631,23 +631,32 @@ func (st *PeopleState) signerKey(actor string, entries []Entry, vouch PeopleVouc
 	return key, alts, 0
 }
 
-// renewedElsewhere returns the current key the caller vouches for of
-// actor, known to the replay and not revoked, when the caller's keyring
-// says they renewed the key the replay gives them (Vouched.Renewed holds
-// it): a renewal made on another device, which this ledger does not
-// record (the hub's does), vouched for by the keyring's chain of
-// renewals, each signed by the key it replaced. nil otherwise.
-func (st *PeopleState) renewedElsewhere(actor string, vouch PeopleVouch) []byte {
+// renewedElsewhere returns the keys the caller vouches for actor, known
+// to the replay and not revoked, renewed from the key the replay gives
+// them (after it in Vouched.Renewed, then Vouched.Key): renewals made on
+// another device, which this ledger does not record (the hub's does),
+// vouched for by the keyring's chain of renewals, each signed by the key
+// it replaced. nil when the caller's keyring does not say they renewed it.
+func (st *PeopleState) renewedElsewhere(actor string, vouch PeopleVouch) [][]byte {
 	p := st.people[actor]
 	if p == nil || p.Revoked || vouch == nil {
 		return nil
 	}
 	v, ok := vouch(actor)
-	if !ok || len(v.Key) != signingKeySize || bytes.Equal(v.Key, p.Key) ||
-		!slices.ContainsFunc(v.Renewed, func(k []byte) bool { return bytes.Equal(k, p.Key) }) {
+	if !ok || len(v.Key) != signingKeySize {
 		return nil
 	}
-	return v.Key
+	return keysAfter(append(slices.Clone(v.Renewed), v.Key), p.Key)
+}
+
+// keysAfter returns the keys of chain after key (nil when key is not in
+// it).
+func keysAfter(chain [][]byte, key []byte) [][]byte {
+	i := slices.IndexFunc(chain, func(k []byte) bool { return bytes.Equal(k, key) })
+	if i < 0 {
+		return nil
+	}
+	return chain[i+1:]
 }
 
 // renew gives p key from position from on (a renewal, see

@@ -254,6 +254,8 @@ type signer struct {
 	at      uint64 // the entry that introduced the key (0: the keyring)
 	// cols are the collections the person is limited to (nil: all).
 	cols []string
+	// more are further keys that sign for the person (see sigJob.more).
+	more [][]byte
 }
 
 // verifier replays the people of a ledger and checks each entry's
@@ -308,6 +310,9 @@ type sigJob struct {
 	// later: the author was taken from the keyring at this position (see
 	// verifier.finish).
 	later bool
+	// more are further keys that may sign instead (a renewal the ledger
+	// does not record, see verifier.check).
+	more [][]byte
 }
 
 // sigBatch is how many signatures a worker takes at a time: one batch
@@ -339,7 +344,8 @@ func checkSigs(batch []sigJob, keys batchKeys, fail func(*SignatureError)) {
 	}
 	// Which signatures fail, as ed25519.Verify finds them.
 	for _, j := range batch {
-		if !ed25519.Verify(j.pub, j.msg, j.sig) && (j.alt == nil || !ed25519.Verify(j.alt, j.msg, j.sig)) {
+		if !ed25519.Verify(j.pub, j.msg, j.sig) && (j.alt == nil || !ed25519.Verify(j.alt, j.msg, j.sig)) &&
+			!slices.ContainsFunc(j.more, func(k []byte) bool { return ed25519.Verify(k, j.msg, j.sig) }) {
 			fail(&SignatureError{Seq: j.seq, Actor: j.actor, Problem: BadSignature})
 		}
 	}
@@ -495,7 +501,8 @@ func (v *verifier) checkSigned(r record, prev []byte) *SignatureError {
 		// the keyring's chain of renewals vouches for (each signed by the
 		// key it replaced): its new key signs too.
 		if d, ok := v.dir[e.Actor]; ok && len(d.SigningKey) == signingKeySize && heldBefore(d, s.pub) {
-			alt = &signer{pub: d.SigningKey, role: s.role, cols: s.cols}
+			alt = &signer{pub: d.SigningKey, role: s.role, cols: s.cols,
+				more: keysAfter(append(slices.Clone(d.Renewed), d.SigningKey), s.pub)}
 		}
 	}
 	problem := v.allowed(s, e)
@@ -539,7 +546,7 @@ func (v *verifier) checkSigned(r record, prev []byte) *SignatureError {
 	job := sigJob{seq: e.Seq - covered, actor: e.Actor, pub: s.pub,
 		msg: signedMessage(nil, prev, fields, covered), sig: e.Signature}
 	if alt != nil {
-		job.alt = alt.pub
+		job.alt, job.more = alt.pub, alt.more
 	}
 	job.later = s.at == 0
 	v.pending = append(v.pending, job)

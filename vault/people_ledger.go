@@ -155,11 +155,15 @@ func (v *Vault) keyringStore0() stores.Store {
 
 // vouchAuthority is the keyring check that vouches for the authors a
 // replay of v's ledger has not introduced: v's keyring, and for a
-// hub-side vault the device's first (the hub may have replaced an entry).
+// hub-side vault the device's first (the hub may have replaced an entry);
+// for a device of a hub, the hub's for an entry the device lacks.
 func (v *Vault) vouchAuthority() *authority {
 	a := v.authorityOf(v.keyringStore0())
 	if v.me == nil && v.signAs != nil {
 		a.first = v.signAs.store
+	}
+	if v.me != nil && v.hub != nil {
+		a.also = v.hub.store
 	}
 	return a
 }
@@ -199,6 +203,10 @@ type authority struct {
 	first stores.Store
 	// failed is the first failure of the store vouch met (see failure).
 	failed error
+	// also, when set, is read for an entry st lacks (a device of a hub:
+	// the hub's keyring, for a granter no Sync brought to the device yet,
+	// as after a first open with a recovery code).
+	also stores.Store
 }
 
 // authorityOf returns the check of the keyring in st by sources.
@@ -272,6 +280,9 @@ func (a *authority) read(ctx context.Context, name string) ([]byte, error) {
 		}
 	}
 	it, err := a.st.Get(ctx, a.v.prefix+keyringPrefix+name)
+	if errors.Is(err, stores.ErrNotFound) && a.also != nil {
+		it, err = a.also.Get(ctx, a.v.prefix+keyringPrefix+name)
+	}
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
 		a.raw[name] = nil
@@ -467,20 +478,25 @@ func (a *authority) genesis(ctx context.Context) (string, error) {
 	}
 	var roots []string
 	kp := a.v.prefix + keyringPrefix
-	for it, err := range stores.ListUnder(ctx, a.st, kp) {
-		if err != nil {
-			return "", err
+	for _, st := range []stores.Store{a.st, a.also} {
+		if st == nil || len(roots) > 0 {
+			break
 		}
-		name := it.Key[len(kp):]
-		if !isKeyringV2(it.Value) {
-			continue
-		}
-		e, err := a.v.readEntryHeader(name, it.Value, a.v.header())
-		if errors.Is(err, ErrClosed) {
-			return "", err
-		}
-		if err == nil && e.grantedBy == e.user {
-			roots = append(roots, name)
+		for it, err := range stores.ListUnder(ctx, st, kp) {
+			if err != nil {
+				return "", err
+			}
+			name := it.Key[len(kp):]
+			if !isKeyringV2(it.Value) {
+				continue
+			}
+			e, err := a.v.readEntryHeader(name, it.Value, a.v.header())
+			if errors.Is(err, ErrClosed) {
+				return "", err
+			}
+			if err == nil && e.grantedBy == e.user {
+				roots = append(roots, name)
+			}
 		}
 	}
 	g := ""
