@@ -867,6 +867,14 @@ func (v *Vault) setCollections(ctx context.Context, user string, collections []s
 	if err := v.checkStillHeld(ctx, true); err != nil {
 		return err
 	}
+	if v.rotatesOnHub() {
+		// A narrowing rotates on the hub, from the hub's entry of the
+		// person (which their own renewal reaches first): bring the
+		// keyrings into agreement before reading it, as Revoke does.
+		if err := v.readyToRotate(ctx); err != nil {
+			return err
+		}
+	}
 	key := v.prefix + keyringPrefix + user
 	old, err := v.me.store.Get(ctx, key)
 	if errors.Is(err, stores.ErrNotFound) {
@@ -921,6 +929,7 @@ func (v *Vault) setCollections(ctx context.Context, user string, collections []s
 	// since the last grant, checked when the entry was read, is folded
 	// in); the earlier key pairs stay (prev, see renew.go).
 	ne.grantBox, ne.renewSig = nil, nil
+	ne.grantSign, ne.signRenewals = nil, nil // the new grant names the current signing key
 	if err := ne.rewrap(v.name, v.me.header, e, held); err != nil {
 		return closedIfWiped(err)
 	}
