@@ -520,14 +520,17 @@ func (v *Vault) activeOwners(ctx context.Context) (int, error) {
 // A person who opens with an identity has no secret to change
 // (ErrInvalidArgument).
 //
-// The change also gives the person a new X25519 key pair and re-wraps for
-// it everything their keyring entry holds, and their live recovery codes
-// get its private key (see renew.go): the old secret, with a copy of the
-// store from before, opens nothing made afterwards. An identity derived
-// from the old secret (DeriveIdentity) stops opening; derive it again.
-// Another handle of the person opened before the change keeps working
-// with what it holds, but a generation that a rotation makes afterwards
-// reaches it as an error matching ErrNoAccess: open it again.
+// The change also gives the person a new X25519 key pair and a new
+// signing key, re-wraps for it everything their keyring entry holds, and
+// their live recovery codes get its private key (see renew.go): the old
+// secret, with a copy of the store from before, opens nothing made
+// afterwards, and the old signing key signs nothing valid (a
+// ledger.KeysRenewed entry, signed by it, ends its commit). On a device
+// of a hub the change is made on the hub first: out of its reach nothing
+// is written. An identity derived from the old secret (DeriveIdentity)
+// stops opening; derive it again. Another handle of the person opened
+// before the change writes nothing more (an error matching ErrNoAccess):
+// open it again.
 func (v *Vault) ChangeSecret(ctx context.Context, old, new []byte) error {
 	if err := v.changeSecret(ctx, old, new); err != nil {
 		return fmt.Errorf("change secret of %q: %w", v.user, err)
