@@ -468,6 +468,15 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 			return fmt.Errorf("the last owner cannot be revoked: %w", ErrNotPermitted)
 		}
 	}
+	if cerr != nil && len(a.sources) > 0 {
+		// A refused entry (planted, or put back) is not the grant the
+		// ledger records: the revocation ends the ledger's, whose key it
+		// names (naming the planted entry's would leave the genuine grant
+		// standing, and the genuine entry put back would open).
+		if p, named := a.sources[0].st.Person(user); named && !p.Revoked && len(p.Key) > 0 {
+			tomb.signPub = p.Key
+		}
+	}
 	tomb.seal(v.dk, v.name, v.me.header)
 	val := tomb.encode()
 	entry := ledger.Entry{Kind: ledger.PersonRevoked, ID: user, CipherHash: hashOf(val), SigningKey: tomb.signPub}

@@ -468,3 +468,28 @@ func TestHostileForgePulledChange(t *testing.T) {
 		})
 	}
 }
+
+// TestRevokeOfAPlantedEntryRevokesTheGrant: rita, a reader, plants over
+// her own keyring entry one granted by herself (refused on every read);
+// the owner, seeing her listed as tampered, revokes her. The revocation
+// ends the grant the ledger records, not the planted entry's key: rita's
+// genuine entry put back afterwards is revoked (ErrNoAccess), and the
+// ledger verifies.
+func TestRevokeOfAPlantedEntryRevokesTheGrant(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			p := setUp(t, newStore(t))
+			hdr := header(t, p.st)
+			planted, _ := forge(t, hdr, p.rita.gens[1], p.rita.gens, "rita", "r2", roleReader, "rita", nil)
+			plant(t, p.st, planted)
+			_, err := p.olga.People(ctx)
+			require.ErrorIs(t, err, vault.ErrTampered)
+			require.NoError(t, p.olga.Revoke(ctx, "rita", vault.RevokeWithoutRotation()))
+			plant(t, p.st, p.rita.entry)
+			_, err = vault.Open(ctx, cfg(p.st, "rita", "r"))
+			require.ErrorIs(t, err, vault.ErrNoAccess, "rita's genuine entry after her revocation")
+			verified(t, p.olga)
+		})
+	}
+}
