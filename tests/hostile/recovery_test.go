@@ -14,6 +14,7 @@ import (
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/codec"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
@@ -308,7 +309,10 @@ func TestHostileSigningRenewalNotByThePerson(t *testing.T) {
 // changes his secret on his device and syncs; olga's rotation, on hers,
 // reaches the hub. The code and the old secret, with the hub's entries of
 // before, open nothing the hub's entry of will holds now, nor the record
-// written after the rotation; the new secret opens on a new device.
+// written after the rotation; the new secret opens on a new device. The
+// renewal reached the hub's ledger first: an entry the old signing key
+// signs there afterwards fails Verify, and will's entry of before, put
+// back on the hub, is refused.
 func renewedOnHub(t *testing.T, hub stores.Store, newDevice func(testing.TB) stores.Store) {
 	ctx := context.Background()
 	olga := open(t, onHub(newDevice(t), hub, "olga", "o"))
@@ -348,7 +352,21 @@ func renewedOnHub(t *testing.T, hub stores.Store, newDevice func(testing.TB) sto
 	assert.Equal(t, "written after the secret change", noteText(t, again, "notes", "after"))
 	_, err = vault.Open(ctx, onHub(newDevice(t), hub, "will", "w"))
 	assert.ErrorIs(t, err, vault.ErrWrongSecret)
-	verified(t, open(t, cfg(hub, "olga", "o")))
+	onHubOlga := open(t, cfg(hub, "olga", "o"))
+	verified(t, onHubOlga)
+
+	// The renewal reached the hub's ledger first: the old signing key
+	// signs nothing valid there, and will's entry of before, put back on
+	// the hub, is refused.
+	head, err := onHubOlga.Audit().Head(ctx)
+	require.NoError(t, err)
+	_, err = forger(t, hub, old, "will").Append(ctx, ledger.Entry{Kind: ledger.AppEvent, Reason: "after the renewal"})
+	require.NoError(t, err)
+	badEntryAt(t, onHubOlga, head.Seq+1, ledger.BadSignature)
+	_, err = hub.Put(ctx, keyringKey("will"), keptEntry.Value)
+	require.NoError(t, err)
+	_, err = vault.Open(ctx, cfg(hub, "will", "w"))
+	assert.ErrorIs(t, err, vault.ErrTampered, "will's entry of before the renewal, put back on the hub")
 }
 
 // TestHubRenewalOpensNothingNew runs renewedOnHub on memstore and badger
