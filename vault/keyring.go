@@ -215,12 +215,6 @@ func (e *keyringEntry) renewedFrom(key []byte) bool {
 	return slices.ContainsFunc(e.renewedSignKeys(), func(k []byte) bool { return bytes.Equal(k, key) })
 }
 
-// heldSignKey reports whether key is one of the signing keys e's person
-// held since its grant.
-func (e *keyringEntry) heldSignKey(key []byte) bool {
-	return slices.ContainsFunc(e.signKeys(), func(k []byte) bool { return bytes.Equal(k, key) })
-}
-
 // prevPurpose is the purpose of the wrap of the earlier box private key
 // whose public key is pub.
 func prevPurpose(pub []byte) string { return "box/prev/" + hex.EncodeToString(pub) }
