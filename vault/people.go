@@ -539,7 +539,10 @@ func (v *Vault) activeOwners(ctx context.Context) (int, error) {
 // is written. An identity derived from the old secret (DeriveIdentity)
 // stops opening; derive it again. Another handle of the person opened
 // before the change writes nothing more (an error matching ErrNoAccess):
-// open it again.
+// open it again. While the change commits, the handle's other writes wait
+// for it (retried as for a conflict, within the retry budget): one that
+// waits longer, on a slow durable store, fails with an error matching
+// sequence.ErrContention and writes nothing.
 func (v *Vault) ChangeSecret(ctx context.Context, old, new []byte) error {
 	if err := v.changeSecret(ctx, old, new); err != nil {
 		return fmt.Errorf("change secret of %q: %w", v.user, err)

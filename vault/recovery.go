@@ -847,27 +847,32 @@ func commitEntries(ctx context.Context, st stores.Store, l writableLedger, ws []
 // device's write after the hub's leaves the renewal on the hub: the
 // person opens again with the new secret.
 func (v *Vault) writeRenewal(ctx context.Context, ws []entryWrite, es []ledger.Entry, changed error, r renewal, oldSeed *crypto.Key, done func()) error {
-	m := v.me
-	m.renewing.Store(true)
-	defer m.renewing.Store(false)
 	signer := seedSigner{seed: oldSeed, pub: r.oldSign}
+	var hl writableLedger
+	var hst stores.Store
 	if h := v.hub; h != nil {
 		opts := h.ledgerOptions()
 		opts.Signer, opts.Guard, opts.GuardKeys = signer, nil, nil
 		// A reader's hub-side vault writes nothing but the person's own
 		// changes (as its Sync copies their keyring entry).
-		hst := writable(h.store)
-		hl := newLedger()(hst, h.seal, h.macer, h.prefix, opts)
-		err := commitEntries(ctx, hst, hl, ws[:1], es, changed)
-		_ = hl.Close()
-		if err != nil {
-			return fmt.Errorf("on the hub: %w", feedErr(err))
-		}
+		hst = writable(h.store)
+		hl = newLedger()(hst, h.seal, h.macer, h.prefix, opts)
+		defer func() { _ = hl.Close() }()
 	}
 	opts := v.ledgerOptions()
 	opts.Signer, opts.Guard, opts.GuardKeys = signer, nil, nil
 	l := newLedger()(v.me.store, v.seal, v.macer, v.prefix, opts)
 	defer func() { _ = l.Close() }()
+	// The handle's other commits wait from here to the new key: the
+	// ledgers are made (and closed) outside the window.
+	m := v.me
+	m.renewing.Store(true)
+	defer m.renewing.Store(false)
+	if hl != nil {
+		if err := commitEntries(ctx, hst, hl, ws[:1], es, changed); err != nil {
+			return fmt.Errorf("on the hub: %w", feedErr(err))
+		}
+	}
 	err := commitEntries(ctx, v.me.store, l, ws, es, changed)
 	if err == nil && done != nil {
 		done()
