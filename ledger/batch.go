@@ -2,11 +2,14 @@ package ledger
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/noydb-go/noydb/internal/batch"
@@ -78,6 +81,21 @@ type request struct {
 	failed   bool  // its own function failed (err) or panicked; final for the attempt
 	panicked any   // what its function panicked with
 	err      error // the result
+}
+
+// requests recycles the requests of Update calls, the commit path's: a
+// request is free again once its Do has returned (batch.Slot).
+var requests = sync.Pool{New: func() any { return new(request) }}
+
+// recycle returns r, whose Do has returned, to requests, keeping only its
+// Slot (whose channel serves its next Do), unless the call panicked (then
+// submit panics on and r is left to the collector).
+func (r *request) recycle() {
+	if r.panicked != nil {
+		return
+	}
+	*r = request{Slot: r.Slot}
+	requests.Put(r)
 }
 
 // reset clears the outcome of an earlier attempt.
@@ -249,8 +267,9 @@ func (run *commitRun) body(tx stores.Tx) error {
 	return err
 }
 
-// get reads through the attempt's transaction (for the guard).
-func (run *commitRun) get(key string) (stores.Item, error) { return run.tx.Get(key) }
+// get reads through the attempt's transaction (for the guard, which
+// modifies nothing it reads: see wire.LedgerOptions.Guard).
+func (run *commitRun) get(key string) (stores.Item, error) { return stores.GetShared(run.tx, key) }
 
 // start readies the run for batch b.
 func (run *commitRun) start(ctx context.Context, b []*request) {
@@ -397,7 +416,8 @@ func (l *ledger) fill(run *commitRun, tx stores.Tx) (head Head, sealed []byte, w
 	if sealed, err = l.sealHead(bt.head, nil); err != nil {
 		return Head{}, nil, false, err
 	}
-	if err := tx.Put(l.headKey, sealed); err != nil {
+	// sealed is kept (lastSealed) and never modified: the store may keep it.
+	if err := stores.PutShared(tx, l.headKey, sealed); err != nil {
 		return Head{}, nil, false, err
 	}
 	return bt.head, sealed, false, nil
@@ -468,7 +488,7 @@ func (r *request) derived(head Head) (entries []Entry, err error) {
 // the ones this ledger wrote last (they carry a random nonce, so equal bytes
 // are that head).
 func (l *ledger) readHeadTx(tx stores.Tx) (headState, error) {
-	it, err := tx.Get(l.headKey)
+	it, err := stores.GetShared(tx, l.headKey) // compared and opened, never modified
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
 		return headState{}, nil
@@ -503,8 +523,12 @@ func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry, top bool) 
 	if err := l.writeUnwritten(); err != nil {
 		return Head{}, err
 	}
-	// One entry at a time: none is kept but the last.
 	c := l.chainAfter(head)
+	c.chunk = chunkFor(len(entries))
+	if len(entries) >= parallelSeal && runtime.GOMAXPROCS(0) > 1 {
+		return l.putRun(tx, &c, entries, top)
+	}
+	// One entry at a time: none is kept but the last.
 	var last record
 	for i, e := range entries {
 		var err error
@@ -530,6 +554,72 @@ func (l *ledger) putEntries(tx stores.Tx, head Head, entries []Entry, top bool) 
 	}
 	l.mu.Unlock()
 	return c.head(), nil
+}
+
+// parallelSeal is the least number of entries putEntries seals on two
+// goroutines: below, the hand-over costs more than half the sealing.
+const parallelSeal = 32
+
+// putRun is putEntries for a run of entries (a batch of numbers): the
+// chain is built first, one entry after the other (each MAC covers the
+// one before); the entries are then sealed on two goroutines, each at its
+// own key, which shares a batch's largest cost with a second core, and
+// written in order.
+func (l *ledger) putRun(tx stores.Tx, c *chainer, entries []Entry, top bool) (Head, error) {
+	recs := make([]record, len(entries))
+	for i, e := range entries {
+		var err error
+		if recs[i], err = c.next(e); err != nil {
+			return Head{}, err
+		}
+	}
+	last := recs[len(recs)-1]
+	keep := top && l.signer != nil && last.entry.Covered
+	toSeal := recs
+	if keep {
+		toSeal = recs[:len(recs)-1]
+	}
+	keys, sealed := make([]string, len(toSeal)), make([][]byte, len(toSeal))
+	half := len(toSeal) / 2
+	var (
+		wg    sync.WaitGroup
+		other error
+	)
+	wg.Go(func() { other = l.sealRun(toSeal[half:], keys[half:], sealed[half:]) })
+	err := l.sealRun(toSeal[:half], keys[:half], sealed[:half])
+	wg.Wait()
+	if err = cmp.Or(err, other); err != nil {
+		return Head{}, err
+	}
+	for i := range toSeal {
+		if err := stores.PutShared(tx, keys[i], sealed[i]); err != nil { // fresh bytes, not kept here
+			return Head{}, err
+		}
+	}
+	l.mu.Lock()
+	for i := range recs {
+		l.collectEntry(&recs[i].entry)
+	}
+	if keep {
+		l.unwritten, l.hasUnwritten = last, true
+	}
+	if l.signer != nil {
+		l.built = last
+	}
+	l.mu.Unlock()
+	return c.head(), nil
+}
+
+// sealRun seals recs, each at its key, into keys and sealed.
+func (l *ledger) sealRun(recs []record, keys []string, sealed [][]byte) error {
+	for i, rec := range recs {
+		keys[i] = l.entryKey(rec.entry.Seq)
+		var err error
+		if sealed[i], err = l.sealer.Seal(keys[i], rec.plain); err != nil {
+			return fmt.Errorf("seal entry: %w", err)
+		}
+	}
+	return nil
 }
 
 // writeUnwritten writes the entry putEntries kept unwritten, if any, Covered,
@@ -565,7 +655,7 @@ func (l *ledger) putEntry(tx stores.Tx, rec record) error {
 	if err != nil {
 		return fmt.Errorf("seal entry: %w", err)
 	}
-	return tx.Put(key, sealed)
+	return stores.PutShared(tx, key, sealed) // fresh bytes, not kept here
 }
 
 // batchTx is a batch's transaction as its Update closures see it: the
@@ -596,6 +686,22 @@ func (b *batchTx) Put(key string, value []byte) error {
 		return nil
 	}
 	return b.tx.Put(key, value)
+}
+
+// GetShared implements stores.TxSharer for the keys other than the head's.
+func (b *batchTx) GetShared(key string) (stores.Item, error) {
+	if key == b.l.headKey {
+		return b.Get(key)
+	}
+	return stores.GetShared(b.tx, key)
+}
+
+// PutShared implements stores.TxSharer for the keys other than the head's.
+func (b *batchTx) PutShared(key string, value []byte) error {
+	if key == b.l.headKey {
+		return b.Put(key, value)
+	}
+	return stores.PutShared(b.tx, key, value)
 }
 
 func (b *batchTx) Delete(key string) error {

@@ -296,6 +296,16 @@ func (l *ledger) AppendTx(ctx context.Context, tx stores.Tx, entries ...Entry) (
 			return Head{}, fmt.Errorf("ledger append: %w", err)
 		}
 	}
+	if bt, ok := tx.(*batchTx); ok && l.topTx(tx) {
+		// An Update alone in its batch: append after the batch's head,
+		// held by its transaction itself, without a token's round trip.
+		nh, err := l.putEntries(tx, bt.head, entries, true)
+		if err != nil {
+			return Head{}, fmt.Errorf("ledger append: %w", err)
+		}
+		bt.head = nh
+		return nh, nil
+	}
 	it, err := tx.Get(l.headKey)
 	if err == nil {
 		if h, ok := l.fromToken(it.Value); ok {
@@ -356,7 +366,10 @@ func (l *ledger) UpdateKeys(ctx context.Context, keys []string, fn func(tx store
 		return fmt.Errorf("ledger update: %w", err)
 	}
 	defer l.gate.Exit()
-	_, err := l.submit(ctx, &request{update: fn, keys: keys})
+	req := requests.Get().(*request)
+	req.update, req.keys = fn, keys
+	_, err := l.submit(ctx, req)
+	req.recycle()
 	return err
 }
 
@@ -674,6 +687,7 @@ func (l *ledger) materialize(ctx context.Context, recs []record) error {
 func (l *ledger) build(head Head, entries []Entry) ([]record, Head, error) {
 	recs := make([]record, len(entries))
 	b := l.chainAfter(head)
+	b.chunk = chunkFor(len(entries))
 	for i, e := range entries {
 		var err error
 		if recs[i], err = b.next(e); err != nil {
@@ -736,7 +750,39 @@ type chainer struct {
 	cover       uint64
 	coverPeople bool
 	chained     bool
+	// chunk, when not zero, is the size of the buffers the records'
+	// plaintexts are carved from (see room), for a run of entries.
+	chunk int
+	arena []byte
 }
+
+// chunkFor returns the chunk size for a run of n entries: the plaintexts
+// of a run share buffers instead of taking one allocation each.
+func chunkFor(n int) int {
+	if n < 2 {
+		return 0
+	}
+	return min(n*160, 16<<10)
+}
+
+// room returns k bytes for a record's plaintext: carved from the run's
+// buffers (capped, so that an append to one never reaches the next), or
+// allocated alone.
+func (c *chainer) room(k int) []byte {
+	if c.chunk == 0 {
+		return make([]byte, k)
+	}
+	if cap(c.arena)-len(c.arena) < k {
+		c.arena = make([]byte, 0, max(k, c.chunk))
+	}
+	at := len(c.arena)
+	c.arena = c.arena[:at+k]
+	return c.arena[at : at+k : at+k]
+}
+
+// encodings holds scratch buffers an entry is encoded and chained in
+// before it is copied to its record at its exact size.
+var encodings = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // chainAfter returns a chainer of entries after head.
 func (l *ledger) chainAfter(head Head) chainer {
@@ -779,9 +825,15 @@ func (c *chainer) next(e Entry) (record, error) {
 		// A change of people is signed (it and the rest of the commit).
 		c.chained = false
 	}
+	bp := encodings.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 64<<10 {
+			encodings.Put(bp)
+		}
+	}()
 	var (
-		plain []byte
-		err   error
+		enc []byte
+		err error
 	)
 	switch {
 	case c.chained:
@@ -789,15 +841,16 @@ func (c *chainer) next(e Entry) (record, error) {
 		if seq == 1 && e.SigningKey == nil {
 			e.SigningKey = c.pub // the genesis: its author's key
 		}
-		plain, err = e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
+		enc, err = e.AppendBinary((*bp)[:0])
 	case c.pub != nil:
-		plain, err = l.coverEntry(&e, c.pub)
+		enc, err = l.coverEntry(&e, c.pub, (*bp)[:0])
 		if c.cover == 0 {
 			c.cover, c.coverPeople = seq, isPeopleKind(e.Kind)
 		}
 	default:
-		plain, err = e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
+		enc, err = e.AppendBinary((*bp)[:0])
 	}
+	*bp = enc[:0]
 	if err != nil {
 		return record{}, err
 	}
@@ -807,8 +860,11 @@ func (c *chainer) next(e Entry) (record, error) {
 	if closesWindow(&e, c.alone) {
 		c.alone, c.chained = "", false
 	}
-	n := len(plain)
-	plain = l.appendChainMAC(plain, c.prev, seq, plain)
+	n := len(enc)
+	enc = l.appendChainMAC(enc, c.prev, seq, enc)
+	*bp = enc[:0]
+	plain := c.room(len(enc))
+	copy(plain, enc)
 	mac := plain[n:]
 	if len(mac) == 0 || len(mac) > maxMAC {
 		return record{}, fmt.Errorf("ledger: MACer returned %d bytes (want 1 to %d)", len(mac), maxMAC)
@@ -821,6 +877,14 @@ func (c *chainer) next(e Entry) (record, error) {
 // head returns the head after the last entry built (the head the chainer
 // started from when it built none), with the commit's state.
 func (c *chainer) head() Head {
-	return Head{Seq: c.seq, MAC: slices.Clone(c.prev), people: c.people, linkFrom: c.linkFrom,
+	mac := c.prev
+	if c.chunk != 0 {
+		// Not to keep the run's shared buffer alive for as long as the
+		// head is kept.
+		mac = slices.Clone(mac)
+	}
+	// Otherwise the MAC is the end of the last record's plaintext, which
+	// is its own allocation and never modified.
+	return Head{Seq: c.seq, MAC: mac, people: c.people, linkFrom: c.linkFrom,
 		alone: c.alone, cover: c.cover, coverPeople: c.coverPeople}
 }

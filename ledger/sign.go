@@ -922,12 +922,12 @@ func (l *ledger) verifySigned(ctx context.Context, progress func(entries uint64)
 
 // coverEntry encodes e, to be appended by the ledger's signer whose key is
 // pub, as a Covered entry. Entry 1 carries the author's key.
-func (l *ledger) coverEntry(e *Entry, pub []byte) ([]byte, error) {
+func (l *ledger) coverEntry(e *Entry, pub, dst []byte) ([]byte, error) {
 	e.Signature, e.Covered = nil, true
 	if e.Seq == 1 && e.SigningKey == nil {
 		e.SigningKey = pub
 	}
-	return e.AppendBinary(make([]byte, 0, e.encodedLen()+64))
+	return e.AppendBinary(dst)
 }
 
 // buildSigned is build for a commit of its own: the last entry is signed.

@@ -113,9 +113,10 @@ type summary struct {
 	facts   []Facts // one per kind, in the order of kinds
 	saved   uint64  // the newest checkpoint known to be stored (0: none)
 
-	inMu  sync.Mutex // guards inbox; never held across a read
-	inbox []inboxCommit
-	lost  bool // commits were dropped from the inbox
+	inMu    sync.Mutex // guards inbox; never held across a read
+	inbox   []inboxCommit
+	inboxed int  // the entries of the commits in inbox
+	lost    bool // commits were dropped from the inbox
 
 	running atomic.Bool    // a background catch-up is running
 	bgRuns  sync.WaitGroup // background catch-ups started (tests wait for them)
@@ -176,7 +177,7 @@ func (s *summary) foldCommit(start, end Head, entries []Entry) {
 func (s *summary) drain() {
 	s.inMu.Lock()
 	inbox, lost := s.inbox, s.lost
-	s.inbox, s.lost = nil, false
+	s.inbox, s.inboxed, s.lost = nil, 0, false
 	s.inMu.Unlock()
 	if lost {
 		return // some were dropped: a later query reads them back
@@ -428,14 +429,11 @@ func (l *ledger) committed(start, end Head, entries []Entry) {
 		s.mu.Unlock()
 	} else {
 		s.inMu.Lock()
-		n := 0
-		for _, c := range s.inbox {
-			n += len(c.entries)
-		}
-		if s.lost || n+len(entries) > maxInbox {
-			s.inbox, s.lost = nil, true
+		if s.lost || s.inboxed+len(entries) > maxInbox {
+			s.inbox, s.inboxed, s.lost = nil, 0, true
 		} else {
 			s.inbox = append(s.inbox, inboxCommit{start: start, end: end, entries: slices.Clone(entries)})
+			s.inboxed += len(entries)
 		}
 		s.inMu.Unlock()
 	}

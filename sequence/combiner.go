@@ -244,6 +244,7 @@ type work struct {
 	start     uint64      // the counter before the attempt
 	seeds     []seedRange // the numbers the attempt's seeds skipped
 	events    []event
+	eventBuf  []event  // the room events are planned in, kept from batch to batch
 	next      state    // the state the attempt wrote
 	sealed    []byte   // the bytes the attempt wrote (or read, if it wrote nothing)
 	buf       []byte   // plaintext scratch
@@ -574,7 +575,7 @@ func (c *counter) txBody(tx stores.Tx) error {
 	}
 	c.w.events = nil
 	pin := c.w.pin
-	item, err := tx.Get(c.key)
+	item, err := stores.GetShared(tx, c.key) // compared, opened or copied: never modified
 	var st state
 	switch {
 	case err == nil && c.cacheSealed != nil && bytes.Equal(item.Value, c.cacheSealed):
@@ -612,7 +613,8 @@ func (c *counter) txBody(tx stores.Tx) error {
 		if c.w.sealed, err = c.svc.sealer.Seal(c.key, c.w.buf); err != nil {
 			return err
 		}
-		if err := tx.Put(c.key, c.w.sealed); err != nil {
+		// Fresh bytes, kept as the cache and never modified: the store may keep them.
+		if err := stores.PutShared(tx, c.key, c.w.sealed); err != nil {
 			return err
 		}
 	}
@@ -705,7 +707,9 @@ func (c *counter) plan(tx stores.Tx, st *state, batch []*op) (changed bool, even
 	c.w.start, c.w.seeds = start, c.w.seeds[:0]
 	var served map[string]uint64 // request ids answered in this batch
 	if c.svc.journal != nil {
-		events = make([]event, 0, len(batch))
+		// The leader's buffer: the events live until the batch's run ends.
+		events = c.w.eventBuf[:0]
+		defer func() { c.w.eventBuf = events[:0] }()
 	}
 	for _, o := range batch {
 		if o.err != nil {

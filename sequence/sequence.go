@@ -446,7 +446,7 @@ func (q *Sequence) do(req op) (uint64, error) {
 	o.Slot = slot
 	q.c.submit(o)
 	n, err, panicked, panicVal := o.n, o.err, o.panicked, o.panicVal
-	*o = op{Slot: slot}
+	*o = op{Slot: o.Slot} // as submit left it: with the channel a wait made
 	opPool.Put(o)
 	if panicked {
 		panic(panicVal)

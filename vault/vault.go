@@ -338,7 +338,14 @@ func (s keySealer) Open(key string, sealed []byte) ([]byte, error) {
 type journal struct{ l writableLedger }
 
 func (j journal) Record(ctx context.Context, tx stores.Tx, events []wire.SequenceEvent) error {
-	entries := make([]ledger.Entry, len(events))
+	bp := journalEntries.Get().(*[]ledger.Entry)
+	entries := slices.Grow((*bp)[:0], len(events))[:len(events)]
+	defer func() {
+		// The ledger keeps none of them once the append returned.
+		clear(entries)
+		*bp = entries[:0]
+		journalEntries.Put(bp)
+	}()
 	for i, e := range events {
 		entries[i] = ledger.Entry{
 			Kind:      eventKind(e.Kind),
@@ -358,6 +365,9 @@ func (j journal) Record(ctx context.Context, tx stores.Tx, events []wire.Sequenc
 	}
 	return err
 }
+
+// journalEntries recycles the entries Record builds, one per number.
+var journalEntries = sync.Pool{New: func() any { return new([]ledger.Entry) }}
 
 func eventKind(k wire.SequenceEventKind) ledger.Kind {
 	switch k {

@@ -76,6 +76,8 @@ type LedgerOptions struct {
 	// the whole commit, which writes nothing, and is returned to every
 	// call of the commit. The vault checks there that its person was not
 	// revoked (or revoked and granted again) since the handle opened.
+	// The values get returns may be the store's own bytes
+	// (stores.GetShared): Guard must never modify them.
 	Guard func(get func(key string) (stores.Item, error)) error
 	// GuardKeys are the keys Guard reads: on a store whose reads are round
 	// trips (stores.Prefetcher) they are fetched, and locked, with the

@@ -19,6 +19,7 @@ import (
 )
 
 type entry struct {
+	key     string
 	value   []byte
 	version uint64
 }
@@ -26,7 +27,7 @@ type entry struct {
 // Store is an in-memory stores.Store and stores.Transactor. Create it with New.
 type Store struct {
 	mu      sync.RWMutex
-	data    map[string]entry
+	data    table
 	sorted  []string // keys in order, but for added; rebuilt lazily when stale
 	added   []string // keys new since sorted was last brought up to date
 	stale   bool     // a key was deleted: sorted is rebuilt
@@ -38,11 +39,12 @@ var (
 	_ stores.Store       = (*Store)(nil)
 	_ stores.Transactor  = (*Store)(nil)
 	_ stores.RangeLister = (*Store)(nil)
+	_ stores.TxSharer    = (*txn)(nil)
 )
 
 // New returns an empty in-memory store.
 func New() *Store {
-	return &Store{data: make(map[string]entry)}
+	return &Store{data: newTable()}
 }
 
 // Capabilities reports CASAtomic and Transactions.
@@ -71,7 +73,7 @@ func (s *Store) Get(ctx context.Context, key string) (stores.Item, error) {
 }
 
 func (s *Store) getLocked(key string) (stores.Item, error) {
-	e, ok := s.data[key]
+	e, ok := s.data.get(key)
 	if !ok {
 		return stores.Item{}, stores.ErrNotFound
 	}
@@ -101,9 +103,7 @@ func (s *Store) putLocked(key string, value []byte) uint64 {
 // adoptLocked stores value, which the store now owns, at key.
 func (s *Store) adoptLocked(key string, value []byte) uint64 {
 	s.version++
-	n := len(s.data)
-	s.data[key] = entry{value: value, version: s.version}
-	if len(s.data) != n && !s.stale { // a new key: one map operation tells
+	if s.data.set(entry{key: key, value: value, version: s.version}) && !s.stale {
 		s.added = append(s.added, key)
 	}
 	return s.version
@@ -122,7 +122,7 @@ func (s *Store) CompareAndSwap(ctx context.Context, key string, expected uint64,
 	if s.closed {
 		return 0, stores.ErrClosed
 	}
-	if s.data[key].version != expected {
+	if e, _ := s.data.get(key); e.version != expected {
 		return 0, stores.ErrConflict
 	}
 	return s.putLocked(key, value), nil
@@ -143,8 +143,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 }
 
 func (s *Store) deleteLocked(key string) {
-	if _, ok := s.data[key]; ok {
-		delete(s.data, key)
+	if s.data.del(key) {
 		s.stale = true
 		clear(s.added)
 		s.added = s.added[:0]
@@ -223,10 +222,7 @@ func (s *Store) snapshot(prefix, after string) ([]stores.Item, error) {
 	}
 	switch {
 	case s.stale:
-		s.sorted = s.sorted[:0]
-		for k := range s.data {
-			s.sorted = append(s.sorted, k)
-		}
+		s.sorted = s.data.keys(s.sorted[:0])
 		slices.Sort(s.sorted)
 		s.stale, s.added = false, s.added[:0]
 	case len(s.added) > 0:
@@ -246,7 +242,7 @@ func (s *Store) snapshot(prefix, after string) ([]stores.Item, error) {
 	}
 	items := make([]stores.Item, 0, end-start)
 	for _, k := range s.sorted[start:end] {
-		e := s.data[k]
+		e, _ := s.data.get(k)
 		items = append(items, stores.Item{Key: k, Value: e.value, Version: e.version})
 	}
 	// The values are copied into shared buffers of up to listBuffer bytes,
@@ -276,8 +272,9 @@ func (s *Store) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 	if s.closed {
 		return stores.ErrClosed
 	}
-	tx := &txn{s: s}
-	tx.writes = tx.first[:0]
+	tx := txns.Get().(*txn)
+	tx.s = s
+	defer tx.recycle()
 	if err := fn(tx); err != nil {
 		return err
 	}
@@ -294,12 +291,27 @@ func (s *Store) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 	return nil
 }
 
+// txns recycles transactions: fn may not keep its tx (stores.Transactor),
+// so one is free again when Update returns.
+var txns = sync.Pool{New: func() any { t := &txn{}; t.writes = t.first[:0]; return t }}
+
+// recycle forgets the transaction's writes and returns it to txns. A
+// transaction that grew past its first writes is dropped, not kept large.
+func (t *txn) recycle() {
+	if cap(t.writes) > len(t.first) {
+		return
+	}
+	*t = txn{} // drops the values and keys it held
+	t.writes = t.first[:0]
+	txns.Put(t)
+}
+
 // Close drops the data. Later calls return stores.ErrClosed.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.data = nil
+	s.data = newTable()
 	s.sorted, s.added = nil, nil
 	return nil
 }
@@ -347,6 +359,15 @@ func (t *txn) find(key string) *write {
 }
 
 func (t *txn) Get(key string) (stores.Item, error) {
+	it, err := t.GetShared(key)
+	if err == nil {
+		it.Value = slices.Clone(it.Value)
+	}
+	return it, err
+}
+
+// GetShared implements stores.TxSharer: Get without copying the value.
+func (t *txn) GetShared(key string) (stores.Item, error) {
 	if err := stores.CheckKey(key); err != nil {
 		return stores.Item{}, err
 	}
@@ -355,9 +376,29 @@ func (t *txn) Get(key string) (stores.Item, error) {
 			return stores.Item{}, stores.ErrNotFound
 		}
 		// Uncommitted writes have no version yet; report the committed one.
-		return stores.Item{Key: key, Value: slices.Clone(w.value), Version: t.s.data[key].version}, nil
+		e, _ := t.s.data.get(key)
+		return stores.Item{Key: key, Value: w.value, Version: e.version}, nil
 	}
-	return t.s.getLocked(key)
+	e, ok := t.s.data.get(key)
+	if !ok {
+		return stores.Item{}, stores.ErrNotFound
+	}
+	return stores.Item{Key: key, Value: e.value, Version: e.version}, nil
+}
+
+// PutShared implements stores.TxSharer: Put that keeps value as given.
+func (t *txn) PutShared(key string, value []byte) error {
+	if err := stores.CheckKey(key); err != nil {
+		return err
+	}
+	if err := stores.CheckValue(value); err != nil {
+		return err
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	t.set(write{key: key, value: value})
+	return nil
 }
 
 func (t *txn) Put(key string, value []byte) error {

@@ -88,6 +88,7 @@ func Run(t *testing.T, newStore func(t *testing.T) stores.Store) {
 		{"TxRollback", s.testTxRollback},
 		{"TxReadOwnWrites", s.testTxReadOwnWrites},
 		{"TxValueNotAliased", s.testTxValueNotAliased},
+		{"TxShared", s.testTxShared},
 		{"TxBadInput", s.testTxBadInput},
 		{"TxCancelledDuringFn", s.testTxCancelled},
 		{"TxConcurrentWriter", s.testTxConcurrentWriter},

@@ -176,6 +176,50 @@ func (s suite) testTxValueNotAliased(t *testing.T) {
 	checkItem(t, st, "c", []byte("committed"), 0)
 }
 
+// testTxShared: stores.GetShared and stores.PutShared (through a
+// stores.TxSharer or not) read and write like Get and Put: own writes
+// first, then committed values, invalid keys and values refused without
+// spoiling the transaction, and the writes committed.
+func (s suite) testTxShared(t *testing.T) {
+	st, tr := s.openTx(t)
+	ctx := context.Background()
+	put(t, st, "c", []byte("committed"))
+	err := tr.Update(ctx, func(tx stores.Tx) error {
+		it, err := stores.GetShared(tx, "c")
+		if assert.NoError(t, err) {
+			assert.Equal(t, []byte("committed"), it.Value, "GetShared of a committed key")
+			assert.Equal(t, "c", it.Key)
+		}
+		_, err = stores.GetShared(tx, "missing")
+		assert.ErrorIs(t, err, stores.ErrNotFound, "GetShared of a missing key")
+		require.NoError(t, stores.PutShared(tx, "k", []byte("shared")))
+		require.NoError(t, tx.Put("p", []byte("plain")))
+		for key, want := range map[string]string{"k": "shared", "p": "plain"} {
+			it, err := stores.GetShared(tx, key)
+			if assert.NoError(t, err, "GetShared of a pending write") {
+				assert.Equal(t, []byte(want), it.Value, "GetShared of a pending write")
+			}
+			it, err = tx.Get(key)
+			if assert.NoError(t, err) {
+				assert.Equal(t, []byte(want), it.Value, "Get of a pending write")
+			}
+		}
+		require.NoError(t, tx.Delete("c"))
+		_, err = stores.GetShared(tx, "c")
+		assert.ErrorIs(t, err, stores.ErrNotFound, "GetShared of a key deleted in the transaction")
+		assert.ErrorIs(t, stores.PutShared(tx, "", []byte("v")), stores.ErrInvalidKey, "PutShared of an empty key")
+		_, err = stores.GetShared(tx, "")
+		assert.ErrorIs(t, err, stores.ErrInvalidKey, "GetShared of an empty key")
+		assert.ErrorIs(t, stores.PutShared(tx, "big", make([]byte, stores.MaxValueLen+1)), stores.ErrTooLarge, "PutShared of a large value")
+		return stores.PutShared(tx, "e", []byte{})
+	})
+	require.NoError(t, err)
+	checkItem(t, st, "k", []byte("shared"), 0)
+	checkItem(t, st, "p", []byte("plain"), 0)
+	checkItem(t, st, "e", []byte{}, 0)
+	checkMissing(t, st, "c")
+}
+
 func (s suite) testTxBadInput(t *testing.T) {
 	st, tr := s.openTx(t)
 	ctx := context.Background()
