@@ -147,7 +147,8 @@ func TestSigningVault(t *testing.T) {
 }
 
 // TestSigningReader: a reader's vault writes nothing, its own secret
-// change is signed by the reader and verifies.
+// change (and the renewal of their signing key it makes) is signed by the
+// reader and verifies.
 func TestSigningReader(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
@@ -158,8 +159,10 @@ func TestSigningReader(t *testing.T) {
 	require.ErrorIs(t, err, vault.ErrNotPermitted)
 	require.NoError(t, reader.ChangeSecret(ctx, []byte("r"), []byte("r2")))
 	es := signedBy(t, owner)
-	require.Len(t, es, 2)
+	require.Len(t, es, 3)
 	assert.Equal(t, "rita", es[1].Actor)
+	assert.Equal(t, ledger.KeysRenewed, es[2].Kind)
+	assert.Equal(t, "rita", es[2].Actor)
 	verified(t, owner)
 	verified(t, reader)
 }

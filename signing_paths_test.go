@@ -111,6 +111,7 @@ func TestSigningEveryWritePath(t *testing.T) {
 				ledger.RecoveryCodesIssued:  {"rita": true},
 				ledger.RecoveryCodeUsed:     {"rita": true},
 				ledger.RecoveryCodesRevoked: {"rita": true},
+				ledger.KeysRenewed:          {"bob": true, "rita": true},
 				ledger.PersonRevoked:        {"olga": true},
 				ledger.KeysRotated:          {"olga": true},
 				ledger.KeysResealed:         {"olga": true},

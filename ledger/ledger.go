@@ -710,9 +710,11 @@ func genesisOwner(e *Entry) string {
 // closesWindow reports whether e, an entry written while the window of
 // owner is open, closes it: an entry by someone else, a grant to someone
 // else, an upgrade of a keyring entry of layout version 1 (a vault that
-// may have had several holders).
+// may have had several holders), a renewal of the owner's keys (whoever
+// held their old secret or a used recovery code holds the chain key too).
 func closesWindow(e *Entry, owner string) bool {
-	return owner != "" && (e.Actor != owner || e.Kind == PersonGranted && e.ID != owner || e.Kind == KeyringUpgraded)
+	return owner != "" && (e.Actor != owner || e.Kind == PersonGranted && e.ID != owner || e.Kind == KeyringUpgraded ||
+		e.Kind == KeysRenewed)
 }
 
 // committed returns h, the head after the last entry of a commit, as the

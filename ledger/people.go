@@ -125,6 +125,13 @@ type Vouched struct {
 	// checks authors by position (ReadVerified) takes it where the
 	// ledger has not named it.
 	Earlier []byte
+	// Renewed are the keys the person held since their grant before Key,
+	// oldest first (their renewals: a secret change, a recovery), the
+	// first the grant's. A replay introduces the person with the first of
+	// these and Key that signs their commit (a ledger that records their
+	// renewals begins with the grant's; one begun after a renewal, with a
+	// later one); KeysRenewed entries lead on from there.
+	Renewed [][]byte
 }
 
 // PeopleVouch returns what the caller knows of name, the author of a
@@ -554,14 +561,22 @@ func (st *PeopleState) step(r record, prev []byte, run *peopleRun, vouch PeopleV
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	key, problem := st.signerKey(e.Actor, entries, vouch)
+	key, alts, problem := st.signerKey(e.Actor, entries, vouch)
 	if problem != 0 {
 		return nil, &SignatureError{Seq: entries[0].Seq, Actor: e.Actor, Problem: problem}
 	}
 	enc := r.enc()
 	msg := signedMessage(nil, prev, enc[:len(enc)-1-signatureSize], covered)
 	if !ed25519.Verify(key, msg, e.Signature) {
-		return nil, &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: BadSignature}
+		if i := slices.IndexFunc(alts, func(k []byte) bool { return ed25519.Verify(k, msg, e.Signature) }); i >= 0 {
+			key = alts[i]
+			st.people[e.Actor].rekey(key)
+		} else if ks := st.renewedElsewhere(e.Actor, vouch); slices.ContainsFunc(ks, func(k []byte) bool { return ed25519.Verify(k, msg, e.Signature) }) {
+			key = ks[slices.IndexFunc(ks, func(k []byte) bool { return ed25519.Verify(k, msg, e.Signature) })]
+			st.people[e.Actor].renew(key, e.Seq-covered)
+		} else {
+			return nil, &SignatureError{Seq: e.Seq, Actor: e.Actor, Problem: BadSignature}
+		}
 	}
 	for _, p := range entries {
 		if problem := st.apply(p, key); problem != 0 {
@@ -573,40 +588,90 @@ func (st *PeopleState) step(r record, prev []byte, run *peopleRun, vouch PeopleV
 
 // signerKey returns the key the author of a commit holding the people
 // entries signs with: theirs as the replay knows them, the key their own
-// upgrade introduces, or the key the caller vouches for.
-func (st *PeopleState) signerKey(actor string, entries []Entry, vouch PeopleVouch) ([]byte, SignatureProblem) {
+// upgrade introduces, or the key the caller vouches for; alts are the
+// other keys the caller vouches for (Vouched.Renewed), one of which may
+// sign instead (the caller then calls rekey).
+func (st *PeopleState) signerKey(actor string, entries []Entry, vouch PeopleVouch) (key []byte, alts [][]byte, problem SignatureProblem) {
 	for _, p := range entries {
 		if p.Kind == KeyringUpgraded && p.ID == actor {
 			// The upgrade is signed by the key it introduces; whether the
 			// author may introduce one, apply decides.
-			return p.SigningKey, 0
+			return p.SigningKey, nil, 0
 		}
 	}
 	if s := st.people[actor]; s != nil {
 		if s.Revoked || len(s.Key) != signingKeySize {
-			return nil, Revoked
+			return nil, nil, Revoked
 		}
-		return s.Key, 0
+		return s.Key, nil, 0
 	}
 	if vouch == nil {
-		return nil, UnknownSigner
+		return nil, nil, UnknownSigner
 	}
 	v, ok := vouch(actor)
 	if !ok || len(v.Key) != signingKeySize {
-		return nil, UnknownSigner
+		return nil, nil, UnknownSigner
 	}
 	if v.Root {
 		if st.genesis != "" {
-			return nil, UnknownSigner // one genesis
+			return nil, nil, UnknownSigner // one genesis
 		}
 		st.genesis, v.Role = actor, roleOwner
 	}
-	st.people[actor] = &PersonState{Key: v.Key, Role: v.Role, GrantedBy: actor, Held: []HeldKey{{Key: v.Key, Role: v.Role}},
-		Spans: []GrantSpan{{Key: v.Key, Role: v.Role}}}
+	// The grant's key first: a ledger that records the person's renewals
+	// holds their commits signed with it before them.
+	keys := append(slices.Clone(v.Renewed), v.Key)
+	keys = slices.DeleteFunc(keys, func(k []byte) bool { return len(k) != signingKeySize })
+	key, alts = keys[0], keys[1:]
+	st.people[actor] = &PersonState{Key: key, Role: v.Role, GrantedBy: actor, Held: []HeldKey{{Key: key, Role: v.Role}},
+		Spans: []GrantSpan{{Key: key, Role: v.Role}}}
 	if !v.Root {
 		st.people[actor].GrantedBy = ""
 	}
-	return v.Key, 0
+	return key, alts, 0
+}
+
+// renewedElsewhere returns the keys the caller vouches for actor, known
+// to the replay and not revoked, renewed from the key the replay gives
+// them (after it in Vouched.Renewed, then Vouched.Key): renewals made on
+// another device, which this ledger does not record (the hub's does),
+// vouched for by the keyring's chain of renewals, each signed by the key
+// it replaced. nil when the caller's keyring does not say they renewed it.
+func (st *PeopleState) renewedElsewhere(actor string, vouch PeopleVouch) [][]byte {
+	p := st.people[actor]
+	if p == nil || p.Revoked || vouch == nil {
+		return nil
+	}
+	v, ok := vouch(actor)
+	if !ok || len(v.Key) != signingKeySize {
+		return nil
+	}
+	return keysAfter(append(slices.Clone(v.Renewed), v.Key), p.Key)
+}
+
+// keysAfter returns the keys of chain after key (nil when key is not in
+// it).
+func keysAfter(chain [][]byte, key []byte) [][]byte {
+	i := slices.IndexFunc(chain, func(k []byte) bool { return bytes.Equal(k, key) })
+	if i < 0 {
+		return nil
+	}
+	return chain[i+1:]
+}
+
+// renew gives p key from position from on (a renewal, see
+// renewedElsewhere).
+func (p *PersonState) renew(key []byte, from uint64) {
+	p.end(from)
+	p.Spans = append(p.Spans, GrantSpan{Key: key, Role: p.Role, Collections: p.Collections, From: from})
+	p.Held = append(p.Held, HeldKey{Key: key, Role: p.Role})
+	p.Key = key
+}
+
+// rekey makes key the one p, just vouched for, holds (another of the keys
+// vouched for signed their first commit).
+func (p *PersonState) rekey(key []byte) {
+	p.Key, p.Held[0].Key, p.Spans[0].Key = key, key, key
 }
 
 // apply replays the people entry p, signed by its author with key.

@@ -97,7 +97,8 @@ import (
 //     author's key (SigningKey): the author is the window's owner, the
 //     ledger's genesis author as for a signed first entry.
 //   - An entry by anyone else, a grant to anyone else (PersonGranted with
-//     another ID) or a KeyringUpgraded entry closes it; so does a signed
+//     another ID), a KeyringUpgraded entry or a renewal of the owner's
+//     keys (KeysRenewed: an old secret held the chain key too) closes it; so does a signed
 //     commit whose signed entries do not begin with a change of people:
 //     a writer that learns of a second person (granted on another
 //     device, known to this one by its keyring) signs its next commit,
@@ -253,6 +254,8 @@ type signer struct {
 	at      uint64 // the entry that introduced the key (0: the keyring)
 	// cols are the collections the person is limited to (nil: all).
 	cols []string
+	// more are further keys that sign for the person (see sigJob.more).
+	more [][]byte
 }
 
 // verifier replays the people of a ledger and checks each entry's
@@ -307,6 +310,9 @@ type sigJob struct {
 	// later: the author was taken from the keyring at this position (see
 	// verifier.finish).
 	later bool
+	// more are further keys that may sign instead (a renewal the ledger
+	// does not record, see verifier.check).
+	more [][]byte
 }
 
 // sigBatch is how many signatures a worker takes at a time: one batch
@@ -338,7 +344,8 @@ func checkSigs(batch []sigJob, keys batchKeys, fail func(*SignatureError)) {
 	}
 	// Which signatures fail, as ed25519.Verify finds them.
 	for _, j := range batch {
-		if !ed25519.Verify(j.pub, j.msg, j.sig) && (j.alt == nil || !ed25519.Verify(j.alt, j.msg, j.sig)) {
+		if !ed25519.Verify(j.pub, j.msg, j.sig) && (j.alt == nil || !ed25519.Verify(j.alt, j.msg, j.sig)) &&
+			!slices.ContainsFunc(j.more, func(k []byte) bool { return ed25519.Verify(k, j.msg, j.sig) }) {
 			fail(&SignatureError{Seq: j.seq, Actor: j.actor, Problem: BadSignature})
 		}
 	}
@@ -383,8 +390,11 @@ func (v *verifier) finish() *SignatureError {
 	close(v.jobs)
 	v.wg.Wait()
 	for _, j := range v.retry {
+		d := v.dir[j.actor]
 		if !slices.ContainsFunc(v.laterKeys[j.actor], func(k keyAt) bool {
 			return k.seq > j.seq && ed25519.Verify(k.key, j.msg, j.sig)
+		}) && !slices.ContainsFunc(append(slices.Clone(d.Renewed), d.SigningKey), func(k []byte) bool {
+			return len(k) == signingKeySize && ed25519.Verify(k, j.msg, j.sig)
 		}) {
 			v.fail(&SignatureError{Seq: j.seq, Actor: j.actor, Problem: BadSignature})
 		}
@@ -485,6 +495,16 @@ func (v *verifier) checkSigned(r record, prev []byte) *SignatureError {
 	// the entry may be signed under it rather than the one the ledger
 	// holds, or when the ledger holds none.
 	alt := v.unrecorded(e.Actor, s)
+	if alt == nil && s != nil && !s.revoked {
+		// A renewal of the author's keys this ledger does not record
+		// (made on another device: the hub's ledger records it), which
+		// the keyring's chain of renewals vouches for (each signed by the
+		// key it replaced): its new key signs too.
+		if d, ok := v.dir[e.Actor]; ok && len(d.SigningKey) == signingKeySize && heldBefore(d, s.pub) {
+			alt = &signer{pub: d.SigningKey, role: s.role, cols: s.cols,
+				more: keysAfter(append(slices.Clone(d.Renewed), d.SigningKey), s.pub)}
+		}
+	}
 	problem := v.allowed(s, e)
 	if alt != nil && v.allowed(alt, e) != 0 {
 		alt = nil
@@ -526,7 +546,7 @@ func (v *verifier) checkSigned(r record, prev []byte) *SignatureError {
 	job := sigJob{seq: e.Seq - covered, actor: e.Actor, pub: s.pub,
 		msg: signedMessage(nil, prev, fields, covered), sig: e.Signature}
 	if alt != nil {
-		job.alt = alt.pub
+		job.alt, job.more = alt.pub, alt.more
 	}
 	job.later = s.at == 0
 	v.pending = append(v.pending, job)
@@ -638,7 +658,7 @@ func (v *verifier) author(e *Entry) *signer {
 		// creator, on a hub's ledger whose first author is someone else).
 		if self {
 			role, cols := roleOwner, []string(nil)
-			if inDir && bytes.Equal(d.SigningKey, e.SigningKey) {
+			if inDir && (bytes.Equal(d.SigningKey, e.SigningKey) || bytes.Equal(firstKey(d), e.SigningKey)) {
 				role, cols = d.Role, d.Collections
 			}
 			s := v.introduce(e.Actor, e.SigningKey, role, e.Seq)
@@ -669,7 +689,7 @@ func (v *verifier) anchor(name string) {
 			return
 		}
 		if d.Root {
-			v.introduce(name, d.SigningKey, roleOwner, 0)
+			v.introduce(name, firstKey(d), roleOwner, 0)
 			return
 		}
 		name = d.GrantedBy
@@ -692,7 +712,7 @@ func (v *verifier) vouched(name string, depth int) *signer {
 	}
 	// The keyring's revocation has no position in this ledger: the person
 	// keeps signing here until a PersonRevoked entry of this ledger.
-	s := v.introduce(name, d.SigningKey, d.Role, 0)
+	s := v.introduce(name, firstKey(d), d.Role, 0)
 	s.cols = limit(d.Collections)
 	return s
 }
@@ -703,6 +723,24 @@ func limit(cols []string) []string {
 		return nil
 	}
 	return slices.Clone(cols)
+}
+
+// firstKey is the first signing key d's person held since their grant:
+// a ledger that records their renewals (KeysRenewed) leads from it to
+// SigningKey. One that does not (it began after a renewal) has their
+// commits signed by a later key: finish checks those again with every key
+// of d.
+func firstKey(d wire.LedgerPerson) []byte {
+	if len(d.Renewed) > 0 {
+		return d.Renewed[0]
+	}
+	return d.SigningKey
+}
+
+// heldBefore reports whether key is one the keyring says d's person held
+// before a renewal (d.Renewed).
+func heldBefore(d wire.LedgerPerson, key []byte) bool {
+	return slices.ContainsFunc(d.Renewed, func(k []byte) bool { return bytes.Equal(k, key) })
 }
 
 func (v *verifier) introduce(name string, pub []byte, role string, at uint64) *signer {
@@ -757,8 +795,8 @@ func (v *verifier) keyring() *SignatureError {
 	var first *SignatureError
 	for name, s := range v.known {
 		d, ok := v.dir[name]
-		if !ok || s.at == 0 || s.pub == nil || s.revoked || bytes.Equal(d.SigningKey, s.pub) {
-			continue
+		if !ok || s.at == 0 || s.pub == nil || s.revoked || bytes.Equal(d.SigningKey, s.pub) || heldBefore(d, s.pub) {
+			continue // a renewal this ledger does not record: see check
 		}
 		if first == nil || s.at < first.Seq {
 			first = &SignatureError{Seq: s.at, Actor: name, Problem: KeyMismatch}

@@ -72,12 +72,14 @@ func (st *PeopleState) authorsAt(actor string, seq uint64, vouch PeopleVouch) ([
 	}
 	if p == nil {
 		out = append(out, GrantSpan{Key: v.Key, Role: v.Role})
-		if len(v.Earlier) == signingKeySize {
-			out = append(out, GrantSpan{Key: v.Earlier, Role: v.Role})
+		for _, k := range append([][]byte{v.Earlier}, v.Renewed...) {
+			if len(k) == signingKeySize {
+				out = append(out, GrantSpan{Key: k, Role: v.Role})
+			}
 		}
 		return out, 0
 	}
-	for _, k := range [][]byte{v.Key, v.Earlier} {
+	for _, k := range append([][]byte{v.Key, v.Earlier}, v.Renewed...) {
 		if len(k) != signingKeySize {
 			continue
 		}

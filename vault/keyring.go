@@ -72,10 +72,14 @@ const keyringMagic = "NOYK"
 // keyringVersion is the layout version written after the magic for an
 // entry whose box key pair is the one its grant names; keyringRenewedVersion
 // for one whose person renewed it since (see renew.go), which adds the
-// grant's box public key and the renewal's signature.
+// grant's box public key and the renewal's signature;
+// keyringSignRenewedVersion for one whose person renewed their signing key
+// too, which adds the grant's signing key and the chain of renewals from
+// it to the current one.
 const (
-	keyringVersion        = 2
-	keyringRenewedVersion = 3
+	keyringVersion            = 2
+	keyringRenewedVersion     = 3
+	keyringSignRenewedVersion = 4
 )
 
 // Limits of the keyring layout, checked before anything is allocated.
@@ -153,15 +157,62 @@ type keyringEntry struct {
 	// keys wrapped for boxPub: a wrap a rotation made for an earlier key
 	// pair, before it saw the renewal, merged into the entry by a sync
 	// (keyring_merge.go), still opens.
-	prev   []prevBox
-	macGen uint64
-	mac    []byte
+	prev []prevBox
+	// grantSign is the signing key the grant statement names when the
+	// person renewed their signing key since (signPub is then the current
+	// one, the last of signRenewals, each signed by the key before it);
+	// nil when not renewed.
+	grantSign    []byte
+	signRenewals []signRenewal
+	macGen       uint64
+	mac          []byte
 }
 
 // prevBox is one of the person's earlier box key pairs: its public key and
 // its private key wrapped for the entry's current box public key.
 type prevBox struct {
 	pub, key []byte
+}
+
+// signRenewal is one renewal of a person's signing key: the new key and
+// the signature, by the key it replaces, of the signing renewal statement
+// (renew.go).
+type signRenewal struct {
+	pub, sig []byte
+}
+
+// grantSignKey is the signing key e's grant statement names.
+func (e *keyringEntry) grantSignKey() []byte {
+	if e.grantSign != nil {
+		return e.grantSign
+	}
+	return e.signPub
+}
+
+// signKeys returns every signing key e's person held since its grant, in
+// order: the grant's, then each renewal's (the last is signPub).
+func (e *keyringEntry) signKeys() [][]byte {
+	keys := [][]byte{e.grantSignKey()}
+	for _, r := range e.signRenewals {
+		keys = append(keys, r.pub)
+	}
+	return keys
+}
+
+// renewedSignKeys returns the signing keys e's person held since its
+// grant before the current one, oldest first (nil: not renewed).
+func (e *keyringEntry) renewedSignKeys() [][]byte {
+	if len(e.signRenewals) == 0 {
+		return nil
+	}
+	keys := e.signKeys()
+	return keys[:len(keys)-1]
+}
+
+// renewedFrom reports whether key is one of the signing keys e's person
+// held before a renewal since its grant.
+func (e *keyringEntry) renewedFrom(key []byte) bool {
+	return slices.ContainsFunc(e.renewedSignKeys(), func(k []byte) bool { return bytes.Equal(k, key) })
 }
 
 // prevPurpose is the purpose of the wrap of the earlier box private key
@@ -183,7 +234,10 @@ func isKeyringV2(b []byte) bool { return bytes.HasPrefix(b, []byte(keyringMagic)
 // body returns the encoding of e up to, not including, its MAC.
 func (e *keyringEntry) body() []byte {
 	version := byte(keyringVersion)
-	if e.renewSig != nil || len(e.prev) > 0 {
+	switch {
+	case len(e.signRenewals) > 0:
+		version = keyringSignRenewedVersion
+	case e.renewSig != nil || len(e.prev) > 0:
 		version = keyringRenewedVersion
 	}
 	b := append([]byte(keyringMagic), version)
@@ -220,13 +274,21 @@ func (e *keyringEntry) body() []byte {
 	}
 	b = codec.AppendBytes(b, e.signPriv)
 	b = codec.AppendBytes(b, e.grantSig)
-	if version == keyringRenewedVersion {
+	if version >= keyringRenewedVersion {
 		b = codec.AppendBytes(b, e.grantBox)
 		b = codec.AppendBytes(b, e.renewSig)
 		b = codec.AppendUvarint(b, uint64(len(e.prev)))
 		for _, p := range e.prev {
 			b = codec.AppendBytes(b, p.pub)
 			b = codec.AppendBytes(b, p.key)
+		}
+	}
+	if version >= keyringSignRenewedVersion {
+		b = codec.AppendBytes(b, e.grantSign)
+		b = codec.AppendUvarint(b, uint64(len(e.signRenewals)))
+		for _, r := range e.signRenewals {
+			b = codec.AppendBytes(b, r.pub)
+			b = codec.AppendBytes(b, r.sig)
 		}
 	}
 	return codec.AppendUvarint(b, e.macGen)
@@ -236,16 +298,16 @@ func (e *keyringEntry) body() []byte {
 func (e *keyringEntry) encode() []byte { return codec.AppendBytes(e.body(), e.mac) }
 
 // keyringLayoutVersion reads the layout version of an entry (after the magic):
-// 2 or 3, anything else fails r.
+// 2, 3 or 4, anything else fails r.
 func keyringLayoutVersion(r *codec.Reader) byte {
 	v := r.Byte()
-	if r.Err() == nil && v != keyringVersion && v != keyringRenewedVersion {
+	if r.Err() == nil && (v < keyringVersion || v > keyringSignRenewedVersion) {
 		r.Failf("unknown version %d", v)
 	}
 	return v
 }
 
-// decodeKeyring reads a version 2 or 3 entry. It checks the layout only, not the
+// decodeKeyring reads a version 2, 3 or 4 entry. It checks the layout only, not the
 // MAC (see keyMAC); a bad layout is a *codec.Error (matching ErrCorrupt),
 // which callers report as tampering.
 func decodeKeyring(b []byte) (*keyringEntry, error) {
@@ -291,7 +353,7 @@ func decodeKeyring(b []byte) (*keyringEntry, error) {
 	}
 	e.signPriv = r.Bytes(maxKeyringWrapped)
 	e.grantSig = r.Bytes(crypto.SignatureSize)
-	if version == keyringRenewedVersion {
+	if version >= keyringRenewedVersion {
 		e.grantBox = r.Bytes(crypto.PublicKeySize)
 		e.renewSig = r.Bytes(crypto.SignatureSize)
 		switch {
@@ -307,8 +369,27 @@ func decodeKeyring(b []byte) (*keyringEntry, error) {
 		for range n {
 			e.prev = append(e.prev, prevBox{pub: r.Bytes(crypto.PublicKeySize), key: r.Bytes(maxKeyringWrapped)})
 		}
-		if r.Err() == nil && e.renewSig == nil && len(e.prev) == 0 {
+		if r.Err() == nil && version == keyringRenewedVersion && e.renewSig == nil && len(e.prev) == 0 {
 			r.Fail("version 3 holding nothing of it")
+		}
+	}
+	if version >= keyringSignRenewedVersion {
+		e.grantSign = r.Bytes(crypto.SigningKeySize)
+		n = r.Count(maxKeyringList, 2)
+		for range n {
+			e.signRenewals = append(e.signRenewals, signRenewal{pub: r.Bytes(crypto.SigningKeySize), sig: r.Bytes(crypto.SignatureSize)})
+		}
+		switch {
+		case r.Err() != nil:
+		case len(e.signRenewals) == 0:
+			r.Fail("version 4 holding no renewal of the signing key")
+		case len(e.grantSign) != crypto.SigningKeySize:
+			r.Fail("grant's signing key of the wrong size")
+		}
+		for _, sr := range e.signRenewals {
+			if r.Err() == nil && (len(sr.pub) != crypto.SigningKeySize || len(sr.sig) != crypto.SignatureSize) {
+				r.Fail("renewal of the signing key of the wrong size")
+			}
 		}
 	}
 	e.macGen = r.Uvarint()
@@ -336,6 +417,8 @@ func (e *keyringEntry) check() error {
 		return bad("a renewal of a key pair the person does not hold, or to the same key")
 	case len(e.prev) > 0 && e.lock == lockIdentity:
 		return bad("earlier key pairs of a person who holds their own")
+	case len(e.signRenewals) > 0 && (e.lock == lockIdentity || !bytes.Equal(e.signRenewals[len(e.signRenewals)-1].pub, e.signPub)):
+		return bad("a renewal of the signing key of a person who holds their own, or not ending at the current key")
 	case !slices.IsSorted(e.collections) || len(slices.Compact(slices.Clone(e.collections))) != len(e.collections):
 		return bad("collections not sorted and unique")
 	case !slices.IsSortedFunc(e.gens, func(a, b wrappedGen) int { return cmpU(a.gen, b.gen) }):
@@ -405,7 +488,7 @@ func keyringNewer(src, dst []byte) bool {
 func sameGrantStatement(a, b *keyringEntry) bool {
 	return a.user == b.user && a.role == b.role && a.grantedBy == b.grantedBy && a.grantedAt == b.grantedAt &&
 		slices.Equal(a.collections, b.collections) && bytes.Equal(a.grantBoxKey(), b.grantBoxKey()) &&
-		bytes.Equal(a.signPub, b.signPub) && bytes.Equal(a.grantSig, b.grantSig)
+		bytes.Equal(a.grantSignKey(), b.grantSignKey()) && bytes.Equal(a.grantSig, b.grantSig)
 }
 
 // wrapAD is the associated data of one wrap in a person's entry: the
@@ -430,9 +513,9 @@ func keyMAC(dk *crypto.Key, vaultName string, header []byte, body []byte) []byte
 }
 
 // grantStatement is what the granter signs: who was given which role, by
-// whom, when, with which public keys, in which vault. The box public key
-// is the one of the grant (grantBoxKey): a renewal since changes boxPub,
-// not what the granter signed.
+// whom, when, with which public keys, in which vault. The public keys are
+// the grant's (grantBoxKey, grantSignKey): a renewal since changes boxPub
+// and signPub, not what the granter signed.
 func grantStatement(vaultName string, header []byte, e *keyringEntry) []byte {
 	b := codec.AppendString(nil, "noydb grant v1")
 	b = codec.AppendString(b, vaultName)
@@ -446,7 +529,7 @@ func grantStatement(vaultName string, header []byte, e *keyringEntry) []byte {
 		b = codec.AppendString(b, c)
 	}
 	b = codec.AppendBytes(b, e.grantBoxKey())
-	return codec.AppendBytes(b, e.signPub)
+	return codec.AppendBytes(b, e.grantSignKey())
 }
 
 // seal sets e's MAC with dk (generation e.macGen).
@@ -461,6 +544,9 @@ func (e *keyringEntry) verify(dk *crypto.Key, vaultName, user string, header []b
 	}
 	if !crypto.EqualMAC(e.mac, keyMAC(dk, vaultName, header, e.body())) {
 		return fmt.Errorf("keyring entry of %q: %w", user, ErrTampered)
+	}
+	if !e.signChainHolds(vaultName, header) {
+		return fmt.Errorf("keyring entry of %q: renewal of the signing key not signed by the key it replaces: %w", user, ErrTampered)
 	}
 	if e.renewSig != nil && !crypto.VerifySignature(e.signPub, renewalStatement(vaultName, header, e), e.renewSig) {
 		return fmt.Errorf("keyring entry of %q: renewal of the box key not signed by the person: %w", user, ErrTampered)

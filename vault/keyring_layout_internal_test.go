@@ -29,9 +29,12 @@ func normalized(e *keyringEntry) keyringEntry {
 	}
 	n.boxPub, n.signPub, n.salt, n.boxPriv, n.signPriv, n.grantSig, n.mac =
 		nb(n.boxPub), nb(n.signPub), nb(n.salt), nb(n.boxPriv), nb(n.signPriv), nb(n.grantSig), nb(n.mac)
-	n.grantBox, n.renewSig = nb(n.grantBox), nb(n.renewSig)
+	n.grantBox, n.renewSig, n.grantSign = nb(n.grantBox), nb(n.renewSig), nb(n.grantSign)
 	if len(n.prev) == 0 {
 		n.prev = nil
+	}
+	if len(n.signRenewals) == 0 {
+		n.signRenewals = nil
 	}
 	if len(n.collections) == 0 {
 		n.collections = nil
@@ -106,7 +109,15 @@ func TestKeyringLayoutVectors(t *testing.T) {
 	regranted.user, regranted.prev = "lena", []prevBox{{pub: b(32, 30), key: b(105, 31)}}
 	renewedRevoked := revoked
 	renewedRevoked.grantBox, renewedRevoked.renewSig = b(32, 25), b(64, 26)
+	signRenewed := renewed // renewed twice since the grant, signing key included
+	signRenewed.user, signRenewed.grantSign, signRenewed.signPub = "rosa", b(32, 32), b(32, 35)
+	signRenewed.signRenewals = []signRenewal{{pub: b(32, 33), sig: b(64, 34)}, {pub: b(32, 35), sig: b(64, 36)}}
+	signRenewedRevoked := revoked // a revocation keeps the chain, to the key the ledger revokes
+	signRenewedRevoked.user, signRenewedRevoked.grantSign, signRenewedRevoked.signPub = "remy", b(32, 37), b(32, 38)
+	signRenewedRevoked.signRenewals = []signRenewal{{pub: b(32, 38), sig: b(64, 39)}}
 	codectest.Check(t, "testdata/keyring_layouts.json", []codectest.Case{
+		cs("signing key renewed (version 4)", signRenewed),
+		cs("signing key renewed, revoked (version 4)", signRenewedRevoked),
 		cs("renewed (version 3)", renewed),
 		cs("renewed, revoked (version 3)", renewedRevoked),
 		cs("granted again after a renewal (version 3)", regranted),
@@ -142,6 +153,14 @@ func TestKeyringRefusals(t *testing.T) {
 		},
 		"earlier key pairs of an identity": func(e *keyringEntry) {
 			e.prev = []prevBox{{pub: make([]byte, 32), key: make([]byte, 8)}}
+		},
+		"renewal of the signing key of an identity": func(e *keyringEntry) {
+			e.grantSign, e.signPub = make([]byte, 32), bytes.Repeat([]byte{2}, 32)
+			e.signRenewals = []signRenewal{{pub: bytes.Repeat([]byte{2}, 32), sig: make([]byte, 64)}}
+		},
+		"signing renewals not ending at the current key": func(e *keyringEntry) {
+			e.lock, e.salt, e.grantSign, e.signPub = lockSecret, make([]byte, 16), make([]byte, 32), bytes.Repeat([]byte{2}, 32)
+			e.signRenewals = []signRenewal{{pub: bytes.Repeat([]byte{3}, 32), sig: make([]byte, 64)}}
 		},
 		"renewal to the same key": func(e *keyringEntry) {
 			e.lock, e.salt, e.grantBox, e.renewSig = lockSecret, make([]byte, 16), make([]byte, 32), make([]byte, 64)

@@ -152,12 +152,12 @@ func (e *keyringEntry) opens(pub []byte) bool {
 
 // sameGrant reports whether a and b are entries of the same grant: what
 // the granter signed (grantStatement), the lock's kind and the MAC's
-// generation are the same. Their box keys may differ: a renewal keeps
-// the grant (renew.go).
+// generation are the same. Their box and signing keys may differ: a
+// renewal keeps the grant (renew.go).
 func sameGrant(a, b *keyringEntry) bool {
 	return a.user == b.user && a.role == b.role && a.grantedBy == b.grantedBy && a.grantedAt == b.grantedAt &&
 		slices.Equal(a.collections, b.collections) && bytes.Equal(a.grantBoxKey(), b.grantBoxKey()) &&
-		bytes.Equal(a.signPub, b.signPub) && bytes.Equal(a.grantSig, b.grantSig) &&
+		bytes.Equal(a.grantSignKey(), b.grantSignKey()) && bytes.Equal(a.grantSig, b.grantSig) &&
 		a.lock == b.lock && a.macGen == b.macGen
 }
 

@@ -90,9 +90,11 @@ func TestMergeKeyring(t *testing.T) {
 		assert.False(t, keyringNewer(rotated, m), name)
 		assert.False(t, keyringNewer(c.lock, m), name)
 	}
-	// The merged entry opens with the new secret and holds generation 2.
-	put(merge(rotated, changed))
-	bcfg.Secret = []byte("b2")
+	// The merged entry opens with the new secret and holds generation 2
+	// (the latest change's: the ledger gives bob the signing key of his
+	// last renewal only).
+	put(merge(rotated, changedTwice))
+	bcfg.Secret = []byte("b3")
 	bob, err = Open(ctx, bcfg)
 	require.NoError(t, err)
 	_, err = bob.keys.get(2, nil)

@@ -468,6 +468,15 @@ func (v *Vault) revoke(ctx context.Context, user string, o revokeOptions) error 
 			return fmt.Errorf("the last owner cannot be revoked: %w", ErrNotPermitted)
 		}
 	}
+	if cerr != nil && len(a.sources) > 0 {
+		// A refused entry (planted, or put back) is not the grant the
+		// ledger records: the revocation ends the ledger's, whose key it
+		// names (naming the planted entry's would leave the genuine grant
+		// standing, and the genuine entry put back would open).
+		if p, named := a.sources[0].st.Person(user); named && !p.Revoked && len(p.Key) > 0 {
+			tomb.signPub = p.Key
+		}
+	}
 	tomb.seal(v.dk, v.name, v.me.header)
 	val := tomb.encode()
 	entry := ledger.Entry{Kind: ledger.PersonRevoked, ID: user, CipherHash: hashOf(val), SigningKey: tomb.signPub}
@@ -520,14 +529,20 @@ func (v *Vault) activeOwners(ctx context.Context) (int, error) {
 // A person who opens with an identity has no secret to change
 // (ErrInvalidArgument).
 //
-// The change also gives the person a new X25519 key pair and re-wraps for
-// it everything their keyring entry holds, and their live recovery codes
-// get its private key (see renew.go): the old secret, with a copy of the
-// store from before, opens nothing made afterwards. An identity derived
-// from the old secret (DeriveIdentity) stops opening; derive it again.
-// Another handle of the person opened before the change keeps working
-// with what it holds, but a generation that a rotation makes afterwards
-// reaches it as an error matching ErrNoAccess: open it again.
+// The change also gives the person a new X25519 key pair and a new
+// signing key, re-wraps for it everything their keyring entry holds, and
+// their live recovery codes get its private key (see renew.go): the old
+// secret, with a copy of the store from before, opens nothing made
+// afterwards, and the old signing key signs nothing valid (a
+// ledger.KeysRenewed entry, signed by it, ends its commit). On a device
+// of a hub the change is made on the hub first: out of its reach nothing
+// is written. An identity derived from the old secret (DeriveIdentity)
+// stops opening; derive it again. Another handle of the person opened
+// before the change writes nothing more (an error matching ErrNoAccess):
+// open it again. While the change commits, the handle's other writes wait
+// for it (retried as for a conflict, within the retry budget): one that
+// waits longer, on a slow durable store, fails with an error matching
+// sequence.ErrContention and writes nothing.
 func (v *Vault) ChangeSecret(ctx context.Context, old, new []byte) error {
 	if err := v.changeSecret(ctx, old, new); err != nil {
 		return fmt.Errorf("change secret of %q: %w", v.user, err)
@@ -568,6 +583,15 @@ func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) e
 		return err
 	}
 	defer v.exit()
+	if v.hub != nil && v.Role() != RoleReader {
+		// The renewal is made on the hub first (writeRenewal), from the
+		// entry the hub holds: bring the two keyrings into agreement, as
+		// a rotation does. (A reader's device takes the hub's entries at
+		// its Sync; a renewal from another one is refused as changed.)
+		if err := (&syncRun{v: v, h: v.hub}).keyrings(ctx); err != nil {
+			return fmt.Errorf("keys are renewed on the hub: %w", err)
+		}
+	}
 	key := v.prefix + keyringPrefix + v.user
 	cur, err := v.me.store.Get(ctx, key)
 	if errors.Is(err, stores.ErrNotFound) {
@@ -592,6 +616,12 @@ func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) e
 		return fmt.Errorf("user %q was revoked: %w", v.user, ErrNoAccess)
 	case e.lock != lockSecret:
 		return fmt.Errorf("%w: %q opens with an identity, not a secret", ErrInvalidArgument, v.user)
+	}
+	if m := v.signAs; m != nil && !m.holds(e.signPub) {
+		// The renewal is written without the ledger's guard (it signs
+		// with the key it replaces): this is the guard's check.
+		return fmt.Errorf("user %q renewed their keys elsewhere, or was revoked and granted again, since this handle "+
+			"opened: open the vault again: %w", v.user, ErrNoAccess)
 	}
 	// The entry's cost was checked against this opener's ceiling by Open,
 	// and the MAC just checked shows it unchanged since.
@@ -621,8 +651,9 @@ func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) e
 		return err
 	}
 	defer nkek.Wipe()
-	// A new key pair, everything the person holds re-wrapped for it, and
-	// the person's live recovery codes given its private key (renew.go).
+	// A new key pair and signing key, everything the person holds
+	// re-wrapped for it, and the person's live recovery codes given its
+	// private key (renew.go).
 	ren, err := e.renew(v.name, v.me.header, old, seed, nkek, salt)
 	if err != nil {
 		return closedIfWiped(err)
@@ -632,24 +663,26 @@ func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) e
 	ws := []entryWrite{{key: key, old: cur, val: val}}
 	rit, r, err := v.readRecovery(ctx)
 	if err != nil {
-		ren.box.Wipe()
+		ren.wipe()
 		return err
 	}
 	if r != nil && bytes.Equal(r.boxPub, e.boxPub) {
 		nr, err := r.renewed(v.name, v.me.header, ren.entry.boxPub, ren.box.Key())
 		if err != nil {
-			ren.box.Wipe()
+			ren.wipe()
 			return closedIfWiped(err)
 		}
 		nr.seal(v.dk, v.name, v.me.header)
 		ws = append(ws, entryWrite{key: v.recoveryKey(), old: rit, val: nr.encode()})
 	}
-	err = v.writeEntries(ctx, ws, ledger.Entry{Kind: ledger.SecretChanged, ID: v.user, CipherHash: hashOf(val)}, errPeopleChanged)
+	err = v.writeRenewal(ctx, ws, []ledger.Entry{
+		{Kind: ledger.SecretChanged, ID: v.user, CipherHash: hashOf(val)},
+		{Kind: ledger.KeysRenewed, ID: v.user, CipherHash: hashOf(val), SigningKey: ren.entry.signPub},
+	}, errPeopleChanged, ren, seed, func() { v.me.renewed(ren) })
 	if err != nil {
-		ren.box.Wipe()
+		ren.wipe()
 		return err
 	}
-	v.me.renewed(ren)
 	return nil
 }
 
@@ -849,6 +882,14 @@ func (v *Vault) setCollections(ctx context.Context, user string, collections []s
 	if err := v.checkStillHeld(ctx, true); err != nil {
 		return err
 	}
+	if v.rotatesOnHub() {
+		// A narrowing rotates on the hub, from the hub's entry of the
+		// person (which their own renewal reaches first): bring the
+		// keyrings into agreement before reading it, as Revoke does.
+		if err := v.readyToRotate(ctx); err != nil {
+			return err
+		}
+	}
 	key := v.prefix + keyringPrefix + user
 	old, err := v.me.store.Get(ctx, key)
 	if errors.Is(err, stores.ErrNotFound) {
@@ -903,6 +944,7 @@ func (v *Vault) setCollections(ctx context.Context, user string, collections []s
 	// since the last grant, checked when the entry was read, is folded
 	// in); the earlier key pairs stay (prev, see renew.go).
 	ne.grantBox, ne.renewSig = nil, nil
+	ne.grantSign, ne.signRenewals = nil, nil // the new grant names the current signing key
 	if err := ne.rewrap(v.name, v.me.header, e, held); err != nil {
 		return closedIfWiped(err)
 	}

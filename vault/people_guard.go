@@ -55,6 +55,9 @@ func (g *personGuard) check(get func(key string) (stores.Item, error)) error {
 	if m == nil {
 		return nil // a vault without people (tests, internal stores)
 	}
+	if m.renewing.Load() {
+		return errRenewing
+	}
 	if err := g.checkUnsigned(m, get); err != nil {
 		return err
 	}
@@ -75,10 +78,16 @@ func (g *personGuard) check(get func(key string) (stores.Item, error)) error {
 		return fmt.Errorf("user %q was revoked: %w", g.v.user, ErrNoAccess)
 	}
 	if !m.holds(signPub) {
-		return fmt.Errorf("user %q was revoked and granted again since this handle opened: %w", g.v.user, ErrNoAccess)
+		return fmt.Errorf("user %q renewed their keys elsewhere (a secret change, a recovery), or was revoked and "+
+			"granted again, since this handle opened: open the vault again: %w", g.v.user, ErrNoAccess)
 	}
 	return nil
 }
+
+// errRenewing holds back a commit of a handle while it writes the renewal
+// of its person's signing key (member.renewing): the commit is retried,
+// as for a conflict, and signed afterwards with the new key.
+var errRenewing = fmt.Errorf("the person's signing key is being renewed: %w", stores.ErrConflict)
 
 // checkUnsigned refuses a commit of a handle without a signing key (its
 // person's keyring entry was of layout version 1 when it opened) once the

@@ -155,11 +155,15 @@ func (v *Vault) keyringStore0() stores.Store {
 
 // vouchAuthority is the keyring check that vouches for the authors a
 // replay of v's ledger has not introduced: v's keyring, and for a
-// hub-side vault the device's first (the hub may have replaced an entry).
+// hub-side vault the device's first (the hub may have replaced an entry);
+// for a device of a hub, the hub's for an entry the device lacks.
 func (v *Vault) vouchAuthority() *authority {
 	a := v.authorityOf(v.keyringStore0())
 	if v.me == nil && v.signAs != nil {
 		a.first = v.signAs.store
+	}
+	if v.me != nil && v.hub != nil {
+		a.also = v.hub.store
 	}
 	return a
 }
@@ -201,6 +205,10 @@ type authority struct {
 	failed error
 	// reload, when set, reads sources again (see fresher).
 	reload func(ctx context.Context) ([]peopleSource, error)
+	// also, when set, is read for an entry st lacks (a device of a hub:
+	// the hub's keyring, for a granter no Sync brought to the device yet,
+	// as after a first open with a recovery code).
+	also stores.Store
 }
 
 // fresher reads a's sources again, as of now, and forgets the keyring
@@ -300,6 +308,9 @@ func (a *authority) read(ctx context.Context, name string) ([]byte, error) {
 		}
 	}
 	it, err := a.st.Get(ctx, a.v.prefix+keyringPrefix+name)
+	if errors.Is(err, stores.ErrNotFound) && a.also != nil {
+		it, err = a.also.Get(ctx, a.v.prefix+keyringPrefix+name)
+	}
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
 		a.raw[name] = nil
@@ -348,7 +359,11 @@ func (a *authority) check(ctx context.Context, e *keyringEntry, depth int) error
 		if p.Seq == 0 && p.GrantedBy == "" {
 			continue // vouched for by the keyring, not recorded: as unnamed
 		}
-		if !bytes.Equal(p.Key, e.signPub) || p.Revoked {
+		// The ledger's key, or one the entry renewed (each renewal signed
+		// by the key it replaced) that this ledger has not heard of: a
+		// renewal made on a device opened without its hub, or a device's
+		// own ledger, which records its own changes only.
+		if !(bytes.Equal(p.Key, e.signPub) || e.renewedFrom(p.Key)) || p.Revoked {
 			// On a device of a hub, a key a ledger that revoked the
 			// person never named is a grant made after it on another
 			// device, not recorded yet: the chain of grants decides.
@@ -388,7 +403,7 @@ func (a *authority) grantHolds(s *ledger.PeopleState, e *keyringEntry, p ledger.
 		if p.GrantedBy != e.user || (!p.Legacy && s.Genesis() != e.user) {
 			return false
 		}
-		return crypto.VerifySignature(e.signPub, stmt, e.grantSig)
+		return crypto.VerifySignature(e.grantSignKey(), stmt, e.grantSig)
 	}
 	if e.grantedBy == p.GrantedBy && crypto.VerifySignature(p.GranterKey, stmt, e.grantSig) {
 		return true
@@ -438,7 +453,7 @@ func (a *authority) chain(ctx context.Context, e *keyringEntry, depth int, withS
 		if err != nil {
 			return err
 		}
-		if g == e.user && crypto.VerifySignature(e.signPub, stmt, e.grantSig) {
+		if g == e.user && crypto.VerifySignature(e.grantSignKey(), stmt, e.grantSig) {
 			return nil
 		}
 		return errEntry(e.user, "granted by themselves, and not the vault's first owner")
@@ -494,20 +509,25 @@ func (a *authority) genesis(ctx context.Context) (string, error) {
 	}
 	var roots []string
 	kp := a.v.prefix + keyringPrefix
-	for it, err := range stores.ListUnder(ctx, a.st, kp) {
-		if err != nil {
-			return "", err
+	for _, st := range []stores.Store{a.st, a.also} {
+		if st == nil || len(roots) > 0 {
+			break
 		}
-		name := it.Key[len(kp):]
-		if !isKeyringV2(it.Value) {
-			continue
-		}
-		e, err := a.v.readEntryHeader(name, it.Value, a.v.header())
-		if errors.Is(err, ErrClosed) {
-			return "", err
-		}
-		if err == nil && e.grantedBy == e.user {
-			roots = append(roots, name)
+		for it, err := range stores.ListUnder(ctx, st, kp) {
+			if err != nil {
+				return "", err
+			}
+			name := it.Key[len(kp):]
+			if !isKeyringV2(it.Value) {
+				continue
+			}
+			e, err := a.v.readEntryHeader(name, it.Value, a.v.header())
+			if errors.Is(err, ErrClosed) {
+				return "", err
+			}
+			if err == nil && e.grantedBy == e.user {
+				roots = append(roots, name)
+			}
 		}
 	}
 	g := ""
@@ -623,10 +643,10 @@ func (a *authority) vouchFor(ctx context.Context, name string, raw []byte) (ledg
 	// as for Verify).
 	stmt := grantStatement(a.v.name, a.v.header(), e)
 	if e.grantedBy == e.user {
-		if e.role != RoleOwner || !crypto.VerifySignature(e.signPub, stmt, e.grantSig) {
+		if e.role != RoleOwner || !crypto.VerifySignature(e.grantSignKey(), stmt, e.grantSig) {
 			return ledger.Vouched{}, false
 		}
-		return ledger.Vouched{Key: e.signPub, Role: RoleOwner.String(), Root: true}, true
+		return ledger.Vouched{Key: e.signPub, Renewed: e.renewedSignKeys(), Role: RoleOwner.String(), Root: true}, true
 	}
 	if err := a.chain(ctx, e, 0, false); err != nil {
 		// The grant chain of an author (revoked or not) whose
@@ -636,7 +656,7 @@ func (a *authority) vouchFor(ctx context.Context, name string, raw []byte) (ledg
 		}
 		return ledger.Vouched{}, false
 	}
-	return ledger.Vouched{Key: e.signPub, Role: e.role.String()}, true
+	return ledger.Vouched{Key: e.signPub, Renewed: e.renewedSignKeys(), Role: e.role.String()}, true
 }
 
 // failure is err, or, when vouch met a failure of the store meanwhile,

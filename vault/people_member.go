@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/noydb-go/noydb/crypto"
 )
@@ -26,13 +27,25 @@ type member struct {
 	box    *crypto.Identity
 	ownBox bool
 
+	// renewing is true while this handle writes a renewal of its person's
+	// signing key (writeRenewal): the guard holds back every other commit
+	// of the handle's ledgers meanwhile (errRenewing, a conflict they
+	// retry), so that none is signed by the key the renewal replaces after
+	// the renewal's ledger entry.
+	renewing atomic.Bool
+
 	mu sync.Mutex // guards what follows, changed by people calls
 	// retired are the box identities this handle held before renewing its
 	// person's key pair (renew.go): an entry the store still serves from
 	// before the renewal is unwrapped with them. Wiped with the member.
 	retired []retiredBox
-	role    Role
-	seed    *crypto.Key // the signing key; nil for a version 1 entry
+	// retiredSeeds are the signing keys this handle held before renewing
+	// them: a commit that read one just before the renewal may still sign
+	// with it (and fail: its head moved), so they are wiped with the
+	// member, not at the renewal.
+	retiredSeeds []*crypto.Key
+	role         Role
+	seed         *crypto.Key // the signing key; nil for a version 1 entry
 	// recovery is what an open with a recovery code still writes (recovery.go).
 	recovery *pendingRecovery
 	entry    *keyringEntry // nil for a version 1 entry
@@ -67,6 +80,9 @@ func (m *member) wipeSigner() {
 	for _, r := range m.retired {
 		r.id.Wipe()
 	}
+	for _, k := range m.retiredSeeds {
+		k.Wipe()
+	}
 }
 
 // retiredBox is a box identity of the person before a renewal, with its
@@ -95,15 +111,18 @@ func (m *member) boxFor(pub []byte) (*crypto.Identity, bool) {
 	return m.box, true
 }
 
-// renewed makes r the handle's person's entry and box identity, retiring
-// the one before (the caller holds no lock).
+// renewed makes r the handle's person's entry, box identity and signing
+// key, retiring the ones before (the caller holds no lock).
 func (m *member) renewed(r renewal) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.box != nil && m.ownBox && m.entry != nil {
 		m.retired = append(m.retired, retiredBox{pub: m.entry.boxPub, id: m.box})
 	}
-	m.entry, m.box, m.ownBox = r.entry, r.box, true
+	if m.seed != nil {
+		m.retiredSeeds = append(m.retiredSeeds, m.seed)
+	}
+	m.entry, m.box, m.ownBox, m.seed = r.entry, r.box, true, r.seed
 }
 
 // unlockEntry opens the keyring entry (layout version 2) of cfg.User with

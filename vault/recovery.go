@@ -619,6 +619,8 @@ func (o opener) recoverEntry(ctx context.Context, header, raw []byte) (*member, 
 		m.wipe()
 		return nil, err
 	}
+	// The renewal's ledger entries are signed by the key it replaces,
+	// which the member keeps (retired) until it is wiped.
 	ne := ren.entry
 	ne.seal(m.dk, o.cfg.Name, header)
 	used := *r
@@ -626,14 +628,14 @@ func (o opener) recoverEntry(ctx context.Context, header, raw []byte) (*member, 
 	used.slots[slot] = recoverySlot{id: s.id, used: true}
 	nr, err := used.renewed(o.cfg.Name, header, ne.boxPub, ren.box.Key())
 	if err != nil {
-		ren.box.Wipe()
+		ren.wipe()
 		m.wipe()
 		return nil, err
 	}
 	nr.seal(m.dk, o.cfg.Name, header)
 	m.renewed(ren)
 	m.recovery = &pendingRecovery{
-		id: s.id,
+		id: s.id, renewal: ren, oldSeed: seed,
 		writes: []entryWrite{
 			{key: rk, old: it, val: nr.encode()},
 			{key: o.prefix + keyringPrefix + o.cfg.User, old: stores.Item{Key: o.prefix + keyringPrefix + o.cfg.User, Value: raw}, val: ne.encode()},
@@ -648,6 +650,11 @@ func (o opener) recoverEntry(ctx context.Context, header, raw []byte) (*member, 
 type pendingRecovery struct {
 	id     []byte
 	writes []entryWrite
+	// renewal is the renewal of the person's keys the open made (the
+	// member holds its keys already), oldSeed the signing key it replaces,
+	// which signs its ledger entries.
+	renewal renewal
+	oldSeed *crypto.Key
 }
 
 // finishRecovery writes the pending recovery of an open: both entries and
@@ -686,9 +693,10 @@ func (v *Vault) finishRecovery(ctx context.Context) error {
 	}
 	p.writes[1].old = it
 	val := p.writes[1].val
-	err = v.writeEntries(ctx, p.writes, ledger.Entry{
-		Kind: ledger.RecoveryCodeUsed, ID: v.user, RequestID: hexID, CipherHash: hashOf(val),
-	}, errPeopleChanged)
+	err = v.writeRenewal(ctx, p.writes, []ledger.Entry{
+		{Kind: ledger.RecoveryCodeUsed, ID: v.user, RequestID: hexID, CipherHash: hashOf(val)},
+		{Kind: ledger.KeysRenewed, ID: v.user, CipherHash: hashOf(val), SigningKey: p.renewal.entry.signPub},
+	}, errPeopleChanged, p.renewal, p.oldSeed, nil)
 	if errors.Is(err, errPeopleChanged) {
 		// Another use of this person's codes won: was it this code?
 		if it, gerr := v.me.store.Get(ctx, p.writes[0].key); gerr == nil {
@@ -759,7 +767,19 @@ func (v *Vault) writeEntries(ctx context.Context, ws []entryWrite, e ledger.Entr
 		l = newLedger()(v.me.store, v.seal, v.macer, v.prefix, v.ledgerOptions())
 		defer func() { _ = l.Close() }()
 	}
-	if _, ok := v.me.store.(stores.Transactor); ok && v.me.store.Capabilities().Transactions {
+	if !transactional(v.me.store) {
+		if err := v.mayChangePeople(ctx); err != nil { // see writePeople
+			return err
+		}
+	}
+	return commitEntries(ctx, v.me.store, l, ws, []ledger.Entry{e}, changed)
+}
+
+// commitEntries writes ws in st and appends es to l, st's ledger: in one
+// transaction on a store with transactions; else by compare-and-swap of
+// each entry in order, then the ledger entries (see writeEntries).
+func commitEntries(ctx context.Context, st stores.Store, l writableLedger, ws []entryWrite, es []ledger.Entry, changed error) error {
+	if transactional(st) {
 		keys := make([]string, len(ws))
 		for i, w := range ws {
 			keys[i] = w.key
@@ -781,7 +801,7 @@ func (v *Vault) writeEntries(ctx context.Context, ws []entryWrite, e ledger.Entr
 					return err
 				}
 			}
-			_, err := l.AppendTx(ctx, tx, e)
+			_, err := l.AppendTx(ctx, tx, es...)
 			return err
 		})
 		if errors.Is(err, errEntryMoved) {
@@ -789,17 +809,85 @@ func (v *Vault) writeEntries(ctx context.Context, ws []entryWrite, e ledger.Entr
 		}
 		return closedIfWiped(err)
 	}
-	if err := v.mayChangePeople(ctx); err != nil { // see writePeople
-		return err
-	}
 	for _, w := range ws {
-		if _, err := v.me.store.CompareAndSwap(ctx, w.key, w.old.Version, w.val); err != nil {
+		if _, err := st.CompareAndSwap(ctx, w.key, w.old.Version, w.val); err != nil {
 			if errors.Is(err, stores.ErrConflict) {
 				return changed
 			}
 			return err
 		}
 	}
-	_, err := l.Append(ctx, e)
+	_, err := l.Append(ctx, es...)
 	return closedIfWiped(err)
 }
+
+// writeRenewal writes the renewal r of the handle's person's keys: ws (their
+// keyring entry renewed, then their recovery entry) and the ledger entries
+// es, the last a ledger.KeysRenewed naming r's new signing key, signed by
+// oldSeed, the key it replaces (renew.go). It writes through a ledger of
+// its own that signs with oldSeed and asks no guard (the keyring entry,
+// compared with the one read, shows the person still holds it), while the
+// handle's other commits wait (member.renewing); done, called once the
+// renewal is written, makes the handle sign with the new key before they
+// go on. An entry changed meanwhile gives changed, writing nothing (on a
+// store with transactions).
+//
+// On a device of a hub the renewal is made on the hub first, as other
+// changes of people are: the keyring entry (the hub's must be the one it
+// replaces) and the same ledger entries on the hub's ledger, so that the
+// hub's ledger gives the person the new key before any entry it signs
+// reaches the hub, and other devices' syncs take the renewed entry. Out of
+// reach of the hub nothing is written. A device of a hub opened without it
+// (offline) renews on its own, as an open with a recovery code does: the
+// entry reaches the hub with its next Sync, and the hub's ledger, which
+// does not record that renewal, holds the person to the chain of renewals
+// the entry carries (each signed by the key it replaced: see
+// authority.check), a limit the README's threat table names. The
+// recovery entry reaches the hub with the next Sync. A failure of the
+// device's write after the hub's leaves the renewal on the hub: the
+// person opens again with the new secret.
+func (v *Vault) writeRenewal(ctx context.Context, ws []entryWrite, es []ledger.Entry, changed error, r renewal, oldSeed *crypto.Key, done func()) error {
+	signer := seedSigner{seed: oldSeed, pub: r.oldSign}
+	var hl writableLedger
+	var hst stores.Store
+	if h := v.hub; h != nil {
+		opts := h.ledgerOptions()
+		opts.Signer, opts.Guard, opts.GuardKeys = signer, nil, nil
+		// A reader's hub-side vault writes nothing but the person's own
+		// changes (as its Sync copies their keyring entry).
+		hst = writable(h.store)
+		hl = newLedger()(hst, h.seal, h.macer, h.prefix, opts)
+		defer func() { _ = hl.Close() }()
+	}
+	opts := v.ledgerOptions()
+	opts.Signer, opts.Guard, opts.GuardKeys = signer, nil, nil
+	l := newLedger()(v.me.store, v.seal, v.macer, v.prefix, opts)
+	defer func() { _ = l.Close() }()
+	// The handle's other commits wait from here to the new key: the
+	// ledgers are made (and closed) outside the window.
+	m := v.me
+	m.renewing.Store(true)
+	defer m.renewing.Store(false)
+	if hl != nil {
+		if err := commitEntries(ctx, hst, hl, ws[:1], es, changed); err != nil {
+			return fmt.Errorf("on the hub: %w", feedErr(err))
+		}
+	}
+	err := commitEntries(ctx, v.me.store, l, ws, es, changed)
+	if err == nil && done != nil {
+		done()
+	}
+	return err
+}
+
+// seedSigner signs a ledger's commits with one signing key.
+type seedSigner struct {
+	seed *crypto.Key
+	pub  []byte
+}
+
+// Public returns the signing key.
+func (s seedSigner) Public() []byte { return s.pub }
+
+// Sign signs msg.
+func (s seedSigner) Sign(msg []byte) ([]byte, error) { return crypto.Sign(s.seed, msg) }

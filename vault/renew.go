@@ -1,6 +1,8 @@
 package vault
 
 import (
+	"slices"
+
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/codec"
 )
@@ -40,14 +42,26 @@ import (
 // swap a person's box key for one of their own, which the next rotation
 // would wrap the new generation for.
 //
-// What this does not close (the README's threat table): the signing key
-// is kept, and its seed is wrapped for the old box key too. Someone who
-// unwrapped the old private key and can write the store can sign a
-// renewal to a key pair of their own, or put back the whole entry as it
-// was before the change; until the person's next open refuses the entry,
-// a rotation would wrap its new generation for that key. Closing it takes
-// a new signing key at each renewal, recorded in the ledger (signed by the
-// old one) so that the authority check refuses an entry with the old one.
+// The signing key is renewed too. Its seed was wrapped for the old box
+// key, so whoever unwrapped the old private key holds it: with write
+// access to the store they could sign a renewal to a key pair of their
+// own, or put back the whole entry as it was before the change, and a
+// rotation would wrap its new generation for them. So a renewal makes a
+// new Ed25519 seed (wrapped for the new box key only) and records it in
+// the ledger: a ledger.KeysRenewed entry naming the new key, the last of
+// its commit, signed by the key it replaces. From the next entry on the
+// ledger gives the person the new key only, so the authority check
+// (people_ledger.go) refuses an entry with the old one (put back, or a
+// renewal the old key signed afterwards), and the old key signs nothing
+// valid. The entry keeps the signing key the grant names (grantSign:
+// the grant's signature still holds) and the chain of renewals from it to
+// the current key, each signed by the key it replaces (signChainHolds,
+// checked with the MAC on every read): a keyring read without a ledger
+// (a chain of grants) still tells the person's keys from a stranger's.
+//
+// A handle writes the renewal's ledger entries with the key it replaces,
+// through a ledger of its own (renewalLedger), while its other commits
+// wait (member.renewing); then it signs with the new key.
 
 // unwrap unwraps the wrap w in e (of purpose) with box, e's current box
 // identity: a wrap for the current key pair, or for an earlier one (a
@@ -84,25 +98,69 @@ func renewalStatement(vaultName string, header []byte, e *keyringEntry) []byte {
 	return codec.AppendBytes(b, e.boxPub)
 }
 
-// renewal is a person's keyring entry renewed: the entry (not sealed yet)
-// and its new box identity, the caller's to keep or wipe.
+// signRenewalStatement is what a person signs, with the signing key it
+// replaces, to renew their signing key: the new key pub, the n-th renewal
+// since e's grant (its statement and the granter's signature).
+func signRenewalStatement(vaultName string, header []byte, e *keyringEntry, n int, pub []byte) []byte {
+	b := codec.AppendString(nil, "noydb signing key renewal v1")
+	b = codec.AppendBytes(b, grantStatement(vaultName, header, e))
+	b = codec.AppendBytes(b, e.grantSig)
+	b = codec.AppendUvarint(b, uint64(n))
+	return codec.AppendBytes(b, pub)
+}
+
+// signChainHolds reports whether each renewal of e's signing key is
+// signed by the key before it, from the grant's.
+func (e *keyringEntry) signChainHolds(vaultName string, header []byte) bool {
+	key := e.grantSignKey()
+	for i, r := range e.signRenewals {
+		if !crypto.VerifySignature(key, signRenewalStatement(vaultName, header, e, i, r.pub), r.sig) {
+			return false
+		}
+		key = r.pub
+	}
+	return true
+}
+
+// renewal is a person's keyring entry renewed: the entry (not sealed yet),
+// its new box identity and signing seed, the caller's to keep or wipe,
+// and the signing key it replaces.
 type renewal struct {
-	entry *keyringEntry
-	box   *crypto.Identity
+	entry   *keyringEntry
+	box     *crypto.Identity
+	seed    *crypto.Key
+	oldSign []byte
+}
+
+// wipe wipes the new keys (a renewal not written).
+func (r renewal) wipe() {
+	r.box.Wipe()
+	r.seed.Wipe()
 }
 
 // renew returns e (a secret-locked entry, not revoked) with a new box key
-// pair: every wrap of e re-wrapped from old (e's current box identity)
-// for the new public key, the private key locked by kek (derived from
-// the secret with salt at e's cost), the serial raised, and the renewal
-// signed with seed (the person's signing key). The caller seals it.
+// pair and a new signing key: every wrap of e re-wrapped from old (e's
+// current box identity) for the new public key, the private key locked by
+// kek (derived from the secret with salt at e's cost), the new signing
+// seed wrapped for it, the serial raised, the renewal of the signing key
+// signed with seed (the person's signing key, which it replaces) and the
+// renewal of the box key with the new one. The caller seals it.
 func (e *keyringEntry) renew(vaultName string, header []byte, old *crypto.Identity, seed, kek *crypto.Key, salt []byte) (renewal, error) {
 	id, err := crypto.GenerateIdentity()
 	if err != nil {
 		return renewal{}, err
 	}
-	fail := func(err error) (renewal, error) { id.Wipe(); return renewal{}, err }
+	nseed, err := crypto.GenerateKey()
+	if err != nil {
+		id.Wipe()
+		return renewal{}, err
+	}
+	fail := func(err error) (renewal, error) { id.Wipe(); nseed.Wipe(); return renewal{}, err }
 	pub, err := id.PublicKey()
+	if err != nil {
+		return fail(err)
+	}
+	signPub, err := crypto.SigningPublicKey(nseed)
 	if err != nil {
 		return fail(err)
 	}
@@ -135,9 +193,18 @@ func (e *keyringEntry) renew(vaultName string, header []byte, old *crypto.Identi
 		}
 		ne.colKeys[i] = wrappedCol{name: c.name, gen: c.gen, key: w}
 	}
-	if ne.signPriv, err = rewrap(e.signPriv, "sign"); err != nil {
+	if ne.signPriv, err = crypto.WrapKeyTo(pub, nseed, ad("sign")); err != nil {
 		return fail(err)
 	}
+	// The new signing key, signed by the one it replaces.
+	ne.grantSign = e.grantSignKey()
+	stmt := signRenewalStatement(vaultName, header, &ne, len(e.signRenewals), signPub)
+	sig, err := crypto.Sign(seed, stmt)
+	if err != nil {
+		return fail(err)
+	}
+	ne.signRenewals = append(slices.Clone(e.signRenewals), signRenewal{pub: signPub, sig: sig})
+	ne.signPub = signPub
 	// The earlier key pairs, and the one replaced, for the new one.
 	ne.prev = make([]prevBox, 0, len(e.prev)+1)
 	for _, p := range e.prev {
@@ -156,8 +223,8 @@ func (e *keyringEntry) renew(vaultName string, header []byte, old *crypto.Identi
 		return fail(err)
 	}
 	ne.renewSig = nil
-	if ne.renewSig, err = crypto.Sign(seed, renewalStatement(vaultName, header, &ne)); err != nil {
+	if ne.renewSig, err = crypto.Sign(nseed, renewalStatement(vaultName, header, &ne)); err != nil {
 		return fail(err)
 	}
-	return renewal{entry: &ne, box: id}, nil
+	return renewal{entry: &ne, box: id, seed: nseed, oldSign: e.signPub}, nil
 }

@@ -138,7 +138,7 @@ func (v *Vault) ledgerPeople(ctx context.Context) (map[string]wire.LedgerPerson,
 			}
 			continue
 		}
-		out[name] = wire.LedgerPerson{SigningKey: e.signPub, Role: e.role.String(), Root: e.grantedBy == e.user,
+		out[name] = wire.LedgerPerson{SigningKey: e.signPub, Renewed: e.renewedSignKeys(), Role: e.role.String(), Root: e.grantedBy == e.user,
 			Revoked: e.revoked, GrantedBy: e.grantedBy, Collections: e.collections}
 	}
 	return out, nil

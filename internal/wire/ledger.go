@@ -98,6 +98,10 @@ type LedgerSigner interface {
 type LedgerPerson struct {
 	// SigningKey is the person's Ed25519 public key.
 	SigningKey []byte
+	// Renewed are the signing keys the person held since their grant
+	// before SigningKey, oldest first (the grant named the first): each
+	// renewal (a secret change, a recovery) replaced one.
+	Renewed [][]byte
 	// Role is "owner", "writer" or "reader".
 	Role string
 	// Root is true for a person who granted themselves (a vault's

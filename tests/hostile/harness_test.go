@@ -316,15 +316,14 @@ func TestHostileForgeLedgerEntry(t *testing.T) {
 
 // TestHostileReplayKeyringEntry: a member puts back their own keyring
 // entry as it was before a change: carol her entry from before her
-// revocation, will his from before an owner narrowed him to "public".
-// The vault's ledger records the later change: carol is revoked whatever
-// her entry says (ErrNoAccess on open, listed as revoked), will's wider
-// entry is refused (ErrTampered); neither gets a key. The limit: will's entry from before his own
-// secret change opens with his old secret (a genuine older value the
-// ledger does not tell apart), and, put back before the next rotation,
-// gets its new generation: the secret change renewed his box key pair
-// (vault/renew.go) but not his signing key, which the ledger would have
-// to record for the check of authority to refuse the older entry.
+// revocation, will his from before an owner narrowed him to "public", and
+// from before his own secret change. The vault's ledger records the later
+// change: carol is revoked whatever her entry says (ErrNoAccess on open,
+// listed as revoked), will's wider entry is refused (ErrTampered), and so
+// is his entry of before the secret change, which renewed his signing key
+// (a KeysRenewed entry the old key signed): the old secret opens nothing,
+// no rotation gives the entry a key, and what the old key signs in his
+// name after the renewal fails Verify.
 func TestHostileReplayKeyringEntry(t *testing.T) {
 	ctx := context.Background()
 	for name, newStore := range memAndBadger() {
@@ -341,17 +340,23 @@ func TestHostileReplayKeyringEntry(t *testing.T) {
 				plant(t, p.st, wide)
 				p.refusedAndSkipped(t, p.will, "will", "w")
 			})
-			t.Run("before a secret change (the limit)", func(t *testing.T) {
+			t.Run("before a secret change", func(t *testing.T) {
 				p := setUp(t, newStore(t))
 				old := p.will.entry
 				w := open(t, cfg(p.st, "will", "w"))
 				require.NoError(t, w.ChangeSecret(ctx, []byte("w"), []byte("w2")))
 				plant(t, p.st, old)
-				_, err := vault.Open(ctx, cfg(p.st, "will", "w"))
-				require.NoError(t, err, "the old secret opens an entry put back from before the change")
-				rot, err := p.olga.RotateKeys(ctx)
+				p.refusedAndSkipped(t, p.will, "will", "w")
+			})
+			t.Run("signed by the key of before a secret change", func(t *testing.T) {
+				p := setUp(t, newStore(t))
+				w := open(t, cfg(p.st, "will", "w"))
+				require.NoError(t, w.ChangeSecret(ctx, []byte("w"), []byte("w2")))
+				head, err := p.olga.Audit().Head(ctx)
 				require.NoError(t, err)
-				assert.NotContains(t, rot.Skipped(), "will", "the limit: the rotation wraps the new generation for it")
+				_, err = forger(t, p.st, p.will, "will").Append(ctx, ledger.Entry{Kind: ledger.AppEvent, Reason: "after the renewal"})
+				require.NoError(t, err)
+				badEntryAt(t, p.olga, head.Seq+1, ledger.BadSignature)
 			})
 		})
 	}
@@ -460,6 +465,31 @@ func TestHostileForgePulledChange(t *testing.T) {
 			assert.Equal(t, "before", n.Text, "the forged record was applied")
 			onTheHub := open(t, cfg(hub, "olga", "o"))
 			badEntryAt(t, onTheHub, hrep.Seq+1, ledger.NotPermitted)
+		})
+	}
+}
+
+// TestRevokeOfAPlantedEntryRevokesTheGrant: rita, a reader, plants over
+// her own keyring entry one granted by herself (refused on every read);
+// the owner, seeing her listed as tampered, revokes her. The revocation
+// ends the grant the ledger records, not the planted entry's key: rita's
+// genuine entry put back afterwards is revoked (ErrNoAccess), and the
+// ledger verifies.
+func TestRevokeOfAPlantedEntryRevokesTheGrant(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			p := setUp(t, newStore(t))
+			hdr := header(t, p.st)
+			planted, _ := forge(t, hdr, p.rita.gens[1], p.rita.gens, "rita", "r2", roleReader, "rita", nil)
+			plant(t, p.st, planted)
+			_, err := p.olga.People(ctx)
+			require.ErrorIs(t, err, vault.ErrTampered)
+			require.NoError(t, p.olga.Revoke(ctx, "rita", vault.RevokeWithoutRotation()))
+			plant(t, p.st, p.rita.entry)
+			_, err = vault.Open(ctx, cfg(p.st, "rita", "r"))
+			require.ErrorIs(t, err, vault.ErrNoAccess, "rita's genuine entry after her revocation")
+			verified(t, p.olga)
 		})
 	}
 }

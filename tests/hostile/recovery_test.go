@@ -14,6 +14,7 @@ import (
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/internal/codec"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
 	"github.com/noydb-go/noydb/stores/pgstore/pgtest"
@@ -248,11 +249,70 @@ func TestHostileRenewalNotByThePerson(t *testing.T) {
 	}
 }
 
+// TestHostileSigningRenewalNotByThePerson: rita, a reader, writes will's
+// keyring entry renewed to her own signing key (and a box key pair of her
+// own): the grant kept, the renewal of the signing key signed by her key,
+// not will's. Every read refuses it (ErrTampered): a renewal counts only
+// signed by the key it replaces; and the next rotation wraps it nothing.
+func TestHostileSigningRenewalNotByThePerson(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			p := setUp(t, newStore(t))
+			hdr := header(t, p.st)
+			it, err := p.st.Get(ctx, keyringKey("will"))
+			require.NoError(t, err)
+			e := decodeEntry(t, it.Value)
+			id, err := crypto.GenerateIdentity()
+			require.NoError(t, err)
+			pub, err := id.PublicKey()
+			require.NoError(t, err)
+			e.grantBox, e.boxPub = e.boxPub, pub
+			e.serial++
+			kek, err := crypto.DeriveUserKey([]byte("r-as-w"), e.salt, e.kdf)
+			require.NoError(t, err)
+			e.boxPriv, err = crypto.WrapKey(kek, id.Key(), wrapAD("will", hdr, "box"))
+			require.NoError(t, err)
+			e.gens = nil
+			for _, g := range []uint64{1, 2, 3} {
+				w, err := crypto.WrapKeyTo(pub, p.rita.gens[g], wrapAD("will", hdr, genPurpose(g)))
+				require.NoError(t, err)
+				e.gens = append(e.gens, wrapped{gen: g, key: w})
+			}
+			e.signPriv, err = crypto.WrapKeyTo(pub, p.rita.seed, wrapAD("will", hdr, "sign"))
+			require.NoError(t, err)
+			ritaPub, err := crypto.SigningPublicKey(p.rita.seed)
+			require.NoError(t, err)
+			e.grantSign, e.signPub = e.signPub, ritaPub
+			stmt := codec.AppendString(nil, "noydb signing key renewal v1")
+			stmt = codec.AppendBytes(stmt, e.grantStatement(hdr))
+			stmt = codec.AppendBytes(stmt, e.grantSig)
+			stmt = codec.AppendUvarint(stmt, 0)
+			stmt = codec.AppendBytes(stmt, ritaPub)
+			sig, err := crypto.Sign(p.rita.seed, stmt)
+			require.NoError(t, err)
+			e.signRenewals = [][2][]byte{{ritaPub, sig}}
+			stmt = codec.AppendString(nil, "noydb box renewal v1")
+			stmt = codec.AppendBytes(stmt, e.grantStatement(hdr))
+			stmt = codec.AppendBytes(stmt, e.grantSig)
+			stmt = codec.AppendBytes(stmt, e.boxPub)
+			e.renewSig, err = crypto.Sign(p.rita.seed, stmt)
+			require.NoError(t, err)
+			e.seal(p.rita.gens[1], hdr)
+			plant(t, p.st, e)
+			p.refusedAndSkipped(t, p.rita, "will", "r-as-w")
+		})
+	}
+}
+
 // renewedOnHub is TestHostileRevokedRecoveryCode on devices of hub: will
 // changes his secret on his device and syncs; olga's rotation, on hers,
 // reaches the hub. The code and the old secret, with the hub's entries of
 // before, open nothing the hub's entry of will holds now, nor the record
-// written after the rotation; the new secret opens on a new device.
+// written after the rotation; the new secret opens on a new device. The
+// renewal reached the hub's ledger first: an entry the old signing key
+// signs there afterwards fails Verify, and will's entry of before, put
+// back on the hub, is refused.
 func renewedOnHub(t *testing.T, hub stores.Store, newDevice func(testing.TB) stores.Store) {
 	ctx := context.Background()
 	olga := open(t, onHub(newDevice(t), hub, "olga", "o"))
@@ -292,7 +352,21 @@ func renewedOnHub(t *testing.T, hub stores.Store, newDevice func(testing.TB) sto
 	assert.Equal(t, "written after the secret change", noteText(t, again, "notes", "after"))
 	_, err = vault.Open(ctx, onHub(newDevice(t), hub, "will", "w"))
 	assert.ErrorIs(t, err, vault.ErrWrongSecret)
-	verified(t, open(t, cfg(hub, "olga", "o")))
+	onHubOlga := open(t, cfg(hub, "olga", "o"))
+	verified(t, onHubOlga)
+
+	// The renewal reached the hub's ledger first: the old signing key
+	// signs nothing valid there, and will's entry of before, put back on
+	// the hub, is refused.
+	head, err := onHubOlga.Audit().Head(ctx)
+	require.NoError(t, err)
+	_, err = forger(t, hub, old, "will").Append(ctx, ledger.Entry{Kind: ledger.AppEvent, Reason: "after the renewal"})
+	require.NoError(t, err)
+	badEntryAt(t, onHubOlga, head.Seq+1, ledger.BadSignature)
+	_, err = hub.Put(ctx, keyringKey("will"), keptEntry.Value)
+	require.NoError(t, err)
+	_, err = vault.Open(ctx, cfg(hub, "will", "w"))
+	assert.ErrorIs(t, err, vault.ErrTampered, "will's entry of before the renewal, put back on the hub")
 }
 
 // TestHubRenewalOpensNothingNew runs renewedOnHub on memstore and badger

@@ -61,8 +61,12 @@ type entry struct {
 	grantBox []byte
 	renewSig []byte
 	prev     [][2][]byte
-	macGen   uint64
-	mac      []byte
+	// Layout version 4 (a renewed signing key): the grant's signing key
+	// and the renewals (new key, signature by the key before it).
+	grantSign    []byte
+	signRenewals [][2][]byte
+	macGen       uint64
+	mac          []byte
 }
 
 const (
@@ -78,7 +82,7 @@ func decodeEntry(t testing.TB, b []byte) *entry {
 	require.Equal(t, "NOYK", string(b[:4]))
 	r := codec.NewReader(b[4:])
 	version := r.Byte()
-	require.Contains(t, []byte{2, 3}, version, "layout version")
+	require.Contains(t, []byte{2, 3, 4}, version, "layout version")
 	e := &entry{}
 	e.user = r.String(1 << 10)
 	e.serial = r.Uvarint()
@@ -105,10 +109,19 @@ func decodeEntry(t testing.TB, b []byte) *entry {
 	}
 	e.signPriv = r.Bytes(256)
 	e.grantSig = r.Bytes(64)
-	if version == 3 {
+	if version >= 3 {
 		e.grantBox, e.renewSig = r.Bytes(64), r.Bytes(64)
+		if len(e.grantBox) == 0 {
+			e.grantBox, e.renewSig = nil, nil
+		}
 		for range r.Count(1<<12, 2) {
 			e.prev = append(e.prev, [2][]byte{r.Bytes(64), r.Bytes(256)})
+		}
+	}
+	if version >= 4 {
+		e.grantSign = r.Bytes(64)
+		for range r.Count(1<<12, 2) {
+			e.signRenewals = append(e.signRenewals, [2][]byte{r.Bytes(64), r.Bytes(64)})
 		}
 	}
 	e.macGen = r.Uvarint()
@@ -119,7 +132,10 @@ func decodeEntry(t testing.TB, b []byte) *entry {
 
 func (e *entry) body() []byte {
 	version := byte(2)
-	if e.renewSig != nil {
+	switch {
+	case len(e.signRenewals) > 0:
+		version = 4
+	case e.renewSig != nil || len(e.prev) > 0:
 		version = 3
 	}
 	b := append([]byte("NOYK"), version)
@@ -156,13 +172,21 @@ func (e *entry) body() []byte {
 	}
 	b = codec.AppendBytes(b, e.signPriv)
 	b = codec.AppendBytes(b, e.grantSig)
-	if version == 3 {
+	if version >= 3 {
 		b = codec.AppendBytes(b, e.grantBox)
 		b = codec.AppendBytes(b, e.renewSig)
 		b = codec.AppendUvarint(b, uint64(len(e.prev)))
 		for _, p := range e.prev {
 			b = codec.AppendBytes(b, p[0])
 			b = codec.AppendBytes(b, p[1])
+		}
+	}
+	if version >= 4 {
+		b = codec.AppendBytes(b, e.grantSign)
+		b = codec.AppendUvarint(b, uint64(len(e.signRenewals)))
+		for _, r := range e.signRenewals {
+			b = codec.AppendBytes(b, r[0])
+			b = codec.AppendBytes(b, r[1])
 		}
 	}
 	return codec.AppendUvarint(b, e.macGen)
@@ -187,6 +211,9 @@ func (e *entry) grantStatement(header []byte) []byte {
 		b = codec.AppendBytes(b, e.grantBox)
 	} else {
 		b = codec.AppendBytes(b, e.boxPub)
+	}
+	if e.grantSign != nil {
+		return codec.AppendBytes(b, e.grantSign)
 	}
 	return codec.AppendBytes(b, e.signPub)
 }
