@@ -58,6 +58,15 @@
 //     "keyring signing key differs from the ledger's"), so grants stay on
 //     device 0 unless -sim.known.
 //
+//   - not gated, not understood yet: a record deleted after a
+//     transaction wrote it, with the hub reporting commits as failed that
+//     it made (ambiguous commits), comes back on both devices after the
+//     final sync: the delete is lost (seed 481 of a 200-operation sweep on
+//     main 38c8ad2, 1 failure in 1,242 schedules; its shrunk schedule,
+//     testdata/lost-delete-481.json, fails about one replay in two, on
+//     98140ec too: go test ./tests/sim -run 'TestSimulation$'
+//     -sim.replay=testdata/lost-delete-481.json -count=10).
+//
 // Fixed since, their gates removed, each with a regression test beside the
 // sync code (the root package):
 //
