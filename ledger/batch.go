@@ -502,8 +502,34 @@ func (l *ledger) readHeadTx(tx stores.Tx) (headState, error) {
 	if cached {
 		return hs, nil
 	}
-	return l.openHead(it.Value)
+	hs, err = l.openHead(it.Value)
+	if err == nil {
+		l.sawForeign(hs.Seq)
+	}
+	return hs, err
 }
+
+// sawForeign notes that a commit began on a head at position seq that this
+// ledger had not written last.
+func (l *ledger) sawForeign(seq uint64) {
+	for {
+		old := l.foreign.Load()
+		if seq <= old || l.foreign.CompareAndSwap(old, seq) {
+			return
+		}
+	}
+}
+
+// ForeignThrough returns the highest position of a head that a commit of
+// this ledger began on and that this ledger had not written last: another
+// writer (or the store) moved the ledger since this ledger's commit before
+// it. 0 when every commit so far began on the head the one before left.
+//
+// A cache of anything the ledger records (a sequence's counter) that was
+// checked against the ledger through some position is stale when
+// ForeignThrough passes that position: the check is due again. Reading it
+// costs one atomic load, so a writer alone pays nothing for the question.
+func (l *ledger) ForeignThrough() uint64 { return l.foreign.Load() }
 
 // putEntries builds entries to follow head and writes them in tx, and
 // returns the head after them (head itself when entries is empty). With a

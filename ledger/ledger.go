@@ -85,6 +85,10 @@ type ledger struct {
 	// (another writer appended meanwhile), so the next one likely will
 	// too and prefetches the pinned entry with the head (pinKeys).
 	pinPassed atomic.Bool
+	// foreign is the highest position of a head this ledger found, at
+	// the start of a commit, that it had not written last (another writer
+	// appended since its last commit): see ForeignThrough.
+	foreign atomic.Uint64
 
 	mu         sync.Mutex
 	lastSealed []byte    // the head bytes this ledger last wrote in a transaction

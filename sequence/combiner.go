@@ -118,6 +118,8 @@ type counter struct {
 	checked      bool   // the counter was checked against the History (see checkHistory)
 	floor        uint64 // the highest number the History recorded at that check
 	base         uint64 // the passes' head at that check: the counter is raised to it (see checkHistory)
+	through      uint64 // the History's position that check held through (see ledgerMoved)
+	versionKnown bool   // cacheVersion is the version of cacheSealed as this Service last wrote or read it
 	// shut is true once the History recorded a close of the counter's
 	// period, or this Service closed it: an open counter is then one the
 	// store replayed or deleted.
@@ -389,7 +391,7 @@ func (c *counter) checkHistory(ctx context.Context) error {
 	for _, o := range c.w.batch {
 		claims = claims || (o.kind == opClaim && c.svc.txr != nil)
 	}
-	highest, closed, defined, err := c.recorded(ctx, claims)
+	highest, closed, defined, through, err := c.recorded(ctx, claims)
 	if err != nil {
 		return fmt.Errorf("check the counter against the ledger: %w", err)
 	}
@@ -400,6 +402,7 @@ func (c *counter) checkHistory(ctx context.Context) error {
 		return fmt.Errorf("check the counter against the passes' head: %w", err)
 	}
 	c.floor, c.shut, c.base = max(c.floor, highest), c.shut || closed, max(c.base, base)
+	c.through = max(c.through, through)
 	if defined {
 		if err := c.svc.checkDefinition(ctx, c.series); err != nil {
 			return err
@@ -433,17 +436,17 @@ func (c *counter) outsidePeriods() error {
 // (wire.HistorySummary) answers from it; another is read since the view's
 // last read (from the start, the first time), with claims indexing the
 // request ids of claims too (see catchUp).
-func (c *counter) recorded(ctx context.Context, claims bool) (highest uint64, closed, defined bool, err error) {
+func (c *counter) recorded(ctx context.Context, claims bool) (highest uint64, closed, defined bool, through uint64, err error) {
 	if hs, ok := c.svc.history.(wire.HistorySummary); ok {
 		f, err := hs.CounterFacts(ctx, c.series, c.partition)
-		return max(f.Highest, f.Passes), f.Closed, f.Defined, err
+		return max(f.Highest, f.Passes), f.Closed, f.Defined, f.Through, err
 	}
 	if err := c.catchUp(ctx, claims); err != nil {
-		return 0, false, false, err
+		return 0, false, false, 0, err
 	}
 	c.view.mu.Lock()
 	defer c.view.mu.Unlock()
-	return c.view.highest, c.view.closed, c.view.defined, nil
+	return c.view.highest, c.view.closed, c.view.defined, c.view.through, nil
 }
 
 // passHead returns the head of the deferred-numbering passes of the
@@ -470,6 +473,17 @@ func (c *counter) movedElsewhere(stored []byte) bool {
 	return c.checked && !c.w.rechecked && c.cacheSealed != nil && !bytes.Equal(stored, c.cacheSealed)
 }
 
+// ledgerMoved reports, for a counter whose stored bytes are the ones this
+// Service last wrote or read, whether the History was moved by another
+// writer since the counter's check held (wire.HistoryWatch), and the batch
+// has not asked the History again yet. Equal bytes do not prove the
+// counter unmoved: a store can put back the bytes this Service last saw
+// after another writer moved the counter on, and then only the History
+// knows the numbers given meanwhile. A writer alone pays one atomic load.
+func (c *counter) ledgerMoved() bool {
+	return c.svc.watch != nil && c.checked && !c.w.rechecked && c.svc.watch.ForeignThrough() > c.through
+}
+
 // attempt is one try at writing c.w.batch.
 func (c *counter) attempt(int) error {
 	for _, o := range c.w.batch {
@@ -487,7 +501,7 @@ func (c *counter) attempt(int) error {
 			c.w.unpinned = err // committed: see run
 		}
 		// The new version is not reported by a transaction.
-		c.cache, c.cacheSealed, c.cacheValid = c.w.next, c.w.sealed, false
+		c.cache, c.cacheSealed, c.cacheValid, c.versionKnown = c.w.next, c.w.sealed, false, false
 		return nil
 	}
 	return c.casAttempt()
@@ -611,6 +625,9 @@ func (c *counter) txBody(tx stores.Tx) error {
 	var st state
 	switch {
 	case err == nil && c.cacheSealed != nil && bytes.Equal(item.Value, c.cacheSealed):
+		if c.ledgerMoved() {
+			return errRecheck
+		}
 		st = c.cache
 		c.w.sealed = c.cacheSealed
 	case err == nil:
@@ -675,6 +692,14 @@ func (c *counter) casAttempt() error {
 		item, err := c.svc.store.Get(ctx, c.key)
 		switch {
 		case err == nil && c.cacheSealed != nil && bytes.Equal(item.Value, c.cacheSealed):
+			if c.versionKnown && item.Version != c.cacheVersion && c.checked && !c.w.rechecked && c.svc.history != nil {
+				// Written since this Service last wrote or read it, and
+				// put back to the same bytes (sealed with a random nonce,
+				// they are not another honest writer's): the numbers
+				// given meanwhile are known to the History only.
+				c.cacheVersion = item.Version
+				return errRecheck
+			}
 			c.cacheVersion = item.Version
 		case err == nil:
 			st, err := c.svc.openState(c.key, item.Value)
@@ -690,7 +715,7 @@ func (c *counter) casAttempt() error {
 		default:
 			return err
 		}
-		c.cacheValid = true
+		c.cacheValid, c.versionKnown = true, true
 	}
 	if err := c.svc.checkPin(c.key, c.cache.value, pin); err != nil {
 		c.cacheValid = false

@@ -81,6 +81,7 @@ type txFloor struct {
 	floor   atomic.Uint64
 	base    atomic.Uint64 // the passes' head (see counter.base)
 	closed  atomic.Bool   // the period was closed (see counter.shut)
+	through atomic.Uint64 // the History's position the check held through (see wire.HistoryWatch)
 }
 
 // checkInTx loads the definition of q's series and reads the highest
@@ -106,7 +107,7 @@ func checkInTx(ctx context.Context, q *Sequence) error {
 		return q.errorf("next", stores.ErrClosed)
 	}
 	defer q.svc.gate.Exit()
-	highest, closed, defined, err := c.recorded(ctx, false)
+	highest, closed, defined, through, err := c.recorded(ctx, false)
 	if err != nil {
 		return q.errorf("next", err)
 	}
@@ -137,6 +138,12 @@ func checkInTx(ctx context.Context, q *Sequence) error {
 			break
 		}
 	}
+	for {
+		old := c.tx.through.Load()
+		if through <= old || c.tx.through.CompareAndSwap(old, through) {
+			break
+		}
+	}
 	c.tx.checked.Store(true)
 	return nil
 }
@@ -148,7 +155,7 @@ func checkInTx(ctx context.Context, q *Sequence) error {
 // snapshot older than a number another handle sharing the pins (a second
 // DB on the state folder) committed meanwhile. The caller runs it again
 // with the pin taken before.
-func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx, pinned *uint64) (Serial, bool, error) {
+func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx, pinned *uint64, checked bool) (Serial, bool, error) {
 	if err := q.allocating(ctx, "next"); err != nil {
 		return Serial{}, false, err
 	}
@@ -183,6 +190,12 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx, pinned *uint64) (S
 	}
 	c := q.c
 	if !c.tx.checked.Load() {
+		return Serial{}, true, nil
+	}
+	if w := q.svc.watch; w != nil && !checked && w.ForeignThrough() > c.tx.through.Load() {
+		// Another writer moved the ledger since the check: the counter,
+		// whatever its bytes, may have been put back behind numbers it
+		// gave meanwhile. Checked again before it is trusted.
 		return Serial{}, true, nil
 	}
 	if !q.svc.gate.Enter() {

@@ -19,7 +19,7 @@ import (
 // The hooks a vault's transaction calls (vault/tx.go).
 var (
 	seqTarget = wire.SequenceTarget.(func(*sequence.Sequence) *sequence.Sequence)
-	seqNextTx = wire.SequenceNextTx.(func(context.Context, *sequence.Sequence, stores.Tx, *uint64) (sequence.Serial, bool, error))
+	seqNextTx = wire.SequenceNextTx.(func(context.Context, *sequence.Sequence, stores.Tx, *uint64, bool) (sequence.Serial, bool, error))
 )
 
 // deadlockAfter bounds the waits of the lock-order tests: well past
@@ -90,7 +90,7 @@ func TestTxDoesNotWaitForTheDefinitionLoad(t *testing.T) {
 			}
 			out.fresh, out.other = seqTarget(fresh), seqTarget(other)
 			for _, q := range []*sequence.Sequence{fresh, other} {
-				_, check, err := seqNextTx(ctx, q, tx, nil)
+				_, check, err := seqNextTx(ctx, q, tx, nil, false)
 				if err != nil {
 					return err
 				}

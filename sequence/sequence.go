@@ -112,6 +112,7 @@ type service struct {
 	journal  wire.Journal
 	pins     pins.Counter
 	history  wire.History
+	watch    wire.HistoryWatch                                        // history, when it tells of other writers (nil: it does not)
 	passHead func(ctx context.Context, series string) (uint64, error) // nil: none
 	claimMAC seal.MACer
 	policy   cas.Policy
@@ -172,6 +173,7 @@ func newService(store stores.Store, sealer seal.Sealer, prefix string, cfg confi
 	if txr, ok := store.(stores.Transactor); ok && caps.Transactions {
 		s.txr = txr
 	}
+	s.watch, _ = cfg.History.(wire.HistoryWatch)
 	if s.window <= 0 {
 		s.window = DefaultClaimWindow
 	}

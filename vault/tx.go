@@ -15,7 +15,7 @@ import (
 
 // The functions package sequence gives the vault through internal/wire.
 var (
-	seqNextTx = wire.SequenceNextTx.(func(context.Context, *sequence.Sequence, stores.Tx, *uint64) (sequence.Serial, bool, error))
+	seqNextTx = wire.SequenceNextTx.(func(context.Context, *sequence.Sequence, stores.Tx, *uint64, bool) (sequence.Serial, bool, error))
 	seqCheck  = wire.SequenceCheck.(func(context.Context, *sequence.Sequence) error)
 	seqPin    = wire.SequencePin.(func(*sequence.Sequence) uint64)
 	seqOwner  = wire.SequenceOwner.(func(*sequence.Sequence) any)
@@ -50,6 +50,9 @@ type Tx struct {
 	check []*sequence.Sequence          // sequences to check before running again
 	stale []*sequence.Sequence          // sequences to pin before running again
 	pins  map[*sequence.Sequence]uint64 // pins taken before the transaction began
+	// checked holds the sequences checked against the ledger in an
+	// earlier run of the Update (see wire.SequenceNextTx).
+	checked map[*sequence.Sequence]bool
 	// failed is the first error of a call that had begun writing into the
 	// transaction (a record without its ledger entry, a counter moved
 	// without its event): the transaction then does not commit, whatever
@@ -211,6 +214,7 @@ func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	// the next run's transaction begins, they decide whether it is a
 	// rollback or a snapshot older than the pin.
 	var pins map[*sequence.Sequence]uint64
+	var checked map[*sequence.Sequence]bool
 	// fn's record writes read currentGenKey (freshSealTx): named here, it
 	// is locked with the ledger's head, in key order, not after the head
 	// by the first write (see lockKeys). So are the record keys of a run
@@ -225,7 +229,7 @@ func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	for range maxTxChecks {
 		var last *Tx
 		err := v.ledger.UpdateKeys(ctx, names, func(stx stores.Tx) error {
-			tx := &Tx{v: v, ctx: ctx, tx: stx, pins: pins}
+			tx := &Tx{v: v, ctx: ctx, tx: stx, pins: pins, checked: checked}
 			if ordered {
 				tx.order = v.newTxOrder(names)
 			}
@@ -251,10 +255,17 @@ func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {
 			continue
 		}
 		if errors.Is(err, errTxCheck) {
+			if len(last.check) > 0 {
+				checked = maps.Clone(checked)
+				if checked == nil {
+					checked = make(map[*sequence.Sequence]bool, len(last.check))
+				}
+			}
 			for _, q := range last.check {
 				if err := seqCheck(ctx, q); err != nil {
 					return fmt.Errorf("vault update: %w", err)
 				}
+				checked[q] = true
 			}
 			if len(last.stale) > 0 {
 				pins = maps.Clone(pins)
@@ -342,7 +353,7 @@ func (tx *Tx) Next(seq *sequence.Sequence) (sequence.Serial, error) {
 	if p, ok := tx.pins[target]; ok {
 		pinned = &p
 	}
-	s, check, err := seqNextTx(tx.ctx, seq, tx.tx, pinned)
+	s, check, err := seqNextTx(tx.ctx, seq, tx.tx, pinned, tx.checked[seq])
 	if check {
 		tx.check = append(tx.check, seq)
 		return sequence.Serial{}, fmt.Errorf("next: %w", errTxCheck)

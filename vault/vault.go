@@ -392,7 +392,7 @@ type history struct{ l writableLedger }
 // (wire.HistorySummary), which reads only the entries since its position.
 func (h history) CounterFacts(ctx context.Context, series string, partition []string) (wire.CounterFacts, error) {
 	var out wire.CounterFacts
-	_, err := h.l.Facts(ctx, ledger.NumberFactsKind, func(f any) error {
+	head, err := h.l.Facts(ctx, ledger.NumberFactsKind, func(f any) error {
 		nf := f.(*ledger.NumberFacts)
 		c, sf := nf.Counter(series, partition), nf.Series(series)
 		// A period's passes give numbers of its counter too.
@@ -400,8 +400,13 @@ func (h history) CounterFacts(ctx context.Context, series string, partition []st
 			Passes: nf.Passes(series, partition).Assigned}
 		return nil
 	})
+	out.Through = head.Seq
 	return out, err
 }
+
+// ForeignThrough reports the highest position of a head another writer
+// left, as the ledger's commits found it (wire.HistoryWatch).
+func (h history) ForeignThrough() uint64 { return h.l.ForeignThrough() }
 
 func (h history) Facts(ctx context.Context, series string, partition []string, after uint64, fn func(wire.SequenceFact) error) (uint64, error) {
 	through := after

@@ -158,6 +158,11 @@ type Ledger[E, H, R any] interface {
 	// only read them, not keep them, and not call the ledger. Never call
 	// it inside a transaction of the ledger's store.
 	Facts(ctx context.Context, kind string, fn func(facts any) error) (H, error)
+	// ForeignThrough returns the highest position of a head that one of
+	// the ledger's commits began on without having written it (another
+	// writer moved the ledger since this ledger's commit before): see
+	// HistoryWatch. One atomic load; callable inside a commit.
+	ForeignThrough() uint64
 	// HeadSigned reports whether the ledger's last entry, read through
 	// get, is signed: a writer without a signing key must not append
 	// after it.

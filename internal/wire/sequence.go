@@ -111,6 +111,21 @@ type CounterFacts struct {
 	// history records as given or voided by the series' deferred-numbering
 	// passes: numbers of the same head (see SequenceConfig.PassHead).
 	Passes uint64
+	// Through is the position of the history's end the facts hold
+	// through (0 when unknown).
+	Through uint64
+}
+
+// HistoryWatch is a History that tells whether another writer moved it
+// since this process's last commit (the vault's ledger): a counter
+// checked against the history through position p is checked again before
+// its cache is trusted once ForeignThrough passes p (the store may have
+// put the counter back to bytes this process holds, after another writer
+// moved it on). ForeignThrough must be cheap (an atomic load) and may be
+// called inside a store transaction of the history's commits, where it
+// already reflects the head that transaction began on.
+type HistoryWatch interface {
+	ForeignThrough() uint64
 }
 
 // Sequences is what the vault asks of its sequences (Q is *sequence.Sequence

@@ -8,12 +8,16 @@ import "errors"
 
 // SequenceNextTx is set by package sequence to
 //
-//	func(ctx context.Context, q *sequence.Sequence, tx stores.Tx, pinned *uint64) (s sequence.Serial, check bool, err error)
+//	func(ctx context.Context, q *sequence.Sequence, tx stores.Tx, pinned *uint64, checked bool) (s sequence.Serial, check bool, err error)
 //
 // which takes the next number of q inside tx (the caller's store
 // transaction, in a vault the ledger's batch), recording its journal event
 // in tx. check reports that q's counter was not yet checked against its
-// history: call SequenceCheck outside the transaction, then run it again.
+// history, or that another writer moved the history since the check:
+// call SequenceCheck outside the transaction, then run it again. checked
+// says that the caller did so for q in an earlier run of the same call:
+// the history moving again meanwhile then asks for no further check (an
+// honest busy history would otherwise ask on every run).
 // pinned is the counter's rollback pin taken with SequencePin before tx
 // began, or nil to read it inside tx. An err matching ErrTxStale (only
 // when pinned is nil) is a rollback that a snapshot older than the pin may
