@@ -2,6 +2,7 @@ package noydb_test
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb"
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/vault"
@@ -336,5 +338,41 @@ func TestLedgerMovedByAnotherWriterIsNoAlarmOnEveryPath(t *testing.T) {
 				require.True(t, seen[n], "number %d missing", n)
 			}
 		})
+	}
+}
+
+// A process whose first write of a counter had an unknown outcome (it
+// committed, the store said it failed) holds no bytes of the counter.
+// Another process then takes numbers and the store puts the counter back:
+// to the bytes of that first write, or to no counter at all. Neither looks
+// moved to the first process; the ledger, which the other process moved,
+// does: ErrRollback, no number.
+func TestCounterPutBackToBytesThisProcessNeverHeldIsRollback(t *testing.T) {
+	const key = "v/books/_sequences/invoice"
+	for name, newAdv := range adversariesWithCAS() {
+		for _, absent := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/absent=%v", name, absent), func(t *testing.T) {
+				ctx := context.Background()
+				adv := newAdv(t)
+				_, v1 := openSession(t, adv.Store(), "")
+				q1 := mustSeq(t, v1, "invoice")
+				snap, err := adv.Snapshot(ctx)
+				require.NoError(t, err)
+				adv.FailAfterCommit(1)
+				_, err = q1.Next(ctx) // takes 1, reported failed
+				require.ErrorIs(t, err, faultstore.ErrInjectedAfter)
+				if !absent {
+					snap, err = adv.Snapshot(ctx)
+					require.NoError(t, err)
+				}
+				_, v2 := openSession(t, adv.Store(), "")
+				nextN(t, mustSeq(t, v2, "invoice"), 3) // 2, 3, 4
+				require.NoError(t, adv.Restore(ctx, snap, key))
+
+				n, err := q1.Next(ctx)
+				assert.ErrorIs(t, err, noydb.ErrRollback)
+				assert.Zero(t, n, "numbers up to 4 were given already")
+			})
+		}
 	}
 }

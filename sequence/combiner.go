@@ -473,8 +473,9 @@ func (c *counter) movedElsewhere(stored []byte) bool {
 	return c.checked && !c.w.rechecked && c.cacheSealed != nil && !bytes.Equal(stored, c.cacheSealed)
 }
 
-// ledgerMoved reports, for a counter whose stored bytes are the ones this
-// Service last wrote or read, whether the History was moved by another
+// ledgerMoved reports, for a counter whose stored bytes this Service
+// cannot tell from its own (the ones it last wrote or read, none, or bytes
+// it never held), whether the History was moved by another
 // writer since the counter's check held (wire.HistoryWatch), and the batch
 // has not asked the History again yet. Equal bytes do not prove the
 // counter unmoved: a store can put back the bytes this Service last saw
@@ -482,6 +483,16 @@ func (c *counter) movedElsewhere(stored []byte) bool {
 // knows the numbers given meanwhile. A writer alone pays one atomic load.
 func (c *counter) ledgerMoved() bool {
 	return c.svc.watch != nil && c.checked && !c.w.rechecked && c.svc.watch.ForeignThrough() > c.through
+}
+
+// absentMoved reports, on a store without transactions, whether a counter
+// this Service last read as absent was written since (its version moved,
+// or a write of this Service's had an unknown outcome), and the batch has
+// not asked the History again yet: a counter read again after that, present
+// or absent, is checked against the History first. (With transactions,
+// ledgerMoved tells.)
+func (c *counter) absentMoved() bool {
+	return c.versionKnown && c.cacheSealed == nil && c.checked && !c.w.rechecked && c.svc.history != nil
 }
 
 // attempt is one try at writing c.w.batch.
@@ -634,11 +645,16 @@ func (c *counter) txBody(tx stores.Tx) error {
 		if st, err = c.svc.openState(c.key, item.Value); err != nil {
 			return err
 		}
-		if c.movedElsewhere(item.Value) {
+		if c.movedElsewhere(item.Value) || c.ledgerMoved() {
 			return errRecheck
 		}
 		c.w.sealed = slices.Clone(item.Value)
 	case errors.Is(err, stores.ErrNotFound):
+		if c.ledgerMoved() {
+			// Absent as this Service last saw it, or deleted: either way
+			// the numbers another writer gave meanwhile are in the History.
+			return errRecheck
+		}
 		c.w.sealed = nil
 	default:
 		return err
@@ -706,11 +722,14 @@ func (c *counter) casAttempt() error {
 			if err != nil {
 				return err
 			}
-			if c.movedElsewhere(item.Value) {
+			if c.movedElsewhere(item.Value) || c.absentMoved() {
 				return errRecheck
 			}
 			c.cache, c.cacheSealed, c.cacheVersion = st, item.Value, item.Version
 		case errors.Is(err, stores.ErrNotFound):
+			if c.absentMoved() {
+				return errRecheck
+			}
 			c.cache, c.cacheSealed, c.cacheVersion = state{}, nil, 0
 		default:
 			return err
