@@ -37,20 +37,6 @@
 // checker reports their outcome as documented; -sim.known turns them back
 // on, and each then fails a check. When one is fixed, remove its gate:
 //
-//   - the hub's counters, or the late device's before it joins, rolled
-//     back or dropped under a ledger that keeps their numbers: a process
-//     whose first allocation passed before gives numbers again (the
-//     generator restarts every device after it; the late device's join
-//     refuses its counters with ErrRollback). What remains is the case of
-//     a counter put back exactly as this process last wrote or read it,
-//     after another writer moved it on: its bytes are the ones the process
-//     holds, so it asks neither the ledger nor its pin (which holds that
-//     value) again, and gives the other writer's numbers again (seeds 112,
-//     268, 300, 316, 347 and 485 of a sweep of hostile schedules with
-//     -sim.known). A counter moved to other bytes, or deleted, is caught
-//     (TestCounterRolledBackAfterAnotherWriterIsRollback,
-//     TestCounterDroppedAfterAnotherWriterIsRollback).
-//
 //   - grants of one person from two devices before they sync: the cases
 //     below are fixed, but a 5-minute run with the gate off still found two
 //     rarer ones on the merged branch (seed 19: a pull fails with "entry 7
@@ -76,6 +62,17 @@
 // Fixed since, their gates removed, each with a regression test beside the
 // sync code (the root package):
 //
+//   - the hub's counters, or the late device's before it joins, rolled
+//     back or dropped under a ledger that keeps their numbers, down to a
+//     counter put back exactly as this process last wrote or read it
+//     (or to bytes of a write of its own whose outcome it never learned),
+//     after another writer moved it on: each commit notes whether another
+//     writer moved the ledger, and a counter is checked against the
+//     ledger again before its cache is trusted
+//     (TestCounterPutBackAsThisProcessLeftItIsRollback,
+//     TestCounterPutBackToBytesThisProcessNeverHeldIsRollback; seeds 112,
+//     268, 300, 316, 347 and 485 with -sim.known -sim.hostile=1).
+//
 //   - grants of one person from two devices before they sync (each with a
 //     key of its own; gate kept for the rarer cases above): the device's Verify failed with "keyring signing
 //     key differs from the ledger's", a pull with "bad signature" when the
@@ -86,10 +83,12 @@
 //     TestTwoDevicesGrantAPersonAgainBeforeTheySync,
 //     TestDeviceVerifiesAPersonRevokedGrantedAndRevokedElsewhere; seeds 173
 //     and 251 of a 200-operation sweep once ungated);
+//
 //   - a claim's request id used before and after a late join got two
 //     numbers: the join now brings the ids of the device's claims
 //     (TestHubJoinKeepsTheNumbersOfClaims,
 //     TestHubJoinRefusesACopyWhoseClaimTheHubAnswered);
+//
 //   - a revocation committed on the hub (with its rotation) while another
 //     device's Sync was copying keyrings: the Sync had read the hub's
 //     ledger before, took the revoked entry for one the ledgers disagree
@@ -98,11 +97,13 @@
 //     device's pull failed with ErrHubTampered, "entry N by "bob": author
 //     revoked" (seeds 207 and 751 of a 200-operation sweep)
 //     (TestSyncKeepsARevocationCommittedDuringItsKeyringStep);
+//
 //   - a handle opened before a late join and kept across it took numbers
 //     from the device's own counters, which the hub's continue: it now
 //     takes none (vault.ErrHubJoined, a refusal; a join made by another
 //     process is learnt at the next open)
 //     (TestHandleOpenedBeforeAJoinTakesNoNumber);
+//
 //   - a person granted again after a revocation, whose handle on the
 //     granting device wrote through the hub before that device's Sync:
 //     a device's pull failed with ErrHubTampered ("author revoked", or
@@ -115,43 +116,54 @@
 //     and another device's Sync put the older entry back on the hub
 //     (TestSyncPullsTheWritesOfAPersonGrantedAgainBeforeTheHubLearnsIt;
 //     ledger: TestAGrantAgainRecordedLater);
+//
 //   - a person who wrote through the hub before their grant reached the
 //     hub's ledger (the hub took their key from the keyring), then revoked
 //     and granted again: the keyring named the new key only, so their
 //     first entries failed with "bad signature" (seed 163); the feed check
 //     and Verify now also try the keys the ledger names for them later
 //     (TestSyncPullsTheWritesOfAPersonWhoWroteBeforeTheirGrantSynced);
+//
 //   - a keyring copy that lost a race on the device skipped the new
 //     generation, and a pull then failed with ErrHubTampered on an honest
 //     hub (TestSyncBringsARotationPastAKeyringRace);
+//
 //   - a rotation's re-seal won a sync conflict over a change made on
 //     another device (TestSyncRotationKeepsConcurrentChanges);
+//
 //   - a change made after a push the hub committed but reported as failed
 //     lost to the pushed revision at the next sync
 //     (TestSyncKeepsAChangeAfterAnAmbiguousPush), and a base that named
 //     such a push already lost its content sum to it, so a rotation's
 //     re-seal then won a conflict (seeds 167 and 895 of a sweep);
+//
 //   - the same after a rotation on another device re-sealed the pushed
 //     revision before the device synced again: the device recognised its
 //     push but no longer held its content, so the re-seal counted as a
 //     change and the conflict went by the policy
 //     (TestSyncKeepsAChangeAfterAnAmbiguousPushResealed);
+//
 //   - a Void of a number the ledger records, on a counter the store rolled
 //     back or dropped, said ErrNotIssued instead of ErrRollback
 //     (TestVoidBehindTheLedgerIsRollback);
+//
 //   - a person granted again after a revocation made on another device:
 //     the device's Verify failed with "keyring signing key differs from
 //     the ledger's" (KGrant; TestDeviceVerifiesAPersonGrantedAgainElsewhere);
+//
 //   - a series definition dropped: a correction of one of its numbers
 //     said ErrInvalid instead of ErrRollback
 //     (TestCorrectionOfASeriesWhoseDefinitionWasDeleted);
+//
 //   - a rotation made on another device during a pull: records sealed
 //     with a generation the Sync's keyring step had not brought were
 //     taken for hub tampering (TestSyncPullsARotationMadeDuringIt; seed
 //     505 of a sweep);
+//
 //   - a numbering pass on the hub stopped between stamping its records
 //     and recording their numbers: a push of a change of one of them said
 //     ErrHubTampered (TestSyncWaitsForAPassStampNotInTheFeed; seed 505);
+//
 //   - a Sync of a file-folder device between a local write's record and
 //     its ledger entry replaced the write with the hub's revision
 //     (TestSyncFileFolderSyncDuringALocalWrite; seed 1043).
