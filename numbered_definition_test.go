@@ -112,6 +112,10 @@ func TestNumberingOfRefusesWhatItCannotHonour(t *testing.T) {
 	} {
 		_, err := vault.NumberingOf(c, "credit-notes", opts, setChit)
 		assert.ErrorIs(t, err, vault.ErrInvalidArgument, name)
+		if name == "meta" || name == "partition" {
+			// The refusal says why, and what numbers such a series.
+			assert.ErrorContains(t, err, "PutNumbered", name)
+		}
 	}
 	_, err = vault.NumberingOf(c, "receipts", sequence.Options{Location: time.UTC}, setChit)
 	require.NoError(t, err, "UTC is the default zone")

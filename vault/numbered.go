@@ -208,7 +208,9 @@ func numberingOf[T any](c *Collection[T], series string, opts sequence.Options, 
 		return bad(err)
 	}
 	if len(opts.Partition) != 0 {
-		return bad(errors.New("partitions are not supported by NumberingOf yet"))
+		return bad(errors.New("partitions are not supported by NumberingOf: its passes keep one line of records per series (per period " +
+			"for NumberingOfDated), so two partitions would share one run of numbers; give each partition a series of its own, " +
+			"or number through Collection.PutNumbered with Sequence.Partition"))
 	}
 	if opts.Format != "" {
 		f, err := sequence.ParseFormatWith(opts.Format, sequence.FormatOptions{FiscalStart: opts.FiscalStart, Location: opts.Location})
@@ -295,7 +297,8 @@ func beyondNumberingOf(d sequence.Definition, dated bool) error {
 	case d.Corrects != "":
 		return fmt.Errorf("a correcting series (Corrects %q) takes numbers through Sequence.Correcting only", d.Corrects)
 	case len(d.Meta) != 0:
-		return errors.New("metadata (Meta) is not supported by NumberingOf yet")
+		return errors.New("metadata (Meta) is not supported by NumberingOf: a series its passes number stores its definition from the " +
+			"handle's format and period alone, so the metadata would be lost there; number a series with Meta through Collection.PutNumbered")
 	case dated:
 		return nil
 	case d.Period != sequence.PeriodNone:
