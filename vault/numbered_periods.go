@@ -253,3 +253,93 @@ func (n *Numbered[T]) keepsPeriod(ctx context.Context, p *periodSeries, provisio
 	}
 	return err
 }
+
+// PeriodSeries is the deferred series of one period of a handle numbering
+// by the record's date (NumberingOfDated): its passes, Status, Lookup by
+// record id and Enqueue act on that period's line of records.
+type PeriodSeries struct {
+	// Period is the period's label ("2026-03").
+	Period string
+	// Series is the period's deferred series.
+	Series *numbering.Series
+}
+
+// Periods returns the deferred series of every period of a handle
+// numbering by the record's date that had records handed off, in the
+// order of their labels: the lines Settle runs a pass of. A handle without
+// periods has none (nil): its own Series is the one line. On a device of
+// a hub it returns the hub's.
+func (n *Numbered[T]) Periods(ctx context.Context) ([]PeriodSeries, error) {
+	if n.onHub != nil {
+		return n.onHub.Periods(ctx)
+	}
+	if n.date == nil || n.opts.Period == sequence.PeriodNone {
+		return nil, nil
+	}
+	if err := n.c.v.enter(ctx); err != nil {
+		return nil, fmt.Errorf("numbering %q: periods: %w", n.series, err)
+	}
+	defer n.c.v.exit()
+	labels, err := n.hooks.Periods(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("numbering %q: periods: %w", n.series, err)
+	}
+	out := make([]PeriodSeries, 0, len(labels))
+	for _, label := range labels {
+		p, err := n.period(label)
+		if err != nil {
+			return nil, fmt.Errorf("numbering %q: period %s: %w", n.series, label, err)
+		}
+		out = append(out, PeriodSeries{Period: label, Series: p.ns})
+	}
+	return out, nil
+}
+
+// SeriesOf returns the deferred series whose line record id joins (by
+// Series.Enqueue): for a handle numbering by the record's date, that of
+// the period of the record's date, listed among the series' periods so
+// that Settle runs its pass; else the handle's own Series. A record that
+// does not exist is ErrNotFound, one without a date (the zero time.Time)
+// ErrInvalidArgument; neither writes anything. On a device of a hub it
+// reads the hub's record.
+func (n *Numbered[T]) SeriesOf(ctx context.Context, id string) (*numbering.Series, error) {
+	if n.onHub != nil {
+		return n.onHub.SeriesOf(ctx, id)
+	}
+	if n.date == nil || n.opts.Period == sequence.PeriodNone {
+		return n.ns, nil
+	}
+	if err := n.c.v.enter(ctx); err != nil {
+		return nil, fmt.Errorf("numbering %q: series of %s: %w", n.series, id, err)
+	}
+	defer n.c.v.exit()
+	bad := func(err error) (*numbering.Series, error) {
+		return nil, fmt.Errorf("numbering %q: series of %s/%s: %w", n.series, n.c.name, id, err)
+	}
+	if err := checkStoredID(id); err != nil {
+		return bad(err)
+	}
+	rec, err := n.read(ctx, id)
+	switch {
+	case err != nil:
+		return bad(err)
+	case rec.body == nil:
+		return bad(ErrNotFound)
+	}
+	var val T
+	if err := json.Unmarshal(rec.body, &val); err != nil {
+		return bad(fmt.Errorf("decode: %w", err))
+	}
+	date, err := n.dateOf(&val)
+	if err != nil {
+		return bad(err)
+	}
+	p, err := n.period(n.periodOf(date))
+	if err != nil {
+		return bad(err)
+	}
+	if err := n.list(ctx, p); err != nil {
+		return bad(err)
+	}
+	return p.ns, nil
+}

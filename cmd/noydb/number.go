@@ -101,14 +101,6 @@ func storedCollection(ctx context.Context, v *vault.Vault, name string) (string,
 	return "", nil
 }
 
-func (f *numberFlags) series(ctx context.Context, v *vault.Vault, name string) (*numbering.Series, error) {
-	h, err := f.handle(ctx, v, name)
-	if err != nil {
-		return nil, err
-	}
-	return h.Series(), nil
-}
-
 // cliNumbering returns the numbered handle the command line writes and
 // numbers JSON records with: the number goes into the object's member
 // field ("number" unless --field says otherwise), as a JSON number for a
@@ -194,16 +186,21 @@ never gets two numbers. Only one pass of a series runs at a time.`,
 		Long: `Put the records ID... of the series' collection in line for a number and
 print each one's provisional id (ordered by time). It takes no lock and no
 number, so it works on every store, offline, from many devices at once. The
-record must exist and not be numbered yet; enqueuing twice is harmless.`,
+record must exist and not be numbered yet; enqueuing twice is harmless. A
+series that counts per period puts each record in the line of its date's
+period: --date-field names the JSON member that holds the date.`,
 		Args: rangeArgs(2, 1<<20),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVault(cmd.Context())
 			if err != nil {
 				return err
 			}
-			s, err := ef.series(cmd.Context(), v, args[0])
+			h, dated, err := ef.linesHandle(cmd.Context(), v, args[0])
 			if err != nil {
 				return err
+			}
+			if dated && ef.dateField == "" {
+				return usagef("series %q counts per period: each record joins the line of its date's period; name the JSON member that holds it with --date-field", args[0])
 			}
 			type queued struct {
 				ID          string `json:"id"`
@@ -211,6 +208,10 @@ record must exist and not be numbered yet; enqueuing twice is harmless.`,
 			}
 			var out []queued
 			for _, id := range args[1:] {
+				s, err := h.SeriesOf(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
 				p, err := s.Enqueue(cmd.Context(), id)
 				if err != nil {
 					return err
@@ -227,6 +228,7 @@ record must exist and not be numbered yet; enqueuing twice is harmless.`,
 		},
 	}
 	ef.add(enqueue, false)
+	enqueue.Flags().StringVar(&ef.dateField, "date-field", "", "a series with periods: JSON field of each record holding its date (RFC 3339 or YYYY-MM-DD), which picks its period")
 
 	var pf numberFlags
 	pass := &cobra.Command{
@@ -282,14 +284,15 @@ and exits with status 1 after numbering the other periods.`,
 		Use:   "lookup SERIES ID",
 		Short: "Print the number a record got",
 		Long: `Print the number record ID got from SERIES (formatted as the pass stamped
-it), or say that it has none yet: it is pending, or was never enqueued.`,
+it), or say that it has none yet: it is pending, or was never enqueued. A
+series that counts per period is looked up in every period.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
 				return err
 			}
-			s, err := lf.series(cmd.Context(), v, args[0])
+			h, _, err := lf.linesHandle(cmd.Context(), v, args[0])
 			if err != nil {
 				return err
 			}
@@ -297,7 +300,7 @@ it), or say that it has none yet: it is pending, or was never enqueued.`,
 			if _, _, err := seriesOf(cmd.Context(), v, args[0], nil); err != nil {
 				return err
 			}
-			as, ok, err := s.Lookup(cmd.Context(), args[1])
+			as, ok, err := lookupLines(cmd.Context(), h, args[1])
 			if err != nil {
 				return err
 			}
@@ -328,14 +331,16 @@ middle of a batch, it also says which numbers that batch holds and how many
 of its records do not carry their numbers yet: those numbers are given
 already, and the next pass stamps them before numbering the pending records.
 With --json: {"series", "last", "pending", "batch": {"first", "last", "done",
-"unstamped"}}, batch only when one is in flight.`,
+"unstamped"}}, batch only when one is in flight. A series that counts per
+period prints one line per period that had records handed off; with --json:
+{"series", "periods": [{"period", "last", "pending", "batch"}]}.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := a.openVaultToRead(cmd.Context())
 			if err != nil {
 				return err
 			}
-			s, err := sf.series(cmd.Context(), v, args[0])
+			h, dated, err := sf.linesHandle(cmd.Context(), v, args[0])
 			if err != nil {
 				return err
 			}
@@ -343,7 +348,10 @@ With --json: {"series", "last", "pending", "batch": {"first", "last", "done",
 			if _, _, err := seriesOf(cmd.Context(), v, args[0], nil); err != nil {
 				return err
 			}
-			st, err := s.Status(cmd.Context())
+			if dated {
+				return a.printPeriodStatus(cmd.Context(), args[0], h)
+			}
+			st, err := h.Series().Status(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -43,12 +43,9 @@ func periodsOfSeries(ctx context.Context, v *vault.Vault, series string) (sequen
 // (else a usage error); one that renders none needs no date, the period
 // of each record being that of its handoff.
 func (f *numberFlags) datedHandle(v *vault.Vault, coll, series string, def sequence.Definition) (*vault.Numbered[json.RawMessage], error) {
-	loc := time.UTC
-	if def.Zone != "" {
-		var err error
-		if loc, err = time.LoadLocation(def.Zone); err != nil {
-			return nil, fmt.Errorf("series %q: its zone: %w", series, err)
-		}
+	loc, err := zoneOf(series, def)
+	if err != nil {
+		return nil, err
 	}
 	format := f.format
 	if format == "" {
@@ -66,6 +63,45 @@ func (f *numberFlags) datedHandle(v *vault.Vault, coll, series string, def seque
 	}
 	opts := sequence.Options{Format: f.format, Period: def.Period, FiscalStart: def.FiscalStart, Location: loc}
 	return vault.NumberingOfDated(records(v, coll), series, opts, setJSONField(f.field), jsonDate(f.dateField, loc))
+}
+
+// zoneOf is the time zone of series' definition def.
+func zoneOf(series string, def sequence.Definition) (*time.Location, error) {
+	if def.Zone == "" {
+		return time.UTC, nil
+	}
+	loc, err := time.LoadLocation(def.Zone)
+	if err != nil {
+		return nil, fmt.Errorf("series %q: its zone: %w", series, err)
+	}
+	return loc, nil
+}
+
+// linesHandle is the handle 'number status', 'lookup' and 'enqueue' read
+// series name's lines of records through, and whether the series counts
+// per period: then each period has a line of its own
+// (vault.Numbered.Periods, SeriesOf), the records' dates read from their
+// JSON member --date-field (which only enqueue needs).
+func (f *numberFlags) linesHandle(ctx context.Context, v *vault.Vault, name string) (*vault.Numbered[json.RawMessage], bool, error) {
+	def, err := periodsOfSeries(ctx, v, name)
+	if err != nil {
+		return nil, false, err
+	}
+	if def.Period == sequence.PeriodNone {
+		h, err := f.handle(ctx, v, name)
+		return h, false, err
+	}
+	coll, err := f.collectionOf(ctx, v, name)
+	if err != nil {
+		return nil, false, err
+	}
+	loc, err := zoneOf(name, def)
+	if err != nil {
+		return nil, false, err
+	}
+	opts := sequence.Options{Period: def.Period, FiscalStart: def.FiscalStart, Location: loc}
+	h, err := vault.NumberingOfDated(records(v, coll), name, opts, setJSONField(f.field), jsonDate(f.dateField, loc))
+	return h, true, err
 }
 
 // jsonDate returns the date getter of a record whose JSON member field
@@ -205,4 +241,81 @@ func datedFormat(format string) bool {
 	}
 	f, err := sequence.ParseFormatWith(format, sequence.FormatOptions{})
 	return err == nil && f.Dated()
+}
+
+// lookupLines looks record id up in the series of h: in each period's
+// line for a series that counts per period, else in its own.
+func lookupLines(ctx context.Context, h *vault.Numbered[json.RawMessage], id string) (numbering.Assignment, bool, error) {
+	periods, err := h.Periods(ctx)
+	if err != nil {
+		return numbering.Assignment{}, false, err
+	}
+	if periods == nil {
+		return h.Series().Lookup(ctx, id)
+	}
+	for _, p := range periods {
+		as, ok, err := p.Series.Lookup(ctx, id)
+		if err != nil || ok {
+			return as, ok, err
+		}
+	}
+	return numbering.Assignment{}, false, nil
+}
+
+// statusBatchJSON is a batch in flight, as 'number status --json' prints it.
+type statusBatchJSON struct {
+	First     uint64 `json:"first"`
+	Last      uint64 `json:"last"`
+	Done      uint64 `json:"done"`
+	Unstamped int    `json:"unstamped"`
+}
+
+// printPeriodStatus prints 'number status' of a series that counts per
+// period: one line per period that had records handed off (its last
+// number, its pending records, a batch a pass left in flight).
+func (a *app) printPeriodStatus(ctx context.Context, series string, h *vault.Numbered[json.RawMessage]) error {
+	periods, err := h.Periods(ctx)
+	if err != nil {
+		return err
+	}
+	type periodJSON struct {
+		Period  string           `json:"period"`
+		Last    uint64           `json:"last"`
+		Pending int              `json:"pending"`
+		Batch   *statusBatchJSON `json:"batch,omitempty"`
+	}
+	out := make([]periodJSON, 0, len(periods))
+	for _, p := range periods {
+		st, err := p.Series.Status(ctx)
+		if err != nil {
+			return fmt.Errorf("period %s: %w", p.Period, err)
+		}
+		j := periodJSON{Period: p.Period, Last: st.Last, Pending: st.Waiting}
+		if b := st.Batch; b != nil {
+			j.Batch = &statusBatchJSON{b.First, b.Last, b.Done, b.Unstamped}
+		}
+		out = append(out, j)
+	}
+	if a.json {
+		return a.printJSON(struct {
+			Series  string       `json:"series"`
+			Periods []periodJSON `json:"periods"`
+		}{series, out})
+	}
+	if len(out) == 0 {
+		_, err := fmt.Fprintf(a.io.out, "series %q: no period has records handed off\n", series)
+		return err
+	}
+	for _, p := range out {
+		if _, err := fmt.Fprintf(a.io.out, "series %q period %s: last number %d, %d pending\n", series, p.Period, p.Last, p.Pending); err != nil {
+			return err
+		}
+		if b := p.Batch; b != nil {
+			if _, err := fmt.Fprintf(a.io.out, "a pass stopped in the batch of numbers %d-%d of period %s: %d of its records do not carry their numbers yet; 'noydb number pass %s' finishes them\n",
+				b.First, b.Last, p.Period, b.Unstamped, series); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
