@@ -95,7 +95,8 @@ func (n *Numbered[T]) periodOfBody(body []byte) (string, error) {
 // render gives the number s the text the date of the record whose JSON is
 // body renders (stampRecords.render), in the format Get renders it with. A
 // format with date tokens refuses a record without a date
-// (ErrInvalidArgument): a pass stops there rather than render today's.
+// (ErrInvalidArgument) rather than render today's: a pass refuses it
+// while it plans its batch (stampRecords.NumberToPlan), taking no number.
 func (n *Numbered[T]) render(body []byte, s sequence.Serial) (sequence.Serial, error) {
 	var val T
 	if err := json.Unmarshal(body, &val); err != nil {
@@ -111,7 +112,7 @@ func (n *Numbered[T]) render(body []byte, s sequence.Serial) (sequence.Serial, e
 	case d.IsZero():
 		// Rendered with today's date, the number would read otherwise
 		// than the record's own date will (Get) and the ledger keeps.
-		return s, fmt.Errorf("%w: the record has no date (the zero time.Time) to render number %d with", ErrInvalidArgument, s.N)
+		return s, fmt.Errorf("%w: the record has no date (the zero time.Time) to render its number with", ErrInvalidArgument)
 	}
 	s.Formatted = f.FormatAt(s.N, d)
 	return s, nil
