@@ -239,7 +239,8 @@ func (n *Numbered[T]) AuditAt(ctx context.Context, date time.Time) (NumberedAudi
 // keepsPeriod refuses, with ErrInvalidArgument, a Put that would move the
 // record id, pending under provisional, to the period label: its handoff
 // entry is in the period of its date when it was handed off, and a pass of
-// that period numbers it.
+// that period numbers it. On a device, a record the hub numbered since the
+// last sync is ErrConflict instead (numberedOnHub).
 func (n *Numbered[T]) keepsPeriod(ctx context.Context, p *periodSeries, provisional, id, label string) error {
 	if provisional == "" || label == "" {
 		return nil
@@ -249,8 +250,43 @@ func (n *Numbered[T]) keepsPeriod(ctx context.Context, p *periodSeries, provisio
 		return err
 	}
 	_, err = n.c.v.store.Get(ctx, key)
-	if errors.Is(err, stores.ErrNotFound) {
-		return fmt.Errorf("%w: the record waits for a number in another period than %s, that of its new date: delete it and put it again", ErrInvalidArgument, label)
+	if !errors.Is(err, stores.ErrNotFound) {
+		return err
 	}
-	return err
+	if err := n.numberedOnHub(ctx, provisional, id, label); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: the record waits for a number in another period than %s, that of its new date: delete it and put it again", ErrInvalidArgument, label)
+}
+
+// numberedOnHub is keepsPeriod's check, on a device of a hub, of a record
+// whose handoff entry is not in the period label of its new date although
+// the record as stored here is dated in that period too: the hub's pass
+// numbered it there (settleOnHub forgets the device's entries of the
+// records it numbered) and no sync has brought the stamped record yet.
+// That is an error wrapping ErrConflict (sync first), not a move to
+// another period; nil otherwise.
+func (n *Numbered[T]) numberedOnHub(ctx context.Context, provisional, id, label string) error {
+	if n.onHub == nil {
+		return nil
+	}
+	prev, err := n.read(ctx, id)
+	if err != nil {
+		return err
+	}
+	if was, err := n.periodOfBody(prev.body); err != nil || was != label {
+		return err // moved to another period (or stored without a date)
+	}
+	hp, err := n.onHub.period(label)
+	if err != nil {
+		return err
+	}
+	a, ok, err := hp.ns.LookupProvisional(ctx, provisional)
+	switch {
+	case err != nil:
+		return err
+	case ok && a.Provisional == provisional:
+		return fmt.Errorf("%w: the hub numbered the record (%s) since this device last synced: sync, then put it again", ErrConflict, a.Formatted)
+	}
+	return nil
 }
