@@ -67,6 +67,14 @@ func (f *numberFlags) collectionOf(ctx context.Context, v *vault.Vault, name str
 // that counts per period, one numbering each period's records by their
 // date (datedHandle), else handle's.
 func (f *numberFlags) passHandle(ctx context.Context, v *vault.Vault, name string) (*vault.Numbered[json.RawMessage], bool, error) {
+	return f.periodsHandle(ctx, v, name, f.datedHandle)
+}
+
+// periodsHandle is handle's, or for a series that counts per period the
+// one dated builds over its collection with its definition; it reports
+// which.
+func (f *numberFlags) periodsHandle(ctx context.Context, v *vault.Vault, name string,
+	dated func(v *vault.Vault, coll, series string, def sequence.Definition) (*vault.Numbered[json.RawMessage], error)) (*vault.Numbered[json.RawMessage], bool, error) {
 	def, err := periodsOfSeries(ctx, v, name)
 	if err != nil {
 		return nil, false, err
@@ -79,7 +87,7 @@ func (f *numberFlags) passHandle(ctx context.Context, v *vault.Vault, name strin
 	if err != nil {
 		return nil, false, err
 	}
-	h, err := f.datedHandle(v, coll, name, def)
+	h, err := dated(v, coll, name, def)
 	return h, true, err
 }
 

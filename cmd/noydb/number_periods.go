@@ -83,25 +83,18 @@ func zoneOf(series string, def sequence.Definition) (*time.Location, error) {
 // (vault.Numbered.Periods, SeriesOf), the records' dates read from their
 // JSON member --date-field (which only enqueue needs).
 func (f *numberFlags) linesHandle(ctx context.Context, v *vault.Vault, name string) (*vault.Numbered[json.RawMessage], bool, error) {
-	def, err := periodsOfSeries(ctx, v, name)
+	return f.periodsHandle(ctx, v, name, f.linesOfPeriods)
+}
+
+// linesOfPeriods is linesHandle's handle of a series that counts per
+// period as def says, over collection coll.
+func (f *numberFlags) linesOfPeriods(v *vault.Vault, coll, series string, def sequence.Definition) (*vault.Numbered[json.RawMessage], error) {
+	loc, err := zoneOf(series, def)
 	if err != nil {
-		return nil, false, err
-	}
-	if def.Period == sequence.PeriodNone {
-		h, err := f.handle(ctx, v, name)
-		return h, false, err
-	}
-	coll, err := f.collectionOf(ctx, v, name)
-	if err != nil {
-		return nil, false, err
-	}
-	loc, err := zoneOf(name, def)
-	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	opts := sequence.Options{Period: def.Period, FiscalStart: def.FiscalStart, Location: loc}
-	h, err := vault.NumberingOfDated(records(v, coll), name, opts, setJSONField(f.field), jsonDate(f.dateField, loc))
-	return h, true, err
+	return vault.NumberingOfDated(records(v, coll), series, opts, setJSONField(f.field), jsonDate(f.dateField, loc))
 }
 
 // jsonDate returns the date getter of a record whose JSON member field
