@@ -865,9 +865,7 @@ func (v *Vault) writeRenewal(ctx context.Context, ws []entryWrite, es []ledger.E
 	defer func() { _ = l.Close() }()
 	// The handle's other commits wait from here to the new key: the
 	// ledgers are made (and closed) outside the window.
-	m := v.me
-	m.renewing.Store(true)
-	defer m.renewing.Store(false)
+	defer v.me.beginRenewal()()
 	if hl != nil {
 		if err := commitEntries(ctx, hst, hl, ws[:1], es, changed); err != nil {
 			return fmt.Errorf("on the hub: %w", feedErr(err))
