@@ -660,7 +660,7 @@ func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) e
 	}
 	ren.entry.seal(v.dk, v.name, v.me.header)
 	val := ren.entry.encode()
-	ws := []entryWrite{{key: key, old: cur, val: val}}
+	ws := []entryWrite{{key: key, old: cur, val: val, hub: hubSame}}
 	rit, r, err := v.readRecovery(ctx)
 	if err != nil {
 		ren.wipe()

@@ -74,6 +74,16 @@ func (m *member) wipe() {
 	m.wipeSigner()
 }
 
+// takeRecovery returns the recovery an open has still to write, if any,
+// and forgets it.
+func (m *member) takeRecovery() *pendingRecovery {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.recovery
+	m.recovery = nil
+	return p
+}
+
 // wipeSigner wipes the signing key.
 func (m *member) wipeSigner() {
 	if m == nil {
@@ -92,6 +102,10 @@ func (m *member) wipeSigner() {
 	}
 	for _, k := range m.retiredSeeds {
 		k.Wipe()
+	}
+	if m.recovery != nil {
+		m.recovery.renewal.wipe() // never written
+		m.recovery = nil
 	}
 }
 
