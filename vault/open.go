@@ -266,6 +266,10 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 			_ = v.Close()
 			return nil, fmt.Errorf("open vault %q: recovery code: %w", cfg.Name, err)
 		}
+		if err := v.completeRenewal(ctx); err != nil { // renew_journal.go
+			_ = v.Close()
+			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
+		}
 		if err := v.checkOpener(ctx); err != nil { // people_ledger.go
 			_ = v.Close()
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)

@@ -895,15 +895,29 @@ func (v *Vault) writeRenewal(ctx context.Context, ws []entryWrite, es []ledger.E
 	// ledgers are made (and closed) outside the window.
 	defer v.me.beginRenewal()()
 	if hl != nil {
+		// The device's journal of the renewal, for a device cut off
+		// between the hub's write and its own (renew_journal.go).
+		jit, err := v.writeRenewalJournal(ctx, r, oldSeed, es)
+		if err != nil {
+			return err
+		}
 		if err := commitEntries(ctx, hst, hl, hws, es, changed); err != nil {
+			v.dropRenewalJournal(ctx)
 			return fmt.Errorf("on the hub: %w", feedErr(err))
 		}
+		ws = append(slices.Clone(ws), entryWrite{key: jit.Key, old: jit, val: renewalJournalDone})
 	}
-	err := commitEntries(ctx, v.me.store, l, ws, es, changed)
-	if err == nil && done != nil {
+	// On a failure the journal stays: the next open finishes the renewal.
+	if err := commitEntries(ctx, v.me.store, l, ws, es, changed); err != nil {
+		return err
+	}
+	if hl != nil {
+		v.dropRenewalJournal(ctx) // ended by the commit
+	}
+	if done != nil {
 		done()
 	}
-	return err
+	return nil
 }
 
 // hubWrites returns the writes of ws marked for the hub (entryWrite.hub),
