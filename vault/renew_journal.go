@@ -111,6 +111,25 @@ func (v *Vault) writeRenewalJournal(ctx context.Context, r renewal, oldSeed *cry
 	return stores.Item{Key: key, Value: sealed, Version: ver}, nil
 }
 
+// renewalEntries reports whether es are the ledger entries of a renewal
+// of user's keys to signPub, of their keyring entry hashed to hash: a
+// SecretChanged or a RecoveryCodeUsed, then the KeysRenewed, both about
+// user, by nobody else. Someone who held the old secret can write a
+// journal too (the box key it is wrapped for is public): they get the
+// device to write nothing else, and nothing they cannot sign themselves
+// with the old key they hold.
+func renewalEntries(es []ledger.Entry, user string, signPub, hash []byte) bool {
+	if len(es) != 2 {
+		return false
+	}
+	first, last := es[0], es[1]
+	return (first.Kind == ledger.SecretChanged || first.Kind == ledger.RecoveryCodeUsed) &&
+		last.Kind == ledger.KeysRenewed && bytes.Equal(last.SigningKey, signPub) &&
+		first.ID == user && last.ID == user && first.Actor == "" && last.Actor == "" &&
+		bytes.Equal(first.CipherHash, hash) && bytes.Equal(last.CipherHash, hash) &&
+		len(first.SigningKey) == 0 && first.Collection == "" && last.Collection == ""
+}
+
 // dropRenewalJournal deletes the device's journal of a renewal, if any:
 // it is ended, or was never taken by the hub. A failure leaves it for the
 // next open, which drops it.
@@ -169,8 +188,11 @@ func (v *Vault) completeRenewal(ctx context.Context) error {
 	if n := len(e.signRenewals); n > 1 {
 		replaced = e.signRenewals[n-2].pub
 	}
-	last := j.entries[len(j.entries)-1]
-	if !bytes.Equal(pub, replaced) || last.Kind != ledger.KeysRenewed || !bytes.Equal(last.SigningKey, e.signPub) {
+	cur, err := m.store.Get(ctx, v.prefix+keyringPrefix+v.user)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(pub, replaced) || !renewalEntries(j.entries, v.user, e.signPub, hashOf(cur.Value)) {
 		v.dropRenewalJournal(ctx)
 		return nil
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/internal/codec"
 	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/stores/memstore"
@@ -143,5 +145,70 @@ func TestRenewalCutAfterTheHubsWrite(t *testing.T) {
 		for kind, renew := range renewals {
 			t.Run(kind+"/"+name, func(t *testing.T) { cutRenewal(t, newStore, renew) })
 		}
+	}
+}
+
+// TestHostileRenewalJournal: will renews his keys on one device of a hub;
+// on another, whose ledger does not record that renewal, someone who kept
+// his old secret (so his old signing key) plants a journal of a renewal
+// (the box key it is wrapped for is public) whose entries grant mallory
+// the owner role. Will's next open there writes none of it, drops the
+// journal, and reports no alarm; the device's ledger verifies.
+func TestHostileRenewalJournal(t *testing.T) {
+	ctx := context.Background()
+	hub := memstore.New()
+	olga := open(t, onHub(memstore.New(), hub, "olga", "o"))
+	require.NoError(t, olga.Grant(ctx, "will", vault.Secret([]byte("w")), vault.RoleWriter))
+	mustSync(t, olga)
+	a := open(t, onHub(memstore.New(), hub, "will", "w"))
+	mustSync(t, a)
+	old := keep(t, hub, "will", "w")
+	devB := memstore.New()
+	b := open(t, onHub(devB, hub, "will", "w"))
+	put(t, b, "notes", "on-b", "written on b")
+	mustSync(t, b)
+	require.NoError(t, b.Close())
+	require.NoError(t, a.ChangeSecret(ctx, []byte("w"), []byte("w2")))
+	mustSync(t, a)
+	hdr := header(t, hub)
+	renewed, err := hub.Get(ctx, keyringKey("will"))
+	require.NoError(t, err)
+	boxPub := decodeEntry(t, renewed.Value).boxPub
+	newSign := decodeEntry(t, renewed.Value).signPub
+
+	w, err := crypto.WrapKeyTo(boxPub, old.seed, wrapAD("will", hdr, "renewal/sign"))
+	require.NoError(t, err)
+	plain := codec.AppendString(nil, "noydb renewal journal v1")
+	plain = codec.AppendBytes(plain, boxPub)
+	plain = codec.AppendBytes(plain, w)
+	es := []ledger.Entry{
+		{Kind: ledger.PersonGranted, ID: "mallory", Reason: "owner", SigningKey: newSign},
+		{Kind: ledger.KeysRenewed, ID: "will", SigningKey: newSign},
+	}
+	plain = codec.AppendUvarint(plain, uint64(len(es)))
+	for _, e := range es {
+		enc, err := e.MarshalBinary()
+		require.NoError(t, err)
+		plain = codec.AppendBytes(plain, enc)
+	}
+	sealed, err := keySealer{old.gens[1]}.Seal(journalKey("will"), plain)
+	require.NoError(t, err)
+	_, err = devB.Put(ctx, journalKey("will"), sealed)
+	require.NoError(t, err)
+
+	before := open(t, cfg(devB, "olga", "o"))
+	head, err := before.Audit().Head(ctx)
+	require.NoError(t, err)
+	again := open(t, onHub(devB, hub, "will", "w2"))
+	after, err := again.Audit().Head(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, head.Seq, after.Seq, "the planted journal wrote nothing")
+	_, err = devB.Get(ctx, journalKey("will"))
+	assert.ErrorIs(t, err, stores.ErrNotFound, "and is dropped")
+	verified(t, again)
+	people, err := again.People(ctx)
+	require.NoError(t, err)
+	for _, p := range people {
+		assert.NotEqual(t, "mallory", p.Name)
 	}
 }
