@@ -144,8 +144,39 @@ func (l *ledger) cut(queue []*request) (next, rest []*request) {
 }
 
 // runBatch is the queue's Run: it commits batch and leaves each request's
-// outcome in it.
+// outcome in it. Requests held back by the guard (a cas.Hold: the vault's
+// person's signing key is being renewed) wait for the hold to pass here,
+// outside any transaction and with the store's lock released, while the
+// calls behind them wait in the queue; then they are committed again,
+// with the whole retry budget.
 func (l *ledger) runBatch(ctx context.Context, b []*request) {
+	for {
+		l.runLocked(ctx, b)
+		var h cas.Hold
+		held := b[:0:0]
+		for _, r := range b {
+			if r.err != nil && r.panicked == nil {
+				if rh := cas.HoldOf(r.err); rh != nil {
+					h, held = rh, append(held, r)
+				}
+			}
+		}
+		if h == nil {
+			return
+		}
+		if err := h.Await(ctx); err != nil {
+			for _, r := range held {
+				r.reset()
+				r.err = fmt.Errorf("ledger: %w", err)
+			}
+			return
+		}
+		b = held
+	}
+}
+
+// runLocked commits b once, holding the store's lock where it has one.
+func (l *ledger) runLocked(ctx context.Context, b []*request) {
 	// Writers that would race by the store's optimistic transactions or
 	// compare-and-swap (other processes on a file store, other ledgers of
 	// this process on one badger store) take turns where the store can
@@ -312,6 +343,8 @@ func (l *ledger) commitTx(ctx context.Context, b []*request) (head Head, whole b
 		return Head{}, true, fmt.Errorf("ledger: %w after %d attempts", ErrContention, attempts)
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return Head{}, true, err
+	case cas.HoldOf(err) != nil:
+		return Head{}, true, err // runBatch waits for it
 	case len(b) == 1 && b[0].update != nil:
 		return Head{}, whole, err // an Update alone: its error, unchanged
 	default:

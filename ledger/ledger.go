@@ -160,7 +160,8 @@ func newLedger(store stores.Store, sealer seal.Sealer, mac seal.MACer, prefix st
 		headKey: prefix + dirName + headName,
 		actor:   opts.Actor,
 		now:     opts.Now,
-		policy:  cas.Policy{MaxAttempts: opts.MaxAttempts},
+		// A hold is waited for by runBatch, without the store's lock.
+		policy:  cas.Policy{MaxAttempts: opts.MaxAttempts, ReturnHolds: true},
 		pins:    opts.Pins,
 		signer:  opts.Signer,
 		alone:   opts.Alone,

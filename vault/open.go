@@ -39,6 +39,11 @@ type Config struct {
 	// with a ledger.RecoveryCodeUsed entry, before it returns the vault.
 	// The old secret no longer opens (ErrWrongSecret); the code never
 	// opens again (ErrRecoveryCodeUsed). Secret and Identity must be empty.
+	// On a device of a hub (Hub set) the recovery is written on the hub
+	// first, as a secret change is: out of the hub's reach Open fails with
+	// an error matching sequence.ErrOffline and writes nothing (the code
+	// stays unused); an open without Hub recovers on the device alone, and
+	// the hub hears of it at the device's next Sync.
 	//
 	// A store is an adversary: one that serves the person's recovery entry
 	// as it was before the code was used (a replay) is caught by the
@@ -240,10 +245,6 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 			_ = v.Close()
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, closedIfWiped(err))
 		}
-		if err := v.finishRecovery(ctx); err != nil {
-			_ = v.Close()
-			return nil, fmt.Errorf("open vault %q: recovery code: %w", cfg.Name, err)
-		}
 		if cfg.Hub != nil {
 			if v.hub, err = openHub(ctx, cfg, prefix, dk, v); err != nil {
 				_ = v.Close()
@@ -259,6 +260,15 @@ func Open(ctx context.Context, cfg Config) (*Vault, error) {
 			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
 		} else if !v.hubless {
 			v.joined = joinFlag(cfg)
+		}
+		// On a device of a hub, on the hub first (writeRenewal).
+		if err := v.finishRecovery(ctx); err != nil {
+			_ = v.Close()
+			return nil, fmt.Errorf("open vault %q: recovery code: %w", cfg.Name, err)
+		}
+		if err := v.completeRenewal(ctx); err != nil { // renew_journal.go
+			_ = v.Close()
+			return nil, fmt.Errorf("open vault %q: %w", cfg.Name, err)
 		}
 		if err := v.checkOpener(ctx); err != nil { // people_ledger.go
 			_ = v.Close()

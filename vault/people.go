@@ -540,9 +540,9 @@ func (v *Vault) activeOwners(ctx context.Context) (int, error) {
 // stops opening; derive it again. Another handle of the person opened
 // before the change writes nothing more (an error matching ErrNoAccess):
 // open it again. While the change commits, the handle's other writes wait
-// for it (retried as for a conflict, within the retry budget): one that
-// waits longer, on a slow durable store, fails with an error matching
-// sequence.ErrContention and writes nothing.
+// for it, outside their commits (a context ending meanwhile ends the
+// wait), and then commit, signed with the new key: none fails because the
+// change ran.
 func (v *Vault) ChangeSecret(ctx context.Context, old, new []byte) error {
 	if err := v.changeSecret(ctx, old, new); err != nil {
 		return fmt.Errorf("change secret of %q: %w", v.user, err)
@@ -660,7 +660,7 @@ func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) e
 	}
 	ren.entry.seal(v.dk, v.name, v.me.header)
 	val := ren.entry.encode()
-	ws := []entryWrite{{key: key, old: cur, val: val}}
+	ws := []entryWrite{{key: key, old: cur, val: val, hub: hubSame}}
 	rit, r, err := v.readRecovery(ctx)
 	if err != nil {
 		ren.wipe()

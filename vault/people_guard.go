@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/noydb-go/noydb/internal/cas"
 	"github.com/noydb-go/noydb/stores"
 )
 
@@ -56,7 +57,7 @@ func (g *personGuard) check(get func(key string) (stores.Item, error)) error {
 		return nil // a vault without people (tests, internal stores)
 	}
 	if m.renewing.Load() {
-		return errRenewing
+		return renewalHold{m}
 	}
 	if err := g.checkUnsigned(m, get); err != nil {
 		return err
@@ -83,11 +84,6 @@ func (g *personGuard) check(get func(key string) (stores.Item, error)) error {
 	}
 	return nil
 }
-
-// errRenewing holds back a commit of a handle while it writes the renewal
-// of its person's signing key (member.renewing): the commit is retried,
-// as for a conflict, and signed afterwards with the new key.
-var errRenewing = fmt.Errorf("the person's signing key is being renewed: %w", stores.ErrConflict)
 
 // checkUnsigned refuses a commit of a handle without a signing key (its
 // person's keyring entry was of layout version 1 when it opened) once the
@@ -155,7 +151,7 @@ func (v *Vault) mayWrite(ctx context.Context) error {
 // made before the commit that asks it (a device's Settle copies handoff
 // entries to the hub before the hub's pass).
 func (v *Vault) mayWriteNow(ctx context.Context) error {
-	return v.guard.check(func(key string) (stores.Item, error) { return v.store.Get(ctx, key) })
+	return v.guard.checkNow(ctx, func(key string) (stores.Item, error) { return v.store.Get(ctx, key) })
 }
 
 // mayChangePeople asks the guard, with plain reads of the store people
@@ -165,7 +161,23 @@ func (v *Vault) mayWriteNow(ctx context.Context) error {
 // this read and the write, a revocation committed by another handle is
 // not seen (as for mayWrite).
 func (v *Vault) mayChangePeople(ctx context.Context) error {
-	return v.guard.check(func(key string) (stores.Item, error) { return v.me.store.Get(ctx, key) })
+	return v.guard.checkNow(ctx, func(key string) (stores.Item, error) { return v.me.store.Get(ctx, key) })
+}
+
+// checkNow asks the guard with plain reads, before a write made without a
+// transaction: a renewal of the handle's signing key in progress is
+// waited for (renewalHold), then the guard asked again.
+func (g *personGuard) checkNow(ctx context.Context, get func(key string) (stores.Item, error)) error {
+	for {
+		err := g.check(get)
+		h := cas.HoldOf(err)
+		if h == nil {
+			return err
+		}
+		if err := h.Await(ctx); err != nil {
+			return err
+		}
+	}
 }
 
 // holds reports whether signPub, the signing key of the person's keyring

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/noydb-go/noydb/crypto"
+	"github.com/noydb-go/noydb/stores"
 )
 
 // member is the person a vault was opened as.
@@ -29,10 +30,19 @@ type member struct {
 
 	// renewing is true while this handle writes a renewal of its person's
 	// signing key (writeRenewal): the guard holds back every other commit
-	// of the handle's ledgers meanwhile (errRenewing, a conflict they
-	// retry), so that none is signed by the key the renewal replaces after
-	// the renewal's ledger entry.
+	// of the handle's ledgers meanwhile (renewalHold), so that none is
+	// signed by the key the renewal replaces after the renewal's ledger
+	// entry. It is the one thing a commit asks of the renewal: the wait
+	// itself (renewalDone) is read only by a commit held back.
 	renewing atomic.Bool
+	// renewal serialises the handle's renewals; holdMu guards renewalDone,
+	// closed when the renewal in progress ends (nil when none is).
+	renewal     sync.Mutex
+	holdMu      sync.Mutex
+	renewalDone chan struct{}
+	// onHold, if set (tests), is called when a commit starts waiting for
+	// a renewal.
+	onHold func()
 
 	mu sync.Mutex // guards what follows, changed by people calls
 	// retired are the box identities this handle held before renewing its
@@ -64,6 +74,16 @@ func (m *member) wipe() {
 	m.wipeSigner()
 }
 
+// takeRecovery returns the recovery an open has still to write, if any,
+// and forgets it.
+func (m *member) takeRecovery() *pendingRecovery {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.recovery
+	m.recovery = nil
+	return p
+}
+
 // wipeSigner wipes the signing key.
 func (m *member) wipeSigner() {
 	if m == nil {
@@ -82,6 +102,10 @@ func (m *member) wipeSigner() {
 	}
 	for _, k := range m.retiredSeeds {
 		k.Wipe()
+	}
+	if m.recovery != nil {
+		m.recovery.renewal.wipe() // never written
+		m.recovery = nil
 	}
 }
 
@@ -109,6 +133,59 @@ func (m *member) boxFor(pub []byte) (*crypto.Identity, bool) {
 		return m.box, false
 	}
 	return m.box, true
+}
+
+// beginRenewal holds back the handle's other commits (renewing) until
+// end is called, after a renewal in progress on the handle ended.
+func (m *member) beginRenewal() (end func()) {
+	m.renewal.Lock()
+	done := make(chan struct{})
+	m.holdMu.Lock()
+	m.renewalDone = done
+	m.renewing.Store(true)
+	m.holdMu.Unlock()
+	return func() {
+		m.holdMu.Lock()
+		m.renewing.Store(false)
+		m.renewalDone = nil
+		m.holdMu.Unlock()
+		close(done)
+		m.renewal.Unlock()
+	}
+}
+
+// renewalHold is the guard's answer to a commit of a handle that renews
+// its person's signing key meanwhile: a cas.Hold (matching
+// stores.ErrConflict), so the commit, having written nothing, waits for
+// the renewal outside its transaction (Await; the ledger with its store's
+// lock released) and then runs again, signed with the new key, with its
+// whole retry budget. No write of the handle fails because a renewal ran.
+type renewalHold struct{ m *member }
+
+func (h renewalHold) Error() string {
+	return "the person's signing key is being renewed: " + stores.ErrConflict.Error()
+}
+
+// Unwrap makes the hold a conflict for callers that do not wait for it.
+func (h renewalHold) Unwrap() error { return stores.ErrConflict }
+
+// Await waits for the renewal in progress, if any, to end, or for ctx.
+func (h renewalHold) Await(ctx context.Context) error {
+	h.m.holdMu.Lock()
+	done := h.m.renewalDone
+	h.m.holdMu.Unlock()
+	if done == nil {
+		return nil
+	}
+	if h.m.onHold != nil {
+		h.m.onHold()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // renewed makes r the handle's person's entry, box identity and signing

@@ -619,8 +619,10 @@ func (o opener) recoverEntry(ctx context.Context, header, raw []byte) (*member, 
 		m.wipe()
 		return nil, err
 	}
-	// The renewal's ledger entries are signed by the key it replaces,
-	// which the member keeps (retired) until it is wiped.
+	// The member keeps the keys of the entry it opened until the renewal
+	// is written (finishRecovery): the vault's first commits (a hub's
+	// join) are signed by the key the ledgers still give the person, and
+	// the renewal's own by the key it replaces.
 	ne := ren.entry
 	ne.seal(m.dk, o.cfg.Name, header)
 	used := *r
@@ -633,12 +635,11 @@ func (o opener) recoverEntry(ctx context.Context, header, raw []byte) (*member, 
 		return nil, err
 	}
 	nr.seal(m.dk, o.cfg.Name, header)
-	m.renewed(ren)
 	m.recovery = &pendingRecovery{
 		id: s.id, renewal: ren, oldSeed: seed,
 		writes: []entryWrite{
-			{key: rk, old: it, val: nr.encode()},
-			{key: o.prefix + keyringPrefix + o.cfg.User, old: stores.Item{Key: o.prefix + keyringPrefix + o.cfg.User, Value: raw}, val: ne.encode()},
+			{key: rk, old: it, val: nr.encode(), hub: hubSerial},
+			{key: o.prefix + keyringPrefix + o.cfg.User, old: stores.Item{Key: o.prefix + keyringPrefix + o.cfg.User, Value: raw}, val: ne.encode(), hub: hubSame},
 		},
 	}
 	return m, nil
@@ -651,8 +652,9 @@ type pendingRecovery struct {
 	id     []byte
 	writes []entryWrite
 	// renewal is the renewal of the person's keys the open made (the
-	// member holds its keys already), oldSeed the signing key it replaces,
-	// which signs its ledger entries.
+	// member takes its keys once it is written; wiped with the member
+	// if it never is), oldSeed the signing key it replaces, the
+	// member's, which signs its ledger entries.
 	renewal renewal
 	oldSeed *crypto.Key
 }
@@ -663,13 +665,22 @@ type pendingRecovery struct {
 // transactions (on others: the code is marked used first, then the
 // keyring entry, then the ledger entry; a crash between may burn the code
 // without changing the secret). Racing another use of the same code, one
-// of the two wins and the other gets ErrRecoveryCodeUsed.
+// of the two wins and the other gets ErrRecoveryCodeUsed. On a device of a
+// hub it is written on the hub first, as a secret change is
+// (writeRenewal): out of the hub's reach nothing is written, and the open
+// fails (an open without Config.Hub recovers on the device alone). Once
+// written, the handle holds the renewed keys.
 func (v *Vault) finishRecovery(ctx context.Context) error {
-	p := v.me.recovery
-	v.me.recovery = nil
+	p := v.me.takeRecovery()
 	if p == nil {
 		return nil
 	}
+	written := false
+	defer func() {
+		if !written {
+			p.renewal.wipe()
+		}
+	}()
 	// A store replaying the recovery entry as it was before this code was
 	// used: the ledger this device holds records the use.
 	hexID := hex.EncodeToString(p.id)
@@ -696,7 +707,7 @@ func (v *Vault) finishRecovery(ctx context.Context) error {
 	err = v.writeRenewal(ctx, p.writes, []ledger.Entry{
 		{Kind: ledger.RecoveryCodeUsed, ID: v.user, RequestID: hexID, CipherHash: hashOf(val)},
 		{Kind: ledger.KeysRenewed, ID: v.user, CipherHash: hashOf(val), SigningKey: p.renewal.entry.signPub},
-	}, errPeopleChanged, p.renewal, p.oldSeed, nil)
+	}, errPeopleChanged, p.renewal, p.oldSeed, func() { written = true; v.me.renewed(p.renewal) })
 	if errors.Is(err, errPeopleChanged) {
 		// Another use of this person's codes won: was it this code?
 		if it, gerr := v.me.store.Get(ctx, p.writes[0].key); gerr == nil {
@@ -741,12 +752,23 @@ func copyRecovery(ctx context.Context, src, dst stores.Store, prefix string) err
 }
 
 // entryWrite replaces the value at key, which must still be old (a zero
-// Item: absent), with val.
+// Item: absent), with val. In a renewal (writeRenewal), hub says whether
+// and how it is written on the hub first (see hubWrites).
 type entryWrite struct {
 	key string
 	old stores.Item
 	val []byte
+	hub hubRule
 }
+
+// hubRule says what a renewal's write on the hub replaces.
+type hubRule uint8
+
+const (
+	notOnHub  hubRule = iota // the write reaches the hub with a Sync
+	hubSame                  // the hub must hold what the device held
+	hubSerial                // the hub may hold a recovery entry of no higher serial, or none
+)
 
 // writeEntries is writePeople for several entries: all of ws and the
 // ledger entry e in one transaction on a store with transactions; else
@@ -833,29 +855,35 @@ func commitEntries(ctx context.Context, st stores.Store, l writableLedger, ws []
 // store with transactions).
 //
 // On a device of a hub the renewal is made on the hub first, as other
-// changes of people are: the keyring entry (the hub's must be the one it
-// replaces) and the same ledger entries on the hub's ledger, so that the
-// hub's ledger gives the person the new key before any entry it signs
+// changes of people are: the writes of ws marked for it (hubWrites: the
+// keyring entry, and for a recovery the recovery entry with the code
+// marked used) and the same ledger entries on the hub's ledger, so that
+// the hub's ledger gives the person the new key before any entry it signs
 // reaches the hub, and other devices' syncs take the renewed entry. Out of
-// reach of the hub nothing is written. A device of a hub opened without it
-// (offline) renews on its own, as an open with a recovery code does: the
-// entry reaches the hub with its next Sync, and the hub's ledger, which
-// does not record that renewal, holds the person to the chain of renewals
-// the entry carries (each signed by the key it replaced: see
-// authority.check), a limit the README's threat table names. The
-// recovery entry reaches the hub with the next Sync. A failure of the
-// device's write after the hub's leaves the renewal on the hub: the
-// person opens again with the new secret.
+// reach of the hub nothing is written. A device of a hub opened without
+// it (Config.Hub unset) renews on its own: the entry reaches the hub with
+// its next Sync, and the hub's ledger, which does not record that
+// renewal, holds the person to the chain of renewals the entry carries
+// (each signed by the key it replaced: see authority.check), a limit the
+// README's threat table names. A secret change's recovery entry reaches
+// the hub with the next Sync. A failure of the device's write after the
+// hub's leaves the renewal on the hub: the person opens again with the
+// new secret.
 func (v *Vault) writeRenewal(ctx context.Context, ws []entryWrite, es []ledger.Entry, changed error, r renewal, oldSeed *crypto.Key, done func()) error {
 	signer := seedSigner{seed: oldSeed, pub: r.oldSign}
 	var hl writableLedger
 	var hst stores.Store
+	var hws []entryWrite
 	if h := v.hub; h != nil {
 		opts := h.ledgerOptions()
 		opts.Signer, opts.Guard, opts.GuardKeys = signer, nil, nil
 		// A reader's hub-side vault writes nothing but the person's own
 		// changes (as its Sync copies their keyring entry).
 		hst = writable(h.store)
+		var err error
+		if hws, err = hubWrites(ctx, hst, ws, changed); err != nil {
+			return fmt.Errorf("on the hub: %w", feedErr(err))
+		}
 		hl = newLedger()(hst, h.seal, h.macer, h.prefix, opts)
 		defer func() { _ = hl.Close() }()
 	}
@@ -865,19 +893,63 @@ func (v *Vault) writeRenewal(ctx context.Context, ws []entryWrite, es []ledger.E
 	defer func() { _ = l.Close() }()
 	// The handle's other commits wait from here to the new key: the
 	// ledgers are made (and closed) outside the window.
-	m := v.me
-	m.renewing.Store(true)
-	defer m.renewing.Store(false)
+	defer v.me.beginRenewal()()
 	if hl != nil {
-		if err := commitEntries(ctx, hst, hl, ws[:1], es, changed); err != nil {
+		// The device's journal of the renewal, for a device cut off
+		// between the hub's write and its own (renew_journal.go).
+		jit, err := v.writeRenewalJournal(ctx, r, oldSeed, es)
+		if err != nil {
+			return err
+		}
+		if err := commitEntries(ctx, hst, hl, hws, es, changed); err != nil {
+			v.dropRenewalJournal(ctx)
 			return fmt.Errorf("on the hub: %w", feedErr(err))
 		}
+		ws = append(slices.Clone(ws), entryWrite{key: jit.Key, old: jit, val: renewalJournalDone})
 	}
-	err := commitEntries(ctx, v.me.store, l, ws, es, changed)
-	if err == nil && done != nil {
+	// On a failure the journal stays: the next open finishes the renewal.
+	if err := commitEntries(ctx, v.me.store, l, ws, es, changed); err != nil {
+		return err
+	}
+	if hl != nil {
+		v.dropRenewalJournal(ctx) // ended by the commit
+	}
+	if done != nil {
 		done()
 	}
-	return err
+	return nil
+}
+
+// hubWrites returns the writes of ws marked for the hub (entryWrite.hub),
+// each to replace what the hub holds now: the person's keyring entry
+// (hubSame) only as the device held it, which Open and a secret change
+// bring into agreement first; their recovery entry (hubSerial), which
+// travels with the keyring by serial, over any the hub holds of no
+// higher serial, or none. Anything else gives changed: the person's
+// entries changed elsewhere since the device last heard.
+func hubWrites(ctx context.Context, hub stores.Store, ws []entryWrite, changed error) ([]entryWrite, error) {
+	var out []entryWrite
+	for _, w := range ws {
+		if w.hub == notOnHub {
+			continue
+		}
+		it, err := hub.Get(ctx, w.key)
+		switch {
+		case errors.Is(err, stores.ErrNotFound):
+			if w.hub == hubSame && w.old.Value != nil {
+				return nil, changed
+			}
+			it = stores.Item{}
+		case err != nil:
+			return nil, err
+		case bytes.Equal(it.Value, w.old.Value):
+		case w.hub != hubSerial || recoverySerial(it.Value) > recoverySerial(w.old.Value):
+			return nil, changed
+		}
+		w.old = it
+		out = append(out, w)
+	}
+	return out, nil
 }
 
 // seedSigner signs a ledger's commits with one signing key.

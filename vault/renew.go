@@ -61,7 +61,8 @@ import (
 //
 // A handle writes the renewal's ledger entries with the key it replaces,
 // through a ledger of its own (renewalLedger), while its other commits
-// wait (member.renewing); then it signs with the new key.
+// wait outside their commits (member.renewing, renewalHold); then it
+// signs with the new key.
 
 // unwrap unwraps the wrap w in e (of purpose) with box, e's current box
 // identity: a wrap for the current key pair, or for an earlier one (a

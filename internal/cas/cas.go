@@ -50,15 +50,41 @@ const (
 // (sequence.ErrContention, ledger.ErrContention are the same value).
 var ErrExhausted = errs.ErrContention
 
+// Hold is an error an attempt returns, matching stores.ErrConflict, when
+// it was held back by something it must not overlap (a renewal of the
+// signing key its commit would be signed with), which ends by itself: the
+// attempt wrote nothing, and the loop waits for the hold to pass (Await),
+// outside the attempt, and runs it again without counting it against the
+// budget. Await must return once the hold is over, or ctx's error once ctx
+// is done.
+type Hold interface {
+	error
+	Await(ctx context.Context) error
+}
+
+// HoldOf returns the Hold in err's chain, nil when there is none.
+func HoldOf(err error) Hold {
+	var h Hold
+	if err != nil && errors.As(err, &h) {
+		return h
+	}
+	return nil
+}
+
 // Policy bounds a retry loop. The zero value means the documented defaults.
 type Policy struct {
-	// MaxAttempts is the largest number of times fn runs; 0 means DefaultMaxAttempts.
+	// MaxAttempts is the largest number of times fn runs, attempts held
+	// back by a Hold not counted; 0 means DefaultMaxAttempts.
 	MaxAttempts int
 	// BaseDelay is the backoff ceiling after the first conflict; it doubles after
 	// each further conflict. 0 means DefaultBaseDelay.
 	BaseDelay time.Duration
 	// MaxDelay caps the backoff ceiling; 0 means DefaultMaxDelay.
 	MaxDelay time.Duration
+	// ReturnHolds makes Do return an attempt's Hold instead of waiting for
+	// it: for a caller that holds something (a lock) the hold's end may
+	// need, and waits once it let go.
+	ReturnHolds bool
 }
 
 func (p Policy) maxAttempts() int {
@@ -117,30 +143,44 @@ func (p Policy) Backoff(attempt int) time.Duration {
 }
 
 // Do runs fn until it succeeds, fails with an error other than a conflict, the
-// budget is spent, or ctx is done. attempt counts from 1. It returns how many
-// times fn ran and:
+// budget is spent, or ctx is done. attempt counts from 1. An attempt held back
+// by a Hold is not counted: Do waits for the hold to pass (unless
+// p.ReturnHolds) and runs fn again with the same attempt number. It returns
+// how many times fn ran and:
 //
 //   - nil when fn returned nil;
-//   - fn's error, unchanged, when it does not match stores.ErrConflict;
+//   - fn's error, unchanged, when it does not match stores.ErrConflict, or is
+//     a Hold and p.ReturnHolds is set;
 //   - an error matching both ErrExhausted and stores.ErrConflict when all
 //     MaxAttempts attempts conflicted;
-//   - ctx.Err() when ctx is done before an attempt or during a backoff wait
-//     (fn is never started with a done context).
-func Do(ctx context.Context, p Policy, fn func(attempt int) error) (attempts int, err error) {
+//   - ctx.Err() when ctx is done before an attempt, during a backoff wait
+//     or while waiting for a hold (fn is never started with a done context).
+func Do(ctx context.Context, p Policy, fn func(attempt int) error) (ran int, err error) {
 	limit := p.maxAttempts()
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return attempt - 1, err
+			return ran, err
 		}
 		err := fn(attempt)
+		ran++
 		if err == nil || !errors.Is(err, stores.ErrConflict) {
-			return attempt, err
+			return ran, err
+		}
+		if h := HoldOf(err); h != nil {
+			if p.ReturnHolds {
+				return ran, err
+			}
+			if err := h.Await(ctx); err != nil {
+				return ran, err
+			}
+			attempt-- // not counted
+			continue
 		}
 		if attempt >= limit {
-			return attempt, fmt.Errorf("%w after %d attempts: %w", ErrExhausted, attempt, err)
+			return ran, fmt.Errorf("%w after %d attempts: %w", ErrExhausted, attempt, err)
 		}
 		if err := wait(ctx, p.Backoff(attempt)); err != nil {
-			return attempt, err
+			return ran, err
 		}
 	}
 }

@@ -184,3 +184,63 @@ func TestExhaustedIsDosOwn(t *testing.T) {
 	assert.False(t, cas.Exhausted(err))
 	assert.ErrorIs(t, err, cas.ErrExhausted)
 }
+
+// testHold is a cas.Hold that passes when its channel is closed.
+type testHold struct {
+	over    chan struct{}
+	awaited int
+}
+
+func (h *testHold) Error() string { return "held: " + stores.ErrConflict.Error() }
+func (h *testHold) Unwrap() error { return stores.ErrConflict }
+func (h *testHold) Await(ctx context.Context) error {
+	h.awaited++
+	select {
+	case <-h.over:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func TestDoWaitsForAHoldWithoutSpendingTheBudget(t *testing.T) {
+	h := &testHold{over: make(chan struct{})}
+	close(h.over)
+	var calls []int
+	held := 0
+	n, err := cas.Do(context.Background(), cas.Policy{MaxAttempts: 2, BaseDelay: time.Microsecond, MaxDelay: time.Microsecond}, func(attempt int) error {
+		calls = append(calls, attempt)
+		switch {
+		case held < 5:
+			held++
+			return fmt.Errorf("commit: %w", h)
+		case attempt == 1:
+			return stores.ErrConflict
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 7, n, "fn ran seven times")
+	assert.Equal(t, []int{1, 1, 1, 1, 1, 1, 2}, calls, "the held attempts were not counted")
+	assert.Equal(t, 5, h.awaited)
+}
+
+func TestDoReturnsAHoldWhenAsked(t *testing.T) {
+	h := &testHold{over: make(chan struct{})}
+	n, err := cas.Do(context.Background(), cas.Policy{ReturnHolds: true}, func(int) error { return h })
+	assert.Same(t, cas.Hold(h), cas.HoldOf(err))
+	assert.Equal(t, 1, n)
+	assert.Zero(t, h.awaited, "the caller waits, not Do")
+}
+
+func TestDoStopsWaitingForAHoldWhenTheContextEnds(t *testing.T) {
+	h := &testHold{over: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	n, err := cas.Do(ctx, fast, func(int) error {
+		cancel()
+		return h
+	})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 1, n)
+	assert.False(t, cas.Exhausted(err))
+}

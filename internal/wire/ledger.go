@@ -75,7 +75,12 @@ type LedgerOptions struct {
 	// a plain read just before the compare-and-swap). An error refuses
 	// the whole commit, which writes nothing, and is returned to every
 	// call of the commit. The vault checks there that its person was not
-	// revoked (or revoked and granted again) since the handle opened.
+	// revoked (or revoked and granted again) since the handle opened. An
+	// error that is a cas.Hold holds the commit back instead: the ledger
+	// waits for it outside the transaction, with its store's lock
+	// released, and commits the calls again, with the whole retry budget
+	// (the vault holds its commits back while it renews its person's
+	// signing key).
 	// The values get returns may be the store's own bytes
 	// (stores.GetShared): Guard must never modify them.
 	Guard func(get func(key string) (stores.Item, error)) error
