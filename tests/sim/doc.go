@@ -58,24 +58,17 @@
 //     "keyring signing key differs from the ledger's"), so grants stay on
 //     device 0 unless -sim.known.
 //
-//   - not gated, not understood yet: a record deleted after a
-//     transaction wrote it, with the hub reporting commits as failed that
-//     it made (ambiguous commits), comes back on both devices after the
-//     final sync: the delete is lost (seed 481 of a 200-operation sweep on
-//     main 38c8ad2, 1 failure in 1,242 schedules; its shrunk schedule,
-//     testdata/lost-delete-481.json, fails about one replay in two, on
-//     98140ec too: go test ./tests/sim -run 'TestSimulation$'
-//     -sim.replay=testdata/lost-delete-481.json -count=10). The other
-//     device's RotateKeys is needed: without its two rotate operations the
-//     schedule passed 16 replays of 16, with them it failed 6 of 16. The
-//     plain case (a rotation's re-seal pushed ambiguously, a deletion on
-//     the other device) keeps the deletion, so the cause is elsewhere in
-//     the schedule (the transaction's second record, the ambiguous stamp of
-//     a pass, a conflict storm).
-//
 // Fixed since, their gates removed, each with a regression test beside the
 // sync code (the root package):
 //
+//   - a record deleted on one device while another, whose push of a
+//     rotation's re-seal of it the hub committed but reported as failed,
+//     rotated again before it synced: that device recognised its push but
+//     took its second re-seal for a change, which tied the deletion on
+//     revision and won; the deleted record came back on both devices
+//     (seed 481 of a 200-operation sweep; its shrunk schedule,
+//     testdata/lost-delete-481.json, failed 21 replays of 40)
+//     (TestSyncKeepsADeletionOverAnAmbiguouslyPushedReseal);
 //   - grants of one person from two devices before they sync (each with a
 //     key of its own; gate kept for the rarer cases above): the device's Verify failed with "keyring signing
 //     key differs from the ledger's", a pull with "bad signature" when the
@@ -156,7 +149,9 @@
 //     its ledger entry replaced the write with the hub's revision
 //     (TestSyncFileFolderSyncDuringALocalWrite; seed 1043).
 //
-// The last three are not gated defects but failures of a long sweep.
+// The first and the last three are not gated defects but failures of a
+// long sweep. The shrunk schedules kept in testdata are replayed by
+// TestSavedSchedules.
 //
 // # Determinism
 //
