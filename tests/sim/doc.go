@@ -51,13 +51,6 @@
 //     (TestCounterRolledBackAfterAnotherWriterIsRollback,
 //     TestCounterDroppedAfterAnotherWriterIsRollback).
 //
-//   - grants of one person from two devices before they sync: the cases
-//     below are fixed, but a 5-minute run with the gate off still found two
-//     rarer ones on the merged branch (seed 19: a pull fails with "entry 7
-//     by "bob": bad signature"; seed 327: a device's Verify fails with
-//     "keyring signing key differs from the ledger's"), so grants stay on
-//     device 0 unless -sim.known.
-//
 // Fixed since, their gates removed, each with a regression test beside the
 // sync code (the root package):
 //
@@ -69,8 +62,18 @@
 //     (seed 481 of a 200-operation sweep; its shrunk schedule,
 //     testdata/lost-delete-481.json, failed 21 replays of 40)
 //     (TestSyncKeepsADeletionOverAnAmbiguouslyPushedReseal);
+//   - grants of one person from two devices, one device's Sync recording
+//     its grant on the hub's ledger while the other's grant reached the
+//     hub another way (a handle of the person put it there and wrote with
+//     it; a revocation): pulls failed with "bad signature", Verify with
+//     "keyring signing key differs from the ledger's" (seeds 19 and 327 of
+//     a 200-operation sweep with grants on any device). The hub's keyring
+//     now holds the grant its ledger records from the commit recording it
+//     (TestGrantRecordedOnTheHubWhileTheOtherGrantActs); and a revocation
+//     made elsewhere of a grant made on a device reaches that device
+//     (TestDeviceLearnsARevocationOfItsGrantMadeElsewhere);
 //   - grants of one person from two devices before they sync (each with a
-//     key of its own; gate kept for the rarer cases above): the device's Verify failed with "keyring signing
+//     key of its own): the device's Verify failed with "keyring signing
 //     key differs from the ledger's", a pull with "bad signature" when the
 //     person wrote through the hub with one of them. The grant the hub's
 //     ledger records, or else the hub holds, wins on every device; the
