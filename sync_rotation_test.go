@@ -2,6 +2,8 @@ package noydb_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -243,6 +245,62 @@ func TestSyncKeepsAChangeAfterAnAmbiguousPushResealed(t *testing.T) {
 			for name, v := range map[string]*vault.Vault{"A": a, "B": b} {
 				assert.Equal(t, "3", notesOf(t, v)["n-1"].Value.Text, "device %s: B's last write", name)
 			}
+			verified(t, a)
+			verified(t, b)
+		})
+	}
+}
+
+// TestSyncKeepsADeletionOverAnAmbiguouslyPushedReseal: olga's device A
+// rotates the vault's keys, and its Sync pushes the re-seal of note n-1
+// (revision 2), which the hub commits but whose reply is lost; A rotates
+// again before it syncs, re-sealing n-1 once more (revision 3, on A
+// only). Her device B deletes n-1 and syncs: the hub's revision 2 is a
+// re-seal of what B synced, so the deletion stands and reaches the hub.
+// A's next Sync recognises its own push of revision 2, of which it holds
+// a re-seal and nothing more: no change to decide against, so the
+// deletion applies on A with no conflict and n-1 stays deleted on both.
+// The base of the recognised push had no content sum, so A's second
+// re-seal counted as a change, tied the deletion on revision and won:
+// the deleted note came back on both devices.
+func TestSyncKeepsADeletionOverAnAmbiguouslyPushedReseal(t *testing.T) {
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			hub := memstore.New()
+			hubA, lost := ambiguousHub(hub)
+			a := openPerson(t, hubPerson(newStore(t), hubA, "olga", "o"))
+			b := openPerson(t, hubPerson(newStore(t), hub, "olga", "o"))
+			nb := vault.CollectionOf[Note](b, "notes")
+			require.NoError(t, nb.Put(ctx, "n-1", Note{Text: "1"}))
+			mustSync(t, b)
+			mustSync(t, a)
+
+			rotate := func() {
+				t.Helper()
+				rot, err := a.RotateKeys(ctx)
+				require.NoError(t, err)
+				require.NoError(t, rot.Wait(ctx))
+			}
+			rotate()
+			onHub := sealedNotes(t, hub)
+			lost.Store(1)
+			_, err := a.Sync(ctx)
+			require.ErrorIs(t, err, errLostReply, "the push committed, its reply lost")
+			require.NotEqual(t, onHub, sealedNotes(t, hub), "the re-seal reached the hub")
+			rotate()
+
+			require.NoError(t, nb.Delete(ctx, "n-1"))
+			rep := mustSync(t, b)
+			assert.Empty(t, rep.Conflicts, "a re-seal is no change to decide against")
+			rep = mustSync(t, a)
+			assert.Empty(t, rep.Conflicts, "A re-sealed its own push and changed nothing")
+			mustSync(t, b)
+			for name, v := range map[string]*vault.Vault{"A": a, "B": b} {
+				_, ok := notesOf(t, v)["n-1"]
+				assert.False(t, ok, "device %s: B's deletion", name)
+			}
+			assert.Empty(t, slices.Collect(maps.Keys(sealedNotes(t, hub))), "the hub holds the deletion")
 			verified(t, a)
 			verified(t, b)
 		})

@@ -80,7 +80,8 @@ func (g *personGuard) check(get func(key string) (stores.Item, error)) error {
 	}
 	if !m.holds(signPub) {
 		return fmt.Errorf("user %q renewed their keys elsewhere (a secret change, a recovery), or was revoked and "+
-			"granted again, since this handle opened: open the vault again: %w", g.v.user, ErrNoAccess)
+			"granted again, since this handle opened, or another grant of theirs reached the store first: "+
+			"open the vault again: %w", g.v.user, ErrNoAccess)
 	}
 	return nil
 }

@@ -684,8 +684,12 @@ func (v *Vault) readEntryHeader(user string, raw, header []byte) (*keyringEntry,
 
 // agrees reports whether the stored entry raw of name is in the state the
 // ledgers of a say: an entry not revoked that passes the check, or a
-// revoked one whose person no ledger names as granted with its key and
-// not revoked since.
+// revoked one whose key a ledger records as revoked (a revocation either
+// records is final, and a key is never granted again), or whose person no
+// ledger names as granted with its key and not revoked since. A device's
+// own ledger names as granted a grant made there; revoked on another
+// device, its revoked entry must still reach the device, or the device
+// holds the person as granted for good.
 func (a *authority) agrees(ctx context.Context, name string, raw []byte) bool {
 	if !isKeyringV2(raw) {
 		return a.legacy(ctx, name) == nil
@@ -696,6 +700,12 @@ func (a *authority) agrees(ctx context.Context, name string, raw []byte) bool {
 	}
 	if !e.revoked {
 		return a.check(ctx, e, 0) == nil
+	}
+	for _, src := range a.sources {
+		if p, named := src.st.Person(name); named && len(e.signPub) > 0 &&
+			slices.ContainsFunc(p.RevokedKeys, func(k []byte) bool { return bytes.Equal(k, e.signPub) }) {
+			return true
+		}
 	}
 	for _, src := range a.sources {
 		if p, named := src.st.Person(name); named && p.Seq > 0 && !p.Revoked && bytes.Equal(p.Key, e.signPub) {

@@ -188,12 +188,13 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 	if err != nil {
 		return feedErr(err)
 	}
-	var entries []ledger.Entry
+	var changes []recordedEntry
 	for k, err := range s.v.deviceEntries(ctx) {
 		if err != nil {
 			return err
 		}
 		it, name, e := k.it, k.name, k.e
+		change := recordedEntry{key: it.Key, val: it.Value}
 		if e.revoked {
 			p, _ := own.Person(name)
 			if !slices.ContainsFunc(p.RevokedKeys, func(k []byte) bool { return bytes.Equal(k, e.signPub) }) {
@@ -216,8 +217,9 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 		endedOnHub := named && slices.ContainsFunc(h.RevokedKeys, func(k []byte) bool { return bytes.Equal(k, e.signPub) })
 		if e.revoked {
 			if !endedOnHub {
-				entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, CipherHash: hashOf(it.Value),
-					SigningKey: e.signPub})
+				change.entries = []ledger.Entry{{Kind: ledger.PersonRevoked, ID: e.user, CipherHash: hashOf(it.Value),
+					SigningKey: e.signPub}}
+				changes = append(changes, change)
 			}
 			continue
 		}
@@ -237,16 +239,67 @@ func (s *syncRun) hubPeople(ctx context.Context) error {
 			// position, so the pushes of a handle holding it fail Verify.
 			// The revoked entry was replaced here: it has no bytes left to
 			// hash.
-			entries = append(entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, SigningKey: h.Key})
+			change.entries = append(change.entries, ledger.Entry{Kind: ledger.PersonRevoked, ID: e.user, SigningKey: h.Key})
 		}
-		entries = append(entries, ledger.Entry{Kind: ledger.PersonGranted, ID: e.user, Reason: e.role.String(),
+		change.entries = append(change.entries, ledger.Entry{Kind: ledger.PersonGranted, ID: e.user, Reason: e.role.String(),
 			CipherHash: hashOf(it.Value), SigningKey: e.signPub, Partition: e.collections})
+		changes = append(changes, change)
 	}
-	if len(entries) == 0 {
+	if len(changes) == 0 {
 		return nil
 	}
-	_, err = s.h.ledger.Append(ctx, entries...)
+	keys := make([]string, len(changes))
+	for i, c := range changes {
+		keys[i] = c.key
+	}
+	// The hub's keyring entries are read again in the commit that records
+	// them (see recordedEntry).
+	err = s.h.ledger.UpdateKeys(ctx, keys, func(tx stores.Tx) error {
+		var entries []ledger.Entry
+		for _, c := range changes {
+			cur, err := tx.Get(c.key)
+			switch {
+			case errors.Is(err, stores.ErrNotFound):
+				if err := tx.Put(c.key, c.val); err != nil {
+					return err
+				}
+			case err != nil:
+				return err
+			case !bytes.Equal(cur.Value, c.val) && !keyringNewer(c.val, cur.Value):
+				continue // changed on another device, or granted there too, since it was read
+			}
+			entries = append(entries, c.entries...)
+		}
+		if len(entries) == 0 {
+			return nil
+		}
+		_, err := s.h.ledger.AppendTx(ctx, tx, entries...)
+		return err
+	})
 	return closedIfWiped(err)
+}
+
+// recordedEntry is a change of a person that hubPeople records on the
+// hub's ledger: the device's keyring entry (key, val) and the entries
+// recording it.
+//
+// The hub's keyring entry of the person is read again in the commit that
+// records it, and one the hub lacks is written in that commit: from the
+// commit on, the hub's keyring holds the grant its ledger records. Were the
+// entry copied after it (with the rest of the keyring), the window between
+// the two would let another device's grant of the same person in: a
+// handle of the person opened there copies that device's entry to the hub
+// where it finds none, then writes through the hub with its key, under a
+// ledger that records the other key (every pull then failed with "bad
+// signature" on an honest hub). With the entry there, that handle's copy
+// keeps the hub's (a grant made apart is never newer), and its commits
+// get ErrNoAccess (personGuard). An entry the hub holds in another state,
+// not older than the device's, was changed on another device meanwhile:
+// not recorded (its Sync records it).
+type recordedEntry struct {
+	key     string
+	val     []byte
+	entries []ledger.Entry
 }
 
 // devicePeople is hubPeople the other way: it appends to the device's own

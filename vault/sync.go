@@ -385,6 +385,9 @@ type syncRun struct {
 	// of the entry (the last one, for a deletion; sync_own.go).
 	ownPuts map[string]ownEntry
 	ownDels map[recKey]uint64
+	// ownContent holds, for each record, the content its own changes
+	// read so far left it with (see ownEntry.content).
+	ownContent map[recKey]uint64
 	// rejected collects the rejections of one attempt of a local commit.
 	rejected []SyncRejected
 	// appended and appendedHead are the feed entries this push pass
@@ -1063,8 +1066,12 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 	if s.pushedBy(k, mine, b, dv) && (b.rev != mine.rev || !bytes.Equal(b.hash, mine.hash)) {
 		// A push of this device's own that the hub committed, and this
 		// device never acknowledged (sync_own.go): what it last synced.
-		// (A base that names it already keeps its content's sum.)
+		// (A base that names it already keeps its content's sum.) A
+		// record the device only re-sealed since holds its content.
 		b = mine.base
+		if s.sameContent(k, mine.hash, dv.hash) {
+			b.sum = contentSum(dst)
+		}
 	}
 	// The hub's side, opened for its numbers and its content's sum, which
 	// the new base keeps (sync_content.go): a base without a sum that names
@@ -1331,7 +1338,7 @@ func (s *syncRun) ownChanges(ctx context.Context) error {
 			return err
 		}
 		s.own, s.ownRead = map[recKey]bool{}, from
-		s.ownPuts, s.ownDels = map[string]ownEntry{}, map[recKey]uint64{}
+		s.ownPuts, s.ownDels, s.ownContent = map[string]ownEntry{}, map[recKey]uint64{}, map[recKey]uint64{}
 		// The changes held back (sync_reseal.go) are its own too, though
 		// the push cursor moved past them.
 		if s.held == nil {
@@ -1347,15 +1354,7 @@ func (s *syncRun) ownChanges(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if isOwnRecordEntry(e) {
-			k := recKey{e.Collection, e.ID}
-			s.own[k] = true
-			if e.Kind == ledger.RecordDelete {
-				s.ownDels[k] = e.Seq
-			} else {
-				s.ownPuts[string(e.CipherHash)] = ownEntry{k, e.Seq}
-			}
-		}
+		s.readOwn(e) // sync_own.go
 		s.ownRead = e.Seq
 	}
 	return nil

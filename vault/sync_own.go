@@ -47,21 +47,70 @@ import (
 // content: ledger.RecordPut entries whose Reason is ResealedReason, as the
 // rotating device's ledger says and its push carries to the hub's feed,
 // under the checked signature of its commit) is no change either.
-// The device no longer holds the pushed content when it changed the record
-// since, so the base it moves to has no content sum to compare the hub's
-// side with (sync_content.go): the entries say it instead, when every
-// revision of the record after the push, up to the hub's, is a re-seal
-// among the entries the pull applies (resealedTo).
+// When the device changed the record since, it no longer holds the pushed
+// content, so the base it moves to has no content sum to compare the
+// hub's side with (sync_content.go): the entries say it instead, when
+// every revision of the record after the push, up to the hub's, is a
+// re-seal among the entries the pull applies (resealedTo). When it only
+// re-sealed it since (a rotation on the device after the push), its
+// record holds the pushed content, as its own ledger says (sameContent),
+// and the base takes that record's sum: a change on the hub since applies
+// over the device's re-seal, as it would over the push. Without the sum,
+// the device's re-seal counted as a change, and a deletion made on another
+// device, which ties with it on revision, lost to it: the deleted record
+// came back everywhere.
 //
 // The cost: when the entries a pull applies include some by the device's
 // own person, one read of the device's ledger after its push cursor (the
 // changes the push that follows reads), once per Sync.
 
 // ownEntry is a record change in the device's own ledger: its record and
-// position.
+// position, and its content: the position of the change that wrote the
+// content this one sealed (its own, or, for a re-seal, that of the change
+// it re-sealed), among those ownChanges read.
 type ownEntry struct {
-	k   recKey
-	seq uint64
+	k       recKey
+	seq     uint64
+	content uint64
+}
+
+// readOwn takes in e, the next entry of the device's ledger after its
+// push cursor (see ownChanges). A re-seal of the device's own continues
+// the content of the record's change before it; any other change, its
+// own or one a pull or a conflict wrote, starts a new one.
+func (s *syncRun) readOwn(e ledger.Entry) {
+	k := recKey{e.Collection, e.ID}
+	switch {
+	case isOwnRecordEntry(e):
+		s.own[k] = true
+		if e.Kind == ledger.RecordDelete {
+			s.ownDels[k] = e.Seq
+			s.ownContent[k] = e.Seq
+			return
+		}
+		c := s.ownContent[k]
+		if c == 0 || e.Kind != ledger.RecordPut || e.Reason != ResealedReason {
+			c = e.Seq
+		}
+		s.ownContent[k] = c
+		s.ownPuts[string(e.CipherHash)] = ownEntry{k, e.Seq, c}
+	case e.Collection != "" || e.ID != "":
+		delete(s.ownContent, k) // the record changed another way (pulled, a conflict): a content unknown
+	}
+}
+
+// sameContent reports whether the device sealed both pushed (the cipher
+// hash of a push of its own, recognised) and now (that of the record it
+// holds) of record k, with one content: now is pushed, or re-seals of it
+// and nothing else came between them (no change of its own, nothing a
+// pull or a conflict wrote).
+func (s *syncRun) sameContent(k recKey, pushed, now []byte) bool {
+	p, ok := s.ownPuts[string(pushed)]
+	if !ok || p.k != k {
+		return false
+	}
+	d, ok := s.ownPuts[string(now)]
+	return ok && d.k == k && d.content == p.content && d.seq >= p.seq
 }
 
 // ownPush is the state of a record that a push of this device may have

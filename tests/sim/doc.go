@@ -37,27 +37,8 @@
 // checker reports their outcome as documented; -sim.known turns them back
 // on, and each then fails a check. When one is fixed, remove its gate:
 //
-//   - grants of one person from two devices before they sync: the cases
-//     below are fixed, but a 5-minute run with the gate off still found two
-//     rarer ones on the merged branch (seed 19: a pull fails with "entry 7
-//     by "bob": bad signature"; seed 327: a device's Verify fails with
-//     "keyring signing key differs from the ledger's"), so grants stay on
-//     device 0 unless -sim.known.
-//
-//   - not gated, not understood yet: a record deleted after a
-//     transaction wrote it, with the hub reporting commits as failed that
-//     it made (ambiguous commits), comes back on both devices after the
-//     final sync: the delete is lost (seed 481 of a 200-operation sweep on
-//     main 38c8ad2, 1 failure in 1,242 schedules; its shrunk schedule,
-//     testdata/lost-delete-481.json, fails about one replay in two, on
-//     98140ec too: go test ./tests/sim -run 'TestSimulation$'
-//     -sim.replay=testdata/lost-delete-481.json -count=10). The other
-//     device's RotateKeys is needed: without its two rotate operations the
-//     schedule passed 16 replays of 16, with them it failed 6 of 16. The
-//     plain case (a rotation's re-seal pushed ambiguously, a deletion on
-//     the other device) keeps the deletion, so the cause is elsewhere in
-//     the schedule (the transaction's second record, the ambiguous stamp of
-//     a pass, a conflict storm).
+//   - none today: every defect the simulation found so far is fixed
+//     and its gate removed (below).
 //
 // Fixed since, their gates removed, each with a regression test beside the
 // sync code (the root package):
@@ -73,8 +54,28 @@
 //     TestCounterPutBackToBytesThisProcessNeverHeldIsRollback; seeds 112,
 //     268, 300, 316, 347 and 485 with -sim.known -sim.hostile=1).
 //
+//   - a record deleted on one device while another, whose push of a
+//     rotation's re-seal of it the hub committed but reported as failed,
+//     rotated again before it synced: that device recognised its push but
+//     took its second re-seal for a change, which tied the deletion on
+//     revision and won; the deleted record came back on both devices
+//     (seed 481 of a 200-operation sweep; its shrunk schedule,
+//     testdata/lost-delete-481.json, failed 21 replays of 40)
+//     (TestSyncKeepsADeletionOverAnAmbiguouslyPushedReseal);
+//
+//   - grants of one person from two devices, one device's Sync recording
+//     its grant on the hub's ledger while the other's grant reached the
+//     hub another way (a handle of the person put it there and wrote with
+//     it; a revocation): pulls failed with "bad signature", Verify with
+//     "keyring signing key differs from the ledger's" (seeds 19 and 327 of
+//     a 200-operation sweep with grants on any device). The hub's keyring
+//     now holds the grant its ledger records from the commit recording it
+//     (TestGrantRecordedOnTheHubWhileTheOtherGrantActs); and a revocation
+//     made elsewhere of a grant made on a device reaches that device
+//     (TestDeviceLearnsARevocationOfItsGrantMadeElsewhere);
+//
 //   - grants of one person from two devices before they sync (each with a
-//     key of its own; gate kept for the rarer cases above): the device's Verify failed with "keyring signing
+//     key of its own): the device's Verify failed with "keyring signing
 //     key differs from the ledger's", a pull with "bad signature" when the
 //     person wrote through the hub with one of them. The grant the hub's
 //     ledger records, or else the hub holds, wins on every device; the
@@ -168,7 +169,9 @@
 //     its ledger entry replaced the write with the hub's revision
 //     (TestSyncFileFolderSyncDuringALocalWrite; seed 1043).
 //
-// The last three are not gated defects but failures of a long sweep.
+// The first and the last three are not gated defects but failures of a
+// long sweep. The shrunk schedules kept in testdata are replayed by
+// TestSavedSchedules.
 //
 // # Determinism
 //

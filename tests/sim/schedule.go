@@ -412,9 +412,6 @@ func (g *gen) op(d, w int, joined bool) Op {
 	case x < 90:
 		return Op{Kind: KRotate, Dev: d}
 	case x < 91:
-		if !g.known {
-			d = 0 // one granter: rare races of grants on two devices remain (package documentation)
-		}
 		return Op{Kind: KGrant, Dev: d}
 	case x < 92:
 		return Op{Kind: KRevoke, Dev: d}

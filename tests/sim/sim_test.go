@@ -157,3 +157,35 @@ func TestSimulation(t *testing.T) {
 func params(seed uint64) sim.Params {
 	return sim.Params{Ops: *flagOps, Hostile: *flagHostile > 0 && seed%uint64(*flagHostile) == 0, Known: *flagKnown}
 }
+
+// TestSavedSchedules replays each shrunk schedule kept in testdata (one per
+// defect the simulation found, once fixed) a few times: a replay runs the
+// same schedule but may interleave its goroutines differently, and each of
+// these failed about one replay in two before its fix.
+func TestSavedSchedules(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replays := 6
+	if testing.Short() {
+		replays = 2
+	}
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			s, err := sim.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range replays {
+				res, err := sim.Run(context.Background(), s, sim.RunOptions{Dir: t.TempDir()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Failed() {
+					t.Fatalf("%s", res.Report(s))
+				}
+			}
+		})
+	}
+}
