@@ -923,8 +923,9 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	}
 	var pulled int
 	var conflicts []SyncConflict
+	var span [2]uint64 // the device ledger's entries the commit appended, all pulled (see pushPastPulled)
 	err = s.v.localCommit(ctx, tkeys, func(tx stores.Tx) error {
-		pulled, conflicts, s.rejected = 0, nil, nil
+		pulled, conflicts, s.rejected, span = 0, nil, nil, [2]uint64{}
 		before, err := s.localHead(ctx, tx)
 		if err != nil {
 			return err
@@ -953,13 +954,20 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 			}
 			entries = entries[n:]
 		}
-		if err := s.pushPastPulled(ctx, tx, before, appended); err != nil {
+		after, err := s.pushPastPulled(ctx, tx, before, appended)
+		if err != nil {
 			return err
 		}
+		span = [2]uint64{before.Seq, after}
 		return s.v.putSealedValue(tx, syncPullKey, encodePull(cur))
 	})
 	if err != nil {
 		return err
+	}
+	if s.own != nil && span[1] > span[0] && s.ownRead == span[0] {
+		// What the commit appended is no change of the device's own:
+		// ownChanges need not read it back before the next commit.
+		s.ownRead = span[1]
 	}
 	s.rep.Pulled += pulled
 	s.rep.Conflicts = append(s.rep.Conflicts, conflicts...)
@@ -984,14 +992,16 @@ func (s *syncRun) localHead(ctx context.Context, tx stores.Tx) (ledger.Head, err
 // not read back what a pull wrote, and a first pull of many records is not
 // followed by a push reading them all. n < 0 says the entries hold a
 // change of the device's own (a deletion that won a conflict); nothing
-// then, and nothing in a staged commit.
-func (s *syncRun) pushPastPulled(ctx context.Context, tx stores.Tx, before ledger.Head, n int) error {
+// then, and nothing in a staged commit. It returns the position of the
+// last of those entries when they are all the commit appended (whether
+// the cursor moved or not), else before.Seq.
+func (s *syncRun) pushPastPulled(ctx context.Context, tx stores.Tx, before ledger.Head, n int) (uint64, error) {
 	if _, staged := tx.(*stageTx); staged || n <= 0 {
-		return nil
+		return before.Seq, nil
 	}
 	after, err := s.localHead(ctx, tx)
 	if err != nil || after.Seq-before.Seq != uint64(n) {
-		return err
+		return before.Seq, err
 	}
 	key := s.v.prefix + syncPushKey
 	var at uint64
@@ -999,20 +1009,20 @@ func (s *syncRun) pushPastPulled(ctx context.Context, tx stores.Tx, before ledge
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
 	case err != nil:
-		return err
+		return before.Seq, err
 	default:
 		plain, err := s.v.seal.Open(key, it.Value)
 		if err != nil {
-			return s.v.openFailed(err)
+			return before.Seq, s.v.openFailed(err)
 		}
 		if at, err = decodePush(plain); err != nil {
-			return fmt.Errorf("sync push cursor: %w", ErrTampered)
+			return before.Seq, fmt.Errorf("sync push cursor: %w", ErrTampered)
 		}
 	}
 	if at != before.Seq {
-		return nil // changes of the device's own wait before the pulled entries
+		return after.Seq, nil // changes of the device's own wait before the pulled entries
 	}
-	return s.v.putSealedValue(tx, syncPushKey, encodePush(after.Seq))
+	return after.Seq, s.v.putSealedValue(tx, syncPushKey, encodePush(after.Seq))
 }
 
 // applyOne applies the hub's version hv of record k (feed entry e) in tx,
