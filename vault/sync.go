@@ -474,6 +474,10 @@ type version struct {
 	sealed []byte
 	rev    uint64
 	hash   []byte
+	// opened is the record opened, when a pull's check of the hub's
+	// side opened it already (checkFetched): its apply takes it rather
+	// than opening it again in the local commit.
+	opened *stored
 }
 
 func (x version) exists() bool { return x.sealed != nil }
@@ -821,14 +825,14 @@ func (s *syncRun) checkFetched(k recKey, e ledger.Entry, sealed []byte, found bo
 		return version{}, false, false
 	}
 	h := cipherHash(sealed)
-	rev, err := s.h.recordRevision(k.coll, k.id, sealed)
+	st, err := s.h.openStored(k.coll, k.id, stores.Item{Value: sealed}, true)
 	if err != nil {
 		return version{}, false, false
 	}
-	if bytes.Equal(h, e.CipherHash) && rev == e.Revision {
-		return version{sealed: sealed, rev: rev, hash: h}, true, false
+	if bytes.Equal(h, e.CipherHash) && st.rev == e.Revision {
+		return version{sealed: sealed, rev: st.rev, hash: h, opened: &st}, true, false
 	}
-	return version{}, false, rev > e.Revision
+	return version{}, false, st.rev > e.Revision
 }
 
 // generationAhead returns the generation of sealed, the hub's record of
@@ -1089,6 +1093,9 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		if dv.exists() {
 			newBase.sum = contentSum(dst)
 		}
+	case hv.opened != nil:
+		hst = *hv.opened
+		newBase.sum = contentSum(hst)
 	case hv.exists():
 		hst, err = s.h.openStoredTx(tx, k.coll, k.id, stores.Item{Value: hv.sealed}, true) // tx: the device's
 		if err != nil {
