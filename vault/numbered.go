@@ -31,7 +31,7 @@ const markPending byte = 3
 // label as the mark's second part.
 func pendingOf(marks []mark, series string) string {
 	for _, m := range marks {
-		if m.kind == markPending && m.series == series && (len(m.partition) == 1 || len(m.partition) == 2) {
+		if m.series == series && isPending(m) {
 			return m.partition[0]
 		}
 	}

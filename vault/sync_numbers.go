@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/stores"
@@ -84,9 +87,30 @@ func (v *Vault) handoffKeyOf(m mark, id string) string {
 	return v.handoffKey(m.series, m.partition[0], id)
 }
 
-// isPending reports a pending mark (pendingOf's).
+// isPending reports a pending mark (pendingOf's): a provisional id, and
+// a period's label for a dated series, each one segment of a store key
+// (handoffKeyOf). A mark is sealed by whoever wrote the record, so a
+// member who may write could otherwise name keys outside the handoff
+// folder that another device's Sync then deletes; such a mark is not
+// pending.
 func isPending(m mark) bool {
-	return m.kind == markPending && (len(m.partition) == 1 || len(m.partition) == 2)
+	if m.kind != markPending || (len(m.partition) != 1 && len(m.partition) != 2) {
+		return false
+	}
+	for _, p := range m.partition {
+		if !keySegment(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// keySegment reports whether p can be one segment of a store key: not
+// empty, at most MaxNameLen bytes, valid UTF-8, without '/' or a control
+// character.
+func keySegment(p string) bool {
+	return p != "" && len(p) <= MaxNameLen && utf8.ValidString(p) &&
+		!strings.ContainsRune(p, '/') && strings.IndexFunc(p, unicode.IsControl) < 0
 }
 
 // isNumberMark reports a mark that carries a number (either path).
