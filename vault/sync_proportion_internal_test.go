@@ -72,19 +72,10 @@ func TestSyncLearnsAGrantMadeAfterALargePush(t *testing.T) {
 func TestPullMovesPushCursorPastPulledEntries(t *testing.T) {
 	ctx := context.Background()
 	hub := memstore.New()
-	a := openSyncDevice(t, memstore.New(), hub, "olga", "o")
-	notes := CollectionOf[string](a, "notes")
-	for i := range 40 {
-		require.NoError(t, notes.Put(ctx, fmt.Sprintf("n%02d", i), "x"))
-	}
-	_, err := a.Sync(ctx)
-	require.NoError(t, err)
+	a, notes := deviceWithNotes(t, hub, 40)
 
 	b := openSyncDevice(t, memstore.New(), hub, "olga", "o")
-	s := &syncRun{v: b, h: b.hub, rep: &SyncReport{}}
-	require.NoError(t, s.keyrings(ctx))
-	require.NoError(t, s.loadGiven(ctx))
-	require.NoError(t, s.pull(ctx))
+	s := pullRun(t, b)
 	require.Equal(t, 40, s.rep.Pulled)
 	head, err := b.ledger.Head(ctx)
 	require.NoError(t, err)
@@ -100,10 +91,7 @@ func TestPullMovesPushCursorPastPulledEntries(t *testing.T) {
 	require.NoError(t, notes.Put(ctx, "n00", "again"))
 	_, err = a.Sync(ctx)
 	require.NoError(t, err)
-	s = &syncRun{v: b, h: b.hub, rep: &SyncReport{}}
-	require.NoError(t, s.keyrings(ctx))
-	require.NoError(t, s.loadGiven(ctx))
-	require.NoError(t, s.pull(ctx))
+	s = pullRun(t, b)
 	require.Equal(t, 1, s.rep.Pulled)
 	at, err = s.loadPush(ctx)
 	require.NoError(t, err)
@@ -176,19 +164,10 @@ func TestPullTakesNoPulledRecordForItsOwn(t *testing.T) {
 	syncBatch, syncPass = 8, 64
 	ctx := context.Background()
 	hub := memstore.New()
-	a := openSyncDevice(t, memstore.New(), hub, "olga", "o")
-	notes := CollectionOf[string](a, "notes")
-	for i := range 40 {
-		require.NoError(t, notes.Put(ctx, fmt.Sprintf("n%02d", i), "x"))
-	}
-	_, err := a.Sync(ctx)
-	require.NoError(t, err)
+	a, notes := deviceWithNotes(t, hub, 40)
 
 	b := openSyncDevice(t, memstore.New(), hub, "olga", "o")
-	s := &syncRun{v: b, h: b.hub, rep: &SyncReport{}}
-	require.NoError(t, s.keyrings(ctx))
-	require.NoError(t, s.loadGiven(ctx))
-	require.NoError(t, s.pull(ctx))
+	s := pullRun(t, b)
 	require.Equal(t, 40, s.rep.Pulled)
 	assert.Empty(t, s.own, "records taken for the device's own")
 	assert.Empty(t, s.ownPuts, "record writes taken for the device's own")
@@ -201,10 +180,33 @@ func TestPullTakesNoPulledRecordForItsOwn(t *testing.T) {
 	require.NoError(t, notes.Put(ctx, "n00", "again"))
 	_, err = a.Sync(ctx)
 	require.NoError(t, err)
-	s = &syncRun{v: b, h: b.hub, rep: &SyncReport{}}
+	s = pullRun(t, b)
+	require.Equal(t, 1, s.rep.Pulled)
+	assert.Equal(t, map[recKey]bool{{"notes", "mine"}: true}, s.own)
+}
+
+// pullRun runs the pull of a Sync of v and returns its run.
+func pullRun(t *testing.T, v *Vault) *syncRun {
+	t.Helper()
+	ctx := context.Background()
+	s := &syncRun{v: v, h: v.hub, rep: &SyncReport{}}
 	require.NoError(t, s.keyrings(ctx))
 	require.NoError(t, s.loadGiven(ctx))
 	require.NoError(t, s.pull(ctx))
-	require.Equal(t, 1, s.rep.Pulled)
-	assert.Equal(t, map[recKey]bool{{"notes", "mine"}: true}, s.own)
+	return s
+}
+
+// deviceWithNotes opens a device of hub as olga, writes n notes there and
+// pushes them.
+func deviceWithNotes(t *testing.T, hub stores.Store, n int) (*Vault, *Collection[string]) {
+	t.Helper()
+	ctx := context.Background()
+	a := openSyncDevice(t, memstore.New(), hub, "olga", "o")
+	notes := CollectionOf[string](a, "notes")
+	for i := range n {
+		require.NoError(t, notes.Put(ctx, fmt.Sprintf("n%02d", i), "x"))
+	}
+	_, err := a.Sync(ctx)
+	require.NoError(t, err)
+	return a, notes
 }
