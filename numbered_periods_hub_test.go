@@ -104,3 +104,46 @@ func TestNumberingOfDatedOnDevicesNumbersByPeriodOnTheHub(t *testing.T) {
 		})
 	}
 }
+
+// A device puts a record again after its Settle had the hub number it and
+// before a sync brought the stamped record: the device's handoff entry is
+// gone (the hub's pass numbered the record), so the record is neither
+// pending here nor numbered yet. The Put is refused with ErrConflict
+// (sync first), not as a move to another period, and writes nothing; a
+// move to another period is still ErrInvalidArgument. After a sync the
+// Put keeps the record's number.
+func TestNumberingOfDatedDevicePutOfARecordTheHubNumberedSaysSyncFirst(t *testing.T) {
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			loc := rome(t)
+			hub := newStore(t)
+			v, h := tillDevice(t, newStore(t), hub, loc)
+			dec := time.Date(2026, time.December, 31, 20, 0, 0, 0, loc)
+			_, err := h.Put(ctx, "a", Till{Date: dec, Amount: 1})
+			require.NoError(t, err)
+			mustSync(t, v)
+			_, err = h.Settle(ctx)
+			require.NoError(t, err)
+
+			_, err = h.Put(ctx, "a", Till{Date: dec.Add(-time.Hour), Amount: 2})
+			require.ErrorIs(t, err, vault.ErrConflict)
+			assert.NotErrorIs(t, err, vault.ErrInvalidArgument)
+			_, err = h.Put(ctx, "a", Till{Date: dec.AddDate(0, 0, 1), Amount: 3})
+			require.ErrorIs(t, err, vault.ErrInvalidArgument, "a move to January")
+			g, err := h.Get(ctx, "a")
+			require.NoError(t, err)
+			assert.Equal(t, 1, g.Value.Amount, "written")
+
+			mustSync(t, v)
+			r, err := h.Put(ctx, "a", Till{Date: dec.Add(-time.Hour), Amount: 2})
+			require.NoError(t, err)
+			assert.Equal(t, "T202612-001", r.Value.No)
+			mustSync(t, v)
+			g, err = h.Get(ctx, "a")
+			require.NoError(t, err)
+			assert.Equal(t, 2, g.Value.Amount)
+			assert.Equal(t, "T202612-001", g.Value.No)
+		})
+	}
+}

@@ -290,3 +290,51 @@ func TestNumberingOfDatedPendingRecordKeepsItsPeriod(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "T202612-001", g.Value.No)
 }
+
+// A pass whose handle reads no date in the records it would number (its
+// date getter reads another field: the command line's --date-field
+// misspelt), with a format that renders dates, is refused with
+// ErrInvalidArgument before its batch is committed: no number is taken,
+// nothing is written, and a pass with the right getter then numbers the
+// period as if the bad one had never run (a new batch from 1, nothing to
+// resume).
+func TestNumberingOfDatedPassWithoutTheRecordsDateTakesNoNumber(t *testing.T) {
+	for name, newStore := range passStores() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			_, v := openSession(t, newStore(t), "")
+			loc := rome(t)
+			h := monthly(t, v, loc)
+			dec := time.Date(2026, time.December, 31, 12, 0, 0, 0, loc)
+			for _, id := range []string{"a", "b"} {
+				_, err := h.Put(ctx, id, Till{Date: dec})
+				require.NoError(t, err)
+			}
+			before := ledgerHead(t, v)
+			blind, err := vault.NumberingOfDated(vault.CollectionOf[Till](v, "tills"), "tills",
+				sequence.Options{Period: sequence.PeriodMonth, Location: loc, Format: "T{YYYY}{MM}-{seq:03}"},
+				setTill, func(*Till) time.Time { return time.Time{} })
+			require.NoError(t, err)
+			rep, err := blind.Settle(ctx)
+			require.ErrorIs(t, err, vault.ErrInvalidArgument)
+			assert.Zero(t, rep.Batch, "a batch committed")
+			assert.Equal(t, before, ledgerHead(t, v), "the ledger moved")
+			infos, err := v.SeriesNamed(ctx, "tills")
+			require.NoError(t, err)
+			for _, si := range infos {
+				assert.Zero(t, si.Head, "period %s: numbers taken", si.Period)
+			}
+
+			rep, err = h.Settle(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(1), rep.Batch)
+			assert.Equal(t, 2, rep.Assigned)
+			assert.Zero(t, rep.Resumed, "a batch of the refused pass resumed")
+			for id, want := range map[string]string{"a": "T202612-001", "b": "T202612-002"} {
+				g, err := h.Get(ctx, id)
+				require.NoError(t, err)
+				assert.Equal(t, want, g.Value.No, id)
+			}
+		})
+	}
+}

@@ -582,12 +582,21 @@ func (l *ledger) putRun(tx stores.Tx, c *chainer, entries []Entry, top bool) (He
 	keys, sealed := make([]string, len(toSeal)), make([][]byte, len(toSeal))
 	half := len(toSeal) / 2
 	var (
-		wg    sync.WaitGroup
-		other error
+		wg       sync.WaitGroup
+		other    error
+		panicked any
 	)
-	wg.Go(func() { other = l.sealRun(toSeal[half:], keys[half:], sealed[half:]) })
+	wg.Go(func() {
+		// A panic of the sealer goes on in the caller's goroutine, as it
+		// does for an entry sealed there: here it would end the process.
+		defer func() { panicked = recover() }()
+		other = l.sealRun(toSeal[half:], keys[half:], sealed[half:])
+	})
 	err := l.sealRun(toSeal[:half], keys[:half], sealed[:half])
 	wg.Wait()
+	if panicked != nil {
+		panic(panicked)
+	}
 	if err = cmp.Or(err, other); err != nil {
 		return Head{}, err
 	}

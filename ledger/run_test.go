@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,4 +93,41 @@ func TestLongRunOfEntriesIsWrittenInOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lateRunPanicSealer panics sealing the entry at one key only: the last of
+// a long run, which the second goroutine of the run's sealing seals.
+type lateRunPanicSealer struct {
+	sealer
+	key  string
+	done atomic.Bool
+}
+
+func (s *lateRunPanicSealer) Seal(key string, plaintext []byte) ([]byte, error) {
+	if key == s.key && s.done.CompareAndSwap(false, true) {
+		panic("sealer bug")
+	}
+	return s.sealer.Seal(key, plaintext)
+}
+
+// A panic while a long run is sealed, on whichever goroutine seals the
+// entry, goes on in the caller (the process lives on) and releases the
+// group, as a panic sealing a single entry does; the run is not written.
+func TestPanicSealingALongRunPanicsInTheCaller(t *testing.T) {
+	// The run is sealed on two goroutines where there are two procs.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	const run = 40
+	st := memstore.New()
+	s := &lateRunPanicSealer{sealer: newSealer(t), key: prefix + "_ledger/" + fmt.Sprintf("%020d", run)}
+	l := ledger.New(st, s, macer{macKey}, prefix, ledger.Options{Actor: "tester", Now: func() time.Time { return fixedNow }})
+	entries := make([]ledger.Entry, run)
+	for i := range entries {
+		entries[i] = fact(i + 1)
+	}
+	assert.PanicsWithValue(t, "sealer bug", func() { _, _ = l.Append(context.Background(), entries...) })
+	require.True(t, s.done.Load(), "the sealer was not asked for the run's last entry")
+	h, err := l.Append(context.Background(), fact(1))
+	require.NoError(t, err, "the lead was released")
+	assert.Equal(t, uint64(1), h.Seq, "the run that panicked was written")
+	verifyClean(t, newLedger(t, st), 1)
 }

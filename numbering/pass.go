@@ -537,7 +537,11 @@ func (s *Series) plan(ctx context.Context, last uint64, rep *PassReport) ([]item
 			status[i] = drop // already numbered by an earlier batch
 			return nil
 		}
-		n, p, ok, err := s.b.Records.Number(ctx, s.opts.Collection, id, s.name)
+		number := s.b.Records.Number
+		if pc, can := s.b.Records.(deferred.PlanChecker); can {
+			number = pc.NumberToPlan // a record it could not stamp fails the plan
+		}
+		n, p, ok, err := number(ctx, s.opts.Collection, id, s.name)
 		if err != nil {
 			return fmt.Errorf("%s: %w", id, err)
 		}

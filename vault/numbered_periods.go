@@ -95,7 +95,8 @@ func (n *Numbered[T]) periodOfBody(body []byte) (string, error) {
 // render gives the number s the text the date of the record whose JSON is
 // body renders (stampRecords.render), in the format Get renders it with. A
 // format with date tokens refuses a record without a date
-// (ErrInvalidArgument): a pass stops there rather than render today's.
+// (ErrInvalidArgument) rather than render today's: a pass refuses it
+// while it plans its batch (stampRecords.NumberToPlan), taking no number.
 func (n *Numbered[T]) render(body []byte, s sequence.Serial) (sequence.Serial, error) {
 	var val T
 	if err := json.Unmarshal(body, &val); err != nil {
@@ -111,7 +112,7 @@ func (n *Numbered[T]) render(body []byte, s sequence.Serial) (sequence.Serial, e
 	case d.IsZero():
 		// Rendered with today's date, the number would read otherwise
 		// than the record's own date will (Get) and the ledger keeps.
-		return s, fmt.Errorf("%w: the record has no date (the zero time.Time) to render number %d with", ErrInvalidArgument, s.N)
+		return s, fmt.Errorf("%w: the record has no date (the zero time.Time) to render its number with", ErrInvalidArgument)
 	}
 	s.Formatted = f.FormatAt(s.N, d)
 	return s, nil
@@ -238,7 +239,8 @@ func (n *Numbered[T]) AuditAt(ctx context.Context, date time.Time) (NumberedAudi
 // keepsPeriod refuses, with ErrInvalidArgument, a Put that would move the
 // record id, pending under provisional, to the period label: its handoff
 // entry is in the period of its date when it was handed off, and a pass of
-// that period numbers it.
+// that period numbers it. On a device, a record the hub numbered since the
+// last sync is ErrConflict instead (numberedOnHub).
 func (n *Numbered[T]) keepsPeriod(ctx context.Context, p *periodSeries, provisional, id, label string) error {
 	if provisional == "" || label == "" {
 		return nil
@@ -248,8 +250,43 @@ func (n *Numbered[T]) keepsPeriod(ctx context.Context, p *periodSeries, provisio
 		return err
 	}
 	_, err = n.c.v.store.Get(ctx, key)
-	if errors.Is(err, stores.ErrNotFound) {
-		return fmt.Errorf("%w: the record waits for a number in another period than %s, that of its new date: delete it and put it again", ErrInvalidArgument, label)
+	if !errors.Is(err, stores.ErrNotFound) {
+		return err
 	}
-	return err
+	if err := n.numberedOnHub(ctx, provisional, id, label); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: the record waits for a number in another period than %s, that of its new date: delete it and put it again", ErrInvalidArgument, label)
+}
+
+// numberedOnHub is keepsPeriod's check, on a device of a hub, of a record
+// whose handoff entry is not in the period label of its new date although
+// the record as stored here is dated in that period too: the hub's pass
+// numbered it there (settleOnHub forgets the device's entries of the
+// records it numbered) and no sync has brought the stamped record yet.
+// That is an error wrapping ErrConflict (sync first), not a move to
+// another period; nil otherwise.
+func (n *Numbered[T]) numberedOnHub(ctx context.Context, provisional, id, label string) error {
+	if n.onHub == nil {
+		return nil
+	}
+	prev, err := n.read(ctx, id)
+	if err != nil {
+		return err
+	}
+	if was, err := n.periodOfBody(prev.body); err != nil || was != label {
+		return err // moved to another period (or stored without a date)
+	}
+	hp, err := n.onHub.period(label)
+	if err != nil {
+		return err
+	}
+	a, ok, err := hp.ns.LookupProvisional(ctx, provisional)
+	switch {
+	case err != nil:
+		return err
+	case ok && a.Provisional == provisional:
+		return fmt.Errorf("%w: the hub numbered the record (%s) since this device last synced: sync, then put it again", ErrConflict, a.Formatted)
+	}
+	return nil
 }

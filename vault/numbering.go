@@ -184,22 +184,42 @@ type stampRecords struct {
 // deferred-numbering series it carries, and else the provisional id it was
 // handed off with, read from its authenticated content.
 func (r stampRecords) Number(ctx context.Context, collection, id, series string) (uint64, string, bool, error) {
+	n, p, _, ok, err := r.number(ctx, collection, id, series)
+	return n, p, ok, err
+}
+
+// NumberToPlan implements deferred.PlanChecker: Number that fails, for a
+// record waiting for its number, when render refuses it (a format that
+// renders the record's date, and a record without one), so that the pass
+// refuses before it commits a batch whose stamp would stop there.
+func (r stampRecords) NumberToPlan(ctx context.Context, collection, id, series string) (uint64, string, bool, error) {
+	n, p, body, ok, err := r.number(ctx, collection, id, series)
+	if err == nil && ok && n == 0 && r.render != nil {
+		if _, err := r.render(body, sequence.Serial{N: 1}); err != nil {
+			return 0, "", false, fmt.Errorf("record %s/%s: %w", collection, id, err)
+		}
+	}
+	return n, p, ok, err
+}
+
+// number is Number, with the record's body.
+func (r stampRecords) number(ctx context.Context, collection, id, series string) (uint64, string, []byte, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, "", false, err
+		return 0, "", nil, false, err
 	}
 	if err := checkStoredID(id); err != nil {
-		return 0, "", false, err
+		return 0, "", nil, false, err
 	}
 	it, err := r.v.store.Get(ctx, r.v.recordKey(collection, id))
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
-		return 0, "", false, nil
+		return 0, "", nil, false, nil
 	case err != nil:
-		return 0, "", false, err
+		return 0, "", nil, false, err
 	}
 	rec, err := r.v.openStored(collection, id, it, true)
 	if err != nil {
-		return 0, "", false, fmt.Errorf("record %s/%s: %w", collection, id, err)
+		return 0, "", nil, false, fmt.Errorf("record %s/%s: %w", collection, id, err)
 	}
 	n, ok := findMark(rec.marks, markNumbering, series, r.partition)
 	if !ok {
@@ -207,7 +227,7 @@ func (r stampRecords) Number(ctx context.Context, collection, id, series string)
 		// store with atomic compare-and-swap): numbered all the same.
 		n, _ = findMark(rec.marks, markSequence, series, r.partition)
 	}
-	return n, pendingOf(rec.marks, series), true, nil
+	return n, pendingOf(rec.marks, series), rec.body, true, nil
 }
 
 // Stamp gives the record number m.N of m.Series as its next revision,
@@ -265,6 +285,8 @@ func (r stampRecords) Stamp(ctx context.Context, collection, id string, m deferr
 	}
 	return out, nil
 }
+
+var _ deferred.PlanChecker = stampRecords{}
 
 // stampTxRecords also stamps many records in one transaction.
 type stampTxRecords struct {

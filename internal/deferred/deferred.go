@@ -164,6 +164,17 @@ type BatchStamper interface {
 	StampBatch(ctx context.Context, collection string, ids []string, marks []Mark) (stamps []Stamp, found []bool, err error)
 }
 
+// PlanChecker is implemented by Records that can tell, when a pass plans
+// its batch, that a pending record could not be stamped (a series that
+// renders each number with the record's own date, and a record without
+// one): the pass then fails before its batch is committed, taking no
+// number, instead of stopping at the record with the batch in flight.
+type PlanChecker interface {
+	// NumberToPlan is Number that also fails, with the error Stamp would
+	// return, for a record it finds pending that Stamp could not stamp.
+	NumberToPlan(ctx context.Context, collection, id, series string) (n uint64, provisional string, found bool, err error)
+}
+
 // Mark is a number of a series as a pass stamps it on a record.
 type Mark struct {
 	// Series is the numbering series' name.
