@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/noydb-go/noydb/internal/codec"
 )
@@ -408,17 +409,21 @@ func decodeEntry(data []byte, skim bool) (Entry, int, error) {
 	return e, r.Offset(), nil
 }
 
-// reader is a codec.Reader whose strings are cut from one copy of the input.
+// reader is a codec.Reader whose fields are cut from one copy of the
+// input: its strings and its byte fields alike, each a part of the copy
+// no other field overlaps. Nothing writes the copy once it is made, and a
+// byte field (capped, so an append to it moves it) is the only handle on
+// its part: a caller that changes the bytes of one changes no string.
 type reader struct {
 	codec.Reader
-	s    string // string of the input, when strings are kept
+	cp   []byte // the copy of the input, when fields are kept
 	skim bool   // str returns "" (the input is only checked)
 }
 
 func newReader(data []byte, skim bool) reader {
 	r := reader{Reader: codec.NewReader(data), skim: skim}
 	if !skim {
-		r.s = string(data)
+		r.cp = bytes.Clone(data)
 	}
 	return r
 }
@@ -429,7 +434,17 @@ func (r *reader) str() string {
 	if len(b) == 0 || r.skim {
 		return ""
 	}
-	return r.s[r.Offset()-len(b) : r.Offset()]
+	return unsafe.String(&r.cp[r.Offset()-len(b)], len(b))
+}
+
+// kept returns b, the byte field just read, as the entry keeps it: its
+// part of the copy, or a copy of its own when skimming.
+func (r *reader) kept(b []byte) []byte {
+	if r.skim {
+		return bytes.Clone(b)
+	}
+	end := r.Offset()
+	return r.cp[end-len(b) : end : end]
 }
 
 // entry reads one entry; on failure r.Err() is set and the entry is zero.
@@ -457,7 +472,7 @@ func (r *reader) entry() Entry {
 	e.ID = r.str()
 	e.Revision = r.Uvarint()
 	if h := r.Bytes(maxField); len(h) > 0 && !r.skim {
-		e.CipherHash = bytes.Clone(h)
+		e.CipherHash = r.kept(h)
 	}
 	e.Series = r.str()
 	if n := r.Count(maxPartition, 1); n > 0 {
@@ -482,7 +497,7 @@ func (r *reader) entry() Entry {
 			if len(k) != signingKeySize {
 				r.Fail("bad signing key size")
 			}
-			e.SigningKey = bytes.Clone(k)
+			e.SigningKey = r.kept(k)
 		}
 		e.Covered = version == entryVersionCovered
 		e.Chained = version == entryVersionChained
@@ -492,7 +507,7 @@ func (r *reader) entry() Entry {
 			if len(s) != signatureSize {
 				r.Fail("bad signature size")
 			}
-			e.Signature = bytes.Clone(s)
+			e.Signature = r.kept(s)
 		}
 		if r.Err() == nil && !e.signed() {
 			r.Fail("version 2 without signing key or signature")

@@ -57,11 +57,20 @@ func (s sealer) Seal(key string, plaintext []byte) ([]byte, error) {
 	return s.aead.Seal(out, out, plaintext, []byte(key)), nil
 }
 
+// adBuffers holds the buffers Open passes the associated data in (as
+// crypto.Open does), so that the benchmarks measure the ledger, not a copy
+// of each key.
+var adBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 128); return &b }}
+
 func (s sealer) Open(key string, sealed []byte) ([]byte, error) {
 	if len(sealed) < chacha20poly1305.NonceSizeX {
 		return nil, errOpen
 	}
-	pt, err := s.aead.Open(nil, sealed[:chacha20poly1305.NonceSizeX], sealed[chacha20poly1305.NonceSizeX:], []byte(key))
+	bp := adBuffers.Get().(*[]byte)
+	ad := append((*bp)[:0], key...)
+	pt, err := s.aead.Open(nil, sealed[:chacha20poly1305.NonceSizeX], sealed[chacha20poly1305.NonceSizeX:], ad)
+	*bp = ad[:0]
+	adBuffers.Put(bp)
 	if err != nil {
 		return nil, errOpen
 	}
@@ -72,18 +81,34 @@ func (s sealer) Open(key string, sealed []byte) ([]byte, error) {
 type macer struct{ key []byte }
 
 // macPools holds, by key, HMAC states for reuse (as crypto.MACer does in
-// the vault), so that the benchmarks measure the ledger, not hmac.New.
-var macPools sync.Map
+// the vault), so that the benchmarks measure the ledger, not hmac.New. A
+// lookup costs no allocation, as a crypto.MACer's MAC costs none.
+var macPools = struct {
+	sync.RWMutex
+	m map[string]*sync.Pool
+}{m: map[string]*sync.Pool{}}
+
+func macPool(key []byte) *sync.Pool {
+	macPools.RLock()
+	p := macPools.m[string(key)]
+	macPools.RUnlock()
+	if p != nil {
+		return p
+	}
+	macPools.Lock()
+	defer macPools.Unlock()
+	if p = macPools.m[string(key)]; p == nil {
+		key := bytes.Clone(key)
+		p = &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}
+		macPools.m[string(key)] = p
+	}
+	return p
+}
 
 func (m macer) MAC(parts ...[]byte) []byte { return m.AppendMAC(nil, parts...) }
 
 func (m macer) AppendMAC(dst []byte, parts ...[]byte) []byte {
-	p, ok := macPools.Load(string(m.key))
-	if !ok {
-		key := bytes.Clone(m.key)
-		p, _ = macPools.LoadOrStore(string(m.key), &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }})
-	}
-	pool := p.(*sync.Pool)
+	pool := macPool(m.key)
 	h := pool.Get().(hash.Hash)
 	h.Reset()
 	var n [8]byte

@@ -477,6 +477,10 @@ type version struct {
 	sealed []byte
 	rev    uint64
 	hash   []byte
+	// opened is the record opened, when a pull's check of the hub's
+	// side opened it already (checkFetched): its apply takes it rather
+	// than opening it again in the local commit.
+	opened *stored
 }
 
 func (x version) exists() bool { return x.sealed != nil }
@@ -824,14 +828,14 @@ func (s *syncRun) checkFetched(k recKey, e ledger.Entry, sealed []byte, found bo
 		return version{}, false, false
 	}
 	h := cipherHash(sealed)
-	rev, err := s.h.recordRevision(k.coll, k.id, sealed)
+	st, err := s.h.openStored(k.coll, k.id, stores.Item{Value: sealed}, true)
 	if err != nil {
 		return version{}, false, false
 	}
-	if bytes.Equal(h, e.CipherHash) && rev == e.Revision {
-		return version{sealed: sealed, rev: rev, hash: h}, true, false
+	if bytes.Equal(h, e.CipherHash) && st.rev == e.Revision {
+		return version{sealed: sealed, rev: st.rev, hash: h, opened: &st}, true, false
 	}
-	return version{}, false, rev > e.Revision
+	return version{}, false, st.rev > e.Revision
 }
 
 // generationAhead returns the generation of sealed, the hub's record of
@@ -926,8 +930,9 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 	}
 	var pulled int
 	var conflicts []SyncConflict
+	var span [2]uint64 // the device ledger's entries the commit appended, all pulled (see pushPastPulled)
 	err = s.v.localCommit(ctx, tkeys, func(tx stores.Tx) error {
-		pulled, conflicts, s.rejected = 0, nil, nil
+		pulled, conflicts, s.rejected, span = 0, nil, nil, [2]uint64{}
 		before, err := s.localHead(ctx, tx)
 		if err != nil {
 			return err
@@ -956,13 +961,20 @@ func (s *syncRun) applyPulled(ctx context.Context, win []ledger.Entry, hubv map[
 			}
 			entries = entries[n:]
 		}
-		if err := s.pushPastPulled(ctx, tx, before, appended); err != nil {
+		after, err := s.pushPastPulled(ctx, tx, before, appended)
+		if err != nil {
 			return err
 		}
+		span = [2]uint64{before.Seq, after}
 		return s.v.putSealedValue(tx, syncPullKey, encodePull(cur))
 	})
 	if err != nil {
 		return err
+	}
+	if s.own != nil && span[1] > span[0] && s.ownRead == span[0] {
+		// What the commit appended is no change of the device's own:
+		// ownChanges need not read it back before the next commit.
+		s.ownRead = span[1]
 	}
 	s.rep.Pulled += pulled
 	s.rep.Conflicts = append(s.rep.Conflicts, conflicts...)
@@ -987,14 +999,16 @@ func (s *syncRun) localHead(ctx context.Context, tx stores.Tx) (ledger.Head, err
 // not read back what a pull wrote, and a first pull of many records is not
 // followed by a push reading them all. n < 0 says the entries hold a
 // change of the device's own (a deletion that won a conflict); nothing
-// then, and nothing in a staged commit.
-func (s *syncRun) pushPastPulled(ctx context.Context, tx stores.Tx, before ledger.Head, n int) error {
+// then, and nothing in a staged commit. It returns the position of the
+// last of those entries when they are all the commit appended (whether
+// the cursor moved or not), else before.Seq.
+func (s *syncRun) pushPastPulled(ctx context.Context, tx stores.Tx, before ledger.Head, n int) (uint64, error) {
 	if _, staged := tx.(*stageTx); staged || n <= 0 {
-		return nil
+		return before.Seq, nil
 	}
 	after, err := s.localHead(ctx, tx)
 	if err != nil || after.Seq-before.Seq != uint64(n) {
-		return err
+		return before.Seq, err
 	}
 	key := s.v.prefix + syncPushKey
 	var at uint64
@@ -1002,20 +1016,20 @@ func (s *syncRun) pushPastPulled(ctx context.Context, tx stores.Tx, before ledge
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
 	case err != nil:
-		return err
+		return before.Seq, err
 	default:
 		plain, err := s.v.seal.Open(key, it.Value)
 		if err != nil {
-			return s.v.openFailed(err)
+			return before.Seq, s.v.openFailed(err)
 		}
 		if at, err = decodePush(plain); err != nil {
-			return fmt.Errorf("sync push cursor: %w", ErrTampered)
+			return before.Seq, fmt.Errorf("sync push cursor: %w", ErrTampered)
 		}
 	}
 	if at != before.Seq {
-		return nil // changes of the device's own wait before the pulled entries
+		return after.Seq, nil // changes of the device's own wait before the pulled entries
 	}
-	return s.v.putSealedValue(tx, syncPushKey, encodePush(after.Seq))
+	return after.Seq, s.v.putSealedValue(tx, syncPushKey, encodePush(after.Seq))
 }
 
 // applyOne applies the hub's version hv of record k (feed entry e) in tx,
@@ -1086,6 +1100,9 @@ func (s *syncRun) applyOne(ctx context.Context, tx stores.Tx, k recKey, e ledger
 		if dv.exists() {
 			newBase.sum = contentSum(dst)
 		}
+	case hv.opened != nil:
+		hst = *hv.opened
+		newBase.sum = contentSum(hst)
 	case hv.exists():
 		hst, err = s.h.openStoredTx(tx, k.coll, k.id, stores.Item{Value: hv.sealed}, true) // tx: the device's
 		if err != nil {

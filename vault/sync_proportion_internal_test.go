@@ -72,19 +72,10 @@ func TestSyncLearnsAGrantMadeAfterALargePush(t *testing.T) {
 func TestPullMovesPushCursorPastPulledEntries(t *testing.T) {
 	ctx := context.Background()
 	hub := memstore.New()
-	a := openSyncDevice(t, memstore.New(), hub, "olga", "o")
-	notes := CollectionOf[string](a, "notes")
-	for i := range 40 {
-		require.NoError(t, notes.Put(ctx, fmt.Sprintf("n%02d", i), "x"))
-	}
-	_, err := a.Sync(ctx)
-	require.NoError(t, err)
+	a, notes := deviceWithNotes(t, hub, 40)
 
 	b := openSyncDevice(t, memstore.New(), hub, "olga", "o")
-	s := &syncRun{v: b, h: b.hub, rep: &SyncReport{}}
-	require.NoError(t, s.keyrings(ctx))
-	require.NoError(t, s.loadGiven(ctx))
-	require.NoError(t, s.pull(ctx))
+	s := pullRun(t, b)
 	require.Equal(t, 40, s.rep.Pulled)
 	head, err := b.ledger.Head(ctx)
 	require.NoError(t, err)
@@ -100,10 +91,7 @@ func TestPullMovesPushCursorPastPulledEntries(t *testing.T) {
 	require.NoError(t, notes.Put(ctx, "n00", "again"))
 	_, err = a.Sync(ctx)
 	require.NoError(t, err)
-	s = &syncRun{v: b, h: b.hub, rep: &SyncReport{}}
-	require.NoError(t, s.keyrings(ctx))
-	require.NoError(t, s.loadGiven(ctx))
-	require.NoError(t, s.pull(ctx))
+	s = pullRun(t, b)
 	require.Equal(t, 1, s.rep.Pulled)
 	at, err = s.loadPush(ctx)
 	require.NoError(t, err)
@@ -163,4 +151,62 @@ func TestHubPeopleAfterALargePushReadsNoRecords(t *testing.T) {
 	assert.Zero(t, hub.lists.Load(), "the replay listed the hub's ledger")
 	t.Logf("%d reads", hub.gets.Load())
 	assert.LessOrEqual(t, hub.gets.Load(), int64(8), "entries of the hub's ledger read")
+}
+
+// TestPullTakesNoPulledRecordForItsOwn: a pull of many records in several
+// local commits does not read back, before each commit, the entries the
+// commits before it appended (records pulled, which the push cursor
+// passed): they are not changes of the device's own, and reading them
+// would cost a read of the device's ledger per commit and a note per
+// record pulled.
+func TestPullTakesNoPulledRecordForItsOwn(t *testing.T) {
+	defer func(b, p int) { syncBatch, syncPass = b, p }(syncBatch, syncPass)
+	syncBatch, syncPass = 8, 64
+	ctx := context.Background()
+	hub := memstore.New()
+	a, notes := deviceWithNotes(t, hub, 40)
+
+	b := openSyncDevice(t, memstore.New(), hub, "olga", "o")
+	s := pullRun(t, b)
+	require.Equal(t, 40, s.rep.Pulled)
+	assert.Empty(t, s.own, "records taken for the device's own")
+	assert.Empty(t, s.ownPuts, "record writes taken for the device's own")
+	head, err := b.ledger.Head(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, head.Seq, s.ownRead, "the device's ledger is known to hold nothing of its own up to its head")
+
+	// A change of b's own, then a pull: the change is b's own.
+	require.NoError(t, CollectionOf[string](b, "notes").Put(ctx, "mine", "b"))
+	require.NoError(t, notes.Put(ctx, "n00", "again"))
+	_, err = a.Sync(ctx)
+	require.NoError(t, err)
+	s = pullRun(t, b)
+	require.Equal(t, 1, s.rep.Pulled)
+	assert.Equal(t, map[recKey]bool{{"notes", "mine"}: true}, s.own)
+}
+
+// pullRun runs the pull of a Sync of v and returns its run.
+func pullRun(t *testing.T, v *Vault) *syncRun {
+	t.Helper()
+	ctx := context.Background()
+	s := &syncRun{v: v, h: v.hub, rep: &SyncReport{}}
+	require.NoError(t, s.keyrings(ctx))
+	require.NoError(t, s.loadGiven(ctx))
+	require.NoError(t, s.pull(ctx))
+	return s
+}
+
+// deviceWithNotes opens a device of hub as olga, writes n notes there and
+// pushes them.
+func deviceWithNotes(t *testing.T, hub stores.Store, n int) (*Vault, *Collection[string]) {
+	t.Helper()
+	ctx := context.Background()
+	a := openSyncDevice(t, memstore.New(), hub, "olga", "o")
+	notes := CollectionOf[string](a, "notes")
+	for i := range n {
+		require.NoError(t, notes.Put(ctx, fmt.Sprintf("n%02d", i), "x"))
+	}
+	_, err := a.Sync(ctx)
+	require.NoError(t, err)
+	return a, notes
 }

@@ -71,7 +71,10 @@
 //
 // List reads pages of up to 256 rows (or 4 MiB of values) by keyset: each
 // page is one range read of the primary key's index, starting after the
-// last key of the page before. ListAfter (stores.RangeLister) starts the
+// last key of the page before, with sorts turned off for its statement
+// (a bitmap read and a sort of the whole rest of the range is what the
+// planner picks when it believes the range small, as on a table that grew
+// since its last analyze, and each page would read it all). ListAfter (stores.RangeLister) starts the
 // first page after a given key, so a change feed whose keys sort by
 // position is read from a device's cursor at the cost of what it yields,
 // however long the feed. GetMany (stores.MultiGetter) reads any number of

@@ -25,16 +25,17 @@ func Setting(ctx context.Context, s *Store, name string) (string, error) {
 }
 
 // ExplainListAfter runs the statement of the first page of
-// s.ListAfter(prefix, after) under EXPLAIN ANALYZE and returns its plan in
-// JSON, with the generic plan (the one the server keeps for a prepared
-// statement once it has run a few times) if generic.
+// s.ListAfter(prefix, after) under EXPLAIN ANALYZE, with the planner
+// setting listPage turns off, and returns its plan in JSON, with the
+// generic plan (the one the server keeps for a prepared statement once it
+// has run a few times) if generic.
 func ExplainListAfter(ctx context.Context, s *Store, prefix, after string, generic bool) ([]byte, error) {
 	lower := nonNil([]byte(prefix))
 	upper, bounded := prefixEnd(lower)
 	if !bounded {
-		return explain(ctx, s, s.q.listAll, "bytea, bytea", generic, lower, nonNil([]byte(after)))
+		return explain(ctx, s, s.q.listAll, "bytea, bytea", generic, []string{listOff}, lower, nonNil([]byte(after)))
 	}
-	return explain(ctx, s, s.q.list, "bytea, bytea, bytea", generic, lower, nonNil([]byte(after)), upper)
+	return explain(ctx, s, s.q.list, "bytea, bytea, bytea", generic, []string{listOff}, lower, nonNil([]byte(after)), upper)
 }
 
 // ExplainGetMany is ExplainListAfter for the statement of s.GetMany(keys).
@@ -43,13 +44,14 @@ func ExplainGetMany(ctx context.Context, s *Store, keys []string, generic bool) 
 	for i, k := range keys {
 		kbs[i] = []byte(k)
 	}
-	return explain(ctx, s, s.q.readMany, "bytea[]", generic, kbs)
+	return explain(ctx, s, s.q.readMany, "bytea[]", generic, nil, kbs)
 }
 
 // explain prepares stmt (whose parameters have the types given) and runs it
-// under EXPLAIN ANALYZE, on a connection taken out of the pool and closed
-// afterwards, so that its settings and prepared statement go with it.
-func explain(ctx context.Context, s *Store, stmt, types string, generic bool, args ...any) ([]byte, error) {
+// under EXPLAIN ANALYZE with the planner settings off turned off, on a
+// connection taken out of the pool and closed afterwards, so that its
+// settings and prepared statement go with it.
+func explain(ctx context.Context, s *Store, stmt, types string, generic bool, off []string, args ...any) ([]byte, error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -62,6 +64,11 @@ func explain(ctx context.Context, s *Store, stmt, types string, generic bool, ar
 	}
 	if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+mode); err != nil {
 		return nil, err
+	}
+	for _, name := range off {
+		if _, err := conn.Exec(ctx, `SET `+name+` = off`); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := conn.Exec(ctx, `PREPARE noydb_explain(`+types+`) AS `+stmt); err != nil {
 		return nil, err
@@ -93,4 +100,21 @@ func byteaLiteral(b []byte) string { return `'\x` + hex.EncodeToString(b) + `'::
 func Analyze(ctx context.Context, s *Store) error {
 	_, err := s.pool.Exec(ctx, s.sql(`ANALYZE {s}.items`))
 	return err
+}
+
+// IndexEntriesRead returns how many entries the reads of s's items table
+// took from its primary key's index so far, as the server counts them. It
+// makes the connection it runs on report its own counts first, so on a
+// store opened with MaxConns 1 the count includes every read s made.
+func IndexEntriesRead(ctx context.Context, s *Store) (int64, error) {
+	// The server reports a connection's counts when it goes idle, at
+	// most once a second unless asked to; the request takes effect at
+	// the end of its own statement.
+	if _, err := s.pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT idx_tup_read FROM pg_stat_user_indexes
+		WHERE schemaname = $1 AND relname = 'items' AND indexrelname = 'items_pkey'`, s.schema).Scan(&n)
+	return n, err
 }

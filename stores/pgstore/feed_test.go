@@ -123,6 +123,42 @@ func TestListAfterIsOneIndexRange(t *testing.T) {
 	assert.Equal(t, []string{feedKey("v/_ledger/", n-2), feedKey("v/_ledger/", n-1), feedKey("v/_ledger/", n), "v/_ledger/head"}, got)
 }
 
+// TestListAfterReadsItsPageAfterTheTableGrew: a feed read after its
+// cursor reads the rows of its page, also on a connection that listed the
+// table many times while it was small, when the table has grown since and
+// the server has not analyzed it again (a hub's first push of many
+// records). A plan the server kept from the small table (a sort of every
+// row after the cursor) would read them all for each page, which made a
+// first pull of 100,000 records quadratic.
+func TestListAfterReadsItsPageAfterTheTableGrew(t *testing.T) {
+	s := pgtest.Open(t, &pgstore.Options{MaxConns: 1}) // one connection: its statements, its counts
+	ctx := guardCtx(t)
+	value := make([]byte, 200)
+	fillFeed(t, s, "v/_ledger/", 10, value)
+	for range 10 { // more than the few runs after which the server may keep one plan
+		n := 0
+		for _, err := range s.ListAfter(ctx, "v/_ledger/", feedKey("v/_ledger/", 2)) {
+			require.NoError(t, err)
+			n++
+		}
+		require.Equal(t, 9, n) // positions 3..10 and the head
+	}
+	const n = 20_000
+	fillFeed(t, s, "v/_ledger/", n, value)
+	before, err := pgstore.IndexEntriesRead(ctx, s)
+	require.NoError(t, err)
+	got := 0
+	for _, err := range s.ListAfter(ctx, "v/_ledger/", feedKey("v/_ledger/", 10)) {
+		require.NoError(t, err)
+		if got++; got == 100 { // within the first page
+			break
+		}
+	}
+	after, err := pgstore.IndexEntriesRead(ctx, s)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, after-before, int64(300), "index entries read for one page of 256 after position 10 of %d", n)
+}
+
 // TestGetManyIsOneIndexRead: GetMany of scattered keys is one read of the
 // primary key's index, touching the pages of the keys it finds, not the
 // table.

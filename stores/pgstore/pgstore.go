@@ -422,15 +422,36 @@ func (s *Store) readMany(ctx context.Context, keys [][]byte, items []stores.Item
 	return items, rows.Err()
 }
 
+// listOff is the planner setting a page of List is read without (see listPage).
+const listOff = "enable_sort"
+
 // listPage reads the page of keys in [lower, upper) after the key after.
+//
+// The page is read with sorts disabled for its statement alone (in the
+// same round trip, local to its implicit transaction), which leaves the
+// planner one way to return the keys in order: a read of the primary
+// key's index from after, which stops at the page's end. Left to its
+// estimates, the planner picks a bitmap read and a sort of every row in
+// the range whenever it believes the range holds a few rows: on a table
+// that has grown since it was last analyzed (a hub's first push of many
+// records, before autovacuum's next analyze), and, for good, in the plan
+// it keeps for a prepared statement once it ran on the table when it was
+// small. Each page then reads the whole rest of the range, and a read of
+// a feed is quadratic in its length.
 func (s *Store) listPage(ctx context.Context, lower, after, upper []byte, bounded bool) ([]stores.Item, error) {
-	var rows pgx.Rows
-	var err error
+	var b pgx.Batch
+	b.Queue(`SELECT set_config('` + listOff + `', 'off', true)`)
 	if bounded {
-		rows, err = s.pool.Query(ctx, s.q.list, lower, after, upper)
+		b.Queue(s.q.list, lower, after, upper)
 	} else {
-		rows, err = s.pool.Query(ctx, s.q.listAll, lower, after)
+		b.Queue(s.q.listAll, lower, after)
 	}
+	br := s.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return nil, err
 	}
