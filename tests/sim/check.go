@@ -97,6 +97,8 @@ func detectionErr(err error) (string, bool) {
 type regime struct {
 	hostileAt int64  // logical time of the first hostile fault, 0 when none
 	dupOK     string // a fault that makes a number issued twice documented ("" when none)
+	lies      int    // hostile faults
+	forks     int    // of which FFork
 }
 
 // check runs every checker over a finished run.
@@ -140,12 +142,17 @@ func (w *world) check(res *Result, reg regime) {
 	w.conflicts = nil
 	w.checkNumbers(res, reg, fail)
 	for _, c := range w.conflicts {
+		if h.splitViews(c.Events[0], c.Events[1]) {
+			res.Documented = append(res.Documented, Documented{Fault: forkDoc, Detail: c.Detail})
+			continue
+		}
 		if reg.dupOK != "" && c.Events[1].Call >= reg.hostileAt {
 			res.Documented = append(res.Documented, Documented{Fault: reg.dupOK, Detail: c.Detail})
 			continue
 		}
 		res.Failures = append(res.Failures, c)
 	}
+	w.checkFork(res, reg.forks > 0 && reg.forks == reg.lies, fail)
 }
 
 // checkClosed: no number dated into a period after its ClosePeriod
@@ -158,6 +165,12 @@ func (w *world) checkClosed(res *Result, reg regime, fail func(string, string, .
 		}
 		at, closed := h.closedAt[e.Key]
 		if e.Outcome == ok && e.N > 0 && closed && e.Call > at && e.Op.Kind != KVoid && e.Op.Kind != KClose {
+			if h.fork != nil && !h.closedInView(e.Key, e) {
+				// Closed in the other view of a fork only.
+				res.Documented = append(res.Documented, Documented{Fault: forkDoc,
+					Detail: fmt.Sprintf("%s got %d in %s, closed in the other view", e.Op, e.N, e.Key)})
+				continue
+			}
 			if reg.dupOK != "" && e.Call >= reg.hostileAt {
 				// The hub lost the close with the commits it lost.
 				res.Documented = append(res.Documented, Documented{Fault: reg.dupOK,
@@ -306,6 +319,11 @@ func (w *world) checkNumbers(res *Result, reg regime, fail func(string, string, 
 				n := c.n + uint64(i)
 				if prev, taken := owner[n]; taken {
 					dup = true
+					if w.hist.splitViews(prev, c.ev) {
+						res.Documented = append(res.Documented, Documented{Fault: forkDoc,
+							Detail: fmt.Sprintf("%s %d to %s and %s", key, n, prev.Op, c.ev.Op)})
+						continue
+					}
 					if reg.dupOK != "" && c.ev.Call >= reg.hostileAt {
 						res.Documented = append(res.Documented, Documented{Fault: reg.dupOK,
 							Detail: fmt.Sprintf("%s %d to %s and %s", key, n, prev.Op, c.ev.Op)})

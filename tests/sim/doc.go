@@ -5,7 +5,9 @@
 // at once while faults strike between and inside the operations: crashes,
 // ambiguous commits, conflict storms, an unreachable or slow hub, and, in
 // hostile schedules, a store or hub that rolls back, drops, replays or
-// injects keys.
+// injects keys, or a hub that forks: it serves one device a copy of
+// itself (FFork) while the others see the real one, until the fault's
+// span or the final sync ends it.
 //
 // Each run records a history (every call with its logical call and return
 // times and what it returned) and checks it: the numbers of each counter
@@ -15,7 +17,13 @@
 // every acknowledged write is present; Verify and Audit are clean on honest
 // schedules and report a detection error (never a number twice, except
 // where the README's threat table documents it) on hostile ones; devices
-// converge after a final sync.
+// converge after a final sync. After a fork, a number given twice is
+// documented only when the two views gave it (the forked device on the
+// copy, another on the real hub after the copy was taken), and a forked
+// device that took a number on the copy must get ErrRollback once it is
+// served the real hub again, before it takes a number there (the
+// README's split-view row); when the fork is the run's only lie, no
+// other device may report a detection error.
 //
 // The harness drives the SDK through its public API (vault, sequence) and
 // the fault wrappers of internal/faultstore only.

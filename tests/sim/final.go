@@ -47,6 +47,12 @@ func Run(ctx context.Context, s *Schedule, o RunOptions) (*Result, error) {
 			if f.Kind.Hostile() && reg.hostileAt == 0 {
 				reg.hostileAt = w.hist.clock.Load() + 1
 			}
+			if f.Kind.Hostile() {
+				reg.lies++
+				if f.Kind == FFork {
+					reg.forks++
+				}
+			}
 			if f.Kind.Hostile() && reg.dupOK == "" {
 				reg.dupOK = documentedDup(f)
 			}
@@ -104,6 +110,7 @@ func (w *world) heal(ctx context.Context, res *Result, reg regime) {
 		res.Failures = append(res.Failures, Failure{Check: check, Detail: detail})
 	}
 	hostile := reg.hostileAt > 0
+	w.endFork() // every device is served the real hub again
 	w.calm()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -115,6 +122,12 @@ func (w *world) heal(ctx context.Context, res *Result, reg regime) {
 		if err := w.open(ctx, d); err != nil {
 			if !hostile {
 				fail("heal", fmt.Sprintf("d%d does not open once the faults end: %v", d.idx, err))
+			}
+			if w.fork != nil && w.fork.dev == d.idx {
+				// How the forked device learns of the fork, if it is here.
+				e := &Event{Op: Op{Kind: kHeal, Dev: d.idx}, Call: w.hist.tick(), Skip: "vault not open", Outcome: none, Err: err}
+				e.Return = w.hist.tick()
+				w.hist.add(e)
 			}
 		}
 	}

@@ -38,6 +38,7 @@ type Event struct {
 	Val2         *int     // the Tx's second note
 	Skip         string   // why the operation did not run
 	Conflicts    []string // a Sync's conflicts the hub's side won, as "collection/id"
+	Fork         bool     // the device was served the hub's copy of an FFork
 }
 
 // history is the record of one run.
@@ -52,6 +53,7 @@ type history struct {
 	closedAt map[string]int64    // counter key -> return time of a successful ClosePeriod
 	closing  map[string]bool     // counter key -> a ClosePeriod was tried
 	joinAt   int64               // logical time of the late join (0: none)
+	fork     *forkSpan           // the run's FFork, nil when none
 }
 
 func newHistory() *history {
@@ -112,6 +114,10 @@ func docDate(month int) time.Time {
 
 // runStep runs one step of a schedule.
 func (w *world) runStep(ctx context.Context, si int, st Step) {
+	w.step = si
+	if w.forkEnd == si {
+		w.endFork()
+	}
 	for _, f := range st.Faults {
 		msg := w.inject(ctx, f)
 		w.hist.fault(fmt.Sprintf("step %d %s %s", si, f, msg))
@@ -148,6 +154,7 @@ func (w *world) runOp(ctx context.Context, si, wi int, op Op) {
 	w.stats.Ops.Add(1)
 	e := &Event{Step: si, Worker: wi, Op: op}
 	d := w.devs[op.Dev]
+	e.Fork = d.hub.onFork()
 	h, dctx, err := w.handles(ctx, d)
 	if err != nil {
 		e.Call, e.Return = w.hist.tick(), w.hist.tick()

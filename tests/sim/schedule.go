@@ -100,6 +100,11 @@ const (
 	FInjectList  // a store's List yields a key outside the asked prefix
 	FInjectHub   // the hub holds a record copied under a new id, with no feed entry
 	FLoseCommits // a store reports the next writes committed and withholds them (rolls back to before them)
+	// FFork: the hub serves one device (Target) a copy of itself taken
+	// now, the others the real hub: a split view, for Span steps (0: until
+	// the final sync), after which that device is served the real hub
+	// again. Only one fork at a time; it is never a During fault.
+	FFork
 )
 
 var faultNames = map[FaultKind]string{
@@ -107,6 +112,7 @@ var faultNames = map[FaultKind]string{
 	FStorm: "conflict-storm", FAmbiguous: "ambiguous-commits", FCalm: "calm", FSnapshot: "snapshot",
 	FJoin: "join-hub", FRollback: "rollback", FDrop: "drop", FReplay: "replay",
 	FInjectList: "inject-list", FInjectHub: "inject-hub-record", FLoseCommits: "lose-commits",
+	FFork: "fork",
 }
 
 // String returns the fault's name.
@@ -127,6 +133,9 @@ type Fault struct {
 	// fault (each is crashed and its vault opened again), the last one
 	// with a new, empty state folder.
 	Restart bool
+	// Span is how many steps an FFork lasts, counted from the step of
+	// the fault; 0 means until the final sync.
+	Span int `json:",omitempty"`
 }
 
 // ClaimRecords is the Prefix of the claim records of the series "clm".
@@ -139,7 +148,14 @@ func (f Fault) String() string {
 		t = "hub"
 	}
 	s := fmt.Sprintf("FAULT %s %s", f.Kind, t)
-	if f.Kind.Hostile() && f.Kind != FInjectHub && f.Kind != FInjectList {
+	if f.Kind == FFork {
+		if f.Span > 0 {
+			s += fmt.Sprintf(" (the hub serves it a copy for %d steps)", f.Span)
+		} else {
+			s += " (the hub serves it a copy until the final sync)"
+		}
+	}
+	if f.Kind.Hostile() && f.Kind != FInjectHub && f.Kind != FInjectList && f.Kind != FFork {
 		p := f.Prefix
 		if p == "" {
 			p = "(all)"
@@ -278,7 +294,28 @@ func Generate(seed uint64, p Params) *Schedule {
 		}
 		s.Steps = append(s.Steps, st)
 	}
+	if p.Hostile {
+		addFork(s, joinAt)
+	}
 	return s
+}
+
+// addFork makes one hostile schedule in four also fork the hub (FFork) at
+// a step after every device is on it. It draws from a generator of its
+// own, so the schedules without a fork are the ones the seeds made before
+// FFork existed.
+func addFork(s *Schedule, joinAt int) {
+	r := rand.New(rand.NewPCG(s.Seed, 0xf04c))
+	if r.IntN(4) != 0 {
+		return
+	}
+	first := max(1, joinAt+1)
+	if first >= len(s.Steps) {
+		return
+	}
+	at := first + r.IntN(len(s.Steps)-first)
+	f := Fault{Kind: FFork, Target: r.IntN(len(s.Devices)), Span: r.IntN(4)}
+	s.Steps[at].Faults = append(s.Steps[at].Faults, f)
 }
 
 type gen struct {

@@ -97,7 +97,7 @@ func Shrink(ctx context.Context, s *Schedule, first *Result, o RunOptions, budge
 }
 
 // severity orders the checks, worst first: a shrinker keeps the worst.
-var severity = []string{"duplicate", "idempotence", "linearizability", "panic", "closed period",
+var severity = []string{"duplicate", "fork undetected", "idempotence", "linearizability", "panic", "closed period",
 	"false alarm", "records", "receipts", "audit", "verify", "final head", "heal", "unexpected error"}
 
 // Worst returns the check of the run's worst failure.

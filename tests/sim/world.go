@@ -147,6 +147,7 @@ type device struct {
 	ctl      *storeCtl
 	stateDir string
 	onHub    bool
+	hub      *splitHub // the hub as this device is served it
 
 	mu     sync.Mutex
 	h      *handles
@@ -179,6 +180,12 @@ type world struct {
 
 	conflicts []Failure   // set by logical: one id answered with two numbers
 	joined    atomic.Bool // the late device has joined the hub
+
+	step     int       // the step running
+	fork     *forkSpan // the run's FFork, nil when none
+	forkCtl  *storeCtl // the hub's copy a forked device is served
+	forkEnd  int       // the step at whose start the fork ends (-1: at the final sync)
+	cleanups []func()  // run when the world closes (a copy of a PostgreSQL hub)
 }
 
 // errNotJoined: a device other than the late one waits for its join.
@@ -221,6 +228,12 @@ func (w *world) close() {
 		}
 		_ = d.inner.Close()
 	}
+	if w.forkCtl != nil {
+		_ = w.forkCtl.adv.Close()
+	}
+	for _, c := range w.cleanups {
+		c()
+	}
 }
 
 func newWorld(ctx context.Context, s *Schedule, o RunOptions) (*world, func(), error) {
@@ -253,7 +266,7 @@ func newWorld(ctx context.Context, s *Schedule, o RunOptions) (*world, func(), e
 		}
 		w.devs = append(w.devs, &device{idx: i, kind: spec.Kind, inner: inner, stateDir: sd,
 			ctl:   newCtl(fmt.Sprintf("device %d", i), inner, s.Seed^uint64(i+2)*0x9e37, stats),
-			onHub: !(s.LateJoin && i == 0)})
+			onHub: !(s.LateJoin && i == 0), hub: &splitHub{view: w.hubSt}})
 	}
 	w.all = w.devs
 	return w, func() { w.close(); cleanup() }, nil
@@ -289,7 +302,7 @@ func (w *world) open(ctx context.Context, d *device) error {
 	cfg := vault.Config{Store: d.ctl.wrap(d.dead), Name: vaultName, User: owner, Secret: ownerSecret,
 		KDF: cheapKDF, InsecureAllowWeakKDF: true, StateDir: d.stateDir, HubTimeout: 5 * time.Second}
 	if d.onHub {
-		cfg.Hub = w.hubSt
+		cfg.Hub = d.hub
 	}
 	v, err := vault.Open(ctx, cfg)
 	if err != nil {
@@ -317,7 +330,7 @@ func (w *world) openGuest(ctx context.Context, d *device) (*handles, error) {
 	cfg := vault.Config{Store: d.ctl.wrap(d.dead), Name: vaultName, User: guest, Secret: guestSecret,
 		KDF: cheapKDF, InsecureAllowWeakKDF: true, StateDir: d.stateDir, HubTimeout: 5 * time.Second}
 	if d.onHub {
-		cfg.Hub = w.hubSt
+		cfg.Hub = d.hub
 	}
 	v, err := vault.Open(ctx, cfg)
 	if err != nil {
@@ -485,19 +498,16 @@ func (w *world) inject1(ctx context.Context, f Fault) string {
 		if err := w.reopen(ctx, w.devs[f.Target]); err != nil {
 			return "reopen: " + err.Error()
 		}
-	case FHubDown:
-		c.down.Store(true)
-	case FHubUp:
-		c.down.Store(false)
-		c.slow.Store(false)
-	case FHubSlow:
-		c.slow.Store(true)
-	case FStorm:
-		c.set(0.5, 0, 0)
-	case FAmbiguous:
-		c.set(0.05, 0.15, 0.05)
-	case FCalm:
-		c.set(0, 0, 0)
+	case FHubDown, FHubUp, FHubSlow, FStorm, FAmbiguous, FCalm:
+		ctls := []*storeCtl{c}
+		if f.Target == Hub {
+			ctls = w.hubCtls() // a copy the hub serves behaves as it does
+		}
+		for _, c := range ctls {
+			honest(c, f.Kind)
+		}
+	case FFork:
+		return w.startFork(ctx, w.step, f)
 	case FSnapshot:
 		snap, err := c.adv.Snapshot(ctx)
 		if err != nil {
@@ -595,6 +605,25 @@ func (w *world) inject1(ctx context.Context, f Fault) string {
 	return ""
 }
 
+// honest applies an honest fault of the hub or a store to c.
+func honest(c *storeCtl, k FaultKind) {
+	switch k {
+	case FHubDown:
+		c.down.Store(true)
+	case FHubUp:
+		c.down.Store(false)
+		c.slow.Store(false)
+	case FHubSlow:
+		c.slow.Store(true)
+	case FStorm:
+		c.set(0.5, 0, 0)
+	case FAmbiguous:
+		c.set(0.05, 0.15, 0.05)
+	case FCalm:
+		c.set(0, 0, 0)
+	}
+}
+
 // loseCommits puts back, after a batch, what stores told to lose commits
 // held before it.
 func (w *world) loseCommits(ctx context.Context) {
@@ -620,7 +649,7 @@ func (w *world) ctls() []*storeCtl {
 // calm ends every honest fault: the hub answers, no store storms or lies
 // about commits.
 func (w *world) calm() {
-	for _, c := range append([]*storeCtl{w.hub}, w.ctls()...) {
+	for _, c := range append(w.hubCtls(), w.ctls()...) {
 		c.set(0, 0, 0)
 		c.down.Store(false)
 		c.slow.Store(false)
