@@ -168,6 +168,26 @@ func (h *history) splitViews(a, b *Event) bool {
 	return real.Return >= f.from
 }
 
+// issuedInOtherViewOnly reports whether every call that was handed the
+// number a Void (e) names, before e was called, was served the other
+// view of a fork than e.
+func (h *history) issuedInOtherViewOnly(e *Event) bool {
+	if h.fork == nil {
+		return false
+	}
+	found := false
+	for _, g := range h.events {
+		if g.Key != e.Key || !gaveNumber(g) || g.Return >= e.Call || e.N < g.N || e.N >= g.N+uint64(max(g.K, 1)) {
+			continue
+		}
+		if !h.splitViews(g, e) {
+			return false
+		}
+		found = true
+	}
+	return found
+}
+
 // closedInView reports whether a ClosePeriod of key that succeeded before
 // e was called holds in the view e was served: one made in e's view, or
 // before the fork.
