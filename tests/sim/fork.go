@@ -132,12 +132,22 @@ func (w *world) startFork(ctx context.Context, si int, f Fault) string {
 	return fmt.Sprintf("(%d keys copied)", len(snap))
 }
 
+// forkNeverEnds is a mutation for the checker's tests: a fork's end is
+// recorded, but the device is served the copy still, so it never sees the
+// real hub again and cannot detect the fork, as a device that did not
+// check the hub's history would not.
+var forkNeverEnds bool
+
 // endFork serves the forked device the real hub again.
 func (w *world) endFork() {
 	if w.fork == nil || w.fork.to != 0 {
 		return
 	}
-	w.devs[w.fork.dev].hub.serve(w.hubSt, false)
+	view := w.hubSt
+	if forkNeverEnds {
+		view = w.devs[w.fork.dev].hub.cur()
+	}
+	w.devs[w.fork.dev].hub.serve(view, false)
 	w.fork.to = w.hist.tick()
 	w.hist.fault(fmt.Sprintf("fork ends: d%d is served the real hub again", w.fork.dev))
 }
@@ -203,8 +213,9 @@ func (h *history) closedInView(key string, e *Event) bool {
 	return false
 }
 
-// checkFork: a device the hub forked, which took a number on the copy,
-// learns it once it is served the real hub again. Its first call that
+// checkFork: a device the hub forked, which took a number on the copy
+// (or, when the fork is the run's only lie, pushed a change to it), learns
+// it once it is served the real hub again. Its first call that
 // gives a number there is preceded by, or is, an ErrRollback (the threat
 // table's split-view row); when the fork was the run's only lie, it must
 // see ErrRollback by the end of the run, and no other device may see a
@@ -237,6 +248,9 @@ func (w *world) checkFork(res *Result, onlyFork bool, fail func(string, string, 
 			after = append(after, e)
 		}
 	}
+	if took == nil && onlyFork {
+		took = w.pushedOnFork()
+	}
 	if took == nil || f.to == 0 {
 		return
 	}
@@ -254,13 +268,45 @@ func (w *world) checkFork(res *Result, onlyFork bool, fail func(string, string, 
 			}
 		}
 		if gaveNumber(e) {
-			fail("fork undetected", fmt.Sprintf("d%d took a number on the hub's copy, then one on the real hub with no ErrRollback", f.dev), took, e)
+			fail("fork undetected", fmt.Sprintf("d%d wrote to the hub's copy, then took a number on the real hub with no ErrRollback", f.dev), took, e)
 			return
 		}
 	}
 	if !detected && onlyFork {
 		fail("fork undetected", fmt.Sprintf("d%d took a number on the hub's copy and never got ErrRollback once served the real hub", f.dev), took)
 	}
+}
+
+// pushedOnFork returns a Sync of the forked device, on the hub's copy,
+// that pushed a note written during the fork (and not lost to a
+// conflict), or nil. Its push wrote to the copy's ledger.
+func (w *world) pushedOnFork() *Event {
+	f := w.hist.fork
+	for _, s := range w.hist.events {
+		if s.Op.Dev != f.dev || !s.Fork || s.Op.Kind != KSync || s.Outcome != ok {
+			continue
+		}
+		for _, c := range w.hist.events {
+			if c.Op.Dev != f.dev || c.Outcome != ok || c.Call < f.from || c.Return >= s.Call {
+				continue
+			}
+			switch c.Op.Kind {
+			case KPut, KDelete, KUpdate, KTx:
+			default:
+				continue
+			}
+			ids := []string{c.Op.ID}
+			if c.Op.ID2 != "" {
+				ids = append(ids, c.Op.ID2)
+			}
+			for _, id := range ids {
+				if !slices.Contains(s.Conflicts, "notes/"+id) {
+					return s
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // gaveNumber reports whether e handed its caller a number.

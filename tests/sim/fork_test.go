@@ -51,6 +51,47 @@ func TestForkedHubGivesNumbersTwiceAsDocumentedAndIsDetected(t *testing.T) {
 	}
 }
 
+// TestCheckerFailsAForkTheDeviceCannotSee runs the fork schedule with the
+// mutation forkNeverEnds: the device takes its number after the fork's
+// end on the copy still, with no ErrRollback, which is what a device that
+// missed the fork would do. The checker reports "fork undetected".
+func TestCheckerFailsAForkTheDeviceCannotSee(t *testing.T) {
+	forkNeverEnds = true
+	defer func() { forkNeverEnds = false }()
+	s := forkSchedule()
+	res, err := Run(context.Background(), s, RunOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.has("fork undetected") {
+		t.Fatalf("the checker missed a fork the device could not detect: %v\n%s", res.Failures, res.Report(s))
+	}
+}
+
+// TestForkedHubDetectsAPushToTheCopy: a forked device that only pushed a
+// change to the hub's copy (no number) gets ErrRollback at its first sync
+// once it is served the real hub again, which has moved on.
+func TestForkedHubDetectsAPushToTheCopy(t *testing.T) {
+	s := &Schedule{Seed: 2, Hostile: true, Devices: []Device{{Kind: "mem"}, {Kind: "badger"}},
+		Steps: []Step{
+			{Workers: [][]Op{{{Kind: KSync, Dev: 1}, {Kind: KNext, Dev: 0, Series: "tick"}}}},
+			{Faults: []Fault{{Kind: FFork, Target: 1, Span: 1}}, Workers: [][]Op{
+				{{Kind: KPut, Dev: 1, ID: "n1", Val: 1}, {Kind: KSync, Dev: 1}},
+				{{Kind: KNext, Dev: 0, Series: "tick"}}}},
+			{Workers: [][]Op{{{Kind: KSync, Dev: 1}}}},
+		}}
+	res, err := Run(context.Background(), s, RunOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failed() {
+		t.Fatalf("%s", res.Report(s))
+	}
+	if res.Detected["ErrRollback"] == 0 {
+		t.Fatalf("the forked device never got ErrRollback: %v\n%s", res.Detected, res.Report(s))
+	}
+}
+
 // TestForkedHubScheduleSurvivesJSON: a schedule with a fork saved and
 // loaded again is the same schedule (for -sim.replay and the shrinker).
 func TestForkedHubScheduleSurvivesJSON(t *testing.T) {
@@ -74,12 +115,16 @@ func TestForkedHubScheduleSurvivesJSON(t *testing.T) {
 // TestCheckerFailsAForkNotDetected feeds the checker the history a device
 // that does not detect a fork makes (the mutation: after taking numbers
 // on the hub's copy it takes one on the real hub with no ErrRollback),
-// and the same history where the device detects it. Only the first fails,
-// with "fork undetected"; the numbers both views gave are documented in
-// both.
+// and the same history where the device detects it; each also with a
+// change pushed to the copy instead of a number. Only the undetected ones
+// fail, with "fork undetected"; the numbers both views gave are
+// documented.
 func TestCheckerFailsAForkNotDetected(t *testing.T) {
-	for _, detected := range []bool{false, true} {
-		t.Run(fmt.Sprintf("detected=%v", detected), func(t *testing.T) {
+	for _, c := range []struct {
+		pushed, detected bool
+	}{{false, false}, {false, true}, {true, false}, {true, true}} {
+		pushed, detected := c.pushed, c.detected
+		t.Run(fmt.Sprintf("pushed=%v,detected=%v", pushed, detected), func(t *testing.T) {
 			w := &world{hist: newHistory()}
 			f := &forkSpan{dev: 1, from: 10, to: 20}
 			w.hist.fork = f
@@ -88,7 +133,13 @@ func TestCheckerFailsAForkNotDetected(t *testing.T) {
 					Call: call, Return: call + 1, Outcome: ok, N: n, Fork: fork}
 			}
 			w.hist.add(ev(0, 1, false, 1))
-			w.hist.add(ev(1, 11, true, 2))
+			if pushed {
+				// No number on the copy: a change pushed to it.
+				w.hist.add(&Event{Op: Op{Kind: KPut, Dev: 1, ID: "n"}, Call: 11, Return: 12, Outcome: ok})
+				w.hist.add(&Event{Op: Op{Kind: KSync, Dev: 1}, Call: 13, Return: 14, Outcome: ok, Fork: true})
+			} else {
+				w.hist.add(ev(1, 11, true, 2))
+			}
 			w.hist.add(ev(0, 13, false, 2))
 			last := ev(1, 21, false, 3)
 			if detected {
@@ -103,7 +154,7 @@ func TestCheckerFailsAForkNotDetected(t *testing.T) {
 			if detected && res.Failed() {
 				t.Fatalf("a detected fork fails the checker: %v", res.Failures)
 			}
-			if len(res.Documented) != 1 || res.Documented[0].Fault != forkDoc {
+			if !pushed && (len(res.Documented) != 1 || res.Documented[0].Fault != forkDoc) {
 				t.Fatalf("documented: %v", res.Documented)
 			}
 		})
