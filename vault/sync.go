@@ -420,9 +420,6 @@ type syncRun struct {
 	// aheadOfFeed holds the records a push left behind because the hub's
 	// revision is ahead of its feed (see checkStale).
 	aheadOfFeed map[recKey]bool
-	// resealed holds the cipher hashes of the re-seals among the changes
-	// a push read (see pushPass).
-	resealed map[string]bool
 }
 
 func (s *syncRun) keyrings(ctx context.Context) error {
@@ -1430,14 +1427,6 @@ func (s *syncRun) pushPass(ctx context.Context) ([]recKey, bool, error) {
 		}
 		if isOwnRecordEntry(e) {
 			k := recKey{e.Collection, e.ID}
-			if e.Kind == ledger.RecordPut && e.Reason == ResealedReason {
-				// Pushed as it is, the re-seal says so on the hub too
-				// (sync_own.go).
-				if s.resealed == nil {
-					s.resealed = map[string]bool{}
-				}
-				s.resealed[string(e.CipherHash)] = true
-			}
 			if _, ok := first[k]; !ok {
 				if len(keys) == syncPass {
 					full = true
@@ -1596,7 +1585,11 @@ func (s *syncRun) pushBatch(ctx context.Context, keys []recKey, first map[recKey
 							return err
 						}
 						e := ledger.Entry{Kind: ledger.RecordPut, Collection: c.k.coll, ID: c.k.id, Revision: c.dv.rev, CipherHash: c.dv.hash}
-						if s.resealed[string(c.dv.hash)] {
+						if c.b.sum != nil && bytes.Equal(c.sum, c.b.sum) {
+							// The content of what the hub holds, re-sealed
+							// (by however many rotations, or a re-seal
+							// before this push): the entry says so
+							// (sync_own.go).
 							e.Reason = ResealedReason
 						}
 						entries = append(entries, e)

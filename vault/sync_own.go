@@ -44,14 +44,24 @@ import (
 // is a record written after both deletions.
 //
 // A rotation's re-seal of such a push (a new revision of the same
-// content: ledger.RecordPut entries whose Reason is ResealedReason, as the
-// rotating device's ledger says and its push carries to the hub's feed,
-// under the checked signature of its commit) is no change either.
+// content) is no change either. A push says so in the hub's feed, under
+// the checked signature of its commit: its ledger.RecordPut entry has
+// ResealedReason when the record it writes has the content sum of its
+// sync base, the hub's record it replaces (pushBatch), however many
+// revisions above it: a device that rotated twice before it pushed, or
+// whose push re-sealed the record again with a generation it had just
+// learnt (sync_reseal.go), pushes one revision two or more above the
+// base. (The push used to copy the Reason of the record's last change in
+// its ledger as it read it, and the reader took only a re-seal one
+// revision above the push for one: both cases above counted as changes,
+// the conflict went by revision, and the re-seal, higher, beat the
+// device's later change: the pushed value came back on every device.)
 // When the device changed the record since, it no longer holds the pushed
 // content, so the base it moves to has no content sum to compare the
 // hub's side with (sync_content.go): the entries say it instead, when
-// every revision of the record after the push, up to the hub's, is a
-// re-seal among the entries the pull applies (resealedTo). When it only
+// every entry of the record after the push, up to the hub's revision, is
+// such a re-seal among the entries the pull applies (resealedTo; any
+// other entry, changed, is a change made since). When it only
 // re-sealed it since (a rotation on the device after the push), its
 // record holds the pushed content, as its own ledger says (sameContent),
 // and the base takes that record's sum: a change on the hub since applies
@@ -119,14 +129,16 @@ type ownPush struct {
 	base
 	del bool // a deletion: see pushedBy
 	// resealedTo is the revision up to which every entry of the record
-	// after the push is a re-seal (see above): rev when none is.
+	// after the push is a re-seal (see above): rev when none is. changed:
+	// an entry of the record after the push is not (a change made since).
 	resealedTo uint64
+	changed    bool
 }
 
 // resealOf reports whether the hub's side hv of the record is the push o
 // re-sealed and nothing more (see above).
 func (o *ownPush) resealOf(hv version) bool {
-	return o != nil && !o.del && hv.exists() && o.resealedTo > o.rev && hv.rev == o.resealedTo
+	return o != nil && !o.del && !o.changed && hv.exists() && o.resealedTo > o.rev && hv.rev == o.resealedTo
 }
 
 // pushedBy reports whether o (nil: none), the last feed entry of record k
@@ -188,9 +200,15 @@ func (s *syncRun) ownPushes(ctx context.Context, win []ledger.Entry) (map[recKey
 			continue
 		}
 		// A re-seal, by anyone, of the revision a push of the device's own
-		// reached (or of a re-seal of it).
-		if p := out[k]; p != nil && !p.del && e.Kind == ledger.RecordPut && e.Reason == ResealedReason && e.Revision == p.resealedTo+1 {
+		// reached (or of a re-seal of it), as many revisions above it as
+		// the rotations the re-sealing device made before it pushed; any
+		// other entry is a change made since.
+		switch p := out[k]; {
+		case p == nil || p.del || p.changed:
+		case e.Kind == ledger.RecordPut && e.Reason == ResealedReason && e.Revision > p.resealedTo:
 			p.resealedTo = e.Revision
+		default:
+			p.changed = true
 		}
 	}
 	return out, nil
