@@ -27,15 +27,46 @@ func lastKind(t *testing.T, v *vault.Vault) ledger.Kind {
 	return last
 }
 
-// TestRenewalWhoseHubReplyWasLostFinishesOnTheDevice: will changes his
-// secret on a device of a hub; the hub commits the renewal but its reply
-// is lost (a timeout after the commit). The change fails, and the device
-// has not written it. Opened again with the new secret (the hub's entry),
-// the device's ledger must record the renewal as the cut write would
-// have (an entry the old signing key signs there afterwards fails
-// Verify): the journal of the renewal is kept when the hub's answer is not
-// a refusal.
+// TestRenewalWhoseHubReplyWasLostFinishesOnTheDevice: will renews his
+// keys on a device of a hub (a secret change, a recovery); the hub
+// commits the renewal but its reply is lost (a timeout after the commit).
+// The renewal fails, and the device has not written it. Opened again with
+// the new secret (the hub's entry), the device's ledger must record the
+// renewal as the cut write would have (an entry the old signing key signs
+// there afterwards fails Verify): the journal of the renewal is kept when
+// the hub's answer is not a refusal.
 func TestRenewalWhoseHubReplyWasLostFinishesOnTheDevice(t *testing.T) {
+	renewals := map[string]func(t *testing.T, lose *atomic.Bool, dev, hub stores.Store) string{
+		"secret change": func(t *testing.T, lose *atomic.Bool, dev, hub stores.Store) string {
+			w := open(t, onHub(dev, hub, "will", "w"))
+			lose.Store(true)
+			err := w.ChangeSecret(context.Background(), []byte("w"), []byte("w2"))
+			require.Error(t, err, "the hub's reply was lost")
+			assert.NotErrorIs(t, err, vault.ErrTampered)
+			require.NoError(t, w.Close())
+			return "w2"
+		},
+		"recovery": func(t *testing.T, lose *atomic.Bool, dev, hub stores.Store) string {
+			w := open(t, onHub(dev, hub, "will", "w"))
+			codes, err := w.RecoveryCodes(context.Background(), 1)
+			require.NoError(t, err)
+			mustSync(t, w)
+			require.NoError(t, w.Close())
+			rc := onHub(dev, hub, "will", "")
+			rc.Secret, rc.RecoveryCode, rc.NewSecret = nil, codes[0], []byte("w3")
+			lose.Store(true)
+			_, err = vault.Open(context.Background(), rc)
+			require.Error(t, err, "the hub's reply was lost")
+			assert.NotErrorIs(t, err, vault.ErrTampered)
+			return "w3"
+		},
+	}
+	for kind, renew := range renewals {
+		t.Run(kind, func(t *testing.T) { lostReplyRenewal(t, renew) })
+	}
+}
+
+func lostReplyRenewal(t *testing.T, renew func(t *testing.T, lose *atomic.Bool, dev, hub stores.Store) string) {
 	ctx := context.Background()
 	var lose atomic.Bool
 	hub := faultstore.New(memstore.New(), faultstore.Options{After: func(op faultstore.Op, _ string) error {
@@ -51,21 +82,18 @@ func TestRenewalWhoseHubReplyWasLostFinishesOnTheDevice(t *testing.T) {
 	w := open(t, onHub(dev, hub, "will", "w"))
 	put(t, w, "notes", "before", "written before the renewal")
 	mustSync(t, w)
+	require.NoError(t, w.Close())
 	before, err := hub.Get(ctx, keyringKey("will"))
 	require.NoError(t, err)
 	old := keep(t, hub, "will", "w")
 
-	lose.Store(true)
-	err = w.ChangeSecret(ctx, []byte("w"), []byte("w2"))
-	require.Error(t, err, "the hub's reply was lost")
-	assert.NotErrorIs(t, err, vault.ErrTampered)
+	secret := renew(t, &lose, dev, hub)
 	require.False(t, lose.Load(), "the renewal's hub commit ran")
 	after, err := hub.Get(ctx, keyringKey("will"))
 	require.NoError(t, err)
 	require.NotEqual(t, before.Value, after.Value, "the hub took the renewal")
-	require.NoError(t, w.Close())
 
-	again := open(t, onHub(dev, hub, "will", "w2"))
+	again := open(t, onHub(dev, hub, "will", secret))
 	assert.Equal(t, ledger.KeysRenewed, lastKind(t, again), "the device's ledger records the renewal")
 	verified(t, again)
 	head, err := again.Audit().Head(ctx)
