@@ -20,7 +20,9 @@ var ErrFactsFar = errors.New("ledger: too many entries since the position to fol
 
 // FactsAfterTx calls fn with the facts of the kind named kind folded from
 // the entries after the position after alone, up to the head as tx (a
-// transaction on the ledger's store) reads it, and returns that head. The
+// transaction on the ledger's store) reads it, and returns that head.
+// Called by a function the ledger's batch runs (Update), it folds up to
+// the head the batch began on: what other writers appended. The
 // entries are read in tx and checked to chain onto after's MAC and up to
 // the head's.
 //
@@ -41,7 +43,7 @@ func (l *ledger) FactsAfterTx(tx stores.Tx, after Head, kind string, fn func(fac
 	if i < 0 {
 		return Head{}, fmt.Errorf("ledger facts: unknown kind %q", kind)
 	}
-	hs, err := l.readHeadTx(tx)
+	hs, err := l.headBeforeTx(tx)
 	if err != nil {
 		return Head{}, fmt.Errorf("ledger facts: %w", err)
 	}
@@ -83,4 +85,19 @@ func (l *ledger) FactsAfterTx(tx stores.Tx, after Head, kind string, fn func(fac
 		return Head{}, &ChainError{Seq: hs.Seq, Head: true}
 	}
 	return hs.Head, fn(facts)
+}
+
+// headBeforeTx returns the head tx reads, or, in a function this ledger's
+// batch runs (Update, UpdateKeys: the head tx reads is a token of the
+// batch's own), the head the batch began on: the entries after it are
+// this ledger's own, and the ones before are all at their own keys (fill
+// wrote out those a head kept pending).
+func (l *ledger) headBeforeTx(tx stores.Tx) (headState, error) {
+	it, err := tx.Get(l.headKey)
+	if err == nil {
+		if _, ok := l.fromToken(it.Value); ok {
+			return headState{Head: l.run.bt.start}, nil
+		}
+	}
+	return l.readHeadTx(tx)
 }

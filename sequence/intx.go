@@ -107,10 +107,11 @@ func checkInTx(ctx context.Context, q *Sequence) error {
 		return q.errorf("next", stores.ErrClosed)
 	}
 	defer q.svc.gate.Exit()
-	highest, closed, defined, through, err := c.recorded(ctx, false)
+	f, err := c.recorded(ctx, false)
 	if err != nil {
 		return q.errorf("next", err)
 	}
+	highest, closed, defined, through := f.Highest, f.Closed, f.Defined, f.Through
 	base, err := c.passHead(ctx)
 	if err != nil {
 		return q.errorf("next", err)
