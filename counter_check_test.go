@@ -378,38 +378,64 @@ func TestCounterPutBackToBytesThisProcessNeverHeldIsRollback(t *testing.T) {
 }
 
 // Another process takes numbers and the store puts the counter back
-// between a batch's check against the ledger (asked again because the
-// ledger moved) and that batch's commit. On a store with transactions the
-// commit reads the entries appended since the check in its own
-// transaction: ErrRollback, no number. (Before, the batch trusted the
-// check it had just made and gave 4 again.)
+// between a check against the ledger (asked again because the ledger
+// moved) and the commit that takes the next number, on every path. On a
+// store with transactions the commit reads the entries appended since
+// the check in its own transaction: ErrRollback, no number. (Before, the
+// commit trusted the check it had just made and gave 4 again.)
 func TestCounterPutBackBetweenTheCheckAndTheCommitIsRollback(t *testing.T) {
 	const key = "v/books/_sequences/invoice"
-	for name, newAdv := range adversaries() {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			adv := newAdv(t)
-			// The check reads the passes' head after the ledger: the
-			// moment between the check and the commit.
-			st := &beforeGet{Store: adv.Store(), tr: adv.Store().(stores.Transactor), key: "v/books/_numbering/invoice/head"}
-			_, v1 := openSession(t, st, "")
-			q1 := mustSeq(t, v1, "invoice")
-			nextN(t, q1, 2) // 1, 2
-			_, v2 := openSession(t, adv.Store(), "")
-			q2 := mustSeq(t, v2, "invoice")
-			nextN(t, q2, 1) // 3: the ledger moved under q1
-			snap, err := adv.Snapshot(ctx)
-			require.NoError(t, err)
-			hook := func() {
-				nextN(t, q2, 2) // 4, 5
-				require.NoError(t, adv.Restore(ctx, snap, key))
+	paths := map[string]func(ctx context.Context, v *vault.Vault, q *sequence.Sequence) (uint64, error){
+		"Next": func(ctx context.Context, _ *vault.Vault, q *sequence.Sequence) (uint64, error) { return q.Next(ctx) },
+		"PutNumbered": func(ctx context.Context, v *vault.Vault, q *sequence.Sequence) (uint64, error) {
+			var n uint64
+			_, err := vault.CollectionOf[Invoice](v, "invoices").PutNumbered(ctx, sequence.NewRequestID(), q,
+				func(s sequence.Serial) (Invoice, error) { n = s.N; return Invoice{Number: s.Formatted}, nil })
+			if err != nil {
+				n = 0
 			}
-			st.hook.Store(&hook)
+			return n, err
+		},
+		"tx.Next": func(ctx context.Context, v *vault.Vault, q *sequence.Sequence) (uint64, error) {
+			var n uint64
+			err := v.Update(ctx, func(tx *vault.Tx) error {
+				s, err := tx.Next(q)
+				n = s.N
+				return err
+			})
+			return n, err
+		},
+	}
+	for name, newAdv := range adversaries() {
+		for pname, take := range paths {
+			t.Run(name+"/"+pname, func(t *testing.T) {
+				ctx := context.Background()
+				adv := newAdv(t)
+				// The check reads the passes' head after the ledger: the
+				// moment between the check and the commit.
+				st := &beforeGet{Store: adv.Store(), tr: adv.Store().(stores.Transactor), key: "v/books/_numbering/invoice/head"}
+				_, v1 := openSession(t, st, "")
+				q1 := mustSeq(t, v1, "invoice")
+				for range 2 { // 1, 2
+					_, err := take(ctx, v1, q1)
+					require.NoError(t, err)
+				}
+				_, v2 := openSession(t, adv.Store(), "")
+				q2 := mustSeq(t, v2, "invoice")
+				nextN(t, q2, 1) // 3: the ledger moved under q1
+				snap, err := adv.Snapshot(ctx)
+				require.NoError(t, err)
+				hook := func() {
+					nextN(t, q2, 2) // 4, 5
+					require.NoError(t, adv.Restore(ctx, snap, key))
+				}
+				st.hook.Store(&hook)
 
-			n, err := q1.Next(ctx)
-			require.Nil(t, st.hook.Load(), "q1 checked its counter again")
-			assert.ErrorIs(t, err, noydb.ErrRollback)
-			assert.Zero(t, n, "4 was given already")
-		})
+				n, err := take(ctx, v1, q1)
+				require.Nil(t, st.hook.Load(), "q1 checked its counter again")
+				assert.ErrorIs(t, err, noydb.ErrRollback)
+				assert.Zero(t, n, "4 was given already")
+			})
+		}
 	}
 }
