@@ -14,6 +14,7 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 	"github.com/noydb-go/noydb/vault"
@@ -438,4 +439,43 @@ func TestCounterPutBackBetweenTheCheckAndTheCommitIsRollback(t *testing.T) {
 			})
 		}
 	}
+}
+
+// On a store without transactions the check that found the ledger moved
+// is not completed at the commit (there is no transaction to read the
+// ledger in): another writer's numbers and a put-back of the counter
+// between the check and the batch's compare-and-swap give those numbers
+// again, the README's threat table's limit (no store the SDK ships has
+// atomic compare-and-swap without transactions). The ledger records each
+// of them twice.
+func TestCounterPutBackBetweenTheCheckAndTheCommitWithoutTransactionsIsInTheLedger(t *testing.T) {
+	const key = "v/books/_sequences/invoice"
+	ctx := context.Background()
+	adv := adversariesWithCAS()["memstore-cas"](t)
+	hooked, st := beforeGetOf(adv.Store(), "v/books/_numbering/invoice/head")
+	_, v1 := openSession(t, st, "")
+	q1 := mustSeq(t, v1, "invoice")
+	nextN(t, q1, 2) // 1, 2
+	_, v2 := openSession(t, adv.Store(), "")
+	q2 := mustSeq(t, v2, "invoice")
+	nextN(t, q2, 1) // 3
+	snap, err := adv.Snapshot(ctx)
+	require.NoError(t, err)
+	hook := func() {
+		nextN(t, q2, 2) // 4, 5
+		require.NoError(t, adv.Restore(ctx, snap, key))
+	}
+	hooked.hook.Store(&hook)
+
+	_, err = q1.Next(ctx)
+	require.NoError(t, err, "the limit: not seen by this batch")
+	require.Nil(t, hooked.hook.Load(), "q1 checked its counter again")
+	given := map[uint64]int{}
+	for e, err := range v1.Audit().Read(ctx, 1) {
+		require.NoError(t, err)
+		if e.Kind == ledger.NumberAllocated && e.Series == "invoice" {
+			given[e.Number]++
+		}
+	}
+	assert.Equal(t, 2, given[4], "number 4 is recorded as given twice")
 }

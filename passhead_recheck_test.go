@@ -60,12 +60,34 @@ func TestPassHeadPutBackAsThisProcessLeftItIsRollback(t *testing.T) {
 
 // beforeGet is a store that runs a function once, outside any transaction,
 // when a key is first read after it is armed: a step of another process
-// (and of the store) between two steps of a call.
+// (and of the store) between two steps of a call. Over a store with
+// transactions, make it with beforeGetOf.
 type beforeGet struct {
 	stores.Store
 	tr   stores.Transactor
 	key  string
 	hook atomic.Pointer[func()]
+}
+
+// beforeGetNoTx is beforeGet over a store without transactions.
+type beforeGetNoTx struct {
+	stores.Store
+	b *beforeGet
+}
+
+func (s *beforeGetNoTx) Get(ctx context.Context, key string) (stores.Item, error) {
+	return s.b.Get(ctx, key)
+}
+
+// beforeGetOf returns a beforeGet over st reading key, and st as the
+// vault sees it: with transactions only when st has them.
+func beforeGetOf(st stores.Store, key string) (*beforeGet, stores.Store) {
+	tr, ok := st.(stores.Transactor)
+	b := &beforeGet{Store: st, tr: tr, key: key}
+	if ok && st.Capabilities().Transactions {
+		return b, b
+	}
+	return b, &beforeGetNoTx{Store: st, b: b}
 }
 
 func (s *beforeGet) Get(ctx context.Context, key string) (stores.Item, error) {
