@@ -489,7 +489,8 @@ var errRecheckSince = fmt.Errorf("%w: the ledger moved far, or recorded a close 
 // the check alone, made before the commit, could not see.
 func (c *counter) sinceCheckTx(tx stores.Tx, value uint64) error {
 	htx, ok := c.svc.history.(wire.HistoryTx)
-	if !ok || c.svc.watch == nil || !c.w.rechecked || c.svc.watch.ForeignThrough() <= c.through {
+	if !ok || c.svc.watch == nil || !c.w.rechecked || c.svc.watch.ForeignThrough() <= c.through ||
+		c.through > 0 && c.throughMAC == nil { // a position not named: not one to read from
 		return nil
 	}
 	f, far, err := htx.CounterFactsSinceTx(tx, c.series, c.partition, c.through, c.throughMAC)

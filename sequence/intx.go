@@ -326,7 +326,8 @@ func (m *historyMark) at() uint64 {
 func (c *counter) sinceCheckInTx(tx stores.Tx, value uint64) (again bool, err error) {
 	htx, ok := c.svc.history.(wire.HistoryTx)
 	mark := c.tx.through.Load()
-	if !ok || c.svc.watch == nil || c.svc.watch.ForeignThrough() <= mark.at() {
+	if !ok || c.svc.watch == nil || c.svc.watch.ForeignThrough() <= mark.at() ||
+		mark != nil && mark.seq > 0 && mark.mac == nil { // a position not named: not one to read from
 		return false, nil
 	}
 	var seq uint64
