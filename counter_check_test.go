@@ -276,9 +276,10 @@ func TestCounterPutBackAsThisProcessLeftItIsRollbackOnEveryPath(t *testing.T) {
 // An honest store with two processes, each taking numbers of one series by
 // every path while another series moves the ledger, raises no alarm: the
 // ledger moves under each process all the time, each check finds what the
-// counter holds, and the numbers are exactly 1..N.
+// counter holds, and the numbers are exactly 1..N. PostgreSQL needs
+// scripts/with-postgres.
 func TestLedgerMovedByAnotherWriterIsNoAlarmOnEveryPath(t *testing.T) {
-	for name, newStore := range memAndBadger() {
+	for name, newStore := range oneSeriesStores() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			st := newStore(t)
@@ -384,6 +385,7 @@ func TestCounterPutBackToBytesThisProcessNeverHeldIsRollback(t *testing.T) {
 // store with transactions the commit reads the entries appended since
 // the check in its own transaction: ErrRollback, no number. (Before, the
 // commit trusted the check it had just made and gave 4 again.)
+// PostgreSQL needs scripts/with-postgres.
 func TestCounterPutBackBetweenTheCheckAndTheCommitIsRollback(t *testing.T) {
 	const key = "v/books/_sequences/invoice"
 	paths := map[string]func(ctx context.Context, v *vault.Vault, q *sequence.Sequence) (uint64, error){
@@ -407,11 +409,11 @@ func TestCounterPutBackBetweenTheCheckAndTheCommitIsRollback(t *testing.T) {
 			return n, err
 		},
 	}
-	for name, newAdv := range adversaries() {
+	for name, open := range oneSeriesStores() {
 		for pname, take := range paths {
 			t.Run(name+"/"+pname, func(t *testing.T) {
 				ctx := context.Background()
-				adv := newAdv(t)
+				adv := faultstore.NewAdversary(open(t))
 				// The check reads the passes' head after the ledger: the
 				// moment between the check and the commit.
 				st := &beforeGet{Store: adv.Store(), tr: adv.Store().(stores.Transactor), key: "v/books/_numbering/invoice/head"}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/noydb-go/noydb"
+	"github.com/noydb-go/noydb/internal/faultstore"
 	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/stores"
 )
@@ -110,12 +111,13 @@ func (s *beforeGet) Update(ctx context.Context, fn func(tx stores.Tx) error) err
 // heads and the ledger in one transaction, finds the ledger moved past
 // its check by numbers above its heads: ErrRollback, no number, nothing
 // committed. (Before, the batch took numbers 3..5 again with no error.)
+// PostgreSQL needs scripts/with-postgres.
 func TestPassHeadsPutBackWhileThePassPlansIsRollback(t *testing.T) {
 	const counterKey = "v/books/_sequences/ticket"
-	for name, newAdv := range adversaries() {
+	for name, open := range oneSeriesStores() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			adv := newAdv(t)
+			adv := faultstore.NewAdversary(open(t))
 			st := &beforeGet{Store: adv.Store(), tr: adv.Store().(stores.Transactor), key: "v/books/tickets/e"}
 			_, v1 := openSession(t, st, t.TempDir())
 			c1, h1 := stubsOf(t, v1)
@@ -151,9 +153,10 @@ func TestPassHeadsPutBackWhileThePassPlansIsRollback(t *testing.T) {
 // An honest store with two processes, each running passes of one series
 // and taking numbers of it at write time, while the ledger moves under
 // each all the time, raises no alarm: every number 1..N exactly once,
-// given by Next or stamped by a pass.
+// given by Next or stamped by a pass. PostgreSQL needs
+// scripts/with-postgres.
 func TestPassesAndNextOfTwoProcessesAreNoAlarm(t *testing.T) {
-	for name, newStore := range memAndBadger() {
+	for name, newStore := range oneSeriesStores() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			st := newStore(t)
