@@ -224,32 +224,39 @@ func TestCounterPutBackAsThisProcessLeftItIsRollback(t *testing.T) {
 	}
 }
 
-// The same put-back, met by the other ways to take a number: a numbered
-// record and a number taken in a vault transaction.
+// numberPaths are the ways to take a number of q in v: Next, a numbered
+// record (PutNumbered) and a number taken in a vault transaction. Each
+// returns the number, 0 with an error.
+var numberPaths = map[string]func(ctx context.Context, v *vault.Vault, q *sequence.Sequence) (uint64, error){
+	"Next": func(ctx context.Context, _ *vault.Vault, q *sequence.Sequence) (uint64, error) { return q.Next(ctx) },
+	"PutNumbered": func(ctx context.Context, v *vault.Vault, q *sequence.Sequence) (uint64, error) {
+		var n uint64
+		_, err := vault.CollectionOf[Invoice](v, "invoices").PutNumbered(ctx, sequence.NewRequestID(), q,
+			func(s sequence.Serial) (Invoice, error) { n = s.N; return Invoice{Number: s.Formatted}, nil })
+		if err != nil {
+			n = 0
+		}
+		return n, err
+	},
+	"tx.Next": func(ctx context.Context, v *vault.Vault, q *sequence.Sequence) (uint64, error) {
+		var n uint64
+		err := v.Update(ctx, func(tx *vault.Tx) error {
+			s, err := tx.Next(q)
+			n = s.N
+			return err
+		})
+		if err != nil {
+			n = 0
+		}
+		return n, err
+	},
+}
+
+// The same put-back, met by every way to take a number (numberPaths).
 func TestCounterPutBackAsThisProcessLeftItIsRollbackOnEveryPath(t *testing.T) {
 	const key = "v/books/_sequences/invoice"
-	paths := map[string]func(ctx context.Context, v *vault.Vault, q *sequence.Sequence) (uint64, error){
-		"PutNumbered": func(ctx context.Context, v *vault.Vault, q *sequence.Sequence) (uint64, error) {
-			var n uint64
-			_, err := vault.CollectionOf[Invoice](v, "invoices").PutNumbered(ctx, sequence.NewRequestID(), q,
-				func(s sequence.Serial) (Invoice, error) { n = s.N; return Invoice{Number: s.Formatted}, nil })
-			if err != nil {
-				n = 0
-			}
-			return n, err
-		},
-		"tx.Next": func(ctx context.Context, v *vault.Vault, q *sequence.Sequence) (uint64, error) {
-			var n uint64
-			err := v.Update(ctx, func(tx *vault.Tx) error {
-				s, err := tx.Next(q)
-				n = s.N
-				return err
-			})
-			return n, err
-		},
-	}
 	for name, newAdv := range adversaries() {
-		for pname, take := range paths {
+		for pname, take := range numberPaths {
 			t.Run(name+"/"+pname, func(t *testing.T) {
 				ctx := context.Background()
 				adv := newAdv(t)
@@ -388,29 +395,8 @@ func TestCounterPutBackToBytesThisProcessNeverHeldIsRollback(t *testing.T) {
 // PostgreSQL needs scripts/with-postgres.
 func TestCounterPutBackBetweenTheCheckAndTheCommitIsRollback(t *testing.T) {
 	const key = "v/books/_sequences/invoice"
-	paths := map[string]func(ctx context.Context, v *vault.Vault, q *sequence.Sequence) (uint64, error){
-		"Next": func(ctx context.Context, _ *vault.Vault, q *sequence.Sequence) (uint64, error) { return q.Next(ctx) },
-		"PutNumbered": func(ctx context.Context, v *vault.Vault, q *sequence.Sequence) (uint64, error) {
-			var n uint64
-			_, err := vault.CollectionOf[Invoice](v, "invoices").PutNumbered(ctx, sequence.NewRequestID(), q,
-				func(s sequence.Serial) (Invoice, error) { n = s.N; return Invoice{Number: s.Formatted}, nil })
-			if err != nil {
-				n = 0
-			}
-			return n, err
-		},
-		"tx.Next": func(ctx context.Context, v *vault.Vault, q *sequence.Sequence) (uint64, error) {
-			var n uint64
-			err := v.Update(ctx, func(tx *vault.Tx) error {
-				s, err := tx.Next(q)
-				n = s.N
-				return err
-			})
-			return n, err
-		},
-	}
 	for name, open := range oneSeriesStores() {
-		for pname, take := range paths {
+		for pname, take := range numberPaths {
 			t.Run(name+"/"+pname, func(t *testing.T) {
 				ctx := context.Background()
 				adv := faultstore.NewAdversary(open(t))
