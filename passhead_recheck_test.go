@@ -13,6 +13,7 @@ import (
 
 	"github.com/noydb-go/noydb"
 	"github.com/noydb-go/noydb/internal/faultstore"
+	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/numbering"
 	"github.com/noydb-go/noydb/stores"
 )
@@ -231,6 +232,34 @@ func TestPassesAndNextOfTwoProcessesAreNoAlarm(t *testing.T) {
 			assert.Zero(t, audit.Online.Missing+audit.Online.Orphaned+audit.Deferred.Missing, "%+v", audit)
 			assert.Empty(t, audit.Deferred.Reused, "%+v", audit)
 			assert.Empty(t, audit.Deferred.Renumbered, "%+v", audit)
+		})
+	}
+}
+
+// While a pass plans its batch, another process appends more entries to
+// the ledger than a commit reads in its transaction (numbers of another
+// series). The pass checks its heads against the ledger again, outside,
+// and commits: no alarm, e gets number 3.
+func TestPassWhileTheLedgerMovesFarIsNoAlarm(t *testing.T) {
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			raw := newStore(t)
+			st, seen := beforeGetOf(raw, "v/books/tickets/e")
+			_, v1 := openSession(t, seen, t.TempDir())
+			c1, h1 := stubsOf(t, v1)
+			handOff(t, c1, h1, "a", "b", "e")
+			_, v2 := openSession(t, raw, t.TempDir())
+			other := mustSeq(t, v2, "other")
+			hook := func() { nextN(t, other, ledger.MaxFactsAfterTx+10) }
+			st.hook.Store(&hook)
+			rep, err := h1.Settle(ctx)
+			require.NoError(t, err)
+			require.Nil(t, st.hook.Load(), "the pass read e")
+			assert.Equal(t, uint64(3), rep.Last)
+			got, err := h1.Get(ctx, "e")
+			require.NoError(t, err)
+			assert.NotZero(t, got.Serial.N)
 		})
 	}
 }
