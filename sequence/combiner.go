@@ -488,9 +488,12 @@ var errRecheckSince = fmt.Errorf("%w: the ledger moved far, or recorded a close 
 // record above value is a counter the store put back (ErrRollback), which
 // the check alone, made before the commit, could not see.
 func (c *counter) sinceCheckTx(tx stores.Tx, value uint64) error {
-	htx, ok := c.svc.history.(wire.HistoryTx)
-	if !ok || c.svc.watch == nil || !c.w.rechecked || c.svc.watch.ForeignThrough() <= c.through ||
+	if !c.w.rechecked || c.svc.watch == nil || c.svc.watch.ForeignThrough() <= c.through ||
 		c.through > 0 && c.throughMAC == nil { // a position not named: not one to read from
+		return nil // a writer alone stops at the first test
+	}
+	htx, ok := c.svc.history.(wire.HistoryTx)
+	if !ok {
 		return nil
 	}
 	f, far, err := htx.CounterFactsSinceTx(tx, c.series, c.partition, c.through, c.throughMAC)
