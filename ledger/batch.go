@@ -310,7 +310,7 @@ func (run *commitRun) start(ctx context.Context, b []*request) {
 
 // end drops what the run refers to, once its batch is done.
 func (run *commitRun) end() {
-	run.l.takeUnwritten() // of an attempt that failed
+	run.l.dropUnwritten() // of an attempt that failed
 	run.ctx, run.b, run.tx, run.bt, run.sealed, run.head = nil, nil, nil, batchTx{}, nil, Head{}
 }
 
@@ -380,7 +380,7 @@ func (l *ledger) fill(run *commitRun, tx stores.Tx) (head Head, sealed []byte, w
 	if err := l.checkPinEntry(tx.Get, hs, pin); err != nil {
 		return Head{}, nil, true, err
 	}
-	l.takeUnwritten()       // of an attempt that failed
+	l.dropUnwritten()       // of an attempt that failed
 	l.collectStart(hs.Head) // for the summary of facts (summary.go)
 	// A head left with pending entries by a compare-and-swap writer has
 	// them written out too.
@@ -693,10 +693,14 @@ func (l *ledger) sealRun(recs []record, keys []string, sealed [][]byte) error {
 // writeUnwritten writes the entry putEntries kept unwritten, if any, Covered,
 // in the batch's transaction.
 func (l *ledger) writeUnwritten() error {
-	rec, ok := l.takeUnwritten()
-	if !ok {
-		return nil
+	l.mu.Lock()
+	if !l.hasUnwritten {
+		l.mu.Unlock()
+		return nil // a commit without signer, or none kept: copies nothing
 	}
+	rec := l.unwritten
+	l.unwritten, l.hasUnwritten = record{}, false
+	l.mu.Unlock()
 	return l.putEntry(l.run.tx, rec)
 }
 
@@ -705,8 +709,19 @@ func (l *ledger) takeUnwritten() (record, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rec, ok := l.unwritten, l.hasUnwritten
-	l.unwritten, l.hasUnwritten = record{}, false
+	if ok {
+		l.unwritten, l.hasUnwritten = record{}, false
+	}
 	return rec, ok
+}
+
+// dropUnwritten forgets the entry putEntries kept unwritten, if any.
+func (l *ledger) dropUnwritten() {
+	l.mu.Lock()
+	if l.hasUnwritten {
+		l.unwritten, l.hasUnwritten = record{}, false
+	}
+	l.mu.Unlock()
 }
 
 // topTx reports whether tx, given to AppendTx, is the batch's batchTx

@@ -32,6 +32,7 @@ type Store struct {
 	added   []string // keys new since sorted was last brought up to date
 	stale   bool     // a key was deleted: sorted is rebuilt
 	version uint64   // last version handed out, store-wide, so versions are never reused
+	spare   *txn     // a transaction for the next Update (see recycle)
 	closed  bool
 }
 
@@ -272,9 +273,14 @@ func (s *Store) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 	if s.closed {
 		return stores.ErrClosed
 	}
-	tx := txns.Get().(*txn)
+	tx := s.spare // transactions are serialized: one at a time needs one
+	if tx == nil {
+		tx = &txn{}
+		tx.writes = tx.first[:0]
+	}
+	s.spare = nil
 	tx.s = s
-	defer tx.recycle()
+	defer s.recycle(tx) // before the unlock: the spare is the lock's
 	if err := fn(tx); err != nil {
 		return err
 	}
@@ -291,19 +297,18 @@ func (s *Store) Update(ctx context.Context, fn func(tx stores.Tx) error) error {
 	return nil
 }
 
-// txns recycles transactions: fn may not keep its tx (stores.Transactor),
-// so one is free again when Update returns.
-var txns = sync.Pool{New: func() any { t := &txn{}; t.writes = t.first[:0]; return t }}
-
-// recycle forgets the transaction's writes and returns it to txns. A
-// transaction that grew past its first writes is dropped, not kept large.
-func (t *txn) recycle() {
+// recycle forgets the writes of t, whose Update is ending, and keeps it
+// as the store's spare: fn may not keep its tx (stores.Transactor), and
+// Update holds the store's lock from taking the spare to putting it back,
+// so the next Update reuses it. A transaction that grew past its first
+// writes is dropped, not kept large. s.mu is held.
+func (s *Store) recycle(t *txn) {
 	if cap(t.writes) > len(t.first) {
 		return
 	}
 	*t = txn{} // drops the values and keys it held
 	t.writes = t.first[:0]
-	txns.Put(t)
+	s.spare = t
 }
 
 // Close drops the data. Later calls return stores.ErrClosed.
