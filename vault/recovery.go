@@ -858,8 +858,9 @@ func commitEntries(ctx context.Context, st stores.Store, l writableLedger, ws []
 // changes of people are: the writes of ws marked for it (hubWrites: the
 // keyring entry, and the recovery entry: with the code marked used for a
 // recovery, its codes given the new key pair for a secret change) and the
-// same ledger entries on the hub's ledger, so that the hub's ledger gives the person the new key before any entry it signs
-// reaches the hub, and other devices' syncs take the renewed entry. Out of
+// same ledger entries on the hub's ledger, so that the hub's ledger gives
+// the person the new key before any entry it signs reaches the hub, and
+// other devices' syncs take the renewed entry. Out of
 // reach of the hub nothing is written. A device of a hub opened without
 // it (Config.Hub unset) renews on its own: the entry reaches the hub with
 // its next Sync, and the hub's ledger, which does not record that

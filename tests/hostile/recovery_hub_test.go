@@ -194,3 +194,36 @@ func TestHubSecretChangeWritesBothEntriesOnTheHubPostgresHub(t *testing.T) {
 		t.Run(name, func(t *testing.T) { secretChangedOnHub(t, pgtest.Open(t, nil), newStore) })
 	}
 }
+
+// TestHubSecretChangeAfterCodesIssuedElsewhere: will issues codes on one
+// device of the hub and syncs it, then changes his secret on another that
+// has not synced since: the change renews the hub's set (the one in
+// force), so a code of that set recovers on a new device.
+func TestHubSecretChangeAfterCodesIssuedElsewhere(t *testing.T) {
+	ctx := context.Background()
+	for name, newDevice := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			hub := memstore.New()
+			olga := open(t, onHub(newDevice(t), hub, "olga", "o"))
+			require.NoError(t, olga.Grant(ctx, "will", vault.Secret([]byte("w")), vault.RoleWriter))
+			mustSync(t, olga)
+			a := open(t, onHub(newDevice(t), hub, "will", "w"))
+			_, err := a.RecoveryCodes(ctx, 2)
+			require.NoError(t, err)
+			mustSync(t, a)
+			b := open(t, onHub(newDevice(t), hub, "will", "w"))
+			mustSync(t, b)
+			codes, err := a.RecoveryCodes(ctx, 2)
+			require.NoError(t, err)
+			mustSync(t, a)
+			require.NoError(t, a.Close())
+
+			require.NoError(t, b.ChangeSecret(ctx, []byte("w"), []byte("w2")))
+			rc := onHub(newDevice(t), hub, "will", "")
+			rc.Secret, rc.RecoveryCode, rc.NewSecret = nil, codes[1], []byte("w3")
+			again := open(t, rc)
+			mustSync(t, again)
+			verified(t, again)
+		})
+	}
+}
