@@ -60,6 +60,28 @@ func BenchmarkVaultNextPeopleParallel256(b *testing.B) {
 	parallelNext(b, 256, func(ctx context.Context) error { _, err := seq.Next(ctx); return err })
 }
 
+// BenchmarkVaultNextAfterSecretChange is BenchmarkVaultNext in a vault of
+// one person who changed their secret: the cost of a number once the
+// person's keys were renewed (a secret change, a recovery).
+func BenchmarkVaultNextAfterSecretChange(b *testing.B) {
+	v := benchVault(b, memstore.New())
+	if err := v.ChangeSecret(context.Background(), []byte("s"), []byte("s2")); err != nil {
+		b.Fatal(err)
+	}
+	seq, err := v.Sequence("bench", sequence.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := seq.Next(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rate(b, int64(b.N))
+}
+
 // BenchmarkPutNumbered: one goroutine's Collection.PutNumbered on
 // memstore, a distinct ~300 B record per number.
 func BenchmarkPutNumbered(b *testing.B) {

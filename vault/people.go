@@ -673,7 +673,10 @@ func (v *Vault) changeSecret(ctx context.Context, oldSecret, newSecret []byte) e
 			return closedIfWiped(err)
 		}
 		nr.seal(v.dk, v.name, v.me.header)
-		ws = append(ws, entryWrite{key: v.recoveryKey(), old: rit, val: nr.encode()})
+		// On the hub in the same write as the keyring entry: a code
+		// recovers there at once (the entry's slots now open the new key
+		// pair only).
+		ws = append(ws, entryWrite{key: v.recoveryKey(), old: rit, val: nr.encode(), hub: hubSerial})
 	}
 	err = v.writeRenewal(ctx, ws, []ledger.Entry{
 		{Kind: ledger.SecretChanged, ID: v.user, CipherHash: hashOf(val)},

@@ -856,17 +856,19 @@ func commitEntries(ctx context.Context, st stores.Store, l writableLedger, ws []
 //
 // On a device of a hub the renewal is made on the hub first, as other
 // changes of people are: the writes of ws marked for it (hubWrites: the
-// keyring entry, and for a recovery the recovery entry with the code
-// marked used) and the same ledger entries on the hub's ledger, so that
-// the hub's ledger gives the person the new key before any entry it signs
-// reaches the hub, and other devices' syncs take the renewed entry. Out of
+// keyring entry, and the recovery entry: with the code marked used for a
+// recovery, its codes given the new key pair for a secret change) and the
+// same ledger entries on the hub's ledger, so that the hub's ledger gives
+// the person the new key before any entry it signs reaches the hub, and
+// other devices' syncs take the renewed entry. Out of
 // reach of the hub nothing is written. A device of a hub opened without
 // it (Config.Hub unset) renews on its own: the entry reaches the hub with
 // its next Sync, and the hub's ledger, which does not record that
 // renewal, holds the person to the chain of renewals the entry carries
 // (each signed by the key it replaced: see authority.check), a limit the
-// README's threat table names. A secret change's recovery entry reaches
-// the hub with the next Sync. A failure of the device's write after the
+// README's threat table names. A secret change writes the person's
+// recovery entry (its codes given the new key pair) on the hub with the
+// keyring entry, as a recovery does. A failure of the device's write after the
 // hub's leaves the renewal on the hub: the person opens again with the
 // new secret.
 func (v *Vault) writeRenewal(ctx context.Context, ws []entryWrite, es []ledger.Entry, changed error, r renewal, oldSeed *crypto.Key, done func()) error {

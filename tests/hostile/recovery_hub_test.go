@@ -1,6 +1,7 @@
 package hostile_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync/atomic"
@@ -137,4 +138,92 @@ func TestHubRecoveryOutOfReachWritesNothing(t *testing.T) {
 	again := open(t, rc)
 	verified(t, again)
 	open(t, cfg(hub, "will", "w2"))
+}
+
+// secretChangedOnHub: will, a writer on a device of hub with recovery
+// codes, changes his secret and does not sync. The hub holds both of his
+// renewed entries at once: the keyring entry and the recovery entry whose
+// codes were given the new key pair, the same bytes as his device's, so
+// that a code recovers on a new device of the hub at once.
+func secretChangedOnHub(t *testing.T, hub stores.Store, newDevice func(testing.TB) stores.Store) {
+	ctx := context.Background()
+	olga := open(t, onHub(newDevice(t), hub, "olga", "o"))
+	require.NoError(t, olga.Grant(ctx, "will", vault.Secret([]byte("w")), vault.RoleWriter))
+	mustSync(t, olga)
+	dev := newDevice(t)
+	w := open(t, onHub(dev, hub, "will", "w"))
+	codes, err := w.RecoveryCodes(ctx, 2)
+	require.NoError(t, err)
+	mustSync(t, w)
+	before, err := hub.Get(ctx, recoveryKey("will"))
+	require.NoError(t, err)
+
+	require.NoError(t, w.ChangeSecret(ctx, []byte("w"), []byte("w2")))
+	for _, key := range []string{keyringKey("will"), recoveryKey("will")} {
+		onDev, err := dev.Get(ctx, key)
+		require.NoError(t, err)
+		onHub, err := hub.Get(ctx, key)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(onDev.Value, onHub.Value), "%s: the hub holds the device's renewed entry before any Sync", key)
+	}
+	now, err := hub.Get(ctx, recoveryKey("will"))
+	require.NoError(t, err)
+	assert.False(t, bytes.Equal(before.Value, now.Value), "the hub's recovery entry was renewed")
+
+	rc := onHub(newDevice(t), hub, "will", "")
+	rc.Secret, rc.RecoveryCode, rc.NewSecret = nil, codes[0], []byte("w3")
+	again := open(t, rc)
+	put(t, again, "notes", "after", "written after the recovery")
+	mustSync(t, again)
+	verified(t, again)
+	verified(t, open(t, cfg(hub, "olga", "o")))
+}
+
+// TestHubSecretChangeWritesBothEntriesOnTheHub runs secretChangedOnHub on
+// memstore and badger devices, with a memstore hub.
+func TestHubSecretChangeWritesBothEntriesOnTheHub(t *testing.T) {
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) { secretChangedOnHub(t, memstore.New(), newStore) })
+	}
+}
+
+// TestHubSecretChangeWritesBothEntriesOnTheHubPostgresHub is the same with
+// a PostgreSQL hub (run under scripts/with-postgres).
+func TestHubSecretChangeWritesBothEntriesOnTheHubPostgresHub(t *testing.T) {
+	for name, newStore := range memAndBadger() {
+		t.Run(name, func(t *testing.T) { secretChangedOnHub(t, pgtest.Open(t, nil), newStore) })
+	}
+}
+
+// TestHubSecretChangeAfterCodesIssuedElsewhere: will issues codes on one
+// device of the hub and syncs it, then changes his secret on another that
+// has not synced since: the change renews the hub's set (the one in
+// force), so a code of that set recovers on a new device.
+func TestHubSecretChangeAfterCodesIssuedElsewhere(t *testing.T) {
+	ctx := context.Background()
+	for name, newDevice := range memAndBadger() {
+		t.Run(name, func(t *testing.T) {
+			hub := memstore.New()
+			olga := open(t, onHub(newDevice(t), hub, "olga", "o"))
+			require.NoError(t, olga.Grant(ctx, "will", vault.Secret([]byte("w")), vault.RoleWriter))
+			mustSync(t, olga)
+			a := open(t, onHub(newDevice(t), hub, "will", "w"))
+			_, err := a.RecoveryCodes(ctx, 2)
+			require.NoError(t, err)
+			mustSync(t, a)
+			b := open(t, onHub(newDevice(t), hub, "will", "w"))
+			mustSync(t, b)
+			codes, err := a.RecoveryCodes(ctx, 2)
+			require.NoError(t, err)
+			mustSync(t, a)
+			require.NoError(t, a.Close())
+
+			require.NoError(t, b.ChangeSecret(ctx, []byte("w"), []byte("w2")))
+			rc := onHub(newDevice(t), hub, "will", "")
+			rc.Secret, rc.RecoveryCode, rc.NewSecret = nil, codes[1], []byte("w3")
+			again := open(t, rc)
+			mustSync(t, again)
+			verified(t, again)
+		})
+	}
 }
