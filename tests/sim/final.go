@@ -28,6 +28,9 @@ func Run(ctx context.Context, s *Schedule, o RunOptions) (*Result, error) {
 			fmt.Printf("phases: seed %d close %s\n", s.Seed, time.Since(t4))
 		}
 	}()
+	if onWorld != nil {
+		onWorld(w)
+	}
 	w.stats.Schedules.Add(1)
 	res := &Result{Seed: s.Seed, Ops: s.Ops(), Faults: s.Faults(), History: w.hist}
 	// Set-up: the first device creates the vault, the others (unless
@@ -80,6 +83,9 @@ func Run(ctx context.Context, s *Schedule, o RunOptions) (*Result, error) {
 	}
 	return res, nil
 }
+
+// onWorld, when set (by a test), is given each run's world.
+var onWorld func(*world)
 
 func derefFault(f *Fault) []Fault {
 	if f == nil {
