@@ -129,8 +129,10 @@ func (w *world) heal(ctx context.Context, res *Result, reg regime) {
 			if !hostile {
 				fail("heal", fmt.Sprintf("d%d does not open once the faults end: %v", d.idx, err))
 			}
-			if w.fork != nil && w.fork.dev == d.idx {
-				// How the forked device learns of the fork, if it is here.
+			_, detected := detectionErr(err)
+			if detected || w.fork != nil && w.fork.dev == d.idx {
+				// How the forked device learns of the fork, if it is
+				// here, or a device of a lie it detects at its open.
 				e := &Event{Op: Op{Kind: kHeal, Dev: d.idx}, Call: w.hist.tick(), Skip: "vault not open", Outcome: none, Err: err}
 				e.Return = w.hist.tick()
 				w.hist.add(e)
