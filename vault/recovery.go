@@ -902,7 +902,13 @@ func (v *Vault) writeRenewal(ctx context.Context, ws []entryWrite, es []ledger.E
 			return err
 		}
 		if err := commitEntries(ctx, hst, hl, hws, es, changed); err != nil {
-			v.dropRenewalJournal(ctx)
+			// Only a refusal says the hub did not take the renewal: after
+			// any other failure (a reply lost after the hub's commit) the
+			// journal stays, and the next open finishes the renewal or,
+			// finding the hub without it, drops the journal.
+			if errors.Is(err, changed) {
+				v.dropRenewalJournal(ctx)
+			}
 			return fmt.Errorf("on the hub: %w", feedErr(err))
 		}
 		ws = append(slices.Clone(ws), entryWrite{key: jit.Key, old: jit, val: renewalJournalDone})

@@ -30,8 +30,10 @@ import (
 // its box key opens, for the renewal of the key its device's ledger still
 // gives the person, writes those ledger entries there, signed by the old
 // key, as the cut write would have (completeRenewal). A journal of a
-// renewal the hub never took (its box key is not the entry's), or one the
-// ledger records already, is dropped. The journal gives nothing to
+// renewal the hub never took (its box key is not the entry's, on the hub
+// as on the handle), or one the ledger records already, is dropped; a
+// handle opened with the entry before the renewal (out of the hub's
+// reach, with the old secret) keeps it for an open with the new one. The journal gives nothing to
 // someone who held the old secret: the seed in it is wrapped for the new
 // box key, and the seed is the one they held already.
 
@@ -137,6 +139,26 @@ func (v *Vault) dropRenewalJournal(ctx context.Context) {
 	_ = v.me.store.Delete(ctx, v.renewalJournalKey())
 }
 
+// hubTookRenewal reports whether the hub may hold the renewal to the box
+// public key boxPub of the handle's person: its keyring entry there has
+// that key, or the hub cannot say (out of reach, or a device opened
+// without it). Only a renewal the hub answers it does not hold is
+// dropped: the journal of one it took is what finishes it on the device.
+func (v *Vault) hubTookRenewal(ctx context.Context, boxPub []byte) bool {
+	if v.hub == nil {
+		return true // a device opened without its hub cannot tell
+	}
+	it, err := v.hub.store.Get(ctx, v.prefix+keyringPrefix+v.user)
+	switch {
+	case errors.Is(err, stores.ErrNotFound):
+		return false
+	case err != nil:
+		return true
+	}
+	he, err := decodeKeyring(it.Value)
+	return err == nil && bytes.Equal(he.boxPub, boxPub)
+}
+
 // completeRenewal finishes, on the device, a renewal of the handle's
 // person cut after the hub's write (see the comment at the top): it writes
 // the journal's ledger entries on the device's ledger, signed by the key
@@ -159,18 +181,24 @@ func (v *Vault) completeRenewal(ctx context.Context) error {
 	m.mu.Lock()
 	e, box := m.entry, m.box
 	m.mu.Unlock()
-	if e == nil || box == nil || len(e.signRenewals) == 0 {
-		v.dropRenewalJournal(ctx)
-		return nil
-	}
 	plain, err := v.seal.Open(key, it.Value)
 	if err != nil {
 		v.dropRenewalJournal(ctx) // a done mark, or not this vault's
 		return nil
 	}
 	j, err := decodeRenewalJournal(plain)
-	if err != nil || !bytes.Equal(j.boxPub, e.boxPub) {
-		v.dropRenewalJournal(ctx) // a renewal the hub never took
+	if err != nil {
+		v.dropRenewalJournal(ctx)
+		return nil
+	}
+	if e == nil || box == nil || len(e.signRenewals) == 0 || !bytes.Equal(j.boxPub, e.boxPub) {
+		// The handle opened with another entry than the renewed one: an
+		// open with the old secret out of the hub's reach, or while the
+		// renewal is under way. The journal is kept for an open with the
+		// renewed entry unless the hub shows it never took the renewal.
+		if !v.hubTookRenewal(ctx, j.boxPub) {
+			v.dropRenewalJournal(ctx)
+		}
 		return nil
 	}
 	seed, err := crypto.UnwrapKeyWith(box, j.oldSeed, wrapAD(v.name, v.user, m.header, "renewal/sign"))

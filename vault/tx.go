@@ -50,9 +50,11 @@ type Tx struct {
 	check []*sequence.Sequence          // sequences to check before running again
 	stale []*sequence.Sequence          // sequences to pin before running again
 	pins  map[*sequence.Sequence]uint64 // pins taken before the transaction began
-	// checked holds the sequences checked against the ledger in an
-	// earlier run of the Update (see wire.SequenceNextTx).
-	checked map[*sequence.Sequence]bool
+	// checked holds the counters (their keys) checked against the ledger
+	// in an earlier run of the Update, whatever handle named them: fn may
+	// make its handles on each run (v.Sequence, q.At(date)). See
+	// wire.SequenceNextTx.
+	checked map[string]bool
 	// failed is the first error of a call that had begun writing into the
 	// transaction (a record without its ledger entry, a counter moved
 	// without its event): the transaction then does not commit, whatever
@@ -214,7 +216,7 @@ func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	// the next run's transaction begins, they decide whether it is a
 	// rollback or a snapshot older than the pin.
 	var pins map[*sequence.Sequence]uint64
-	var checked map[*sequence.Sequence]bool
+	var checked map[string]bool
 	// fn's record writes read currentGenKey (freshSealTx): named here, it
 	// is locked with the ledger's head, in key order, not after the head
 	// by the first write (see lockKeys). So are the record keys of a run
@@ -258,14 +260,15 @@ func (v *Vault) Update(ctx context.Context, fn func(tx *Tx) error) error {
 			if len(last.check) > 0 {
 				checked = maps.Clone(checked)
 				if checked == nil {
-					checked = make(map[*sequence.Sequence]bool, len(last.check))
+					checked = make(map[string]bool, len(last.check))
 				}
 			}
 			for _, q := range last.check {
 				if err := seqCheck(ctx, q); err != nil {
 					return fmt.Errorf("vault update: %w", err)
 				}
-				checked[q] = true
+				// The counter q names, with its definition loaded now.
+				checked[seqTarget(q).Key()] = true
 			}
 			if len(last.stale) > 0 {
 				pins = maps.Clone(pins)
@@ -353,7 +356,7 @@ func (tx *Tx) Next(seq *sequence.Sequence) (sequence.Serial, error) {
 	if p, ok := tx.pins[target]; ok {
 		pinned = &p
 	}
-	s, check, err := seqNextTx(tx.ctx, seq, tx.tx, pinned, tx.checked[seq])
+	s, check, err := seqNextTx(tx.ctx, seq, tx.tx, pinned, tx.checked[target.Key()])
 	if check {
 		tx.check = append(tx.check, seq)
 		return sequence.Serial{}, fmt.Errorf("next: %w", errTxCheck)
