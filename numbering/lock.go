@@ -10,8 +10,12 @@ import (
 )
 
 // procLocks holds the pass locks of series on stores that are not a
-// stores.Locker: one mutex per store and series.
-var procLocks sync.Map // procKey → *sync.Mutex
+// stores.Locker, while a pass holds them: a lock released leaves no entry,
+// so the process keeps no store it once numbered on.
+var procLocks struct {
+	mu   sync.Mutex
+	held map[procKey]bool
+}
 
 // procKey names the pass lock of a series on a store without a Locker.
 type procKey struct {
@@ -25,9 +29,10 @@ type procKey struct {
 // On a store that implements stores.Locker the lock is the store's lock
 // named by the series' key prefix, so it covers whoever the store's locks
 // cover (filestore: the processes of this machine; pgstore: every process
-// using the database). On another store it is a mutex of this process,
-// shared by the handles of the series on that store value: passes in other
-// processes are not kept out.
+// using the database). On another store it is a lock of this process,
+// shared by the handles of the series on that store value and held in a
+// map only while a pass holds it: passes in other processes are not kept
+// out.
 //
 // A pass does not depend on the lock for correctness where the store has
 // atomic compare-and-swap: a pass that lost it (pgstore's session broke)
@@ -50,10 +55,18 @@ func (s *Series) lock(ctx context.Context) (func(), error) {
 		// such store share one lock, which only over-serializes.
 		key.store = nil
 	}
-	m, _ := procLocks.LoadOrStore(key, new(sync.Mutex))
-	mu := m.(*sync.Mutex)
-	if !mu.TryLock() {
+	procLocks.mu.Lock()
+	defer procLocks.mu.Unlock()
+	if procLocks.held[key] {
 		return nil, ErrPassRunning
 	}
-	return mu.Unlock, nil
+	if procLocks.held == nil {
+		procLocks.held = map[procKey]bool{}
+	}
+	procLocks.held[key] = true
+	return func() {
+		procLocks.mu.Lock()
+		defer procLocks.mu.Unlock()
+		delete(procLocks.held, key)
+	}, nil
 }

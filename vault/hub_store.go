@@ -31,6 +31,9 @@ type hubStore struct {
 	link    *hubLink      // nil: nothing to do before the first call
 }
 
+// hubInner returns the hub's store under the wrapper.
+func (h hubStore) hubInner() stores.Store { return h.inner }
+
 // hubLink makes sure, before the first call that reaches the hub, that the
 // hub holds the device's vault: its header and every keyring entry of the
 // device (copyKeyring). Open tries it at once; a device that opened offline

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
+	"runtime"
 	"slices"
 	"sync"
+	"weak"
 
 	"github.com/noydb-go/noydb/crypto"
 	"github.com/noydb-go/noydb/ledger"
@@ -61,14 +64,17 @@ type peopleIndex struct {
 // store, prefix and chain key): an open of a vault continues from where
 // the last replay of its ledger stopped, in any handle, rather than
 // reading the ledger from its start. A replay checks that the ledger still
-// holds what it replayed, and starts over when not.
+// holds what it replayed, and starts over when not. A store that is a
+// pointer is held weakly: the share does not keep a store the program
+// dropped (with all its data) in memory, and its replay goes with it.
 var replays struct {
 	mu sync.Mutex
 	m  map[replayKey]*peopleIndex
 }
 
 type replayKey struct {
-	store  any
+	store  any                // a store that is not a pointer, by value
+	ptr    weak.Pointer[byte] // a store that is a pointer, held weakly
 	prefix string
 	chain  string // a MAC of the chain key: another key is another ledger
 }
@@ -80,22 +86,51 @@ const maxReplays = 256
 // peopleIndexOf returns the replay of v's ledger shared in the process,
 // or v's own when its store cannot be told apart from another's.
 func (v *Vault) peopleIndexOf() *peopleIndex {
-	st := v.keyringStore0()
-	if !comparableValue(st) {
+	st := replayStore(v.keyringStore0())
+	k := replayKey{prefix: v.prefix, chain: string(v.macer.MAC([]byte("noydb people replay")))}
+	if rv := reflect.ValueOf(st); rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		k.ptr = weak.Make((*byte)(rv.UnsafePointer()))
+	} else if comparableValue(st) {
+		k.store = st
+	} else {
 		return &v.people
 	}
-	k := replayKey{store: st, prefix: v.prefix, chain: string(v.macer.MAC([]byte("noydb people replay")))}
 	replays.mu.Lock()
 	defer replays.mu.Unlock()
 	if ix := replays.m[k]; ix != nil {
 		return ix
+	}
+	if len(replays.m) >= maxReplays {
+		// The replays of stores the program dropped go first.
+		for old := range replays.m {
+			if old.store == nil && old.ptr.Value() == nil {
+				delete(replays.m, old)
+			}
+		}
 	}
 	if replays.m == nil || len(replays.m) >= maxReplays {
 		replays.m = map[replayKey]*peopleIndex{}
 	}
 	ix := &peopleIndex{}
 	replays.m[k] = ix
+	runtime.KeepAlive(st)
 	return ix
+}
+
+// replayStore returns the store under the wrappers the vault puts around
+// it (checkStore's, and the hub's timeout): they are values holding it,
+// each open a new one, and the ledger they reach is the store's.
+func replayStore(st stores.Store) stores.Store {
+	for {
+		switch w := st.(type) {
+		case vaultStore:
+			st = w.unchecked()
+		case interface{ hubInner() stores.Store }:
+			st = w.hubInner()
+		default:
+			return st
+		}
+	}
 }
 
 // comparableValue reports whether x can be a map key (a store that is a

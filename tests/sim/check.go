@@ -135,6 +135,12 @@ func (w *world) check(res *Result, reg regime) {
 			res.Documented = append(res.Documented, Documented{Fault: forkDoc, Detail: shortErr(e.Err)})
 			continue
 		}
+		if e.Op.Kind == KVoid && errors.Is(e.Err, sequence.ErrNotIssued) && h.allLostToDrop(h.gaveBefore(e.Key, e.N, e.Call), e) {
+			// The hub deleted the ledger that recorded the number, and
+			// this device never saw it.
+			res.Documented = append(res.Documented, Documented{Fault: dropDoc, Detail: shortErr(e.Err)})
+			continue
+		}
 		if reg.dupOK != "" && e.Return >= reg.hostileAt && e.Op.Kind == KVoid && errors.Is(e.Err, sequence.ErrNotIssued) {
 			// The hub lost its ledger with its counters: nothing records
 			// the number, so a device without its pins takes it for never
@@ -150,6 +156,10 @@ func (w *world) check(res *Result, reg regime) {
 	for _, c := range w.conflicts {
 		if h.splitViews(c.Events[0], c.Events[1]) {
 			res.Documented = append(res.Documented, Documented{Fault: forkDoc, Detail: c.Detail})
+			continue
+		}
+		if h.lostToDrop(c.Events[0], c.Events[1]) {
+			res.Documented = append(res.Documented, Documented{Fault: dropDoc, Detail: c.Detail})
 			continue
 		}
 		if reg.dupOK != "" && c.Events[1].Call >= reg.hostileAt {
@@ -175,6 +185,12 @@ func (w *world) checkClosed(res *Result, reg regime, fail func(string, string, .
 				// Closed in the other view of a fork only.
 				res.Documented = append(res.Documented, Documented{Fault: forkDoc,
 					Detail: fmt.Sprintf("%s got %d in %s, closed in the other view", e.Op, e.N, e.Key)})
+				continue
+			}
+			if h.allLostToDrop(h.closesBefore(e.Key, e.Call), e) {
+				// The hub deleted the ledger that recorded the close.
+				res.Documented = append(res.Documented, Documented{Fault: dropDoc,
+					Detail: fmt.Sprintf("%s got %d in %s after it was closed", e.Op, e.N, e.Key)})
 				continue
 			}
 			if reg.dupOK != "" && e.Call >= reg.hostileAt {
@@ -327,6 +343,11 @@ func (w *world) checkNumbers(res *Result, reg regime, fail func(string, string, 
 					dup = true
 					if w.hist.splitViews(prev, c.ev) {
 						res.Documented = append(res.Documented, Documented{Fault: forkDoc,
+							Detail: fmt.Sprintf("%s %d to %s and %s", key, n, prev.Op, c.ev.Op)})
+						continue
+					}
+					if w.hist.lostToDrop(prev, c.ev) {
+						res.Documented = append(res.Documented, Documented{Fault: dropDoc,
 							Detail: fmt.Sprintf("%s %d to %s and %s", key, n, prev.Op, c.ev.Op)})
 						continue
 					}

@@ -28,6 +28,9 @@ func Run(ctx context.Context, s *Schedule, o RunOptions) (*Result, error) {
 			fmt.Printf("phases: seed %d close %s\n", s.Seed, time.Since(t4))
 		}
 	}()
+	if onWorld != nil {
+		onWorld(w)
+	}
 	w.stats.Schedules.Add(1)
 	res := &Result{Seed: s.Seed, Ops: s.Ops(), Faults: s.Faults(), History: w.hist}
 	// Set-up: the first device creates the vault, the others (unless
@@ -81,6 +84,9 @@ func Run(ctx context.Context, s *Schedule, o RunOptions) (*Result, error) {
 	return res, nil
 }
 
+// onWorld, when set (by a test), is given each run's world.
+var onWorld func(*world)
+
 func derefFault(f *Fault) []Fault {
 	if f == nil {
 		return nil
@@ -123,8 +129,10 @@ func (w *world) heal(ctx context.Context, res *Result, reg regime) {
 			if !hostile {
 				fail("heal", fmt.Sprintf("d%d does not open once the faults end: %v", d.idx, err))
 			}
-			if w.fork != nil && w.fork.dev == d.idx {
-				// How the forked device learns of the fork, if it is here.
+			_, detected := detectionErr(err)
+			if detected || w.fork != nil && w.fork.dev == d.idx {
+				// How the forked device learns of the fork, if it is
+				// here, or a device of a lie it detects at its open.
 				e := &Event{Op: Op{Kind: kHeal, Dev: d.idx}, Call: w.hist.tick(), Skip: "vault not open", Outcome: none, Err: err}
 				e.Return = w.hist.tick()
 				w.hist.add(e)

@@ -53,6 +53,8 @@ type history struct {
 	closedAt map[string]int64    // counter key -> return time of a successful ClosePeriod
 	closing  map[string]bool     // counter key -> a ClosePeriod was tried
 	joinAt   int64               // logical time of the late join (0: none)
+	lateJoin bool                // device 0 joins the hub late
+	drops    []dropSpan          // when the hub deleted its ledger
 	fork     *forkSpan           // the run's FFork, nil when none
 }
 

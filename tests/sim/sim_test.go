@@ -34,6 +34,8 @@ var (
 	flagMaxFail   = flag.Int("sim.maxfail", 3, "stop starting schedules after this many failed")
 	flagTarget    = flag.String("sim.target", "", "the check the shrinker keeps failing (default: the worst of the run)")
 	flagKnown     = flag.Bool("sim.known", false, "also generate the triggers of known, reported defects")
+	flagMemEvery  = flag.Duration("sim.memevery", 0, "print the memory in use this often (default: every minute of a -sim.minutes run)")
+	flagHeapProf  = flag.String("sim.heapprofile", "", "with the memory lines, write a heap profile to FILE-<minutes>m.pprof")
 )
 
 // TestSimulation runs seeded random schedules of devices, a hub, people,
@@ -74,6 +76,11 @@ func TestSimulation(t *testing.T) {
 	if *flagMinutes > 0 {
 		budget = time.Duration(*flagMinutes * float64(time.Minute))
 	}
+	every := *flagMemEvery
+	if every == 0 && *flagMinutes > 0 {
+		every = time.Minute
+	}
+	mem := watchMemory(time.Second, every, *flagHeapProf, opts.Stats.Schedules.Load)
 	var failures atomic.Int64
 	scratch := t.TempDir()
 	if !*flagSlow {
@@ -152,6 +159,7 @@ func TestSimulation(t *testing.T) {
 	fmt.Printf("sim: %d schedules, %d operations, %d faults injected (%d store faults), %d failures, %s wall, %s CPU\n",
 		st.Schedules.Load(), st.Ops.Load(), st.Faults.Load()+st.Injected.Load(), st.Injected.Load(),
 		st.Failures.Load(), time.Since(start).Round(time.Millisecond), cpuTime().Round(time.Millisecond))
+	fmt.Printf("sim: memory: %s\n", mem.end(*flagHeapProf))
 }
 
 func params(seed uint64) sim.Params {

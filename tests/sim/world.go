@@ -242,6 +242,7 @@ func newWorld(ctx context.Context, s *Schedule, o RunOptions) (*world, func(), e
 		stats = &Stats{}
 	}
 	w := &world{sched: s, opts: o, stats: stats, dir: o.Dir, hist: newHistory()}
+	w.hist.lateJoin = s.LateJoin
 	var hubInner stores.Store = memstore.New()
 	cleanup := func() {}
 	if o.Hub != nil {
@@ -552,6 +553,15 @@ func (w *world) inject1(ctx context.Context, f Fault) string {
 		keys, err := c.adv.Keys(ctx, fullPrefix(f.Prefix))
 		if err != nil {
 			return "drop: " + err.Error()
+		}
+		if f.Target == Hub && (f.Prefix == "" || f.Prefix == "_ledger/") {
+			d := dropSpan{from: w.hist.tick()}
+			defer func() {
+				d.to = w.hist.tick()
+				w.hist.mu.Lock()
+				w.hist.drops = append(w.hist.drops, d)
+				w.hist.mu.Unlock()
+			}()
 		}
 		n := 0
 		for _, k := range keys {
