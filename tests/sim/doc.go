@@ -45,14 +45,13 @@
 // checker reports their outcome as documented; -sim.known turns them back
 // on, and each then fails a check. When one is fixed, remove its gate:
 //
-//   - none gated today. Not gated, found by a 48-minute run on main
-//     e354e51 (older than it: both fail on 28514e5 too), not fixed yet:
-//     in honest schedules, a note a file-folder device wrote, deleted or
-//     overwrote, with ambiguous commits, ends with an older value on
-//     every device (seeds 3731 and 3891). That run's test binary also
-//     grew to 24 GB and was stopped by the OOM killer: numbering's pass
-//     locks and vault's people replays kept every store of every
-//     schedule (fixed: TestPassLockOnAStoreWithoutLocksKeepsNoStore,
+//   - none gated today. A 48-minute run on main e354e51 found, in honest
+//     schedules, a note a device overwrote after an ambiguous push end
+//     with the older value on every device (seeds 3731 and 3891; fixed
+//     since, see below). That run's test binary also grew to 24 GB and
+//     was stopped by the OOM killer: numbering's pass locks and vault's
+//     people replays kept every store of every schedule (fixed:
+//     TestPassLockOnAStoreWithoutLocksKeepsNoStore,
 //     TestClosedVaultKeepsNoStore, TestRunLeavesNoStoreBehind; a long run
 //     prints its memory every minute and its peaks in the summary).
 //
@@ -68,6 +67,18 @@
 //
 // Fixed since, their gates removed, each with a regression test beside the
 // sync code (the root package):
+//
+//   - a device's push the hub committed but reported as failed, then a
+//     change of the record on that device, lost to a rotation's re-seal
+//     of the pushed value: a re-seal two or more revisions above the
+//     push (two rotations before a sync), or one written during a push
+//     and not marked as a re-seal, was taken for a change and won by
+//     revision (seeds 3731, 3891: a push now marks an entry a re-seal when
+//     the record's content equals its sync base, and a device accepts
+//     re-seals at any revision above its recognised push;
+//     TestSyncKeepsAChangeAfterAnAmbiguousPushResealedTwice,
+//     TestSyncKeepsAChangeAfterAnAmbiguousPushResealedBeforeAPush;
+//     testdata/lost-overwrite-3731.json, lost-update-3891.json);
 //
 //   - the hub's counters, or the late device's before it joins, rolled
 //     back or dropped under a ledger that keeps their numbers, down to a
