@@ -390,7 +390,7 @@ func (l *ledger) fill(run *commitRun, tx stores.Tx) (head Head, sealed []byte, w
 		}
 	}
 	bt := &run.bt
-	*bt = batchTx{l: l, tx: tx, head: hs.Head, start: hs.Head}
+	*bt = batchTx{l: l, tx: tx, head: hs.Head}
 	alone := len(b) == 1
 	for _, r := range b {
 		if r.update != nil {
@@ -747,10 +747,9 @@ func (l *ledger) putEntry(tx stores.Tx, rec record) error {
 // AppendTx reads the token, appends after it and writes the next token, so
 // an overlay that is dropped takes its head with it.
 type batchTx struct {
-	l     *ledger
-	tx    stores.Tx
-	head  Head
-	start Head // the head the batch began on (see FactsAfterTx)
+	l    *ledger
+	tx   stores.Tx
+	head Head
 }
 
 func (b *batchTx) Get(key string) (stores.Item, error) {

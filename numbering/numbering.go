@@ -16,7 +16,6 @@ import (
 
 	"github.com/noydb-go/noydb/internal/deferred"
 	"github.com/noydb-go/noydb/internal/wire"
-	"github.com/noydb-go/noydb/ledger"
 	"github.com/noydb-go/noydb/sequence"
 	"github.com/noydb-go/noydb/stores"
 )
@@ -441,7 +440,7 @@ func (s *Series) Last(ctx context.Context) (uint64, error) {
 		return 0, s.errorf("last", err)
 	}
 	defer exit()
-	h, _, _, _, err := s.checkedHeads(ctx)
+	h, _, _, err := s.checkedHeads(ctx)
 	if err != nil {
 		return 0, s.errorf("last", err)
 	}
@@ -455,40 +454,27 @@ func (s *Series) Last(ctx context.Context) (uint64, error) {
 // head below the highest number the ledger records as given by the
 // series' passes, or the higher of the two below the highest it records
 // of the counter, is ErrRollback.
-//
-// through is the ledger position the check held through: a batch planned
-// from these heads completes the check in its commit (see raise).
-func (s *Series) checkedHeads(ctx context.Context) (h head, ver, counter uint64, through *ledger.Head, err error) {
+func (s *Series) checkedHeads(ctx context.Context) (h head, ver, counter uint64, err error) {
 	var rec deferred.Recorded
 	if s.b.Recorded != nil {
 		if rec, err = s.b.Recorded(ctx); err != nil {
-			return head{}, 0, 0, nil, fmt.Errorf("check the head against the ledger: %w", err)
+			return head{}, 0, 0, fmt.Errorf("check the head against the ledger: %w", err)
 		}
-		through = &rec.Through
 	}
 	if h, ver, err = s.loadHead(ctx); err != nil {
-		return head{}, 0, 0, nil, err
+		return head{}, 0, 0, err
 	}
 	if h.last < rec.Passes {
-		return head{}, 0, 0, nil, headBehind(h.last, rec.Passes)
+		return head{}, 0, 0, headBehind(h.last, rec.Passes)
 	}
 	s.closed.Store(rec.Closed)
 	if counter, err = s.b.CounterHead(ctx); err != nil {
-		return head{}, 0, 0, nil, fmt.Errorf("read the counter %q: %w", s.name, err)
+		return head{}, 0, 0, fmt.Errorf("read the counter %q: %w", s.name, err)
 	}
-	if err := s.counterBehind(max(h.last, counter), rec); err != nil {
-		return head{}, 0, 0, nil, err
+	if top := max(h.last, counter); top < rec.Counter {
+		return head{}, 0, 0, fmt.Errorf("counter %q is at %d but the ledger records number %d: %w", s.name, top, rec.Counter, ErrRollback)
 	}
-	return h, ver, counter, through, nil
-}
-
-// counterBehind is the error of heads whose higher is top, when the
-// ledger records a number of the series' counter above it (rec), else nil.
-func (s *Series) counterBehind(top uint64, rec deferred.Recorded) error {
-	if top < rec.Counter {
-		return fmt.Errorf("counter %q is at %d but the ledger records number %d: %w", s.name, top, rec.Counter, ErrRollback)
-	}
-	return nil
+	return h, ver, counter, nil
 }
 
 // headBehind is the error of a head at last below a number the ledger

@@ -143,7 +143,7 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 	if err := s.b.Check(ctx); err != nil {
 		return err
 	}
-	h, ver, counter, through, err := s.checkedHeads(ctx)
+	h, ver, counter, err := s.checkedHeads(ctx)
 	if err != nil {
 		return err
 	}
@@ -208,15 +208,7 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 			return err
 		}
 		b.mark = lh.Seq
-		next, err := s.commit(ctx, &h, ver, b, taken, &raise{from: counter, to: b.last, top: top, after: through})
-		if errors.Is(err, ledger.ErrFactsFar) && attempt < maxCounterMoves {
-			// The ledger moved too far since the heads were checked to
-			// complete the check in the commit: checked again first.
-			if through, err = s.recheck(ctx, h, counter); err != nil {
-				return err
-			}
-			continue
-		}
+		next, err := s.commit(ctx, &h, ver, b, taken, counter)
 		if errors.Is(err, deferred.ErrCounterMoved) && attempt < maxCounterMoves {
 			// A number was taken at write time since the counter was
 			// read: the batch is numbered after it.
@@ -225,7 +217,7 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 			}
 			continue
 		}
-		if errors.Is(err, deferred.ErrCounterMoved) || errors.Is(err, ledger.ErrFactsFar) {
+		if errors.Is(err, deferred.ErrCounterMoved) {
 			err = fmt.Errorf("%w: %w", sequence.ErrContention, err)
 		}
 		if err != nil {
@@ -238,31 +230,13 @@ func (s *Series) pass(ctx context.Context, rep *PassReport) error {
 }
 
 // maxCounterMoves bounds how many times a pass plans its batch's numbers
-// again because numbers were taken at write time meanwhile (or checks its
-// heads again because the ledger moved far); then it fails with an error
-// wrapping sequence.ErrContention, numbering nothing.
+// again because numbers were taken at write time meanwhile; then it fails
+// with an error wrapping sequence.ErrContention, numbering nothing.
 const maxCounterMoves = 16
 
-// recheck checks the heads h and counter a batch is planned from against
-// the ledger again (as checkedHeads does) and returns the position the
-// check held through.
-func (s *Series) recheck(ctx context.Context, h head, counter uint64) (*ledger.Head, error) {
-	rec, err := s.b.Recorded(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("check the head against the ledger: %w", err)
-	}
-	if h.last < rec.Passes {
-		return nil, headBehind(h.last, rec.Passes)
-	}
-	if err := s.counterBehind(max(h.last, counter), rec); err != nil {
-		return nil, err
-	}
-	return &rec.Through, nil
-}
-
 // commit records the batch b of the items taken: its chunks, then the head
-// at version ver advanced past its numbers, which is the commit point,
-// raising the series' counter with r. It returns the head's new version.
+// at version ver advanced past its numbers, which is the commit point. It
+// returns the head's new version.
 //
 // Where the store has transactions, the chunks left by an earlier batch are
 // deleted, the new ones written and the head replaced in one transaction
@@ -272,7 +246,7 @@ func (s *Series) recheck(ctx context.Context, h head, counter uint64) (*ledger.H
 // planned from is gone. Elsewhere (and for a batch too large for one
 // transaction) it sweeps, writes the chunks and then the head by
 // compare-and-swap: there the lock is one a living pass cannot lose.
-func (s *Series) commit(ctx context.Context, h *head, ver uint64, b *batch, taken []item, r *raise) (uint64, error) {
+func (s *Series) commit(ctx context.Context, h *head, ver uint64, b *batch, taken []item, counter uint64) (uint64, error) {
 	chunks, err := s.sealChunks(b, taken)
 	if err != nil {
 		return 0, err
@@ -286,7 +260,7 @@ func (s *Series) commit(ctx context.Context, h *head, ver uint64, b *batch, take
 		if err != nil {
 			return 0, err
 		}
-		v, err := s.headTx(ctx, tr, &next, ver, stale, chunks, r)
+		v, err := s.headTx(ctx, tr, &next, ver, stale, chunks, &raise{from: counter, to: b.last})
 		if err == nil {
 			*h = next
 			return v, nil
@@ -311,7 +285,7 @@ func (s *Series) commit(ctx context.Context, h *head, ver uint64, b *batch, take
 	if ok && s.b.Store.Capabilities().Transactions {
 		// The chunks were too many for one transaction with the head:
 		// the head and the counter still commit together.
-		v, err := s.headTx(ctx, tr, &next, ver, nil, nil, r)
+		v, err := s.headTx(ctx, tr, &next, ver, nil, nil, &raise{from: counter, to: b.last})
 		if err != nil {
 			return 0, err
 		}
@@ -347,31 +321,8 @@ func (s *Series) listChunks(ctx context.Context) ([]string, error) {
 	return keys, nil
 }
 
-// raise is a raise of the series' counter in a batch's commit, from from
-// (the counter the batch was planned from) to to (the batch's last
-// number). after, if set, is the ledger position the batch's heads were
-// checked through (deferred.Recorded.Through): the commit's transaction
-// completes that check with the entries appended since (RecordedTx), so
-// that heads a store put back after another writer moved them on are
-// refused in the same atomic step as the batch, not after it.
-type raise struct {
-	from, to uint64
-	top      uint64 // the higher of the heads the batch was planned from
-	after    *ledger.Head
-}
-
-// recordedSinceTx reads in tx what the ledger records of the series since
-// r.after (nil when there is nothing to check: no raise, or no ledger).
-func (s *Series) recordedSinceTx(tx stores.Tx, r *raise) (*deferred.Recorded, error) {
-	if r == nil || r.after == nil || s.b.RecordedTx == nil {
-		return nil, nil
-	}
-	rec, err := s.b.RecordedTx(tx, *r.after)
-	if err != nil {
-		return nil, fmt.Errorf("check the heads against the ledger: %w", err)
-	}
-	return &rec, nil
-}
+// raise is a raise of the series' counter in a batch's commit.
+type raise struct{ from, to uint64 }
 
 // headTx replaces the head at version ver with h, deletes the keys del and
 // writes puts, in one transaction of tr, and returns the head's new
@@ -433,13 +384,6 @@ func (s *Series) headTxOnce(ctx context.Context, tr stores.Transactor, key strin
 				return err
 			}
 		}
-		// The ledger since the batch's heads were checked, read next (in
-		// key order, as a write-time number locks the ledger's head before
-		// its counter) and judged once the heads are found unmoved.
-		since, err := s.recordedSinceTx(tx, r)
-		if err != nil {
-			return err
-		}
 		it, err := tx.Get(key)
 		switch {
 		case errors.Is(err, stores.ErrNotFound):
@@ -453,18 +397,6 @@ func (s *Series) headTxOnce(ctx context.Context, tr stores.Transactor, key strin
 		if r != nil && s.b.Raise != nil {
 			if err := s.b.Raise(ctx, tx, r.from, r.to); err != nil {
 				return err
-			}
-		}
-		if since != nil {
-			if n := max(since.Passes, since.Counter); n > r.top {
-				// The heads are where the batch was planned from, yet the
-				// ledger records a higher number given since they were
-				// checked: another writer gave it, and the store put the
-				// heads back.
-				return fmt.Errorf("the heads are at %d but the ledger records number %d since they were checked: %w", r.top, n, ErrRollback)
-			}
-			if since.Closed {
-				return fmt.Errorf("the period was closed since the heads were checked: %w", sequence.ErrPeriodClosed)
 			}
 		}
 		for _, k := range del {

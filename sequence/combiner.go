@@ -119,7 +119,6 @@ type counter struct {
 	floor        uint64 // the highest number the History recorded at that check
 	base         uint64 // the passes' head at that check: the counter is raised to it (see checkHistory)
 	through      uint64 // the History's position that check held through (see ledgerMoved)
-	throughMAC   []byte // names the History up to through (wire.CounterFacts.ThroughMAC; nil: unknown)
 	versionKnown bool   // cacheVersion is the version of cacheSealed as this Service last wrote or read it
 	// shut is true once the History recorded a close of the counter's
 	// period, or this Service closed it: an open counter is then one the
@@ -290,7 +289,7 @@ func (c *counter) run(ctx context.Context, batch []*op) {
 	}
 	for err != nil {
 		switch {
-		case errors.Is(err, errRecheck) && (!c.w.rechecked || errors.Is(err, errRecheckSince)):
+		case errors.Is(err, errRecheck) && !c.w.rechecked:
 			// Another writer moved the counter: the floor of the first
 			// check may be stale (see errRecheck).
 			c.w.rechecked, c.checked = true, false
@@ -392,11 +391,10 @@ func (c *counter) checkHistory(ctx context.Context) error {
 	for _, o := range c.w.batch {
 		claims = claims || (o.kind == opClaim && c.svc.txr != nil)
 	}
-	f, err := c.recorded(ctx, claims)
+	highest, closed, defined, through, err := c.recorded(ctx, claims)
 	if err != nil {
 		return fmt.Errorf("check the counter against the ledger: %w", err)
 	}
-	highest, closed, defined := f.Highest, f.Closed, f.Defined
 	// The passes' head after the History (its numbers reach the History
 	// after the head), before the counter.
 	base, err := c.passHead(ctx)
@@ -404,9 +402,7 @@ func (c *counter) checkHistory(ctx context.Context) error {
 		return fmt.Errorf("check the counter against the passes' head: %w", err)
 	}
 	c.floor, c.shut, c.base = max(c.floor, highest), c.shut || closed, max(c.base, base)
-	if f.Through > c.through {
-		c.through, c.throughMAC = f.Through, f.ThroughMAC
-	}
+	c.through = max(c.through, through)
 	if defined {
 		if err := c.svc.checkDefinition(ctx, c.series); err != nil {
 			return err
@@ -440,20 +436,17 @@ func (c *counter) outsidePeriods() error {
 // (wire.HistorySummary) answers from it; another is read since the view's
 // last read (from the start, the first time), with claims indexing the
 // request ids of claims too (see catchUp).
-//
-// The facts' Highest includes the passes' numbers (Passes is 0).
-func (c *counter) recorded(ctx context.Context, claims bool) (wire.CounterFacts, error) {
+func (c *counter) recorded(ctx context.Context, claims bool) (highest uint64, closed, defined bool, through uint64, err error) {
 	if hs, ok := c.svc.history.(wire.HistorySummary); ok {
 		f, err := hs.CounterFacts(ctx, c.series, c.partition)
-		f.Highest, f.Passes = max(f.Highest, f.Passes), 0
-		return f, err
+		return max(f.Highest, f.Passes), f.Closed, f.Defined, f.Through, err
 	}
 	if err := c.catchUp(ctx, claims); err != nil {
-		return wire.CounterFacts{}, err
+		return 0, false, false, 0, err
 	}
 	c.view.mu.Lock()
 	defer c.view.mu.Unlock()
-	return wire.CounterFacts{Highest: c.view.highest, Closed: c.view.closed, Defined: c.view.defined, Through: c.view.through}, nil
+	return c.view.highest, c.view.closed, c.view.defined, c.view.through, nil
 }
 
 // passHead returns the head of the deferred-numbering passes of the
@@ -472,42 +465,6 @@ func (c *counter) passHead(ctx context.Context) (uint64, error) {
 // store rolled back after the first check is not trusted on the floor of
 // that check.
 var errRecheck = errors.New("counter written elsewhere: check it against the ledger again")
-
-// errRecheckSince is errRecheck from a batch that has asked the History
-// again already, when what was recorded since (sinceCheckTx) cannot be
-// judged in the transaction: too many entries, or a close or definition
-// of the series. It is rare (an honest busy History does not make it), so
-// the batch asks again, within the batch's retry budget.
-var errRecheckSince = fmt.Errorf("%w: the ledger moved far, or recorded a close or a definition, since the check", errRecheck)
-
-// sinceCheckTx completes, in tx (the commit's transaction, in the
-// History's batch), the check of a counter read at value there, for a
-// batch that asked the History again already (errRecheck) and found it
-// moved by another writer again since (wire.HistoryWatch): the entries
-// since that check are read in tx (wire.HistoryTx), and a number they
-// record above value is a counter the store put back (ErrRollback), which
-// the check alone, made before the commit, could not see.
-func (c *counter) sinceCheckTx(tx stores.Tx, value uint64) error {
-	if !c.w.rechecked || c.svc.watch == nil || c.svc.watch.ForeignThrough() <= c.through ||
-		c.through > 0 && c.throughMAC == nil { // a position not named: not one to read from
-		return nil // a writer alone stops at the first test
-	}
-	htx, ok := c.svc.history.(wire.HistoryTx)
-	if !ok {
-		return nil
-	}
-	f, far, err := htx.CounterFactsSinceTx(tx, c.series, c.partition, c.through, c.throughMAC)
-	if err != nil {
-		return fmt.Errorf("check the counter against the ledger: %w", err)
-	}
-	if n := max(f.Highest, f.Passes); n > value {
-		return behind(value, n)
-	}
-	if far || f.Closed || f.Defined {
-		return errRecheckSince
-	}
-	return nil
-}
 
 // movedElsewhere reports whether the counter's stored bytes, read by an
 // attempt, are not the ones this Service last wrote or read, and the
@@ -703,9 +660,6 @@ func (c *counter) txBody(tx stores.Tx) error {
 		return err
 	}
 	if err := c.svc.checkPin(c.key, st.value, pin); err != nil {
-		return err
-	}
-	if err := c.sinceCheckTx(tx, st.value); err != nil {
 		return err
 	}
 	defined, err := c.defineTx(tx)

@@ -79,9 +79,9 @@ func pinInTx(q *Sequence) uint64 { return q.svc.pinOf(targetOf(q).c.key) }
 type txFloor struct {
 	checked atomic.Bool
 	floor   atomic.Uint64
-	base    atomic.Uint64               // the passes' head (see counter.base)
-	closed  atomic.Bool                 // the period was closed (see counter.shut)
-	through atomic.Pointer[historyMark] // the History's position the check held through (see wire.HistoryWatch)
+	base    atomic.Uint64 // the passes' head (see counter.base)
+	closed  atomic.Bool   // the period was closed (see counter.shut)
+	through atomic.Uint64 // the History's position the check held through (see wire.HistoryWatch)
 }
 
 // checkInTx loads the definition of q's series and reads the highest
@@ -107,11 +107,10 @@ func checkInTx(ctx context.Context, q *Sequence) error {
 		return q.errorf("next", stores.ErrClosed)
 	}
 	defer q.svc.gate.Exit()
-	f, err := c.recorded(ctx, false)
+	highest, closed, defined, through, err := c.recorded(ctx, false)
 	if err != nil {
 		return q.errorf("next", err)
 	}
-	highest, closed, defined := f.Highest, f.Closed, f.Defined
 	base, err := c.passHead(ctx)
 	if err != nil {
 		return q.errorf("next", err)
@@ -141,7 +140,7 @@ func checkInTx(ctx context.Context, q *Sequence) error {
 	}
 	for {
 		old := c.tx.through.Load()
-		if old.at() >= f.Through && old != nil || c.tx.through.CompareAndSwap(old, &historyMark{seq: f.Through, mac: f.ThroughMAC}) {
+		if through <= old || c.tx.through.CompareAndSwap(old, through) {
 			break
 		}
 	}
@@ -193,7 +192,7 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx, pinned *uint64, ch
 	if !c.tx.checked.Load() {
 		return Serial{}, true, nil
 	}
-	if w := q.svc.watch; w != nil && !checked && w.ForeignThrough() > c.tx.through.Load().at() {
+	if w := q.svc.watch; w != nil && !checked && w.ForeignThrough() > c.tx.through.Load() {
 		// Another writer moved the ledger since the check: the counter,
 		// whatever its bytes, may have been put back behind numbers it
 		// gave meanwhile. Checked again before it is trusted.
@@ -260,18 +259,6 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx, pinned *uint64, ch
 		// after this transaction's snapshot: stale too, until run again.
 		return Serial{}, false, q.errorf("next", stale(behind(st.value, floor)))
 	}
-	if checked {
-		// Checked again in an earlier run of the caller's transaction,
-		// after which the ledger may have moved again: what it recorded
-		// since is read here, in the transaction that takes the number.
-		again, err := c.sinceCheckInTx(tx, st.value)
-		if err != nil {
-			return Serial{}, false, q.errorf("next", err)
-		}
-		if again {
-			return Serial{}, true, nil
-		}
-	}
 	if st.value == math.MaxUint64 {
 		return Serial{}, false, q.errorf("next", ErrOverflow)
 	}
@@ -300,47 +287,4 @@ func nextInTx(ctx context.Context, q *Sequence, tx stores.Tx, pinned *uint64, ch
 		}
 	}
 	return q.serial(st.value, date), false, nil
-}
-
-// historyMark is a position of the History and the MAC that names it
-// (wire.CounterFacts' Through and ThroughMAC).
-type historyMark struct {
-	seq uint64
-	mac []byte
-}
-
-// at is m's position, 0 for none.
-func (m *historyMark) at() uint64 {
-	if m == nil {
-		return 0
-	}
-	return m.seq
-}
-
-// sinceCheckInTx is counter.sinceCheckTx for a number taken in the
-// caller's transaction (nextInTx): with the History moved by another
-// writer since the check, the entries since are read in tx, and a number
-// they record above value is ErrRollback. again asks the caller to check
-// the counter again first (too many entries, or a close or definition
-// since).
-func (c *counter) sinceCheckInTx(tx stores.Tx, value uint64) (again bool, err error) {
-	htx, ok := c.svc.history.(wire.HistoryTx)
-	mark := c.tx.through.Load()
-	if !ok || c.svc.watch == nil || c.svc.watch.ForeignThrough() <= mark.at() ||
-		mark != nil && mark.seq > 0 && mark.mac == nil { // a position not named: not one to read from
-		return false, nil
-	}
-	var seq uint64
-	var mac []byte
-	if mark != nil {
-		seq, mac = mark.seq, mark.mac
-	}
-	f, far, err := htx.CounterFactsSinceTx(tx, c.series, c.partition, seq, mac)
-	if err != nil {
-		return false, fmt.Errorf("check the counter against the ledger: %w", err)
-	}
-	if n := max(f.Highest, f.Passes); n > value {
-		return false, behind(value, n)
-	}
-	return far || f.Closed || f.Defined, nil
 }

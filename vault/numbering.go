@@ -136,10 +136,6 @@ func (v *Vault) numberingPeriod(series string, opts numbering.Options, r stampRe
 		Recorded: func(ctx context.Context) (deferred.Recorded, error) {
 			return v.passRecorded(ctx, series, partition)
 		},
-		// ... and again in the transaction that commits a batch.
-		RecordedTx: func(tx stores.Tx, after ledger.Head) (deferred.Recorded, error) {
-			return v.passRecordedTx(tx, after, series, partition)
-		},
 	}, series, opts)
 }
 
@@ -159,30 +155,13 @@ func (v *Vault) seriesDefinition(ctx context.Context, series string) (sequence.D
 // and the highest of its unpartitioned counter.
 func (v *Vault) passRecorded(ctx context.Context, series string, partition []string) (deferred.Recorded, error) {
 	var r deferred.Recorded
-	head, err := v.ledger.Facts(ctx, ledger.NumberFactsKind, func(f any) error {
-		r = recordedOf(f.(*ledger.NumberFacts), series, partition)
+	_, err := v.ledger.Facts(ctx, ledger.NumberFactsKind, func(f any) error {
+		nf := f.(*ledger.NumberFacts)
+		c := nf.Counter(series, partition)
+		r = deferred.Recorded{Passes: nf.Passes(series, partition).Assigned, Counter: c.Highest, Closed: c.Closed}
 		return nil
 	})
-	r.Through = head
 	return r, err
-}
-
-// passRecordedTx is passRecorded of the entries after the position after
-// alone, read in tx (deferred.Backend.RecordedTx).
-func (v *Vault) passRecordedTx(tx stores.Tx, after ledger.Head, series string, partition []string) (deferred.Recorded, error) {
-	var r deferred.Recorded
-	head, err := v.ledger.FactsAfterTx(tx, after, ledger.NumberFactsKind, func(f any) error {
-		r = recordedOf(f.(*ledger.NumberFacts), series, partition)
-		return nil
-	})
-	r.Through = head
-	return r, err
-}
-
-// recordedOf is what nf records of the numbers of series and partition.
-func recordedOf(nf *ledger.NumberFacts, series string, partition []string) deferred.Recorded {
-	c := nf.Counter(series, partition)
-	return deferred.Recorded{Passes: nf.Passes(series, partition).Assigned, Counter: c.Highest, Closed: c.Closed}
 }
 
 // stampRecords lets a numbering series read and stamp this vault's records,

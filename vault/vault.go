@@ -393,36 +393,15 @@ type history struct{ l writableLedger }
 func (h history) CounterFacts(ctx context.Context, series string, partition []string) (wire.CounterFacts, error) {
 	var out wire.CounterFacts
 	head, err := h.l.Facts(ctx, ledger.NumberFactsKind, func(f any) error {
-		out = counterFactsOf(f.(*ledger.NumberFacts), series, partition)
+		nf := f.(*ledger.NumberFacts)
+		c, sf := nf.Counter(series, partition), nf.Series(series)
+		// A period's passes give numbers of its counter too.
+		out = wire.CounterFacts{Highest: c.Highest, Closed: c.Closed, Defined: sf.Defined,
+			Passes: nf.Passes(series, partition).Assigned}
 		return nil
 	})
-	out.Through, out.ThroughMAC = head.Seq, head.MAC
+	out.Through = head.Seq
 	return out, err
-}
-
-// CounterFactsSinceTx answers, in a transaction of the ledger's commits,
-// what its entries after position through record alone
-// (wire.HistoryTx).
-func (h history) CounterFactsSinceTx(tx stores.Tx, series string, partition []string, through uint64, mac []byte) (wire.CounterFacts, bool, error) {
-	var out wire.CounterFacts
-	head, err := h.l.FactsAfterTx(tx, ledger.Head{Seq: through, MAC: mac}, ledger.NumberFactsKind, func(f any) error {
-		out = counterFactsOf(f.(*ledger.NumberFacts), series, partition)
-		return nil
-	})
-	if errors.Is(err, ledger.ErrFactsFar) {
-		return wire.CounterFacts{}, true, nil
-	}
-	out.Through, out.ThroughMAC = head.Seq, head.MAC
-	return out, false, err
-}
-
-// counterFactsOf is what nf records of the counter of series and
-// partition.
-func counterFactsOf(nf *ledger.NumberFacts, series string, partition []string) wire.CounterFacts {
-	c, sf := nf.Counter(series, partition), nf.Series(series)
-	// A period's passes give numbers of its counter too.
-	return wire.CounterFacts{Highest: c.Highest, Closed: c.Closed, Defined: sf.Defined,
-		Passes: nf.Passes(series, partition).Assigned}
 }
 
 // ForeignThrough reports the highest position of a head another writer

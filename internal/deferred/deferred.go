@@ -83,13 +83,6 @@ type Backend struct {
 	// by the store: the series refuses with numbering.ErrRollback before
 	// it gives any number. It is never called inside a store transaction.
 	Recorded func(ctx context.Context) (Recorded, error)
-	// RecordedTx, if set, returns what the ledger's entries after the
-	// position after (a Recorded's Through) record of the series' numbers
-	// alone, read in tx (the transaction that commits a batch) up to the
-	// head tx reads: the check Recorded began, completed at the commit.
-	// An error matching ledger.ErrFactsFar says the ledger moved too far
-	// since after: the series asks Recorded again, outside tx.
-	RecordedTx func(tx stores.Tx, after ledger.Head) (Recorded, error)
 }
 
 // Recorded is what the vault's ledger records of a series' numbers.
@@ -103,8 +96,6 @@ type Recorded struct {
 	// Closed is true once the counter's period was closed: a pass gives
 	// it no number.
 	Closed bool
-	// Through is the ledger position the facts above hold through.
-	Through ledger.Head
 }
 
 // ErrCounterMoved: the counter of a series was not at the value a pass

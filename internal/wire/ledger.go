@@ -163,12 +163,6 @@ type Ledger[E, H, R any] interface {
 	// only read them, not keep them, and not call the ledger. Never call
 	// it inside a transaction of the ledger's store.
 	Facts(ctx context.Context, kind string, fn func(facts any) error) (H, error)
-	// FactsAfterTx calls fn with the facts of kind folded from the entries
-	// after the position after alone, read in tx up to the head tx reads,
-	// and returns that head: a check made against Facts held through
-	// after is completed in a commit's own transaction. Too many entries
-	// since after: an error matching ledger.ErrFactsFar (ask Facts again).
-	FactsAfterTx(tx stores.Tx, after H, kind string, fn func(facts any) error) (H, error)
 	// ForeignThrough returns the highest position of a head that one of
 	// the ledger's commits began on without having written it (another
 	// writer moved the ledger since this ledger's commit before): see

@@ -114,23 +114,6 @@ type CounterFacts struct {
 	// Through is the position of the history's end the facts hold
 	// through (0 when unknown).
 	Through uint64
-	// ThroughMAC names the history up to Through (the ledger's chain MAC
-	// of the entry there; nil when unknown): see HistoryTx.
-	ThroughMAC []byte
-}
-
-// HistoryTx is a HistorySummary that can also tell, inside a store
-// transaction of the history's commits (the vault's ledger batch), what
-// was recorded since its facts held: a counter's check then holds at the
-// commit itself, not only up to a moment before it.
-type HistoryTx interface {
-	// CounterFactsSinceTx returns what the history records about the
-	// counter of series and partition in its entries after position
-	// through (named by mac, a CounterFacts' ThroughMAC) alone, read in
-	// tx up to the end tx reads, which the result's Through names. far
-	// is true when that end is too far from through to read in a
-	// transaction: ask CounterFacts again, outside it.
-	CounterFactsSinceTx(tx stores.Tx, series string, partition []string, through uint64, mac []byte) (f CounterFacts, far bool, err error)
 }
 
 // HistoryWatch is a History that tells whether another writer moved it
