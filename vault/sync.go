@@ -503,7 +503,8 @@ var syncPass = 128 * syncBatch
 // commits the new generation's keyring entries on the hub first, then
 // that device's Sync pushes records sealed with it) leaves records on the
 // hub, named by their feed entries, sealed with a generation this device
-// does not hold yet. The pull then takes the keyring step again and starts
+// does not hold yet; so does a numbering pass on the hub that stamps a
+// record with the new generation before it appends the stamp's entry. The pull then takes the keyring step again and starts
 // over; should the entries brought still not hold that generation, the
 // hub keeps records its keyring gives no key of: ErrHubTampered.
 func (s *syncRun) pull(ctx context.Context) error {
@@ -536,9 +537,9 @@ func (s *syncRun) pullFeed(ctx context.Context) error {
 	}
 }
 
-// generationAhead is the error of a pull that met a hub record exactly as
-// its feed entry names it (the same ciphertext) but sealed with a data key
-// generation newer than any this device holds (see pull).
+// generationAhead is the error of a pull that met a hub record sealed with
+// a data key generation newer than any this device holds, as its feed
+// entry names it or at a later revision (see pull and generationAhead).
 type generationAhead struct {
 	k   recKey
 	seq uint64 // the feed entry
@@ -546,7 +547,7 @@ type generationAhead struct {
 }
 
 func (g *generationAhead) Error() string {
-	return fmt.Sprintf("%v: %s/%s, as its feed entry %d names it, is sealed with key generation %d, of which the hub's keyring gives this person no key",
+	return fmt.Sprintf("%v: %s/%s, at its feed entry %d, is sealed with key generation %d, of which the hub's keyring gives this person no key",
 		ErrHubTampered, g.k.coll, g.k.id, g.seq, g.gen)
 }
 
@@ -836,11 +837,16 @@ func (s *syncRun) checkFetched(k recKey, e ledger.Entry, sealed []byte, found bo
 }
 
 // generationAhead returns the generation of sealed, the hub's record of
-// feed entry e that did not check (ok false), when its ciphertext is the
-// one e names and that generation is newer than any this device holds (a
-// rotation made since the keyring step: see pull); else 0.
+// feed entry e that did not check (ok false), when that generation is newer
+// than any this device holds (a rotation made since the keyring step: see
+// pull); else 0. The ciphertext need not be the one e names: a numbering
+// pass on the hub stamps a record (a new revision, sealed with the hub's
+// current generation) before it appends the stamp's entry, so a pull can
+// meet the record sealed with a generation it does not hold yet, ahead of
+// its entry. Only once the keyring step has been taken again can it tell a
+// record ahead (a write in flight) from a tampered one.
 func (s *syncRun) generationAhead(e ledger.Entry, sealed []byte, ok bool) uint64 {
-	if ok || e.Kind == ledger.RecordDelete || sealed == nil || !bytes.Equal(cipherHash(sealed), e.CipherHash) {
+	if ok || e.Kind == ledger.RecordDelete || sealed == nil {
 		return 0
 	}
 	g, err := recordGeneration(sealed)
