@@ -799,6 +799,9 @@ func (s *syncRun) checkRecords(ctx context.Context, win, rest []ledger.Entry) (m
 					cut = min(cut, last[k])
 				default:
 					e := win[last[k]]
+					if g := s.newerGeneration(got[s.h.recordKey(k.coll, k.id)]); g > 0 && e.Kind != ledger.RecordDelete {
+						return nil, 0, &generationAhead{k: k, seq: e.Seq, gen: g}
+					}
 					return nil, 0, fmt.Errorf("%w: %s/%s is not the revision %d its feed entry %d names", ErrHubTampered, k.coll, k.id, e.Revision, e.Seq)
 				}
 			}
@@ -837,16 +840,27 @@ func (s *syncRun) checkFetched(k recKey, e ledger.Entry, sealed []byte, found bo
 }
 
 // generationAhead returns the generation of sealed, the hub's record of
-// feed entry e that did not check (ok false), when that generation is newer
-// than any this device holds (a rotation made since the keyring step: see
-// pull); else 0. The ciphertext need not be the one e names: a numbering
-// pass on the hub stamps a record (a new revision, sealed with the hub's
-// current generation) before it appends the stamp's entry, so a pull can
-// meet the record sealed with a generation it does not hold yet, ahead of
-// its entry. Only once the keyring step has been taken again can it tell a
-// record ahead (a write in flight) from a tampered one.
+// feed entry e that did not check (ok false), when its ciphertext is the
+// one e names and that generation is newer than any this device holds (a
+// rotation made since the keyring step: see pull); else 0.
 func (s *syncRun) generationAhead(e ledger.Entry, sealed []byte, ok bool) uint64 {
-	if ok || e.Kind == ledger.RecordDelete || sealed == nil {
+	if ok || e.Kind == ledger.RecordDelete || sealed == nil || !bytes.Equal(cipherHash(sealed), e.CipherHash) {
+		return 0
+	}
+	return s.newerGeneration(sealed)
+}
+
+// newerGeneration returns the generation sealed is sealed with when it is
+// newer than any this device holds, else 0. A record that is not the one
+// its feed entry names, with no later entry, may be sealed so by an honest
+// hub: a numbering pass on the hub stamps a record (a new revision, sealed
+// with the hub's current generation) before it appends the stamp's entry,
+// so a pull whose keyring step came before a rotation can meet the stamp
+// sealed with a generation it does not hold yet. Only once it took the
+// keyring step again can it tell a record ahead of its entry (a write in
+// flight) from a tampered one (see pull).
+func (s *syncRun) newerGeneration(sealed []byte) uint64 {
+	if sealed == nil {
 		return 0
 	}
 	g, err := recordGeneration(sealed)
