@@ -503,7 +503,8 @@ var syncPass = 128 * syncBatch
 // commits the new generation's keyring entries on the hub first, then
 // that device's Sync pushes records sealed with it) leaves records on the
 // hub, named by their feed entries, sealed with a generation this device
-// does not hold yet. The pull then takes the keyring step again and starts
+// does not hold yet; so does a numbering pass on the hub that stamps a
+// record with the new generation before it appends the stamp's entry. The pull then takes the keyring step again and starts
 // over; should the entries brought still not hold that generation, the
 // hub keeps records its keyring gives no key of: ErrHubTampered.
 func (s *syncRun) pull(ctx context.Context) error {
@@ -536,9 +537,9 @@ func (s *syncRun) pullFeed(ctx context.Context) error {
 	}
 }
 
-// generationAhead is the error of a pull that met a hub record exactly as
-// its feed entry names it (the same ciphertext) but sealed with a data key
-// generation newer than any this device holds (see pull).
+// generationAhead is the error of a pull that met a hub record sealed with
+// a data key generation newer than any this device holds, as its feed
+// entry names it or at a later revision (see pull and generationAhead).
 type generationAhead struct {
 	k   recKey
 	seq uint64 // the feed entry
@@ -546,7 +547,7 @@ type generationAhead struct {
 }
 
 func (g *generationAhead) Error() string {
-	return fmt.Sprintf("%v: %s/%s, as its feed entry %d names it, is sealed with key generation %d, of which the hub's keyring gives this person no key",
+	return fmt.Sprintf("%v: %s/%s, at its feed entry %d, is sealed with key generation %d, of which the hub's keyring gives this person no key",
 		ErrHubTampered, g.k.coll, g.k.id, g.seq, g.gen)
 }
 
@@ -798,6 +799,9 @@ func (s *syncRun) checkRecords(ctx context.Context, win, rest []ledger.Entry) (m
 					cut = min(cut, last[k])
 				default:
 					e := win[last[k]]
+					if g := s.newerGeneration(got[s.h.recordKey(k.coll, k.id)]); g > 0 && e.Kind != ledger.RecordDelete {
+						return nil, 0, &generationAhead{k: k, seq: e.Seq, gen: g}
+					}
 					return nil, 0, fmt.Errorf("%w: %s/%s is not the revision %d its feed entry %d names", ErrHubTampered, k.coll, k.id, e.Revision, e.Seq)
 				}
 			}
@@ -841,6 +845,22 @@ func (s *syncRun) checkFetched(k recKey, e ledger.Entry, sealed []byte, found bo
 // rotation made since the keyring step: see pull); else 0.
 func (s *syncRun) generationAhead(e ledger.Entry, sealed []byte, ok bool) uint64 {
 	if ok || e.Kind == ledger.RecordDelete || sealed == nil || !bytes.Equal(cipherHash(sealed), e.CipherHash) {
+		return 0
+	}
+	return s.newerGeneration(sealed)
+}
+
+// newerGeneration returns the generation sealed is sealed with when it is
+// newer than any this device holds, else 0. A record that is not the one
+// its feed entry names, with no later entry, may be sealed so by an honest
+// hub: a numbering pass on the hub stamps a record (a new revision, sealed
+// with the hub's current generation) before it appends the stamp's entry,
+// so a pull whose keyring step came before a rotation can meet the stamp
+// sealed with a generation it does not hold yet. Only once it took the
+// keyring step again can it tell a record ahead of its entry (a write in
+// flight) from a tampered one (see pull).
+func (s *syncRun) newerGeneration(sealed []byte) uint64 {
+	if sealed == nil {
 		return 0
 	}
 	g, err := recordGeneration(sealed)

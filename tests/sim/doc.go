@@ -91,6 +91,18 @@
 //     TestCounterPutBackToBytesThisProcessNeverHeldIsRollback; seeds 112,
 //     268, 300, 316, 347 and 485 with -sim.known -sim.hostile=1).
 //
+//   - a numbering pass on the hub that stamped a record with a generation
+//     a rotation (a Revoke) had just made, before it appended the stamp's
+//     feed entry: another device's pull, whose keyring step came before
+//     the rotation, could not open the record, so could not see it ahead
+//     of its entry, and raised ErrHubTampered on an honest hub (seed 1209
+//     of a 10-minute run, "receipts/r2-23 is not the revision 1 its feed
+//     entry 129 names"; testdata/stamp-newer-generation-1209.json failed
+//     2 of about 10 replays before). The pull now takes the keyring step
+//     again for any record sealed with a newer generation
+//     (TestSyncPullWaitsForAStampSealedWithANewerGeneration,
+//     TestSyncPullStillDetectsARecordUnderANewerGenerationBehindItsEntry);
+//
 //   - a record deleted on one device while another, whose push of a
 //     rotation's re-seal of it the hub committed but reported as failed,
 //     rotated again before it synced: that device recognised its push but
